@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// What the machine offers: host threads and memory, and the CUDA devices the
+// driver reports (or why there are none), so the CLI and the workbench can
+// offer devices and check that a plan fits before allocating anything.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tr {
+
+struct CudaDeviceInfo {
+  int index = 0;
+  std::string name;
+  uint64_t memory_bytes = 0;
+  int cc_major = 0, cc_minor = 0;
+  int multiprocessors = 0;
+};
+
+struct DeviceScan {
+  int host_threads = 1;
+  uint64_t host_memory_bytes = 0;     // MemTotal
+  uint64_t host_available_bytes = 0;  // MemAvailable
+  bool cuda_built = false;            // this build has the CUDA backend
+  std::vector<CudaDeviceInfo> cuda;
+  std::string cuda_status;  // why there are no CUDA devices, or the driver/runtime versions
+};
+
+DeviceScan scan_devices();
+
+// Implemented by the CUDA backend when it is built; fills cuda and cuda_status.
+void scan_cuda_devices(DeviceScan& scan);
+
+}  // namespace tr

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// `renaissance-cli devices`: what this machine can train on.
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/devices.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "compile/plan_report.h"
+
+namespace tr::cli {
+
+int cmd_devices(const std::vector<std::string>& args) {
+  const ParsedArgs a = parse_args(args, {}, {"json"});
+  if (!a.positional.empty()) throw UsageError("devices takes no arguments");
+  const DeviceScan s = scan_devices();
+  if (a.has("json")) {
+    nlohmann::json j;
+    j["cpu"] = {{"threads", s.host_threads},
+                {"memory_bytes", s.host_memory_bytes},
+                {"available_bytes", s.host_available_bytes}};
+    j["cuda_built"] = s.cuda_built;
+    j["cuda_status"] = s.cuda_status;
+    j["cuda"] = nlohmann::json::array();
+    for (const CudaDeviceInfo& d : s.cuda)
+      j["cuda"].push_back(
+          {{"index", d.index},
+           {"name", d.name},
+           {"memory_bytes", d.memory_bytes},
+           {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
+           {"multiprocessors", d.multiprocessors}});
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("cpu      %d threads, %s memory (%s available)\n", s.host_threads,
+              human_bytes(s.host_memory_bytes).c_str(),
+              human_bytes(s.host_available_bytes).c_str());
+  if (s.cuda.empty())
+    std::printf("cuda     %s; training runs on the CPU backend\n", s.cuda_status.c_str());
+  for (const CudaDeviceInfo& d : s.cuda)
+    std::printf("cuda:%d   %s, %s, compute capability %d.%d, %d SMs\n", d.index, d.name.c_str(),
+                human_bytes(d.memory_bytes).c_str(), d.cc_major, d.cc_minor, d.multiprocessors);
+  if (!s.cuda.empty()) std::printf("         (%s)\n", s.cuda_status.c_str());
+  return 0;
+}
+
+}  // namespace tr::cli

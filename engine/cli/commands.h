@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The subcommands of renaissance-cli. Each takes its arguments after the
+// subcommand name and returns the process exit code (0 ok, 1 failed, 2 usage).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tr::cli {
+
+int cmd_plan(const std::vector<std::string>& args);
+int cmd_devices(const std::vector<std::string>& args);
+
+}  // namespace tr::cli

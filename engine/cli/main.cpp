@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// renaissance-cli: the headless face of the engine. Every user error ends in
+// one clear message and a non-zero exit code.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: renaissance-cli <command> [options]\n"
+    "commands:\n"
+    "  plan <project.json>   compile a project and print its memory plan (--help for options)\n"
+    "  devices               list the CPU and the CUDA devices this machine offers\n"
+    "  version               print the engine version\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    if (command == "plan") return tr::cli::cmd_plan(args);
+    if (command == "devices") return tr::cli::cmd_devices(args);
+    if (command == "version") {
+      std::printf("renaissance-cli %s\n", TR_VERSION);
+      return 0;
+    }
+    if (command == "--help" || command == "-h" || command == "help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    std::fprintf(stderr, "renaissance-cli: unknown command '%s'\n%s", command.c_str(), kUsage);
+    return 2;
+  } catch (const tr::ProjectError& e) {
+    std::fprintf(stderr, "renaissance-cli %s: the project has %zu problem%s:\n", command.c_str(),
+                 e.diagnostics().size(), e.diagnostics().size() == 1 ? "" : "s");
+    for (const tr::Diagnostic& d : e.diagnostics()) std::fprintf(stderr, "  %s\n", d.str().c_str());
+    return 1;
+  } catch (const tr::UsageError& e) {
+    std::fprintf(stderr, "renaissance-cli %s: %s\n", command.c_str(), e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "renaissance-cli %s: internal error: %s\n", command.c_str(), e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "cli/options.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "core/error.h"
+
+namespace tr::cli {
+
+ParsedArgs parse_args(const std::vector<std::string>& args, const std::set<std::string>& with_value,
+                      const std::set<std::string>& flags) {
+  ParsedArgs out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.size() < 3 || a.rfind("--", 0) != 0) {
+      if (!a.empty() && a[0] == '-' && a != "-") throw UsageError("unknown option '" + a + "'");
+      out.positional.push_back(a);
+      continue;
+    }
+    std::string name = a.substr(2);
+    std::string value;
+    const auto eq = name.find('=');
+    const bool inline_value = eq != std::string::npos;
+    if (inline_value) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    if (flags.count(name)) {
+      if (inline_value) throw UsageError("option '--" + name + "' takes no value");
+      out.flags.insert(name);
+    } else if (with_value.count(name)) {
+      if (!inline_value) {
+        if (i + 1 >= args.size()) throw UsageError("option '--" + name + "' needs a value");
+        value = args[++i];
+      }
+      out.values[name] = value;
+    } else {
+      throw UsageError("unknown option '--" + name + "'");
+    }
+  }
+  return out;
+}
+
+long long positive_integer(const std::string& option, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || v <= 0)
+    throw UsageError("option '--" + option + "' takes a positive integer, got '" + text + "'");
+  return v;
+}
+
+}  // namespace tr::cli

@@ -1,0 +1,638 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "compile/compiler.h"
+
+#include <set>
+#include <string>
+
+#include "compile/stream_policy.h"
+#include "core/error.h"
+
+namespace tr {
+
+namespace {
+
+constexpr ParamSeries kAllSeries[] = {ParamSeries::W, ParamSeries::E, ParamSeries::A,
+                                      ParamSeries::G, ParamSeries::H, ParamSeries::M,
+                                      ParamSeries::V};
+
+Diagnostic variant_problem(const Project& p, size_t index, std::string field, std::string msg) {
+  Diagnostic d;
+  d.file = p.source_path;
+  d.field = "variants[" + std::to_string(index) + "]" + (field.empty() ? "" : "." + field);
+  d.message = std::move(msg);
+  return d;
+}
+
+// Phase 1: the batch and resolution of every variant, per device.
+std::vector<ResolvedVariant> resolve_variants(const Project& p) {
+  const int world = p.training.devices.world_size();
+  if (world < 1 || p.training.global_batch < 1 || p.training.global_batch % world != 0) {
+    Diagnostic d;
+    d.file = p.source_path;
+    d.field = "training.global_batch";
+    d.message = "global_batch " + std::to_string(p.training.global_batch) +
+                " must be positive and divisible by the " + std::to_string(world) + " ranks of " +
+                p.training.devices.str();
+    throw ProjectError({d});
+  }
+  const int64_t local = p.training.global_batch / world;
+  std::vector<Diagnostic> problems;
+  std::vector<ResolvedVariant> out;
+  size_t trains = 0;
+  for (const VariantSpec& spec : p.variants) trains += spec.kind == VariantKind::Train ? 1 : 0;
+  if (trains != 1) {
+    Diagnostic d;
+    d.file = p.source_path;
+    d.field = "variants";
+    d.message = "expected exactly one variant of kind \"train\", found " + std::to_string(trains);
+    problems.push_back(std::move(d));
+  }
+  for (size_t i = 0; i < p.variants.size(); ++i) {
+    const VariantSpec& spec = p.variants[i];
+    ResolvedVariant v{spec.name, spec.kind, spec.batch, spec.height, spec.width};
+    if (spec.batch < 0 || (spec.kind == VariantKind::Validation && spec.batch == 0)) {
+      problems.push_back(variant_problem(p, i, "batch",
+                                         "a " + std::string(variant_kind_name(spec.kind)) +
+                                             " variant needs a positive batch, not " +
+                                             std::to_string(spec.batch)));
+      continue;
+    }
+    switch (spec.kind) {
+      case VariantKind::Train:
+        if (spec.batch != 0 && spec.batch != local)
+          problems.push_back(variant_problem(
+              p, i, "batch",
+              "a train variant's batch is global_batch / devices = " + std::to_string(local) +
+                  " per device, not " + std::to_string(spec.batch) + "; leave \"batch\" out"));
+        v.batch = local;
+        break;
+      case VariantKind::LastBatch:
+        if (v.batch == 0) v.batch = (p.dataset.train_size % p.training.global_batch) / world;
+        if (v.batch == 0) continue;  // the training set divides evenly: no partial batch
+        if (v.batch >= local)
+          problems.push_back(variant_problem(
+              p, i, "batch",
+              "a last batch of " + std::to_string(v.batch) +
+                  " per device is not smaller than the train batch " + std::to_string(local)));
+        break;
+      case VariantKind::Validation:
+        if (v.batch * world > p.dataset.val_size)
+          problems.push_back(variant_problem(p, i, "batch",
+                                             "validation batch " + std::to_string(v.batch) + " x " +
+                                                 std::to_string(world) + " devices exceeds the " +
+                                                 std::to_string(p.dataset.val_size) +
+                                                 " validation samples"));
+        break;
+    }
+    out.push_back(v);
+  }
+  if (!problems.empty()) throw ProjectError(std::move(problems));
+  return out;
+}
+
+struct SeriesUse {
+  std::vector<ParamSeries> series;  // which parameter series this project needs
+  bool uses(ParamSeries s) const {
+    for (ParamSeries x : series)
+      if (x == s) return true;
+    return false;
+  }
+};
+
+SeriesUse series_for(const TrainingSpec& t) {
+  SeriesUse u;
+  const OptimizerSpec& o = t.optimizer;
+  const bool amp = t.precision == Precision::AMP;
+  const bool momentum = o.kind != OptimizerKind::SGD || o.momentum > 0;
+  for (ParamSeries s : kAllSeries) {
+    if ((s == ParamSeries::A || s == ParamSeries::H) && !amp) continue;
+    if (s == ParamSeries::E && !t.ema) continue;
+    if (s == ParamSeries::M && !momentum) continue;
+    if (s == ParamSeries::V && o.kind != OptimizerKind::Adam) continue;
+    u.series.push_back(s);
+  }
+  return u;
+}
+
+// Phase 2: the same sequence of semantic allocations for every variant;
+// only the shapes differ, so ids line up.
+class TensorAllocator {
+ public:
+  TensorAllocator(const Project& p, const ModelAnalysis& a, MemoryPlan& plan,
+                  std::vector<LayerTensors>& layers, EngineTensors& engine)
+      : p_(p), a_(a), plan_(plan), layers_(layers), engine_(engine), use_(series_for(p.training)) {}
+
+  void run() {
+    const bool amp = p_.training.precision == Precision::AMP;
+    const DType feat = amp ? DType::FP16 : DType::FP32;
+    engine_.scalars = plan_.alloc_scalars(static_cast<int64_t>(ScalarSlot::COUNT), "scalars");
+    engine_.result = plan_.alloc_result(false);
+    engine_.result_accumulated = plan_.alloc_result(true);
+    const Shape in = a_.nodes[static_cast<size_t>(a_.input_node)].output;
+    engine_.input[0] = plan_.alloc_input(InputBuffer::A, in, feat);
+    engine_.input[1] = plan_.alloc_input(InputBuffer::B, in, feat);
+    engine_.labels[0] = plan_.alloc_label(InputBuffer::A, in.n);
+    engine_.labels[1] = plan_.alloc_label(InputBuffer::B, in.n);
+    engine_.active_labels = plan_.alloc_active_label(in.n);
+
+    layers_.assign(p_.model.nodes.size(), LayerTensors{});
+    for (int v : a_.order) {
+      const LayerNode& node = p_.model.nodes[static_cast<size_t>(v)];
+      LayerTensors& t = layers_[static_cast<size_t>(v)];
+      const NodeAnalysis& na = a_.nodes[static_cast<size_t>(v)];
+      const std::string& id = node.id;
+      switch (node.type) {
+        case LayerType::Conv2d:
+        case LayerType::Linear: {
+          const bool conv = node.type == LayerType::Conv2d;
+          const bool first = v == a_.first_layer;
+          const ParamKind wk =
+              conv ? (first ? ParamKind::FIRST_CONV : ParamKind::DEEP_CONV) : ParamKind::FC_WEIGHT;
+          const ParamKind bk = conv ? wk : ParamKind::FC_BIAS;
+          const Shape& x = na.inputs[0];
+          const int64_t co = node.params.out_channels;
+          const Shape ws = conv ? Shape{co, node.params.kernel_h, node.params.kernel_w, x.c}
+                                : Shape{co, 1, 1, x.per_sample()};
+          params(t.weight, wk, ws, id + ".weight", v);
+          if (node.params.bias) params(t.bias, bk, {1, 1, 1, co}, id + ".bias", v);
+          if (p_.training.optimizer.kind == OptimizerKind::LARS)
+            t.lars_norm = plan_.alloc_lars_norm(wk, id + ".norms", v);
+          break;
+        }
+        case LayerType::BatchNorm2d: {
+          const int64_t c = na.inputs[0].c;
+          params(t.weight, ParamKind::BN_WEIGHT, {1, 1, 1, c}, id + ".weight", v);
+          params(t.bias, ParamKind::BN_BIAS, {1, 1, 1, c}, id + ".bias", v);
+          t.prev_mean = plan_.alloc_bn_stat(Region::B_PREV_MEAN, c, id + ".running_mean", v);
+          t.prev_var = plan_.alloc_bn_stat(Region::B_PREV_VAR, c, id + ".running_var", v);
+          t.next_mean = plan_.alloc_bn_stat(Region::B_NEXT_MEAN, c, id + ".next_mean", v);
+          t.next_var = plan_.alloc_bn_stat(Region::B_NEXT_VAR, c, id + ".next_var", v);
+          t.eq_scale = plan_.alloc_bn_stat(Region::B_EQ_SCALE, c, id + ".eq_scale", v);
+          t.eq_bias = plan_.alloc_bn_stat(Region::B_EQ_BIAS, c, id + ".eq_bias", v);
+          t.saved = plan_.alloc_bn_saved(c, id + ".saved", v);
+          break;
+        }
+        case LayerType::Dropout:
+          t.mask = plan_.alloc_mask(na.output, id + ".mask", v);
+          break;
+        default:
+          break;
+      }
+      if (node.type != LayerType::Input && layer_output_ports(node.type) > 0) {
+        t.out = plan_.alloc_feature(na.output, feat, id + ".out", v);
+        t.grad = plan_.alloc_grad_slot(na.output, feat, id + ".grad", v);
+      }
+    }
+  }
+
+ private:
+  void params(std::array<DTensorId, 7>& ids, ParamKind kind, const Shape& shape,
+              const std::string& name, int owner) {
+    for (ParamSeries s : use_.series)
+      ids[static_cast<size_t>(s)] = plan_.alloc_param(s, kind, shape, name, owner);
+  }
+
+  const Project& p_;
+  const ModelAnalysis& a_;
+  MemoryPlan& plan_;
+  std::vector<LayerTensors>& layers_;
+  EngineTensors& engine_;
+  SeriesUse use_;
+};
+
+// Phase 4: the graphs.
+class GraphEmitter {
+ public:
+  explicit GraphEmitter(CompiledProject& cp)
+      : cp_(cp),
+        p_(cp.project),
+        a_(cp.analysis),
+        amp_(p_.training.precision == Precision::AMP),
+        world_(cp.world_size) {}
+
+  void run() {
+    for (size_t vi = 0; vi < cp_.variants.size(); ++vi) {
+      const int v = static_cast<int>(vi);
+      for (int buf = 0; buf < 2; ++buf) transfer(v, buf);
+      if (cp_.variants[vi].kind == VariantKind::Validation) {
+        for (int buf = 0; buf < 2; ++buf) inference(v, buf);
+      } else {
+        for (int buf = 0; buf < 2; ++buf) first_forward(v, buf);
+        deep_forward_backward(v);
+        for (int buf = 0; buf < 2; ++buf) first_backward(v, buf);
+      }
+    }
+    shared_graphs();
+  }
+
+ private:
+  ParamSeries fwd_series() const { return amp_ ? ParamSeries::A : ParamSeries::W; }
+  ParamSeries grad_series() const { return amp_ ? ParamSeries::H : ParamSeries::G; }
+  const LayerTensors& L(int node) const { return cp_.layers[static_cast<size_t>(node)]; }
+  bool has_bn() const { return !cp_.plans.front().region(Region::B_PREV_MEAN).tensors.empty(); }
+  bool region_used(Region r) const { return !cp_.plans.front().region(r).tensors.empty(); }
+
+  ComputationGraph& graph(GraphId id, int variant) {
+    ComputationGraph g;
+    g.id = id;
+    g.variant = variant;
+    g.stream = stream_for(id);
+    cp_.graphs.push_back(std::move(g));
+    return cp_.graphs.back();
+  }
+
+  static void add(ComputationGraph& g, GraphNode n) {
+    n.stream = stream_for(n);
+    g.nodes.push_back(std::move(n));
+  }
+
+  static GraphNode compute(ComputeOp op, std::vector<DTensorId> in, std::vector<DTensorId> out,
+                           int layer) {
+    GraphNode n;
+    n.kind = NodeKind::COMPUTE;
+    n.op = op;
+    n.inputs = std::move(in);
+    n.outputs = std::move(out);
+    n.layer = layer;
+    return n;
+  }
+
+  static GraphNode range(RangeOp op, std::vector<RegionSpan> in, std::vector<RegionSpan> out,
+                         std::vector<DTensorId> tensors_in = {},
+                         std::vector<DTensorId> tensors_out = {}) {
+    GraphNode n;
+    n.kind = NodeKind::RANGE;
+    n.range_op = op;
+    n.in_spans = std::move(in);
+    n.out_spans = std::move(out);
+    n.inputs = std::move(tensors_in);
+    n.outputs = std::move(tensors_out);
+    return n;
+  }
+
+  // The tensor feeding input `port` of `node` when reading buffer `buf`.
+  DTensorId input_of(int node, int port, int buf) const {
+    const PortRef src = a_.source_of(node, port);
+    return src.node == a_.input_node ? cp_.engine.input[buf] : L(src.node).out;
+  }
+  DTensorId input_grad_of(int node, int port) const {
+    const PortRef src = a_.source_of(node, port);
+    return src.node == a_.input_node ? kNoTensor : L(src.node).grad;
+  }
+
+  void transfer(int v, int buf) {
+    ComputationGraph& g = graph(buf ? GraphId::TRANSFER_B : GraphId::TRANSFER_A, v);
+    add(g, compute(ComputeOp::H2D_INPUT, {}, {cp_.engine.input[buf], cp_.engine.labels[buf]}, -1));
+  }
+
+  GraphNode forward_node(int v, bool training, int buf) const {
+    const LayerNode& node = p_.model.nodes[static_cast<size_t>(v)];
+    const LayerTensors& t = L(v);
+    const ParamSeries ws = fwd_series();
+    const DTensorId x = layer_input_ports(node.type) > 0 ? input_of(v, 0, buf) : kNoTensor;
+    auto with_bias = [&](std::vector<DTensorId> ids) {
+      if (t.bias_in(ws) != kNoTensor) ids.push_back(t.bias_in(ws));
+      return ids;
+    };
+    switch (node.type) {
+      case LayerType::Conv2d:
+        return compute(ComputeOp::CONV_FWD, with_bias({x, t.weight_in(ws)}), {t.out}, v);
+      case LayerType::Linear:
+        return compute(ComputeOp::LINEAR_FWD, with_bias({x, t.weight_in(ws)}), {t.out}, v);
+      case LayerType::BatchNorm2d:
+        if (!training)
+          return compute(ComputeOp::BN_FWD_INFER, {x, t.eq_scale, t.eq_bias}, {t.out}, v);
+        return compute(ComputeOp::BN_FWD_TRAIN,
+                       {x, t.weight_in(ws), t.bias_in(ws), t.prev_mean, t.prev_var},
+                       {t.out, t.saved, t.next_mean, t.next_var}, v);
+      case LayerType::ReLU:
+        return compute(ComputeOp::RELU_FWD, {x}, {t.out}, v);
+      case LayerType::Tanh:
+        return compute(ComputeOp::TANH_FWD, {x}, {t.out}, v);
+      case LayerType::SiLU:
+        return compute(ComputeOp::SILU_FWD, {x}, {t.out}, v);
+      case LayerType::MaxPool2d:
+        return compute(ComputeOp::MAXPOOL_FWD, {x}, {t.out}, v);
+      case LayerType::AvgPool2d:
+        return compute(ComputeOp::AVGPOOL_FWD, {x}, {t.out}, v);
+      case LayerType::GlobalAvgPool:
+        return compute(ComputeOp::GAP_FWD, {x}, {t.out}, v);
+      case LayerType::Flatten:
+        return compute(ComputeOp::FLATTEN_FWD, {x}, {t.out}, v);
+      case LayerType::Dropout:
+        if (!training) return compute(ComputeOp::IDENTITY, {x}, {t.out}, v);
+        return compute(ComputeOp::DROPOUT_FWD, {x}, {t.out, t.mask}, v);
+      case LayerType::Add:
+        return compute(ComputeOp::ADD_FWD, {x, input_of(v, 1, buf)}, {t.out}, v);
+      case LayerType::SoftmaxCrossEntropy:
+        if (!training)
+          return compute(ComputeOp::SOFTMAX_CE_FWD, {x, cp_.engine.labels[buf]},
+                         {cp_.engine.result}, v);
+        return compute(ComputeOp::SOFTMAX_CE_FWD_BWD, {x, cp_.engine.active_labels},
+                       {cp_.engine.result, input_grad_of(v, 0)}, v);
+      case LayerType::Input:
+        break;
+    }
+    return compute(ComputeOp::IDENTITY, {}, {}, v);
+  }
+
+  void first_forward(int v, int buf) {
+    ComputationGraph& g = graph(buf ? GraphId::FIRST_LAYER_FWD_B : GraphId::FIRST_LAYER_FWD_A, v);
+    add(g,
+        compute(ComputeOp::COPY_LABELS, {cp_.engine.labels[buf]}, {cp_.engine.active_labels}, -1));
+    add(g, forward_node(a_.first_layer, true, buf));
+  }
+
+  // Backward of one node; `written` tracks which gradient slots already hold
+  // a value this step, so a second consumer of a tensor accumulates.
+  GraphNode backward_node(int v, std::set<DTensorId>& written) const {
+    const LayerNode& node = p_.model.nodes[static_cast<size_t>(v)];
+    const LayerTensors& t = L(v);
+    const ParamSeries gs = grad_series();
+    const ParamSeries ws = fwd_series();
+    const DTensorId x = input_of(v, 0, 0);
+    const DTensorId dx = input_grad_of(v, 0);
+    GraphNode n;
+    switch (node.type) {
+      case LayerType::Conv2d:
+      case LayerType::Linear: {
+        const bool conv = node.type == LayerType::Conv2d;
+        std::vector<DTensorId> out{t.weight_in(gs)};
+        if (t.bias_in(gs) != kNoTensor) out.push_back(t.bias_in(gs));
+        out.push_back(dx);
+        n = compute(conv ? ComputeOp::CONV_BWD : ComputeOp::LINEAR_BWD,
+                    {x, t.weight_in(ws), t.grad}, out, v);
+        n.fork = fork_parts(n.op, t.bias_in(gs) != kNoTensor);
+        break;
+      }
+      case LayerType::BatchNorm2d:
+        n = compute(ComputeOp::BN_BWD, {x, t.weight_in(ws), t.saved, t.grad},
+                    {t.weight_in(gs), t.bias_in(gs), dx}, v);
+        break;
+      case LayerType::ReLU:
+        n = compute(ComputeOp::RELU_BWD, {t.out, t.grad}, {dx}, v);
+        break;
+      case LayerType::Tanh:
+        n = compute(ComputeOp::TANH_BWD, {t.out, t.grad}, {dx}, v);
+        break;
+      case LayerType::SiLU:
+        n = compute(ComputeOp::SILU_BWD, {x, t.grad}, {dx}, v);
+        break;
+      case LayerType::MaxPool2d:
+        n = compute(ComputeOp::MAXPOOL_BWD, {x, t.out, t.grad}, {dx}, v);
+        break;
+      case LayerType::AvgPool2d:
+        n = compute(ComputeOp::AVGPOOL_BWD, {t.grad}, {dx}, v);
+        break;
+      case LayerType::GlobalAvgPool:
+        n = compute(ComputeOp::GAP_BWD, {t.grad}, {dx}, v);
+        break;
+      case LayerType::Flatten:
+        n = compute(ComputeOp::FLATTEN_BWD, {t.grad}, {dx}, v);
+        break;
+      case LayerType::Dropout:
+        n = compute(ComputeOp::DROPOUT_BWD, {t.mask, t.grad}, {dx}, v);
+        break;
+      case LayerType::Add:
+        n = compute(ComputeOp::ADD_BWD, {t.grad}, {dx, input_grad_of(v, 1)}, v);
+        break;
+      case LayerType::Input:
+      case LayerType::SoftmaxCrossEntropy:
+        break;
+    }
+    // Only feature gradients can be written twice (fan-out); weight
+    // gradients belong to one layer.
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      const DTensorId o = n.outputs[i];
+      const Region r = cp_.plans.front().get_dtensor(o).region;
+      if (r != Region::F_GRAD_SLOT_FP32 && r != Region::F_GRAD_SLOT_FP16) continue;
+      if (!written.insert(o).second) n.accumulate_mask |= static_cast<uint8_t>(1u << i);
+    }
+    return n;
+  }
+
+  void deep_forward_backward(int v) {
+    ComputationGraph& g = graph(GraphId::DEEP_FWD_BWD, v);
+    for (int node : a_.order)
+      if (node != a_.input_node && node != a_.first_layer) add(g, forward_node(node, true, 0));
+    std::set<DTensorId> written;
+    // The loss writes the logits' gradient.
+    written.insert(input_grad_of(a_.loss_node, 0));
+    for (auto it = a_.order.rbegin(); it != a_.order.rend(); ++it) {
+      const int node = *it;
+      if (node == a_.input_node || node == a_.first_layer || node == a_.loss_node) continue;
+      add(g, backward_node(node, written));
+    }
+  }
+
+  void first_backward(int v, int buf) {
+    ComputationGraph& g = graph(buf ? GraphId::FIRST_LAYER_BWD_B : GraphId::FIRST_LAYER_BWD_A, v);
+    const int f = a_.first_layer;
+    const LayerTensors& t = L(f);
+    const ParamSeries gs = grad_series();
+    std::vector<DTensorId> out{t.weight_in(gs)};
+    if (t.bias_in(gs) != kNoTensor) out.push_back(t.bias_in(gs));
+    const bool conv = p_.model.nodes[static_cast<size_t>(f)].type == LayerType::Conv2d;
+    add(g, compute(conv ? ComputeOp::CONV_BWD_FIRST : ComputeOp::LINEAR_BWD_FIRST,
+                   {cp_.engine.input[buf], t.grad}, out, f));
+  }
+
+  void inference(int v, int buf) {
+    ComputationGraph& g = graph(buf ? GraphId::INF_MAIN_B : GraphId::INF_MAIN_A, v);
+    for (int node : a_.order)
+      if (node != a_.input_node) add(g, forward_node(node, false, buf));
+    add(g, range(RangeOp::ACCUMULATE, {{Region::R_RESULT, Region::R_RESULT}},
+                 {{Region::R_RESULT_ACCUMULATED, Region::R_RESULT_ACCUMULATED}}));
+  }
+
+  void shared(GraphId id, std::vector<GraphNode> nodes) {
+    ComputationGraph& g = graph(id, -1);
+    g.shape_invariant = true;
+    for (GraphNode& n : nodes) add(g, std::move(n));
+  }
+
+  static RegionSpan series_span(ParamSeries s) {
+    return {param_region(s, ParamKind::BN_BIAS), param_region(s, ParamKind::DEEP_CONV)};
+  }
+  static RegionSpan kinds_span(ParamSeries s, ParamKind first, ParamKind last) {
+    return {param_region(s, first), param_region(s, last)};
+  }
+
+  void shared_graphs() {
+    const DTensorId scalars = cp_.engine.scalars;
+    const SeriesUse use = series_for(p_.training);
+    const RegionSpan grads = series_span(ParamSeries::G);
+    const RegionSpan deep_g{Region::G_DEEP_CONV, Region::G_DEEP_CONV};
+    const RegionSpan first_g{Region::G_BN_BIAS, Region::G_FIRST_CONV};
+
+    shared(GraphId::ZERO_GRAD, {range(RangeOp::CLEAR, {}, {series_span(grad_series())})});
+    if (amp_) {
+      shared(GraphId::CAST_DEEP_GRAD_FP16_TO_FP32,
+             {range(RangeOp::CAST_FP16_TO_FP32, {{Region::H_DEEP_CONV, Region::H_DEEP_CONV}},
+                    {deep_g})});
+      shared(GraphId::CAST_FIRST_GRAD_FP16_TO_FP32,
+             {range(RangeOp::CAST_FP16_TO_FP32, {{Region::H_BN_BIAS, Region::H_FIRST_CONV}},
+                    {first_g})});
+    }
+    if (world_ > 1) {
+      const RegionSpan deep_bucket{Region::G_DEEP_CONV, Region::R_RESULT};
+      shared(GraphId::DEEP_COMM, {range(RangeOp::ALLREDUCE_MEAN, {deep_bucket}, {deep_bucket})});
+      shared(GraphId::FIRST_COMM, {range(RangeOp::ALLREDUCE_MEAN, {first_g}, {first_g})});
+    }
+    shared(GraphId::METRIC_ACCUMULATE,
+           {range(RangeOp::ACCUMULATE, {{Region::R_RESULT, Region::R_RESULT}},
+                  {{Region::R_RESULT_ACCUMULATED, Region::R_RESULT_ACCUMULATED}})});
+    {
+      std::vector<GraphNode> nodes;
+      nodes.push_back(
+          range(RangeOp::NAN_CHECK, {{Region::G_BN_BIAS, Region::R_RESULT}}, {}, {}, {scalars}));
+      if (amp_) {
+        nodes.push_back(range(RangeOp::SCALE, {grads}, {grads}, {scalars}));
+        nodes.push_back(compute(ComputeOp::LOSS_SCALE_UPDATE, {scalars}, {scalars}, -1));
+      }
+      shared(GraphId::NAN_CHECK_AND_GRAD_SCALING, std::move(nodes));
+    }
+    if (has_bn()) {
+      const RegionSpan next{Region::B_NEXT_MEAN, Region::B_NEXT_VAR};
+      if (world_ > 1) shared(GraphId::STATS_COMM, {range(RangeOp::ALLREDUCE_MEAN, {next}, {next})});
+      shared(GraphId::UPDATE_STATS,
+             {range(RangeOp::COPY, {next}, {{Region::B_PREV_MEAN, Region::B_PREV_VAR}})});
+    }
+    optimizer(use, scalars);
+    if (p_.training.ema)
+      shared(GraphId::EMA_UPDATE, {range(RangeOp::EMA_UPDATE, {series_span(ParamSeries::W)},
+                                         {series_span(ParamSeries::E)}, {scalars})});
+    if (amp_)
+      shared(GraphId::CAST_MAIN_FP32_TO_FP16,
+             {range(RangeOp::CAST_FP32_TO_FP16, {series_span(ParamSeries::W)},
+                    {series_span(ParamSeries::A)})});
+    shared(GraphId::RESET_METRICS,
+           {range(RangeOp::CLEAR, {},
+                  {{Region::R_RESULT_ACCUMULATED, Region::R_RESULT_ACCUMULATED}})});
+    if (has_bn())
+      shared(GraphId::UPDATE_BN_INF_PARAMS,
+             {range(RangeOp::BN_EQ_PARAMS,
+                    {{Region::B_PREV_MEAN, Region::B_PREV_VAR},
+                     kinds_span(ParamSeries::W, ParamKind::BN_BIAS, ParamKind::BN_WEIGHT)},
+                    {{Region::B_EQ_SCALE, Region::B_EQ_BIAS}})});
+    if (world_ > 1) {
+      const RegionSpan acc{Region::R_RESULT_ACCUMULATED, Region::R_RESULT_ACCUMULATED};
+      shared(GraphId::VAL_RESULT_COMM, {range(RangeOp::ALLREDUCE_SUM, {acc}, {acc})});
+    }
+  }
+
+  // One RANGE update per region group: the number of launches does not grow with depth.
+  void optimizer(const SeriesUse& use, DTensorId scalars) {
+    auto spans_of = [&](ParamKind first, ParamKind last, bool with_v) {
+      std::vector<RegionSpan> in{kinds_span(ParamSeries::W, first, last),
+                                 kinds_span(ParamSeries::G, first, last)};
+      std::vector<RegionSpan> out{kinds_span(ParamSeries::W, first, last)};
+      if (use.uses(ParamSeries::M)) {
+        in.push_back(kinds_span(ParamSeries::M, first, last));
+        out.push_back(kinds_span(ParamSeries::M, first, last));
+      }
+      if (with_v) {
+        in.push_back(kinds_span(ParamSeries::V, first, last));
+        out.push_back(kinds_span(ParamSeries::V, first, last));
+      }
+      return std::make_pair(in, out);
+    };
+    switch (p_.training.optimizer.kind) {
+      case OptimizerKind::SGD: {
+        auto [in, out] = spans_of(ParamKind::BN_BIAS, ParamKind::DEEP_CONV, false);
+        shared(GraphId::OPTIMIZER, {range(RangeOp::SGD_UPDATE, in, out, {scalars})});
+        break;
+      }
+      case OptimizerKind::Adam: {
+        auto [in, out] = spans_of(ParamKind::BN_BIAS, ParamKind::DEEP_CONV, true);
+        std::vector<GraphNode> nodes;
+        nodes.push_back(compute(ComputeOp::ADAM_BIAS_CORRECTION, {scalars}, {scalars}, -1));
+        nodes.push_back(range(RangeOp::ADAM_UPDATE, in, out, {scalars}));
+        shared(GraphId::OPTIMIZER, std::move(nodes));
+        break;
+      }
+      case OptimizerKind::LARS: {
+        // Batch-norm parameters take plain momentum SGD; the trust ratio is per layer.
+        if (has_bn()) {
+          auto [in, out] = spans_of(ParamKind::BN_BIAS, ParamKind::BN_WEIGHT, false);
+          shared(GraphId::OPTIMIZER, {range(RangeOp::SGD_UPDATE, in, out, {scalars})});
+        }
+        lars(GraphId::LARS_FC_OPT, ParamKind::FC_BIAS, ParamKind::FC_WEIGHT, Region::N_FC, spans_of,
+             scalars);
+        lars(GraphId::LARS_FIRST_CONV_OPT, ParamKind::FIRST_CONV, ParamKind::FIRST_CONV,
+             Region::N_FIRST_CONV, spans_of, scalars);
+        lars(GraphId::LARS_DEEP_CONV_OPT, ParamKind::DEEP_CONV, ParamKind::DEEP_CONV,
+             Region::N_DEEP_CONV, spans_of, scalars);
+        break;
+      }
+    }
+  }
+
+  template <class SpansOf>
+  void lars(GraphId id, ParamKind first, ParamKind last, Region norms, SpansOf& spans_of,
+            DTensorId scalars) {
+    if (!region_used(norms)) return;
+    auto [in, out] = spans_of(first, last, false);
+    std::vector<GraphNode> nodes;
+    nodes.push_back(range(RangeOp::LARS_NORMS, {in[0], in[1]}, {{norms, norms}}));
+    in.push_back({norms, norms});
+    nodes.push_back(range(RangeOp::LARS_UPDATE, in, out, {scalars}));
+    shared(id, std::move(nodes));
+  }
+
+  CompiledProject& cp_;
+  const Project& p_;
+  const ModelAnalysis& a_;
+  bool amp_;
+  int world_;
+};
+
+std::string describe(const ResolvedVariant& v) {
+  std::string s = "in variant '" + v.name + "' (batch " + std::to_string(v.batch);
+  if (v.height > 0) s += ", " + std::to_string(v.height) + "x" + std::to_string(v.width);
+  return s + "): ";
+}
+
+}  // namespace
+
+int CompiledProject::variant_index(VariantKind kind) const noexcept {
+  for (size_t i = 0; i < variants.size(); ++i)
+    if (variants[i].kind == kind) return static_cast<int>(i);
+  return -1;
+}
+
+const ComputationGraph* CompiledProject::find_graph(GraphId id, int variant) const noexcept {
+  for (const ComputationGraph& g : graphs)
+    if (g.id == id && (g.variant == variant || g.variant == -1)) return &g;
+  return nullptr;
+}
+
+CompiledProject compile_project(const Project& project) {
+  CompiledProject cp;
+  cp.project = project;
+  cp.world_size = project.training.devices.world_size();
+  cp.variants = resolve_variants(project);
+
+  std::vector<ModelAnalysis> analyses;
+  std::vector<Diagnostic> problems;
+  for (const ResolvedVariant& v : cp.variants) {
+    analyses.push_back(analyze_model(project, v.batch, v.height, v.width));
+    for (Diagnostic d : analyses.back().problems) {
+      if (v.kind != VariantKind::Train) d.message = describe(v) + d.message;
+      problems.push_back(std::move(d));
+    }
+    if (v.kind == VariantKind::Train && !problems.empty()) break;  // the model itself is wrong
+  }
+  if (!problems.empty()) throw ProjectError(std::move(problems));
+  cp.analysis = analyses[static_cast<size_t>(cp.variant_index(VariantKind::Train))];
+
+  for (size_t i = 0; i < cp.variants.size(); ++i) {
+    cp.plans.emplace_back(cp.variants[i].name);
+    TensorAllocator(project, analyses[i], cp.plans.back(), cp.layers, cp.engine).run();
+  }
+  finalize_variants(cp.plans);
+  GraphEmitter(cp).run();
+  return cp;
+}
+
+}  // namespace tr

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The compiler: project -> per-variant MemoryPlans (one blueprint, the same
+// offsets in every variant) plus ComputationGraphs grouped by GraphId.
+// Phase 1 resolves the variants and infers shapes for each, phase 2 and 3
+// allocate every tensor through the same semantic calls per variant and
+// unify the slots, phase 4 emits the graphs.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compile/computation_graph.h"
+#include "model/project.h"
+#include "model/shape_inference.h"
+#include "plan/memory_plan.h"
+
+namespace tr {
+
+struct ResolvedVariant {
+  std::string name;
+  VariantKind kind = VariantKind::Train;
+  int64_t batch = 0;  // per device
+  int64_t height = 0, width = 0;
+};
+
+// Where a model node's tensors live. Parameter ids are per series (W, E, A,
+// G, H, M, V); kNoTensor where the series is not used by this project.
+struct LayerTensors {
+  DTensorId out = kNoTensor;   // output feature
+  DTensorId grad = kNoTensor;  // gradient of the output feature
+  std::array<DTensorId, 7> weight{kNoTensor, kNoTensor, kNoTensor, kNoTensor,
+                                  kNoTensor, kNoTensor, kNoTensor};
+  std::array<DTensorId, 7> bias{kNoTensor, kNoTensor, kNoTensor, kNoTensor,
+                                kNoTensor, kNoTensor, kNoTensor};
+  DTensorId lars_norm = kNoTensor;
+  // BatchNorm2d
+  DTensorId prev_mean = kNoTensor, prev_var = kNoTensor, next_mean = kNoTensor,
+            next_var = kNoTensor, eq_scale = kNoTensor, eq_bias = kNoTensor, saved = kNoTensor;
+  DTensorId mask = kNoTensor;  // Dropout
+
+  DTensorId weight_in(ParamSeries s) const { return weight[static_cast<size_t>(s)]; }
+  DTensorId bias_in(ParamSeries s) const { return bias[static_cast<size_t>(s)]; }
+};
+
+// Engine-owned tensors every project has.
+struct EngineTensors {
+  DTensorId scalars = kNoTensor;  // see ScalarSlot
+  DTensorId result = kNoTensor;
+  DTensorId result_accumulated = kNoTensor;
+  DTensorId input[2] = {kNoTensor, kNoTensor};   // A, B
+  DTensorId labels[2] = {kNoTensor, kNoTensor};  // A, B
+  DTensorId active_labels = kNoTensor;           // copy of the labels of the buffer in use
+};
+
+// Positions inside the S_SCALARS tensor.
+enum class ScalarSlot : int {
+  LR,
+  LOSS_SCALE,
+  INV_LOSS_SCALE,
+  STEP,
+  OVERFLOW,
+  CLEAN_STEPS,
+  ADAM_CORR1,
+  ADAM_CORR2,
+  COUNT
+};
+
+struct CompiledProject {
+  Project project;
+  ModelAnalysis analysis;  // of the train variant
+  std::vector<ResolvedVariant> variants;
+  std::vector<MemoryPlan> plans;  // one per variant, same index
+  std::vector<ComputationGraph> graphs;
+  std::vector<LayerTensors> layers;  // per model node
+  EngineTensors engine;
+  int world_size = 1;
+
+  uint64_t bytes_per_device() const noexcept { return plans.front().total_bytes(); }
+  int variant_index(VariantKind kind) const noexcept;  // -1 when absent
+  // The graph to run for `id` in `variant` (a shared one if the id is shape-invariant).
+  const ComputationGraph* find_graph(GraphId id, int variant) const noexcept;
+};
+
+// Throws ProjectError (the model or a variant is invalid).
+CompiledProject compile_project(const Project& project);
+
+}  // namespace tr

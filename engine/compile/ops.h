@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The operations graph nodes name: ComputeOp (one layer's kernel on DTensor
+// ids) and RangeOp (one launch over a whole span of regions).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace tr {
+
+enum class ComputeOp : uint8_t {
+  H2D_INPUT,    // host batch -> input buffer and labels (TRANS)
+  COPY_LABELS,  // labels of the buffer in use -> the active label tensor
+  CONV_FWD,
+  CONV_BWD,        // forks: dW on COMP_1, dB on COMP_2, dX on COMP_3 after dW read X
+  CONV_BWD_FIRST,  // first layer: weight (and bias) gradient only
+  LINEAR_FWD,
+  LINEAR_BWD,  // forks like CONV_BWD
+  LINEAR_BWD_FIRST,
+  BN_FWD_TRAIN,
+  BN_FWD_INFER,  // uses the equivalent scale/bias
+  BN_BWD,
+  RELU_FWD,
+  RELU_BWD,
+  TANH_FWD,
+  TANH_BWD,
+  SILU_FWD,
+  SILU_BWD,
+  MAXPOOL_FWD,
+  MAXPOOL_BWD,
+  AVGPOOL_FWD,
+  AVGPOOL_BWD,
+  GAP_FWD,
+  GAP_BWD,
+  DROPOUT_FWD,
+  DROPOUT_BWD,
+  IDENTITY,  // dropout at inference
+  FLATTEN_FWD,
+  FLATTEN_BWD,
+  ADD_FWD,
+  ADD_BWD,
+  SOFTMAX_CE_FWD_BWD,  // loss, top-1, top-5 into R_RESULT and the logits' gradient
+  SOFTMAX_CE_FWD,      // evaluation: loss and top-1/top-5 only
+  LOSS_SCALE_UPDATE,   // AMP: halve on overflow, grow after clean steps
+  ADAM_BIAS_CORRECTION,
+  NUM_COMPUTE_OPS
+};
+
+enum class RangeOp : uint8_t {
+  CLEAR,
+  CAST_FP32_TO_FP16,
+  CAST_FP16_TO_FP32,
+  SCALE,      // multiply by a scalar from S_SCALARS (AMP unscaling)
+  NAN_CHECK,  // sets the overflow flag in S_SCALARS
+  ALLREDUCE_MEAN,
+  ALLREDUCE_SUM,
+  COPY,
+  ACCUMULATE,    // out += in
+  BN_EQ_PARAMS,  // running stats + BN weights -> equivalent scale/bias
+  SGD_UPDATE,
+  ADAM_UPDATE,
+  LARS_NORMS,
+  LARS_UPDATE,
+  EMA_UPDATE,
+  NUM_RANGE_OPS
+};
+
+// Parts of a forked backward op.
+enum class BwdPart : uint8_t { DW, DB, DX };
+
+std::string_view compute_op_name(ComputeOp op) noexcept;
+std::string_view range_op_name(RangeOp op) noexcept;
+std::string_view bwd_part_name(BwdPart part) noexcept;
+// Communication ops run through the collectives, not through kernels.
+bool is_collective(RangeOp op) noexcept;
+
+}  // namespace tr

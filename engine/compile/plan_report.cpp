@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "compile/plan_report.h"
+
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+namespace tr {
+
+namespace {
+
+std::string fmt(const char* f, auto... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, f, args...);
+  return buf;
+}
+
+std::string owner_id(const CompiledProject& cp, int owner) {
+  return owner >= 0 ? cp.project.model.nodes[static_cast<size_t>(owner)].id : std::string();
+}
+
+std::string layer_params(const LayerNode& n) {
+  const LayerParams& p = n.params;
+  auto hw = [](int64_t a, int64_t b) {
+    return a == b ? std::to_string(a) : std::to_string(a) + "x" + std::to_string(b);
+  };
+  switch (n.type) {
+    case LayerType::Input:
+      return std::to_string(p.height) + "x" + std::to_string(p.width) + "x" +
+             std::to_string(p.channels);
+    case LayerType::Conv2d:
+      return std::to_string(p.out_channels) + " k" + hw(p.kernel_h, p.kernel_w) + " s" +
+             hw(p.stride_h, p.stride_w) + " p" + hw(p.pad_h, p.pad_w) + (p.bias ? "" : " no-bias");
+    case LayerType::MaxPool2d:
+    case LayerType::AvgPool2d:
+      return "k" + hw(p.kernel_h, p.kernel_w) + " s" + hw(p.stride_h, p.stride_w) + " p" +
+             hw(p.pad_h, p.pad_w);
+    case LayerType::Linear:
+      return std::to_string(p.out_channels) + (p.bias ? "" : " no-bias");
+    case LayerType::Dropout:
+      return fmt("p=%g", p.p);
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+std::string human_bytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? fmt("%llu B", static_cast<unsigned long long>(bytes))
+                : fmt("%.2f %s", v, units[u]);
+}
+
+std::string plan_report_text(const CompiledProject& cp) {
+  const Project& p = cp.project;
+  std::string out;
+  out +=
+      fmt("project %s: %d layers, %lld parameters, %s, %s on %s (%d rank%s)\n", p.name.c_str(),
+          static_cast<int>(p.model.nodes.size()), static_cast<long long>(cp.analysis.total_params),
+          std::string(precision_name(p.training.precision)).c_str(),
+          std::string(optimizer_name(p.training.optimizer.kind)).c_str(),
+          p.training.devices.str().c_str(), cp.world_size, cp.world_size > 1 ? "s" : "");
+  const auto& train = cp.variants[static_cast<size_t>(cp.variant_index(VariantKind::Train))];
+  out += fmt("\nlayers (variant %s, batch %lld per device)\n", train.name.c_str(),
+             static_cast<long long>(train.batch));
+  out += fmt("  %-18s %-20s %-22s %-20s %12s %16s\n", "id", "type", "params", "output",
+             "parameters", "fwd FLOPs");
+  for (int v : cp.analysis.order) {
+    const LayerNode& n = p.model.nodes[static_cast<size_t>(v)];
+    const NodeAnalysis& na = cp.analysis.nodes[static_cast<size_t>(v)];
+    const std::string shape = layer_output_ports(n.type) > 0 ? na.output.str() : "loss";
+    out += fmt("  %-18s %-20s %-22s %-20s %12lld %16lld\n", n.id.c_str(),
+               std::string(layer_type_name(n.type)).c_str(), layer_params(n).c_str(), shape.c_str(),
+               static_cast<long long>(na.params), static_cast<long long>(na.flops));
+  }
+  out += fmt("  %-18s %-20s %-22s %-20s %12lld %16lld\n", "total", "", "", "",
+             static_cast<long long>(cp.analysis.total_params),
+             static_cast<long long>(cp.analysis.total_flops));
+
+  for (size_t vi = 0; vi < cp.variants.size(); ++vi) {
+    const ResolvedVariant& var = cp.variants[vi];
+    const MemoryPlan& plan = cp.plans[vi];
+    out += fmt("\nvariant %s (%s, batch %lld per device", var.name.c_str(),
+               std::string(variant_kind_name(var.kind)).c_str(), static_cast<long long>(var.batch));
+    if (var.height > 0)
+      out +=
+          fmt(", %lldx%lld", static_cast<long long>(var.height), static_cast<long long>(var.width));
+    out += fmt("): %s\n", human_bytes(plan.total_bytes()).c_str());
+    out += fmt("  %-22s %14s %14s %8s %8s\n", "region", "offset", "bytes", "share", "tensors");
+    for (int r = 0; r < kNumRegions; ++r) {
+      const RegionInfo& info = plan.region(static_cast<Region>(r));
+      if (info.tensors.empty()) continue;
+      const double share =
+          100.0 * static_cast<double>(info.total_bytes) / static_cast<double>(plan.total_bytes());
+      out += fmt("  %-22s %14llu %14llu %7.2f%% %8zu\n",
+                 std::string(region_name(static_cast<Region>(r))).c_str(),
+                 static_cast<unsigned long long>(info.base_offset),
+                 static_cast<unsigned long long>(info.total_bytes), share, info.tensors.size());
+    }
+    out += fmt("  %-5s %-26s %-22s %-20s %-6s %6s %14s %12s\n", "id", "name", "region", "shape",
+               "dtype", "pad_c", "offset", "slot_bytes");
+    for (const DTensor& t : plan.dtensors()) {
+      out += fmt("  %-5d %-26s %-22s %-20s %-6s %6lld %14llu %12llu\n", t.id, t.name.c_str(),
+                 std::string(region_name(t.region)).c_str(), t.shape.str().c_str(),
+                 std::string(dtype_name(t.dtype)).c_str(), static_cast<long long>(t.padded_c()),
+                 static_cast<unsigned long long>(t.offset),
+                 static_cast<unsigned long long>(t.slot_bytes));
+    }
+  }
+  const uint64_t per_device = cp.bytes_per_device();
+  out += fmt("\nbytes per device: %llu (%s); %d device%s: %s in all\n",
+             static_cast<unsigned long long>(per_device), human_bytes(per_device).c_str(),
+             cp.world_size, cp.world_size > 1 ? "s" : "",
+             human_bytes(per_device * static_cast<uint64_t>(cp.world_size)).c_str());
+  return out;
+}
+
+nlohmann::json plan_report_json(const CompiledProject& cp) {
+  using nlohmann::json;
+  const Project& p = cp.project;
+  json j;
+  j["project"] = p.name;
+  j["total_bytes"] = cp.bytes_per_device();
+  j["bytes_per_device"] = cp.bytes_per_device();
+  j["world_size"] = cp.world_size;
+  j["devices"] = p.training.devices.str();
+  j["precision"] = precision_name(p.training.precision);
+  j["optimizer"] = optimizer_name(p.training.optimizer.kind);
+  j["parameters"] = cp.analysis.total_params;
+  j["forward_flops"] = cp.analysis.total_flops;
+  json layers = json::array();
+  for (int v : cp.analysis.order) {
+    const LayerNode& n = p.model.nodes[static_cast<size_t>(v)];
+    const NodeAnalysis& na = cp.analysis.nodes[static_cast<size_t>(v)];
+    json l = {{"id", n.id},
+              {"type", layer_type_name(n.type)},
+              {"parameters", na.params},
+              {"flops", na.flops}};
+    if (layer_output_ports(n.type) > 0) l["output"] = na.output.dims();
+    layers.push_back(std::move(l));
+  }
+  j["layers"] = std::move(layers);
+  json variants = json::array();
+  for (size_t vi = 0; vi < cp.variants.size(); ++vi) {
+    const ResolvedVariant& var = cp.variants[vi];
+    const MemoryPlan& plan = cp.plans[vi];
+    json regions = json::array();
+    for (int r = 0; r < kNumRegions; ++r) {
+      const RegionInfo& info = plan.region(static_cast<Region>(r));
+      regions.push_back({{"name", region_name(static_cast<Region>(r))},
+                         {"offset", info.base_offset},
+                         {"bytes", info.total_bytes},
+                         {"tensors", info.tensors.size()}});
+    }
+    json tensors = json::array();
+    for (const DTensor& t : plan.dtensors())
+      tensors.push_back({{"id", t.id},
+                         {"name", t.name},
+                         {"owner", owner_id(cp, t.owner)},
+                         {"region", region_name(t.region)},
+                         {"shape", t.shape.dims()},
+                         {"dtype", dtype_name(t.dtype)},
+                         {"padded_c", t.padded_c()},
+                         {"offset", t.offset},
+                         {"slot_bytes", t.slot_bytes}});
+    variants.push_back({{"name", var.name},
+                        {"kind", variant_kind_name(var.kind)},
+                        {"batch", var.batch},
+                        {"height", var.height},
+                        {"width", var.width},
+                        {"total_bytes", plan.total_bytes()},
+                        {"regions", std::move(regions)},
+                        {"tensors", std::move(tensors)}});
+  }
+  j["variants"] = std::move(variants);
+  json graphs = json::array();
+  for (const ComputationGraph& g : cp.graphs)
+    graphs.push_back({{"id", graph_id_name(g.id)},
+                      {"variant", g.variant < 0 ? std::string("*")
+                                                : cp.variants[static_cast<size_t>(g.variant)].name},
+                      {"stream", stream_kind_name(g.stream)},
+                      {"nodes", g.nodes.size()},
+                      {"shape_invariant", g.shape_invariant}});
+  j["graphs"] = std::move(graphs);
+  return j;
+}
+
+std::string graphs_report_text(const CompiledProject& cp) {
+  std::string out;
+  for (const ComputationGraph& g : cp.graphs) {
+    const size_t vi = g.variant < 0 ? 0 : static_cast<size_t>(g.variant);
+    out += graph_to_text(g, cp.plans[vi], cp.project.model, cp.variants[vi].name) + "\n";
+  }
+  return out;
+}
+
+}  // namespace tr

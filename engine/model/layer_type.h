@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The layer kinds a project may use, their port counts and their names in
+// the project file.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace tr {
+
+enum class LayerType {
+  Input,
+  Conv2d,
+  BatchNorm2d,
+  ReLU,
+  Tanh,
+  SiLU,
+  MaxPool2d,
+  AvgPool2d,
+  GlobalAvgPool,
+  Dropout,
+  Flatten,
+  Linear,
+  Add,
+  SoftmaxCrossEntropy,
+};
+
+inline constexpr LayerType kAllLayerTypes[] = {
+    LayerType::Input,         LayerType::Conv2d,
+    LayerType::BatchNorm2d,   LayerType::ReLU,
+    LayerType::Tanh,          LayerType::SiLU,
+    LayerType::MaxPool2d,     LayerType::AvgPool2d,
+    LayerType::GlobalAvgPool, LayerType::Dropout,
+    LayerType::Flatten,       LayerType::Linear,
+    LayerType::Add,           LayerType::SoftmaxCrossEntropy,
+};
+
+std::string_view layer_type_name(LayerType t) noexcept;
+std::optional<LayerType> layer_type_from_name(std::string_view name) noexcept;
+
+// Input ports the layer consumes (Add: 2, Input: 0, others: 1).
+int layer_input_ports(LayerType t) noexcept;
+// Output ports it produces (SoftmaxCrossEntropy is a sink: 0).
+int layer_output_ports(LayerType t) noexcept;
+// True for layers that own trainable parameters.
+bool layer_has_weights(LayerType t) noexcept;
+
+}  // namespace tr

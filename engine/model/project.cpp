@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Project: node labels, id lookup, device-set text and the enum names used in files.
+#include "model/project.h"
+
+namespace tr {
+
+std::string LayerNode::label() const {
+  std::string out = "'" + id + "' (";
+  out += layer_type_name(type);
+  out += ")";
+  return out;
+}
+
+int ModelGraph::find(const std::string& id) const {
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].id == id) return static_cast<int>(i);
+  return -1;
+}
+
+std::string DeviceSet::str() const {
+  if (kind == DeviceKind::CPU) return "cpu:" + std::to_string(ids.size());
+  std::string out = "cuda:";
+  if (ids.empty()) return out;
+  bool contiguous = true;
+  for (size_t i = 1; i < ids.size(); ++i)
+    if (ids[i] != ids[i - 1] + 1) contiguous = false;
+  if (ids.size() == 1) return out + std::to_string(ids[0]);
+  // A range only when it reads back as the same ordered list; any other order
+  // is kept as given because the order maps ranks to devices.
+  if (contiguous) return out + std::to_string(ids.front()) + "-" + std::to_string(ids.back());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) out += ",";
+    out += std::to_string(ids[i]);
+  }
+  return out;
+}
+
+std::string_view variant_kind_name(VariantKind k) noexcept {
+  switch (k) {
+    case VariantKind::Train:
+      return "train";
+    case VariantKind::LastBatch:
+      return "last_batch";
+    case VariantKind::Validation:
+      return "validation";
+  }
+  return "?";
+}
+
+std::string_view optimizer_name(OptimizerKind k) noexcept {
+  switch (k) {
+    case OptimizerKind::SGD:
+      return "sgd";
+    case OptimizerKind::Adam:
+      return "adam";
+    case OptimizerKind::LARS:
+      return "lars";
+  }
+  return "?";
+}
+
+std::string_view schedule_name(ScheduleKind k) noexcept {
+  switch (k) {
+    case ScheduleKind::Constant:
+      return "constant";
+    case ScheduleKind::Step:
+      return "step";
+    case ScheduleKind::Cosine:
+      return "cosine";
+  }
+  return "?";
+}
+
+std::string_view precision_name(Precision p) noexcept {
+  switch (p) {
+    case Precision::FP32:
+      return "fp32";
+    case Precision::AMP:
+      return "amp";
+  }
+  return "?";
+}
+
+}  // namespace tr

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Project: the in-memory form of a project file (format 1): the model graph,
+// the dataset, the training settings and the shape variants.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/layer_type.h"
+
+namespace tr {
+
+// Layer hyper-parameters. One flat struct instead of one type per layer:
+// the loader fills only the fields the layer type uses, the rest keep their
+// defaults, and the designer edits them uniformly.
+struct LayerParams {
+  // Input
+  int64_t height = 0, width = 0, channels = 0;
+  // Conv2d (out_channels), Linear (out_features stored in out_channels)
+  int64_t out_channels = 0;
+  int64_t kernel_h = 1, kernel_w = 1;  // Conv2d, MaxPool2d, AvgPool2d
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_h = 0, pad_w = 0;
+  bool bias = true;  // Conv2d, Linear
+  // BatchNorm2d
+  double eps = 1e-5;
+  double momentum = 0.1;
+  // Dropout
+  double p = 0.5;
+};
+
+struct LayerNode {
+  std::string id;  // unique, as the user sees it in the designer
+  LayerType type = LayerType::Input;
+  LayerParams params;
+  double x = 0, y = 0;  // designer position; optional in the file
+  bool has_position = false;
+  // "'conv1' (Conv2d)": how every message names the node.
+  std::string label() const;
+};
+
+struct Edge {
+  int from = 0;       // node index
+  int from_port = 0;  // output port of `from`
+  int to = 0;         // node index
+  int to_port = 0;    // input port of `to`
+};
+
+struct ModelGraph {
+  std::vector<LayerNode> nodes;
+  std::vector<Edge> edges;
+  int find(const std::string& id) const;  // -1 when absent
+};
+
+enum class DatasetKind { FashionMnist, Synthetic };
+
+struct DatasetSpec {
+  DatasetKind kind = DatasetKind::FashionMnist;
+  std::string path;  // Fashion-MNIST folder; empty: the Debian package's location
+  int64_t height = 28, width = 28, channels = 1, classes = 10;
+  int64_t train_size = 60000, val_size = 10000;
+  std::vector<double> mean{0.286041}, std{0.353024};  // per channel
+  int64_t random_crop_padding = 0;                    // 0: no crop
+  bool random_flip = false;
+};
+
+enum class OptimizerKind { SGD, Adam, LARS };
+enum class ScheduleKind { Constant, Step, Cosine };
+enum class Precision { FP32, AMP };
+enum class DeviceKind { CPU, CUDA };
+
+struct OptimizerSpec {
+  OptimizerKind kind = OptimizerKind::SGD;
+  double lr = 0.05;
+  double momentum = 0.9;  // SGD, LARS
+  double weight_decay = 5e-4;
+  bool nesterov = false;                               // SGD
+  double beta1 = 0.9, beta2 = 0.999, adam_eps = 1e-8;  // Adam
+  double trust_coefficient = 0.001;                    // LARS
+};
+
+struct ScheduleSpec {
+  ScheduleKind kind = ScheduleKind::Cosine;
+  double warmup_epochs = 0;
+  double min_lr = 0;        // cosine floor
+  int64_t step_epochs = 1;  // step: decay every this many epochs
+  double gamma = 0.1;       // step: multiply by this
+};
+
+struct DeviceSet {
+  DeviceKind kind = DeviceKind::CPU;
+  std::vector<int> ids{0};  // cpu:N means N ranks 0..N-1
+  int world_size() const noexcept { return static_cast<int>(ids.size()); }
+  std::string str() const;  // "cpu:2", "cuda:0-3"
+};
+
+struct TrainingSpec {
+  OptimizerSpec optimizer;
+  ScheduleSpec schedule;
+  int64_t epochs = 3;
+  int64_t global_batch = 128;
+  DeviceSet devices;
+  Precision precision = Precision::FP32;
+  uint64_t seed = 42;
+  bool ema = false;
+  double ema_decay = 0.999;
+};
+
+enum class VariantKind { Train, LastBatch, Validation };
+
+// A shape variant as the file states it; the compiler resolves batch sizes.
+struct VariantSpec {
+  std::string name;
+  VariantKind kind = VariantKind::Train;
+  int64_t batch = 0;              // per device; 0 = derive (train, last batch)
+  int64_t height = 0, width = 0;  // 0 = the Input node's resolution
+};
+
+struct Project {
+  int format = 1;
+  std::string name;
+  std::string description;
+  std::string source_path;  // where it was loaded from (for messages)
+  ModelGraph model;
+  DatasetSpec dataset;
+  TrainingSpec training;
+  std::vector<VariantSpec> variants;
+};
+
+std::string_view variant_kind_name(VariantKind k) noexcept;
+std::string_view optimizer_name(OptimizerKind k) noexcept;
+std::string_view schedule_name(ScheduleKind k) noexcept;
+std::string_view precision_name(Precision p) noexcept;
+
+}  // namespace tr

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Reading and writing project files (docs/project-format.md). The loader
+// never crashes on malformed input: it throws ProjectError listing every
+// problem with file, node and field.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "model/project.h"
+
+namespace tr {
+
+// Reads and validates a project file. Throws ProjectError (bad content) or
+// UsageError (file missing or unreadable).
+Project load_project(const std::string& path);
+
+// Parses project text; `file` is only used in messages.
+Project parse_project(std::string_view text, const std::string& file);
+
+// Serialises to the same format, pretty-printed (2-space indent, stable order).
+std::string project_to_json(const Project& project);
+void save_project(const Project& project, const std::string& path);
+
+// Parses "cpu:2", "cpu", "cuda:0", "cuda:0-3", "cuda:0,2". Returns false with
+// `error` set on bad text.
+bool parse_device_set(std::string_view text, DeviceSet& out, std::string& error);
+
+}  // namespace tr

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// DTensor: a pure descriptor of a tensor in a rank's arena. It owns no memory
+// and holds no pointer; the same id means the same offset on every rank and in
+// every shape variant. The layout rules (alignment, padded C, slot bytes) are
+// exact because RANGE ops and graph capture depend on them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.h"
+#include "core/shape.h"
+#include "plan/region.h"
+
+namespace tr {
+
+using DTensorId = int32_t;
+inline constexpr DTensorId kNoTensor = -1;
+
+struct DTensor {
+  DTensorId id = kNoTensor;
+  std::string name;  // "conv1.weight", "relu2.out", ...
+  int owner = -1;    // index of the model node that owns it, -1 for engine tensors
+  Shape shape;
+  DType dtype = DType::FP32;
+  Region region = Region::T_SCRATCH;
+  uint64_t offset = 0;      // set by MemoryPlan::finalize
+  uint64_t slot_bytes = 0;  // >= slot_bytes_for(shape, dtype, region)
+
+  uint32_t alignment() const noexcept { return cuda_alignment(dtype, region); }
+  int64_t padded_c() const noexcept;
+  // Strides in elements for N, H, W, C. Device strides use the padded C.
+  std::array<int64_t, 4> device_strides() const noexcept;
+  std::array<int64_t, 4> host_strides() const noexcept;
+  bool is_compact() const noexcept { return padded_c() == shape.c; }
+  // Bytes the device layout actually uses (with padding, without the slot's spare).
+  uint64_t device_bytes() const noexcept;
+
+  // Channel alignment on the device: FP16 in the input buffers -> 4, FP16
+  // features and gradient slots -> 8, INT8 masks -> 8, anything else -> 1.
+  static uint32_t cuda_alignment(DType dtype, Region region) noexcept;
+  // Slot size: elements = N*H*W*padded_c; FP16 -> align256(2e + 16);
+  // INT8 -> align256(e + 16); 4-byte types -> 2 * align256(2e + 16), which
+  // makes every FP32 slot exactly twice the FP16 slot of the same shape.
+  static uint64_t slot_bytes_for(const Shape& shape, DType dtype, Region region) noexcept;
+};
+
+}  // namespace tr

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "plan/memory_plan.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace tr {
+
+namespace {
+
+// Which element types a region may hold; a mismatch is a compiler bug.
+bool region_accepts(Region r, DType t) {
+  const char s = region_series(r);
+  switch (r) {
+    case Region::I_A_DATA:
+    case Region::I_B_DATA:
+      return t == DType::FP32 || t == DType::FP16;
+    case Region::I_A_LABEL:
+    case Region::I_B_LABEL:
+    case Region::I_ACTIVE_LABEL:
+      return t == DType::INT32;
+    case Region::F_FEATURE_FP16:
+    case Region::F_GRAD_SLOT_FP16:
+      return t == DType::FP16;
+    case Region::S_MASK:
+      return t == DType::INT8;
+    case Region::T_SCRATCH:
+      return true;
+    default:
+      break;
+  }
+  if (s == 'A' || s == 'H') return t == DType::FP16;
+  return t == DType::FP32;
+}
+
+}  // namespace
+
+DTensorId MemoryPlan::alloc(Region region, const Shape& shape, DType dtype, std::string name,
+                            int owner) {
+  if (finalized_) throw std::logic_error("MemoryPlan: allocation after finalize: " + name);
+  if (!region_accepts(region, dtype))
+    throw std::logic_error("MemoryPlan: " + std::string(dtype_name(dtype)) + " tensor '" + name +
+                           "' cannot live in " + std::string(region_name(region)));
+  if (shape.n <= 0 || shape.h <= 0 || shape.w <= 0 || shape.c <= 0)
+    throw std::logic_error("MemoryPlan: empty shape " + shape.str() + " for '" + name + "'");
+  DTensor t;
+  t.id = static_cast<DTensorId>(tensors_.size());
+  t.name = std::move(name);
+  t.owner = owner;
+  t.shape = shape;
+  t.dtype = dtype;
+  t.region = region;
+  t.slot_bytes = DTensor::slot_bytes_for(shape, dtype, region);
+  regions_[static_cast<size_t>(region_index(region))].tensors.push_back(t.id);
+  tensors_.push_back(std::move(t));
+  return tensors_.back().id;
+}
+
+DTensorId MemoryPlan::alloc_param(ParamSeries series, ParamKind kind, const Shape& shape,
+                                  std::string name, int owner) {
+  const bool half = series == ParamSeries::A || series == ParamSeries::H;
+  return alloc(param_region(series, kind), shape, half ? DType::FP16 : DType::FP32, std::move(name),
+               owner);
+}
+
+DTensorId MemoryPlan::alloc_bn_stat(Region region, int64_t channels, std::string name, int owner) {
+  if (region_series(region) != 'B')
+    throw std::logic_error("MemoryPlan: alloc_bn_stat outside the B series");
+  return alloc(region, {1, 1, 1, channels}, DType::FP32, std::move(name), owner);
+}
+
+DTensorId MemoryPlan::alloc_bn_saved(int64_t channels, std::string name, int owner) {
+  // mean and inverse standard deviation of the batch, side by side
+  return alloc(Region::S_BN_SAVED, {1, 1, 2, channels}, DType::FP32, std::move(name), owner);
+}
+
+DTensorId MemoryPlan::alloc_feature(const Shape& shape, DType dtype, std::string name, int owner) {
+  return alloc(dtype == DType::FP16 ? Region::F_FEATURE_FP16 : Region::F_FEATURE_FP32, shape, dtype,
+               std::move(name), owner);
+}
+
+DTensorId MemoryPlan::alloc_grad_slot(const Shape& shape, DType dtype, std::string name,
+                                      int owner) {
+  return alloc(dtype == DType::FP16 ? Region::F_GRAD_SLOT_FP16 : Region::F_GRAD_SLOT_FP32, shape,
+               dtype, std::move(name), owner);
+}
+
+DTensorId MemoryPlan::alloc_input(InputBuffer buffer, const Shape& shape, DType dtype) {
+  const bool a = buffer == InputBuffer::A;
+  return alloc(a ? Region::I_A_DATA : Region::I_B_DATA, shape, dtype, a ? "input.A" : "input.B",
+               -1);
+}
+
+DTensorId MemoryPlan::alloc_label(InputBuffer buffer, int64_t batch) {
+  const bool a = buffer == InputBuffer::A;
+  return alloc(a ? Region::I_A_LABEL : Region::I_B_LABEL, {batch, 1, 1, 1}, DType::INT32,
+               a ? "labels.A" : "labels.B", -1);
+}
+
+DTensorId MemoryPlan::alloc_active_label(int64_t batch) {
+  return alloc(Region::I_ACTIVE_LABEL, {batch, 1, 1, 1}, DType::INT32, "labels.active", -1);
+}
+
+DTensorId MemoryPlan::alloc_mask(const Shape& shape, std::string name, int owner) {
+  return alloc(Region::S_MASK, shape, DType::INT8, std::move(name), owner);
+}
+
+DTensorId MemoryPlan::alloc_result(bool accumulated) {
+  // loss sum, top-1 count, top-5 count, sample count
+  return alloc(accumulated ? Region::R_RESULT_ACCUMULATED : Region::R_RESULT, {1, 1, 1, 4},
+               DType::FP32, accumulated ? "result.accumulated" : "result", -1);
+}
+
+DTensorId MemoryPlan::alloc_scalars(int64_t count, std::string name) {
+  return alloc(Region::S_SCALARS, {1, 1, 1, count}, DType::FP32, std::move(name), -1);
+}
+
+DTensorId MemoryPlan::alloc_lars_norm(ParamKind kind, std::string name, int owner) {
+  Region r = Region::N_DEEP_CONV;
+  if (kind == ParamKind::FC_BIAS || kind == ParamKind::FC_WEIGHT) r = Region::N_FC;
+  if (kind == ParamKind::FIRST_CONV) r = Region::N_FIRST_CONV;
+  if (kind == ParamKind::BN_BIAS || kind == ParamKind::BN_WEIGHT)
+    throw std::logic_error("MemoryPlan: LARS keeps no norms for batch-norm parameters");
+  // weight norm and gradient norm
+  return alloc(r, {1, 1, 1, 2}, DType::FP32, std::move(name), owner);
+}
+
+DTensorId MemoryPlan::alloc_scratch(const Shape& shape, DType dtype, std::string name, int owner) {
+  return alloc(Region::T_SCRATCH, shape, dtype, std::move(name), owner);
+}
+
+void MemoryPlan::raise_slot(DTensorId id, uint64_t slot_bytes) {
+  if (finalized_) throw std::logic_error("MemoryPlan: raise_slot after finalize");
+  DTensor& t = tensors_.at(static_cast<size_t>(id));
+  t.slot_bytes = std::max(t.slot_bytes, slot_bytes);
+}
+
+void MemoryPlan::finalize() {
+  if (finalized_) return;
+  uint64_t cursor = 0;
+  for (RegionInfo& info : regions_) {
+    info.base_offset = cursor;
+    for (DTensorId id : info.tensors) {
+      DTensor& t = tensors_[static_cast<size_t>(id)];
+      t.offset = cursor;
+      cursor += t.slot_bytes;
+    }
+    info.total_bytes = cursor - info.base_offset;
+  }
+  total_bytes_ = cursor;
+  finalized_ = true;
+}
+
+const DTensor& MemoryPlan::get_dtensor(DTensorId id) const {
+  if (id < 0 || static_cast<size_t>(id) >= tensors_.size())
+    throw std::out_of_range("MemoryPlan: no DTensor with id " + std::to_string(id));
+  return tensors_[static_cast<size_t>(id)];
+}
+
+ByteRange MemoryPlan::region_range(Region first, Region last) const {
+  if (!finalized_) throw std::logic_error("MemoryPlan: region_range before finalize");
+  if (region_index(first) > region_index(last))
+    throw std::logic_error("MemoryPlan: region_range with first after last");
+  const RegionInfo& a = region(first);
+  const RegionInfo& b = region(last);
+  return {a.base_offset, b.base_offset + b.total_bytes - a.base_offset};
+}
+
+void finalize_variants(std::vector<MemoryPlan>& plans) {
+  if (plans.empty()) return;
+  const auto& ref = plans.front().dtensors();
+  for (const MemoryPlan& p : plans) {
+    const auto& ts = p.dtensors();
+    if (ts.size() != ref.size())
+      throw std::logic_error("finalize_variants: variant '" + p.variant_name() + "' has " +
+                             std::to_string(ts.size()) + " tensors, '" +
+                             plans.front().variant_name() + "' has " + std::to_string(ref.size()));
+    for (size_t i = 0; i < ts.size(); ++i)
+      if (ts[i].region != ref[i].region || ts[i].dtype != ref[i].dtype || ts[i].name != ref[i].name)
+        throw std::logic_error("finalize_variants: tensor " + std::to_string(i) + " is '" +
+                               ts[i].name + "' in '" + p.variant_name() + "' but '" + ref[i].name +
+                               "' in '" + plans.front().variant_name() + "'");
+  }
+  for (size_t i = 0; i < ref.size(); ++i) {
+    uint64_t slot = 0;
+    for (const MemoryPlan& p : plans) slot = std::max(slot, p.dtensors()[i].slot_bytes);
+    for (MemoryPlan& p : plans) p.raise_slot(static_cast<DTensorId>(i), slot);
+  }
+  for (MemoryPlan& p : plans) p.finalize();
+}
+
+}  // namespace tr

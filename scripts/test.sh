@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Every test on a fresh Debian 12 machine: install what is missing, build,
+# and run the whole CTest suite.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bash "$root/scripts/setup-deps.sh"
+bash "$root/scripts/build.sh"
+export QT_QPA_PLATFORM=${QT_QPA_PLATFORM:-offscreen}
+ctest --test-dir "$root/build" --output-on-failure -j "$(nproc)" "$@"
+
+# The engine tests once more under AddressSanitizer and UndefinedBehaviorSanitizer
+# (a second, smaller tree: no CUDA, no benchmarks). TR_SKIP_SANITIZERS=1 skips it.
+if [ "${TR_SKIP_SANITIZERS:-0}" != "1" ]; then
+  BUILD_DIR="$root/build-asan" \
+    TR_CMAKE_ARGS="-DTR_CUDA=OFF -DTR_BENCH=OFF -DTR_SANITIZE=address,undefined" \
+    bash "$root/scripts/build.sh"
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    ctest --test-dir "$root/build-asan" --output-on-failure -j "$(nproc)" -L engine "$@"
+fi

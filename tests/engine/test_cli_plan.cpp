@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// renaissance-cli plan end to end: the JSON schema the issue fixes, the text
+// tables, and clear failures on bad input.
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+using nlohmann::json;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  QByteArray out, err;
+};
+
+Result run_cli(const QStringList& args) {
+  QProcess p;
+  p.start(QStringLiteral(TR_CLI), args);
+  if (!p.waitForFinished(120000)) return {};
+  return {p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError()};
+}
+
+QString project(const char* name) {
+  return QStringLiteral(TR_PROJECTS_DIR) + "/" + name + ".json";
+}
+
+}  // namespace
+
+class TestCliPlan : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void jsonSchema() {
+    const Result r = run_cli({"plan", project("resnet8-fashion"), "--json"});
+    QCOMPARE(r.code, 0);
+    const json j = json::parse(r.out.toStdString());
+    QVERIFY(j.at("total_bytes").get<uint64_t>() > 0);
+    QCOMPARE(j.at("parameters").get<int64_t>(), int64_t{77754});
+    const auto& variants = j.at("variants");
+    QCOMPARE(variants.size(), size_t{3});
+    QCOMPARE(variants[0].at("name").get<std::string>(), std::string("train"));
+    for (const auto& v : variants) {
+      QCOMPARE(v.at("total_bytes").get<uint64_t>(), j.at("total_bytes").get<uint64_t>());
+      uint64_t cursor = 0;
+      for (const auto& reg : v.at("regions")) {
+        QVERIFY(reg.contains("name"));
+        QCOMPARE(reg.at("offset").get<uint64_t>(), cursor);
+        cursor += reg.at("bytes").get<uint64_t>();
+      }
+      QCOMPARE(cursor, j.at("total_bytes").get<uint64_t>());
+      for (const auto& t : v.at("tensors")) {
+        for (const char* key : {"id", "name", "region", "shape", "dtype", "offset", "slot_bytes"})
+          QVERIFY2(t.contains(key), key);
+        QCOMPARE(t.at("shape").size(), size_t{4});
+      }
+      // one blueprint: tensor i has the same offset in every variant
+      for (size_t i = 0; i < v.at("tensors").size(); ++i)
+        QCOMPARE(v.at("tensors")[i].at("offset").get<uint64_t>(),
+                 variants[0].at("tensors")[i].at("offset").get<uint64_t>());
+    }
+    QCOMPARE(variants[1].at("batch").get<int64_t>(), int64_t{96});  // 60000 % 128
+  }
+
+  void textTables() {
+    const Result r = run_cli({"plan", project("lenet-fashion")});
+    QCOMPARE(r.code, 0);
+    const QString out = QString::fromUtf8(r.out);
+    QVERIFY(out.contains("61706"));
+    QVERIFY(out.contains("W_FIRST_CONV"));
+    QVERIFY(out.contains("conv1.weight"));
+    QVERIFY(out.contains("bytes per device"));
+    QVERIFY(out.contains("variant val"));
+  }
+
+  void overridesChangeThePlan() {
+    const Result one = run_cli({"plan", project("lenet-fashion"), "--json"});
+    const Result amp = run_cli(
+        {"plan", project("lenet-fashion"), "--json", "--precision", "amp", "--devices", "cpu:2"});
+    QCOMPARE(amp.code, 0);
+    const json a = json::parse(amp.out.toStdString());
+    QCOMPARE(a.at("world_size").get<int>(), 2);
+    QCOMPARE(a.at("precision").get<std::string>(), std::string("amp"));
+    bool has_comm = false;
+    for (const auto& g : a.at("graphs")) has_comm |= g.at("id") == "DEEP_COMM";
+    QVERIFY(has_comm);
+    QVERIFY(a.at("total_bytes") != json::parse(one.out.toStdString()).at("total_bytes"));
+  }
+
+  void badInputFailsClearly() {
+    Result r = run_cli({"plan", "/nonexistent/project.json"});
+    QCOMPARE(r.code, 2);
+    QVERIFY(r.err.contains("/nonexistent/project.json"));
+
+    r = run_cli({"plan", project("lenet-fashion"), "--devices", "cpu:3"});
+    QCOMPARE(r.code, 2);
+    QVERIFY(r.err.contains("power of two"));
+
+    r = run_cli({"plan", project("lenet-fashion"), "--batch", "100", "--devices", "cpu:8"});
+    QCOMPARE(r.code, 2);
+    QVERIFY(r.err.contains("does not divide"));
+
+    r = run_cli({"plan", project("lenet-fashion"), "--bogus"});
+    QCOMPARE(r.code, 2);
+    QVERIFY(r.err.contains("--bogus"));
+
+    r = run_cli({"frobnicate"});
+    QCOMPARE(r.code, 2);
+
+    QTemporaryDir dir;
+    const QString path = dir.filePath("cycle.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"format": 1, "name": "cycle", "model": {"nodes": [
+      {"id": "in", "type": "Input", "params": {"height": 8, "width": 8, "channels": 1}},
+      {"id": "a", "type": "Conv2d", "params": {"out_channels": 4, "kernel": 3, "padding": 1}},
+      {"id": "b", "type": "Add"},
+      {"id": "loss", "type": "SoftmaxCrossEntropy"}],
+      "edges": [{"from": "in", "to": "a"}, {"from": "a", "to": "b"},
+                {"from": "b", "to": "b", "to_port": 1}, {"from": "b", "to": "loss"}]}})");
+    f.close();
+    r = run_cli({"plan", path});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("cycle"), r.err.constData());
+    QVERIFY(r.err.contains("'b' (Add)"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCliPlan)
+#include "test_cli_plan.moc"

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The ready-made projects load, compile and have exactly the architectures
+// (parameter counts) other frameworks are compared against.
+#include <QtTest>
+
+#include "compile/compiler.h"
+#include "model/project_io.h"
+
+using namespace tr;
+
+namespace {
+
+Project load(const char* name) {
+  return load_project(std::string(TR_PROJECTS_DIR) + "/" + name + ".json");
+}
+
+}  // namespace
+
+class TestProjects : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void parameterCounts_data() {
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<qlonglong>("params");
+    QTest::newRow("lenet") << "lenet-fashion" << 61706LL;
+    QTest::newRow("cnn-bn") << "cnn-bn-fashion" << 65834LL;
+    QTest::newRow("resnet8") << "resnet8-fashion" << 77754LL;
+    QTest::newRow("resnet20") << "resnet20" << 272474LL;
+    QTest::newRow("resnet50") << "resnet50" << 25557032LL;
+  }
+
+  void parameterCounts() {
+    QFETCH(QString, name);
+    QFETCH(qlonglong, params);
+    const Project p = load(name.toUtf8().constData());
+    QCOMPARE(p.name, name.toStdString());
+    const CompiledProject cp = compile_project(p);
+    QCOMPARE(static_cast<qlonglong>(cp.analysis.total_params), params);
+    // the W series holds exactly the parameters, one FP32 slot each
+    uint64_t w_elems = 0;
+    const MemoryPlan& plan = cp.plans.front();
+    for (const DTensor& t : plan.dtensors())
+      if (region_series(t.region) == 'W') w_elems += static_cast<uint64_t>(t.shape.elements());
+    QCOMPARE(static_cast<qlonglong>(w_elems), params);
+  }
+
+  void defaultProjectIsLenetOnFashionMnist() {
+    const Project p = load("lenet-fashion");
+    QCOMPARE(p.dataset.kind, DatasetKind::FashionMnist);
+    QCOMPARE(p.dataset.mean.size(), size_t{1});
+    QCOMPARE(p.dataset.mean[0], 0.286041);
+    QCOMPARE(p.dataset.std[0], 0.353024);
+    QCOMPARE(p.training.global_batch, int64_t{128});
+    QCOMPARE(p.training.optimizer.kind, OptimizerKind::SGD);
+    QCOMPARE(p.training.optimizer.momentum, 0.9);
+    QCOMPARE(p.training.optimizer.weight_decay, 5e-4);
+  }
+
+  void resnetsHaveResidualAdds() {
+    for (const char* name : {"resnet8-fashion", "resnet20", "resnet50"}) {
+      const Project p = load(name);
+      int adds = 0;
+      for (const LayerNode& n : p.model.nodes) adds += n.type == LayerType::Add;
+      QVERIFY2(adds >= 3, name);
+    }
+  }
+
+  void resnet50Plan() {
+    const CompiledProject cp = compile_project(load("resnet50"));
+    QCOMPARE(cp.project.training.precision, Precision::AMP);
+    // AMP: FP32 master weights are exactly twice the FP16 copy
+    const MemoryPlan& plan = cp.plans.front();
+    QCOMPARE(plan.region_range(Region::W_BN_BIAS, Region::W_DEEP_CONV).bytes,
+             2 * plan.region_range(Region::A_BN_BIAS, Region::A_DEEP_CONV).bytes);
+    // 25.6 M parameters in W alone take at least 102 MB
+    QVERIFY(plan.region_range(Region::W_BN_BIAS, Region::W_DEEP_CONV).bytes >= 25557032ull * 4);
+    for (const MemoryPlan& mp : cp.plans) QCOMPARE(mp.total_bytes(), cp.bytes_per_device());
+  }
+};
+
+QTEST_APPLESS_MAIN(TestProjects)
+#include "test_projects.moc"

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// libFuzzer target for parse_project: only a Project or a ProjectError may come out.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/error.h"
+#include "model/project_io.h"
+
+// Any other exception, a crash, a hang, a leak or a sanitizer report is a finding.
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  tr::Project project;
+  try {
+    project = tr::parse_project(text, "fuzz.json");
+  } catch (const tr::ProjectError& e) {
+    if (e.diagnostics().empty()) __builtin_trap();  // an error must say what is wrong
+    return 0;
+  }
+  // Whatever the parser accepts must be written back readably and identically:
+  // the designer saves what it loaded. A ProjectError here escapes and is
+  // reported by libFuzzer as a crash.
+  std::string once = tr::project_to_json(project);
+  std::string twice = tr::project_to_json(tr::parse_project(once, "fuzz-again.json"));
+  if (once != twice) __builtin_trap();
+  return 0;
+}
