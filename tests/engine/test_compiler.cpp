@@ -3,7 +3,6 @@
 #include <QtTest>
 
 #include <algorithm>
-#include <initializer_list>
 #include <map>
 #include <set>
 #include <string>
@@ -13,15 +12,13 @@
 #include "compile/stream_policy.h"
 #include "core/error.h"
 #include "model/project_io.h"
+#include "model_builder.h"
 #include "plan/memory_plan.h"
 
 using namespace tr;
 
 namespace tr {
 // Lets QCOMPARE print these on failure (found by argument-dependent lookup).
-char* toString(const Shape& s) {
-  return qstrdup(s.str().c_str());
-}
 char* toString(const Region& r) {
   return qstrdup(std::string(region_name(r)).c_str());
 }
@@ -35,97 +32,39 @@ char* toString(const ByteRange& r) {
 
 namespace {
 
-QString qs(const std::string& s) {
-  return QString::fromStdString(s);
-}
-
 Project load(const char* name) {
   return load_project(std::string(TR_PROJECTS_DIR) + "/" + name + ".json");
 }
 
-// Builds a project's model in code, nodes and edges by id.
-class ModelBuilder {
- public:
-  ModelBuilder() {
-    p_.name = "test";
-    p_.source_path = "in-memory.json";
-    p_.dataset.kind = DatasetKind::Synthetic;
-    p_.dataset.height = 8;
-    p_.dataset.width = 8;
-    p_.dataset.channels = 1;
-    p_.dataset.classes = 10;
-    p_.dataset.train_size = 1000;
-    p_.dataset.val_size = 200;
-    p_.training.global_batch = 32;
-    p_.variants = {{"train", VariantKind::Train, 0, 0, 0},
-                   {"last", VariantKind::LastBatch, 0, 0, 0},
-                   {"val", VariantKind::Validation, 50, 0, 0}};
-  }
-  ModelBuilder& node(const std::string& id, LayerType type, LayerParams params = {}) {
-    LayerNode n;
-    n.id = id;
-    n.type = type;
-    n.params = params;
-    p_.model.nodes.push_back(n);
-    return *this;
-  }
-  ModelBuilder& edge(const std::string& from, const std::string& to, int to_port = 0) {
-    const int f = p_.model.find(from);
-    const int t = p_.model.find(to);
-    if (f < 0 || t < 0) qFatal("ModelBuilder: unknown node in %s -> %s", from.c_str(), to.c_str());
-    p_.model.edges.push_back({f, 0, t, to_port});
-    return *this;
-  }
-  ModelBuilder& chain(std::initializer_list<const char*> ids) {
-    const char* prev = nullptr;
-    for (const char* id : ids) {
-      if (prev) edge(prev, id);
-      prev = id;
-    }
-    return *this;
-  }
-  Project& project() { return p_; }
-  Project build() const { return p_; }
-
- private:
-  Project p_;
-};
-
-LayerParams input(int64_t h, int64_t w, int64_t c) {
-  LayerParams p;
-  p.height = h;
-  p.width = w;
-  p.channels = c;
-  return p;
-}
-
-LayerParams conv(int64_t out, int64_t k, int64_t stride = 1, int64_t pad = 0, bool bias = true) {
-  LayerParams p;
-  p.out_channels = out;
-  p.kernel_h = p.kernel_w = k;
-  p.stride_h = p.stride_w = stride;
-  p.pad_h = p.pad_w = pad;
-  p.bias = bias;
-  return p;
-}
-
-LayerParams linear(int64_t out, bool bias = true) {
-  LayerParams p;
-  p.out_channels = out;
-  p.bias = bias;
-  return p;
+// A ModelBuilder for a synthetic 8x8x1 dataset of 10 classes (1000 train, 200
+// val samples), global batch 32, and train, last-batch and val (50) variants.
+ModelBuilder synthetic_builder() {
+  ModelBuilder b;
+  Project& p = b.project();
+  p.dataset.kind = DatasetKind::Synthetic;
+  p.dataset.height = 8;
+  p.dataset.width = 8;
+  p.dataset.channels = 1;
+  p.dataset.classes = 10;
+  p.dataset.train_size = 1000;
+  p.dataset.val_size = 200;
+  p.training.global_batch = 32;
+  p.variants = {{"train", VariantKind::Train, 0, 0, 0},
+                {"last", VariantKind::LastBatch, 0, 0, 0},
+                {"val", VariantKind::Validation, 50, 0, 0}};
+  return b;
 }
 
 // input 8x8x1 -> conv1 -> [bn1] -> relu1 -> conv2 -> [bn2] -> relu2 -> pool -> dropout
 // -> flatten -> fc -> loss. Convs carry a bias unless batch-normalised.
 Project small_cnn(bool bn) {
-  ModelBuilder b;
+  ModelBuilder b = synthetic_builder();
   b.node("input", LayerType::Input, input(8, 8, 1))
-      .node("conv1", LayerType::Conv2d, conv(4, 3, 1, 1, !bn))
+      .node("conv1", LayerType::Conv2d, square_conv(4, 3, 1, 1, !bn))
       .node("relu1", LayerType::ReLU)
-      .node("conv2", LayerType::Conv2d, conv(8, 3, 1, 1, !bn))
+      .node("conv2", LayerType::Conv2d, square_conv(8, 3, 1, 1, !bn))
       .node("relu2", LayerType::ReLU)
-      .node("pool", LayerType::MaxPool2d, conv(0, 2, 2))
+      .node("pool", LayerType::MaxPool2d, pool(2, 2))
       .node("dropout", LayerType::Dropout)
       .node("flatten", LayerType::Flatten)
       .node("fc", LayerType::Linear, linear(10))
@@ -142,7 +81,7 @@ Project small_cnn(bool bn) {
 
 // An MLP: the first layer is a Linear reading the image.
 Project mlp() {
-  ModelBuilder b;
+  ModelBuilder b = synthetic_builder();
   b.node("input", LayerType::Input, input(8, 8, 1))
       .node("fc1", LayerType::Linear, linear(16))
       .node("act", LayerType::Tanh)
@@ -1248,9 +1187,9 @@ class TestCompiler : public QObject {
       QVERIFY(add_bwd);
     }
     // x + x: one Add reading the same tensor on both ports accumulates its second output.
-    ModelBuilder b;
+    ModelBuilder b = synthetic_builder();
     b.node("input", LayerType::Input, input(8, 8, 1))
-        .node("conv1", LayerType::Conv2d, conv(4, 3, 1, 1))
+        .node("conv1", LayerType::Conv2d, square_conv(4, 3, 1, 1))
         .node("relu", LayerType::ReLU)
         .node("add", LayerType::Add)
         .node("gap", LayerType::GlobalAvgPool)

@@ -2,7 +2,6 @@
 // Tests analyze_model: NHWC shapes, parameters, FLOPs, and every problem naming its node.
 #include <QtTest>
 
-#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -10,101 +9,11 @@
 #include "model/project.h"
 #include "model/project_io.h"
 #include "model/shape_inference.h"
+#include "model_builder.h"
 
 using namespace tr;
 
-namespace tr {
-// Lets QCOMPARE print shapes on failure (found by argument-dependent lookup).
-char* toString(const Shape& s) {
-  return qstrdup(s.str().c_str());
-}
-}  // namespace tr
-
 namespace {
-
-QString qs(const std::string& s) {
-  return QString::fromStdString(s);
-}
-
-// Builds a Project's model in code: nodes by id, edges by id.
-class ModelBuilder {
- public:
-  ModelBuilder() {
-    p_.name = "test";
-    p_.source_path = "in-memory.json";
-    p_.variants = {{"train", VariantKind::Train, 0, 0, 0},
-                   {"val", VariantKind::Validation, 100, 0, 0}};
-  }
-
-  ModelBuilder& node(const std::string& id, LayerType type, LayerParams params = {}) {
-    LayerNode n;
-    n.id = id;
-    n.type = type;
-    n.params = params;
-    p_.model.nodes.push_back(n);
-    return *this;
-  }
-  ModelBuilder& edge(const std::string& from, const std::string& to, int to_port = 0) {
-    const int f = p_.model.find(from);
-    const int t = p_.model.find(to);
-    if (f < 0 || t < 0)
-      qFatal("ModelBuilder: unknown node in edge %s -> %s", from.c_str(), to.c_str());
-    p_.model.edges.push_back({f, 0, t, to_port});
-    return *this;
-  }
-  // Edges along a chain of ids: chain({"a","b","c"}) is a->b, b->c.
-  ModelBuilder& chain(std::initializer_list<const char*> ids) {
-    const char* prev = nullptr;
-    for (const char* id : ids) {
-      if (prev) edge(prev, id);
-      prev = id;
-    }
-    return *this;
-  }
-  Project& project() { return p_; }
-  Project build() const { return p_; }
-
- private:
-  Project p_;
-};
-
-LayerParams input(int64_t h, int64_t w, int64_t c) {
-  LayerParams p;
-  p.height = h;
-  p.width = w;
-  p.channels = c;
-  return p;
-}
-
-LayerParams conv(int64_t out, int64_t kh, int64_t kw, int64_t sh = 1, int64_t sw = 1,
-                 int64_t ph = 0, int64_t pw = 0, bool bias = true) {
-  LayerParams p;
-  p.out_channels = out;
-  p.kernel_h = kh;
-  p.kernel_w = kw;
-  p.stride_h = sh;
-  p.stride_w = sw;
-  p.pad_h = ph;
-  p.pad_w = pw;
-  p.bias = bias;
-  return p;
-}
-
-LayerParams square_conv(int64_t out, int64_t k, int64_t stride = 1, int64_t pad = 0,
-                        bool bias = true) {
-  return conv(out, k, k, stride, stride, pad, pad, bias);
-}
-
-LayerParams pool(int64_t k, int64_t stride, int64_t pad = 0) {
-  return conv(0, k, k, stride, stride, pad, pad);
-}
-
-LayerParams linear(int64_t out, bool bias = true) {
-  LayerParams p;
-  p.out_channels = out;
-  p.bias = bias;
-  return p;
-}
 
 // LeNet-5 exactly as projects/lenet-fashion.json has it.
 ModelBuilder lenet() {

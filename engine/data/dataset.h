@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// load_dataset: turns a project's DatasetSpec into a DataSource, deciding
+// where Fashion-MNIST lives and how synthetic data is seeded.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "data/data_source.h"
+#include "model/project.h"
+
+namespace tr {
+
+inline constexpr const char* kFashionMnistEnvVar = "TR_FASHION_MNIST_DIR";
+inline constexpr const char* kFashionMnistDefaultDir = "/usr/share/datasets/fashion-mnist";
+// DatasetSpec has no seed of its own; callers that want the data to follow
+// the training seed pass Project::training.seed instead.
+inline constexpr uint64_t kDefaultSyntheticSeed = 0x5EED'DA7A;
+
+struct DatasetLocation {
+  std::string dir;
+  std::string origin;  // why this folder: "the command line", "\"dataset.path\"", ...
+};
+
+// The Fashion-MNIST folder, first of: override_path (e.g. a CLI flag),
+// spec.path, $TR_FASHION_MNIST_DIR, /usr/share/datasets/fashion-mnist.
+DatasetLocation resolve_fashion_mnist_dir(const DatasetSpec& spec,
+                                          const std::string& override_path = "");
+
+// Fashion-MNIST: loads and validates the files against the spec (28x28x1,
+// 10 classes; train_size / val_size may select a prefix of each split).
+// Synthetic: a SyntheticSource of the spec's shape, classes and sizes.
+// Throws UsageError naming the file or field that is wrong.
+std::unique_ptr<DataSource> load_dataset(const DatasetSpec& spec,
+                                         const std::string& override_path = "",
+                                         uint64_t synthetic_seed = kDefaultSyntheticSeed);
+
+}  // namespace tr
