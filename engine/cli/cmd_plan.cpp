@@ -10,6 +10,7 @@
 #include "backends/devices.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/project_overrides.h"
 #include "compile/compiler.h"
 #include "compile/plan_report.h"
 #include "core/error.h"
@@ -22,12 +23,13 @@ namespace {
 constexpr const char* kUsage =
     "usage: renaissance-cli plan <project.json> [--json] [--graphs] [--out FILE]\n"
     "                            [--devices cpu:N|cuda:0-3] [--precision fp32|amp] [--batch B]\n"
+    "                            [--epochs N] [--seed S]\n"
     "  Compiles the project and prints the layers, the region and DTensor tables of\n"
     "  every shape variant, and the bytes each device needs.\n"
     "  --json      machine-readable plan instead of tables\n"
     "  --graphs    also print every ComputationGraph\n"
     "  --out FILE  write to FILE instead of standard output\n"
-    "  --devices, --precision, --batch override the project's training settings\n";
+    "  --devices, --precision, --batch, --epochs, --seed override the project's settings\n";
 
 // Whether the plan fits the project's devices on this machine, with the numbers.
 std::string fit_line(const CompiledProject& cp) {
@@ -57,8 +59,9 @@ std::string fit_line(const CompiledProject& cp) {
 }  // namespace
 
 int cmd_plan(const std::vector<std::string>& args) {
-  const ParsedArgs a =
-      parse_args(args, {"out", "devices", "precision", "batch"}, {"json", "graphs", "help"});
+  std::set<std::string> with_value = override_options();
+  with_value.insert("out");
+  const ParsedArgs a = parse_args(args, with_value, {"json", "graphs", "help"});
   if (a.has("help")) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -68,23 +71,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     return 2;
   }
   Project project = load_project(a.positional[0]);
-  if (a.values.count("devices")) {
-    std::string error;
-    if (!parse_device_set(a.values.at("devices"), project.training.devices, error))
-      throw UsageError("option '--devices': " + error);
-  }
-  if (a.values.count("precision")) {
-    const std::string& p = a.values.at("precision");
-    if (p != "fp32" && p != "amp")
-      throw UsageError("option '--precision' takes fp32 or amp, got '" + p + "'");
-    project.training.precision = p == "amp" ? Precision::AMP : Precision::FP32;
-  }
-  if (a.values.count("batch"))
-    project.training.global_batch = positive_integer("batch", a.values.at("batch"));
-  const int world = project.training.devices.world_size();
-  if (project.training.global_batch % world != 0)
-    throw UsageError("global batch " + std::to_string(project.training.global_batch) +
-                     " does not divide by " + std::to_string(world) + " devices");
+  apply_overrides(a, project);
 
   const CompiledProject cp = compile_project(project);
   std::string text;

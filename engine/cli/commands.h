@@ -10,5 +10,7 @@ namespace tr::cli {
 
 int cmd_plan(const std::vector<std::string>& args);
 int cmd_devices(const std::vector<std::string>& args);
+int cmd_train(const std::vector<std::string>& args);
+int cmd_bench(const std::vector<std::string>& args);
 
 }  // namespace tr::cli

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@ constexpr const char* kUsage =
     "usage: renaissance-cli <command> [options]\n"
     "commands:\n"
     "  plan <project.json>   compile a project and print its memory plan (--help for options)\n"
+    "  train <project.json>  train it (--help for options)\n"
+    "  bench <project.json>  time training steps, one JSON line with --json\n"
     "  devices               list the CPU and the CUDA devices this machine offers\n"
     "  version               print the engine version\n";
 
@@ -31,6 +34,8 @@ int main(int argc, char** argv) {
   try {
     if (command == "plan") return tr::cli::cmd_plan(args);
     if (command == "devices") return tr::cli::cmd_devices(args);
+    if (command == "train") return tr::cli::cmd_train(args);
+    if (command == "bench") return tr::cli::cmd_bench(args);
     if (command == "version") {
       std::printf("renaissance-cli %s\n", TR_VERSION);
       return 0;
@@ -49,8 +54,11 @@ int main(int argc, char** argv) {
   } catch (const tr::UsageError& e) {
     std::fprintf(stderr, "renaissance-cli %s: %s\n", command.c_str(), e.what());
     return 2;
-  } catch (const std::exception& e) {
+  } catch (const std::logic_error& e) {
     std::fprintf(stderr, "renaissance-cli %s: internal error: %s\n", command.c_str(), e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "renaissance-cli %s: %s\n", command.c_str(), e.what());
     return 1;
   }
 }

@@ -54,18 +54,21 @@ struct EngineTensors {
   DTensorId active_labels = kNoTensor;           // copy of the labels of the buffer in use
 };
 
-// Positions inside the S_SCALARS tensor.
+// Positions inside the S_SCALARS tensor. The host writes the first three
+// (HOST_WRITTEN) with one small copy at the start of every step; the rest
+// live on the device (the loss scale moves there under AMP).
 enum class ScalarSlot : int {
   LR,
-  LOSS_SCALE,
-  INV_LOSS_SCALE,
   STEP,
   OVERFLOW,
+  LOSS_SCALE,
+  INV_LOSS_SCALE,
   CLEAN_STEPS,
   ADAM_CORR1,
   ADAM_CORR2,
   COUNT
 };
+inline constexpr int kHostWrittenScalars = 3;
 
 struct CompiledProject {
   Project project;

@@ -5,7 +5,7 @@
 #include <bit>
 #include <cstddef>
 
-#include "data/counter_rng.h"
+#include "core/counter_rng.h"
 
 namespace tr {
 

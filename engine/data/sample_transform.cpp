@@ -5,8 +5,8 @@
 #include <cmath>
 #include <string>
 
+#include "core/counter_rng.h"
 #include "core/error.h"
-#include "data/counter_rng.h"
 #include "data/half.h"
 
 namespace tr {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/counter_rng.h"
 #include "core/error.h"
-#include "data/counter_rng.h"
 
 namespace tr {
 

@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "data/counter_rng.h"
+#include "core/counter_rng.h"
 #include "data/half.h"
 #include "data/host_tensor.h"
 #include "data/permutation.h"

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Counter-based random numbers for the data layer: a seed gives the same
-// stream on any machine, any thread count and any world size, because each
-// value is a pure function of (key, counter) rather than of a running state.
+// Counter-based random numbers (data order, augmentation, initial weights):
+// a seed gives the same stream on any machine, any thread count and any world
+// size, because each value is a pure function of (key, counter) rather than
+// of a running state.
 #pragma once
 
 #include <array>
@@ -41,6 +42,7 @@ enum class RngStream : uint32_t {
   SyntheticLabel = 3,
   SyntheticPrototype = 4,
   SyntheticNoise = 5,
+  WeightInit = 6,
 };
 
 // Four 32-bit values for (seed, stream, a, b): a and b are the caller's

@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "backends/cpu/cpu_backend.h"
+
+#include <sys/mman.h>
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <utility>
+
+#include "backends/cpu/collectives.h"
+#include "backends/cpu/cpu_graph.h"
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/stream_worker.h"
+
+namespace tr::cpu {
+
+namespace {
+
+struct Event {
+  std::mutex mutex;
+  std::condition_variable done;
+  uint64_t recorded = 0;   // generations enqueued
+  uint64_t completed = 0;  // generations reached by their stream
+  // Set while the event belongs to an ongoing capture: the nodes a waiter depends on.
+  int capture = -1;
+  std::vector<int> nodes;
+};
+
+// Per stream capture state: the nodes the next captured launch depends on.
+struct CaptureState {
+  bool active = false;
+  std::vector<int> frontier;
+};
+
+// Anonymous mappings are page-aligned (cudaMalloc promises 256 bytes) and
+// zero-filled lazily by the kernel, so a large plan costs nothing until touched.
+struct Arena {
+  uint8_t* base = nullptr;
+  size_t length = 0;
+  void release() {
+    if (base) munmap(base, length);
+    base = nullptr;
+    length = 0;
+  }
+  ~Arena() { release(); }
+};
+
+struct Rank {
+  std::array<std::unique_ptr<StreamWorker>, kNumStreams> streams;
+  std::array<CaptureState, kNumStreams> capture;
+  std::vector<std::unique_ptr<Event>> events;
+  std::vector<std::unique_ptr<CpuGraph>> graphs;
+  std::unique_ptr<CpuGraph> building;  // the graph being captured
+  int capture_id = -1;
+  StreamKind capture_primary = StreamKind::COMP_1;
+  Arena arena;
+};
+
+size_t si(StreamKind s) {
+  return static_cast<size_t>(s);
+}
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(const CpuBackendOptions& o)
+      : options_(o), collectives_(o.world), ranks_(static_cast<size_t>(o.world)) {
+    if (o.world < 1) throw std::invalid_argument("CPU backend: world size must be at least 1");
+    for (Rank& r : ranks_)
+      for (auto& s : r.streams) s = std::make_unique<StreamWorker>();
+    origin_ = std::chrono::steady_clock::now();
+  }
+
+  ~CpuBackend() override {
+    // Workers must stop before the arenas and graphs they point into go away.
+    for (Rank& r : ranks_)
+      for (auto& s : r.streams) s.reset();
+  }
+
+  std::string name() const override { return "cpu"; }
+  int world_size() const override { return options_.world; }
+
+  void allocate_arenas(uint64_t bytes) override {
+    for (Rank& r : ranks_) {
+      r.arena.release();
+      const size_t length = std::max<size_t>(bytes, 1);
+      void* p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED)
+        throw std::runtime_error("CPU backend: cannot allocate an arena of " +
+                                 std::to_string(bytes) + " bytes for rank " +
+                                 std::to_string(&r - ranks_.data()));
+      r.arena.base = static_cast<uint8_t*>(p);
+      r.arena.length = length;
+    }
+    arena_bytes_ = bytes;
+  }
+  uint8_t* arena(int rank) override { return at(rank).arena.base; }
+  uint64_t arena_bytes() const override { return arena_bytes_; }
+
+  EventId create_event(int rank) override {
+    Rank& r = at(rank);
+    if (r.capture_id >= 0)
+      throw std::logic_error("CPU backend: events must be created before capture begins");
+    r.events.push_back(std::make_unique<Event>());
+    return static_cast<EventId>(r.events.size() - 1);
+  }
+
+  void record(int rank, StreamKind stream, EventId id) override {
+    Rank& r = at(rank);
+    Event& e = event(r, id);
+    CaptureState& cs = r.capture[si(stream)];
+    if (cs.active) {
+      // A record at the very start of a capture needs something to point at.
+      if (cs.frontier.empty()) cs.frontier.push_back(add_node(r, stream, {}, {}, true));
+      e.capture = r.capture_id;
+      e.nodes = cs.frontier;
+      return;
+    }
+    uint64_t generation;
+    {
+      std::lock_guard<std::mutex> lock(e.mutex);
+      generation = ++e.recorded;
+    }
+    r.streams[si(stream)]->enqueue([&e, generation] {
+      {
+        std::lock_guard<std::mutex> lock(e.mutex);
+        e.completed = std::max(e.completed, generation);
+      }
+      e.done.notify_all();
+    });
+  }
+
+  void wait(int rank, StreamKind stream, EventId id) override {
+    Rank& r = at(rank);
+    Event& e = event(r, id);
+    CaptureState& cs = r.capture[si(stream)];
+    if (r.capture_id >= 0 && e.capture == r.capture_id) {
+      // Waiting on an event recorded inside the capture joins this stream to it.
+      cs.active = true;
+      for (int n : e.nodes)
+        if (std::find(cs.frontier.begin(), cs.frontier.end(), n) == cs.frontier.end())
+          cs.frontier.push_back(n);
+      return;
+    }
+    if (cs.active)
+      throw std::logic_error(
+          "CPU backend: a capturing stream cannot wait on an event recorded "
+          "outside the capture");
+    uint64_t target;
+    {
+      std::lock_guard<std::mutex> lock(e.mutex);
+      target = e.recorded;
+    }
+    if (target == 0) return;  // never recorded: nothing to wait for, as in CUDA
+    r.streams[si(stream)]->enqueue([&e, target] {
+      std::unique_lock<std::mutex> lock(e.mutex);
+      e.done.wait(lock, [&] { return e.completed >= target; });
+    });
+  }
+
+  void synchronize(int rank, StreamKind stream) override {
+    at(rank).streams[si(stream)]->synchronize();
+  }
+  void synchronize(int rank) override {
+    for (auto& s : at(rank).streams) s->synchronize();
+  }
+
+  void enqueue(int rank, StreamKind stream, Launch launch) override {
+    Rank& r = at(rank);
+    CaptureState& cs = r.capture[si(stream)];
+    launch.tag.stream = stream;
+    if (cs.active) {
+      const int n = add_node(r, stream, std::move(launch), cs.frontier, false);
+      cs.frontier = {n};
+      return;
+    }
+    if (r.capture_id >= 0 && launch.kind == LaunchKind::COLLECTIVE)
+      throw std::logic_error("CPU backend: collective outside the capture while capturing");
+    auto shared = std::make_shared<Launch>(std::move(launch));
+    r.streams[si(stream)]->enqueue([this, rank, shared] { execute(rank, *shared); });
+  }
+
+  void begin_capture(int rank, StreamKind primary) override {
+    Rank& r = at(rank);
+    if (r.capture_id >= 0) throw std::logic_error("CPU backend: capture already in progress");
+    r.capture_id = next_capture_++;
+    r.capture_primary = primary;
+    r.building = std::make_unique<CpuGraph>();
+    r.building->rank = rank;
+    r.capture[si(primary)] = CaptureState{true, {}};
+  }
+
+  GraphHandle end_capture(int rank, StreamKind primary) override {
+    Rank& r = at(rank);
+    if (r.capture_id < 0 || primary != r.capture_primary)
+      throw std::logic_error("CPU backend: end_capture on a stream that is not capturing");
+    std::unique_ptr<CpuGraph> g = std::move(r.building);
+    // Every stream that joined must flow back into the primary (CUDA reports
+    // cudaErrorStreamCaptureUnjoined otherwise).
+    const std::vector<bool> reach = reaches(*g, r.capture[si(primary)].frontier);
+    for (int s = 0; s < kNumStreams; ++s) {
+      const CaptureState& cs = r.capture[static_cast<size_t>(s)];
+      if (!cs.active || s == static_cast<int>(primary)) continue;
+      for (int n : cs.frontier)
+        if (!reach[static_cast<size_t>(n)]) {
+          reset_capture(r);
+          throw std::logic_error("CPU backend: stream " +
+                                 std::string(stream_kind_name(static_cast<StreamKind>(s))) +
+                                 " joined the capture but its work was not joined back into " +
+                                 std::string(stream_kind_name(primary)) + " before end_capture");
+        }
+    }
+    reset_capture(r);
+    if (options_.check_dependencies) g->verify_dependencies();
+    r.graphs.push_back(std::move(g));
+    return static_cast<GraphHandle>(r.graphs.size() - 1);
+  }
+
+  void launch_graph(int rank, StreamKind stream, GraphHandle handle) override {
+    Rank& r = at(rank);
+    if (handle < 0 || static_cast<size_t>(handle) >= r.graphs.size())
+      throw std::out_of_range("CPU backend: no graph " + std::to_string(handle));
+    if (r.capture[si(stream)].active)
+      throw std::logic_error("CPU backend: graph launch inside a capture");
+    const CpuGraph* g = r.graphs[static_cast<size_t>(handle)].get();
+    // Capture order is a topological order of the recorded edges, so running
+    // the nodes in index order honours every dependency.
+    r.streams[si(stream)]->enqueue([this, rank, g] {
+      for (const CapturedNode& n : g->nodes)
+        if (!n.empty) execute(rank, n.launch);
+    });
+  }
+
+  void set_profiling(bool enabled) override { profiling_ = enabled; }
+  std::vector<ProfileSpan> take_profile() override {
+    std::lock_guard<std::mutex> lock(profile_mutex_);
+    return std::exchange(spans_, {});
+  }
+
+  const CpuGraph& graph(int rank, GraphHandle h) {
+    return *at(rank).graphs.at(static_cast<size_t>(h));
+  }
+
+ private:
+  Rank& at(int rank) {
+    if (rank < 0 || rank >= options_.world)
+      throw std::out_of_range("CPU backend: no rank " + std::to_string(rank));
+    return ranks_[static_cast<size_t>(rank)];
+  }
+  static Event& event(Rank& r, EventId id) {
+    if (id < 0 || static_cast<size_t>(id) >= r.events.size())
+      throw std::out_of_range("CPU backend: no event " + std::to_string(id));
+    return *r.events[static_cast<size_t>(id)];
+  }
+
+  int add_node(Rank& r, StreamKind stream, Launch launch, std::vector<int> preds, bool empty) {
+    CapturedNode n;
+    n.launch = std::move(launch);
+    n.launch.tag.stream = stream;
+    n.preds = std::move(preds);
+    n.empty = empty;
+    r.building->nodes.push_back(std::move(n));
+    return static_cast<int>(r.building->nodes.size() - 1);
+  }
+
+  // Which nodes have a path into one of `sinks` (including the sinks).
+  static std::vector<bool> reaches(const CpuGraph& g, const std::vector<int>& sinks) {
+    std::vector<bool> in(g.nodes.size(), false);
+    for (int s : sinks) in[static_cast<size_t>(s)] = true;
+    for (size_t i = g.nodes.size(); i-- > 0;)
+      if (in[i])
+        for (int p : g.nodes[i].preds) in[static_cast<size_t>(p)] = true;
+    return in;
+  }
+
+  void reset_capture(Rank& r) {
+    for (CaptureState& cs : r.capture) cs = CaptureState{};
+    for (auto& e : r.events)
+      if (e->capture == r.capture_id) {
+        e->capture = -1;
+        e->nodes.clear();
+      }
+    r.capture_id = -1;
+  }
+
+  void execute(int rank, const Launch& l) {
+    const auto t0 = std::chrono::steady_clock::now();
+    uint8_t* base = ranks_[static_cast<size_t>(rank)].arena.base;
+    switch (l.kind) {
+      case LaunchKind::KERNEL: {
+        const GraphNode& node = *l.args->node;
+        const Kernel k =
+            node.kind == NodeKind::COMPUTE ? compute_kernel(node.op) : range_kernel(node.range_op);
+        if (!k)
+          throw std::logic_error("CPU backend: no kernel for " +
+                                 std::string(node.kind == NodeKind::COMPUTE
+                                                 ? compute_op_name(node.op)
+                                                 : range_op_name(node.range_op)));
+        k(*l.args);
+        break;
+      }
+      case LaunchKind::COPY_H2D:
+        std::memcpy(base + l.offset, l.host, l.bytes);
+        break;
+      case LaunchKind::COPY_D2H:
+        std::memcpy(l.host, base + l.offset, l.bytes);
+        break;
+      case LaunchKind::COLLECTIVE: {
+        const RangeOp op = l.args->node->range_op;
+        for (const SpanArg& s : l.args->in_spans)
+          collectives_.all_reduce(rank, s.f32(), s.floats(), op == RangeOp::ALLREDUCE_MEAN);
+        break;
+      }
+      case LaunchKind::HOST_FUNC:
+        l.host_func();
+        break;
+    }
+    if (profiling_) {
+      const auto t1 = std::chrono::steady_clock::now();
+      ProfileSpan s;
+      s.rank = rank;
+      s.tag = l.tag;
+      s.start_us = std::chrono::duration<double, std::micro>(t0 - origin_).count();
+      s.end_us = std::chrono::duration<double, std::micro>(t1 - origin_).count();
+      std::lock_guard<std::mutex> lock(profile_mutex_);
+      spans_.push_back(std::move(s));
+    }
+  }
+
+  CpuBackendOptions options_;
+  Collectives collectives_;
+  std::vector<Rank> ranks_;
+  uint64_t arena_bytes_ = 0;
+  int next_capture_ = 0;
+  std::chrono::steady_clock::time_point origin_;
+  std::mutex profile_mutex_;
+  std::atomic<bool> profiling_{false};
+  std::vector<ProfileSpan> spans_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options) {
+  return std::make_unique<CpuBackend>(options);
+}
+
+const CpuGraph* captured_graph(Backend& backend, int rank, GraphHandle graph) {
+  auto* cpu = dynamic_cast<CpuBackend*>(&backend);
+  return cpu ? &cpu->graph(rank, graph) : nullptr;
+}
+
+}  // namespace tr::cpu

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The CPU backend: CUDA's execution model on host threads. Per rank, five
+// streams (worker threads with FIFO work), events, stream capture into a
+// dependency graph and graph replay, one zero-filled arena of exactly the
+// plan's bytes, and in-process collectives between ranks.
+#pragma once
+
+#include <memory>
+
+#include "runtime/backend.h"
+
+namespace tr::cpu {
+
+struct CpuBackendOptions {
+  int world = 1;
+  // Prove at every end_capture that the recorded edges order each pair of
+  // launches touching the same bytes (a missing barrier throws).
+  bool check_dependencies = true;
+};
+
+std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options);
+
+struct CpuGraph;
+// The graph a CPU backend captured (for tests and the graph inspector);
+// nullptr when `backend` is not a CPU backend.
+const CpuGraph* captured_graph(Backend& backend, int rank, GraphHandle graph);
+
+}  // namespace tr::cpu

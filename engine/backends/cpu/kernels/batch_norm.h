@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Batch normalisation on the CPU (NHWC, statistics over N, H, W per channel).
+#pragma once
+
+#include "runtime/kernel_args.h"
+
+namespace tr::cpu {
+
+// in [x, gamma, beta, prev_mean, prev_var]
+// out [y, saved [1,1,2,C] (mean row, inv_std row), next_mean, next_var]
+void bn_fwd_train(const KernelArgs& a);
+// in [x, eq_scale, eq_bias] out [y]
+void bn_fwd_infer(const KernelArgs& a);
+// in [x, gamma, saved, dy] out [dgamma, dbeta, dx]
+void bn_bwd(const KernelArgs& a);
+
+}  // namespace tr::cpu

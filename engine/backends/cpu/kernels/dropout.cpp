@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Dropout on the CPU: counter-based masks (SplitMix64 over the element index).
+#include "backends/cpu/kernels/dropout.h"
+
+#include <cmath>
+
+#include "backends/cpu/kernels/kernel_util.h"
+
+namespace tr::cpu {
+
+using detail::has_out;
+using detail::layer_params;
+using detail::store;
+
+namespace {
+
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+
+// SplitMix64's finaliser: the element's draw is mix(stream + (index+1)*golden),
+// i.e. SplitMix64 with its state jumped straight to `index`.
+constexpr uint64_t mix(uint64_t z) noexcept {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// One independent stream per (seed, step, layer): chained mixing, so nearby
+// steps or layers do not give overlapping sequences.
+uint64_t stream_key(uint64_t seed, uint64_t step, int layer) noexcept {
+  uint64_t k = mix(seed + kGolden);
+  k = mix(k ^ (step * 0xD1B54A32D192ED03ull));
+  return mix(k ^ (static_cast<uint64_t>(static_cast<uint32_t>(layer)) * 0xAEF17502108EF2D9ull));
+}
+
+// Drop when the top 32 bits fall below p * 2^32.
+uint64_t drop_threshold(double p) noexcept {
+  if (!(p > 0.0)) return 0;
+  if (p >= 1.0) return uint64_t{1} << 32;
+  return static_cast<uint64_t>(std::llround(p * 4294967296.0));
+}
+
+bool keep(uint64_t key, uint64_t index, uint64_t threshold) noexcept {
+  return (mix(key + (index + 1) * kGolden) >> 32) >= threshold;
+}
+
+float keep_scale(double p) noexcept {
+  return p >= 1.0 ? 0.0f : static_cast<float>(1.0 / (1.0 - p));
+}
+
+uint64_t step_of(const KernelArgs& a) noexcept {
+  const float s = a.scalars ? a.scalar(ScalarSlot::STEP) : 0.0f;
+  return s > 0.0f ? static_cast<uint64_t>(std::llround(s)) : 0;
+}
+
+// The rows the mask and the features are walked in: per NHW position when the
+// mask's channels are padded, else one flat row. Plain locals, because int8
+// stores may alias the shape and would stop the loops from vectorising.
+struct Rows {
+  int64_t count, len, mask_stride;
+};
+
+Rows rows_of(const Shape& s, int64_t mask_c) {
+  if (mask_c == s.c) return {1, s.elements(), s.elements()};
+  return {s.n * s.h * s.w, s.c, mask_c};
+}
+
+}  // namespace
+
+bool dropout_keeps(uint64_t seed, uint64_t step, int layer, uint64_t index, double p) noexcept {
+  return keep(stream_key(seed, step, layer), index, drop_threshold(p));
+}
+
+void dropout_fwd(const KernelArgs& a) {
+  const Shape& s = a.in[0].shape();
+  const float* x = a.in[0].f32();
+  float* y = a.out[0].f32();
+  int8_t* mask = a.out[1].i8();
+  // The mask lives in S_MASK with its channels padded for the GPU; y does not.
+  const Rows rows = rows_of(s, a.out[1].desc->padded_c());
+  const double p = layer_params(a).p;
+  const uint64_t threshold = drop_threshold(p);
+  const float scale = keep_scale(p);
+  const uint64_t key = stream_key(a.seed, step_of(a), a.node ? a.node->layer : -1);
+  const uint64_t base = static_cast<uint64_t>(a.rank) * static_cast<uint64_t>(s.elements());
+  const int64_t len = rows.len;
+  for (int64_t r = 0; r < rows.count; ++r) {
+    const float* xr = x + r * len;
+    float* yr = y + r * len;
+    int8_t* mr = mask + r * rows.mask_stride;
+    const uint64_t first = base + static_cast<uint64_t>(r * len);
+    // Two loops: the integer hash, then x * mask * scale as torch computes it
+    // (a dropped inf still gives NaN); no branch on a coin flip that would
+    // mispredict half the time.
+    for (int64_t c = 0; c < len; ++c)
+      mr[c] = static_cast<int8_t>(keep(key, first + static_cast<uint64_t>(c), threshold));
+    for (int64_t c = 0; c < len; ++c) yr[c] = xr[c] * (static_cast<float>(mr[c]) * scale);
+  }
+}
+
+void dropout_bwd(const KernelArgs& a) {
+  if (!has_out(a, 0)) return;
+  const int8_t* mask = a.in[0].i8();
+  const Rows rows = rows_of(a.in[1].shape(), a.in[0].desc->padded_c());
+  const float* dy = a.in[1].f32();
+  float* dx = a.out[0].f32();
+  const float scale = keep_scale(layer_params(a).p);
+  const bool acc = a.accumulate(0);
+  const int64_t len = rows.len;
+  for (int64_t r = 0; r < rows.count; ++r) {
+    const int8_t* mr = mask + r * rows.mask_stride;
+    const float* gr = dy + r * len;
+    store(acc, dx + r * len, len,
+          [&](int64_t c) { return gr[c] * (static_cast<float>(mr[c]) * scale); });
+  }
+}
+
+}  // namespace tr::cpu

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Elementwise kernels on the CPU (compact FP32 and INT32 labels).
+#include "backends/cpu/kernels/elementwise.h"
+
+#include <cstring>
+
+#include "backends/cpu/kernels/kernel_util.h"
+
+namespace tr::cpu {
+
+using detail::has_out;
+
+namespace {
+
+// A copy, or an add into a gradient slot that another consumer already wrote.
+void copy_or_add(const KernelArgs& a, size_t out_index, const float* src, int64_t n) {
+  if (!has_out(a, out_index)) return;
+  float* dst = a.out[out_index].f32();
+  if (!a.accumulate(out_index)) {
+    if (dst != src) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+
+}  // namespace
+
+void add_fwd(const KernelArgs& a) {
+  const float* x0 = a.in[0].f32();
+  const float* x1 = a.in[1].f32();
+  float* y = a.out[0].f32();
+  const int64_t n = a.out[0].shape().elements();
+  for (int64_t i = 0; i < n; ++i) y[i] = x0[i] + x1[i];
+}
+
+void add_bwd(const KernelArgs& a) {
+  const float* dy = a.in[0].f32();
+  const int64_t n = a.in[0].shape().elements();
+  // In order: when both outputs are one tensor, out[1] carries the accumulate
+  // flag and adds onto what out[0] just wrote.
+  copy_or_add(a, 0, dy, n);
+  copy_or_add(a, 1, dy, n);
+}
+
+void flatten_fwd(const KernelArgs& a) {
+  copy_or_add(a, 0, a.in[0].f32(), a.in[0].shape().elements());
+}
+
+void flatten_bwd(const KernelArgs& a) {
+  copy_or_add(a, 0, a.in[0].f32(), a.in[0].shape().elements());
+}
+
+void identity(const KernelArgs& a) {
+  if (a.in.empty() || a.out.empty()) return;  // the Input node's placeholder
+  copy_or_add(a, 0, a.in[0].f32(), a.in[0].shape().elements());
+}
+
+void copy_labels(const KernelArgs& a) {
+  const int64_t n = a.in[0].shape().elements();
+  std::memcpy(a.out[0].i32(), a.in[0].i32(), static_cast<size_t>(n) * sizeof(int32_t));
+}
+
+}  // namespace tr::cpu

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// CPU optimizer kernels, matching torch.optim.SGD/Adam and LARS as apex LARC over SGD.
+//
+// Weight decay is L2 added to the gradient (torch's default). The LARS trust
+// ratio scales the decayed gradient before the momentum buffer, as LARC does,
+// because that is the LARS most PyTorch curves were trained with.
+#include "backends/cpu/kernels/optimizers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+
+namespace tr::cpu {
+
+namespace {
+
+const OptimizerSpec& optimizer_of(const KernelArgs& a) {
+  static const OptimizerSpec defaults{};
+  return a.training ? a.training->optimizer : defaults;
+}
+
+bool overflowed(const KernelArgs& a) {
+  return a.scalar(ScalarSlot::OVERFLOW) != 0.0f;
+}
+
+bool first_step(const KernelArgs& a) {
+  return a.scalar(ScalarSlot::STEP) == 0.0f;
+}
+
+uint64_t span_floats(const KernelArgs& a) {
+  uint64_t n = a.in_spans[0].floats();
+  for (const SpanArg& s : a.in_spans) n = std::min(n, s.floats());
+  for (const SpanArg& s : a.out_spans) n = std::min(n, s.floats());
+  return n;
+}
+
+// One SGD step over n elements with momentum buffer m (null: no momentum);
+// `rate` scales the decayed gradient before it enters the buffer (LARS trust
+// ratio, 1 for plain SGD).
+void sgd(float* w, const float* g, float* m, uint64_t n, float lr, float rate, float momentum,
+         float wd, bool nesterov, bool first) {
+  if (!m) {
+    for (uint64_t i = 0; i < n; ++i) w[i] -= lr * rate * (g[i] + wd * w[i]);
+    return;
+  }
+  // torch: the buffer starts as the first gradient (no dampening).
+  const float keep = first ? 0.0f : momentum;
+  if (nesterov) {
+    for (uint64_t i = 0; i < n; ++i) {
+      const float d = rate * (g[i] + wd * w[i]);
+      const float mi = keep * m[i] + d;
+      m[i] = mi;
+      w[i] -= lr * (d + momentum * mi);
+    }
+  } else {
+    for (uint64_t i = 0; i < n; ++i) {
+      const float mi = keep * m[i] + rate * (g[i] + wd * w[i]);
+      m[i] = mi;
+      w[i] -= lr * mi;
+    }
+  }
+}
+
+bool is_bias(const DTensor& t) {
+  constexpr std::string_view suffix = ".bias";
+  return t.name.size() >= suffix.size() &&
+         std::string_view(t.name).substr(t.name.size() - suffix.size()) == suffix;
+}
+
+// The LARS norm tensor kept for `owner`'s weight, or null.
+const DTensor* norm_of(const SpanArg& norms, int owner) {
+  for (const DTensor* t : norms.tensors)
+    if (t->owner == owner) return t;
+  return nullptr;
+}
+
+// A tensor's place in another span of the same layout (W, G, M share it).
+float* same_place(const SpanArg& reference, const SpanArg& other, const DTensor& t) {
+  return reinterpret_cast<float*>(static_cast<uint8_t*>(other.data) +
+                                  (t.offset - reference.offset));
+}
+
+}  // namespace
+
+void sgd_update(const KernelArgs& a) {
+  if (overflowed(a)) return;
+  const OptimizerSpec& o = optimizer_of(a);
+  const bool has_m = a.in_spans.size() > 2 && a.out_spans.size() > 1;
+  sgd(a.out_spans[0].f32(), a.in_spans[1].f32(), has_m ? a.out_spans[1].f32() : nullptr,
+      span_floats(a), a.scalar(ScalarSlot::LR), 1.0f, static_cast<float>(o.momentum),
+      static_cast<float>(o.weight_decay), o.nesterov, first_step(a));
+}
+
+void adam_update(const KernelArgs& a) {
+  if (overflowed(a)) return;
+  const OptimizerSpec& o = optimizer_of(a);
+  float* w = a.out_spans[0].f32();
+  const float* g = a.in_spans[1].f32();
+  float* m = a.out_spans[1].f32();
+  float* v = a.out_spans[2].f32();
+  const uint64_t n = span_floats(a);
+  // 1 - beta in double first: 1.0f - 0.999f is off by 1e-5 relative.
+  const float b1 = static_cast<float>(o.beta1), b2 = static_cast<float>(o.beta2);
+  const float c1 = static_cast<float>(1.0 - o.beta1), c2 = static_cast<float>(1.0 - o.beta2);
+  const float wd = static_cast<float>(o.weight_decay);
+  const float eps = static_cast<float>(o.adam_eps);
+  // torch: step_size = lr / corr1, denom = sqrt(v) / sqrt(corr2) + eps.
+  const float step_size = a.scalar(ScalarSlot::LR) / a.scalar(ScalarSlot::ADAM_CORR1);
+  const float inv_sqrt_corr2 = 1.0f / std::sqrt(a.scalar(ScalarSlot::ADAM_CORR2));
+  for (uint64_t i = 0; i < n; ++i) {
+    const float gi = g[i] + wd * w[i];
+    const float mi = b1 * m[i] + c1 * gi;
+    const float vi = b2 * v[i] + c2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    w[i] -= step_size * mi / (std::sqrt(vi) * inv_sqrt_corr2 + eps);
+  }
+}
+
+void lars_norms(const KernelArgs& a) {
+  const SpanArg& ws = a.in_spans[0];
+  const SpanArg& gs = a.in_spans[1];
+  const SpanArg& ns = a.out_spans[0];
+  for (const DTensor* t : ws.tensors) {
+    if (is_bias(*t)) continue;
+    const DTensor* nt = norm_of(ns, t->owner);
+    if (!nt) continue;
+    const float* w = ws.f32_at(*t);
+    const float* g = same_place(ws, gs, *t);
+    const int64_t n = t->shape.elements();
+    double sw = 0.0, sg = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      sw += static_cast<double>(w[i]) * w[i];
+      sg += static_cast<double>(g[i]) * g[i];
+    }
+    float* out = ns.f32_at(*nt);
+    out[0] = static_cast<float>(std::sqrt(sw));
+    out[1] = static_cast<float>(std::sqrt(sg));
+  }
+}
+
+void lars_update(const KernelArgs& a) {
+  if (overflowed(a)) return;
+  const OptimizerSpec& o = optimizer_of(a);
+  const SpanArg& ws = a.out_spans[0];
+  const SpanArg& gs = a.in_spans[1];
+  const SpanArg& ms = a.out_spans[1];
+  const SpanArg& ns = a.in_spans[3];
+  const float lr = a.scalar(ScalarSlot::LR);
+  const float momentum = static_cast<float>(o.momentum);
+  const float wd = static_cast<float>(o.weight_decay);
+  const bool first = first_step(a);
+  for (const DTensor* t : ws.tensors) {
+    float rate = 1.0f;
+    if (!is_bias(*t)) {
+      if (const DTensor* nt = norm_of(ns, t->owner)) {
+        const float* norms = ns.f32_at(*nt);
+        const double wn = norms[0], gn = norms[1];
+        if (wn > 0.0 && gn > 0.0)
+          rate = static_cast<float>(o.trust_coefficient * wn / (gn + o.weight_decay * wn));
+      }
+    }
+    sgd(ws.f32_at(*t), same_place(ws, gs, *t), same_place(ws, ms, *t),
+        static_cast<uint64_t>(t->shape.elements()), lr, rate, momentum, wd, false, first);
+  }
+}
+
+void loss_scale_update(const KernelArgs& a) {
+  float* s = a.scalars;
+  float& scale = s[static_cast<int>(ScalarSlot::LOSS_SCALE)];
+  float& clean = s[static_cast<int>(ScalarSlot::CLEAN_STEPS)];
+  if (overflowed(a)) {
+    scale = std::max(1.0f, scale * 0.5f);
+    clean = 0.0f;
+  } else {
+    clean += 1.0f;
+    if (clean >= static_cast<float>(kLossScaleGrowthInterval)) {
+      scale *= 2.0f;
+      clean = 0.0f;
+    }
+  }
+  s[static_cast<int>(ScalarSlot::INV_LOSS_SCALE)] = 1.0f / scale;
+}
+
+void adam_bias_correction(const KernelArgs& a) {
+  const OptimizerSpec& o = optimizer_of(a);
+  const double t = static_cast<double>(a.scalar(ScalarSlot::STEP)) + 1.0;
+  a.scalars[static_cast<int>(ScalarSlot::ADAM_CORR1)] =
+      static_cast<float>(1.0 - std::pow(o.beta1, t));
+  a.scalars[static_cast<int>(ScalarSlot::ADAM_CORR2)] =
+      static_cast<float>(1.0 - std::pow(o.beta2, t));
+}
+
+}  // namespace tr::cpu

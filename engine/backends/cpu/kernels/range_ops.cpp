@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// CPU RANGE kernels: clears, copies, AMP casts and scaling, NaN check, BN parameters, EMA.
+#include "backends/cpu/kernels/range_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backends/cpu/kernels/half_convert.h"
+
+namespace tr::cpu {
+
+namespace {
+
+uint64_t common_floats(const SpanArg& x, const SpanArg& y) {
+  return std::min(x.floats(), y.floats());
+}
+
+// The tensor of `region` owned by `owner` in a span, or null.
+const DTensor* find_owned(const SpanArg& s, Region region, int owner) {
+  for (const DTensor* t : s.tensors)
+    if (t->region == region && t->owner == owner) return t;
+  return nullptr;
+}
+
+}  // namespace
+
+void range_clear(const KernelArgs& a) {
+  for (const SpanArg& s : a.out_spans) std::memset(s.data, 0, s.bytes);
+}
+
+void range_copy(const KernelArgs& a) {
+  const SpanArg& in = a.in_spans[0];
+  const SpanArg& out = a.out_spans[0];
+  if (in.data != out.data) std::memmove(out.data, in.data, std::min(in.bytes, out.bytes));
+}
+
+void range_accumulate(const KernelArgs& a) {
+  const float* in = a.in_spans[0].f32();
+  float* out = a.out_spans[0].f32();
+  const uint64_t n = common_floats(a.in_spans[0], a.out_spans[0]);
+  for (uint64_t i = 0; i < n; ++i) out[i] += in[i];
+}
+
+void range_scale(const KernelArgs& a) {
+  // An overflowed step is skipped anyway; its gradients are left as they are.
+  if (a.scalar(ScalarSlot::OVERFLOW) != 0.0f) return;
+  const float s = a.scalar(ScalarSlot::INV_LOSS_SCALE);
+  const SpanArg& in = a.in_spans[0];
+  const SpanArg& out = a.out_spans.empty() ? in : a.out_spans[0];
+  const float* x = in.f32();
+  float* y = out.f32();
+  const uint64_t n = common_floats(in, out);
+  for (uint64_t i = 0; i < n; ++i) y[i] = x[i] * s;
+}
+
+void range_nan_check(const KernelArgs& a) {
+  // Integer test of the exponent bits: an OR-reduction the compiler
+  // vectorises, which a float isfinite() reduction would not be.
+  uint32_t bad = 0;
+  for (const SpanArg& s : a.in_spans) {
+    const uint32_t* bits = static_cast<const uint32_t*>(s.data);
+    const uint64_t n = s.floats();
+    for (uint64_t i = 0; i < n; ++i) bad |= (bits[i] & 0x7F800000u) == 0x7F800000u ? 1u : 0u;
+  }
+  if (bad) a.scalars[static_cast<int>(ScalarSlot::OVERFLOW)] = 1.0f;
+}
+
+void range_cast_fp32_to_fp16(const KernelArgs& a) {
+  const SpanArg& in = a.in_spans[0];
+  const SpanArg& out = a.out_spans[0];
+  const float* x = in.f32();
+  uint16_t* y = static_cast<uint16_t*>(out.data);
+  const uint64_t n = std::min(in.bytes / 4, out.bytes / 2);
+  for (uint64_t i = 0; i < n; ++i) y[i] = float_to_half_bits(x[i]);
+}
+
+void range_cast_fp16_to_fp32(const KernelArgs& a) {
+  const SpanArg& in = a.in_spans[0];
+  const SpanArg& out = a.out_spans[0];
+  const uint16_t* x = static_cast<const uint16_t*>(in.data);
+  float* y = out.f32();
+  const uint64_t n = std::min(in.bytes / 2, out.bytes / 4);
+  for (uint64_t i = 0; i < n; ++i) y[i] = half_bits_to_float(x[i]);
+}
+
+void range_bn_eq_params(const KernelArgs& a) {
+  const SpanArg& stats = a.in_spans[0];
+  const SpanArg& weights = a.in_spans[1];
+  const SpanArg& out = a.out_spans[0];
+  // Per layer, matched by owner: the spans list each kind's tensors in
+  // allocation order, but the owner is what ties a statistic to its weights.
+  for (const DTensor* scale_t : out.tensors) {
+    if (scale_t->region != Region::B_EQ_SCALE) continue;
+    const int owner = scale_t->owner;
+    const DTensor* bias_t = find_owned(out, Region::B_EQ_BIAS, owner);
+    const DTensor* mean_t = find_owned(stats, Region::B_PREV_MEAN, owner);
+    const DTensor* var_t = find_owned(stats, Region::B_PREV_VAR, owner);
+    const DTensor* beta_t = find_owned(weights, Region::W_BN_BIAS, owner);
+    const DTensor* gamma_t = find_owned(weights, Region::W_BN_WEIGHT, owner);
+    if (!bias_t || !mean_t || !var_t || !beta_t || !gamma_t) continue;
+    const double eps = a.model && owner >= 0 && static_cast<size_t>(owner) < a.model->nodes.size()
+                           ? a.model->nodes[static_cast<size_t>(owner)].params.eps
+                           : LayerParams{}.eps;
+    const float* mean = stats.f32_at(*mean_t);
+    const float* var = stats.f32_at(*var_t);
+    const float* beta = weights.f32_at(*beta_t);
+    const float* gamma = weights.f32_at(*gamma_t);
+    float* eq_scale = out.f32_at(*scale_t);
+    float* eq_bias = out.f32_at(*bias_t);
+    const int64_t c = scale_t->shape.elements();
+    for (int64_t k = 0; k < c; ++k) {
+      const double sc = gamma[k] / std::sqrt(static_cast<double>(var[k]) + eps);
+      eq_scale[k] = static_cast<float>(sc);
+      eq_bias[k] = static_cast<float>(beta[k] - mean[k] * sc);
+    }
+  }
+}
+
+void range_ema_update(const KernelArgs& a) {
+  const double decay = a.training ? a.training->ema_decay : TrainingSpec{}.ema_decay;
+  const float d = static_cast<float>(decay);
+  // 1 - d in double: 1.0f - 0.999f is off by 1e-5 relative.
+  const float keep_new = static_cast<float>(1.0 - decay);
+  const float* w = a.in_spans[0].f32();
+  float* e = a.out_spans[0].f32();
+  const uint64_t n = common_floats(a.in_spans[0], a.out_spans[0]);
+  for (uint64_t i = 0; i < n; ++i) e[i] = d * e[i] + keep_new * w[i];
+}
+
+}  // namespace tr::cpu

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Softmax cross-entropy on the CPU, matching torch.nn.CrossEntropyLoss (mean reduction).
+//
+// The result block holds sums, not means, so that batches and ranks add up.
+#include "backends/cpu/kernels/softmax_ce.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "backends/cpu/kernels/kernel_util.h"
+
+namespace tr::cpu {
+
+using detail::has_out;
+
+namespace {
+
+void softmax_ce(const KernelArgs& a, bool backward) {
+  const Shape& s = a.in[0].shape();
+  const float* logits = a.in[0].f32();
+  const int32_t* labels = a.in[1].i32();
+  const int64_t N = s.n;
+  const int64_t K = s.per_sample();
+  float* grad = backward && has_out(a, 1) ? a.out[1].f32() : nullptr;
+  const bool acc = a.accumulate(1);
+  const float inv_n = 1.0f / static_cast<float>(N);
+
+  double loss = 0.0;
+  int64_t top1 = 0, top5 = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    const float* row = logits + i * K;
+    float* g = grad ? grad + i * K : nullptr;
+    const int32_t label = labels[i];
+    if (label < 0 || label >= K) {
+      // A broken label must stop the step, not read out of bounds: NaN in
+      // the result block trips the NaN check. Its gradient row stays zero.
+      loss = std::numeric_limits<double>::quiet_NaN();
+      if (g && !acc) std::memset(g, 0, static_cast<size_t>(K) * sizeof(float));
+      continue;
+    }
+    float mx = row[0];
+    for (int64_t k = 1; k < K; ++k) mx = row[k] > mx ? row[k] : mx;
+    double sum = 0.0;
+    for (int64_t k = 0; k < K; ++k) sum += std::exp(static_cast<double>(row[k] - mx));
+    loss += static_cast<double>(mx) + std::log(sum) - static_cast<double>(row[label]);
+
+    // Ties favour the label: it is within top-k unless k logits beat it strictly.
+    const float target = row[label];
+    int64_t greater = 0;
+    for (int64_t k = 0; k < K; ++k) greater += row[k] > target ? 1 : 0;
+    top1 += greater < 1 ? 1 : 0;
+    top5 += greater < 5 ? 1 : 0;
+
+    if (g) {
+      const float inv_sum = static_cast<float>(1.0 / sum);
+      for (int64_t k = 0; k < K; ++k) {
+        const float d = (std::exp(row[k] - mx) * inv_sum - (k == label ? 1.0f : 0.0f)) * inv_n;
+        g[k] = acc ? g[k] + d : d;
+      }
+    }
+  }
+  float* result = a.out[0].f32();
+  result[0] = static_cast<float>(loss);
+  result[1] = static_cast<float>(top1);
+  result[2] = static_cast<float>(top5);
+  result[3] = static_cast<float>(N);
+}
+
+}  // namespace
+
+void softmax_ce_fwd_bwd(const KernelArgs& a) {
+  softmax_ce(a, true);
+}
+
+void softmax_ce_fwd(const KernelArgs& a) {
+  softmax_ce(a, false);
+}
+
+}  // namespace tr::cpu

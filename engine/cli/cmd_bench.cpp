@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// `renaissance-cli bench`: times training steps after a warm-up and prints
+// one JSON line (median ms per step, images per second) for bench/ scripts.
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/cpu/cpu_threads.h"
+#include "cli/commands.h"
+#include "cli/training_setup.h"
+#include "core/error.h"
+#include "runtime/trainer.h"
+
+namespace tr::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: renaissance-cli bench <project.json> [--steps N] [--warmup W] [--batch B]\n"
+    "         [--threads T] [--devices cpu:N] [--data DIR] [--json]\n"
+    "  Trains W + N steps (no validation) and reports the median time of the last N.\n";
+
+}  // namespace
+
+int cmd_bench(const std::vector<std::string>& args) {
+  std::set<std::string> with_value = setup_options();
+  with_value.insert("steps");
+  with_value.insert("warmup");
+  const ParsedArgs a = parse_args(args, with_value, {"json", "help"});
+  if (a.has("help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (a.positional.size() != 1) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const int64_t steps =
+      a.values.count("steps") ? positive_integer("steps", a.values.at("steps")) : 20;
+  const int64_t warmup =
+      a.values.count("warmup") ? positive_integer("warmup", a.values.at("warmup")) : 3;
+  TrainingSetup setup = prepare_training(a.positional[0], a);
+  const CompiledProject& cp = *setup.compiled;
+  TrainOptions options;
+  options.validate = false;
+  options.max_steps = warmup + steps;
+  options.epochs = 1000000;  // max_steps ends it
+  const TrainReport report = train(cp, *setup.backend, *setup.data, options);
+  if (static_cast<int64_t>(report.step_seconds.size()) < warmup + steps)
+    throw UsageError("the training set has fewer than " + std::to_string(warmup + steps) +
+                     " batches; ask for fewer --steps");
+  std::vector<double> timed(report.step_seconds.begin() + warmup, report.step_seconds.end());
+  std::sort(timed.begin(), timed.end());
+  const double median_ms = 1000 * timed[timed.size() / 2];
+  const double batch = static_cast<double>(cp.project.training.global_batch);
+  const double flops_per_step =
+      3.0 * static_cast<double>(cp.analysis.total_flops) * static_cast<double>(cp.world_size);
+  nlohmann::json j = {{"project", cp.project.name},
+                      {"backend", setup.backend->name()},
+                      {"devices", cp.project.training.devices.str()},
+                      {"threads", cpu::cpu_threads()},
+                      {"batch", cp.project.training.global_batch},
+                      {"steps", steps},
+                      {"warmup", warmup},
+                      {"median_ms_per_step", median_ms},
+                      {"min_ms_per_step", 1000 * timed.front()},
+                      {"images_per_s", batch / (median_ms / 1000)},
+                      {"train_gflop_per_s", flops_per_step / (median_ms / 1000) / 1e9}};
+  if (a.has("json")) {
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("%s: %.2f ms/step (median of %lld), %.0f images/s, %.1f GFLOP/s\n",
+                cp.project.name.c_str(), median_ms, static_cast<long long>(steps),
+                j["images_per_s"].get<double>(), j["train_gflop_per_s"].get<double>());
+  }
+  return 0;
+}
+
+}  // namespace tr::cli

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// `renaissance-cli train`: trains a project on the CPU ranks (or the CUDA
+// devices) it names, a progress line per epoch, with optional profile trace
+// and JSON summary.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/training_setup.h"
+#include "core/error.h"
+#include "runtime/profile_export.h"
+#include "runtime/trainer.h"
+
+namespace tr::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: renaissance-cli train <project.json> [--epochs N] [--batch B] [--seed S]\n"
+    "         [--devices cpu:N] [--precision fp32] [--threads T] [--data DIR]\n"
+    "         [--max-steps N] [--profile-steps A:B] [--trace out.json] [--summary out.json]\n"
+    "  --batch is the global batch; --data overrides the Fashion-MNIST folder;\n"
+    "  --profile-steps A:B records steps A..B-1 (written by --trace as Chrome trace JSON);\n"
+    "  --summary writes the per-epoch figures as JSON.\n";
+
+std::string clock_text(double seconds) {
+  const auto s = static_cast<long long>(seconds + 0.5);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+  return buf;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f || !(f << text) || !f.flush()) throw UsageError("cannot write '" + path + "'");
+}
+
+}  // namespace
+
+int cmd_train(const std::vector<std::string>& args) {
+  std::set<std::string> with_value = setup_options();
+  for (const char* o : {"max-steps", "profile-steps", "trace", "summary"}) with_value.insert(o);
+  const ParsedArgs a = parse_args(args, with_value, {"help", "no-validation"});
+  if (a.has("help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (a.positional.size() != 1) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  TrainOptions options;
+  if (a.values.count("max-steps"))
+    options.max_steps = positive_integer("max-steps", a.values.at("max-steps"));
+  options.validate = !a.has("no-validation");
+  if (a.values.count("profile-steps")) {
+    const std::string& v = a.values.at("profile-steps");
+    const auto colon = v.find(':');
+    if (colon == std::string::npos)
+      throw UsageError("option '--profile-steps' takes A:B (steps A to B-1), got '" + v + "'");
+    const std::string lo = v.substr(0, colon);
+    options.profile_begin = lo == "0" ? 0 : positive_integer("profile-steps", lo);
+    options.profile_end = positive_integer("profile-steps", v.substr(colon + 1));
+    if (options.profile_end <= options.profile_begin)
+      throw UsageError("option '--profile-steps': B must be larger than A in '" + v + "'");
+  }
+  if (a.values.count("trace") && options.profile_begin < 0) {
+    options.profile_begin = 1;  // skip the first step, which warms caches
+    options.profile_end = 3;
+  }
+
+  TrainingSetup setup = prepare_training(a.positional[0], a);
+  const CompiledProject& cp = *setup.compiled;
+  if (!setup.device_note.empty()) std::fprintf(stderr, "note: %s\n", setup.device_note.c_str());
+  const int64_t epochs = cp.project.training.epochs;
+  std::printf("training %s: %lld parameters, %s, global batch %lld on %s, %lld epoch%s\n",
+              cp.project.name.c_str(), static_cast<long long>(cp.analysis.total_params),
+              setup.data->describe().c_str(),
+              static_cast<long long>(cp.project.training.global_batch),
+              cp.project.training.devices.str().c_str(), static_cast<long long>(epochs),
+              epochs == 1 ? "" : "s");
+  std::fflush(stdout);
+
+  double elapsed = 0;
+  TrainCallbacks cb;
+  cb.on_epoch = [&](const EpochReport& e) {
+    elapsed += e.seconds;
+    const double eta =
+        elapsed / static_cast<double>(e.epoch + 1) * static_cast<double>(epochs - e.epoch - 1);
+    std::printf("epoch %lld/%lld  loss %.4f  top-1 %.2f%%", static_cast<long long>(e.epoch + 1),
+                static_cast<long long>(epochs), e.train_loss, 100 * e.train_top1);
+    if (e.validated)
+      std::printf("  val_loss %.4f  val_top-1 %.2f%%  val_top-5 %.2f%%", e.val_loss,
+                  100 * e.val_top1, 100 * e.val_top5);
+    std::printf("  %.0f img/s  %s  ETA %s\n", e.images_per_s, clock_text(e.seconds).c_str(),
+                clock_text(eta).c_str());
+    std::fflush(stdout);
+  };
+  const TrainReport report = train(cp, *setup.backend, *setup.data, options, cb);
+  if (report.stopped)
+    std::printf("stopped after %lld steps\n", static_cast<long long>(report.steps));
+
+  if (a.values.count("trace")) {
+    write_file(a.values.at("trace"), chrome_trace_json(report.profile));
+    for (const StreamOverlap& o : stream_overlaps(report.profile))
+      if (o.overlap_us > 0)
+        std::printf("overlap rank %d %s/%s: %.1f us (%.0f%% of %s)\n", o.rank,
+                    std::string(stream_kind_name(o.a)).c_str(),
+                    std::string(stream_kind_name(o.b)).c_str(), o.overlap_us,
+                    100 * o.overlap_us / std::max(1e-9, std::min(o.busy_a_us, o.busy_b_us)),
+                    o.busy_a_us < o.busy_b_us ? std::string(stream_kind_name(o.a)).c_str()
+                                              : std::string(stream_kind_name(o.b)).c_str());
+  }
+  if (a.values.count("summary")) {
+    nlohmann::json s;
+    s["project"] = cp.project.name;
+    s["epochs"] = nlohmann::json::array();
+    for (const EpochReport& e : report.epochs) {
+      nlohmann::json j = {{"epoch", e.epoch + 1},
+                          {"train_loss", e.train_loss},
+                          {"train_top1", e.train_top1},
+                          {"images_per_s", e.images_per_s},
+                          {"seconds", e.seconds}};
+      if (e.validated) {
+        j["val_loss"] = e.val_loss;
+        j["val_top1"] = e.val_top1;
+        j["val_top5"] = e.val_top5;
+      }
+      s["epochs"].push_back(std::move(j));
+    }
+    s["final"] = s["epochs"].empty() ? nlohmann::json::object() : s["epochs"].back();
+    s["final"]["steps"] = report.steps;
+    s["final"]["stopped"] = report.stopped;
+    write_file(a.values.at("summary"), s.dump(2) + "\n");
+  }
+  return 0;
+}
+
+}  // namespace tr::cli

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "cli/project_overrides.h"
+
+#include "core/error.h"
+#include "model/project_io.h"
+
+namespace tr::cli {
+
+const std::set<std::string>& override_options() {
+  static const std::set<std::string> names{"devices", "precision", "batch", "epochs", "seed"};
+  return names;
+}
+
+void apply_overrides(const ParsedArgs& a, Project& project) {
+  TrainingSpec& t = project.training;
+  if (a.values.count("devices")) {
+    std::string error;
+    if (!parse_device_set(a.values.at("devices"), t.devices, error))
+      throw UsageError("option '--devices': " + error);
+  }
+  if (a.values.count("precision")) {
+    const std::string& p = a.values.at("precision");
+    if (p != "fp32" && p != "amp")
+      throw UsageError("option '--precision' takes fp32 or amp, got '" + p + "'");
+    t.precision = p == "amp" ? Precision::AMP : Precision::FP32;
+  }
+  if (a.values.count("batch")) t.global_batch = positive_integer("batch", a.values.at("batch"));
+  if (a.values.count("epochs")) t.epochs = positive_integer("epochs", a.values.at("epochs"));
+  if (a.values.count("seed")) {
+    const std::string& s = a.values.at("seed");
+    if (s == "0") {
+      t.seed = 0;
+    } else {
+      t.seed = static_cast<uint64_t>(positive_integer("seed", s));
+    }
+  }
+  const int world = t.devices.world_size();
+  if (t.global_batch % world != 0)
+    throw UsageError("global batch " + std::to_string(t.global_batch) + " does not divide by " +
+                     std::to_string(world) + " devices");
+}
+
+}  // namespace tr::cli

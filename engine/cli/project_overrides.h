@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The training settings a command line may override (--devices, --precision,
+// --batch, --epochs, --seed), applied to a loaded project with clear errors.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "cli/options.h"
+#include "model/project.h"
+
+namespace tr::cli {
+
+// The option names apply_overrides understands (all take a value).
+const std::set<std::string>& override_options();
+
+// Applies the overrides present in `args`; throws UsageError naming the option.
+void apply_overrides(const ParsedArgs& args, Project& project);
+
+}  // namespace tr::cli

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "cli/training_setup.h"
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_threads.h"
+#include "backends/devices.h"
+#include "cli/project_overrides.h"
+#include "core/error.h"
+#include "data/dataset.h"
+#include "model/project_io.h"
+
+namespace tr::cli {
+
+std::set<std::string> setup_options() {
+  std::set<std::string> s = override_options();
+  s.insert("data");
+  s.insert("threads");
+  return s;
+}
+
+TrainingSetup prepare_training(const std::string& project_path, const ParsedArgs& a) {
+  TrainingSetup out;
+  Project project = load_project(project_path);
+  apply_overrides(a, project);
+  if (project.training.devices.kind == DeviceKind::CUDA) {
+    // The CUDA backend lands with its own issue; until a device runs, the
+    // same plan trains on CPU ranks and the user is told so.
+    const DeviceScan scan = scan_devices();
+    const int world = project.training.devices.world_size();
+    out.device_note = project.training.devices.str() + " requested; " +
+                      (scan.cuda.empty() ? scan.cuda_status
+                                         : std::string("this build trains on the CPU backend")) +
+                      "; training on cpu:" + std::to_string(world) + " instead";
+    project.training.devices.kind = DeviceKind::CPU;
+    project.training.devices.ids.clear();
+    for (int i = 0; i < world; ++i) project.training.devices.ids.push_back(i);
+  }
+  if (a.values.count("threads"))
+    cpu::set_cpu_threads(static_cast<int>(positive_integer("threads", a.values.at("threads"))));
+  out.compiled = std::make_unique<CompiledProject>(compile_project(project));
+  const std::string data_dir = a.values.count("data") ? a.values.at("data") : std::string();
+  out.data = load_dataset(out.compiled->project.dataset, data_dir, project.training.seed);
+  cpu::CpuBackendOptions o;
+  o.world = out.compiled->world_size;
+  out.backend = cpu::make_cpu_backend(o);
+  return out;
+}
+
+}  // namespace tr::cli

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// What `train` and `bench` share: the project with its overrides, the device
+// choice (CUDA devices found, or the CPU backend with a clear message), the
+// compiled plan, the dataset and the backend.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cli/options.h"
+#include "compile/compiler.h"
+#include "data/data_source.h"
+#include "runtime/backend.h"
+
+namespace tr::cli {
+
+struct TrainingSetup {
+  std::unique_ptr<CompiledProject> compiled;
+  std::unique_ptr<DataSource> data;
+  std::unique_ptr<Backend> backend;
+  std::string device_note;  // e.g. why CUDA devices fell back to the CPU backend
+};
+
+// The options this setup reads (with a value): the overrides plus "data" and "threads".
+std::set<std::string> setup_options();
+
+TrainingSetup prepare_training(const std::string& project_path, const ParsedArgs& args);
+
+}  // namespace tr::cli

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Backend: the small interface every device implementation provides (CPU
+// always, CUDA where built). Everything above it (capture protocol, step
+// schedule, trainer, profiler) is written once against this interface, so
+// what the CPU tests exercise is what runs on GPUs.
+//
+// The model is CUDA's: per rank, five streams that run their work in order;
+// events recorded on one stream and waited on by another; stream capture that
+// turns the work enqueued between begin_capture and end_capture into a graph
+// (streams join a capture by waiting on an event recorded inside it), and graph
+// launches that replay it. Events are created before any capture begins.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compile/stream_kind.h"
+#include "runtime/launch.h"
+
+namespace tr {
+
+using EventId = int32_t;
+using GraphHandle = int32_t;
+
+// A span of work the profiler saw: one launch executed on one rank.
+struct ProfileSpan {
+  int rank = 0;
+  LaunchTag tag;
+  double start_us = 0;  // since the backend's clock origin
+  double end_us = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;
+  virtual int world_size() const = 0;
+
+  // One arena per rank of exactly `bytes`, zero-filled; pointers are base + offset.
+  virtual void allocate_arenas(uint64_t bytes) = 0;
+  virtual uint8_t* arena(int rank) = 0;
+  virtual uint64_t arena_bytes() const = 0;
+
+  virtual EventId create_event(int rank) = 0;
+  virtual void record(int rank, StreamKind stream, EventId event) = 0;
+  virtual void wait(int rank, StreamKind stream, EventId event) = 0;
+  // The host blocks until the stream (or every stream of the rank) is idle.
+  virtual void synchronize(int rank, StreamKind stream) = 0;
+  virtual void synchronize(int rank) = 0;
+
+  virtual void enqueue(int rank, StreamKind stream, Launch launch) = 0;
+
+  virtual void begin_capture(int rank, StreamKind primary) = 0;
+  // Ends the capture and instantiates the graph; throws std::logic_error when a
+  // stream that joined the capture was not joined back into `primary`.
+  virtual GraphHandle end_capture(int rank, StreamKind primary) = 0;
+  virtual void launch_graph(int rank, StreamKind stream, GraphHandle graph) = 0;
+
+  // Profiling: while enabled, every executed launch is recorded as a span.
+  virtual void set_profiling(bool enabled) = 0;
+  virtual std::vector<ProfileSpan> take_profile() = 0;
+};
+
+}  // namespace tr

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "runtime/graph_resolver.h"
+
+#include <stdexcept>
+
+namespace tr {
+
+namespace {
+
+ByteRange slot(const DTensor& t) {
+  return {t.offset, t.slot_bytes};
+}
+
+TensorArg tensor_arg(const MemoryPlan& plan, uint8_t* arena, DTensorId id) {
+  const DTensor& t = plan.get_dtensor(id);
+  return {arena + t.offset, &t};
+}
+
+SpanArg span_arg(const MemoryPlan& plan, uint8_t* arena, const RegionSpan& s) {
+  const ByteRange r = plan.region_range(s.first, s.last);
+  SpanArg a;
+  a.data = arena + r.offset;
+  a.bytes = r.bytes;
+  a.offset = r.offset;
+  for (int ri = region_index(s.first); ri <= region_index(s.last); ++ri)
+    for (DTensorId id : plan.region(static_cast<Region>(ri)).tensors)
+      a.tensors.push_back(&plan.get_dtensor(id));
+  return a;
+}
+
+// Which of a forked backward op's tensors each part touches: inputs are
+// [x, w, dy], outputs [dw, (db), dx].
+Footprint part_footprint(const GraphNode& n, const MemoryPlan& plan, BwdPart part) {
+  auto r = [&](DTensorId id) { return slot(plan.get_dtensor(id)); };
+  const bool bias = n.outputs.size() == 3;
+  Footprint f;
+  switch (part) {
+    case BwdPart::DW:
+      f.reads = {r(n.inputs[0]), r(n.inputs[2])};
+      f.writes = {r(n.outputs[0])};
+      break;
+    case BwdPart::DB:
+      f.reads = {r(n.inputs[2])};
+      if (bias) f.writes = {r(n.outputs[1])};
+      break;
+    case BwdPart::DX:
+      f.reads = {r(n.inputs[1]), r(n.inputs[2])};
+      f.writes = {r(n.outputs.back())};
+      // accumulating into dx also reads it
+      if (n.accumulate_mask >> (n.outputs.size() - 1) & 1u) f.reads.push_back(f.writes.back());
+      break;
+  }
+  return f;
+}
+
+}  // namespace
+
+ResolvedGraph resolve_graph(const CompiledProject& cp, const ComputationGraph& graph, int variant,
+                            uint8_t* arena, int rank, int world) {
+  const MemoryPlan& plan = cp.plans.at(static_cast<size_t>(variant));
+  ResolvedGraph rg;
+  rg.graph = &graph;
+  rg.variant = variant;
+  rg.rank = rank;
+  rg.nodes.reserve(graph.nodes.size());
+  float* scalars = reinterpret_cast<float*>(arena + plan.get_dtensor(cp.engine.scalars).offset);
+  for (const GraphNode& n : graph.nodes) {
+    ResolvedNode rn;
+    KernelArgs& a = rn.args;
+    a.node = &n;
+    a.layer = n.layer >= 0 ? &cp.project.model.nodes[static_cast<size_t>(n.layer)] : nullptr;
+    a.model = &cp.project.model;
+    a.training = &cp.project.training;
+    a.scalars = scalars;
+    a.seed = cp.project.training.seed;
+    a.rank = rank;
+    a.world = world;
+    for (DTensorId id : n.inputs) {
+      a.in.push_back(tensor_arg(plan, arena, id));
+      rn.footprint.reads.push_back(slot(plan.get_dtensor(id)));
+    }
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      const DTensorId id = n.outputs[i];
+      a.out.push_back(tensor_arg(plan, arena, id));
+      rn.footprint.writes.push_back(slot(plan.get_dtensor(id)));
+      if (n.accumulate_mask >> i & 1u) rn.footprint.reads.push_back(slot(plan.get_dtensor(id)));
+    }
+    for (const RegionSpan& s : n.in_spans) {
+      a.in_spans.push_back(span_arg(plan, arena, s));
+      rn.footprint.reads.push_back(plan.region_range(s.first, s.last));
+    }
+    for (const RegionSpan& s : n.out_spans) {
+      a.out_spans.push_back(span_arg(plan, arena, s));
+      rn.footprint.writes.push_back(plan.region_range(s.first, s.last));
+    }
+    for (size_t k = 0; k < n.fork.size(); ++k) {
+      KernelArgs pa = a;
+      pa.part = static_cast<int>(n.fork[k].part);
+      rn.part_args.push_back(std::move(pa));
+      rn.part_footprints.push_back(part_footprint(n, plan, n.fork[k].part));
+    }
+    rg.nodes.push_back(std::move(rn));
+  }
+  return rg;
+}
+
+std::vector<Launch> node_launches(const CompiledProject& cp, const ResolvedGraph& rg, size_t index,
+                                  const TransferHost& host) {
+  const ResolvedNode& rn = rg.nodes[index];
+  const GraphNode& n = *rn.args.node;
+  const std::string where = std::string(graph_id_name(rg.graph->id)) + "#" + std::to_string(index);
+  const std::string layer =
+      n.layer >= 0 ? " " + cp.project.model.nodes[static_cast<size_t>(n.layer)].id : "";
+  auto tag = [&](const std::string& op, int part) {
+    LaunchTag t;
+    t.graph = rg.graph->id;
+    t.node = static_cast<int>(index);
+    t.part = part;
+    t.stream = n.stream;
+    t.label = where + " " + op + layer;
+    return t;
+  };
+  std::vector<Launch> out;
+  if (n.kind == NodeKind::COMPUTE && n.op == ComputeOp::H2D_INPUT) {
+    const void* sources[2] = {host.data, host.labels};
+    for (size_t i = 0; i < 2; ++i) {
+      const DTensor& t = *rn.args.out[i].desc;
+      if (!t.is_compact())
+        throw std::logic_error("input transfer of a padded tensor needs a layout conversion");
+      if (!sources[i]) throw std::logic_error("TRANSFER graph captured without host buffers");
+      Launch l;
+      l.kind = LaunchKind::COPY_H2D;
+      l.offset = t.offset;
+      l.host = const_cast<void*>(sources[i]);
+      l.bytes = t.device_bytes();
+      l.footprint.writes = {{t.offset, t.slot_bytes}};
+      l.tag = tag(i == 0 ? "H2D data" : "H2D labels", -1);
+      out.push_back(std::move(l));
+    }
+    return out;
+  }
+  const std::string op(n.kind == NodeKind::RANGE ? range_op_name(n.range_op)
+                                                 : compute_op_name(n.op));
+  if (n.fork.empty()) {
+    Launch l;
+    l.kind = n.kind == NodeKind::RANGE && is_collective(n.range_op) ? LaunchKind::COLLECTIVE
+                                                                    : LaunchKind::KERNEL;
+    l.args = &rn.args;
+    l.footprint = rn.footprint;
+    l.tag = tag(op, -1);
+    out.push_back(std::move(l));
+    return out;
+  }
+  for (size_t k = 0; k < n.fork.size(); ++k) {
+    Launch l;
+    l.args = &rn.part_args[k];
+    l.footprint = rn.part_footprints[k];
+    l.tag = tag(op + " " + std::string(bwd_part_name(n.fork[k].part)),
+                static_cast<int>(n.fork[k].part));
+    l.tag.stream = n.fork[k].stream;
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+}  // namespace tr

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// KernelArgs: everything one kernel launch needs, with every DTensor already
+// resolved to a pointer in the rank's arena. The runtime builds these once per
+// captured node (the hot path only reads them); each backend maps a ComputeOp
+// or RangeOp to its own kernel that takes them.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "compile/compiler.h"
+#include "compile/computation_graph.h"
+#include "model/project.h"
+#include "plan/dtensor.h"
+
+namespace tr {
+
+struct TensorArg {
+  void* data = nullptr;
+  const DTensor* desc = nullptr;  // shape, dtype, strides of the current variant
+
+  float* f32() const { return static_cast<float*>(data); }
+  int32_t* i32() const { return static_cast<int32_t*>(data); }
+  int8_t* i8() const { return static_cast<int8_t*>(data); }
+  const Shape& shape() const { return desc->shape; }
+};
+
+// A span of regions, resolved: the bytes and the DTensors inside, in address order.
+struct SpanArg {
+  void* data = nullptr;
+  uint64_t bytes = 0;
+  std::vector<const DTensor*> tensors;
+  uint64_t offset = 0;  // arena offset of `data`, to find a tensor's place in the span
+
+  float* f32() const { return static_cast<float*>(data); }
+  uint64_t floats() const { return bytes / 4; }
+  // Pointer to `t` (which lies in this span) inside the span.
+  float* f32_at(const DTensor& t) const {
+    return reinterpret_cast<float*>(static_cast<uint8_t*>(data) + (t.offset - offset));
+  }
+};
+
+struct KernelArgs {
+  const GraphNode* node = nullptr;
+  const LayerNode* layer = nullptr;        // the model node, null for engine work
+  const ModelGraph* model = nullptr;       // owners of span tensors (e.g. BN eps per layer)
+  const TrainingSpec* training = nullptr;  // optimizer constants
+  std::vector<TensorArg> in, out;
+  std::vector<SpanArg> in_spans, out_spans;
+  float* scalars = nullptr;  // S_SCALARS of this rank, indexed by ScalarSlot
+  uint64_t seed = 0;         // project seed, for dropout masks
+  int rank = 0;
+  int world = 1;
+  // For forked backward ops: which part to run; -1 runs every part.
+  int part = -1;
+
+  bool accumulate(size_t out_index) const {
+    return node && (node->accumulate_mask >> out_index) & 1u;
+  }
+  bool runs(BwdPart p) const { return part < 0 || part == static_cast<int>(p); }
+  float scalar(ScalarSlot s) const { return scalars[static_cast<int>(s)]; }
+};
+
+}  // namespace tr

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Launch: one unit of work a backend puts on a stream (a kernel, a copy, a
+// collective or a host function), with the arena bytes it reads and writes so
+// a checking backend can prove that every reader runs after its writer.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "compile/graph_id.h"
+#include "compile/stream_kind.h"
+#include "plan/memory_plan.h"
+#include "runtime/kernel_args.h"
+
+namespace tr {
+
+enum class LaunchKind : uint8_t { KERNEL, COPY_H2D, COPY_D2H, COLLECTIVE, HOST_FUNC };
+
+struct Footprint {
+  std::vector<ByteRange> reads;
+  std::vector<ByteRange> writes;
+  // True when this footprint and `later` touch the same bytes in a way that
+  // orders them: read-after-write, write-after-read or write-after-write.
+  bool conflicts_with(const Footprint& later) const;
+};
+
+// Where a launch came from, for the profiler and for messages.
+struct LaunchTag {
+  GraphId graph = GraphId::NUM_GRAPH_IDS;  // NUM_GRAPH_IDS: not from a graph
+  int node = -1;
+  int part = -1;  // BwdPart of a forked op, -1 otherwise
+  StreamKind stream = StreamKind::COMP_1;
+  std::string label;  // "DEEP_FWD_BWD#3 CONV_BWD conv2 dW"
+};
+
+struct Launch {
+  LaunchKind kind = LaunchKind::KERNEL;
+  const KernelArgs* args = nullptr;  // KERNEL and COLLECTIVE; owned by the caller, must outlive it
+  uint64_t offset = 0;               // COPY_*: arena offset
+  void* host = nullptr;              // COPY_*: host memory (fixed, so copies can be captured)
+  uint64_t bytes = 0;                // COPY_*
+  std::function<void()> host_func;   // HOST_FUNC
+  Footprint footprint;
+  LaunchTag tag;
+};
+
+}  // namespace tr

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "runtime/profile_export.h"
+
+#include <algorithm>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+namespace tr {
+
+namespace {
+
+using Interval = std::pair<double, double>;
+
+// Sorted, disjoint union of intervals.
+std::vector<Interval> merged(std::vector<Interval> xs) {
+  std::sort(xs.begin(), xs.end());
+  std::vector<Interval> out;
+  for (const Interval& x : xs) {
+    if (!out.empty() && x.first <= out.back().second)
+      out.back().second = std::max(out.back().second, x.second);
+    else
+      out.push_back(x);
+  }
+  return out;
+}
+
+double total(const std::vector<Interval>& xs) {
+  double t = 0;
+  for (const Interval& x : xs) t += x.second - x.first;
+  return t;
+}
+
+double intersection(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  double t = 0;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const double lo = std::max(a[i].first, b[j].first);
+    const double hi = std::min(a[i].second, b[j].second);
+    if (hi > lo) t += hi - lo;
+    (a[i].second < b[j].second) ? ++i : ++j;
+  }
+  return t;
+}
+
+}  // namespace
+
+std::string chrome_trace_json(const std::vector<ProfileSpan>& spans) {
+  using nlohmann::json;
+  json events = json::array();
+  std::map<int, bool> ranks;
+  for (const ProfileSpan& s : spans) ranks[s.rank] = true;
+  for (const auto& [rank, unused] : ranks) {
+    events.push_back({{"ph", "M"},
+                      {"name", "process_name"},
+                      {"pid", rank},
+                      {"tid", 0},
+                      {"args", {{"name", "rank " + std::to_string(rank)}}}});
+    for (int s = 0; s < kNumStreams; ++s)
+      events.push_back(
+          {{"ph", "M"},
+           {"name", "thread_name"},
+           {"pid", rank},
+           {"tid", s},
+           {"args", {{"name", std::string(stream_kind_name(static_cast<StreamKind>(s)))}}}});
+  }
+  for (const ProfileSpan& s : spans) {
+    json e = {
+        {"ph", "X"},        {"name", s.tag.label.empty() ? std::string("launch") : s.tag.label},
+        {"pid", s.rank},    {"tid", static_cast<int>(s.tag.stream)},
+        {"ts", s.start_us}, {"dur", std::max(0.0, s.end_us - s.start_us)}};
+    json args;
+    if (s.tag.graph != GraphId::NUM_GRAPH_IDS) {
+      args["graph"] = graph_id_name(s.tag.graph);
+      args["node"] = s.tag.node;
+      e["cat"] = graph_id_name(s.tag.graph);
+    }
+    args["stream"] = stream_kind_name(s.tag.stream);
+    e["args"] = std::move(args);
+    events.push_back(std::move(e));
+  }
+  return json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}}.dump();
+}
+
+std::vector<StreamOverlap> stream_overlaps(const std::vector<ProfileSpan>& spans) {
+  std::map<std::pair<int, int>, std::vector<Interval>> busy;
+  for (const ProfileSpan& s : spans)
+    busy[{s.rank, static_cast<int>(s.tag.stream)}].push_back({s.start_us, s.end_us});
+  for (auto& [key, xs] : busy) xs = merged(std::move(xs));
+  std::vector<StreamOverlap> out;
+  for (auto i = busy.begin(); i != busy.end(); ++i)
+    for (auto j = std::next(i); j != busy.end(); ++j) {
+      if (i->first.first != j->first.first) continue;
+      StreamOverlap o;
+      o.rank = i->first.first;
+      o.a = static_cast<StreamKind>(i->first.second);
+      o.b = static_cast<StreamKind>(j->first.second);
+      o.busy_a_us = total(i->second);
+      o.busy_b_us = total(j->second);
+      o.overlap_us = intersection(i->second, j->second);
+      out.push_back(o);
+    }
+  return out;
+}
+
+}  // namespace tr

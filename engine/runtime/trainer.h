@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The trainer: epochs of the step schedule over the input pipeline, the last
+// partial batch through its variant, validation after every epoch, the
+// learning-rate schedule, profiling of chosen steps and a stop request that
+// takes effect within one step. One host thread per rank; rank 0 reports.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "compile/compiler.h"
+#include "data/data_source.h"
+#include "runtime/backend.h"
+
+namespace tr {
+
+struct TrainOptions {
+  int64_t epochs = 0;          // 0: the project's
+  int64_t max_steps = -1;      // stop after this many steps in all (benchmarks, tests)
+  bool validate = true;        // run validation after each epoch
+  int64_t profile_begin = -1;  // profile steps [begin, end) (global step numbers)
+  int64_t profile_end = -1;
+  const std::atomic<bool>* stop = nullptr;  // checked before every step
+};
+
+struct StepReport {
+  int64_t step = 0;  // global step number, from 0
+  int64_t epoch = 0;
+  int64_t batch = 0;  // within the epoch
+  int64_t batches = 0;
+  double loss = 0, top1 = 0, lr = 0;
+  double seconds = 0;  // this step's wall time
+  bool partial = false;
+};
+
+struct EpochReport {
+  int64_t epoch = 0;
+  double train_loss = 0, train_top1 = 0;
+  double val_loss = 0, val_top1 = 0, val_top5 = 0;
+  bool validated = false;
+  double images_per_s = 0;  // training images per second over the epoch (all ranks)
+  double seconds = 0;       // training time of the epoch (without validation)
+};
+
+struct TrainReport {
+  std::vector<EpochReport> epochs;
+  std::vector<double> step_seconds;  // every step's wall time
+  std::vector<ProfileSpan> profile;
+  int64_t steps = 0;
+  bool stopped = false;  // by the stop request or max_steps
+};
+
+struct TrainCallbacks {
+  std::function<void(const StepReport&)> on_step;
+  std::function<void(const EpochReport&)> on_epoch;
+};
+
+// Throws UsageError for a dataset that does not match the project and
+// std::runtime_error when the loss becomes NaN (with the step number).
+TrainReport train(const CompiledProject& cp, Backend& backend, const DataSource& data,
+                  const TrainOptions& options, const TrainCallbacks& callbacks = {});
+
+}  // namespace tr

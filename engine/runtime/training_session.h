@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// TrainingSession: one compiled project running on one backend. It owns the
+// arenas' contents (initial weights and scalars), captures every graph of
+// every rank once, and runs the step schedule of ENGINE.md §6 and the
+// validation pass as launches of captured graphs only. Each rank is driven by
+// its own host thread; every method taking `rank` is called from that rank's
+// thread.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "compile/compiler.h"
+#include "data/batch.h"
+#include "runtime/backend.h"
+#include "runtime/graph_atlas.h"
+#include "runtime/graph_capture.h"
+
+namespace tr {
+
+struct StepMetrics {
+  double loss = 0;  // mean over the global batch
+  double top1 = 0;  // fraction
+  double top5 = 0;
+  double samples = 0;
+  bool overflow = false;  // a NaN/Inf gradient or loss was seen
+};
+
+// Host staging buffers a rank's TRANSFER graphs copy from: [variant][A/B].
+struct RankStaging {
+  std::vector<std::array<TransferHost, 2>> per_variant;
+};
+
+class TrainingSession {
+ public:
+  // `cp` and `backend` must outlive the session.
+  TrainingSession(const CompiledProject& cp, Backend& backend);
+  ~TrainingSession();
+  TrainingSession(const TrainingSession&) = delete;
+  TrainingSession& operator=(const TrainingSession&) = delete;
+
+  const CompiledProject& compiled() const noexcept { return cp_; }
+  int world() const noexcept { return world_; }
+
+  // Allocates the arenas and writes initial weights and scalars (same on every rank).
+  void initialize(uint64_t seed);
+  // Captures every graph of `rank`; TRANSFER graphs read from `staging`, which
+  // must stay at the same addresses for the life of the session (a variant
+  // without staging buffers gets no TRANSFER graphs).
+  void capture(int rank, const RankStaging& staging);
+
+  // The step schedule for the batch already in device buffer `buffer`
+  // (variant `variant`). `next` (may be null) is the batch to transfer while
+  // this one computes. Blocks until the step is done; returns the metrics.
+  StepMetrics train_step(int rank, int variant, int buffer, const Batch* next, int next_variant,
+                         double lr, int64_t step);
+  // Launches the transfer of `batch` into its device buffer (the first batch of an epoch).
+  void transfer(int rank, int variant, int buffer);
+
+  // Validation: reset the accumulated metrics and refresh the BN inference parameters.
+  void begin_validation(int rank);
+  // One validation batch in `buffer` (already staged in host memory): transfer and infer.
+  void validate_batch(int rank, int variant, int buffer);
+  // All-reduce and read the accumulated validation metrics.
+  StepMetrics end_validation(int rank);
+
+  // Reads a DTensor of `rank` back to the host (FP32 tensors), for tests and checkpoints.
+  std::vector<float> read_tensor(int rank, DTensorId id, int variant = 0);
+
+ private:
+  struct RankState;
+  void launch(int rank, GraphId id, int variant, StreamKind stream);
+  void launch_if(int rank, GraphId id, int variant, StreamKind stream);
+  StepMetrics read_result(int rank, DTensorId id);
+
+  const CompiledProject& cp_;
+  Backend& backend_;
+  int world_;
+  std::vector<std::unique_ptr<RankState>> ranks_;
+};
+
+}  // namespace tr

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Test helper: hand-made tensors and KernelArgs for calling one kernel
+// directly, plus a central finite-difference gradient check.
+#pragma once
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "runtime/kernel_args.h"
+
+namespace tr::test {
+
+// Owns a few FP32/INT32/INT8 tensors and builds KernelArgs that point at them.
+class KernelHarness {
+ public:
+  // Adds a tensor (zero-filled) and returns its index.
+  size_t tensor(const Shape& shape, DType dtype = DType::FP32) {
+    auto d = std::make_unique<DTensor>();
+    d->id = static_cast<DTensorId>(descs_.size());
+    d->shape = shape;
+    d->dtype = dtype;
+    d->region = dtype == DType::INT8 ? Region::S_MASK : Region::T_SCRATCH;
+    d->slot_bytes = DTensor::slot_bytes_for(shape, dtype, d->region);
+    storage_.emplace_back(d->slot_bytes / 4 + 1, 0.0f);
+    descs_.push_back(std::move(d));
+    return descs_.size() - 1;
+  }
+  float* f32(size_t i) { return storage_[i].data(); }
+  int32_t* i32(size_t i) { return reinterpret_cast<int32_t*>(storage_[i].data()); }
+  int8_t* i8(size_t i) { return reinterpret_cast<int8_t*>(storage_[i].data()); }
+  int64_t elements(size_t i) const { return descs_[i]->shape.elements(); }
+  void fill_random(size_t i, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+    std::uniform_real_distribution<float> u(lo, hi);
+    for (int64_t k = 0; k < elements(i); ++k) f32(i)[k] = u(rng);
+  }
+
+  // KernelArgs with `ins` and `outs` (tensor indices) for `node`, `layer`.
+  KernelArgs args(const std::vector<size_t>& ins, const std::vector<size_t>& outs,
+                  const GraphNode* node = nullptr, const LayerNode* layer = nullptr) {
+    KernelArgs a;
+    a.node = node;
+    a.layer = layer;
+    for (size_t i : ins) a.in.push_back({storage_[i].data(), descs_[i].get()});
+    for (size_t i : outs) a.out.push_back({storage_[i].data(), descs_[i].get()});
+    a.scalars = scalars_.data();
+    return a;
+  }
+  float* scalars() { return scalars_.data(); }
+
+ private:
+  std::vector<std::unique_ptr<DTensor>> descs_;
+  std::vector<std::vector<float>> storage_;
+  std::vector<float> scalars_ = std::vector<float>(static_cast<size_t>(ScalarSlot::COUNT), 0.0f);
+};
+
+// Central differences of a scalar loss L(x) = sum(f(x) * probe) with respect to
+// x[k], compared with the analytic gradient `grad[k]`. Returns the worst
+// relative error max|a-n| / max(1e-3, |a|+|n|) over the checked entries.
+inline double gradient_check(float* x, int64_t n, const float* grad,
+                             const std::function<double()>& loss, double eps = 1e-2,
+                             int64_t max_checks = 64) {
+  double worst = 0.0;
+  const int64_t stride = std::max<int64_t>(1, n / max_checks);
+  for (int64_t k = 0; k < n; k += stride) {
+    const float keep = x[k];
+    x[k] = static_cast<float>(keep + eps);
+    const double up = loss();
+    x[k] = static_cast<float>(keep - eps);
+    const double down = loss();
+    x[k] = keep;
+    const double numeric = (up - down) / (2 * eps);
+    const double analytic = grad[k];
+    const double err =
+        std::fabs(analytic - numeric) / std::max(1e-3, std::fabs(analytic) + std::fabs(numeric));
+    worst = std::max(worst, err);
+  }
+  return worst;
+}
+
+}  // namespace tr::test
