@@ -201,6 +201,10 @@ TrainReport train(const CompiledProject& cp, Backend& backend, const DataSource&
     throw UsageError("the dataset has " + std::to_string(data.classes()) +
                      " classes but the project expects " +
                      std::to_string(cp.project.dataset.classes));
+  if (cp.project.training.precision == Precision::AMP && backend.name() == "cpu")
+    throw UsageError(
+        "precision amp needs FP16 kernels, which the CPU backend does not have; train with "
+        "--precision fp32 (the plan of an AMP project can still be inspected with 'plan')");
   TrainingSession session(cp, backend);
   session.initialize(cp.project.training.seed);
   Shared shared;
