@@ -29,14 +29,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   with_value.insert("steps");
   with_value.insert("warmup");
   const ParsedArgs a = parse_args(args, with_value, {"json", "help"});
-  if (a.has("help")) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  if (a.positional.size() != 1) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
+  if (const int code = usage_exit_code(a, kUsage, 1); code >= 0) return code;
   const int64_t steps =
       a.values.count("steps") ? positive_integer("steps", a.values.at("steps")) : 20;
   const int64_t warmup =

@@ -62,14 +62,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   std::set<std::string> with_value = override_options();
   with_value.insert("out");
   const ParsedArgs a = parse_args(args, with_value, {"json", "graphs", "help"});
-  if (a.has("help")) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  if (a.positional.size() != 1) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
+  if (const int code = usage_exit_code(a, kUsage, 1); code >= 0) return code;
   Project project = load_project(a.positional[0]);
   apply_overrides(a, project);
 

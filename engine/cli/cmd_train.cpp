@@ -44,14 +44,7 @@ int cmd_train(const std::vector<std::string>& args) {
   std::set<std::string> with_value = setup_options();
   for (const char* o : {"max-steps", "profile-steps", "trace", "summary"}) with_value.insert(o);
   const ParsedArgs a = parse_args(args, with_value, {"help", "no-validation"});
-  if (a.has("help")) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  if (a.positional.size() != 1) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
+  if (const int code = usage_exit_code(a, kUsage, 1); code >= 0) return code;
   TrainOptions options;
   if (a.values.count("max-steps"))
     options.max_steps = positive_integer("max-steps", a.values.at("max-steps"));

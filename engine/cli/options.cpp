@@ -2,6 +2,7 @@
 #include "cli/options.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 
 #include "core/error.h"
@@ -40,6 +41,18 @@ ParsedArgs parse_args(const std::vector<std::string>& args, const std::set<std::
     }
   }
   return out;
+}
+
+int usage_exit_code(const ParsedArgs& args, const char* usage, size_t positional) {
+  if (args.has("help")) {
+    std::fputs(usage, stdout);
+    return 0;
+  }
+  if (args.positional.size() != positional) {
+    std::fputs(usage, stderr);
+    return 2;
+  }
+  return -1;
 }
 
 long long positive_integer(const std::string& option, const std::string& text) {

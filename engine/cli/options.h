@@ -22,6 +22,10 @@ struct ParsedArgs {
 ParsedArgs parse_args(const std::vector<std::string>& args, const std::set<std::string>& with_value,
                       const std::set<std::string>& flags);
 
+// --help prints `usage` and gives 0; a wrong number of positional arguments
+// prints it to stderr and gives 2; otherwise -1 (go on).
+int usage_exit_code(const ParsedArgs& args, const char* usage, size_t positional);
+
 // Parses a whole positive integer; UsageError naming the option otherwise.
 long long positive_integer(const std::string& option, const std::string& text);
 
