@@ -3,6 +3,7 @@
 // one JSON line (median ms per step, images per second) for bench/ scripts.
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -41,9 +42,11 @@ int cmd_bench(const std::vector<std::string>& args) {
   options.max_steps = warmup + steps;
   options.epochs = 1000000;  // max_steps ends it
   const TrainReport report = train(cp, *setup.backend, *setup.data, options);
+  // Steps run on across epochs, so only a stop can leave fewer.
   if (static_cast<int64_t>(report.step_seconds.size()) < warmup + steps)
-    throw UsageError("the training set has fewer than " + std::to_string(warmup + steps) +
-                     " batches; ask for fewer --steps");
+    throw std::runtime_error("training stopped after " +
+                             std::to_string(report.step_seconds.size()) + " of " +
+                             std::to_string(warmup + steps) + " steps");
   std::vector<double> timed(report.step_seconds.begin() + warmup, report.step_seconds.end());
   std::sort(timed.begin(), timed.end());
   const double median_ms = 1000 * timed[timed.size() / 2];

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// renaissance-cli train and bench end to end on a tiny synthetic project:
+// progress lines, the JSON summary, the Chrome trace, and clear failures.
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+using nlohmann::json;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  QString out, err;
+};
+
+Result run_cli(const QStringList& args) {
+  QProcess p;
+  p.start(QStringLiteral(TR_CLI), args);
+  if (!p.waitForFinished(300000)) return {};
+  return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()),
+          QString::fromUtf8(p.readAllStandardError())};
+}
+
+QString tiny() {
+  return QStringLiteral(TR_TEST_DATA) + "/projects/tiny-synthetic.json";
+}
+
+json read_json(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  return json::parse(f.readAll().toStdString(), nullptr, false);
+}
+
+}  // namespace
+
+class TestCliTrain : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void trainsWithSummaryAndTrace() {
+    QTemporaryDir dir;
+    const QString summary = dir.filePath("summary.json");
+    const QString trace = dir.filePath("trace.json");
+    const Result r = run_cli(
+        {"train", tiny(), "--summary", summary, "--trace", trace, "--profile-steps", "2:4"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY(r.out.contains("epoch 1/2"));
+    QVERIFY(r.out.contains("epoch 2/2"));
+    QVERIFY(r.out.contains("val_top-1"));
+    const json s = read_json(summary);
+    QCOMPARE(s.at("epochs").size(), size_t{2});
+    for (const char* key : {"epoch", "train_loss", "val_loss", "val_top1", "images_per_s"})
+      QVERIFY2(s.at("epochs")[1].contains(key), key);
+    QVERIFY(s.at("final").at("val_top1").get<double>() > 0.5);
+    QVERIFY(s.at("epochs")[1].at("train_loss").get<double>() <
+            s.at("epochs")[0].at("train_loss").get<double>());
+    const json t = read_json(trace);
+    QVERIFY(t.contains("traceEvents"));
+    int spans = 0;
+    for (const json& e : t.at("traceEvents")) spans += e.at("ph") == "X";
+    QVERIFY(spans > 20);
+  }
+
+  void benchPrintsOneJsonLine() {
+    const Result r = run_cli({"bench", tiny(), "--steps", "5", "--warmup", "2", "--json"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const json j = json::parse(r.out.trimmed().toStdString());
+    QVERIFY(j.at("median_ms_per_step").get<double>() > 0);
+    QVERIFY(j.at("images_per_s").get<double>() > 0);
+    QCOMPARE(j.at("steps").get<int>(), 5);
+  }
+
+  void clearFailures() {
+    Result r = run_cli({"train", tiny(), "--profile-steps", "5"});
+    QCOMPARE(r.code, 2);
+    QVERIFY(r.err.contains("A:B"));
+    r = run_cli({"train", tiny(), "--precision", "amp"});
+    QCOMPARE(r.code, 2);
+    QVERIFY(r.err.contains("fp32"));
+    r = run_cli({"train", QStringLiteral(TR_PROJECTS_DIR) + "/lenet-fashion.json", "--data",
+                 "/nonexistent/fashion"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("/nonexistent/fashion"), qPrintable(r.err));
+    r = run_cli({"bench", tiny(), "--steps", "0"});
+    QCOMPARE(r.code, 2);
+    QVERIFY(r.err.contains("--steps"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCliTrain)
+#include "test_cli_train.moc"
