@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "backends/cpu/stream_worker.h"
 
+#include "backends/cpu/cpu_threads.h"
+
 namespace tr::cpu {
 
 StreamWorker::StreamWorker() : thread_([this] { run(); }) {}
@@ -43,6 +45,7 @@ void StreamWorker::run() {
     lock.unlock();
     std::exception_ptr failure;
     try {
+      apply_cpu_threads();
       task();
     } catch (...) {
       failure = std::current_exception();

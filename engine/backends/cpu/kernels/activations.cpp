@@ -4,60 +4,98 @@
 
 #include "backends/cpu/kernels/fast_math.h"
 #include "backends/cpu/kernels/kernel_util.h"
+#include "backends/cpu/kernels/parallel.h"
 
 namespace tr::cpu {
 
 using detail::has_out;
+using detail::parallel_floats;
 using detail::store;
+
+namespace {
+
+// Rough cost of one element of tanh/sigmoid in units of a streamed float, so
+// that mid-sized tensors of them already go parallel.
+constexpr int64_t kPolynomialCost = 8;
+
+}  // namespace
 
 void relu_fwd(const KernelArgs& a) {
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
-  const int64_t n = a.in[0].shape().elements();
   // NaN passes through, as in torch.relu, so the NaN check still sees it.
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+  parallel_floats(a.in[0].shape().elements(), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+  });
 }
 
 void tanh_fwd(const KernelArgs& a) {
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
-  const int64_t n = a.in[0].shape().elements();
-  for (int64_t i = 0; i < n; ++i) y[i] = tanh_approx(x[i]);
+  parallel_floats(
+      a.in[0].shape().elements(),
+      [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) y[i] = tanh_approx(x[i]);
+      },
+      kPolynomialCost);
 }
 
 void silu_fwd(const KernelArgs& a) {
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
-  const int64_t n = a.in[0].shape().elements();
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * sigmoid_approx(x[i]);
+  parallel_floats(
+      a.in[0].shape().elements(),
+      [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) y[i] = x[i] * sigmoid_approx(x[i]);
+      },
+      kPolynomialCost);
 }
 
 void relu_bwd(const KernelArgs& a) {
   if (!has_out(a, 0)) return;
   const float* y = a.in[0].f32();
   const float* dy = a.in[1].f32();
+  float* dx = a.out[0].f32();
+  const bool acc = a.accumulate(0);
   // y > 0 exactly where x > 0, so the output carries the mask (PyTorch's
   // threshold_backward also passes nothing at x == 0).
-  store(a.accumulate(0), a.out[0].f32(), a.in[1].shape().elements(),
-        [&](int64_t i) { return select(y[i] > 0.0f, dy[i], 0.0f); });
+  parallel_floats(a.in[1].shape().elements(), [&](int64_t lo, int64_t hi) {
+    const float* yr = y + lo;
+    const float* gr = dy + lo;
+    store(acc, dx + lo, hi - lo, [&](int64_t i) { return select(yr[i] > 0.0f, gr[i], 0.0f); });
+  });
 }
 
 void tanh_bwd(const KernelArgs& a) {
   if (!has_out(a, 0)) return;
   const float* y = a.in[0].f32();
   const float* dy = a.in[1].f32();
-  store(a.accumulate(0), a.out[0].f32(), a.in[1].shape().elements(),
-        [&](int64_t i) { return dy[i] * (1.0f - y[i] * y[i]); });
+  float* dx = a.out[0].f32();
+  const bool acc = a.accumulate(0);
+  parallel_floats(a.in[1].shape().elements(), [&](int64_t lo, int64_t hi) {
+    const float* yr = y + lo;
+    const float* gr = dy + lo;
+    store(acc, dx + lo, hi - lo, [&](int64_t i) { return gr[i] * (1.0f - yr[i] * yr[i]); });
+  });
 }
 
 void silu_bwd(const KernelArgs& a) {
   if (!has_out(a, 0)) return;
   const float* x = a.in[0].f32();
   const float* dy = a.in[1].f32();
-  store(a.accumulate(0), a.out[0].f32(), a.in[1].shape().elements(), [&](int64_t i) {
-    const float s = sigmoid_approx(x[i]);
-    return dy[i] * s * (1.0f + x[i] * (1.0f - s));
-  });
+  float* dx = a.out[0].f32();
+  const bool acc = a.accumulate(0);
+  parallel_floats(
+      a.in[1].shape().elements(),
+      [&](int64_t lo, int64_t hi) {
+        const float* xr = x + lo;
+        const float* gr = dy + lo;
+        store(acc, dx + lo, hi - lo, [&](int64_t i) {
+          const float s = sigmoid_approx(xr[i]);
+          return gr[i] * s * (1.0f + xr[i] * (1.0f - s));
+        });
+      },
+      kPolynomialCost);
 }
 
 }  // namespace tr::cpu

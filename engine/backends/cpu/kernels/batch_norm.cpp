@@ -6,16 +6,93 @@
 #include <cmath>
 
 #include "backends/cpu/kernels/kernel_util.h"
+#include "backends/cpu/kernels/parallel.h"
 
 namespace tr::cpu {
 
+using detail::for_each_part;
 using detail::has_out;
 using detail::kChannelBlock;
+using detail::kMaxParts;
 using detail::layer_params;
+using detail::parallel_ranges;
+using detail::part_begin;
+using detail::reduction_parts;
 
 // Per-channel sums run over channel blocks with rows inner: the row slice of
 // a block is contiguous, so the inner loop vectorises across channels, and
-// double accumulators keep large batches (N*H*W in the 10^5) accurate.
+// double accumulators keep large batches (N*H*W in the 10^5) accurate. The
+// rows are cut into a fixed number of parts (see parallel.h) whose partials
+// are combined in part order, so the statistics do not depend on the threads.
+
+namespace {
+
+// Mean and sum of squared deviations (m2) of rows [lo, hi) of a block of cb
+// channels with row stride C, in one read of x. The sums run about the part's
+// first row: as that row is one of the samples, s2 - s1^2/n loses at most a
+// factor n + 1 to cancellation, which double absorbs (unlike E[x^2] - E[x]^2
+// unshifted, where a large mean wipes out the variance).
+void part_moments(const float* x, int64_t C, int64_t cb, int64_t lo, int64_t hi, double* mean,
+                  double* m2) {
+  double k[kChannelBlock], s1[kChannelBlock] = {}, s2[kChannelBlock] = {};
+  for (int64_t c = 0; c < cb; ++c) k[c] = x[lo * C + c];
+  int64_t m = lo;
+  // Four rows per pass over the accumulators, which would otherwise cost a
+  // load and a store per element.
+  for (; m + 4 <= hi; m += 4) {
+    const float* r0 = x + m * C;
+    const float* r1 = r0 + C;
+    const float* r2 = r1 + C;
+    const float* r3 = r2 + C;
+    for (int64_t c = 0; c < cb; ++c) {
+      const double d0 = r0[c] - k[c], d1 = r1[c] - k[c], d2 = r2[c] - k[c], d3 = r3[c] - k[c];
+      s1[c] += (d0 + d1) + (d2 + d3);
+      s2[c] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
+    }
+  }
+  for (; m < hi; ++m) {
+    const float* r = x + m * C;
+    for (int64_t c = 0; c < cb; ++c) {
+      const double d = r[c] - k[c];
+      s1[c] += d;
+      s2[c] += d * d;
+    }
+  }
+  const double n = static_cast<double>(hi - lo);
+  for (int64_t c = 0; c < cb; ++c) {
+    mean[c] = k[c] + s1[c] / n;
+    const double v = s2[c] - s1[c] * s1[c] / n;
+    m2[c] = v < 0.0 ? 0.0 : v;  // rounding can dip below zero; a NaN stays
+  }
+}
+
+// Sums of dy and dy * (x - mean) over rows [lo, hi) of a channel block.
+void part_dy_sums(const float* x, const float* dy, const float* mean, int64_t C, int64_t cb,
+                  int64_t lo, int64_t hi, double* sdy, double* sdyx) {
+  std::fill(sdy, sdy + cb, 0.0);
+  std::fill(sdyx, sdyx + cb, 0.0);
+  int64_t m = lo;
+  for (; m + 4 <= hi; m += 4) {
+    const float* x0 = x + m * C;
+    const float* g0 = dy + m * C;
+    for (int64_t c = 0; c < cb; ++c) {
+      const double a0 = g0[c], a1 = g0[c + C], a2 = g0[c + 2 * C], a3 = g0[c + 3 * C];
+      sdy[c] += (a0 + a1) + (a2 + a3);
+      sdyx[c] += (a0 * (x0[c] - mean[c]) + a1 * (x0[c + C] - mean[c])) +
+                 (a2 * (x0[c + 2 * C] - mean[c]) + a3 * (x0[c + 3 * C] - mean[c]));
+    }
+  }
+  for (; m < hi; ++m) {
+    const float* xr = x + m * C;
+    const float* gr = dy + m * C;
+    for (int64_t c = 0; c < cb; ++c) {
+      sdy[c] += gr[c];
+      sdyx[c] += static_cast<double>(gr[c]) * (xr[c] - mean[c]);
+    }
+  }
+}
+
+}  // namespace
 
 void bn_fwd_train(const KernelArgs& a) {
   const float* x = a.in[0].f32();
@@ -33,33 +110,39 @@ void bn_fwd_train(const KernelArgs& a) {
   const LayerParams& pr = layer_params(a);
   const double eps = pr.eps;
   const double momentum = pr.momentum;
+  const int parts = reduction_parts(M, M * C);
 
   for (int64_t c0 = 0; c0 < C; c0 += kChannelBlock) {
     const int64_t cb = std::min(kChannelBlock, C - c0);
-    double sum[kChannelBlock] = {};
-    for (int64_t m = 0; m < M; ++m) {
-      const float* row = x + m * C + c0;
-      for (int64_t c = 0; c < cb; ++c) sum[c] += row[c];
+    double part_mean[kMaxParts][kChannelBlock], part_m2[kMaxParts][kChannelBlock];
+    for_each_part(M, parts, [&](int p, int64_t lo, int64_t hi) {
+      part_moments(x + c0, C, cb, lo, hi, part_mean[p], part_m2[p]);
+    });
+    // Chan et al.'s pairwise update folds the parts together, in part order.
+    double mean_d[kChannelBlock], m2[kChannelBlock];
+    double n_a = static_cast<double>(part_begin(M, parts, 1));
+    std::copy(part_mean[0], part_mean[0] + cb, mean_d);
+    std::copy(part_m2[0], part_m2[0] + cb, m2);
+    for (int p = 1; p < parts; ++p) {
+      const double n_b = static_cast<double>(part_begin(M, parts, p + 1) - part_begin(M, parts, p));
+      const double n = n_a + n_b;
+      for (int64_t c = 0; c < cb; ++c) {
+        const double delta = part_mean[p][c] - mean_d[c];
+        mean_d[c] += delta * (n_b / n);
+        m2[c] += part_m2[p][c] + delta * delta * (n_a * n_b / n);
+      }
+      n_a = n;
     }
     float mean[kChannelBlock];
-    for (int64_t c = 0; c < cb; ++c) mean[c] = static_cast<float>(sum[c] / static_cast<double>(M));
-    // Two passes (mean, then squared deviations) avoid the cancellation of E[x^2] - E[x]^2.
-    double sq[kChannelBlock] = {};
-    for (int64_t m = 0; m < M; ++m) {
-      const float* row = x + m * C + c0;
-      for (int64_t c = 0; c < cb; ++c) {
-        const double d = row[c] - mean[c];
-        sq[c] += d * d;
-      }
-    }
     float scale[kChannelBlock], shift[kChannelBlock];  // y = (x - mean) * scale + shift
     for (int64_t c = 0; c < cb; ++c) {
       const int64_t ch = c0 + c;
-      const double var = sq[c] / static_cast<double>(M);
+      mean[c] = static_cast<float>(mean_d[c]);
+      const double var = m2[c] / static_cast<double>(M);
       // As in PyTorch: the biased variance normalises, the unbiased one feeds
       // the running estimate. PyTorch refuses a single value per channel;
       // here the biased variance stands in rather than dividing by zero.
-      const double unbiased = M > 1 ? sq[c] / static_cast<double>(M - 1) : var;
+      const double unbiased = M > 1 ? m2[c] / static_cast<double>(M - 1) : var;
       const double inv_std = 1.0 / std::sqrt(var + eps);
       saved[ch] = mean[c];
       saved[C + ch] = static_cast<float>(inv_std);
@@ -68,11 +151,13 @@ void bn_fwd_train(const KernelArgs& a) {
       scale[c] = static_cast<float>(gamma[ch] * inv_std);
       shift[c] = beta[ch];
     }
-    for (int64_t m = 0; m < M; ++m) {
-      const float* xr = x + m * C + c0;
-      float* yr = y + m * C + c0;
-      for (int64_t c = 0; c < cb; ++c) yr[c] = (xr[c] - mean[c]) * scale[c] + shift[c];
-    }
+    parallel_ranges(M, M * cb, [&](int64_t lo, int64_t hi) {
+      for (int64_t m = lo; m < hi; ++m) {
+        const float* xr = x + m * C + c0;
+        float* yr = y + m * C + c0;
+        for (int64_t c = 0; c < cb; ++c) yr[c] = (xr[c] - mean[c]) * scale[c] + shift[c];
+      }
+    });
   }
 }
 
@@ -84,11 +169,13 @@ void bn_fwd_infer(const KernelArgs& a) {
   const Shape& s = a.in[0].shape();
   const int64_t C = s.c;
   const int64_t M = s.n * s.h * s.w;
-  for (int64_t m = 0; m < M; ++m) {
-    const float* xr = x + m * C;
-    float* yr = y + m * C;
-    for (int64_t c = 0; c < C; ++c) yr[c] = xr[c] * scale[c] + bias[c];
-  }
+  parallel_ranges(M, M * C, [&](int64_t lo, int64_t hi) {
+    for (int64_t m = lo; m < hi; ++m) {
+      const float* xr = x + m * C;
+      float* yr = y + m * C;
+      for (int64_t c = 0; c < C; ++c) yr[c] = xr[c] * scale[c] + bias[c];
+    }
+  });
 }
 
 void bn_bwd(const KernelArgs& a) {
@@ -102,20 +189,22 @@ void bn_bwd(const KernelArgs& a) {
   const double inv_m = 1.0 / static_cast<double>(M);
   const bool want_dx = has_out(a, 2);
   const bool acc_dx = a.accumulate(2);
+  const int parts = reduction_parts(M, M * C);
 
   for (int64_t c0 = 0; c0 < C; c0 += kChannelBlock) {
     const int64_t cb = std::min(kChannelBlock, C - c0);
     const float* mean = saved + c0;
     const float* inv_std = saved + C + c0;
+    double part_sdy[kMaxParts][kChannelBlock], part_sdyx[kMaxParts][kChannelBlock];
+    for_each_part(M, parts, [&](int p, int64_t lo, int64_t hi) {
+      part_dy_sums(x + c0, dy + c0, mean, C, cb, lo, hi, part_sdy[p], part_sdyx[p]);
+    });
     double sdy[kChannelBlock] = {}, sdyx[kChannelBlock] = {};
-    for (int64_t m = 0; m < M; ++m) {
-      const float* xr = x + m * C + c0;
-      const float* gr = dy + m * C + c0;
+    for (int p = 0; p < parts; ++p)
       for (int64_t c = 0; c < cb; ++c) {
-        sdy[c] += gr[c];
-        sdyx[c] += static_cast<double>(gr[c]) * (xr[c] - mean[c]);
+        sdy[c] += part_sdy[p][c];
+        sdyx[c] += part_sdyx[p][c];
       }
-    }
     // dx = gamma*inv_std * (dy - mean(dy) - xhat * mean(dy*xhat)), folded
     // into dx = k_dy*dy + k_x*(x - mean) + k_0 per channel; x - mean stays
     // explicit so a large mean does not cancel in float.
@@ -140,18 +229,20 @@ void bn_bwd(const KernelArgs& a) {
     }
     if (!want_dx) continue;
     float* dx = a.out[2].f32();
-    for (int64_t m = 0; m < M; ++m) {
-      const float* xr = x + m * C + c0;
-      const float* gr = dy + m * C + c0;
-      float* o = dx + m * C + c0;
-      if (acc_dx) {
-        for (int64_t c = 0; c < cb; ++c)
-          o[c] += k_dy[c] * gr[c] + k_x[c] * (xr[c] - mean[c]) + k_0[c];
-      } else {
-        for (int64_t c = 0; c < cb; ++c)
-          o[c] = k_dy[c] * gr[c] + k_x[c] * (xr[c] - mean[c]) + k_0[c];
+    parallel_ranges(M, M * cb, [&](int64_t lo, int64_t hi) {
+      for (int64_t m = lo; m < hi; ++m) {
+        const float* xr = x + m * C + c0;
+        const float* gr = dy + m * C + c0;
+        float* o = dx + m * C + c0;
+        if (acc_dx) {
+          for (int64_t c = 0; c < cb; ++c)
+            o[c] += k_dy[c] * gr[c] + k_x[c] * (xr[c] - mean[c]) + k_0[c];
+        } else {
+          for (int64_t c = 0; c < cb; ++c)
+            o[c] = k_dy[c] * gr[c] + k_x[c] * (xr[c] - mean[c]) + k_0[c];
+        }
       }
-    }
+    });
   }
 }
 

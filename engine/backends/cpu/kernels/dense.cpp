@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// CPU convolution and linear kernels: cached oneDNN convolution primitives, oneDNN sgemm for linear layers.
+// CPU convolution and linear kernels on oneDNN: cached convolution primitives, sgemm for linear.
 //
 // Measured on the target machine (2 cores, AVX-512, batch 128; see
 // bench/bench_dense_kernels.cpp): oneDNN's jit/brgemm convolutions reach
-// 100-340 GFLOP/s on the model shapes, while asking for our OHWI weight
-// layout directly lands on its reference kernel (>1000x slower), so weights
-// take one small reorder per call. For linear layers oneDNN's sgemm beats
-// OpenBLAS 2-5x at these sizes (e.g. [128,400]x[400,120]) and its matmul
-// primitive by up to 5x on the tiny ones, and needs no primitive cache.
+// 300-450 GFLOP/s on the deeper model layers (about 100-240 on the 1-channel
+// first layers), while asking for our OHWI weight layout directly lands on
+// its reference kernel (>1000x slower), so weights take one small reorder per
+// call. For linear layers oneDNN's sgemm is 2-5x faster than OpenBLAS at
+// these sizes (e.g. [128,400]x[400,120]: 0.048 against 0.156 ms forward) and
+// up to 5x faster than its own matmul primitive on the tiny ones. Only the
+// tiny forwards ([128,84]x[84,10], [128,64]x[64,10]) are faster in OpenBLAS,
+// by about 4 microseconds, which does not pay for running OpenBLAS's own
+// thread pool next to oneDNN's OpenMP team on two cores.
 #include "backends/cpu/kernels/dense.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -28,6 +32,7 @@
 
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/onednn_info.h"
+#include "backends/cpu/kernels/parallel.h"
 
 namespace tr::cpu {
 namespace {
@@ -45,8 +50,9 @@ using DT = memory::data_type;
 void check_f32(const char* kernel, const KernelArgs& a, const TensorArg& t, const char* name) {
   if (!t.data || !t.desc) fail(kernel, a, std::string(name) + " is missing");
   if (t.desc->dtype != DType::FP32)
-    fail(kernel, a, std::string(name) + " is " + std::string(dtype_name(t.desc->dtype)) +
-                        "; only fp32 is implemented on the CPU");
+    fail(kernel, a,
+         std::string(name) + " is " + std::string(dtype_name(t.desc->dtype)) +
+             "; only fp32 is implemented on the CPU");
   if (!t.desc->is_compact()) fail(kernel, a, std::string(name) + " has a padded channel dimension");
 }
 
@@ -100,7 +106,7 @@ class ScratchBuffer {
     if (bytes > capacity_) {
       release();
       const size_t rounded = (bytes + 4095) & ~size_t{4095};
-      data_ = ::operator new(rounded, std::align_val_t{64});
+      data_ = ::operator new (rounded, std::align_val_t{64});
       capacity_ = rounded;
     }
     return data_;
@@ -108,7 +114,7 @@ class ScratchBuffer {
 
  private:
   void release() {
-    if (data_) ::operator delete(data_, std::align_val_t{64});
+    if (data_) ::operator delete (data_, std::align_val_t{64});
     data_ = nullptr;
     capacity_ = 0;
   }
@@ -123,8 +129,8 @@ void* scratch(ScratchSlot slot, size_t bytes) {
 
 // db[c] = sum over rows of m[r, c]. Rows are summed as flat runs of whole
 // rows at least 64 floats long so the inner loop vectorises even for 6
-// channels; float partials are folded into doubles every few thousand rows so
-// the error stays near float epsilon for any batch.
+// channels; float partials are folded into doubles every 64 runs so the
+// error stays near float epsilon for any batch.
 void sum_rows(const float* m, int64_t rows, int64_t c, float* out) {
   const int64_t rows_per_run = std::max<int64_t>(1, (64 + c - 1) / c);
   const int64_t run = rows_per_run * c;
@@ -158,22 +164,23 @@ struct ConvGeom {
 ConvGeom conv_geom(const char* kernel, const KernelArgs& a, const Shape& x, const Shape& w,
                    const Shape& y) {
   const LayerParams& p = a.layer->params;
-  ConvGeom g{x.n,        x.h,        x.w,      x.c,      w.n,     w.h, w.w,
-             p.stride_h, p.stride_w, p.pad_h,  p.pad_w,  y.h,     y.w};
+  ConvGeom g{x.n, x.h, x.w, x.c, w.n, w.h, w.w, p.stride_h, p.stride_w, p.pad_h, p.pad_w, y.h, y.w};
   if (w.c != x.c)
     fail(kernel, a, "weights " + w.str() + " do not match input " + x.str() + " (channels)");
   if (y.c != w.n || y.n != x.n)
-    fail(kernel, a, "output " + y.str() + " does not match weights " + w.str() + " and input " +
-                        x.str());
+    fail(kernel, a,
+         "output " + y.str() + " does not match weights " + w.str() + " and input " + x.str());
   if (w.h != p.kernel_h || w.w != p.kernel_w)
-    fail(kernel, a, "weights " + w.str() + " do not match the kernel size " +
-                        std::to_string(p.kernel_h) + "x" + std::to_string(p.kernel_w));
+    fail(kernel, a,
+         "weights " + w.str() + " do not match the kernel size " + std::to_string(p.kernel_h) +
+             "x" + std::to_string(p.kernel_w));
   if (g.sh < 1 || g.sw < 1 || g.ph < 0 || g.pw < 0) fail(kernel, a, "bad stride or padding");
   const int64_t ho = (g.h + 2 * g.ph - g.kh) / g.sh + 1;
   const int64_t wo = (g.w + 2 * g.pw - g.kw) / g.sw + 1;
   if (ho != g.ho || wo != g.wo || ho < 1 || wo < 1)
-    fail(kernel, a, "output " + y.str() + " should be " + std::to_string(ho) + "x" +
-                        std::to_string(wo) + " spatially for input " + x.str());
+    fail(kernel, a,
+         "output " + y.str() + " should be " + std::to_string(ho) + "x" + std::to_string(wo) +
+             " spatially for input " + x.str());
   return g;
 }
 
@@ -182,8 +189,8 @@ enum class ConvKind : int64_t { FWD, FWD_BIAS, BWD_DATA, BWD_WEIGHTS, BWD_WEIGHT
 using ConvKey = std::array<int64_t, 14>;
 
 ConvKey conv_key(const ConvGeom& g, ConvKind kind) {
-  return {g.n,  g.h,  g.w,  g.ci, g.co, g.kh, g.kw, g.sh,
-          g.sw, g.ph, g.pw, g.ho, g.wo, static_cast<int64_t>(kind)};
+  return {g.n,  g.h,  g.w,  g.ci, g.co, g.kh, g.kw,
+          g.sh, g.sw, g.ph, g.pw, g.ho, g.wo, static_cast<int64_t>(kind)};
 }
 
 struct ConvKeyHash {
@@ -197,16 +204,18 @@ struct ConvKeyHash {
 // One convolution primitive plus what it takes to feed it our tensors.
 struct ConvPrim {
   dnnl::primitive prim;
-  memory::desc src, dst, bias;  // (diff_)src, (diff_)dst, (diff_)bias: plain NHWC / x
-  memory::desc weights;         // the layout oneDNN chose for (diff_)weights
-  memory::desc user_weights;    // ours: OHWI
+  memory::desc src, dst, bias;           // (diff_)src, (diff_)dst, (diff_)bias: plain NHWC / x
+  memory::desc weights;                  // the layout oneDNN chose for (diff_)weights
+  memory::desc user_weights;             // ours: OHWI
   std::optional<dnnl::reorder> reorder;  // user->chosen (fwd, bwd data), chosen->user (bwd weights)
   memory::desc scratchpad;
   size_t scratchpad_bytes = 0;
   std::string impl;
 };
 
-memory::dims dims(std::initializer_list<int64_t> v) { return memory::dims(v.begin(), v.end()); }
+memory::dims dims(std::initializer_list<int64_t> v) {
+  return memory::dims(v.begin(), v.end());
+}
 
 ConvPrim make_conv(const ConvGeom& g, ConvKind kind) {
   dnnl::engine& eng = cpu_engine();
@@ -215,7 +224,8 @@ ConvPrim make_conv(const ConvGeom& g, ConvKind kind) {
   const memory::desc any_w(dims({g.co, g.ci, g.kh, g.kw}), DT::f32, Tag::any);
   const memory::desc user_w(dims({g.co, g.ci, g.kh, g.kw}), DT::f32, Tag::ohwi);
   const bool with_bias = kind == ConvKind::FWD_BIAS || kind == ConvKind::BWD_WEIGHTS_BIAS;
-  const memory::desc bias = with_bias ? memory::desc(dims({g.co}), DT::f32, Tag::x) : memory::desc();
+  const memory::desc bias =
+      with_bias ? memory::desc(dims({g.co}), DT::f32, Tag::x) : memory::desc();
   const memory::dims strides = dims({g.sh, g.sw});
   // Symmetric padding like the frameworks: oneDNN checks the output size with
   // the same floor division as shape inference, so no right-padding fix-up.
@@ -230,19 +240,14 @@ ConvPrim make_conv(const ConvGeom& g, ConvKind kind) {
   p.dst = dst;
   p.bias = bias;
   p.user_weights = user_w;
-  // Backward primitives need a forward one as a hint; bias does not change
-  // the hint's choice of layouts.
-  const dnnl::convolution_forward::primitive_desc hint(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, src, any_w, bias, dst,
-                                      strides, pad, pad),
-      eng);
+  const dnnl::convolution_forward::desc fwd(dnnl::prop_kind::forward_training, alg, src, any_w,
+                                            bias, dst, strides, pad, pad);
+  // Backward primitives need the forward one as a hint to agree on layouts.
+  auto hint = [&] { return dnnl::convolution_forward::primitive_desc(fwd, eng); };
   switch (kind) {
     case ConvKind::FWD:
     case ConvKind::FWD_BIAS: {
-      const dnnl::convolution_forward::primitive_desc pd(
-          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, src, any_w, bias,
-                                          dst, strides, pad, pad),
-          attr, eng);
+      const dnnl::convolution_forward::primitive_desc pd(fwd, attr, eng);
       p.prim = dnnl::convolution_forward(pd);
       p.weights = pd.weights_desc();
       p.scratchpad = pd.scratchpad_desc();
@@ -252,7 +257,7 @@ ConvPrim make_conv(const ConvGeom& g, ConvKind kind) {
     case ConvKind::BWD_DATA: {
       const dnnl::convolution_backward_data::primitive_desc pd(
           dnnl::convolution_backward_data::desc(alg, src, any_w, dst, strides, pad, pad), attr, eng,
-          hint);
+          hint());
       p.prim = dnnl::convolution_backward_data(pd);
       p.weights = pd.weights_desc();
       p.scratchpad = pd.scratchpad_desc();
@@ -263,7 +268,7 @@ ConvPrim make_conv(const ConvGeom& g, ConvKind kind) {
     case ConvKind::BWD_WEIGHTS_BIAS: {
       const dnnl::convolution_backward_weights::primitive_desc pd(
           dnnl::convolution_backward_weights::desc(alg, src, any_w, bias, dst, strides, pad, pad),
-          attr, eng, hint);
+          attr, eng, hint());
       p.prim = dnnl::convolution_backward_weights(pd);
       p.weights = pd.diff_weights_desc();
       p.scratchpad = pd.scratchpad_desc();
@@ -286,6 +291,10 @@ ConvPrim make_conv(const ConvGeom& g, ConvKind kind) {
 // one also saves). Entries are immutable once inserted.
 class ConvCache {
  public:
+  // Primitives must not outlive their engine: creating the engine first
+  // makes it a longer-lived static than the cache.
+  ConvCache() { cpu_engine(); }
+
   const ConvPrim& get(const ConvGeom& g, ConvKind kind) {
     const ConvKey key = conv_key(g, kind);
     {
@@ -366,7 +375,8 @@ void run_conv_bwd_data(const ConvPrim& p, const float* w, const float* dy, float
 void run_conv_bwd_weights(const ConvPrim& p, const float* x, const float* dy, float* dw,
                           float* db) {
   memory dw_user = wrap(p.user_weights, dw);
-  memory dw_m = p.reorder ? wrap(p.weights, scratch(SCRATCH_WEIGHTS, p.weights.get_size())) : dw_user;
+  memory dw_m =
+      p.reorder ? wrap(p.weights, scratch(SCRATCH_WEIGHTS, p.weights.get_size())) : dw_user;
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, wrap(p.src, x)},
                                        {DNNL_ARG_DIFF_DST, wrap(p.dst, dy)},
                                        {DNNL_ARG_DIFF_WEIGHTS, dw_m}};
@@ -395,7 +405,8 @@ void conv_weight_grads(const char* kernel, const KernelArgs& a, const ConvGeom& 
     run_conv_bwd_weights(conv_prim(kernel, a, g, ConvKind::BWD_WEIGHTS_BIAS), x, dy, dw, db);
     return;
   }
-  if (run_dw) run_conv_bwd_weights(conv_prim(kernel, a, g, ConvKind::BWD_WEIGHTS), x, dy, dw, nullptr);
+  if (run_dw)
+    run_conv_bwd_weights(conv_prim(kernel, a, g, ConvKind::BWD_WEIGHTS), x, dy, dw, nullptr);
   if (run_db) sum_rows(dy, g.n * g.ho * g.wo, g.co, db);
 }
 
@@ -410,11 +421,13 @@ LinearGeom linear_geom(const char* kernel, const KernelArgs& a, const Shape& x, 
                        const Shape& y) {
   const LinearGeom g{x.n, x.per_sample(), w.n};
   if (!w.is_flat() || w.c != g.k)
-    fail(kernel, a, "weights " + w.str() + " should be [out,1,1," + std::to_string(g.k) +
-                        "] for input " + x.str());
+    fail(kernel, a,
+         "weights " + w.str() + " should be [out,1,1," + std::to_string(g.k) + "] for input " +
+             x.str());
   if (!y.is_flat() || y.n != g.n || y.c != g.o)
-    fail(kernel, a, "output " + y.str() + " should be [" + std::to_string(g.n) + ",1,1," +
-                        std::to_string(g.o) + "]");
+    fail(kernel, a,
+         "output " + y.str() + " should be [" + std::to_string(g.n) + ",1,1," +
+             std::to_string(g.o) + "]");
   return g;
 }
 
@@ -444,7 +457,8 @@ void conv_fwd(const KernelArgs& a) {
   check_f32(k, a, a.out[0], "y");
   const ConvGeom g = conv_geom(k, a, a.in[0].shape(), a.in[1].shape(), a.out[0].shape());
   const bool bias = a.in.size() == 3;
-  if (bias && a.in[2].shape().elements() != g.co) fail(k, a, "bias should have out_channels values");
+  if (bias && a.in[2].shape().elements() != g.co)
+    fail(k, a, "bias should have out_channels values");
   run_conv_fwd(conv_prim(k, a, g, bias ? ConvKind::FWD_BIAS : ConvKind::FWD), a.in[0].f32(),
                a.in[1].f32(), bias ? a.in[2].f32() : nullptr, a.out[0].f32());
 }
@@ -461,7 +475,8 @@ void conv_bwd(const KernelArgs& a) {
   check_inputs_outputs(k, a, has_dx);
   const ConvGeom g = conv_geom(k, a, x.shape(), w.shape(), dy.shape());
   if (a.out[0].shape() != w.shape()) fail(k, a, "dw should have the weights' shape");
-  if (has_dx && a.out[dx_index].shape() != x.shape()) fail(k, a, "dx should have the input's shape");
+  if (has_dx && a.out[dx_index].shape() != x.shape())
+    fail(k, a, "dx should have the input's shape");
   if (bias && a.out[1].shape().elements() != g.co) fail(k, a, "db should have out_channels values");
 
   // dW before dX: dX may overwrite X in place (ENGINE.md §4).
@@ -474,7 +489,11 @@ void conv_bwd(const KernelArgs& a) {
       const int64_t n = x.shape().elements();
       float* tmp = static_cast<float*>(scratch(SCRATCH_DX, static_cast<size_t>(n) * 4));
       run_conv_bwd_data(p, w.f32(), dy.f32(), tmp);
-      detail::store(true, dx, n, [tmp](int64_t i) { return tmp[i]; });
+      // Split across the team: on a residual block's input this pass costs
+      // a third of the convolution itself when it runs on one core.
+      detail::parallel_floats(n, [dx, tmp](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) dx[i] += tmp[i];
+      });
     } else {
       run_conv_bwd_data(p, w.f32(), dy.f32(), dx);
     }
@@ -523,14 +542,15 @@ void linear_bwd(const KernelArgs& a) {
   check_inputs_outputs(k, a, has_dx);
   const LinearGeom g = linear_geom(k, a, x.shape(), w.shape(), dy.shape());
   if (a.out[0].shape() != w.shape()) fail(k, a, "dw should have the weights' shape");
-  if (has_dx && a.out[dx_index].shape() != x.shape()) fail(k, a, "dx should have the input's shape");
+  if (has_dx && a.out[dx_index].shape() != x.shape())
+    fail(k, a, "dx should have the input's shape");
   if (bias && a.out[1].shape().elements() != g.o) fail(k, a, "db should have out_features values");
 
   linear_weight_grads(a, g, x.f32(), dy.f32(), a.out[0].f32(), bias ? a.out[1].f32() : nullptr);
   // dx[N,K] = dy[N,O] w[O,K]
   if (has_dx && a.runs(BwdPart::DX))
-    sgemm('N', 'N', g.n, g.k, g.o, dy.f32(), g.o, w.f32(), g.k, a.accumulate(dx_index) ? 1.0f : 0.0f,
-          a.out[dx_index].f32(), g.k);
+    sgemm('N', 'N', g.n, g.k, g.o, dy.f32(), g.o, w.f32(), g.k,
+          a.accumulate(dx_index) ? 1.0f : 0.0f, a.out[dx_index].f32(), g.k);
 }
 
 void linear_bwd_first(const KernelArgs& a) {
@@ -554,16 +574,20 @@ ConvImpls conv_impls(const KernelArgs& a) {
   check_counts(k, a, 2, 3, 1, 1);
   const ConvGeom g = conv_geom(k, a, a.in[0].shape(), a.in[1].shape(), a.out[0].shape());
   const bool bias = a.in.size() == 3;
-  return {conv_prim(k, a, g, bias ? ConvKind::FWD_BIAS : ConvKind::FWD).impl,
-          conv_prim(k, a, g, ConvKind::BWD_DATA).impl,
-          conv_prim(k, a, g, kFuseBiasGrad && bias ? ConvKind::BWD_WEIGHTS_BIAS
-                                                   : ConvKind::BWD_WEIGHTS)
-              .impl};
+  return {
+      conv_prim(k, a, g, bias ? ConvKind::FWD_BIAS : ConvKind::FWD).impl,
+      conv_prim(k, a, g, ConvKind::BWD_DATA).impl,
+      conv_prim(k, a, g, kFuseBiasGrad && bias ? ConvKind::BWD_WEIGHTS_BIAS : ConvKind::BWD_WEIGHTS)
+          .impl};
 }
 
-bool is_reference_impl(const std::string& impl) { return impl.rfind("ref", 0) == 0; }
+bool is_reference_impl(const std::string& impl) {
+  return impl.rfind("ref", 0) == 0;
+}
 
-size_t cached_conv_primitives() { return conv_cache().size(); }
+size_t cached_conv_primitives() {
+  return conv_cache().size();
+}
 
 }  // namespace dense_info
 

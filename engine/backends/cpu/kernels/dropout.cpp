@@ -2,19 +2,27 @@
 // Dropout on the CPU: counter-based masks (SplitMix64 over the element index).
 #include "backends/cpu/kernels/dropout.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "backends/cpu/kernels/kernel_util.h"
+#include "backends/cpu/kernels/parallel.h"
 
 namespace tr::cpu {
 
 using detail::has_out;
 using detail::layer_params;
+using detail::parallel_ranges;
 using detail::store;
 
 namespace {
 
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+
+// The hash costs about what streaming eight floats does (64-bit multiplies
+// stay scalar), which the parallel threshold should see.
+constexpr int64_t kHashCost = 8;
+constexpr int64_t kBlock = 4096;
 
 // SplitMix64's finaliser: the element's draw is mix(stream + (index+1)*golden),
 // i.e. SplitMix64 with its state jumped straight to `index`.
@@ -83,17 +91,34 @@ void dropout_fwd(const KernelArgs& a) {
   const uint64_t key = stream_key(a.seed, step_of(a), a.node ? a.node->layer : -1);
   const uint64_t base = static_cast<uint64_t>(a.rank) * static_cast<uint64_t>(s.elements());
   const int64_t len = rows.len;
-  for (int64_t r = 0; r < rows.count; ++r) {
+  // Elements [lo, hi) of row r. Two loops: the integer hash, then x * mask *
+  // scale as torch computes it (a dropped inf still gives NaN); no branch on
+  // a coin flip that would mispredict half the time. Blocks keep the mask
+  // of the first loop in L1 for the second when a row is the whole tensor.
+  auto run = [&](int64_t r, int64_t lo, int64_t hi) {
     const float* xr = x + r * len;
     float* yr = y + r * len;
     int8_t* mr = mask + r * rows.mask_stride;
+    // Copies: the int8 stores could alias the captured originals.
+    const uint64_t k = key, t = threshold;
+    const float sc = scale;
     const uint64_t first = base + static_cast<uint64_t>(r * len);
-    // Two loops: the integer hash, then x * mask * scale as torch computes it
-    // (a dropped inf still gives NaN); no branch on a coin flip that would
-    // mispredict half the time.
-    for (int64_t c = 0; c < len; ++c)
-      mr[c] = static_cast<int8_t>(keep(key, first + static_cast<uint64_t>(c), threshold));
-    for (int64_t c = 0; c < len; ++c) yr[c] = xr[c] * (static_cast<float>(mr[c]) * scale);
+    for (int64_t b0 = lo; b0 < hi; b0 += kBlock) {
+      const int64_t b1 = std::min(hi, b0 + kBlock);
+      for (int64_t c = b0; c < b1; ++c)
+        mr[c] = static_cast<int8_t>(keep(k, first + static_cast<uint64_t>(c), t));
+      for (int64_t c = b0; c < b1; ++c) yr[c] = xr[c] * (static_cast<float>(mr[c]) * sc);
+    }
+  };
+  // The mask is a function of the element index alone, so any split of the
+  // rows between threads draws the same one.
+  if (rows.count == 1) {
+    parallel_ranges(
+        len, len * kHashCost, [&](int64_t lo, int64_t hi) { run(0, lo, hi); }, 64);
+  } else {
+    parallel_ranges(rows.count, rows.count * len * kHashCost, [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r) run(r, 0, len);
+    });
   }
 }
 
@@ -106,11 +131,20 @@ void dropout_bwd(const KernelArgs& a) {
   const float scale = keep_scale(layer_params(a).p);
   const bool acc = a.accumulate(0);
   const int64_t len = rows.len;
-  for (int64_t r = 0; r < rows.count; ++r) {
-    const int8_t* mr = mask + r * rows.mask_stride;
-    const float* gr = dy + r * len;
-    store(acc, dx + r * len, len,
-          [&](int64_t c) { return gr[c] * (static_cast<float>(mr[c]) * scale); });
+  auto run = [&](int64_t r, int64_t lo, int64_t hi) {
+    const int8_t* mr = mask + r * rows.mask_stride + lo;
+    const float* gr = dy + r * len + lo;
+    const float sc = scale;  // a copy: the stores could alias the captured original
+    store(acc, dx + r * len + lo, hi - lo,
+          [&](int64_t c) { return gr[c] * (static_cast<float>(mr[c]) * sc); });
+  };
+  if (rows.count == 1) {
+    parallel_ranges(
+        len, len, [&](int64_t lo, int64_t hi) { run(0, lo, hi); }, 64);
+  } else {
+    parallel_ranges(rows.count, rows.count * len, [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r) run(r, 0, len);
+    });
   }
 }
 

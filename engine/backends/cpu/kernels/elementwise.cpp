@@ -5,10 +5,12 @@
 #include <cstring>
 
 #include "backends/cpu/kernels/kernel_util.h"
+#include "backends/cpu/kernels/parallel.h"
 
 namespace tr::cpu {
 
 using detail::has_out;
+using detail::parallel_floats;
 
 namespace {
 
@@ -17,10 +19,17 @@ void copy_or_add(const KernelArgs& a, size_t out_index, const float* src, int64_
   if (!has_out(a, out_index)) return;
   float* dst = a.out[out_index].f32();
   if (!a.accumulate(out_index)) {
-    if (dst != src) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+    if (dst == src) return;
+    parallel_floats(n, [&](int64_t lo, int64_t hi) {
+      std::memcpy(dst + lo, src + lo, static_cast<size_t>(hi - lo) * sizeof(float));
+    });
     return;
   }
-  for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+  parallel_floats(n, [&](int64_t lo, int64_t hi) {
+    float* d = dst + lo;
+    const float* s = src + lo;
+    for (int64_t i = 0; i < hi - lo; ++i) d[i] += s[i];
+  });
 }
 
 }  // namespace
@@ -29,8 +38,9 @@ void add_fwd(const KernelArgs& a) {
   const float* x0 = a.in[0].f32();
   const float* x1 = a.in[1].f32();
   float* y = a.out[0].f32();
-  const int64_t n = a.out[0].shape().elements();
-  for (int64_t i = 0; i < n; ++i) y[i] = x0[i] + x1[i];
+  parallel_floats(a.out[0].shape().elements(), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) y[i] = x0[i] + x1[i];
+  });
 }
 
 void add_bwd(const KernelArgs& a) {

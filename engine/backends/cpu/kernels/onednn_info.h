@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// What oneDNN chose behind the dense kernels, so tests and benchmarks can prove
-// that no convolution silently runs on oneDNN's (thousands of times slower) reference code.
+// What oneDNN chose behind the dense kernels, for tests and benchmarks.
+//
+// They use it to prove that no convolution silently runs on oneDNN's
+// reference code, which is thousands of times slower.
 #pragma once
 
 #include <cstddef>

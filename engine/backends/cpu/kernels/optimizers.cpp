@@ -10,7 +10,14 @@
 #include <cmath>
 #include <string_view>
 
+#include "backends/cpu/kernels/parallel.h"
+
 namespace tr::cpu {
+
+using detail::for_each_part;
+using detail::kMaxParts;
+using detail::parallel_floats;
+using detail::reduction_parts;
 
 namespace {
 
@@ -37,27 +44,53 @@ uint64_t span_floats(const KernelArgs& a) {
 // One SGD step over n elements with momentum buffer m (null: no momentum);
 // `rate` scales the decayed gradient before it enters the buffer (LARS trust
 // ratio, 1 for plain SGD).
-void sgd(float* w, const float* g, float* m, uint64_t n, float lr, float rate, float momentum,
-         float wd, bool nesterov, bool first) {
+void sgd_range(float* w, const float* g, float* m, int64_t n, float lr, float rate, float momentum,
+               float wd, bool nesterov, bool first) {
   if (!m) {
-    for (uint64_t i = 0; i < n; ++i) w[i] -= lr * rate * (g[i] + wd * w[i]);
+    for (int64_t i = 0; i < n; ++i) w[i] -= lr * rate * (g[i] + wd * w[i]);
     return;
   }
   // torch: the buffer starts as the first gradient (no dampening).
   const float keep = first ? 0.0f : momentum;
   if (nesterov) {
-    for (uint64_t i = 0; i < n; ++i) {
+    for (int64_t i = 0; i < n; ++i) {
       const float d = rate * (g[i] + wd * w[i]);
       const float mi = keep * m[i] + d;
       m[i] = mi;
       w[i] -= lr * (d + momentum * mi);
     }
   } else {
-    for (uint64_t i = 0; i < n; ++i) {
+    for (int64_t i = 0; i < n; ++i) {
       const float mi = keep * m[i] + rate * (g[i] + wd * w[i]);
       m[i] = mi;
       w[i] -= lr * mi;
     }
+  }
+}
+
+// Each element updates on its own, so the threads split the range freely;
+// the constants travel by value, out of reach of the stores. The cost
+// counts the floats each element reads and writes.
+void sgd(float* w, const float* g, float* m, uint64_t n, float lr, float rate, float momentum,
+         float wd, bool nesterov, bool first) {
+  parallel_floats(
+      static_cast<int64_t>(n),
+      [=](int64_t lo, int64_t hi) {
+        sgd_range(w + lo, g + lo, m ? m + lo : nullptr, hi - lo, lr, rate, momentum, wd, nesterov,
+                  first);
+      },
+      m ? 5 : 3);
+}
+
+void adam_range(float* w, const float* g, float* m, float* v, int64_t n, float b1, float b2,
+                float c1, float c2, float wd, float eps, float step_size, float inv_sqrt_corr2) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float gi = g[i] + wd * w[i];
+    const float mi = b1 * m[i] + c1 * gi;
+    const float vi = b2 * v[i] + c2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    w[i] -= step_size * mi / (std::sqrt(vi) * inv_sqrt_corr2 + eps);
   }
 }
 
@@ -107,14 +140,13 @@ void adam_update(const KernelArgs& a) {
   // torch: step_size = lr / corr1, denom = sqrt(v) / sqrt(corr2) + eps.
   const float step_size = a.scalar(ScalarSlot::LR) / a.scalar(ScalarSlot::ADAM_CORR1);
   const float inv_sqrt_corr2 = 1.0f / std::sqrt(a.scalar(ScalarSlot::ADAM_CORR2));
-  for (uint64_t i = 0; i < n; ++i) {
-    const float gi = g[i] + wd * w[i];
-    const float mi = b1 * m[i] + c1 * gi;
-    const float vi = b2 * v[i] + c2 * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    w[i] -= step_size * mi / (std::sqrt(vi) * inv_sqrt_corr2 + eps);
-  }
+  parallel_floats(
+      static_cast<int64_t>(n),
+      [=](int64_t lo, int64_t hi) {
+        adam_range(w + lo, g + lo, m + lo, v + lo, hi - lo, b1, b2, c1, c2, wd, eps, step_size,
+                   inv_sqrt_corr2);
+      },
+      8);
 }
 
 void lars_norms(const KernelArgs& a) {
@@ -128,10 +160,22 @@ void lars_norms(const KernelArgs& a) {
     const float* w = ws.f32_at(*t);
     const float* g = same_place(ws, gs, *t);
     const int64_t n = t->shape.elements();
+    // Parts summed in part order (see parallel.h): the same bits on any thread count.
+    const int parts = reduction_parts(n, 2 * n);
+    double part_w[kMaxParts], part_g[kMaxParts];
+    for_each_part(n, parts, [&](int p, int64_t lo, int64_t hi) {
+      double pw = 0.0, pg = 0.0;
+      for (int64_t i = lo; i < hi; ++i) {
+        pw += static_cast<double>(w[i]) * w[i];
+        pg += static_cast<double>(g[i]) * g[i];
+      }
+      part_w[p] = pw;
+      part_g[p] = pg;
+    });
     double sw = 0.0, sg = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-      sw += static_cast<double>(w[i]) * w[i];
-      sg += static_cast<double>(g[i]) * g[i];
+    for (int p = 0; p < parts; ++p) {
+      sw += part_w[p];
+      sg += part_g[p];
     }
     float* out = ns.f32_at(*nt);
     out[0] = static_cast<float>(std::sqrt(sw));

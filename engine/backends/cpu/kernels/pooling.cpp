@@ -8,12 +8,14 @@
 
 #include "backends/cpu/kernels/fast_math.h"
 #include "backends/cpu/kernels/kernel_util.h"
+#include "backends/cpu/kernels/parallel.h"
 
 namespace tr::cpu {
 
 using detail::has_out;
 using detail::kChannelBlock;
 using detail::layer_params;
+using detail::parallel_ranges;
 
 namespace {
 
@@ -69,42 +71,186 @@ void clear_unless(bool accumulate, float* p, int64_t n) {
   if (!accumulate) std::memset(p, 0, static_cast<size_t>(n) * sizeof(float));
 }
 
+// Output rows (b, yo) in parallel: each writes only its own output row.
+template <class F>
+void per_output_row(const Window& g, F&& f) {
+  parallel_ranges(g.n * g.oh, g.n * g.h * g.w * g.c, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) f(r / g.oh, r % g.oh);
+  });
+}
+
+// Images in parallel, for the backward passes whose windows may overlap and
+// so add into input rows that neighbouring output rows also reach.
+template <class F>
+void per_image(const Window& g, F&& f) {
+  parallel_ranges(g.n, g.n * g.h * g.w * g.c, [&](int64_t lo, int64_t hi) {
+    for (int64_t b = lo; b < hi; ++b) f(b);
+  });
+}
+
+// One window's gradient to the first maximum of each channel, as the
+// overlapping path routes it. kh x kw input pointers and `row` / `col`
+// strides; channels innermost so the loop vectorises.
+template <bool kAcc>
+void route_window(const float* x, float* dx, const float* ym, const float* gm, int64_t c,
+                  int64_t kh, int64_t kw, int64_t row, int64_t col) {
+  float open[kChannelBlock];  // 1 until the channel has routed its gradient
+  for (int64_t k0 = 0; k0 < c; k0 += kChannelBlock) {
+    const int64_t cb = std::min(kChannelBlock, c - k0);
+    std::fill(open, open + cb, 1.0f);
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j) {
+        const float* in = x + i * row + j * col + k0;
+        float* out = dx + i * row + j * col + k0;
+        const float* yr = ym + k0;
+        const float* gr = gm + k0;
+        for (int64_t k = 0; k < cb; ++k) {
+          const float hit = select(in[k] == yr[k], open[k], 0.0f);
+          const float r = select(hit != 0.0f, gr[k], 0.0f);
+          open[k] -= hit;
+          // 0 + r rather than r: the bits of clearing, then adding (-0 becomes +0).
+          out[k] = kAcc ? out[k] + r : 0.0f + r;
+        }
+      }
+  }
+}
+
+// The common 2x2 window in one pass over the channels: the four positions
+// are four streams, and what is still to route passes from one to the next
+// in a register (a select, so a NaN or -0 gradient moves unchanged).
+// Restrict parameters: the streams are disjoint (the column stride is at
+// least c), and without them the vectoriser wants more alias checks than it
+// will emit.
+template <bool kAcc>
+void route_2x2(const float* __restrict x0, const float* __restrict x1, const float* __restrict x2,
+               const float* __restrict x3, const float* __restrict ym, const float* __restrict gm,
+               float* __restrict d0, float* __restrict d1, float* __restrict d2,
+               float* __restrict d3, int64_t c) {
+  for (int64_t k = 0; k < c; ++k) {
+    const float yk = ym[k];
+    const float g0 = gm[k];
+    const float r0 = select(x0[k] == yk, g0, 0.0f);
+    const float g1 = select(x0[k] == yk, 0.0f, g0);
+    const float r1 = select(x1[k] == yk, g1, 0.0f);
+    const float g2 = select(x1[k] == yk, 0.0f, g1);
+    const float r2 = select(x2[k] == yk, g2, 0.0f);
+    const float g3 = select(x2[k] == yk, 0.0f, g2);
+    const float r3 = select(x3[k] == yk, g3, 0.0f);
+    // 0 + r rather than r: the bits of clearing, then adding (-0 becomes +0).
+    d0[k] = kAcc ? d0[k] + r0 : 0.0f + r0;
+    d1[k] = kAcc ? d1[k] + r1 : 0.0f + r1;
+    d2[k] = kAcc ? d2[k] + r2 : 0.0f + r2;
+    d3[k] = kAcc ? d3[k] + r3 : 0.0f + r3;
+  }
+}
+
+template <bool kAcc>
+void route_window_2x2(const float* x, float* dx, const float* ym, const float* gm, int64_t c,
+                      int64_t row, int64_t col) {
+  route_2x2<kAcc>(x, x + col, x + row, x + row + col, ym, gm, dx, dx + col, dx + row,
+                  dx + row + col, c);
+}
+
+// The larger of a running maximum and a candidate, as torch's max pooling
+// compares: strictly greater keeps the first maximum in row-major order, and
+// a NaN wins and stays, so the NaN check sees it.
+inline float max_step(float best, float v) {
+  return select((v > best) | (v != v), v, best);
+}
+
+// A 2x2 window without padding, channels innermost. Starting from the first
+// element gives the same bits as starting from -inf: that step would pick it.
+void max_2x2(const float* __restrict x0, const float* __restrict x1, const float* __restrict x2,
+             const float* __restrict x3, float* __restrict y, int64_t c) {
+  for (int64_t k = 0; k < c; ++k) y[k] = max_step(max_step(max_step(x0[k], x1[k]), x2[k]), x3[k]);
+}
+
+// Windows that tile the input without overlap (stride == kernel, no
+// padding): every input element lies in at most one window, so the gradient
+// is written in one pass, output row by output row, with no clearing pass
+// and no read-modify-write of dx.
+template <bool kAcc>
+void maxpool_bwd_tiled(const KernelArgs& a, const Window& g) {
+  const float* x = a.in[0].f32();
+  const float* y = a.in[1].f32();
+  const float* dy = a.in[2].f32();
+  float* dx = a.out[0].f32();
+  // Floor-mode windows can leave the last rows and columns uncovered.
+  const int64_t covered_h = g.oh * g.kh, covered_w = g.ow * g.kw;
+  const int64_t row = g.w * g.c, col = g.c;
+  per_output_row(g, [&](int64_t b, int64_t yo) {
+    if (!kAcc) {
+      if (covered_w < g.w)
+        for (int64_t yi = yo * g.kh; yi < (yo + 1) * g.kh; ++yi)
+          std::memset(g.in_at(dx, b, yi, covered_w), 0,
+                      static_cast<size_t>((g.w - covered_w) * g.c) * sizeof(float));
+      if (yo == g.oh - 1 && covered_h < g.h)
+        std::memset(g.in_at(dx, b, covered_h, 0), 0,
+                    static_cast<size_t>((g.h - covered_h) * g.w * g.c) * sizeof(float));
+    }
+    for (int64_t xo = 0; xo < g.ow; ++xo) {
+      const int64_t o = g.out_index(b, yo, xo);
+      const int64_t first = ((b * g.h + yo * g.kh) * g.w + xo * g.kw) * g.c;
+      if (g.kh == 2 && g.kw == 2)
+        route_window_2x2<kAcc>(x + first, dx + first, y + o, dy + o, g.c, row, col);
+      else
+        route_window<kAcc>(x + first, dx + first, y + o, dy + o, g.c, g.kh, g.kw, row, col);
+    }
+  });
+}
+
 }  // namespace
 
 void maxpool_fwd(const KernelArgs& a) {
   const Window g(a.in[0].shape(), a.out[0].shape(), layer_params(a));
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
-  for (int64_t b = 0; b < g.n; ++b)
-    for (int64_t yo = 0; yo < g.oh; ++yo)
+  if (g.kh == 2 && g.kw == 2 && g.ph == 0 && g.pw == 0) {
+    const int64_t row = g.w * g.c, col = g.c;
+    per_output_row(g, [&](int64_t b, int64_t yo) {
       for (int64_t xo = 0; xo < g.ow; ++xo) {
-        float* out = y + g.out_index(b, yo, xo);
-        // Padding is -inf: it never wins, so it is simply not visited.
-        std::fill(out, out + g.c, -std::numeric_limits<float>::infinity());
-        int64_t r0, r1, c0, c1;
-        g.rows(yo, r0, r1);
-        g.cols(xo, c0, c1);
-        for (int64_t yi = r0; yi < r1; ++yi)
-          for (int64_t xi = c0; xi < c1; ++xi) {
-            const float* in = g.in_at(x, b, yi, xi);
-            // Strictly greater keeps the first maximum in row-major order;
-            // a NaN wins and stays, as in PyTorch, so the NaN check sees it.
-            for (int64_t k = 0; k < g.c; ++k)
-              out[k] = (in[k] > out[k] || in[k] != in[k]) ? in[k] : out[k];
-          }
+        const float* in = g.in_at(x, b, yo * g.sh, xo * g.sw);
+        max_2x2(in, in + col, in + row, in + row + col, y + g.out_index(b, yo, xo), g.c);
       }
+    });
+    return;
+  }
+  per_output_row(g, [&](int64_t b, int64_t yo) {
+    for (int64_t xo = 0; xo < g.ow; ++xo) {
+      float* out = y + g.out_index(b, yo, xo);
+      // Padding is -inf: it never wins, so it is simply not visited.
+      std::fill(out, out + g.c, -std::numeric_limits<float>::infinity());
+      int64_t r0, r1, c0, c1;
+      g.rows(yo, r0, r1);
+      g.cols(xo, c0, c1);
+      for (int64_t yi = r0; yi < r1; ++yi)
+        for (int64_t xi = c0; xi < c1; ++xi) {
+          const float* in = g.in_at(x, b, yi, xi);
+          for (int64_t k = 0; k < g.c; ++k) out[k] = max_step(out[k], in[k]);
+        }
+    }
+  });
 }
 
 void maxpool_bwd(const KernelArgs& a) {
   if (!has_out(a, 0)) return;
   const Window g(a.in[0].shape(), a.in[1].shape(), layer_params(a));
+  if (g.sh == g.kh && g.sw == g.kw && g.ph == 0 && g.pw == 0 && g.oh > 0 && g.ow > 0) {
+    if (a.accumulate(0))
+      maxpool_bwd_tiled<true>(a, g);
+    else
+      maxpool_bwd_tiled<false>(a, g);
+    return;
+  }
   const float* x = a.in[0].f32();
   const float* y = a.in[1].f32();
   const float* dy = a.in[2].f32();
   float* dx = a.out[0].f32();
-  // Windows may overlap, so every window adds into dx.
-  clear_unless(a.accumulate(0), dx, a.out[0].shape().elements());
-  for (int64_t b = 0; b < g.n; ++b)
+  const bool acc = a.accumulate(0);
+  const int64_t image = g.h * g.w * g.c;
+  per_image(g, [&](int64_t b) {
+    // Windows may overlap, so every window adds into dx.
+    clear_unless(acc, dx + b * image, image);
     for (int64_t yo = 0; yo < g.oh; ++yo)
       for (int64_t xo = 0; xo < g.ow; ++xo) {
         const int64_t o = g.out_index(b, yo, xo);
@@ -131,28 +277,29 @@ void maxpool_bwd(const KernelArgs& a) {
             }
         }
       }
+  });
 }
 
 void avgpool_fwd(const KernelArgs& a) {
   const Window g(a.in[0].shape(), a.out[0].shape(), layer_params(a));
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
-  for (int64_t b = 0; b < g.n; ++b)
-    for (int64_t yo = 0; yo < g.oh; ++yo)
-      for (int64_t xo = 0; xo < g.ow; ++xo) {
-        float* out = y + g.out_index(b, yo, xo);
-        std::fill(out, out + g.c, 0.0f);
-        int64_t r0, r1, c0, c1;
-        g.rows(yo, r0, r1);
-        g.cols(xo, c0, c1);
-        for (int64_t yi = r0; yi < r1; ++yi)
-          for (int64_t xi = c0; xi < c1; ++xi) {
-            const float* in = g.in_at(x, b, yi, xi);
-            for (int64_t k = 0; k < g.c; ++k) out[k] += in[k];
-          }
-        const float inv = 1.0f / static_cast<float>(g.divisor(yo, xo));
-        for (int64_t k = 0; k < g.c; ++k) out[k] *= inv;
-      }
+  per_output_row(g, [&](int64_t b, int64_t yo) {
+    for (int64_t xo = 0; xo < g.ow; ++xo) {
+      float* out = y + g.out_index(b, yo, xo);
+      std::fill(out, out + g.c, 0.0f);
+      int64_t r0, r1, c0, c1;
+      g.rows(yo, r0, r1);
+      g.cols(xo, c0, c1);
+      for (int64_t yi = r0; yi < r1; ++yi)
+        for (int64_t xi = c0; xi < c1; ++xi) {
+          const float* in = g.in_at(x, b, yi, xi);
+          for (int64_t k = 0; k < g.c; ++k) out[k] += in[k];
+        }
+      const float inv = 1.0f / static_cast<float>(g.divisor(yo, xo));
+      for (int64_t k = 0; k < g.c; ++k) out[k] *= inv;
+    }
+  });
 }
 
 void avgpool_bwd(const KernelArgs& a) {
@@ -160,8 +307,10 @@ void avgpool_bwd(const KernelArgs& a) {
   const Window g(a.out[0].shape(), a.in[0].shape(), layer_params(a));
   const float* dy = a.in[0].f32();
   float* dx = a.out[0].f32();
-  clear_unless(a.accumulate(0), dx, a.out[0].shape().elements());
-  for (int64_t b = 0; b < g.n; ++b)
+  const bool acc = a.accumulate(0);
+  const int64_t image = g.h * g.w * g.c;
+  per_image(g, [&](int64_t b) {
+    clear_unless(acc, dx + b * image, image);
     for (int64_t yo = 0; yo < g.oh; ++yo)
       for (int64_t xo = 0; xo < g.ow; ++xo) {
         const float* gr = dy + g.out_index(b, yo, xo);
@@ -175,6 +324,7 @@ void avgpool_bwd(const KernelArgs& a) {
             for (int64_t k = 0; k < g.c; ++k) out[k] += gr[k] * inv;
           }
       }
+  });
 }
 
 void gap_fwd(const KernelArgs& a) {
@@ -183,15 +333,17 @@ void gap_fwd(const KernelArgs& a) {
   float* y = a.out[0].f32();
   const int64_t hw = s.h * s.w;
   const float inv = 1.0f / static_cast<float>(hw);
-  for (int64_t b = 0; b < s.n; ++b) {
-    float* out = y + b * s.c;
-    std::fill(out, out + s.c, 0.0f);
-    for (int64_t p = 0; p < hw; ++p) {
-      const float* in = x + (b * hw + p) * s.c;
-      for (int64_t k = 0; k < s.c; ++k) out[k] += in[k];
+  parallel_ranges(s.n, s.elements(), [&](int64_t lo, int64_t hi) {
+    for (int64_t b = lo; b < hi; ++b) {
+      float* out = y + b * s.c;
+      std::fill(out, out + s.c, 0.0f);
+      for (int64_t p = 0; p < hw; ++p) {
+        const float* in = x + (b * hw + p) * s.c;
+        for (int64_t k = 0; k < s.c; ++k) out[k] += in[k];
+      }
+      for (int64_t k = 0; k < s.c; ++k) out[k] *= inv;
     }
-    for (int64_t k = 0; k < s.c; ++k) out[k] *= inv;
-  }
+  });
 }
 
 void gap_bwd(const KernelArgs& a) {
@@ -202,17 +354,19 @@ void gap_bwd(const KernelArgs& a) {
   const int64_t hw = s.h * s.w;
   const float inv = 1.0f / static_cast<float>(hw);
   const bool acc = a.accumulate(0);
-  for (int64_t b = 0; b < s.n; ++b) {
-    const float* gr = dy + b * s.c;
-    for (int64_t p = 0; p < hw; ++p) {
-      float* out = dx + (b * hw + p) * s.c;
-      if (acc) {
-        for (int64_t k = 0; k < s.c; ++k) out[k] += gr[k] * inv;
-      } else {
-        for (int64_t k = 0; k < s.c; ++k) out[k] = gr[k] * inv;
+  parallel_ranges(s.n, s.elements(), [&](int64_t lo, int64_t hi) {
+    for (int64_t b = lo; b < hi; ++b) {
+      const float* gr = dy + b * s.c;
+      for (int64_t p = 0; p < hw; ++p) {
+        float* out = dx + (b * hw + p) * s.c;
+        if (acc) {
+          for (int64_t k = 0; k < s.c; ++k) out[k] += gr[k] * inv;
+        } else {
+          for (int64_t k = 0; k < s.c; ++k) out[k] = gr[k] * inv;
+        }
       }
     }
-  }
+  });
 }
 
 }  // namespace tr::cpu

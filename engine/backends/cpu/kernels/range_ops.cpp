@@ -7,10 +7,27 @@
 #include <cstring>
 
 #include "backends/cpu/kernels/half_convert.h"
+#include "backends/cpu/kernels/parallel.h"
 
 namespace tr::cpu {
 
+using detail::parallel_floats;
+using detail::parallel_ranges;
+using detail::threads_for;
+
 namespace {
+
+// Span sizes as loop counts (spans are far below 2^63 bytes).
+int64_t span_size(uint64_t n) {
+  return static_cast<int64_t>(n);
+}
+
+// Byte ranges cut on cache lines; a byte costs a quarter of a float.
+template <class F>
+void parallel_bytes(uint64_t bytes, F&& f) {
+  const int64_t n = span_size(bytes);
+  parallel_ranges(n, n / 4, f, 64);
+}
 
 uint64_t common_floats(const SpanArg& x, const SpanArg& y) {
   return std::min(x.floats(), y.floats());
@@ -26,20 +43,41 @@ const DTensor* find_owned(const SpanArg& s, Region region, int owner) {
 }  // namespace
 
 void range_clear(const KernelArgs& a) {
-  for (const SpanArg& s : a.out_spans) std::memset(s.data, 0, s.bytes);
+  for (const SpanArg& s : a.out_spans) {
+    uint8_t* p = static_cast<uint8_t*>(s.data);
+    parallel_bytes(s.bytes, [&](int64_t lo, int64_t hi) {
+      std::memset(p + lo, 0, static_cast<size_t>(hi - lo));
+    });
+  }
 }
 
 void range_copy(const KernelArgs& a) {
   const SpanArg& in = a.in_spans[0];
   const SpanArg& out = a.out_spans[0];
-  if (in.data != out.data) std::memmove(out.data, in.data, std::min(in.bytes, out.bytes));
+  if (in.data == out.data) return;
+  const uint64_t n = std::min(in.bytes, out.bytes);
+  const uint8_t* src = static_cast<const uint8_t*>(in.data);
+  uint8_t* dst = static_cast<uint8_t*>(out.data);
+  // Overlapping spans must move in one direction, on one thread.
+  const auto s0 = reinterpret_cast<uintptr_t>(src), d0 = reinterpret_cast<uintptr_t>(dst);
+  if (s0 < d0 + n && d0 < s0 + n) {
+    std::memmove(dst, src, n);
+    return;
+  }
+  parallel_bytes(n, [&](int64_t lo, int64_t hi) {
+    std::memcpy(dst + lo, src + lo, static_cast<size_t>(hi - lo));
+  });
 }
 
 void range_accumulate(const KernelArgs& a) {
   const float* in = a.in_spans[0].f32();
   float* out = a.out_spans[0].f32();
-  const uint64_t n = common_floats(a.in_spans[0], a.out_spans[0]);
-  for (uint64_t i = 0; i < n; ++i) out[i] += in[i];
+  parallel_floats(span_size(common_floats(a.in_spans[0], a.out_spans[0])),
+                  [&](int64_t lo, int64_t hi) {
+                    float* o = out + lo;
+                    const float* x = in + lo;
+                    for (int64_t i = 0; i < hi - lo; ++i) o[i] += x[i];
+                  });
 }
 
 void range_scale(const KernelArgs& a) {
@@ -50,18 +88,28 @@ void range_scale(const KernelArgs& a) {
   const SpanArg& out = a.out_spans.empty() ? in : a.out_spans[0];
   const float* x = in.f32();
   float* y = out.f32();
-  const uint64_t n = common_floats(in, out);
-  for (uint64_t i = 0; i < n; ++i) y[i] = x[i] * s;
+  parallel_floats(span_size(common_floats(in, out)), [&](int64_t lo, int64_t hi) {
+    const float* xr = x + lo;
+    float* yr = y + lo;
+    const float sr = s;  // a copy: the stores could alias the captured original
+    for (int64_t i = 0; i < hi - lo; ++i) yr[i] = xr[i] * sr;
+  });
 }
 
 void range_nan_check(const KernelArgs& a) {
   // Integer test of the exponent bits: an OR-reduction the compiler
   // vectorises, which a float isfinite() reduction would not be.
+  // An OR does not care about order, so threads may combine in any.
   uint32_t bad = 0;
   for (const SpanArg& s : a.in_spans) {
     const uint32_t* bits = static_cast<const uint32_t*>(s.data);
-    const uint64_t n = s.floats();
-    for (uint64_t i = 0; i < n; ++i) bad |= (bits[i] & 0x7F800000u) == 0x7F800000u ? 1u : 0u;
+    const int64_t n = span_size(s.floats());
+    if (threads_for(n) <= 1) {
+      for (int64_t i = 0; i < n; ++i) bad |= (bits[i] & 0x7F800000u) == 0x7F800000u ? 1u : 0u;
+      continue;
+    }
+#pragma omp parallel for reduction(| : bad) schedule(static) num_threads(threads_for(n))
+    for (int64_t i = 0; i < n; ++i) bad |= (bits[i] & 0x7F800000u) == 0x7F800000u ? 1u : 0u;
   }
   if (bad) a.scalars[static_cast<int>(ScalarSlot::OVERFLOW)] = 1.0f;
 }
@@ -71,8 +119,9 @@ void range_cast_fp32_to_fp16(const KernelArgs& a) {
   const SpanArg& out = a.out_spans[0];
   const float* x = in.f32();
   uint16_t* y = static_cast<uint16_t*>(out.data);
-  const uint64_t n = std::min(in.bytes / 4, out.bytes / 2);
-  for (uint64_t i = 0; i < n; ++i) y[i] = float_to_half_bits(x[i]);
+  parallel_floats(span_size(std::min(in.bytes / 4, out.bytes / 2)), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) y[i] = float_to_half_bits(x[i]);
+  });
 }
 
 void range_cast_fp16_to_fp32(const KernelArgs& a) {
@@ -80,8 +129,9 @@ void range_cast_fp16_to_fp32(const KernelArgs& a) {
   const SpanArg& out = a.out_spans[0];
   const uint16_t* x = static_cast<const uint16_t*>(in.data);
   float* y = out.f32();
-  const uint64_t n = std::min(in.bytes / 2, out.bytes / 4);
-  for (uint64_t i = 0; i < n; ++i) y[i] = half_bits_to_float(x[i]);
+  parallel_floats(span_size(std::min(in.bytes / 2, out.bytes / 4)), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) y[i] = half_bits_to_float(x[i]);
+  });
 }
 
 void range_bn_eq_params(const KernelArgs& a) {
@@ -124,8 +174,14 @@ void range_ema_update(const KernelArgs& a) {
   const float keep_new = static_cast<float>(1.0 - decay);
   const float* w = a.in_spans[0].f32();
   float* e = a.out_spans[0].f32();
-  const uint64_t n = common_floats(a.in_spans[0], a.out_spans[0]);
-  for (uint64_t i = 0; i < n; ++i) e[i] = d * e[i] + keep_new * w[i];
+  parallel_floats(span_size(common_floats(a.in_spans[0], a.out_spans[0])),
+                  [&](int64_t lo, int64_t hi) {
+                    const float* wr = w + lo;
+                    float* er = e + lo;
+                    // Copies: the stores could alias the captured originals.
+                    const float dr = d, kr = keep_new;
+                    for (int64_t i = 0; i < hi - lo; ++i) er[i] = dr * er[i] + kr * wr[i];
+                  });
 }
 
 }  // namespace tr::cpu

@@ -9,12 +9,25 @@
 #include <limits>
 
 #include "backends/cpu/kernels/kernel_util.h"
+#include "backends/cpu/kernels/parallel.h"
 
 namespace tr::cpu {
 
+using detail::for_each_part;
 using detail::has_out;
+using detail::kMaxParts;
+using detail::reduction_parts;
 
 namespace {
+
+// The sums of one part of the rows.
+struct Tally {
+  double loss = 0.0;
+  int64_t top1 = 0, top5 = 0;
+};
+
+// exp and log per logit cost far more than streaming it.
+constexpr int64_t kLogitCost = 16;
 
 void softmax_ce(const KernelArgs& a, bool backward) {
   const Shape& s = a.in[0].shape();
@@ -26,39 +39,51 @@ void softmax_ce(const KernelArgs& a, bool backward) {
   const bool acc = a.accumulate(1);
   const float inv_n = 1.0f / static_cast<float>(N);
 
-  double loss = 0.0;
-  int64_t top1 = 0, top5 = 0;
-  for (int64_t i = 0; i < N; ++i) {
-    const float* row = logits + i * K;
-    float* g = grad ? grad + i * K : nullptr;
-    const int32_t label = labels[i];
-    if (label < 0 || label >= K) {
-      // A broken label must stop the step, not read out of bounds: NaN in
-      // the result block trips the NaN check. Its gradient row stays zero.
-      loss = std::numeric_limits<double>::quiet_NaN();
-      if (g && !acc) std::memset(g, 0, static_cast<size_t>(K) * sizeof(float));
-      continue;
-    }
-    float mx = row[0];
-    for (int64_t k = 1; k < K; ++k) mx = row[k] > mx ? row[k] : mx;
-    double sum = 0.0;
-    for (int64_t k = 0; k < K; ++k) sum += std::exp(static_cast<double>(row[k] - mx));
-    loss += static_cast<double>(mx) + std::log(sum) - static_cast<double>(row[label]);
+  // Rows in parts (see parallel.h); the losses add up in part order, so
+  // the bits do not depend on the threads. Counts are exact in any order.
+  const int parts = reduction_parts(N, N * K * kLogitCost);
+  Tally tally[kMaxParts];
+  for_each_part(N, parts, [&](int p, int64_t lo, int64_t hi) {
+    Tally& t = tally[p];
+    for (int64_t i = lo; i < hi; ++i) {
+      const float* row = logits + i * K;
+      float* g = grad ? grad + i * K : nullptr;
+      const int32_t label = labels[i];
+      if (label < 0 || label >= K) {
+        // A broken label must stop the step, not read out of bounds: NaN in
+        // the result block trips the NaN check. Its gradient row stays zero.
+        t.loss = std::numeric_limits<double>::quiet_NaN();
+        if (g && !acc) std::memset(g, 0, static_cast<size_t>(K) * sizeof(float));
+        continue;
+      }
+      float mx = row[0];
+      for (int64_t k = 1; k < K; ++k) mx = row[k] > mx ? row[k] : mx;
+      double sum = 0.0;
+      for (int64_t k = 0; k < K; ++k) sum += std::exp(static_cast<double>(row[k] - mx));
+      t.loss += static_cast<double>(mx) + std::log(sum) - static_cast<double>(row[label]);
 
-    // Ties favour the label: it is within top-k unless k logits beat it strictly.
-    const float target = row[label];
-    int64_t greater = 0;
-    for (int64_t k = 0; k < K; ++k) greater += row[k] > target ? 1 : 0;
-    top1 += greater < 1 ? 1 : 0;
-    top5 += greater < 5 ? 1 : 0;
+      // Ties favour the label: it is within top-k unless k logits beat it strictly.
+      const float target = row[label];
+      int64_t greater = 0;
+      for (int64_t k = 0; k < K; ++k) greater += row[k] > target ? 1 : 0;
+      t.top1 += greater < 1 ? 1 : 0;
+      t.top5 += greater < 5 ? 1 : 0;
 
-    if (g) {
-      const float inv_sum = static_cast<float>(1.0 / sum);
-      for (int64_t k = 0; k < K; ++k) {
-        const float d = (std::exp(row[k] - mx) * inv_sum - (k == label ? 1.0f : 0.0f)) * inv_n;
-        g[k] = acc ? g[k] + d : d;
+      if (g) {
+        const float inv_sum = static_cast<float>(1.0 / sum);
+        for (int64_t k = 0; k < K; ++k) {
+          const float d = (std::exp(row[k] - mx) * inv_sum - (k == label ? 1.0f : 0.0f)) * inv_n;
+          g[k] = acc ? g[k] + d : d;
+        }
       }
     }
+  });
+  double loss = 0.0;
+  int64_t top1 = 0, top5 = 0;
+  for (int p = 0; p < parts; ++p) {
+    loss += tally[p].loss;
+    top1 += tally[p].top1;
+    top5 += tally[p].top5;
   }
   float* result = a.out[0].f32();
   result[0] = static_cast<float>(loss);
