@@ -222,10 +222,10 @@ FASHION = {"kind": "fashion-mnist", "mean": [0.286041], "std": [0.353024],
 
 
 def training(lr, epochs, global_batch, devices="cpu:1", precision="fp32",
-             weight_decay=0.0005, warmup_epochs=0):
+             weight_decay=0.0005, warmup_epochs=0, nesterov=False):
     return {
         "optimizer": {"type": "sgd", "lr": lr, "momentum": 0.9,
-                      "weight_decay": weight_decay, "nesterov": False},
+                      "weight_decay": weight_decay, "nesterov": nesterov},
         "schedule": {"type": "cosine", "warmup_epochs": warmup_epochs, "min_lr": 0},
         "epochs": epochs,
         "global_batch": global_batch,
@@ -265,7 +265,7 @@ def all_projects():
         (project("cnn-bn-fashion",
                  "A four-layer 3x3 CNN with BatchNorm and global average pooling "
                  "on Fashion-MNIST.",
-                 cnn_bn_model(), FASHION, training(0.1, 3, 128), 1000), 65834),
+                 cnn_bn_model(), FASHION, training(0.2, 3, 128, nesterov=True), 1000), 65834),
         (project("resnet8-fashion",
                  "ResNet-8 (three stages of one basic block, projection shortcuts) "
                  "on Fashion-MNIST.",
