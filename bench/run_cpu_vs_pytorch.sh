@@ -1,0 +1,249 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Compares our CPU training throughput with PyTorch's on the three Fashion-MNIST projects, interleaved.
+#
+# usage: bench/run_cpu_vs_pytorch.sh [--out FILE] [--rounds N]
+# environment (defaults): BUILD_DIR (<repo>/build), ROUNDS (3), THREADS (2), BATCH (128),
+#   STEPS (30), WARMUP (5), MODELS ("lenet cnn-bn resnet8"), PEAK_GFLOPS (390),
+#   PYTHON (/usr/bin/python3), DATA_DIR (the CLI's default),
+#   TORCH_BLAS (OpenBLAS's libblas.so.3, LD_PRELOADed into the PyTorch processes only; empty: none),
+#   TORCH_GLIBC_TUNABLES (keeps freed memory in the PyTorch processes; empty: glibc's defaults),
+#   QUIET_WAIT (60: seconds to wait before each run for both CPUs to be idle; 0: don't wait),
+#   RETRIES (2) and CONTENDED (0.10: rerun a run while others or steal took more of the CPUs).
+# See bench/README.md.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$here/build}
+cli=$build/bin/renaissance-cli
+python=${PYTHON:-/usr/bin/python3}
+models_py=$here/bench/pytorch_models.py
+rounds=${ROUNDS:-3}
+threads=${THREADS:-2}
+batch=${BATCH:-128}
+steps=${STEPS:-30}
+warmup=${WARMUP:-5}
+peak=${PEAK_GFLOPS:-390}
+models=${MODELS:-lenet cnn-bn resnet8}
+quiet_wait=${QUIET_WAIT:-60}
+retries=${RETRIES:-2}
+contended=${CONTENDED:-0.10}
+out=$here/bench/results/cpu_vs_pytorch.json
+torch_blas=${TORCH_BLAS-/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3}
+# glibc returns big freed blocks to the kernel (munmap / heap trim), so every PyTorch step
+# page-faults its activations in again; our engine allocates from a planned arena once.
+torch_tunables=${TORCH_GLIBC_TUNABLES-glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=17179869184}
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --out) out=$2; shift 2 ;;
+    --out=*) out=${1#--out=}; shift ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --rounds=*) rounds=${1#--rounds=}; shift ;;
+    -h|--help) sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run_cpu_vs_pytorch.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+die() { echo "run_cpu_vs_pytorch.sh: $*" >&2; exit 1; }
+[ -x "$cli" ] || die "no renaissance-cli at $cli; build the tree or set BUILD_DIR"
+[ -x "$python" ] || die "no Python at $python; set PYTHON to the interpreter that has torch"
+if ! "$python" -c 'import torch' >/dev/null 2>&1; then
+  die "PyTorch is not importable by $python; install it with:
+  apt-get install python3-torch libopenblas0-pthread
+(or set PYTHON to an interpreter that has torch)"
+fi
+if [ -n "$torch_blas" ] && [ ! -e "$torch_blas" ]; then
+  echo "run_cpu_vs_pytorch.sh: warning: $torch_blas is missing (apt-get install" \
+       "libopenblas0-pthread); PyTorch uses whatever libblas.so.3 resolves to" >&2
+  torch_blas=
+fi
+
+project_of() {
+  case $1 in
+    lenet) echo "$here/projects/lenet-fashion.json" ;;
+    cnn-bn) echo "$here/projects/cnn-bn-fashion.json" ;;
+    resnet8) echo "$here/projects/resnet8-fashion.json" ;;
+    *) die "unknown model '$1' (lenet, cnn-bn, resnet8)" ;;
+  esac
+}
+
+# PyTorch gets OpenBLAS, malloc settings and thread counts for its own process only.
+torch_py() {
+  env ${torch_blas:+LD_PRELOAD="$torch_blas${LD_PRELOAD:+:$LD_PRELOAD}"} \
+      ${torch_tunables:+GLIBC_TUNABLES="$torch_tunables"} \
+      OPENBLAS_NUM_THREADS="$threads" OMP_NUM_THREADS="$threads" \
+      "$python" "$models_py" "$@"
+}
+
+# Waits up to $quiet_wait s until both CPUs were >= 97% idle over two seconds running;
+# prints 1 when they were, 0 when it gave up (the run goes ahead and is marked).
+wait_quiet() {
+  [ "$quiet_wait" -gt 0 ] || { echo 1; return; }
+  local deadline=$(( $(date +%s) + quiet_wait )) ok=0 i0 t0 i1 t1
+  idle() { local _c u n s i w q sq st; read -r _c u n s i w q sq st _ < /proc/stat
+           echo $((i + w)) $((u + n + s + i + w + q + sq + st)); }
+  while [ "$(date +%s)" -lt "$deadline" ]; do
+    read -r i0 t0 < <(idle); sleep 1; read -r i1 t1 < <(idle)
+    if [ $(( 100 * (i1 - i0) / (t1 - t0 + 1) )) -ge 97 ]; then ok=$((ok + 1)); else ok=0; fi
+    [ $ok -ge 2 ] && { echo 1; return; }
+  done
+  echo 0
+}
+
+# CPU accounting around a run: "busy steal total" jiffies of the machine and the CPU time
+# of this shell's finished children, to tell how much of the machine other work took.
+snap() {
+  local _c u n s i w q sq st stat
+  read -r _c u n s i w q sq st _ < /proc/stat
+  stat=$(cat /proc/$$/stat); stat=${stat##*) }  # fields from 3 (state) on
+  set -- $stat
+  echo $((u + n + s + q + sq)) "$st" $((u + n + s + i + w + q + sq + st)) $(( ${14} + ${15} ))
+}
+raw=$(mktemp)
+trap 'rm -f "$raw"' EXIT
+# Prints "<per mille of the CPUs others or steal took> <JSON record>".
+record_line() {  # side model round quiet "snap before" "snap after" attempts json
+  local b0 s0 t0 c0 b1 s1 t1 c1
+  read -r b0 s0 t0 c0 <<<"$5"; read -r b1 s1 t1 c1 <<<"$6"
+  local total=$(( t1 - t0 > 0 ? t1 - t0 : 1 )) others=$(( b1 - b0 - (c1 - c0) ))
+  [ $others -ge 0 ] || others=0
+  local worst=$(( others > s1 - s0 ? others : s1 - s0 ))
+  printf '%d {"side":"%s","model":"%s","round":%d,"quiet":%d,"others_cpu":%s,"steal":%s,"attempts":%d,"result":%s}\n' \
+    $(( 1000 * worst / total )) "$1" "$2" "$3" "$4" \
+    "$(awk "BEGIN{printf \"%.3f\", $others/$total}")" \
+    "$(awk "BEGIN{printf \"%.3f\", ($s1-$s0)/$total}")" "$7" "$8"
+}
+# Runs a measuring command (its last line is its JSON result) and records it; when other
+# processes or steal took more than CONTENDED of the CPUs meanwhile, runs it again, up to
+# RETRIES more times, and records the least disturbed attempt.
+measure() {  # side model round command...
+  local side=$1 m=$2 r=$3; shift 3
+  local attempt line best="" best_pm=1000000 pm q s0 res limit
+  limit=$(awk "BEGIN{printf \"%d\", 1000 * $contended}")
+  for attempt in $(seq 1 $((retries + 1))); do
+    q=$(wait_quiet); s0=$(snap)
+    res=$("$@" | tail -n 1)
+    line=$(record_line "$side" "$m" "$r" "$q" "$s0" "$(snap)" "$attempt" "$res")
+    pm=${line%% *}
+    if [ "$pm" -lt "$best_pm" ]; then best_pm=$pm; best=${line#* }; fi
+    [ "$pm" -gt "$limit" ] || break
+  done
+  echo "$best" >>"$raw"
+}
+
+echo "== PyTorch: BLAS check (LD_PRELOAD=${torch_blas:-none})"
+blas=$(torch_py --blas-check --threads "$threads")
+echo "$blas"
+
+echo "== forward FLOPs per batch of $batch (ours: renaissance-cli plan; PyTorch: pytorch_models.py --flops)"
+flops_json="{}"
+for m in $models; do
+  ours=$("$cli" plan "$(project_of "$m")" --json --batch "$batch" |
+         "$python" -c 'import json,sys; print(json.load(sys.stdin)["forward_flops"])')
+  theirs=$("$python" "$models_py" --model "$m" --batch "$batch" --flops |
+           "$python" -c 'import json,sys; print(json.load(sys.stdin)["forward_flops"])')
+  echo "  $m: ours $ours, PyTorch $theirs"
+  flops_json=$("$python" -c 'import json,sys; d=json.loads(sys.argv[1]); d[sys.argv[2]]={"ours":int(sys.argv[3]),"pytorch":int(sys.argv[4])}; print(json.dumps(d))' \
+               "$flops_json" "$m" "$ours" "$theirs")
+done
+
+summary() {  # of the last run recorded
+  local l field
+  l=$(tail -n 1 "$raw")
+  field() { grep -o "\"$1\": \{0,1\}[0-9.e+-]*" <<<"$l" | head -n 1 | sed 's/.*: *//'; }
+  printf '%.1f ms/step, %.0f images/s (others %s, steal %s of the CPUs; attempt %s)' \
+    "$(field median_ms_per_step)" "$(field images_per_s)" "$(field others_cpu)" "$(field steal)" \
+    "$(field attempts)"
+}
+
+data_args=()
+[ -n "${DATA_DIR:-}" ] && data_args=(--data "$DATA_DIR")
+for r in $(seq 1 "$rounds"); do
+  for m in $models; do
+    measure ours "$m" "$r" "$cli" bench "$(project_of "$m")" --steps "$steps" --warmup "$warmup" \
+      --batch "$batch" --threads "$threads" "${data_args[@]}" --json
+    echo "round $r $m ours: $(summary)"
+    # Both memory formats, their order alternating from round to round.
+    if [ $((r % 2)) -eq 1 ]; then formats="0 1"; else formats="1 0"; fi
+    for cl in $formats; do
+      measure pytorch "$m" "$r" torch_py --model "$m" --batch "$batch" --threads "$threads" \
+        --steps "$steps" --warmup "$warmup" --channels-last "$cl"
+      echo "round $r $m PyTorch channels_last=$cl: $(summary)"
+    done
+  done
+done
+
+mkdir -p "$(dirname "$out")"
+"$python" - "$raw" "$out" "$peak" "$flops_json" "$blas" "$batch" "$threads" "$steps" "$warmup" \
+  "$rounds" "$retries" "$contended" <<'EOF'
+import json, statistics, sys, time
+raw, out, peak, flops, blas = sys.argv[1], sys.argv[2], float(sys.argv[3]), json.loads(sys.argv[4]), json.loads(sys.argv[5])
+batch, threads, steps, warmup, rounds, retries = map(int, sys.argv[6:12])
+contended = float(sys.argv[12])
+runs = [json.loads(line) for line in open(raw)]
+models = list(dict.fromkeys(r["model"] for r in runs))
+med = statistics.median
+rows = []
+for m in models:
+    mine = [r for r in runs if r["model"] == m]
+    ours = {r["round"]: r["result"]["images_per_s"] for r in mine if r["side"] == "ours"}
+    torch_fmt = {cl: {r["round"]: r["result"]["images_per_s"] for r in mine
+                      if r["side"] == "pytorch" and r["result"]["channels_last"] == cl} for cl in (0, 1)}
+    fmt_med = {cl: med(v.values()) for cl, v in torch_fmt.items() if v}
+    best_cl = max(fmt_med, key=fmt_med.get)
+    ours_med, torch_med = med(ours.values()), fmt_med[best_cl]
+    # per round: ours against PyTorch's better format in that round
+    per_round = [ours[k] / max(torch_fmt[cl][k] for cl in fmt_med) for k in sorted(ours)]
+    fl_ours = flops[m]["ours"] / batch
+    fl_torch = flops[m]["pytorch"] / batch
+    rows.append({
+        "model": m,
+        "ours_images_per_s": ours_med,
+        "pytorch_images_per_s": torch_med,
+        "pytorch_memory_format": "channels_last" if best_cl else "contiguous",
+        "pytorch_contiguous_images_per_s": fmt_med.get(0),
+        "pytorch_channels_last_images_per_s": fmt_med.get(1),
+        "ratio_ours_over_pytorch": ours_med / torch_med,
+        "ratio_median_of_rounds": med(per_round),
+        "forward_flops_per_image": {"ours": fl_ours, "pytorch": fl_torch},
+        "ours_train_gflop_per_s": 3 * fl_ours * ours_med / 1e9,
+        "pytorch_train_gflop_per_s": 3 * fl_torch * torch_med / 1e9,
+        "ours_fraction_of_peak": 3 * fl_ours * ours_med / 1e9 / peak,
+        "pytorch_fraction_of_peak": 3 * fl_torch * torch_med / 1e9 / peak,
+        "ours_images_per_s_by_round": [ours[k] for k in sorted(ours)],
+        "pytorch_images_per_s_by_round": {("channels_last" if cl else "contiguous"):
+                                          [v[k] for k in sorted(v)] for cl, v in torch_fmt.items() if v},
+        "runs_not_quiet": sum(1 for r in mine if not r["quiet"]),
+        "runs_contended": sum(1 for r in mine if max(r["others_cpu"], r["steal"]) > contended),
+        "reruns": sum(r["attempts"] - 1 for r in mine),
+    })
+hdr = ("model", "ours img/s", "PyTorch img/s", "(format)", "NCHW", "NHWC", "ours/PT", "per-round",
+       "ours %peak", "PT %peak")
+fmt = "%-8s %10s %13s %-14s %8s %8s %8s %9s %10s %9s"
+print()
+print("batch %d, %d threads, %d timed steps after %d warm-up, median of %d rounds; peak %.0f GFLOP/s"
+      % (batch, threads, steps, warmup, rounds, peak))
+print(fmt % hdr)
+for w in rows:
+    print(fmt % (w["model"], "%.0f" % w["ours_images_per_s"], "%.0f" % w["pytorch_images_per_s"],
+                 w["pytorch_memory_format"], "%.0f" % w["pytorch_contiguous_images_per_s"],
+                 "%.0f" % w["pytorch_channels_last_images_per_s"],
+                 "%.2f" % w["ratio_ours_over_pytorch"], "%.2f" % w["ratio_median_of_rounds"],
+                 "%.1f%%" % (100 * w["ours_fraction_of_peak"]),
+                 "%.1f%%" % (100 * w["pytorch_fraction_of_peak"])))
+noisy = sum(w["runs_not_quiet"] for w in rows)
+if noisy:
+    print("note: %d run(s) started while other work kept the CPUs busy (see runs_not_quiet)" % noisy)
+busy = sum(w["runs_contended"] for w in rows)
+if busy:
+    print("note: in %d run(s) kept, other processes or steal took over %.0f%% of the CPUs even after "
+          "%d reruns (see others_cpu, steal)" % (busy, 100 * contended, retries))
+reruns = sum(w["reruns"] for w in rows)
+if reruns:
+    print("note: %d run(s) were rerun because other work disturbed them" % reruns)
+json.dump({"when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "batch": batch, "threads": threads,
+           "steps": steps, "warmup": warmup, "rounds": rounds, "peak_gflop_per_s": peak,
+           "retries": retries, "contended": contended,
+           "pytorch_blas_check": blas, "rows": rows, "runs": runs}, open(out, "w"), indent=1)
+print("wrote " + out)
+EOF
