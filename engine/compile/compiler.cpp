@@ -2,6 +2,7 @@
 #include "compile/compiler.h"
 
 #include <set>
+#include <stdexcept>
 #include <string>
 
 #include "compile/stream_policy.h"

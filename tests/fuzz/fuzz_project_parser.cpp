@@ -8,6 +8,12 @@
 #include "core/error.h"
 #include "model/project_io.h"
 
+// A violated expectation stops the run like a crash, so libFuzzer keeps the input.
+#define FUZZ_CHECK(condition)           \
+  do {                                  \
+    if (!(condition)) __builtin_trap(); \
+  } while (0)
+
 // Any other exception, a crash, a hang, a leak or a sanitizer report is a finding.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -15,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     project = tr::parse_project(text, "fuzz.json");
   } catch (const tr::ProjectError& e) {
-    if (e.diagnostics().empty()) __builtin_trap();  // an error must say what is wrong
+    FUZZ_CHECK(!e.diagnostics().empty());  // an error must say what is wrong
     return 0;
   }
   // Whatever the parser accepts must be written back readably and identically:
@@ -23,6 +29,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // reported by libFuzzer as a crash.
   std::string once = tr::project_to_json(project);
   std::string twice = tr::project_to_json(tr::parse_project(once, "fuzz-again.json"));
-  if (once != twice) __builtin_trap();
+  FUZZ_CHECK(once == twice);
   return 0;
 }

@@ -61,7 +61,7 @@ void flatten_bwd(const KernelArgs& a) {
 }
 
 void identity(const KernelArgs& a) {
-  if (a.in.empty() || a.out.empty()) return;  // the Input node's placeholder
+  if (a.in.empty() || a.out.empty()) return;  // nothing to copy
   copy_or_add(a, 0, a.in[0].f32(), a.in[0].shape().elements());
 }
 
