@@ -92,6 +92,31 @@ void part_dy_sums(const float* x, const float* dy, const float* mean, int64_t C,
   }
 }
 
+// The elementwise passes, one row of a channel block at a time. Restrict
+// parameters: the per-channel arrays live in the caller's frame and reach the
+// threads through a pointer, and without the promise the vectoriser would
+// re-check each of them against the output for overlap on every row.
+void normalise_row(const float* __restrict x, const float* __restrict mean,
+                   const float* __restrict scale, const float* __restrict shift,
+                   float* __restrict y, int64_t cb) {
+  for (int64_t c = 0; c < cb; ++c) y[c] = (x[c] - mean[c]) * scale[c] + shift[c];
+}
+
+void scale_bias_row(const float* __restrict x, const float* __restrict scale,
+                    const float* __restrict bias, float* __restrict y, int64_t cb) {
+  for (int64_t c = 0; c < cb; ++c) y[c] = x[c] * scale[c] + bias[c];
+}
+
+template <bool kAcc>
+void dx_row(const float* __restrict x, const float* __restrict dy, const float* __restrict mean,
+            const float* __restrict k_dy, const float* __restrict k_x, const float* __restrict k_0,
+            float* __restrict dx, int64_t cb) {
+  for (int64_t c = 0; c < cb; ++c) {
+    const float v = k_dy[c] * dy[c] + k_x[c] * (x[c] - mean[c]) + k_0[c];
+    dx[c] = kAcc ? dx[c] + v : v;
+  }
+}
+
 }  // namespace
 
 void bn_fwd_train(const KernelArgs& a) {
@@ -152,11 +177,8 @@ void bn_fwd_train(const KernelArgs& a) {
       shift[c] = beta[ch];
     }
     parallel_ranges(M, M * cb, [&](int64_t lo, int64_t hi) {
-      for (int64_t m = lo; m < hi; ++m) {
-        const float* xr = x + m * C + c0;
-        float* yr = y + m * C + c0;
-        for (int64_t c = 0; c < cb; ++c) yr[c] = (xr[c] - mean[c]) * scale[c] + shift[c];
-      }
+      for (int64_t m = lo; m < hi; ++m)
+        normalise_row(x + m * C + c0, mean, scale, shift, y + m * C + c0, cb);
     });
   }
 }
@@ -170,11 +192,7 @@ void bn_fwd_infer(const KernelArgs& a) {
   const int64_t C = s.c;
   const int64_t M = s.n * s.h * s.w;
   parallel_ranges(M, M * C, [&](int64_t lo, int64_t hi) {
-    for (int64_t m = lo; m < hi; ++m) {
-      const float* xr = x + m * C;
-      float* yr = y + m * C;
-      for (int64_t c = 0; c < C; ++c) yr[c] = xr[c] * scale[c] + bias[c];
-    }
+    for (int64_t m = lo; m < hi; ++m) scale_bias_row(x + m * C, scale, bias, y + m * C, C);
   });
 }
 
@@ -231,16 +249,11 @@ void bn_bwd(const KernelArgs& a) {
     float* dx = a.out[2].f32();
     parallel_ranges(M, M * cb, [&](int64_t lo, int64_t hi) {
       for (int64_t m = lo; m < hi; ++m) {
-        const float* xr = x + m * C + c0;
-        const float* gr = dy + m * C + c0;
-        float* o = dx + m * C + c0;
-        if (acc_dx) {
-          for (int64_t c = 0; c < cb; ++c)
-            o[c] += k_dy[c] * gr[c] + k_x[c] * (xr[c] - mean[c]) + k_0[c];
-        } else {
-          for (int64_t c = 0; c < cb; ++c)
-            o[c] = k_dy[c] * gr[c] + k_x[c] * (xr[c] - mean[c]) + k_0[c];
-        }
+        const int64_t at = m * C + c0;
+        if (acc_dx)
+          dx_row<true>(x + at, dy + at, mean, k_dy, k_x, k_0, dx + at, cb);
+        else
+          dx_row<false>(x + at, dy + at, mean, k_dy, k_x, k_0, dx + at, cb);
       }
     });
   }

@@ -89,8 +89,8 @@ void per_image(const Window& g, F&& f) {
 }
 
 // One window's gradient to the first maximum of each channel, as the
-// overlapping path routes it. kh x kw input pointers and `row` / `col`
-// strides; channels innermost so the loop vectorises.
+// overlapping path routes it: kh x kw positions, `row` and `col` floats
+// apart, with channels innermost so the loop vectorises.
 template <bool kAcc>
 void route_window(const float* x, float* dx, const float* ym, const float* gm, int64_t c,
                   int64_t kh, int64_t kw, int64_t row, int64_t col) {
