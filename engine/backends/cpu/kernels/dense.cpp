@@ -446,6 +446,28 @@ void linear_weight_grads(const KernelArgs& a, const LinearGeom& g, const float* 
   if (db && a.runs(BwdPart::DB)) sum_rows(dy, g.n, g.o, db);
 }
 
+// The operands of a forked backward op, checked: in [x, w, dy], out [dw, (db), dx].
+struct BwdOperands {
+  const TensorArg& x;
+  const TensorArg& w;
+  const TensorArg& dy;
+  bool bias;
+  size_t dx_index;
+  bool has_dx;
+};
+
+BwdOperands bwd_operands(const char* k, const KernelArgs& a) {
+  check_counts(k, a, 3, 3, 2, 3);
+  const size_t dx_index = a.out.size() - 1;
+  const BwdOperands o{a.in[0],           a.in[1],  a.in[2],
+                      a.out.size() == 3, dx_index, detail::has_out(a, dx_index)};
+  check_inputs_outputs(k, a, o.has_dx);
+  if (a.out[0].shape() != o.w.shape()) fail(k, a, "dw should have the weights' shape");
+  if (o.has_dx && a.out[dx_index].shape() != o.x.shape())
+    fail(k, a, "dx should have the input's shape");
+  return o;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -465,18 +487,14 @@ void conv_fwd(const KernelArgs& a) {
 
 void conv_bwd(const KernelArgs& a) {
   constexpr const char* k = "conv_bwd";
-  check_counts(k, a, 3, 3, 2, 3);
-  const TensorArg& x = a.in[0];
-  const TensorArg& w = a.in[1];
-  const TensorArg& dy = a.in[2];
-  const bool bias = a.out.size() == 3;
-  const size_t dx_index = a.out.size() - 1;
-  const bool has_dx = detail::has_out(a, dx_index);
-  check_inputs_outputs(k, a, has_dx);
+  const BwdOperands o = bwd_operands(k, a);
+  const TensorArg& x = o.x;
+  const TensorArg& w = o.w;
+  const TensorArg& dy = o.dy;
+  const bool bias = o.bias;
+  const size_t dx_index = o.dx_index;
+  const bool has_dx = o.has_dx;
   const ConvGeom g = conv_geom(k, a, x.shape(), w.shape(), dy.shape());
-  if (a.out[0].shape() != w.shape()) fail(k, a, "dw should have the weights' shape");
-  if (has_dx && a.out[dx_index].shape() != x.shape())
-    fail(k, a, "dx should have the input's shape");
   if (bias && a.out[1].shape().elements() != g.co) fail(k, a, "db should have out_channels values");
 
   // dW before dX: dX may overwrite X in place (ENGINE.md §4).
@@ -532,18 +550,14 @@ void linear_fwd(const KernelArgs& a) {
 
 void linear_bwd(const KernelArgs& a) {
   constexpr const char* k = "linear_bwd";
-  check_counts(k, a, 3, 3, 2, 3);
-  const TensorArg& x = a.in[0];
-  const TensorArg& w = a.in[1];
-  const TensorArg& dy = a.in[2];
-  const bool bias = a.out.size() == 3;
-  const size_t dx_index = a.out.size() - 1;
-  const bool has_dx = detail::has_out(a, dx_index);
-  check_inputs_outputs(k, a, has_dx);
+  const BwdOperands o = bwd_operands(k, a);
+  const TensorArg& x = o.x;
+  const TensorArg& w = o.w;
+  const TensorArg& dy = o.dy;
+  const bool bias = o.bias;
+  const size_t dx_index = o.dx_index;
+  const bool has_dx = o.has_dx;
   const LinearGeom g = linear_geom(k, a, x.shape(), w.shape(), dy.shape());
-  if (a.out[0].shape() != w.shape()) fail(k, a, "dw should have the weights' shape");
-  if (has_dx && a.out[dx_index].shape() != x.shape())
-    fail(k, a, "dx should have the input's shape");
   if (bias && a.out[1].shape().elements() != g.o) fail(k, a, "db should have out_features values");
 
   linear_weight_grads(a, g, x.f32(), dy.f32(), a.out[0].f32(), bias ? a.out[1].f32() : nullptr);
