@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "compile/layer_rewrites.h"
 #include "compile/stream_policy.h"
 #include "core/error.h"
 
@@ -119,9 +120,15 @@ SeriesUse series_for(const TrainingSpec& t) {
 // only the shapes differ, so ids line up.
 class TensorAllocator {
  public:
-  TensorAllocator(const Project& p, const ModelAnalysis& a, MemoryPlan& plan,
-                  std::vector<LayerTensors>& layers, EngineTensors& engine)
-      : p_(p), a_(a), plan_(plan), layers_(layers), engine_(engine), use_(series_for(p.training)) {}
+  TensorAllocator(const Project& p, const ModelAnalysis& a, const std::vector<LayerRewrite>& rw,
+                  MemoryPlan& plan, std::vector<LayerTensors>& layers, EngineTensors& engine)
+      : p_(p),
+        a_(a),
+        rw_(rw),
+        plan_(plan),
+        layers_(layers),
+        engine_(engine),
+        use_(series_for(p.training)) {}
 
   void run() {
     const bool amp = p_.training.precision == Precision::AMP;
@@ -179,11 +186,21 @@ class TensorAllocator {
         default:
           break;
       }
-      if (node.type != LayerType::Input && layer_output_ports(node.type) > 0) {
+      const LayerRewrite& r = rw_[static_cast<size_t>(v)];
+      t.fused_relu = r.fused_relu;
+      t.fused_into = r.fused_into;
+      t.grad_in_place = r.grad_in_place;
+      // A BN fused with its ReLU writes the ReLU's output: it has none of its own.
+      if (node.type != LayerType::Input && layer_output_ports(node.type) > 0 && r.fused_relu < 0) {
         t.out = plan_.alloc_feature(na.output, feat, id + ".out", v);
-        t.grad = plan_.alloc_grad_slot(na.output, feat, id + ".grad", v);
+        t.grad = r.grad_in_place ? t.out : plan_.alloc_grad_slot(na.output, feat, id + ".grad", v);
       }
     }
+    for (LayerTensors& t : layers_)
+      if (t.fused_relu >= 0) {
+        t.out = layers_[static_cast<size_t>(t.fused_relu)].out;
+        t.grad = layers_[static_cast<size_t>(t.fused_relu)].grad;
+      }
   }
 
  private:
@@ -195,6 +212,7 @@ class TensorAllocator {
 
   const Project& p_;
   const ModelAnalysis& a_;
+  const std::vector<LayerRewrite>& rw_;
   MemoryPlan& plan_;
   std::vector<LayerTensors>& layers_;
   EngineTensors& engine_;
@@ -231,6 +249,8 @@ class GraphEmitter {
   ParamSeries grad_series() const { return amp_ ? ParamSeries::H : ParamSeries::G; }
   const LayerTensors& L(int node) const { return cp_.layers[static_cast<size_t>(node)]; }
   bool has_bn() const { return !cp_.plans.front().region(Region::B_PREV_MEAN).tensors.empty(); }
+  // A ReLU fused into its BN runs no kernel of its own.
+  bool runs_kernel(int node) const { return L(node).fused_into < 0; }
   bool region_used(Region r) const { return !cp_.plans.front().region(r).tensors.empty(); }
 
   ComputationGraph& graph(GraphId id, int variant) {
@@ -300,12 +320,15 @@ class GraphEmitter {
         return compute(ComputeOp::CONV_FWD, with_bias({x, t.weight_in(ws)}), {t.out}, v);
       case LayerType::Linear:
         return compute(ComputeOp::LINEAR_FWD, with_bias({x, t.weight_in(ws)}), {t.out}, v);
-      case LayerType::BatchNorm2d:
+      case LayerType::BatchNorm2d: {
+        const bool relu = t.fused_relu >= 0;
         if (!training)
-          return compute(ComputeOp::BN_FWD_INFER, {x, t.eq_scale, t.eq_bias}, {t.out}, v);
-        return compute(ComputeOp::BN_FWD_TRAIN,
+          return compute(relu ? ComputeOp::BN_RELU_FWD_INFER : ComputeOp::BN_FWD_INFER,
+                         {x, t.eq_scale, t.eq_bias}, {t.out}, v);
+        return compute(relu ? ComputeOp::BN_RELU_FWD_TRAIN : ComputeOp::BN_FWD_TRAIN,
                        {x, t.weight_in(ws), t.bias_in(ws), t.prev_mean, t.prev_var},
                        {t.out, t.saved, t.next_mean, t.next_var}, v);
+      }
       case LayerType::ReLU:
         return compute(ComputeOp::RELU_FWD, {x}, {t.out}, v);
       case LayerType::Tanh:
@@ -367,11 +390,17 @@ class GraphEmitter {
         break;
       }
       case LayerType::BatchNorm2d:
-        n = compute(ComputeOp::BN_BWD, {x, t.weight_in(ws), t.saved, t.grad},
-                    {t.weight_in(gs), t.bias_in(gs), dx}, v);
+        if (t.fused_relu >= 0)
+          n = compute(ComputeOp::BN_RELU_BWD, {x, t.weight_in(ws), t.bias_in(ws), t.saved, t.grad},
+                      {t.weight_in(gs), t.bias_in(gs), dx}, v);
+        else
+          n = compute(ComputeOp::BN_BWD, {x, t.weight_in(ws), t.saved, t.grad},
+                      {t.weight_in(gs), t.bias_in(gs), dx}, v);
         break;
       case LayerType::ReLU:
-        n = compute(ComputeOp::RELU_BWD, {t.out, t.grad}, {dx}, v);
+        // The mask comes from the input: the output may already hold the
+        // next layer's in-place dX.
+        n = compute(ComputeOp::RELU_BWD, {x, t.grad}, {dx}, v);
         break;
       case LayerType::Tanh:
         n = compute(ComputeOp::TANH_BWD, {t.out, t.grad}, {dx}, v);
@@ -415,13 +444,16 @@ class GraphEmitter {
   void deep_forward_backward(int v) {
     ComputationGraph& g = graph(GraphId::DEEP_FWD_BWD, v);
     for (int node : a_.order)
-      if (node != a_.input_node && node != a_.first_layer) add(g, forward_node(node, true, 0));
+      if (node != a_.input_node && node != a_.first_layer && runs_kernel(node))
+        add(g, forward_node(node, true, 0));
     std::set<DTensorId> written;
     // The loss writes the logits' gradient.
     written.insert(input_grad_of(a_.loss_node, 0));
     for (auto it = a_.order.rbegin(); it != a_.order.rend(); ++it) {
       const int node = *it;
-      if (node == a_.input_node || node == a_.first_layer || node == a_.loss_node) continue;
+      if (node == a_.input_node || node == a_.first_layer || node == a_.loss_node ||
+          !runs_kernel(node))
+        continue;
       add(g, backward_node(node, written));
     }
   }
@@ -441,7 +473,7 @@ class GraphEmitter {
   void inference(int v, int buf) {
     ComputationGraph& g = graph(buf ? GraphId::INF_MAIN_B : GraphId::INF_MAIN_A, v);
     for (int node : a_.order)
-      if (node != a_.input_node) add(g, forward_node(node, false, buf));
+      if (node != a_.input_node && runs_kernel(node)) add(g, forward_node(node, false, buf));
     add(g, range(RangeOp::ACCUMULATE, {{Region::R_RESULT, Region::R_RESULT}},
                  {{Region::R_RESULT_ACCUMULATED, Region::R_RESULT_ACCUMULATED}}));
   }
@@ -608,9 +640,10 @@ const ComputationGraph* CompiledProject::find_graph(GraphId id, int variant) con
   return nullptr;
 }
 
-CompiledProject compile_project(const Project& project) {
+CompiledProject compile_project(const Project& project, const CompileOptions& options) {
   CompiledProject cp;
   cp.project = project;
+  cp.options = options;
   cp.world_size = project.training.devices.world_size();
   cp.variants = resolve_variants(project);
 
@@ -627,9 +660,10 @@ CompiledProject compile_project(const Project& project) {
   if (!problems.empty()) throw ProjectError(std::move(problems));
   cp.analysis = analyses[static_cast<size_t>(cp.variant_index(VariantKind::Train))];
 
+  const std::vector<LayerRewrite> rewrites = plan_layer_rewrites(project, cp.analysis, options);
   for (size_t i = 0; i < cp.variants.size(); ++i) {
     cp.plans.emplace_back(cp.variants[i].name);
-    TensorAllocator(project, analyses[i], cp.plans.back(), cp.layers, cp.engine).run();
+    TensorAllocator(project, analyses[i], rewrites, cp.plans.back(), cp.layers, cp.engine).run();
   }
   finalize_variants(cp.plans);
   GraphEmitter(cp).run();

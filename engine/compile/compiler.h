@@ -39,6 +39,10 @@ struct LayerTensors {
   DTensorId prev_mean = kNoTensor, prev_var = kNoTensor, next_mean = kNoTensor,
             next_var = kNoTensor, eq_scale = kNoTensor, eq_bias = kNoTensor, saved = kNoTensor;
   DTensorId mask = kNoTensor;  // Dropout
+  // Fusion and in-place gradients (see CompileOptions).
+  int fused_relu = -1;         // BatchNorm2d: the ReLU node computed by this layer's kernels
+  int fused_into = -1;         // ReLU: the BatchNorm2d node that computes it (it runs no kernel)
+  bool grad_in_place = false;  // `grad` is `out`: the consumer's dX overwrites the feature
 
   DTensorId weight_in(ParamSeries s) const { return weight[static_cast<size_t>(s)]; }
   DTensorId bias_in(ParamSeries s) const { return bias[static_cast<size_t>(s)]; }
@@ -70,8 +74,23 @@ enum class ScalarSlot : int {
 };
 inline constexpr int kHostWrittenScalars = 3;
 
+// Memory-saving rewrites the compiler applies where they are safe. Both are
+// on by default; switching them off gives the plain one-kernel-per-layer,
+// one-slot-per-gradient program (for comparison and for tests).
+struct CompileOptions {
+  // BatchNorm2d whose only consumer is a ReLU: one fused kernel each way; the
+  // BN output (and its gradient slot) is never allocated.
+  bool fuse_bn_relu = true;
+  // A conv or FC layer (not the first) that is the only reader of its input
+  // writes the input's gradient over the input itself (ENGINE.md §4: dX after
+  // dW has read X), when the input's producer does not need its own output in
+  // its backward. That feature then has no separate gradient slot.
+  bool in_place_dx = true;
+};
+
 struct CompiledProject {
   Project project;
+  CompileOptions options;
   ModelAnalysis analysis;  // of the train variant
   std::vector<ResolvedVariant> variants;
   std::vector<MemoryPlan> plans;  // one per variant, same index
@@ -87,6 +106,6 @@ struct CompiledProject {
 };
 
 // Throws ProjectError (the model or a variant is invalid).
-CompiledProject compile_project(const Project& project);
+CompiledProject compile_project(const Project& project, const CompileOptions& options = {});
 
 }  // namespace tr

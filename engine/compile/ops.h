@@ -20,6 +20,12 @@ enum class ComputeOp : uint8_t {
   BN_FWD_TRAIN,
   BN_FWD_INFER,  // uses the equivalent scale/bias
   BN_BWD,
+  // BN followed by its only consumer, a ReLU, in one pass: the BN output is
+  // never stored, and the backward recomputes the ReLU mask from the BN input
+  // (so the ReLU output may be overwritten by the next layer's in-place dX).
+  BN_RELU_FWD_TRAIN,
+  BN_RELU_FWD_INFER,
+  BN_RELU_BWD,
   RELU_FWD,
   RELU_BWD,
   TANH_FWD,

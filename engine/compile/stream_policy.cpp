@@ -25,6 +25,9 @@ StreamKind compute_stream(ComputeOp op) noexcept {
     case ComputeOp::BN_FWD_TRAIN:
     case ComputeOp::BN_FWD_INFER:
     case ComputeOp::BN_BWD:
+    case ComputeOp::BN_RELU_FWD_TRAIN:
+    case ComputeOp::BN_RELU_FWD_INFER:
+    case ComputeOp::BN_RELU_BWD:
     case ComputeOp::MAXPOOL_FWD:
     case ComputeOp::MAXPOOL_BWD:
     case ComputeOp::AVGPOOL_FWD:

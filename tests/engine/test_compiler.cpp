@@ -147,13 +147,16 @@ size_t series_count(const MemoryPlan& plan, ParamSeries s) {
   return n;
 }
 
-CompiledProject compile_or_fail(const Project& p) {
+CompiledProject compile_or_fail(const Project& p, const CompileOptions& options = {}) {
   try {
-    return compile_project(p);
+    return compile_project(p, options);
   } catch (const ProjectError& e) {
     qFatal("compile_project failed: %s", e.what());
   }
 }
+
+// One kernel per layer and one slot per gradient: the program the rewrites start from.
+constexpr CompileOptions kPlain{false, false};
 
 // The ProjectError compile_project throws; fails the test when it does not.
 std::vector<Diagnostic> compile_errors(const Project& p) {
@@ -637,7 +640,7 @@ class TestCompiler : public QObject {
     }
 
     // Inference: forward only, equivalent BN parameters, the result accumulated.
-    const CompiledProject bn = compile_or_fail(load("cnn-bn-fashion"));
+    const CompiledProject bn = compile_or_fail(load("cnn-bn-fashion"), kPlain);
     const int val = bn.variant_index(VariantKind::Validation);
     for (GraphId id : {GraphId::INF_MAIN_A, GraphId::INF_MAIN_B}) {
       const ComputationGraph* g = graph_in(bn, id, val);
@@ -1094,7 +1097,7 @@ class TestCompiler : public QObject {
   // ---- DEEP_FWD_BWD ---------------------------------------------------------
 
   void deepForwardBackwardOfResnet8() {
-    const CompiledProject cp = compile_or_fail(load("resnet8-fashion"));
+    const CompiledProject cp = compile_or_fail(load("resnet8-fashion"), kPlain);
     const int stem = node_index(cp, "conv1");
     QCOMPARE(cp.analysis.first_layer, stem);
     for (size_t v = 0; v < 2; ++v) {  // train and last batch
@@ -1316,6 +1319,142 @@ class TestCompiler : public QObject {
     QVERIFY(rt.find("accumulates into output(s) with mask") != std::string::npos);
     QVERIFY(rt.find("ADD_BWD") != std::string::npos);
     QVERIFY(rt.find("BN_FWD_TRAIN") != std::string::npos);
+  }
+
+  // ---- fusion and in-place gradients ----------------------------------------
+
+  void bnReluFusion() {
+    const CompiledProject cp = compile_or_fail(load("cnn-bn-fashion"));
+    const CompiledProject plain = compile_or_fail(load("cnn-bn-fashion"), kPlain);
+    for (const char* bn : {"bn1", "bn2", "bn3", "bn4"}) {
+      const std::string relu = std::string("relu") + bn[2];
+      QCOMPARE(layer(cp, bn).fused_relu, node_index(cp, relu));
+      QCOMPARE(layer(cp, relu).fused_into, node_index(cp, bn));
+      // The BN has no output of its own: it writes the ReLU's.
+      QCOMPARE(layer(cp, bn).out, layer(cp, relu).out);
+      QCOMPARE(layer(plain, bn).fused_relu, -1);
+      QVERIFY(layer(plain, bn).out != layer(plain, relu).out);
+    }
+    auto ops_in = [](const ComputationGraph& g) {
+      std::map<ComputeOp, int> n;
+      for (const GraphNode& x : g.nodes)
+        if (x.kind == NodeKind::COMPUTE) ++n[x.op];
+      return n;
+    };
+    auto deep = ops_in(*graph_in(cp, GraphId::DEEP_FWD_BWD, 0));
+    QCOMPARE(deep[ComputeOp::BN_RELU_FWD_TRAIN], 4);
+    QCOMPARE(deep[ComputeOp::BN_RELU_BWD], 4);
+    QCOMPARE(deep[ComputeOp::BN_FWD_TRAIN] + deep[ComputeOp::BN_BWD], 0);
+    QCOMPARE(deep[ComputeOp::RELU_FWD] + deep[ComputeOp::RELU_BWD], 0);
+    const size_t plain_nodes = graph_in(plain, GraphId::DEEP_FWD_BWD, 0)->nodes.size();
+    QCOMPARE(graph_in(cp, GraphId::DEEP_FWD_BWD, 0)->nodes.size(), plain_nodes - 8);
+    auto inf =
+        ops_in(*graph_in(cp, GraphId::INF_MAIN_A, cp.variant_index(VariantKind::Validation)));
+    QCOMPARE(inf[ComputeOp::BN_RELU_FWD_INFER], 4);
+    QCOMPARE(inf[ComputeOp::BN_FWD_INFER] + inf[ComputeOp::RELU_FWD], 0);
+    // The fused backward reads beta too (to recompute the mask) and writes dgamma, dbeta, dx.
+    for (const GraphNode& n : graph_in(cp, GraphId::DEEP_FWD_BWD, 0)->nodes) {
+      if (n.op != ComputeOp::BN_RELU_BWD) continue;
+      const LayerTensors& t = cp.layers[static_cast<size_t>(n.layer)];
+      const LayerTensors& r = cp.layers[static_cast<size_t>(t.fused_relu)];
+      QCOMPARE(n.inputs.size(), size_t{5});
+      QCOMPARE(n.inputs[2], t.bias_in(ParamSeries::W));
+      QCOMPARE(n.inputs[4], r.grad);
+      QCOMPARE(n.outputs[0], t.weight_in(ParamSeries::G));
+      QCOMPARE(n.stream, StreamKind::COMP_2);
+    }
+  }
+
+  void inPlaceGradients() {
+    // cnn-bn: relu1 and relu3 (computed by the fused BN) and the global pool
+    // feed only a conv or FC layer: their gradient is written over them.
+    // relu2/relu4 feed a max-pool, and a max-pool's backward reads its own
+    // output, so neither goes in place.
+    const CompiledProject cp = compile_or_fail(load("cnn-bn-fashion"));
+    for (const char* id : {"relu1", "relu3", "gap"}) {
+      QVERIFY2(layer(cp, id).grad_in_place, id);
+      QCOMPARE(layer(cp, id).grad, layer(cp, id).out);
+    }
+    for (const char* id : {"relu2", "relu4", "pool1", "pool2", "conv2", "fc"})
+      QVERIFY2(!layer(cp, id).grad_in_place, id);
+    // The conv's dX then writes its own input, after dW has read it.
+    for (const GraphNode& n : graph_in(cp, GraphId::DEEP_FWD_BWD, 0)->nodes) {
+      if (n.op != ComputeOp::CONV_BWD || n.layer != node_index(cp, "conv2")) continue;
+      QCOMPARE(n.outputs.back(), n.inputs.front());
+      QCOMPARE(n.fork.back().part, BwdPart::DX);
+      QCOMPARE(n.fork.back().after, 0);
+    }
+    // resnet8: a block's output feeds both the next conv and the shortcut: not in place.
+    const CompiledProject r8 = compile_or_fail(load("resnet8-fashion"));
+    QVERIFY(layer(r8, "s1b1_relu1").grad_in_place);
+    QVERIFY(!layer(r8, "s1b1_relu").grad_in_place);
+    QVERIFY(!layer(r8, "relu1").grad_in_place);  // stem ReLU: conv and shortcut
+    // lenet: the pool outputs are read by the pool backward: never in place.
+    const CompiledProject le = compile_or_fail(load("lenet-fashion"));
+    QVERIFY(!layer(le, "pool1").grad_in_place);
+    QVERIFY(layer(le, "flatten").grad_in_place);
+    QVERIFY(layer(le, "relu3").grad_in_place);
+    // ReLU's backward takes its mask from its input, which stays intact.
+    int relu_bwd = 0;
+    for (const GraphNode& n : graph_in(le, GraphId::DEEP_FWD_BWD, 0)->nodes)
+      if (n.op == ComputeOp::RELU_BWD) {
+        ++relu_bwd;
+        const int producer = le.analysis.source_of(n.layer, 0).node;
+        QCOMPARE(n.inputs.front(), le.layers[static_cast<size_t>(producer)].out);
+      }
+    QCOMPARE(relu_bwd, 4);
+  }
+
+  void inPlaceNeedsAnOutputTheBackwardDoesNotRead() {
+    // Tanh's and max-pool's backward read their own output; a fan-out of two
+    // means another backward still reads the value. None of these go in place.
+    ModelBuilder b;
+    b.node("input", LayerType::Input, input(8, 8, 3))
+        .node("c1", LayerType::Conv2d, square_conv(4, 3, 1, 1))
+        .node("t", LayerType::Tanh)
+        .node("c2", LayerType::Conv2d, square_conv(4, 3, 1, 1))
+        .node("p", LayerType::MaxPool2d, pool(2, 2))
+        .node("c3", LayerType::Conv2d, square_conv(4, 3, 1, 1))
+        .node("s", LayerType::SiLU)
+        .node("c4", LayerType::Conv2d, square_conv(4, 3, 1, 1))
+        .node("c5", LayerType::Conv2d, square_conv(4, 3, 1, 1))
+        .node("add", LayerType::Add)
+        .node("flat", LayerType::Flatten)
+        .node("fc", LayerType::Linear, linear(10))
+        .node("loss", LayerType::SoftmaxCrossEntropy)
+        .chain({"input", "c1", "t", "c2", "p", "c3", "s", "c4", "add", "flat", "fc", "loss"})
+        .edge("s", "c5")
+        .edge("c5", "add", 1);
+    const CompiledProject cp = compile_or_fail(b.build());
+    QVERIFY(!layer(cp, "t").grad_in_place);
+    QVERIFY(!layer(cp, "p").grad_in_place);
+    QVERIFY(!layer(cp, "s").grad_in_place);           // read by c4 and c5
+    QVERIFY(layer(cp, "c2").grad_in_place == false);  // feeds a pool, not a conv
+    QVERIFY(layer(cp, "flat").grad_in_place);
+    QVERIFY(!layer(cp, "c1").grad_in_place);  // Tanh's input: Tanh is not a conv
+    const CompiledProject off = compile_or_fail(b.build(), CompileOptions{true, false});
+    QVERIFY(!layer(off, "flat").grad_in_place);
+  }
+
+  void rewritesShrinkThePlan() {
+    for (const char* name : {"lenet-fashion", "cnn-bn-fashion", "resnet8-fashion", "resnet50"}) {
+      const CompiledProject cp = compile_or_fail(load(name));
+      const CompiledProject plain = compile_or_fail(load(name), kPlain);
+      // What the rewrites remove: fused BN outputs and their gradient slots,
+      // and the gradient slots of in-place features; nothing else moves.
+      uint64_t removed = 0;
+      for (size_t i = 0; i < cp.layers.size(); ++i) {
+        const LayerTensors& t = cp.layers[i];
+        const LayerTensors& p = plain.layers[i];
+        if (t.fused_relu >= 0)
+          removed += plain.plans[0].get_dtensor(p.out).slot_bytes +
+                     plain.plans[0].get_dtensor(p.grad).slot_bytes;
+        if (t.grad_in_place) removed += plain.plans[0].get_dtensor(p.grad).slot_bytes;
+      }
+      QVERIFY2(removed > 0, name);
+      QCOMPARE(cp.bytes_per_device(), plain.bytes_per_device() - removed);
+      QCOMPARE(cp.analysis.total_params, plain.analysis.total_params);
+    }
   }
 
   // ---- a big one ------------------------------------------------------------

@@ -250,6 +250,94 @@ class TestCpuKernels : public QObject {
                static_cast<float>(i) * static_cast<float>(i % 3 + 1) - static_cast<float>(i % 3));
   }
 
+  void fusedBnReluMatchesBnThenRelu() {
+    // Shapes on both sides of the channel block (256) and of the 4-row unroll.
+    for (const Shape s : {Shape{2, 3, 3, 5}, Shape{3, 5, 7, 300}}) {
+      std::mt19937 rng(11);
+      KernelHarness h;
+      const Shape c{1, 1, 1, s.c};
+      const size_t x = h.tensor(s), gamma = h.tensor(c), beta = h.tensor(c), pm = h.tensor(c),
+                   pv = h.tensor(c), y = h.tensor(s), r = h.tensor(s), fused = h.tensor(s),
+                   saved = h.tensor({1, 1, 2, s.c}), saved2 = h.tensor({1, 1, 2, s.c}),
+                   nm = h.tensor(c), nv = h.tensor(c), nm2 = h.tensor(c), nv2 = h.tensor(c),
+                   dy = h.tensor(s), dr = h.tensor(s), dg = h.tensor(c), db = h.tensor(c),
+                   dx = h.tensor(s), dg2 = h.tensor(c), db2 = h.tensor(c), dx2 = h.tensor(s);
+      h.fill_random(x, rng, -2.0f, 3.0f);
+      h.fill_random(gamma, rng, 0.5f, 1.5f);
+      h.fill_random(beta, rng);
+      h.fill_random(pv, rng, 0.5f, 1.0f);
+      h.fill_random(dy, rng);
+      const LayerNode layer = layer_with(LayerType::BatchNorm2d);
+      GraphNode node = node_for(4);
+      cpu::bn_fwd_train(h.args({x, gamma, beta, pm, pv}, {y, saved, nm, nv}, &node, &layer));
+      cpu::relu_fwd(h.args({y}, {r}));
+      cpu::bn_relu_fwd_train(
+          h.args({x, gamma, beta, pm, pv}, {fused, saved2, nm2, nv2}, &node, &layer));
+      // Same statistics, and the ReLU of the same BN output, bit for bit.
+      for (int64_t i = 0; i < h.elements(r); ++i) QCOMPARE(h.f32(fused)[i], h.f32(r)[i]);
+      for (int64_t i = 0; i < 2 * s.c; ++i) QCOMPARE(h.f32(saved2)[i], h.f32(saved)[i]);
+      for (int64_t i = 0; i < s.c; ++i) {
+        QCOMPARE(h.f32(nm2)[i], h.f32(nm)[i]);
+        QCOMPARE(h.f32(nv2)[i], h.f32(nv)[i]);
+      }
+      // Backward: ReLU then BN against the fused kernel, which never sees y.
+      GraphNode bwd = node_for(3);
+      cpu::relu_bwd(h.args({y, dy}, {dr}, &bwd));
+      cpu::bn_bwd(h.args({x, gamma, saved, dr}, {dg, db, dx}, &bwd, &layer));
+      cpu::bn_relu_bwd(h.args({x, gamma, beta, saved, dy}, {dg2, db2, dx2}, &bwd, &layer));
+      auto close = [](float a, float b) { return std::fabs(a - b) <= 1e-5f * (1 + std::fabs(a)); };
+      for (int64_t i = 0; i < h.elements(dx); ++i)
+        QVERIFY2(close(h.f32(dx2)[i], h.f32(dx)[i]), std::to_string(i).c_str());
+      for (int64_t i = 0; i < s.c; ++i) {
+        QVERIFY(close(h.f32(dg2)[i], h.f32(dg)[i]));
+        QVERIFY(close(h.f32(db2)[i], h.f32(db)[i]));
+      }
+    }
+  }
+
+  void fusedBnReluBackwardMatchesFiniteDifferences() {
+    std::mt19937 rng(5);
+    KernelHarness h;
+    const Shape s{2, 3, 3, 5};
+    const Shape c{1, 1, 1, 5};
+    const size_t x = h.tensor(s), gamma = h.tensor(c), beta = h.tensor(c), pm = h.tensor(c),
+                 pv = h.tensor(c), y = h.tensor(s), saved = h.tensor({1, 1, 2, 5}),
+                 nm = h.tensor(c), nv = h.tensor(c), dy = h.tensor(s), dgamma = h.tensor(c),
+                 dbeta = h.tensor(c), dx = h.tensor(s);
+    h.fill_random(x, rng, -2.0f, 3.0f);
+    h.fill_random(gamma, rng, 0.5f, 1.5f);
+    h.fill_random(beta, rng);
+    h.fill_random(dy, rng);
+    const LayerNode layer = layer_with(LayerType::BatchNorm2d);
+    GraphNode node = node_for(3);
+    const KernelArgs fa = h.args({x, gamma, beta, pm, pv}, {y, saved, nm, nv}, &node, &layer);
+    cpu::bn_relu_fwd_train(fa);
+    cpu::bn_relu_bwd(h.args({x, gamma, beta, saved, dy}, {dgamma, dbeta, dx}, &node, &layer));
+    auto loss = [&] {
+      cpu::bn_relu_fwd_train(fa);
+      return probe_loss(h.f32(y), h.f32(dy), h.elements(y));
+    };
+    // A smaller step than the default: the ReLU's kink is nearer than 1e-2 for some samples.
+    QVERIFY2(gradient_check(h.f32(x), h.elements(x), h.f32(dx), loss, 1e-3) < kGradTolerance, "dx");
+    QVERIFY2(gradient_check(h.f32(gamma), 5, h.f32(dgamma), loss, 1e-3) < kGradTolerance, "dgamma");
+    QVERIFY2(gradient_check(h.f32(beta), 5, h.f32(dbeta), loss, 1e-3) < kGradTolerance, "dbeta");
+  }
+
+  void fusedBnReluInference() {
+    KernelHarness h;
+    const size_t x = h.tensor({2, 1, 1, 3}), sc = h.tensor({1, 1, 1, 3}),
+                 bi = h.tensor({1, 1, 1, 3}), y = h.tensor({2, 1, 1, 3});
+    for (int i = 0; i < 6; ++i) h.f32(x)[i] = static_cast<float>(i);
+    for (int i = 0; i < 3; ++i) {
+      h.f32(sc)[i] = static_cast<float>(i + 1);
+      h.f32(bi)[i] = -3.0f * static_cast<float>(i);
+    }
+    cpu::bn_relu_fwd_infer(h.args({x, sc, bi}, {y}));
+    for (int i = 0; i < 6; ++i)
+      QCOMPARE(h.f32(y)[i], std::max(0.0f, static_cast<float>(i) * static_cast<float>(i % 3 + 1) -
+                                               3.0f * static_cast<float>(i % 3)));
+  }
+
   // ---- activations --------------------------------------------------------
 
   void activationBackwardsMatchFiniteDifferences() {

@@ -66,8 +66,8 @@ struct Run {
   std::vector<double> losses;
 };
 
-Run run(const Project& p, const TrainOptions& options = {}) {
-  const CompiledProject cp = compile_project(p);
+Run run(const Project& p, const TrainOptions& options = {}, const CompileOptions& compile = {}) {
+  const CompiledProject cp = compile_project(p, compile);
   auto data = load_dataset(cp.project.dataset, "", cp.project.training.seed);
   auto backend = cpu::make_cpu_backend({cp.world_size, true});
   Run r;
@@ -94,6 +94,44 @@ class TestTraining : public QObject {
     QVERIFY2(last.val_top1 > 0.6, qPrintable(QString::number(last.val_top1)));
     QVERIFY(last.val_loss < std::log(4.0));  // better than guessing
     for (double l : r.losses) QVERIFY(std::isfinite(l));
+  }
+
+  void fusionAndInPlaceGradientsTrainLikeThePlainProgram() {
+    // conv-bn-relu-conv-bn-relu-gap-fc: both BN+ReLU pairs fuse, the first
+    // ReLU's and the pool's gradients go in place (their consumers are a conv
+    // and the FC layer).
+    Project p = small_project();
+    ModelBuilder b;
+    b.project() = p;
+    b.project().model = {};
+    b.node("in", LayerType::Input, input(8, 8, 1))
+        .node("conv1", LayerType::Conv2d, conv(8, 3, 3, 1, 1, 1, 1, true))
+        .node("bn1", LayerType::BatchNorm2d)
+        .node("relu1", LayerType::ReLU)
+        .node("conv2", LayerType::Conv2d, conv(8, 3, 3, 2, 2, 1, 1, false))
+        .node("bn2", LayerType::BatchNorm2d)
+        .node("relu2", LayerType::ReLU)
+        .node("gap", LayerType::GlobalAvgPool)
+        .node("fc", LayerType::Linear, linear(4))
+        .node("loss", LayerType::SoftmaxCrossEntropy)
+        .chain({"in", "conv1", "bn1", "relu1", "conv2", "bn2", "relu2", "gap", "fc", "loss"});
+    p = b.build();
+    const CompiledProject rewritten = compile_project(p);
+    QVERIFY(rewritten.layers[3].fused_into == 2 && rewritten.layers[3].grad_in_place);
+    QVERIFY(rewritten.bytes_per_device() < compile_project(p, {false, false}).bytes_per_device());
+    TrainOptions o;
+    o.epochs = 1;
+    const Run fused = run(p, o);
+    const Run plain = run(p, o, {false, false});
+    QCOMPARE(fused.losses.size(), plain.losses.size());
+    for (size_t i = 0; i < plain.losses.size(); ++i)
+      QVERIFY2(std::fabs(fused.losses[i] - plain.losses[i]) <= 1e-5 * std::fabs(plain.losses[i]),
+               qPrintable(QString("step %1: %2 vs %3")
+                              .arg(i)
+                              .arg(fused.losses[i], 0, 'g', 9)
+                              .arg(plain.losses[i], 0, 'g', 9)));
+    QVERIFY(fused.losses.back() < fused.losses.front());
+    QCOMPARE(fused.report.epochs.back().val_top1, plain.report.epochs.back().val_top1);
   }
 
   void sameSeedSameCurve() {

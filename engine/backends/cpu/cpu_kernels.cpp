@@ -39,6 +39,12 @@ Kernel compute_kernel(ComputeOp op) noexcept {
       return bn_fwd_infer;
     case ComputeOp::BN_BWD:
       return bn_bwd;
+    case ComputeOp::BN_RELU_FWD_TRAIN:
+      return bn_relu_fwd_train;
+    case ComputeOp::BN_RELU_FWD_INFER:
+      return bn_relu_fwd_infer;
+    case ComputeOp::BN_RELU_BWD:
+      return bn_relu_bwd;
     case ComputeOp::RELU_FWD:
       return relu_fwd;
     case ComputeOp::RELU_BWD:

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Batch normalisation on the CPU, matching torch.nn.BatchNorm2d.
+// Batch normalisation on the CPU, matching torch.nn.BatchNorm2d, alone and
+// fused with the ReLU that follows it.
 #include "backends/cpu/kernels/batch_norm.h"
 
 #include <algorithm>
@@ -66,28 +67,52 @@ void part_moments(const float* x, int64_t C, int64_t cb, int64_t lo, int64_t hi,
   }
 }
 
-// Sums of dy and dy * (x - mean) over rows [lo, hi) of a channel block.
-void part_dy_sums(const float* x, const float* dy, const float* mean, int64_t C, int64_t cb,
-                  int64_t lo, int64_t hi, double* sdy, double* sdyx) {
+// The BN output before a fused ReLU. The backward recomputes it from the
+// stored (float) inv_std, while the forward scaled with the double one: the
+// two can disagree only where the output is within rounding of zero, the
+// ReLU's kink, where either side is a valid subgradient. (Rounding inv_std in
+// the forward as well would make the output a staircase in x at float
+// resolution, which costs more accuracy than it buys.)
+inline float bn_pre_activation(float x, float mean, float scale, float shift) {
+  return (x - mean) * scale + shift;
+}
+
+// The gradient reaching the BN output: dy itself, or for a fused ReLU dy
+// where the BN output was positive.
+template <bool kRelu>
+inline float bn_out_grad(float dy, float x, float mean, float scale, float shift) {
+  if constexpr (kRelu) return bn_pre_activation(x, mean, scale, shift) > 0.0f ? dy : 0.0f;
+  return dy;
+}
+
+// Sums of g and g * (x - mean) over rows [lo, hi) of a channel block, g the
+// gradient reaching the BN output (see bn_out_grad).
+template <bool kRelu>
+void part_dy_sums(const float* x, const float* dy, const float* mean, const float* scale,
+                  const float* shift, int64_t C, int64_t cb, int64_t lo, int64_t hi, double* sdy,
+                  double* sdyx) {
   std::fill(sdy, sdy + cb, 0.0);
   std::fill(sdyx, sdyx + cb, 0.0);
+  auto g = [&](int64_t at, int64_t c) {
+    return bn_out_grad<kRelu>(dy[at + c], x[at + c], mean[c], scale[c], shift[c]);
+  };
   int64_t m = lo;
   for (; m + 4 <= hi; m += 4) {
-    const float* x0 = x + m * C;
-    const float* g0 = dy + m * C;
+    const int64_t at = m * C;
     for (int64_t c = 0; c < cb; ++c) {
-      const double a0 = g0[c], a1 = g0[c + C], a2 = g0[c + 2 * C], a3 = g0[c + 3 * C];
+      const double a0 = g(at, c), a1 = g(at + C, c), a2 = g(at + 2 * C, c), a3 = g(at + 3 * C, c);
+      const float* x0 = x + at;
       sdy[c] += (a0 + a1) + (a2 + a3);
       sdyx[c] += (a0 * (x0[c] - mean[c]) + a1 * (x0[c + C] - mean[c])) +
                  (a2 * (x0[c + 2 * C] - mean[c]) + a3 * (x0[c + 3 * C] - mean[c]));
     }
   }
   for (; m < hi; ++m) {
-    const float* xr = x + m * C;
-    const float* gr = dy + m * C;
+    const int64_t at = m * C;
     for (int64_t c = 0; c < cb; ++c) {
-      sdy[c] += gr[c];
-      sdyx[c] += static_cast<double>(gr[c]) * (xr[c] - mean[c]);
+      const double a = g(at, c);
+      sdy[c] += a;
+      sdyx[c] += a * (x[at + c] - mean[c]);
     }
   }
 }
@@ -96,30 +121,45 @@ void part_dy_sums(const float* x, const float* dy, const float* mean, int64_t C,
 // parameters: the per-channel arrays live in the caller's frame and reach the
 // threads through a pointer, and without the promise the vectoriser would
 // re-check each of them against the output for overlap on every row.
+// NaN passes the ReLU, as in torch.relu, so the NaN check still sees it.
+template <bool kRelu>
+inline float relu_if(float v) {
+  if constexpr (kRelu) return v < 0.0f ? 0.0f : v;
+  return v;
+}
+
+template <bool kRelu>
 void normalise_row(const float* __restrict x, const float* __restrict mean,
                    const float* __restrict scale, const float* __restrict shift,
                    float* __restrict y, int64_t cb) {
-  for (int64_t c = 0; c < cb; ++c) y[c] = (x[c] - mean[c]) * scale[c] + shift[c];
+  for (int64_t c = 0; c < cb; ++c)
+    y[c] = relu_if<kRelu>(bn_pre_activation(x[c], mean[c], scale[c], shift[c]));
 }
 
+template <bool kRelu>
 void scale_bias_row(const float* __restrict x, const float* __restrict scale,
                     const float* __restrict bias, float* __restrict y, int64_t cb) {
-  for (int64_t c = 0; c < cb; ++c) y[c] = x[c] * scale[c] + bias[c];
+  for (int64_t c = 0; c < cb; ++c) y[c] = relu_if<kRelu>(x[c] * scale[c] + bias[c]);
 }
 
-template <bool kAcc>
+template <bool kAcc, bool kRelu>
 void dx_row(const float* __restrict x, const float* __restrict dy, const float* __restrict mean,
+            const float* __restrict scale, const float* __restrict shift,
             const float* __restrict k_dy, const float* __restrict k_x, const float* __restrict k_0,
             float* __restrict dx, int64_t cb) {
   for (int64_t c = 0; c < cb; ++c) {
-    const float v = k_dy[c] * dy[c] + k_x[c] * (x[c] - mean[c]) + k_0[c];
+    const float g = bn_out_grad<kRelu>(dy[c], x[c], mean[c], scale[c], shift[c]);
+    const float v = k_dy[c] * g + k_x[c] * (x[c] - mean[c]) + k_0[c];
     dx[c] = kAcc ? dx[c] + v : v;
   }
 }
 
 }  // namespace
 
-void bn_fwd_train(const KernelArgs& a) {
+namespace {
+
+template <bool kRelu>
+void bn_train(const KernelArgs& a) {
   const float* x = a.in[0].f32();
   const float* gamma = a.in[1].f32();
   const float* beta = a.in[2].f32();
@@ -178,12 +218,13 @@ void bn_fwd_train(const KernelArgs& a) {
     }
     parallel_ranges(M, M * cb, [&](int64_t lo, int64_t hi) {
       for (int64_t m = lo; m < hi; ++m)
-        normalise_row(x + m * C + c0, mean, scale, shift, y + m * C + c0, cb);
+        normalise_row<kRelu>(x + m * C + c0, mean, scale, shift, y + m * C + c0, cb);
     });
   }
 }
 
-void bn_fwd_infer(const KernelArgs& a) {
+template <bool kRelu>
+void bn_infer(const KernelArgs& a) {
   const float* x = a.in[0].f32();
   const float* scale = a.in[1].f32();
   const float* bias = a.in[2].f32();
@@ -192,15 +233,18 @@ void bn_fwd_infer(const KernelArgs& a) {
   const int64_t C = s.c;
   const int64_t M = s.n * s.h * s.w;
   parallel_ranges(M, M * C, [&](int64_t lo, int64_t hi) {
-    for (int64_t m = lo; m < hi; ++m) scale_bias_row(x + m * C, scale, bias, y + m * C, C);
+    for (int64_t m = lo; m < hi; ++m) scale_bias_row<kRelu>(x + m * C, scale, bias, y + m * C, C);
   });
 }
 
-void bn_bwd(const KernelArgs& a) {
+// Inputs: x, gamma, [beta when kRelu], saved, dy.
+template <bool kRelu>
+void bn_backward(const KernelArgs& a) {
   const float* x = a.in[0].f32();
   const float* gamma = a.in[1].f32();
-  const float* saved = a.in[2].f32();
-  const float* dy = a.in[3].f32();
+  const float* beta = kRelu ? a.in[2].f32() : nullptr;
+  const float* saved = a.in[kRelu ? 3 : 2].f32();
+  const float* dy = a.in[kRelu ? 4 : 3].f32();
   const Shape& s = a.in[0].shape();
   const int64_t C = s.c;
   const int64_t M = s.n * s.h * s.w;
@@ -213,9 +257,17 @@ void bn_bwd(const KernelArgs& a) {
     const int64_t cb = std::min(kChannelBlock, C - c0);
     const float* mean = saved + c0;
     const float* inv_std = saved + C + c0;
+    // The fused ReLU's mask: the forward's scale and shift, recomputed.
+    float scale[kChannelBlock] = {}, shift[kChannelBlock] = {};
+    if (kRelu)
+      for (int64_t c = 0; c < cb; ++c) {
+        scale[c] = static_cast<float>(static_cast<double>(gamma[c0 + c]) * inv_std[c]);
+        shift[c] = beta[c0 + c];
+      }
     double part_sdy[kMaxParts][kChannelBlock], part_sdyx[kMaxParts][kChannelBlock];
     for_each_part(M, parts, [&](int p, int64_t lo, int64_t hi) {
-      part_dy_sums(x + c0, dy + c0, mean, C, cb, lo, hi, part_sdy[p], part_sdyx[p]);
+      part_dy_sums<kRelu>(x + c0, dy + c0, mean, scale, shift, C, cb, lo, hi, part_sdy[p],
+                          part_sdyx[p]);
     });
     double sdy[kChannelBlock] = {}, sdyx[kChannelBlock] = {};
     for (int p = 0; p < parts; ++p)
@@ -251,12 +303,33 @@ void bn_bwd(const KernelArgs& a) {
       for (int64_t m = lo; m < hi; ++m) {
         const int64_t at = m * C + c0;
         if (acc_dx)
-          dx_row<true>(x + at, dy + at, mean, k_dy, k_x, k_0, dx + at, cb);
+          dx_row<true, kRelu>(x + at, dy + at, mean, scale, shift, k_dy, k_x, k_0, dx + at, cb);
         else
-          dx_row<false>(x + at, dy + at, mean, k_dy, k_x, k_0, dx + at, cb);
+          dx_row<false, kRelu>(x + at, dy + at, mean, scale, shift, k_dy, k_x, k_0, dx + at, cb);
       }
     });
   }
+}
+
+}  // namespace
+
+void bn_fwd_train(const KernelArgs& a) {
+  bn_train<false>(a);
+}
+void bn_fwd_infer(const KernelArgs& a) {
+  bn_infer<false>(a);
+}
+void bn_bwd(const KernelArgs& a) {
+  bn_backward<false>(a);
+}
+void bn_relu_fwd_train(const KernelArgs& a) {
+  bn_train<true>(a);
+}
+void bn_relu_fwd_infer(const KernelArgs& a) {
+  bn_infer<true>(a);
+}
+void bn_relu_bwd(const KernelArgs& a) {
+  bn_backward<true>(a);
 }
 
 }  // namespace tr::cpu

@@ -14,4 +14,14 @@ void bn_fwd_infer(const KernelArgs& a);
 // in [x, gamma, saved, dy] out [dgamma, dbeta, dx]
 void bn_bwd(const KernelArgs& a);
 
+// The same with the ReLU that follows the BN applied to y (the BN output is
+// never stored). The backward takes beta as well, to recompute the ReLU mask
+// from x rather than read y, which the next layer's dX may have overwritten.
+// in [x, gamma, beta, prev_mean, prev_var] out [relu(y), saved, next_mean, next_var]
+void bn_relu_fwd_train(const KernelArgs& a);
+// in [x, eq_scale, eq_bias] out [relu(y)]
+void bn_relu_fwd_infer(const KernelArgs& a);
+// in [x, gamma, beta, saved, d relu(y)] out [dgamma, dbeta, dx]
+void bn_relu_bwd(const KernelArgs& a);
+
 }  // namespace tr::cpu

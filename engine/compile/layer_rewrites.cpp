@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "compile/layer_rewrites.h"
+
+namespace tr {
+
+namespace {
+
+// Whether the backward of a layer of this type reads the layer's own output.
+// If it does, that output cannot be overwritten by the next layer's dX.
+// ReLU's backward takes its mask from the layer input (x > 0 exactly where
+// relu(x) > 0), and the fused BN+ReLU recomputes it from the BN input.
+bool backward_reads_own_output(LayerType t) {
+  switch (t) {
+    case LayerType::Tanh:
+    case LayerType::MaxPool2d:
+    case LayerType::Input:
+    case LayerType::SoftmaxCrossEntropy:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+std::vector<LayerRewrite> plan_layer_rewrites(const Project& project, const ModelAnalysis& a,
+                                              const CompileOptions& options) {
+  const auto& nodes = project.model.nodes;
+  std::vector<LayerRewrite> r(nodes.size());
+  auto type = [&](int n) { return nodes[static_cast<size_t>(n)].type; };
+  auto only_consumer = [&](int n) {
+    const auto& c = a.consumers[static_cast<size_t>(n)];
+    return c.size() == 1 ? c.front().node : -1;
+  };
+
+  if (options.fuse_bn_relu)
+    for (int n : a.order) {
+      if (type(n) != LayerType::BatchNorm2d) continue;
+      const int next = only_consumer(n);
+      if (next < 0 || type(next) != LayerType::ReLU) continue;
+      r[static_cast<size_t>(n)].fused_relu = next;
+      r[static_cast<size_t>(next)].fused_into = n;
+    }
+
+  if (options.in_place_dx)
+    for (int n : a.order) {
+      if (n == a.input_node || backward_reads_own_output(type(n))) continue;
+      // A BN whose output is a fused ReLU's has no output of its own.
+      if (r[static_cast<size_t>(n)].fused_relu >= 0) continue;
+      const int next = only_consumer(n);
+      if (next < 0 || next == a.first_layer) continue;
+      const LayerType t = type(next);
+      if (t != LayerType::Conv2d && t != LayerType::Linear) continue;
+      r[static_cast<size_t>(n)].grad_in_place = true;
+    }
+  return r;
+}
+
+}  // namespace tr
