@@ -9,6 +9,7 @@
 
 #include "backends/devices.h"
 #include "cli/commands.h"
+#include "cli/compile_choice.h"
 #include "cli/options.h"
 #include "cli/project_overrides.h"
 #include "compile/compiler.h"
@@ -23,13 +24,14 @@ namespace {
 constexpr const char* kUsage =
     "usage: renaissance-cli plan <project.json> [--json] [--graphs] [--out FILE]\n"
     "                            [--devices cpu:N|cuda:0-3] [--precision fp32|amp] [--batch B]\n"
-    "                            [--epochs N] [--seed S]\n"
+    "                            [--epochs N] [--seed S] [--rewrites on|off]\n"
     "  Compiles the project and prints the layers, the region and DTensor tables of\n"
     "  every shape variant, and the bytes each device needs.\n"
     "  --json      machine-readable plan instead of tables\n"
     "  --graphs    also print every ComputationGraph\n"
     "  --out FILE  write to FILE instead of standard output\n"
-    "  --devices, --precision, --batch, --epochs, --seed override the project's settings\n";
+    "  --devices, --precision, --batch, --epochs, --seed override the project's settings\n"
+    "  --rewrites off  no BN+ReLU fusion and no in-place gradients (default on)\n";
 
 // Whether the plan fits the project's devices on this machine, with the numbers.
 std::string fit_line(const CompiledProject& cp) {
@@ -61,12 +63,13 @@ std::string fit_line(const CompiledProject& cp) {
 int cmd_plan(const std::vector<std::string>& args) {
   std::set<std::string> with_value = override_options();
   with_value.insert("out");
+  with_value.insert(kRewritesOption);
   const ParsedArgs a = parse_args(args, with_value, {"json", "graphs", "help"});
   if (const int code = usage_exit_code(a, kUsage, 1); code >= 0) return code;
   Project project = load_project(a.positional[0]);
   apply_overrides(a, project);
 
-  const CompiledProject cp = compile_project(project);
+  const CompiledProject cp = compile_project(project, compile_options_from(a));
   std::string text;
   const std::string fit = fit_line(cp);
   if (a.has("json")) {

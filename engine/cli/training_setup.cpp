@@ -4,6 +4,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_threads.h"
 #include "backends/devices.h"
+#include "cli/compile_choice.h"
 #include "cli/project_overrides.h"
 #include "core/error.h"
 #include "data/dataset.h"
@@ -15,6 +16,7 @@ std::set<std::string> setup_options() {
   std::set<std::string> s = override_options();
   s.insert("data");
   s.insert("threads");
+  s.insert(kRewritesOption);
   return s;
 }
 
@@ -37,7 +39,7 @@ TrainingSetup prepare_training(const std::string& project_path, const ParsedArgs
   }
   if (a.values.count("threads"))
     cpu::set_cpu_threads(static_cast<int>(positive_integer("threads", a.values.at("threads"))));
-  out.compiled = std::make_unique<CompiledProject>(compile_project(project));
+  out.compiled = std::make_unique<CompiledProject>(compile_project(project, compile_options_from(a)));
   const std::string data_dir = a.values.count("data") ? a.values.at("data") : std::string();
   out.data = load_dataset(out.compiled->project.dataset, data_dir, project.training.seed);
   cpu::CpuBackendOptions o;

@@ -44,6 +44,16 @@ std::string layer_params(const LayerNode& n) {
   }
 }
 
+// What the compiler's rewrites did to a layer, in a few words ("" if nothing).
+std::string rewrite_note(const CompiledProject& cp, int v) {
+  const LayerTensors& t = cp.layers[static_cast<size_t>(v)];
+  std::string s;
+  if (t.fused_relu >= 0) s = "+" + owner_id(cp, t.fused_relu) + " fused";
+  if (t.fused_into >= 0) s = "in " + owner_id(cp, t.fused_into);
+  if (t.grad_in_place) s += std::string(s.empty() ? "" : ", ") + "grad in place";
+  return s;
+}
+
 }  // namespace
 
 std::string human_bytes(uint64_t bytes) {
@@ -70,15 +80,18 @@ std::string plan_report_text(const CompiledProject& cp) {
   const auto& train = cp.variants[static_cast<size_t>(cp.variant_index(VariantKind::Train))];
   out += fmt("\nlayers (variant %s, batch %lld per device)\n", train.name.c_str(),
              static_cast<long long>(train.batch));
-  out += fmt("  %-18s %-20s %-22s %-20s %12s %16s\n", "id", "type", "params", "output",
-             "parameters", "fwd FLOPs");
+  out += fmt("  %-18s %-20s %-22s %-20s %12s %16s  %s\n", "id", "type", "params", "output",
+             "parameters", "fwd FLOPs", "rewrites");
   for (int v : cp.analysis.order) {
     const LayerNode& n = p.model.nodes[static_cast<size_t>(v)];
     const NodeAnalysis& na = cp.analysis.nodes[static_cast<size_t>(v)];
     const std::string shape = layer_output_ports(n.type) > 0 ? na.output.str() : "loss";
-    out += fmt("  %-18s %-20s %-22s %-20s %12lld %16lld\n", n.id.c_str(),
-               std::string(layer_type_name(n.type)).c_str(), layer_params(n).c_str(), shape.c_str(),
-               static_cast<long long>(na.params), static_cast<long long>(na.flops));
+    std::string line = fmt("  %-18s %-20s %-22s %-20s %12lld %16lld  %s", n.id.c_str(),
+                           std::string(layer_type_name(n.type)).c_str(), layer_params(n).c_str(),
+                           shape.c_str(), static_cast<long long>(na.params),
+                           static_cast<long long>(na.flops), rewrite_note(cp, v).c_str());
+    line.erase(line.find_last_not_of(' ') + 1);
+    out += line + "\n";
   }
   out += fmt("  %-18s %-20s %-22s %-20s %12lld %16lld\n", "total", "", "", "",
              static_cast<long long>(cp.analysis.total_params),
@@ -144,6 +157,10 @@ nlohmann::json plan_report_json(const CompiledProject& cp) {
               {"parameters", na.params},
               {"flops", na.flops}};
     if (layer_output_ports(n.type) > 0) l["output"] = na.output.dims();
+    const LayerTensors& t = cp.layers[static_cast<size_t>(v)];
+    if (t.fused_relu >= 0) l["fused_relu"] = owner_id(cp, t.fused_relu);
+    if (t.fused_into >= 0) l["fused_into"] = owner_id(cp, t.fused_into);
+    if (t.grad_in_place) l["grad_in_place"] = true;
     layers.push_back(std::move(l));
   }
   j["layers"] = std::move(layers);

@@ -60,6 +60,17 @@ class TestCliPlan : public QObject {
                  variants[0].at("tensors")[i].at("offset").get<uint64_t>());
     }
     QCOMPARE(variants[1].at("batch").get<int64_t>(), int64_t{96});  // 60000 % 128
+    // The compiler's rewrites are named per layer.
+    int fused = 0, in_place = 0;
+    for (const auto& l : j.at("layers")) {
+      if (l.contains("fused_relu")) {
+        ++fused;
+        QCOMPARE(l.at("type").get<std::string>(), std::string("BatchNorm2d"));
+      }
+      if (l.value("grad_in_place", false)) ++in_place;
+    }
+    QCOMPARE(fused, 4);     // the stem's and each block's first BN
+    QCOMPARE(in_place, 4);  // the three blocks' inner ReLUs and the global pool
   }
 
   void textTables() {
@@ -71,6 +82,7 @@ class TestCliPlan : public QObject {
     QVERIFY(out.contains("conv1.weight"));
     QVERIFY(out.contains("bytes per device"));
     QVERIFY(out.contains("variant val"));
+    QVERIFY(out.contains("grad in place"));  // flatten, relu3 and relu4 before an FC layer
   }
 
   void overridesChangeThePlan() {
