@@ -18,40 +18,12 @@
 
 #include "backends/cpu/kernels/dense.h"
 #include "backends/cpu/kernels/onednn_info.h"
+#include "bench_tensors.h"
 
 namespace {
 
 using namespace tr;
-
-// Owns the tensors of one layer and hands out KernelArgs pointing at them.
-class Tensors {
- public:
-  size_t add(const Shape& s, std::mt19937& rng) {
-    auto d = std::make_unique<DTensor>();
-    d->shape = s;
-    d->dtype = DType::FP32;
-    std::vector<float> v(static_cast<size_t>(s.elements()));
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    for (float& f : v) f = u(rng);
-    descs_.push_back(std::move(d));
-    data_.push_back(std::move(v));
-    return descs_.size() - 1;
-  }
-  KernelArgs args(const std::vector<size_t>& ins, const std::vector<size_t>& outs,
-                  const LayerNode& layer, const GraphNode& node, int part = -1) {
-    KernelArgs a;
-    a.layer = &layer;
-    a.node = &node;
-    a.part = part;
-    for (size_t i : ins) a.in.push_back({data_[i].data(), descs_[i].get()});
-    for (size_t i : outs) a.out.push_back({data_[i].data(), descs_[i].get()});
-    return a;
-  }
-
- private:
-  std::vector<std::unique_ptr<DTensor>> descs_;
-  std::vector<std::vector<float>> data_;
-};
+using tr::bench::Tensors;
 
 struct Options {
   int64_t batch = 128;

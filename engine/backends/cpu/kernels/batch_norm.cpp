@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backends/cpu/kernels/fast_math.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/parallel.h"
 
@@ -81,7 +82,7 @@ inline float bn_pre_activation(float x, float mean, float scale, float shift) {
 // where the BN output was positive.
 template <bool kRelu>
 inline float bn_out_grad(float dy, float x, float mean, float scale, float shift) {
-  if constexpr (kRelu) return bn_pre_activation(x, mean, scale, shift) > 0.0f ? dy : 0.0f;
+  if constexpr (kRelu) return select(bn_pre_activation(x, mean, scale, shift) > 0.0f, dy, 0.0f);
   return dy;
 }
 
