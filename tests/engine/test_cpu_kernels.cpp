@@ -61,6 +61,56 @@ double probe_loss(const float* out, const float* probe, int64_t n) {
   return s;
 }
 
+// Finite-difference errors of the BN backward (or of the fused BN+ReLU
+// backward) on a small random batch, and whether accumulate(2) adds dx onto
+// what is already there.
+struct BnGradientErrors {
+  double dx = 1, dgamma = 1, dbeta = 1;
+  bool accumulates = false;
+};
+
+BnGradientErrors bn_gradient_errors(bool fused_relu) {
+  std::mt19937 rng(fused_relu ? 5 : 3);
+  KernelHarness h;
+  const Shape s{2, 3, 3, 5};
+  const Shape c{1, 1, 1, 5};
+  const size_t x = h.tensor(s), gamma = h.tensor(c), beta = h.tensor(c), pm = h.tensor(c),
+               pv = h.tensor(c), y = h.tensor(s), saved = h.tensor({1, 1, 2, 5}), nm = h.tensor(c),
+               nv = h.tensor(c), dy = h.tensor(s), dgamma = h.tensor(c), dbeta = h.tensor(c),
+               dx = h.tensor(s);
+  h.fill_random(x, rng, -2.0f, 3.0f);
+  h.fill_random(gamma, rng, 0.5f, 1.5f);
+  h.fill_random(beta, rng);
+  h.fill_random(dy, rng);
+  const LayerNode layer = layer_with(LayerType::BatchNorm2d);
+  const auto fwd = fused_relu ? cpu::bn_relu_fwd_train : cpu::bn_fwd_train;
+  const auto bwd = fused_relu ? cpu::bn_relu_bwd : cpu::bn_bwd;
+  const std::vector<size_t> bwd_in = fused_relu ? std::vector<size_t>{x, gamma, beta, saved, dy}
+                                                : std::vector<size_t>{x, gamma, saved, dy};
+  GraphNode node = node_for(2);
+  const KernelArgs fa = h.args({x, gamma, beta, pm, pv}, {y, saved, nm, nv}, &node, &layer);
+  fwd(fa);
+  bwd(h.args(bwd_in, {dgamma, dbeta, dx}, &node, &layer));
+  auto loss = [&] {
+    fwd(fa);
+    return probe_loss(h.f32(y), h.f32(dy), h.elements(y));
+  };
+  // The ReLU's kink lies nearer than 1e-2 to some samples: a smaller step there.
+  const double eps = fused_relu ? 1e-3 : 1e-2;
+  BnGradientErrors e;
+  e.dx = gradient_check(h.f32(x), h.elements(x), h.f32(dx), loss, eps);
+  e.dgamma = gradient_check(h.f32(gamma), 5, h.f32(dgamma), loss, eps);
+  e.dbeta = gradient_check(h.f32(beta), 5, h.f32(dbeta), loss, eps);
+
+  std::vector<float> first(h.f32(dx), h.f32(dx) + h.elements(dx));
+  GraphNode acc = node_for(2, 0b100);
+  bwd(h.args(bwd_in, {dgamma, dbeta, dx}, &acc, &layer));
+  e.accumulates = true;
+  for (int64_t i = 0; i < h.elements(dx); ++i)
+    e.accumulates &= std::fabs(h.f32(dx)[i] - 2 * first[static_cast<size_t>(i)]) < 1e-6f;
+  return e;
+}
+
 // Values k * step (shuffled, centred): distinct by at least `step`, so a
 // finite-difference nudge never changes which element of a window is the maximum.
 void fill_distinct(float* x, int64_t n, std::mt19937& rng, float step = 0.05f) {
@@ -202,37 +252,11 @@ class TestCpuKernels : public QObject {
   }
 
   void batchNormBackwardMatchesFiniteDifferences() {
-    std::mt19937 rng(3);
-    KernelHarness h;
-    const Shape s{2, 3, 3, 5};
-    const Shape c{1, 1, 1, 5};
-    const size_t x = h.tensor(s), gamma = h.tensor(c), beta = h.tensor(c), pm = h.tensor(c),
-                 pv = h.tensor(c), y = h.tensor(s), saved = h.tensor({1, 1, 2, 5}),
-                 nm = h.tensor(c), nv = h.tensor(c), dy = h.tensor(s), dgamma = h.tensor(c),
-                 dbeta = h.tensor(c), dx = h.tensor(s);
-    h.fill_random(x, rng, -2.0f, 3.0f);
-    h.fill_random(gamma, rng, 0.5f, 1.5f);
-    h.fill_random(beta, rng);
-    h.fill_random(dy, rng);
-    const LayerNode layer = layer_with(LayerType::BatchNorm2d);
-    GraphNode node = node_for(2);
-    const KernelArgs fa = h.args({x, gamma, beta, pm, pv}, {y, saved, nm, nv}, &node, &layer);
-    cpu::bn_fwd_train(fa);
-    cpu::bn_bwd(h.args({x, gamma, saved, dy}, {dgamma, dbeta, dx}, &node, &layer));
-    auto loss = [&] {
-      cpu::bn_fwd_train(fa);
-      return probe_loss(h.f32(y), h.f32(dy), h.elements(y));
-    };
-    QVERIFY2(gradient_check(h.f32(x), h.elements(x), h.f32(dx), loss) < kGradTolerance, "dx");
-    QVERIFY2(gradient_check(h.f32(gamma), 5, h.f32(dgamma), loss) < kGradTolerance, "dgamma");
-    QVERIFY2(gradient_check(h.f32(beta), 5, h.f32(dbeta), loss) < kGradTolerance, "dbeta");
-
-    // accumulate(2): dx adds onto what another consumer wrote.
-    std::vector<float> first(h.f32(dx), h.f32(dx) + h.elements(dx));
-    GraphNode acc = node_for(2, 0b100);
-    cpu::bn_bwd(h.args({x, gamma, saved, dy}, {dgamma, dbeta, dx}, &acc, &layer));
-    for (int64_t i = 0; i < h.elements(dx); ++i)
-      QVERIFY(std::fabs(h.f32(dx)[i] - 2 * first[static_cast<size_t>(i)]) < 1e-6f);
+    const BnGradientErrors e = bn_gradient_errors(false);
+    QVERIFY2(e.dx < kGradTolerance, "dx");
+    QVERIFY2(e.dgamma < kGradTolerance, "dgamma");
+    QVERIFY2(e.dbeta < kGradTolerance, "dbeta");
+    QVERIFY2(e.accumulates, "accumulate(2): dx adds onto what another consumer wrote");
   }
 
   void batchNormInferenceUsesEquivalentScaleAndBias() {
@@ -296,31 +320,11 @@ class TestCpuKernels : public QObject {
   }
 
   void fusedBnReluBackwardMatchesFiniteDifferences() {
-    std::mt19937 rng(5);
-    KernelHarness h;
-    const Shape s{2, 3, 3, 5};
-    const Shape c{1, 1, 1, 5};
-    const size_t x = h.tensor(s), gamma = h.tensor(c), beta = h.tensor(c), pm = h.tensor(c),
-                 pv = h.tensor(c), y = h.tensor(s), saved = h.tensor({1, 1, 2, 5}),
-                 nm = h.tensor(c), nv = h.tensor(c), dy = h.tensor(s), dgamma = h.tensor(c),
-                 dbeta = h.tensor(c), dx = h.tensor(s);
-    h.fill_random(x, rng, -2.0f, 3.0f);
-    h.fill_random(gamma, rng, 0.5f, 1.5f);
-    h.fill_random(beta, rng);
-    h.fill_random(dy, rng);
-    const LayerNode layer = layer_with(LayerType::BatchNorm2d);
-    GraphNode node = node_for(3);
-    const KernelArgs fa = h.args({x, gamma, beta, pm, pv}, {y, saved, nm, nv}, &node, &layer);
-    cpu::bn_relu_fwd_train(fa);
-    cpu::bn_relu_bwd(h.args({x, gamma, beta, saved, dy}, {dgamma, dbeta, dx}, &node, &layer));
-    auto loss = [&] {
-      cpu::bn_relu_fwd_train(fa);
-      return probe_loss(h.f32(y), h.f32(dy), h.elements(y));
-    };
-    // A smaller step than the default: the ReLU's kink is nearer than 1e-2 for some samples.
-    QVERIFY2(gradient_check(h.f32(x), h.elements(x), h.f32(dx), loss, 1e-3) < kGradTolerance, "dx");
-    QVERIFY2(gradient_check(h.f32(gamma), 5, h.f32(dgamma), loss, 1e-3) < kGradTolerance, "dgamma");
-    QVERIFY2(gradient_check(h.f32(beta), 5, h.f32(dbeta), loss, 1e-3) < kGradTolerance, "dbeta");
+    const BnGradientErrors e = bn_gradient_errors(true);
+    QVERIFY2(e.dx < kGradTolerance, "dx");
+    QVERIFY2(e.dgamma < kGradTolerance, "dgamma");
+    QVERIFY2(e.dbeta < kGradTolerance, "dbeta");
+    QVERIFY2(e.accumulates, "accumulate(2)");
   }
 
   void fusedBnReluInference() {
