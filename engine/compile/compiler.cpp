@@ -136,6 +136,7 @@ class TensorAllocator {
     engine_.scalars = plan_.alloc_scalars(static_cast<int64_t>(ScalarSlot::COUNT), "scalars");
     engine_.result = plan_.alloc_result(false);
     engine_.result_accumulated = plan_.alloc_result(true);
+    engine_.confusion = plan_.alloc_confusion(p_.dataset.classes);
     const Shape in = a_.nodes[static_cast<size_t>(a_.input_node)].output;
     engine_.input[0] = plan_.alloc_input(InputBuffer::A, in, feat);
     engine_.input[1] = plan_.alloc_input(InputBuffer::B, in, feat);
@@ -349,9 +350,13 @@ class GraphEmitter {
       case LayerType::Add:
         return compute(ComputeOp::ADD_FWD, {x, input_of(v, 1, buf)}, {t.out}, v);
       case LayerType::SoftmaxCrossEntropy:
-        if (!training)
-          return compute(ComputeOp::SOFTMAX_CE_FWD, {x, cp_.engine.labels[buf]},
-                         {cp_.engine.result}, v);
+        if (!training) {
+          // The confusion counts add up over the validation batches.
+          GraphNode n = compute(ComputeOp::SOFTMAX_CE_FWD, {x, cp_.engine.labels[buf]},
+                                {cp_.engine.result, cp_.engine.confusion}, v);
+          n.accumulate_mask = 0b10;
+          return n;
+        }
         return compute(ComputeOp::SOFTMAX_CE_FWD_BWD, {x, cp_.engine.active_labels},
                        {cp_.engine.result, input_grad_of(v, 0)}, v);
       case LayerType::Input:
@@ -540,8 +545,7 @@ class GraphEmitter {
              {range(RangeOp::CAST_FP32_TO_FP16, {series_span(ParamSeries::W)},
                     {series_span(ParamSeries::A)})});
     shared(GraphId::RESET_METRICS,
-           {range(RangeOp::CLEAR, {},
-                  {{Region::R_RESULT_ACCUMULATED, Region::R_RESULT_ACCUMULATED}})});
+           {range(RangeOp::CLEAR, {}, {{Region::R_RESULT_ACCUMULATED, Region::R_CONFUSION}})});
     if (has_bn())
       shared(GraphId::UPDATE_BN_INF_PARAMS,
              {range(RangeOp::BN_EQ_PARAMS,
@@ -549,7 +553,7 @@ class GraphEmitter {
                      kinds_span(ParamSeries::W, ParamKind::BN_BIAS, ParamKind::BN_WEIGHT)},
                     {{Region::B_EQ_SCALE, Region::B_EQ_BIAS}})});
     if (world_ > 1) {
-      const RegionSpan acc{Region::R_RESULT_ACCUMULATED, Region::R_RESULT_ACCUMULATED};
+      const RegionSpan acc{Region::R_RESULT_ACCUMULATED, Region::R_CONFUSION};
       shared(GraphId::VAL_RESULT_COMM, {range(RangeOp::ALLREDUCE_SUM, {acc}, {acc})});
     }
   }

@@ -53,6 +53,7 @@ struct EngineTensors {
   DTensorId scalars = kNoTensor;  // see ScalarSlot
   DTensorId result = kNoTensor;
   DTensorId result_accumulated = kNoTensor;
+  DTensorId confusion = kNoTensor;  // validation: counts per (true, predicted) class
   DTensorId input[2] = {kNoTensor, kNoTensor};   // A, B
   DTensorId labels[2] = {kNoTensor, kNoTensor};  // A, B
   DTensorId active_labels = kNoTensor;           // copy of the labels of the buffer in use

@@ -111,6 +111,10 @@ DTensorId MemoryPlan::alloc_result(bool accumulated) {
                DType::FP32, accumulated ? "result.accumulated" : "result", -1);
 }
 
+DTensorId MemoryPlan::alloc_confusion(int64_t classes) {
+  return alloc(Region::R_CONFUSION, {1, 1, classes, classes}, DType::FP32, "confusion", -1);
+}
+
 DTensorId MemoryPlan::alloc_scalars(int64_t count, std::string name) {
   return alloc(Region::S_SCALARS, {1, 1, 1, count}, DType::FP32, std::move(name), -1);
 }

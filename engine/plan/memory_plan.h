@@ -47,6 +47,8 @@ class MemoryPlan {
   DTensorId alloc_active_label(int64_t batch);
   DTensorId alloc_mask(const Shape& shape, std::string name, int owner);
   DTensorId alloc_result(bool accumulated);
+  // classes x classes FP32 counts, row = true label, column = predicted class.
+  DTensorId alloc_confusion(int64_t classes);
   DTensorId alloc_scalars(int64_t count, std::string name);
   DTensorId alloc_lars_norm(ParamKind kind, std::string name, int owner);
   DTensorId alloc_scratch(const Shape& shape, DType dtype, std::string name, int owner);

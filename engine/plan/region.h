@@ -69,6 +69,7 @@ enum class Region : uint8_t {
   // R: per-batch loss/top-1/top-5/count, and its accumulation over validation
   R_RESULT,
   R_RESULT_ACCUMULATED,
+  R_CONFUSION,  // validation confusion counts (true class x predicted class)
   // H: FP16 gradients (AMP), cast to G in one pass per bucket
   H_BN_BIAS,
   H_BN_WEIGHT,

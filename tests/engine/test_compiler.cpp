@@ -662,7 +662,10 @@ class TestCompiler : public QObject {
         if (n.op == ComputeOp::SOFTMAX_CE_FWD) {
           ++softmax;
           QVERIFY(std::count(n.inputs.begin(), n.inputs.end(), bn.engine.labels[buf]) == 1);
-          QVERIFY(n.outputs == std::vector<DTensorId>{bn.engine.result});
+          QVERIFY(n.outputs == (std::vector<DTensorId>{bn.engine.result, bn.engine.confusion}));
+          QCOMPARE(n.accumulate_mask, uint8_t{0b10});  // counts add up over the batches
+          QCOMPARE(bn.plans[static_cast<size_t>(val)].get_dtensor(bn.engine.confusion).shape,
+                   (Shape{1, 1, 10, 10}));
         }
         if (n.op == ComputeOp::CONV_FWD && n.layer == bn.analysis.first_layer)
           QCOMPARE(n.inputs.front(), bn.engine.input[buf]);
@@ -792,8 +795,10 @@ class TestCompiler : public QObject {
                             plan.region(Region::R_RESULT).total_bytes);
     }
     const GraphNode& val = graphs_of(cp, GraphId::VAL_RESULT_COMM).front()->nodes[0];
-    QVERIFY(val.in_spans == (std::vector<RegionSpan>{
-                                {Region::R_RESULT_ACCUMULATED, Region::R_RESULT_ACCUMULATED}}));
+    // The accumulated metrics and the confusion counts, in one sum.
+    QVERIFY(val.in_spans ==
+            (std::vector<RegionSpan>{{Region::R_RESULT_ACCUMULATED, Region::R_CONFUSION}}));
+    QCOMPARE(val.range_op, RangeOp::ALLREDUCE_SUM);
     QVERIFY(graphs_of(cp, GraphId::STATS_COMM).empty());  // no BN in LeNet
     // The same project on one rank: none.
     const CompiledProject one = compile_or_fail(load("lenet-fashion"));

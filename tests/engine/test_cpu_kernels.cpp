@@ -813,6 +813,26 @@ class TestCpuKernels : public QObject {
     QCOMPARE(h.f32(result)[3], 2.0f);
   }
 
+  void softmaxCrossEntropyCountsTheConfusionMatrix() {
+    KernelHarness h;
+    const size_t logits = h.tensor({4, 1, 1, 3}), labels = h.tensor({4, 1, 1, 1}, DType::INT32),
+                 result = h.tensor({1, 1, 1, 4}), confusion = h.tensor({1, 1, 3, 3});
+    // Predictions: 0, 2, 2 and, as top-1 counts a tie with the label as a hit, 1.
+    const float xs[] = {5, 1, 1, 0, 1, 3, 2, 2, 4, 7, 7, 0};
+    std::copy(std::begin(xs), std::end(xs), h.f32(logits));
+    const int32_t ys[] = {0, 2, 1, 1};
+    std::copy(std::begin(ys), std::end(ys), h.i32(labels));
+    GraphNode overwrite = node_for(-1), accumulate = node_for(-1, 0b10);
+    for (int k = 0; k < 9; ++k) h.f32(confusion)[k] = 99.0f;
+    cpu::softmax_ce_fwd(h.args({logits, labels}, {result, confusion}, &overwrite));
+    const float once[] = {1, 0, 0, 0, 1, 1, 0, 0, 1};  // row: true label, column: predicted
+    for (int k = 0; k < 9; ++k) QCOMPARE(h.f32(confusion)[k], once[k]);
+    QCOMPARE(h.f32(result)[1], 3.0f);  // top-1 agrees with the diagonal
+    // A second batch adds to the counts.
+    cpu::softmax_ce_fwd(h.args({logits, labels}, {result, confusion}, &accumulate));
+    for (int k = 0; k < 9; ++k) QCOMPARE(h.f32(confusion)[k], 2 * once[k]);
+  }
+
   void softmaxCrossEntropyGradientIsOfTheMeanLoss() {
     std::mt19937 rng(23);
     KernelHarness h;

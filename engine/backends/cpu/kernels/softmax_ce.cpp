@@ -90,6 +90,23 @@ void softmax_ce(const KernelArgs& a, bool backward) {
   result[1] = static_cast<float>(top1);
   result[2] = static_cast<float>(top5);
   result[3] = static_cast<float>(N);
+
+  // Evaluation: count (true label, predicted class) pairs into the confusion
+  // block, adding to the counts of the batches before. A separate serial pass:
+  // the counts are shared by all rows, and a row's argmax is K compares.
+  if (!backward && has_out(a, 1)) {
+    float* confusion = a.out[1].f32();
+    if (!a.accumulate(1)) std::memset(confusion, 0, static_cast<size_t>(K * K) * sizeof(float));
+    for (int64_t i = 0; i < N; ++i) {
+      const int32_t label = labels[i];
+      if (label < 0 || label >= K) continue;  // already reported through the NaN loss
+      // As for top-1, a tie with the label counts as the label.
+      const float* row = logits + i * K;
+      int64_t best = label;
+      for (int64_t k = 0; k < K; ++k) best = row[k] > row[best] ? k : best;
+      confusion[label * K + best] += 1.0f;
+    }
+  }
 }
 
 }  // namespace
