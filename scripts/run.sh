@@ -1,10 +1,21 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
 # The main job on a fresh Debian 12 machine: install what is missing, build,
-# and run the default project. Until the workbench lands this is
-# renaissance-cli on the default project (lenet-fashion).
+# and open the workbench on the default project (lenet-fashion); arguments
+# replace the project (`bash scripts/run.sh projects/resnet8-fashion.json`).
+# Without a display ($DISPLAY and $WAYLAND_DISPLAY unset) a window cannot
+# open: it says so, renders each view of the workbench to a PNG in
+# build/screenshots (offscreen) and prints the compiled plan with
+# renaissance-cli instead.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/scripts/setup-deps.sh"
 bash "$root/scripts/build.sh"
-exec "$root/build/bin/renaissance-cli" plan "$root/projects/lenet-fashion.json" "$@"
+if [ $# -eq 0 ]; then set -- "$root/projects/lenet-fashion.json"; fi
+if [ -z "${DISPLAY:-}" ] && [ -z "${WAYLAND_DISPLAY:-}" ]; then
+  echo "run: no display (\$DISPLAY and \$WAYLAND_DISPLAY are unset), so no window;" \
+       "writing the workbench's views to $root/build/screenshots and printing the plan instead"
+  "$root/build/bin/renaissance" "$1" --screenshots "$root/build/screenshots"
+  exec "$root/build/bin/renaissance-cli" plan "$@"
+fi
+exec "$root/build/bin/renaissance" "$@"

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "edit_node_command.h"
+
+#include <QCoreApplication>
+
+#include "project_document.h"
+
+namespace tr::gui {
+
+namespace {
+
+bool same(const LayerNode& a, const LayerNode& b) {
+  const LayerParams &p = a.params, &q = b.params;
+  return a.id == b.id && a.type == b.type && p.height == q.height && p.width == q.width &&
+         p.channels == q.channels && p.out_channels == q.out_channels && p.kernel_h == q.kernel_h &&
+         p.kernel_w == q.kernel_w && p.stride_h == q.stride_h && p.stride_w == q.stride_w &&
+         p.pad_h == q.pad_h && p.pad_w == q.pad_w && p.bias == q.bias && p.eps == q.eps &&
+         p.momentum == q.momentum && p.p == q.p;
+}
+
+}  // namespace
+
+EditNodeCommand::EditNodeCommand(ProjectDocument* doc, int index, LayerNode before, LayerNode after,
+                                 QString field)
+    : doc_(doc),
+      index_(index),
+      before_(std::move(before)),
+      after_(std::move(after)),
+      field_(std::move(field)) {
+  setText(QCoreApplication::translate("EditNodeCommand", "Set %1 of %2")
+              .arg(field_, QString::fromStdString(before_.id)));
+}
+
+void EditNodeCommand::redo() {
+  doc_->setNode(index_, after_);
+}
+
+void EditNodeCommand::undo() {
+  doc_->setNode(index_, before_);
+}
+
+bool EditNodeCommand::mergeWith(const QUndoCommand* other) {
+  const auto* o = static_cast<const EditNodeCommand*>(other);
+  if (o->index_ != index_ || o->field_ != field_) return false;
+  after_ = o->after_;
+  setObsolete(same(before_, after_));
+  return true;
+}
+
+}  // namespace tr::gui

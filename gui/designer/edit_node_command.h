@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// EditNodeCommand: a change to one node's id or parameters from the
+// properties panel. Successive changes of the same field of the same node
+// (typing "128" into a spin box) merge into one undo step.
+#pragma once
+
+#include <QString>
+#include <QUndoCommand>
+
+#include "model/project.h"
+
+namespace tr::gui {
+
+class ProjectDocument;
+
+class EditNodeCommand : public QUndoCommand {
+ public:
+  static constexpr int kId = 0x65646974;  // "edit"
+
+  EditNodeCommand(ProjectDocument* doc, int index, LayerNode before, LayerNode after,
+                  QString field);
+  void redo() override;
+  void undo() override;
+  int id() const override { return kId; }
+  bool mergeWith(const QUndoCommand* other) override;
+
+ private:
+  ProjectDocument* doc_;
+  int index_;
+  LayerNode before_, after_;
+  QString field_;
+};
+
+}  // namespace tr::gui

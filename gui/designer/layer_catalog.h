@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// What the designer knows about each layer type beyond the engine's port
+// counts: its palette group, the parameters a freshly dropped node starts
+// with (valid ones, so a new node never makes the file unloadable), its
+// colour and a one-line summary of its parameters.
+#pragma once
+
+#include <QColor>
+#include <QString>
+#include <string>
+
+#include "core/shape.h"
+#include "model/project.h"
+
+namespace tr::gui {
+
+enum class LayerGroup {
+  InputOutput,
+  Convolution,
+  Normalisation,
+  Activation,
+  Pooling,
+  Dense,
+  Merge
+};
+
+LayerGroup layer_group(LayerType t);
+QString layer_group_name(LayerGroup g);
+// One sentence for the palette's tooltip.
+QString layer_description(LayerType t);
+
+// A node of type `t` with usable defaults (Conv2d: 16 channels, 3x3, padding 1).
+LayerNode default_layer(LayerType t);
+
+// Fill colour of a node of this type (a light tint; the view darkens it for dark themes).
+QColor layer_colour(LayerType t);
+
+// "6 · 5×5 · s1 · p2", "p 0.5", "28×28×1", or empty.
+QString layer_summary(const LayerNode& node);
+
+// "[128,28,28,6]"
+QString shape_text(const Shape& s);
+
+// 61706 -> "61,706"
+QString grouped_number(int64_t n);
+
+}  // namespace tr::gui

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "node_item.h"
+
+#include <QApplication>
+#include <QFontMetricsF>
+#include <QPainter>
+#include <QPalette>
+#include <QStyleOptionGraphicsItem>
+
+#include "edge_item.h"
+#include "layer_catalog.h"
+#include "port_item.h"
+
+namespace tr::gui {
+
+namespace {
+
+constexpr double kPad = 8;
+
+bool dark_theme(const QPalette& pal) {
+  return pal.color(QPalette::Window).lightness() < 128;
+}
+
+}  // namespace
+
+NodeItem::NodeItem(int index, const LayerNode& node) : index_(index), layerType_(node.type) {
+  setFlags(ItemIsMovable | ItemIsSelectable | ItemSendsGeometryChanges);
+  setAcceptHoverEvents(true);
+  const int ins = layer_input_ports(node.type);
+  for (int p = 0; p < ins; ++p) {
+    auto* port = new PortItem(this, true, p);
+    port->setPos(kWidth * (p + 1) / (ins + 1), 0);
+    inputs_.push_back(port);
+  }
+  const int outs = layer_output_ports(node.type);
+  for (int p = 0; p < outs; ++p) {
+    auto* port = new PortItem(this, false, p);
+    port->setPos(kWidth * (p + 1) / (outs + 1), kHeight);
+    outputs_.push_back(port);
+  }
+  setInfo(node, nullptr, {});
+}
+
+void NodeItem::setInfo(const LayerNode& node, const NodeAnalysis* analysis,
+                       const QStringList& problems) {
+  id_ = QString::fromStdString(node.id);
+  typeName_ = QString::fromUtf8(layer_type_name(node.type).data(),
+                                static_cast<int>(layer_type_name(node.type).size()));
+  summary_ = layer_summary(node);
+  details_.clear();
+  if (analysis && analysis->known) {
+    if (layer_has_weights(node.type) || analysis->params > 0)
+      details_ = QObject::tr("%1 params").arg(grouped_number(analysis->params));
+    if (layer_output_ports(node.type) > 0) {
+      if (!details_.isEmpty()) details_ += QStringLiteral(" · ");
+      details_ += QStringLiteral("→ ") + shape_text(analysis->output);
+    }
+  }
+  problems_ = problems;
+  QString tip = QStringLiteral("<b>%1</b> (%2)").arg(id_.toHtmlEscaped(), typeName_);
+  if (!summary_.isEmpty()) tip += QStringLiteral("<br>") + summary_.toHtmlEscaped();
+  if (!details_.isEmpty()) tip += QStringLiteral("<br>") + details_.toHtmlEscaped();
+  for (const QString& p : problems_)
+    tip += QStringLiteral("<br><font color='#c62828'>%1</font>").arg(p.toHtmlEscaped());
+  setToolTip(tip);
+  update();
+}
+
+PortItem* NodeItem::inputPort(int port) const {
+  return port >= 0 && static_cast<size_t>(port) < inputs_.size()
+             ? inputs_[static_cast<size_t>(port)]
+             : nullptr;
+}
+
+PortItem* NodeItem::outputPort(int port) const {
+  return port >= 0 && static_cast<size_t>(port) < outputs_.size()
+             ? outputs_[static_cast<size_t>(port)]
+             : nullptr;
+}
+
+QRectF NodeItem::boundingRect() const {
+  return QRectF(-4, -4, kWidth + 8, kHeight + 8);
+}
+
+void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget*) {
+  const QPalette pal = QApplication::palette();
+  const bool dark = dark_theme(pal);
+  QColor fill = layer_colour(layerType_);
+  if (dark) fill = QColor::fromHslF(fill.hslHueF(), fill.hslSaturationF() * 0.45, 0.26);
+  const QRectF r(0, 0, kWidth, kHeight);
+  const bool selected = option->state & QStyle::State_Selected;
+
+  painter->setRenderHint(QPainter::Antialiasing);
+  QPen frame(pal.color(QPalette::Mid), 1);
+  if (!problems_.isEmpty()) frame = QPen(QColor(0xc6, 0x28, 0x28), 2);
+  if (selected) frame = QPen(pal.color(QPalette::Highlight), 3);
+  painter->setPen(frame);
+  painter->setBrush(fill);
+  painter->drawRoundedRect(r, 6, 6);
+
+  const QColor text = pal.color(QPalette::Text);
+  QFont title = painter->font();
+  title.setBold(true);
+  QFont small = painter->font();
+  small.setPointSizeF(small.pointSizeF() * 0.85);
+  const QFontMetricsF tm(title), sm(small);
+
+  painter->setFont(small);
+  painter->setPen(dark ? text.darker(130) : text.lighter(160));
+  const double typeWidth = sm.horizontalAdvance(typeName_);
+  painter->drawText(QRectF(kWidth - kPad - typeWidth, 4, typeWidth, tm.height()),
+                    Qt::AlignRight | Qt::AlignVCenter, typeName_);
+
+  painter->setFont(title);
+  painter->setPen(text);
+  const double idWidth = kWidth - 3 * kPad - typeWidth;
+  painter->drawText(QRectF(kPad, 4, idWidth, tm.height()), Qt::AlignLeft | Qt::AlignVCenter,
+                    tm.elidedText(id_, Qt::ElideRight, idWidth));
+
+  painter->setFont(small);
+  const double line = sm.height();
+  const double y1 = 6 + tm.height();
+  painter->drawText(QRectF(kPad, y1, kWidth - 2 * kPad, line), Qt::AlignLeft | Qt::AlignVCenter,
+                    sm.elidedText(summary_, Qt::ElideRight, kWidth - 2 * kPad));
+  painter->drawText(QRectF(kPad, y1 + line, kWidth - 2 * kPad, line),
+                    Qt::AlignLeft | Qt::AlignVCenter,
+                    sm.elidedText(details_, Qt::ElideRight, kWidth - 2 * kPad));
+
+  if (!problems_.isEmpty()) {
+    const QRectF badge(kWidth - 14, kHeight - 14, 12, 12);
+    painter->setPen(Qt::NoPen);
+    painter->setBrush(QColor(0xc6, 0x28, 0x28));
+    painter->drawEllipse(badge);
+    painter->setPen(Qt::white);
+    QFont b = small;
+    b.setBold(true);
+    painter->setFont(b);
+    painter->drawText(badge, Qt::AlignCenter, QStringLiteral("!"));
+  }
+}
+
+QVariant NodeItem::itemChange(GraphicsItemChange change, const QVariant& value) {
+  if (change == ItemPositionHasChanged)
+    for (EdgeItem* e : edges_) e->updatePath();
+  return QGraphicsItem::itemChange(change, value);
+}
+
+}  // namespace tr::gui

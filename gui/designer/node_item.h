@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// NodeItem: one layer on the canvas: its id and type, a summary of its
+// parameters, its parameter count and output shape, its ports, and a red
+// frame with the messages as tooltip when the analysis found problems.
+#pragma once
+
+#include <QGraphicsItem>
+#include <QStringList>
+#include <vector>
+
+#include "model/project.h"
+#include "model/shape_inference.h"
+
+namespace tr::gui {
+
+class EdgeItem;
+class PortItem;
+
+class NodeItem : public QGraphicsItem {
+ public:
+  enum { Type = UserType + 2 };
+  static constexpr double kWidth = 184;
+  static constexpr double kHeight = 62;
+
+  NodeItem(int index, const LayerNode& node);
+  int type() const override { return Type; }
+
+  int index() const { return index_; }
+  const QString& nodeId() const { return id_; }
+  // Parameters, shapes and problems (messages) as the document has them now.
+  void setInfo(const LayerNode& node, const NodeAnalysis* analysis, const QStringList& problems);
+  bool hasProblems() const { return !problems_.isEmpty(); }
+
+  PortItem* inputPort(int port) const;
+  PortItem* outputPort(int port) const;
+  void attach(EdgeItem* edge) { edges_.push_back(edge); }
+
+  QRectF boundingRect() const override;
+  void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
+
+ protected:
+  QVariant itemChange(GraphicsItemChange change, const QVariant& value) override;
+
+ private:
+  int index_;
+  LayerType layerType_;
+  QString id_, typeName_, summary_, details_;
+  QStringList problems_;
+  std::vector<PortItem*> inputs_, outputs_;
+  std::vector<EdgeItem*> edges_;
+};
+
+}  // namespace tr::gui

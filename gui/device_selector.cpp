@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "device_selector.h"
+
+#include "compile/plan_report.h"
+#include "model/project_io.h"
+
+namespace tr::gui {
+
+namespace {
+
+// Data parallel needs a power-of-two world size (ENGINE.md §7).
+constexpr int kMaxCpuRanks = 8;
+
+DeviceSet cuda_set(int first, int count) {
+  DeviceSet d;
+  d.kind = DeviceKind::CUDA;
+  d.ids.clear();
+  for (int i = 0; i < count; ++i) d.ids.push_back(first + i);
+  return d;
+}
+
+}  // namespace
+
+DeviceSelector::DeviceSelector(const DeviceScan& scan, QWidget* parent) : QComboBox(parent) {
+  setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  setToolTip(tr("Devices the project trains on (part of the project)"));
+  for (int ranks = 1; ranks <= kMaxCpuRanks; ranks *= 2) {
+    DeviceSet d;
+    d.kind = DeviceKind::CPU;
+    d.ids.clear();
+    for (int i = 0; i < ranks; ++i) d.ids.push_back(i);
+    addChoice(ranks == 1 ? tr("CPU, 1 rank") : tr("CPU, %1 ranks").arg(ranks), d);
+  }
+  for (const CudaDeviceInfo& dev : scan.cuda)
+    addChoice(tr("cuda:%1  %2 (%3)")
+                  .arg(dev.index)
+                  .arg(QString::fromStdString(dev.name),
+                       QString::fromStdString(human_bytes(dev.memory_bytes))),
+              cuda_set(dev.index, 1));
+  const int gpus = static_cast<int>(scan.cuda.size());
+  for (int count = 2; count <= gpus; count *= 2)
+    addChoice(tr("cuda:0-%1  (%2 GPUs)").arg(count - 1).arg(count), cuda_set(0, count));
+  connect(this, &QComboBox::currentIndexChanged, this, [this](int) {
+    if (!updating_) emit devicesChosen(currentDevices());
+  });
+}
+
+void DeviceSelector::addChoice(const QString& label, const DeviceSet& devices) {
+  addItem(label, QString::fromStdString(devices.str()));
+}
+
+int DeviceSelector::indexOf(const DeviceSet& devices) const {
+  return findData(QString::fromStdString(devices.str()));
+}
+
+void DeviceSelector::showDevices(const DeviceSet& devices) {
+  updating_ = true;
+  int index = indexOf(devices);
+  if (index < 0) {
+    addChoice(tr("%1 (not on this machine)").arg(QString::fromStdString(devices.str())), devices);
+    index = count() - 1;
+  }
+  setCurrentIndex(index);
+  updating_ = false;
+}
+
+DeviceSet DeviceSelector::currentDevices() const {
+  DeviceSet d;
+  std::string error;
+  if (!parse_device_set(currentData().toString().toStdString(), d, error)) return DeviceSet{};
+  return d;
+}
+
+}  // namespace tr::gui

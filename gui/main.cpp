@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// renaissance: the workbench. `renaissance [PROJECT]` opens PROJECT (default:
+// projects/lenet-fashion.json); `--screenshots DIR` renders every view to a
+// PNG in DIR offscreen and exits.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QMessageBox>
+#include <cstdio>
+#include <initializer_list>
+
+#include "main_window.h"
+#include "template_catalog.h"
+
+namespace {
+
+void print_error(const QString& text) {
+  std::fprintf(stderr, "renaissance: %s\n", text.toLocal8Bit().constData());
+}
+
+// True when an argument is one of `names` (or `--name=value`).
+bool has_argument(int argc, char** argv, std::initializer_list<const char*> names) {
+  for (int i = 1; i < argc; ++i)
+    for (const char* name : names) {
+      const QByteArray arg(argv[i]);
+      if (arg == name || arg.startsWith(QByteArray(name) + '=')) return true;
+    }
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Screenshots and --help need no display: pick the offscreen platform
+  // before Qt starts, unless the caller chose one. A window does need one,
+  // and Qt would only abort without it, so say so plainly.
+  const bool no_display = qEnvironmentVariableIsEmpty("DISPLAY") &&
+                          qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") &&
+                          qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM");
+  if (no_display) {
+    if (has_argument(argc, argv, {"--screenshots", "--help", "-h", "--version", "-v"})) {
+      qputenv("QT_QPA_PLATFORM", "offscreen");
+    } else {
+      print_error(QStringLiteral(
+          "no display ($DISPLAY and $WAYLAND_DISPLAY are unset), so no window can open; run it "
+          "in a desktop session, under `xvfb-run -a`, or with --screenshots DIR"));
+      return 2;
+    }
+  } else if (has_argument(argc, argv, {"--screenshots"}) &&
+             qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+  }
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("Renaissance"));
+  QApplication::setApplicationName(QStringLiteral("Workbench"));
+  QApplication::setApplicationVersion(QStringLiteral(TR_VERSION));
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(
+      QStringLiteral("Renaissance Workbench: design, compile and inspect convolutional networks."));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  parser.addPositionalArgument(QStringLiteral("project"),
+                               QStringLiteral("Project file to open (default: %1)")
+                                   .arg(tr::gui::MainWindow::defaultProjectPath()),
+                               QStringLiteral("[project.json]"));
+  const QCommandLineOption screenshots(
+      QStringLiteral("screenshots"),
+      QStringLiteral("Write a PNG of each view into DIR (created if missing) and exit."),
+      QStringLiteral("DIR"));
+  parser.addOption(screenshots);
+  parser.process(app);
+  if (parser.positionalArguments().size() > 1) {
+    print_error(QStringLiteral("give at most one project file, not %1 (see --help)")
+                    .arg(parser.positionalArguments().size()));
+    return 2;
+  }
+  const bool shooting = parser.isSet(screenshots);
+
+  tr::gui::MainWindow window;
+  QString path = parser.positionalArguments().value(0);
+  const bool chosen = !path.isEmpty();
+  if (!chosen) path = tr::gui::MainWindow::defaultProjectPath();
+  QString error;
+  if (path.isEmpty()) {
+    window.newFromTemplate(tr::gui::project_templates().front().key, &error);
+  } else if (!window.openProject(path, &error)) {
+    print_error(error);
+    if (shooting) return 1;
+    // The window opens on an empty project; the message says what to fix.
+    window.show();
+    QMessageBox::warning(&window, QObject::tr("Cannot open the project"), error);
+    return app.exec();
+  }
+
+  if (shooting) {
+    if (!window.writeScreenshots(parser.value(screenshots), &error)) {
+      print_error(error);
+      return 1;
+    }
+    return 0;
+  }
+  window.show();
+  return app.exec();
+}

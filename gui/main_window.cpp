@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTimer>
+#include <QToolBar>
+#include <algorithm>
+
+#include "compile/compiler.h"
+#include "compile/plan_report.h"
+#include "core/error.h"
+#include "designer/auto_layout.h"
+#include "designer/designer_scene.h"
+#include "designer/designer_view.h"
+#include "designer/layer_catalog.h"
+#include "designer/model_editor.h"
+#include "designer/palette_widget.h"
+#include "designer/properties_panel.h"
+#include "device_selector.h"
+#include "memory/memory_view.h"
+#include "model/project_io.h"
+#include "problems_panel.h"
+#include "project_document.h"
+#include "template_catalog.h"
+
+namespace tr::gui {
+
+namespace {
+
+// Bump when docks or toolbars change so an old saved layout is not applied.
+constexpr int kLayoutVersion = 1;
+constexpr const char* kDefaultProject = "lenet-fashion.json";
+
+// What File > New starts from: no layers, the loader's defaults for the rest.
+constexpr const char* kEmptyProject =
+    R"({"format": 1, "name": "untitled", "model": {"nodes": [], "edges": []}})";
+
+QString screenshot_name(MainWindow::View v) {
+  return v == MainWindow::View::Design ? QStringLiteral("designer.png")
+                                       : QStringLiteral("memory.png");
+}
+
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent),
+      doc_(new ProjectDocument(this)),
+      editor_(new ModelEditor(doc_, this)),
+      scan_(scan_devices()),
+      tabs_(new QTabWidget(this)),
+      designer_(new DesignerView(doc_, editor_, this)),
+      memory_(new MemoryView(this)),
+      palette_(new PaletteWidget(this)),
+      properties_(new PropertiesPanel(doc_, editor_, this)),
+      problems_(new ProblemsPanel(this)),
+      devices_(new DeviceSelector(scan_, this)),
+      summary_(new QLabel(this)) {
+  setObjectName(QStringLiteral("MainWindow"));
+  tabs_->setDocumentMode(true);
+  tabs_->addTab(designer_, tr("Design"));
+  tabs_->addTab(memory_, tr("Memory"));
+  setCentralWidget(tabs_);
+  createActions();
+  createMenus();
+  createToolBar();
+  createDocks();
+  statusBar()->addPermanentWidget(summary_);
+
+  connect(doc_, &ProjectDocument::analysisChanged, this, [this] {
+    problems_->setDesignProblems(doc_->analysis().problems);
+    updateStatusSummary();
+  });
+  connect(doc_, &ProjectDocument::graphChanged, this, &MainWindow::designChanged);
+  connect(doc_, &ProjectDocument::nodeChanged, this, &MainWindow::designChanged);
+  connect(doc_, &ProjectDocument::settingsChanged, this, [this] {
+    devices_->showDevices(doc_->project().training.devices);
+    designChanged();
+  });
+  connect(doc_, &ProjectDocument::modifiedChanged, this, &MainWindow::updateTitle);
+  connect(doc_, &ProjectDocument::filePathChanged, this, &MainWindow::updateTitle);
+  connect(designer_->designerScene(), &DesignerScene::currentNodeChanged, properties_,
+          &PropertiesPanel::showNode);
+  connect(problems_, &ProblemsPanel::nodeRequested, this, [this](const QString& id) {
+    showView(View::Design);
+    designer_->focusNode(id);
+  });
+  connect(problems_, &ProblemsPanel::countChanged, this, [this](int n) {
+    problemsDock_->setWindowTitle(n ? tr("Problems (%1)").arg(n) : tr("Problems"));
+  });
+  connect(palette_, &PaletteWidget::layerActivated, this, [this](LayerType t) {
+    showView(View::Design);
+    designer_->addLayerAtCentre(t);
+  });
+  connect(devices_, &DeviceSelector::devicesChosen, editor_, &ModelEditor::setDevices);
+  auto say = [this](const QString& text) { statusBar()->showMessage(text, 8000); };
+  connect(editor_, &ModelEditor::refused, this, say);
+  connect(designer_, &DesignerView::refused, this, say);
+  connect(memory_, &MemoryView::status, this, [this](const QString& text) {
+    if (text.isEmpty())
+      statusBar()->clearMessage();
+    else
+      statusBar()->showMessage(text);
+  });
+
+  restoreLayout();
+  newProject();
+}
+
+MainWindow::~MainWindow() = default;
+
+QString MainWindow::defaultProjectPath() {
+  const QStringList candidates = {
+      QStringLiteral(TR_SOURCE_DIR "/projects/") + kDefaultProject,
+      QCoreApplication::applicationDirPath() + "/../share/renaissance/projects/" + kDefaultProject,
+  };
+  for (const QString& c : candidates)
+    if (QFileInfo(c).isFile()) return QFileInfo(c).canonicalFilePath();
+  return {};
+}
+
+QAction* MainWindow::action(const QString& name) const {
+  return findChild<QAction*>(name);
+}
+
+void MainWindow::createActions() {
+  auto make = [this](const char* name, const QString& text, const QList<QKeySequence>& keys,
+                     auto slot) {
+    auto* a = new QAction(text, this);
+    a->setObjectName(QString::fromLatin1(name));
+    a->setShortcuts(keys);
+    connect(a, &QAction::triggered, this, slot);
+    return a;
+  };
+  make("new", tr("&New"), {QKeySequence::New}, [this] { onNew(); });
+  make("open", tr("&Open…"), {QKeySequence::Open}, [this] { onOpen(); });
+  make("save", tr("&Save"), {QKeySequence::Save}, [this] { onSave(); });
+  make("saveAs", tr("Save &As…"), {QKeySequence::SaveAs}, [this] { onSaveAs(); });
+  make("quit", tr("&Quit"), {QKeySequence::Quit}, [this] { close(); });
+  make("compile", tr("&Compile"), {QKeySequence(Qt::Key_F5), QKeySequence(tr("Ctrl+B"))},
+       [this] { onCompile(); });
+  make("arrange", tr("&Arrange Layers"), {QKeySequence(tr("Ctrl+L"))},
+       [this] { editor_->arrange(); });
+  make("zoomIn", tr("Zoom &In"), {QKeySequence::ZoomIn, QKeySequence(tr("Ctrl+="))},
+       [this] { designer_->zoomIn(); });
+  make("zoomOut", tr("Zoom &Out"), {QKeySequence::ZoomOut}, [this] { designer_->zoomOut(); });
+  make("zoomFit", tr("Zoom to &Fit"), {QKeySequence(tr("Ctrl+0"))},
+       [this] { designer_->zoomToFit(); });
+  make("zoomReset", tr("Actual &Size"), {QKeySequence(tr("Ctrl+1"))},
+       [this] { designer_->resetZoom(); });
+  make("viewDesign", tr("&Design"), {QKeySequence(tr("Alt+1"))},
+       [this] { showView(View::Design); });
+  make("viewMemory", tr("&Memory"), {QKeySequence(tr("Alt+2"))},
+       [this] { showView(View::Memory); });
+
+  // Canvas edits act only while the canvas has the focus, so Delete or
+  // Ctrl+C in a text field keep their usual meaning.
+  auto canvas = [&](const char* name, const QString& text, const QList<QKeySequence>& keys,
+                    auto slot) {
+    QAction* a = make(name, text, keys, slot);
+    a->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+    designer_->addAction(a);
+  };
+  canvas("cut", tr("Cu&t"), {QKeySequence::Cut}, [this] { designer_->cutSelection(); });
+  canvas("copy", tr("&Copy"), {QKeySequence::Copy}, [this] { designer_->copySelection(); });
+  canvas("paste", tr("&Paste"), {QKeySequence::Paste}, [this] { designer_->paste(); });
+  canvas("delete", tr("&Delete"), {QKeySequence::Delete, QKeySequence(Qt::Key_Backspace)},
+         [this] { designer_->deleteSelection(); });
+  canvas("selectAll", tr("Select &All"), {QKeySequence::SelectAll},
+         [this] { designer_->selectAllNodes(); });
+
+  QAction* undo = doc_->undoStack()->createUndoAction(this, tr("&Undo"));
+  undo->setObjectName(QStringLiteral("undo"));
+  undo->setShortcuts(QKeySequence::Undo);
+  QAction* redo = doc_->undoStack()->createRedoAction(this, tr("&Redo"));
+  redo->setObjectName(QStringLiteral("redo"));
+  redo->setShortcuts(QKeySequence::Redo);
+}
+
+void MainWindow::createMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(action("new"));
+  QMenu* templates = file->addMenu(tr("New from &Template"));
+  templates->setObjectName(QStringLiteral("templatesMenu"));
+  for (const ProjectTemplate& t : project_templates()) {
+    QAction* a = templates->addAction(t.title);
+    a->setObjectName(QStringLiteral("template-") + t.key);
+    const QString key = t.key;
+    connect(a, &QAction::triggered, this, [this, key] { onTemplate(key); });
+  }
+  file->addAction(action("open"));
+  file->addSeparator();
+  file->addAction(action("save"));
+  file->addAction(action("saveAs"));
+  file->addSeparator();
+  file->addAction(action("quit"));
+
+  QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+  edit->addAction(action("undo"));
+  edit->addAction(action("redo"));
+  edit->addSeparator();
+  for (const char* name : {"cut", "copy", "paste", "delete"}) edit->addAction(action(name));
+  edit->addSeparator();
+  edit->addAction(action("selectAll"));
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  view->setObjectName(QStringLiteral("viewMenu"));
+  view->addAction(action("viewDesign"));
+  view->addAction(action("viewMemory"));
+  view->addSeparator();
+  for (const char* name : {"zoomIn", "zoomOut", "zoomFit", "zoomReset", "arrange"})
+    view->addAction(action(name));
+  view->addSeparator();
+
+  QMenu* build = menuBar()->addMenu(tr("&Build"));
+  build->addAction(action("compile"));
+}
+
+void MainWindow::createToolBar() {
+  QToolBar* bar = addToolBar(tr("Main"));
+  bar->setObjectName(QStringLiteral("mainToolBar"));
+  bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  for (const char* name : {"new", "open", "save"}) bar->addAction(action(name));
+  bar->addSeparator();
+  bar->addAction(action("undo"));
+  bar->addAction(action("redo"));
+  bar->addSeparator();
+  bar->addAction(action("compile"));
+  bar->addSeparator();
+  bar->addWidget(new QLabel(tr("Devices "), bar));
+  bar->addWidget(devices_);
+}
+
+void MainWindow::createDocks() {
+  auto dock = [this](const char* name, const QString& title, QWidget* content,
+                     Qt::DockWidgetArea area) {
+    auto* d = new QDockWidget(title, this);
+    d->setObjectName(QString::fromLatin1(name));
+    d->setWidget(content);
+    addDockWidget(area, d);
+    menuBar()->findChild<QMenu*>(QStringLiteral("viewMenu"))->addAction(d->toggleViewAction());
+    return d;
+  };
+  paletteDock_ = dock("paletteDock", tr("Layers"), palette_, Qt::LeftDockWidgetArea);
+  propertiesDock_ = dock("propertiesDock", tr("Properties"), properties_, Qt::RightDockWidgetArea);
+  problemsDock_ = dock("problemsDock", tr("Problems"), problems_, Qt::BottomDockWidgetArea);
+  resizeDocks({paletteDock_, propertiesDock_}, {190, 280}, Qt::Horizontal);
+  resizeDocks({problemsDock_}, {140}, Qt::Vertical);
+}
+
+void MainWindow::restoreLayout() {
+  QSettings settings;
+  const QByteArray geometry = settings.value(QStringLiteral("window/geometry")).toByteArray();
+  if (geometry.isEmpty() || !restoreGeometry(geometry)) resize(1400, 900);
+  restoreState(settings.value(QStringLiteral("window/state")).toByteArray(), kLayoutVersion);
+}
+
+void MainWindow::saveLayout() {
+  QSettings settings;
+  settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+  settings.setValue(QStringLiteral("window/state"), saveState(kLayoutVersion));
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (!maybeSave()) {
+    event->ignore();
+    return;
+  }
+  saveLayout();
+  event->accept();
+}
+
+void MainWindow::showView(View view) {
+  tabs_->setCurrentWidget(view == View::Design ? static_cast<QWidget*>(designer_) : memory_);
+}
+
+MainWindow::View MainWindow::currentView() const {
+  return tabs_->currentWidget() == memory_ ? View::Memory : View::Design;
+}
+
+void MainWindow::updateTitle() {
+  setWindowTitle(tr("%1[*] — Renaissance Workbench").arg(doc_->displayName()));
+  setWindowModified(doc_->isModified());
+}
+
+void MainWindow::updateStatusSummary() {
+  const ModelAnalysis& a = doc_->analysis();
+  summary_->setText(
+      tr("%1 layers · %2 parameters · %n problem(s)", nullptr, static_cast<int>(a.problems.size()))
+          .arg(doc_->project().model.nodes.size())
+          .arg(grouped_number(a.total_params)));
+}
+
+void MainWindow::designChanged() {
+  memory_->setStale(true);
+  problems_->setCompileProblems({});
+}
+
+void MainWindow::afterLoad() {
+  const ModelGraph& g = doc_->project().model;
+  const bool placed = std::all_of(g.nodes.begin(), g.nodes.end(),
+                                  [](const LayerNode& n) { return n.has_position; });
+  // Positions are optional in the file; a file without them is laid out once.
+  if (!placed) doc_->setPositions(auto_layout(g));
+  devices_->showDevices(doc_->project().training.devices);
+  problems_->setCompileProblems({});
+  memory_->setCompiled(nullptr, scan_);
+  if (doc_->analysis().ok()) compile();
+  updateTitle();
+  designer_->showOverview();
+  // The view may not have its final size before the event loop runs.
+  QTimer::singleShot(0, designer_, &DesignerView::showOverview);
+}
+
+void MainWindow::newProject() {
+  doc_->reset(parse_project(kEmptyProject, "new project"), QString());
+  afterLoad();
+}
+
+bool MainWindow::openProject(const QString& path, QString* error) {
+  try {
+    Project p = load_project(path.toStdString());
+    doc_->reset(std::move(p), QFileInfo(path).absoluteFilePath());
+  } catch (const std::exception& e) {
+    // ProjectError lists every problem with file, node and field; UsageError
+    // says why the file could not be read.
+    if (error) *error = QString::fromStdString(e.what());
+    return false;
+  }
+  afterLoad();
+  return true;
+}
+
+bool MainWindow::newFromTemplate(const QString& key, QString* error) {
+  for (const ProjectTemplate& t : project_templates()) {
+    if (t.key != key) continue;
+    try {
+      doc_->reset(load_template(t), QString());
+    } catch (const std::exception& e) {
+      if (error) *error = QString::fromStdString(e.what());
+      return false;
+    }
+    afterLoad();
+    return true;
+  }
+  if (error) *error = tr("There is no template called '%1'").arg(key);
+  return false;
+}
+
+bool MainWindow::saveProjectAs(const QString& path, QString* error) {
+  try {
+    save_project(doc_->project(), path.toStdString());
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromStdString(e.what());
+    return false;
+  }
+  doc_->markSaved(QFileInfo(path).absoluteFilePath());
+  updateTitle();
+  return true;
+}
+
+bool MainWindow::compile(QString* error) {
+  try {
+    auto cp = std::make_shared<const CompiledProject>(compile_project(doc_->project()));
+    scan_ = scan_devices();  // available memory now, not at start-up
+    memory_->setCompiled(cp, scan_);
+    problems_->setCompileProblems({});
+    statusBar()->showMessage(
+        tr("Compiled: %1 per device, %n variant(s)", nullptr, static_cast<int>(cp->plans.size()))
+            .arg(QString::fromStdString(human_bytes(cp->bytes_per_device()))),
+        8000);
+    return true;
+  } catch (const ProjectError& e) {
+    // The design problems are listed already; add what only the compiler saw.
+    std::vector<Diagnostic> extra;
+    for (const Diagnostic& d : e.diagnostics()) {
+      const bool known = std::any_of(
+          doc_->analysis().problems.begin(), doc_->analysis().problems.end(),
+          [&](const Diagnostic& p) { return p.node_id == d.node_id && p.message == d.message; });
+      if (!known) extra.push_back(d);
+    }
+    problems_->setCompileProblems(extra);
+    const QString text = tr("Compile failed: %n problem(s), listed in the Problems panel", nullptr,
+                            static_cast<int>(e.diagnostics().size()));
+    if (error) *error = text;
+    statusBar()->showMessage(text, 8000);
+  } catch (const std::exception& e) {
+    Diagnostic d;
+    d.message = e.what();
+    problems_->setCompileProblems({d});
+    const QString text = tr("Compile failed: %1").arg(QString::fromStdString(e.what()));
+    if (error) *error = text;
+    statusBar()->showMessage(text, 8000);
+  }
+  problemsDock_->show();
+  problemsDock_->raise();
+  return false;
+}
+
+bool MainWindow::writeScreenshots(const QString& dir, QString* error) {
+  const QFileInfo info(dir);
+  if (info.exists() && !info.isDir()) {
+    if (error)
+      *error = tr("'%1' exists and is not a folder; give a folder for the screenshots").arg(dir);
+    return false;
+  }
+  if (!QDir().mkpath(dir)) {
+    if (error) *error = tr("Cannot create the screenshot folder '%1'").arg(dir);
+    return false;
+  }
+  if (!memory_->compiled() || memory_->isStale()) compile();
+  if (!isVisible()) show();
+  const View before = currentView();
+  for (View v : {View::Design, View::Memory}) {
+    showView(v);
+    if (v == View::Design) designer_->showOverview();
+    QCoreApplication::processEvents();
+    const QString path = QDir(dir).filePath(screenshot_name(v));
+    if (!grab().save(path, "PNG")) {
+      if (error) *error = tr("Cannot write '%1'; is the folder writable?").arg(path);
+      showView(before);
+      return false;
+    }
+  }
+  showView(before);
+  return true;
+}
+
+bool MainWindow::maybeSave() {
+  if (!doc_->isModified()) return true;
+  const auto answer = QMessageBox::warning(
+      this, tr("Unsaved changes"),
+      tr("%1 has changes that are not saved. Save them first?").arg(doc_->displayName()),
+      QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+  if (answer == QMessageBox::Save) return onSave();
+  return answer == QMessageBox::Discard;
+}
+
+void MainWindow::onNew() {
+  if (maybeSave()) newProject();
+}
+
+void MainWindow::onOpen() {
+  if (!maybeSave()) return;
+  const QString start = doc_->filePath().isEmpty() ? QFileInfo(defaultProjectPath()).absolutePath()
+                                                   : QFileInfo(doc_->filePath()).absolutePath();
+  const QString path =
+      QFileDialog::getOpenFileName(this, tr("Open project"), start, tr("Projects (*.json)"));
+  if (path.isEmpty()) return;
+  QString error;
+  if (!openProject(path, &error)) QMessageBox::warning(this, tr("Cannot open the project"), error);
+}
+
+bool MainWindow::onSave() {
+  if (doc_->filePath().isEmpty()) return onSaveAs();
+  QString error;
+  if (saveProjectAs(doc_->filePath(), &error)) {
+    statusBar()->showMessage(tr("Saved %1").arg(doc_->filePath()), 5000);
+    return true;
+  }
+  QMessageBox::warning(this, tr("Cannot save the project"), error);
+  return false;
+}
+
+bool MainWindow::onSaveAs() {
+  QString start = doc_->filePath();
+  if (start.isEmpty())
+    start = QDir(QFileInfo(defaultProjectPath()).absolutePath())
+                .filePath(QString::fromStdString(doc_->project().name) + ".json");
+  QString path =
+      QFileDialog::getSaveFileName(this, tr("Save project"), start, tr("Projects (*.json)"));
+  if (path.isEmpty()) return false;
+  if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".json");
+  QString error;
+  if (saveProjectAs(path, &error)) {
+    statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
+    return true;
+  }
+  QMessageBox::warning(this, tr("Cannot save the project"), error);
+  return false;
+}
+
+void MainWindow::onTemplate(const QString& key) {
+  if (!maybeSave()) return;
+  QString error;
+  if (!newFromTemplate(key, &error))
+    QMessageBox::warning(this, tr("Cannot open the template"), error);
+}
+
+void MainWindow::onCompile() {
+  if (compile()) showView(View::Memory);
+}
+
+}  // namespace tr::gui

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// MainWindow: the workbench. Views are central tabs (Design, Memory; later
+// Training, Timeline, Runs slot in the same way), with dockable palette,
+// properties and problems panels, a toolbar for files, undo, compile and
+// the device choice, and a window layout that is remembered between runs.
+#pragma once
+
+#include <QMainWindow>
+#include <memory>
+
+#include "backends/devices.h"
+
+class QAction;
+class QDockWidget;
+class QLabel;
+class QTabWidget;
+
+namespace tr::gui {
+
+class DesignerView;
+class DeviceSelector;
+class MemoryView;
+class ModelEditor;
+class PaletteWidget;
+class ProblemsPanel;
+class ProjectDocument;
+class PropertiesPanel;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  enum class View { Design, Memory };
+
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // The project the workbench opens with: projects/lenet-fashion.json of the
+  // source tree or of the installation; empty when neither exists.
+  static QString defaultProjectPath();
+
+  // Without dialogs: false with `error` saying what was wrong (the current
+  // project stays as it was).
+  bool openProject(const QString& path, QString* error);
+  bool saveProjectAs(const QString& path, QString* error);
+  bool newFromTemplate(const QString& key, QString* error);
+  void newProject();
+  // Compiles the design into the memory view; false (problems listed) on failure.
+  bool compile(QString* error = nullptr);
+  // Writes one PNG per view into `dir` (created if missing).
+  bool writeScreenshots(const QString& dir, QString* error);
+
+  void showView(View view);
+  View currentView() const;
+
+  ProjectDocument* document() const { return doc_; }
+  ModelEditor* editor() const { return editor_; }
+  DesignerView* designer() const { return designer_; }
+  MemoryView* memoryView() const { return memory_; }
+  PaletteWidget* palette() const { return palette_; }
+  PropertiesPanel* properties() const { return properties_; }
+  ProblemsPanel* problems() const { return problems_; }
+  DeviceSelector* deviceSelector() const { return devices_; }
+  QTabWidget* tabs() const { return tabs_; }
+  // Actions by object name ("compile", "save", "undo"...), for tests.
+  QAction* action(const QString& name) const;
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void createActions();
+  void createMenus();
+  void createToolBar();
+  void createDocks();
+  void restoreLayout();
+  void saveLayout();
+  void updateTitle();
+  void updateStatusSummary();
+  void designChanged();
+  void afterLoad();
+  bool maybeSave();
+
+  // Interactive versions of the above, with dialogs.
+  void onNew();
+  void onOpen();
+  bool onSave();
+  bool onSaveAs();
+  void onTemplate(const QString& key);
+  void onCompile();
+
+  ProjectDocument* doc_;
+  ModelEditor* editor_;
+  DeviceScan scan_;
+  QTabWidget* tabs_;
+  DesignerView* designer_;
+  MemoryView* memory_;
+  PaletteWidget* palette_;
+  PropertiesPanel* properties_;
+  ProblemsPanel* problems_;
+  DeviceSelector* devices_;
+  QDockWidget *paletteDock_ = nullptr, *propertiesDock_ = nullptr, *problemsDock_ = nullptr;
+  QLabel* summary_;
+};
+
+}  // namespace tr::gui

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "dtensor_table_model.h"
+
+#include <QBrush>
+#include <QColor>
+#include <QLocale>
+#include <algorithm>
+
+#include "variant_agreement.h"
+
+namespace tr::gui {
+
+DTensorTableModel::DTensorTableModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void DTensorTableModel::setPlan(const CompiledProject* cp, int variant, int region) {
+  beginResetModel();
+  cp_ = cp;
+  variant_ = variant;
+  region_ = region;
+  rows_.clear();
+  agrees_.clear();
+  if (cp_ && variant_ >= 0 && static_cast<size_t>(variant_) < cp_->plans.size()) {
+    const MemoryPlan& plan = cp_->plans[static_cast<size_t>(variant_)];
+    for (const DTensor& t : plan.dtensors()) {
+      agrees_.push_back(agrees_in_all_variants(*cp_, t.id));
+      if (region_ < 0 || region_index(t.region) == region_) rows_.push_back(t.id);
+    }
+    // Address order, as the arena lays them out.
+    std::sort(rows_.begin(), rows_.end(), [&](DTensorId a, DTensorId b) {
+      return plan.get_dtensor(a).offset < plan.get_dtensor(b).offset;
+    });
+  }
+  endResetModel();
+}
+
+DTensorId DTensorTableModel::tensorAt(int row) const {
+  return row >= 0 && static_cast<size_t>(row) < rows_.size() ? rows_[static_cast<size_t>(row)]
+                                                             : kNoTensor;
+}
+
+int DTensorTableModel::rowOf(DTensorId id) const {
+  const auto it = std::find(rows_.begin(), rows_.end(), id);
+  return it == rows_.end() ? -1 : static_cast<int>(it - rows_.begin());
+}
+
+int DTensorTableModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+
+int DTensorTableModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant DTensorTableModel::data(const QModelIndex& index, int role) const {
+  const DTensorId id = tensorAt(index.row());
+  if (id == kNoTensor || !cp_) return {};
+  const DTensor& t = cp_->plans[static_cast<size_t>(variant_)].get_dtensor(id);
+  const bool agrees = static_cast<size_t>(id) < agrees_.size() && agrees_[static_cast<size_t>(id)];
+  const QLocale c(QLocale::English);
+  if (role == Qt::TextAlignmentRole) {
+    switch (index.column()) {
+      case Id:
+      case PaddedC:
+      case Offset:
+      case SlotBytes:
+        return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+      default:
+        return {};
+    }
+  }
+  if (role == Qt::ForegroundRole && index.column() == Variants && !agrees)
+    return QBrush(QColor(0xc6, 0x28, 0x28));
+  if (role != Qt::DisplayRole && role != SortRole) return {};
+  const bool raw = role == SortRole;
+  switch (index.column()) {
+    case Id:
+      return t.id;
+    case Name:
+      return QString::fromStdString(t.name);
+    case Layer:
+      return t.owner >= 0
+                 ? QString::fromStdString(cp_->project.model.nodes[static_cast<size_t>(t.owner)].id)
+                 : tr("(engine)");
+    case RegionColumn:
+      return raw ? QVariant(region_index(t.region))
+                 : QVariant(QString::fromUtf8(region_name(t.region).data()));
+    case ShapeColumn:
+      return raw ? QVariant(static_cast<qlonglong>(t.shape.elements()))
+                 : QVariant(QString::fromStdString(t.shape.str()));
+    case DTypeColumn:
+      return QString::fromUtf8(dtype_name(t.dtype).data());
+    case PaddedC:
+      return static_cast<qlonglong>(t.padded_c());
+    case Offset:
+      return raw ? QVariant(static_cast<qulonglong>(t.offset))
+                 : QVariant(c.toString(static_cast<qulonglong>(t.offset)));
+    case SlotBytes:
+      return raw ? QVariant(static_cast<qulonglong>(t.slot_bytes))
+                 : QVariant(c.toString(static_cast<qulonglong>(t.slot_bytes)));
+    case Variants:
+      if (raw) return agrees;
+      return agrees ? tr("same in all %n", nullptr, static_cast<int>(cp_->plans.size()))
+                    : tr("DIFFERS");
+  }
+  return {};
+}
+
+QVariant DTensorTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+    return QAbstractTableModel::headerData(section, orientation, role);
+  switch (section) {
+    case Id:
+      return tr("Id");
+    case Name:
+      return tr("Name");
+    case Layer:
+      return tr("Layer");
+    case RegionColumn:
+      return tr("Region");
+    case ShapeColumn:
+      return tr("Shape (NHWC)");
+    case DTypeColumn:
+      return tr("DType");
+    case PaddedC:
+      return tr("Padded C");
+    case Offset:
+      return tr("Offset");
+    case SlotBytes:
+      return tr("Slot bytes");
+    case Variants:
+      return tr("Offset across variants");
+  }
+  return {};
+}
+
+}  // namespace tr::gui

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// DTensorTableModel: the DTensors of one variant's plan (all, or one
+// region's) as table rows: id, name, layer, region, shape, dtype, padded C,
+// offset, slot bytes, and whether the offset is the same in every variant.
+#pragma once
+
+#include <QAbstractTableModel>
+#include <vector>
+
+#include "compile/compiler.h"
+
+namespace tr::gui {
+
+class DTensorTableModel : public QAbstractTableModel {
+  Q_OBJECT
+
+ public:
+  enum Column {
+    Id,
+    Name,
+    Layer,
+    RegionColumn,
+    ShapeColumn,
+    DTypeColumn,
+    PaddedC,
+    Offset,
+    SlotBytes,
+    Variants,
+    ColumnCount
+  };
+  // Raw values (numbers as numbers) for sorting.
+  static constexpr int SortRole = Qt::UserRole;
+
+  explicit DTensorTableModel(QObject* parent = nullptr);
+
+  // `cp` must outlive its use here; region -1 lists every tensor.
+  void setPlan(const CompiledProject* cp, int variant, int region);
+  int region() const { return region_; }
+  DTensorId tensorAt(int row) const;
+  int rowOf(DTensorId id) const;  // -1 when not listed
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+
+ private:
+  const CompiledProject* cp_ = nullptr;
+  int variant_ = 0;
+  int region_ = -1;
+  std::vector<DTensorId> rows_;
+  std::vector<bool> agrees_;  // per DTensor id
+};
+
+}  // namespace tr::gui

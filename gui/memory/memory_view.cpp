@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "memory_view.h"
+
+#include <QComboBox>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSignalBlocker>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QTableView>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+
+#include "compile/plan_report.h"
+#include "device_fit.h"
+#include "dtensor_table_model.h"
+#include "plan_export.h"
+#include "region_bands.h"
+#include "variant_agreement.h"
+
+namespace tr::gui {
+
+namespace {
+
+QString bytes_text(uint64_t b) {
+  return QString::fromStdString(human_bytes(b));
+}
+
+}  // namespace
+
+MemoryView::MemoryView(QWidget* parent)
+    : QWidget(parent),
+      pages_(new QStackedWidget(this)),
+      empty_(new QLabel(this)),
+      staleBanner_(new QLabel(this)),
+      variant_(new QComboBox(this)),
+      scale_(new QComboBox(this)),
+      exportJson_(new QPushButton(tr("Export JSON…"), this)),
+      exportCsv_(new QPushButton(tr("Export CSV…"), this)),
+      summary_(new QLabel(this)),
+      agreement_(new QLabel(this)),
+      bands_(new RegionBands(this)),
+      tensorsTitle_(new QLabel(this)),
+      allRegions_(new QPushButton(tr("All regions"), this)),
+      model_(new DTensorTableModel(this)),
+      proxy_(new QSortFilterProxyModel(this)),
+      table_(new QTableView(this)),
+      arenas_(new QTreeWidget(this)) {
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  outer->addWidget(pages_);
+
+  empty_->setAlignment(Qt::AlignCenter);
+  empty_->setWordWrap(true);
+  empty_->setText(
+      tr("No memory plan yet.\n\nCompile the design (Build > Compile, F5) to see "
+         "where every tensor lives in each device's arena."));
+  pages_->addWidget(empty_);
+
+  auto* page = new QWidget(this);
+  auto* layout = new QVBoxLayout(page);
+  staleBanner_->setText(
+      tr("The design changed since this plan was compiled: compile again (F5) "
+         "to bring it up to date."));
+  staleBanner_->setStyleSheet(
+      QStringLiteral("background: #fff3cd; color: #5c4400; padding: 4px; border-radius: 3px"));
+  staleBanner_->setWordWrap(true);
+  staleBanner_->hide();
+  layout->addWidget(staleBanner_);
+
+  auto* bar = new QHBoxLayout;
+  bar->addWidget(new QLabel(tr("Variant"), page));
+  bar->addWidget(variant_);
+  bar->addSpacing(12);
+  bar->addWidget(new QLabel(tr("Scale"), page));
+  scale_->addItem(tr("Linear"));
+  scale_->addItem(tr("Logarithmic"));
+  bar->addWidget(scale_);
+  bar->addStretch(1);
+  bar->addWidget(exportJson_);
+  bar->addWidget(exportCsv_);
+  layout->addLayout(bar);
+
+  summary_->setWordWrap(true);
+  summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  agreement_->setWordWrap(true);
+  layout->addWidget(summary_);
+  layout->addWidget(agreement_);
+
+  auto* split = new QSplitter(Qt::Vertical, page);
+  auto* scroll = new QScrollArea(split);
+  scroll->setWidget(bands_);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setMinimumHeight(280);  // the strip and a dozen bands before scrolling
+  split->addWidget(scroll);
+
+  auto* lower = new QSplitter(Qt::Horizontal, split);
+  auto* tensors = new QWidget(lower);
+  auto* tl = new QVBoxLayout(tensors);
+  tl->setContentsMargins(0, 0, 0, 0);
+  auto* th = new QHBoxLayout;
+  th->addWidget(tensorsTitle_, 1);
+  th->addWidget(allRegions_);
+  tl->addLayout(th);
+  proxy_->setSourceModel(model_);
+  proxy_->setSortRole(DTensorTableModel::SortRole);
+  table_->setModel(proxy_);
+  table_->setSortingEnabled(true);
+  table_->sortByColumn(DTensorTableModel::Offset, Qt::AscendingOrder);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  table_->setAlternatingRowColors(true);
+  table_->verticalHeader()->hide();
+  table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_->horizontalHeader()->setStretchLastSection(true);
+  tl->addWidget(table_);
+  lower->addWidget(tensors);
+
+  arenas_->setRootIsDecorated(false);
+  arenas_->setHeaderLabels({tr("Rank"), tr("Device"), tr("Arena"), tr("Layout")});
+  arenas_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  lower->addWidget(arenas_);
+  lower->setStretchFactor(0, 3);
+  lower->setStretchFactor(1, 1);
+  split->addWidget(lower);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  layout->addWidget(split, 1);
+  pages_->addWidget(page);
+
+  connect(variant_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
+  connect(scale_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    bands_->setScale(i == 1 ? RegionBands::Scale::Log : RegionBands::Scale::Linear);
+  });
+  connect(bands_, &RegionBands::regionClicked, this, &MemoryView::showRegion);
+  connect(bands_, &RegionBands::tensorClicked, this, &MemoryView::showTensor);
+  connect(bands_, &RegionBands::hovered, this, &MemoryView::status);
+  connect(allRegions_, &QPushButton::clicked, this, [this] { showRegion(-1); });
+  connect(exportJson_, &QPushButton::clicked, this, [this] { chooseExport(true); });
+  connect(exportCsv_, &QPushButton::clicked, this, [this] { chooseExport(false); });
+  pages_->setCurrentWidget(empty_);
+}
+
+MemoryView::~MemoryView() {
+  // The children outlive cp_ (QWidget deletes them after the members) and
+  // may still paint or measure while being hidden: detach them first.
+  bands_->setPlan(nullptr, 0);
+  model_->setPlan(nullptr, 0, -1);
+}
+
+void MemoryView::setCompiled(std::shared_ptr<const CompiledProject> cp, const DeviceScan& scan) {
+  const int previous = variant_->currentIndex();
+  cp_ = std::move(cp);
+  scan_ = scan;
+  stale_ = false;
+  staleBanner_->hide();
+  if (!cp_) {
+    pages_->setCurrentWidget(empty_);
+    bands_->setPlan(nullptr, 0);
+    model_->setPlan(nullptr, 0, -1);
+    return;
+  }
+  const DeviceFit fit = check_device_fit(*cp_, scan_);
+  fits_ = fit.fits;
+  fitText_ = fit.text;
+  {
+    const QSignalBlocker block(variant_);
+    variant_->clear();
+    for (const ResolvedVariant& v : cp_->variants) {
+      QString label = tr("%1 (%2, batch %3)")
+                          .arg(QString::fromStdString(v.name),
+                               QString::fromUtf8(variant_kind_name(v.kind).data()))
+                          .arg(v.batch);
+      if (v.height > 0) label += QStringLiteral(" %1×%2").arg(v.height).arg(v.width);
+      variant_->addItem(label);
+    }
+    variant_->setCurrentIndex(previous >= 0 && previous < variant_->count() ? previous : 0);
+  }
+  arenas_->clear();
+  const DeviceSet& devs = cp_->project.training.devices;
+  for (int rank = 0; rank < cp_->world_size; ++rank) {
+    const int id = rank < devs.world_size() ? devs.ids[static_cast<size_t>(rank)] : rank;
+    const QString device = devs.kind == DeviceKind::CPU ? tr("cpu rank %1").arg(rank)
+                                                        : QStringLiteral("cuda:%1").arg(id);
+    auto* item = new QTreeWidgetItem(arenas_);
+    item->setText(0, QString::number(rank));
+    item->setText(1, device);
+    item->setText(2, bytes_text(cp_->bytes_per_device()));
+    item->setText(3, rank == 0 ? tr("blueprint") : tr("identical to rank 0"));
+  }
+  pages_->setCurrentIndex(1);
+  refresh();
+}
+
+void MemoryView::setStale(bool stale) {
+  stale_ = stale && cp_;
+  staleBanner_->setVisible(stale_);
+}
+
+int MemoryView::variant() const {
+  return variant_->currentIndex();
+}
+
+void MemoryView::setVariant(int index) {
+  variant_->setCurrentIndex(index);
+}
+
+QString MemoryView::summaryText() const {
+  return summary_->text();
+}
+
+QString MemoryView::agreementText() const {
+  return agreement_->text();
+}
+
+void MemoryView::refresh() {
+  if (!cp_) return;
+  const int v = std::max(0, variant_->currentIndex());
+  const MemoryPlan& plan = cp_->plans[static_cast<size_t>(v)];
+  const uint64_t per_device = cp_->bytes_per_device();
+  QString text =
+      tr("This variant: %1 · per device: %2 (the largest variant) · %3 rank(s): %4 in "
+         "all.\n%5")
+          .arg(bytes_text(plan.total_bytes()), bytes_text(per_device))
+          .arg(cp_->world_size)
+          .arg(bytes_text(per_device * static_cast<uint64_t>(cp_->world_size)), fitText_);
+  summary_->setText(text);
+  summary_->setStyleSheet(fits_ ? QString() : QStringLiteral("color: #c62828"));
+
+  const VariantAgreement agreement = check_variant_agreement(*cp_);
+  if (agreement.holds()) {
+    agreement_->setText(tr("Offsets agree: all %1 DTensors have the same offset and slot in all "
+                           "%n variant(s).",
+                           nullptr, static_cast<int>(cp_->plans.size()))
+                            .arg(agreement.tensors));
+    agreement_->setStyleSheet(QString());
+  } else {
+    agreement_->setText(tr("Offsets DIFFER between variants for %1 of %2 DTensors (first: id %3)")
+                            .arg(agreement.differing.size())
+                            .arg(agreement.tensors)
+                            .arg(agreement.differing.front()));
+    agreement_->setStyleSheet(QStringLiteral("color: #c62828"));
+  }
+  bands_->setPlan(cp_.get(), v);
+  refreshTensors();
+}
+
+void MemoryView::refreshTensors() {
+  if (!cp_) return;
+  const int v = std::max(0, variant_->currentIndex());
+  const int region = bands_->selectedRegion();
+  model_->setPlan(cp_.get(), v, region);
+  const MemoryPlan& plan = cp_->plans[static_cast<size_t>(v)];
+  if (region < 0) {
+    tensorsTitle_->setText(
+        tr("All %1 DTensors of variant %2")
+            .arg(plan.dtensors().size())
+            .arg(QString::fromStdString(cp_->variants[static_cast<size_t>(v)].name)));
+  } else {
+    const RegionInfo& info = plan.region(static_cast<Region>(region));
+    tensorsTitle_->setText(
+        tr("%1: %2 DTensor(s), offset %3, %4")
+            .arg(QString::fromUtf8(region_name(static_cast<Region>(region)).data()))
+            .arg(info.tensors.size())
+            .arg(info.base_offset)
+            .arg(bytes_text(info.total_bytes)));
+  }
+  allRegions_->setEnabled(region >= 0);
+}
+
+void MemoryView::showRegion(int region) {
+  bands_->setSelectedRegion(region);
+  refreshTensors();
+}
+
+void MemoryView::showTensor(DTensorId id) {
+  if (!cp_) return;
+  if (model_->rowOf(id) < 0) showRegion(-1);
+  const int row = model_->rowOf(id);
+  if (row < 0) return;
+  const QModelIndex index = proxy_->mapFromSource(model_->index(row, 0));
+  table_->selectRow(index.row());
+  table_->scrollTo(index);
+}
+
+DTensorId MemoryView::selectedTensor() const {
+  const QModelIndexList rows = table_->selectionModel()->selectedRows();
+  if (rows.isEmpty()) return kNoTensor;
+  return model_->tensorAt(proxy_->mapToSource(rows.front()).row());
+}
+
+bool MemoryView::exportJson(const QString& path, QString* error) {
+  if (!cp_) {
+    if (error) *error = tr("Nothing to export: compile the design first");
+    return false;
+  }
+  return write_export(path, plan_json(*cp_, fitText_), error);
+}
+
+bool MemoryView::exportCsv(const QString& path, QString* error) {
+  if (!cp_) {
+    if (error) *error = tr("Nothing to export: compile the design first");
+    return false;
+  }
+  return write_export(path, plan_csv(*cp_), error);
+}
+
+void MemoryView::chooseExport(bool json) {
+  const QString name = QString::fromStdString(cp_ ? cp_->project.name : std::string("plan")) +
+                       (json ? QStringLiteral("-plan.json") : QStringLiteral("-plan.csv"));
+  const QString path = QFileDialog::getSaveFileName(
+      this, json ? tr("Export the plan as JSON") : tr("Export the plan as CSV"), name,
+      json ? tr("JSON (*.json)") : tr("CSV (*.csv)"));
+  if (path.isEmpty()) return;
+  QString error;
+  if (!(json ? exportJson(path, &error) : exportCsv(path, &error)))
+    QMessageBox::warning(this, tr("Export failed"), error);
+  else
+    emit status(tr("Plan written to %1").arg(path));
+}
+
+}  // namespace tr::gui

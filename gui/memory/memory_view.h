@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// MemoryView: the compiled MemoryPlan. Per variant: the regions as bands to
+// scale (linear or log), their DTensors in a table, and whether every
+// tensor keeps its offset across variants; per rank: the arenas (identical
+// by design); in all: the bytes per device and whether they fit the chosen
+// devices. Exports the plan as JSON or CSV.
+#pragma once
+
+#include <QWidget>
+#include <memory>
+
+#include "backends/devices.h"
+#include "compile/compiler.h"
+
+class QComboBox;
+class QLabel;
+class QPushButton;
+class QSortFilterProxyModel;
+class QStackedWidget;
+class QTableView;
+class QTreeWidget;
+
+namespace tr::gui {
+
+class DTensorTableModel;
+class RegionBands;
+
+class MemoryView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit MemoryView(QWidget* parent = nullptr);
+  ~MemoryView() override;
+
+  void setCompiled(std::shared_ptr<const CompiledProject> cp, const DeviceScan& scan);
+  const CompiledProject* compiled() const { return cp_.get(); }
+  // The design changed since this plan was compiled.
+  void setStale(bool stale);
+  bool isStale() const { return stale_; }
+
+  int variant() const;
+  void setVariant(int index);
+  // Lists the tensors of one region (-1: all).
+  void showRegion(int region);
+  // Selects the tensor's row (showing its region if it is filtered out).
+  void showTensor(DTensorId id);
+  DTensorId selectedTensor() const;
+
+  bool exportJson(const QString& path, QString* error);
+  bool exportCsv(const QString& path, QString* error);
+
+  // For tests and screenshots.
+  RegionBands* bands() const { return bands_; }
+  QComboBox* variantSelector() const { return variant_; }
+  QComboBox* scaleSelector() const { return scale_; }
+  QTableView* tensorTable() const { return table_; }
+  DTensorTableModel* tensorModel() const { return model_; }
+  QTreeWidget* arenaTable() const { return arenas_; }
+  QString summaryText() const;
+  QString agreementText() const;
+  bool fits() const { return fits_; }
+
+ signals:
+  void status(const QString& text);
+
+ private:
+  void refresh();
+  void refreshTensors();
+  void chooseExport(bool json);
+
+  std::shared_ptr<const CompiledProject> cp_;
+  DeviceScan scan_;
+  bool stale_ = false;
+  bool fits_ = false;
+  QString fitText_;
+
+  QStackedWidget* pages_;
+  QLabel* empty_;
+  QLabel* staleBanner_;
+  QComboBox* variant_;
+  QComboBox* scale_;
+  QPushButton* exportJson_;
+  QPushButton* exportCsv_;
+  QLabel* summary_;
+  QLabel* agreement_;
+  RegionBands* bands_;
+  QLabel* tensorsTitle_;
+  QPushButton* allRegions_;
+  DTensorTableModel* model_;
+  QSortFilterProxyModel* proxy_;
+  QTableView* table_;
+  QTreeWidget* arenas_;
+};
+
+}  // namespace tr::gui

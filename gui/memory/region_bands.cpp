@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "region_bands.h"
+
+#include <QHelpEvent>
+#include <QLocale>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QToolTip>
+#include <algorithm>
+#include <cmath>
+
+#include "compile/plan_report.h"
+
+namespace tr::gui {
+
+namespace {
+
+constexpr int kMargin = 8;
+constexpr int kStripHeight = 40;
+constexpr int kGap = 14;
+constexpr int kRowHeight = 22;
+constexpr int kTextWidth = 250;
+
+QColor series_colour(char series) {
+  switch (series) {
+    case 'B':
+      return QColor(0x8d, 0x6e, 0x63);
+    case 'W':
+      return QColor(0x1e, 0x88, 0xe5);
+    case 'E':
+      return QColor(0x00, 0xac, 0xc1);
+    case 'A':
+      return QColor(0x5c, 0x6b, 0xc0);
+    case 'G':
+      return QColor(0xe5, 0x39, 0x35);
+    case 'R':
+      return QColor(0xfd, 0xd8, 0x35);
+    case 'H':
+      return QColor(0xef, 0x6c, 0x00);
+    case 'M':
+      return QColor(0x43, 0xa0, 0x47);
+    case 'V':
+      return QColor(0x7c, 0xb3, 0x42);
+    case 'N':
+      return QColor(0xab, 0x47, 0xbc);
+    case 'I':
+      return QColor(0x26, 0xa6, 0x9a);
+    case 'F':
+      return QColor(0xff, 0xa7, 0x26);
+    case 'S':
+      return QColor(0x78, 0x90, 0x9c);
+    default:
+      return QColor(0x9e, 0x9e, 0x9e);
+  }
+}
+
+QString bytes_text(uint64_t b) {
+  return QString::fromStdString(human_bytes(b));
+}
+
+QString number(uint64_t n) {
+  return QLocale(QLocale::English).toString(static_cast<qulonglong>(n));
+}
+
+QString region_text(Region r) {
+  const std::string_view n = region_name(r);
+  return QString::fromUtf8(n.data(), static_cast<int>(n.size()));
+}
+
+}  // namespace
+
+RegionBands::RegionBands(QWidget* parent) : QWidget(parent) {
+  setMouseTracking(true);
+  setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+}
+
+const MemoryPlan* RegionBands::plan() const {
+  if (!cp_ || variant_ < 0 || static_cast<size_t>(variant_) >= cp_->plans.size()) return nullptr;
+  return &cp_->plans[static_cast<size_t>(variant_)];
+}
+
+void RegionBands::setPlan(const CompiledProject* cp, int variant) {
+  cp_ = cp;
+  variant_ = variant;
+  shown_.clear();
+  if (const MemoryPlan* p = plan())
+    for (int r = 0; r < kNumRegions; ++r)
+      if (p->region(static_cast<Region>(r)).total_bytes > 0)
+        shown_.push_back(static_cast<Region>(r));
+  if (selected_ >= 0 &&
+      std::find(shown_.begin(), shown_.end(), static_cast<Region>(selected_)) == shown_.end())
+    selected_ = -1;
+  hovered_ = -1;
+  layoutStrip();
+  updateGeometry();
+  update();
+}
+
+void RegionBands::setScale(Scale scale) {
+  scale_ = scale;
+  layoutStrip();
+  update();
+}
+
+void RegionBands::setSelectedRegion(int region) {
+  selected_ = region;
+  update();
+}
+
+double RegionBands::weight(uint64_t bytes) const {
+  return scale_ == Scale::Linear ? static_cast<double>(bytes)
+                                 : std::log2(1.0 + static_cast<double>(bytes));
+}
+
+int RegionBands::labelWidth() const {
+  return fontMetrics().horizontalAdvance(QStringLiteral("R_RESULT_ACCUMULATED")) + 12;
+}
+
+QRect RegionBands::stripRect() const {
+  return QRect(kMargin, kMargin, std::max(10, width() - 2 * kMargin), kStripHeight);
+}
+
+void RegionBands::layoutStrip() {
+  segments_.clear();
+  const MemoryPlan* p = plan();
+  if (!p) return;
+  const QRect strip = stripRect();
+  double total = 0;
+  for (Region r : shown_) total += weight(p->region(r).total_bytes);
+  if (total <= 0) return;
+  double x = strip.left();
+  for (Region r : shown_) {
+    const double w = weight(p->region(r).total_bytes) / total * strip.width();
+    segments_.push_back({r, x, x + w});
+    x += w;
+  }
+}
+
+QRect RegionBands::rowRect(Region r) const {
+  const auto it = std::find(shown_.begin(), shown_.end(), r);
+  if (it == shown_.end()) return {};
+  const int row = static_cast<int>(it - shown_.begin());
+  return QRect(kMargin, kMargin + kStripHeight + kGap + row * kRowHeight, width() - 2 * kMargin,
+               kRowHeight);
+}
+
+QRect RegionBands::barRect(Region r) const {
+  const MemoryPlan* p = plan();
+  const QRect row = rowRect(r);
+  if (!p || row.isEmpty()) return {};
+  uint64_t largest = 0;
+  for (Region s : shown_) largest = std::max(largest, p->region(s).total_bytes);
+  const int left = row.left() + labelWidth();
+  const int span = std::max(10, row.width() - labelWidth() - kTextWidth);
+  const double fraction = weight(p->region(r).total_bytes) / weight(largest);
+  const int w = std::max(2, static_cast<int>(std::lround(fraction * span)));
+  return QRect(left, row.top() + 3, w, row.height() - 6);
+}
+
+int RegionBands::regionAt(QPoint pt) const {
+  if (stripRect().contains(pt)) {
+    for (const Segment& s : segments_)
+      if (pt.x() >= s.x0 && pt.x() < s.x1) return region_index(s.region);
+    return -1;
+  }
+  for (Region r : shown_)
+    if (rowRect(r).contains(pt)) return region_index(r);
+  return -1;
+}
+
+DTensorId RegionBands::tensorAt(QPoint pt) const {
+  const MemoryPlan* p = plan();
+  if (!p || !stripRect().contains(pt)) return kNoTensor;
+  for (const Segment& s : segments_) {
+    if (pt.x() < s.x0 || pt.x() >= s.x1) continue;
+    const RegionInfo& info = p->region(s.region);
+    const double f = (pt.x() - s.x0) / std::max(1e-9, s.x1 - s.x0);
+    const uint64_t at = info.base_offset + static_cast<uint64_t>(f * info.total_bytes);
+    for (DTensorId id : info.tensors) {
+      const DTensor& t = p->get_dtensor(id);
+      if (at >= t.offset && at < t.offset + t.slot_bytes) return id;
+    }
+    return info.tensors.empty() ? kNoTensor : info.tensors.back();
+  }
+  return kNoTensor;
+}
+
+QString RegionBands::describeAt(QPoint pt) const {
+  const MemoryPlan* p = plan();
+  const int r = regionAt(pt);
+  if (!p || r < 0) return {};
+  const Region region = static_cast<Region>(r);
+  const RegionInfo& info = p->region(region);
+  const double share = 100.0 * static_cast<double>(info.total_bytes) /
+                       static_cast<double>(std::max<uint64_t>(1, p->total_bytes()));
+  QString text = tr("%1: offset %2, %3 (%4 bytes, %5% of the arena), %6 tensor(s)")
+                     .arg(region_text(region), number(info.base_offset),
+                          bytes_text(info.total_bytes), number(info.total_bytes))
+                     .arg(share, 0, 'f', 2)
+                     .arg(info.tensors.size());
+  const DTensorId id = tensorAt(pt);
+  if (id != kNoTensor) {
+    const DTensor& t = p->get_dtensor(id);
+    const QString layer =
+        t.owner >= 0
+            ? QString::fromStdString(cp_->project.model.nodes[static_cast<size_t>(t.owner)].id)
+            : tr("engine");
+    text += tr("\nDTensor %1 %2 (layer %3): %4 %5, padded C %6, offset %7, slot %8 bytes")
+                .arg(t.id)
+                .arg(QString::fromStdString(t.name), layer, QString::fromStdString(t.shape.str()),
+                     QString::fromUtf8(dtype_name(t.dtype).data()))
+                .arg(t.padded_c())
+                .arg(number(t.offset), number(t.slot_bytes));
+  }
+  return text;
+}
+
+QSize RegionBands::sizeHint() const {
+  return QSize(720,
+               kMargin * 2 + kStripHeight + kGap + static_cast<int>(shown_.size()) * kRowHeight);
+}
+
+QSize RegionBands::minimumSizeHint() const {
+  return QSize(400, sizeHint().height());
+}
+
+void RegionBands::paintEvent(QPaintEvent*) {
+  QPainter painter(this);
+  const QPalette pal = palette();
+  const MemoryPlan* p = plan();
+  if (!p) return;
+  const QRect strip = stripRect();
+  painter.setPen(pal.color(QPalette::Mid));
+  painter.setBrush(pal.color(QPalette::Base));
+  painter.drawRect(strip.adjusted(0, 0, -1, -1));
+  for (const Segment& s : segments_) {
+    const QRectF seg(s.x0, strip.top(), std::max(1.0, s.x1 - s.x0), strip.height());
+    QColor c = series_colour(region_series(s.region));
+    if (region_index(s.region) != selected_ && selected_ >= 0) c.setAlpha(110);
+    painter.fillRect(seg, c);
+    painter.setPen(pal.color(QPalette::Base));
+    painter.drawLine(seg.topLeft(), seg.bottomLeft());
+    if (seg.width() > 60) {
+      painter.setPen(Qt::black);
+      painter.drawText(seg.adjusted(3, 0, -3, 0), Qt::AlignLeft | Qt::AlignVCenter,
+                       fontMetrics().elidedText(region_text(s.region), Qt::ElideRight,
+                                                static_cast<int>(seg.width()) - 6));
+    }
+    if (region_index(s.region) == hovered_ || region_index(s.region) == selected_) {
+      painter.setPen(QPen(pal.color(QPalette::Highlight), 2));
+      painter.setBrush(Qt::NoBrush);
+      painter.drawRect(seg.adjusted(1, 1, -1, -1));
+    }
+  }
+
+  for (Region r : shown_) {
+    const QRect row = rowRect(r);
+    const RegionInfo& info = p->region(r);
+    if (region_index(r) == selected_)
+      painter.fillRect(row, pal.color(QPalette::Highlight).lighter(170));
+    else if (region_index(r) == hovered_)
+      painter.fillRect(row, pal.color(QPalette::AlternateBase));
+    painter.setPen(pal.color(QPalette::Text));
+    painter.drawText(QRect(row.left() + 4, row.top(), labelWidth() - 8, row.height()),
+                     Qt::AlignLeft | Qt::AlignVCenter, region_text(r));
+    painter.fillRect(barRect(r), series_colour(region_series(r)));
+    const double share = 100.0 * static_cast<double>(info.total_bytes) /
+                         static_cast<double>(std::max<uint64_t>(1, p->total_bytes()));
+    const QString text = tr("%1 · %2% · offset %3")
+                             .arg(bytes_text(info.total_bytes))
+                             .arg(share, 0, 'f', 2)
+                             .arg(number(info.base_offset));
+    painter.drawText(QRect(row.right() - kTextWidth + 8, row.top(), kTextWidth - 8, row.height()),
+                     Qt::AlignLeft | Qt::AlignVCenter, text);
+  }
+}
+
+void RegionBands::mouseMoveEvent(QMouseEvent* event) {
+  const QPoint pt = event->position().toPoint();
+  const int r = regionAt(pt);
+  if (r != hovered_) {
+    hovered_ = r;
+    update();
+  }
+  emit hovered(describeAt(pt));
+}
+
+void RegionBands::mousePressEvent(QMouseEvent* event) {
+  if (event->button() != Qt::LeftButton) return;
+  const QPoint pt = event->position().toPoint();
+  const int r = regionAt(pt);
+  if (r < 0) return;
+  setSelectedRegion(r);
+  emit regionClicked(r);
+  const DTensorId id = tensorAt(pt);
+  if (id != kNoTensor) emit tensorClicked(id);
+}
+
+void RegionBands::leaveEvent(QEvent* event) {
+  hovered_ = -1;
+  update();
+  emit hovered(QString());
+  QWidget::leaveEvent(event);
+}
+
+bool RegionBands::event(QEvent* event) {
+  if (event->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(event);
+    const QString text = describeAt(help->pos());
+    if (text.isEmpty())
+      QToolTip::hideText();
+    else
+      QToolTip::showText(help->globalPos(), text, this);
+    return true;
+  }
+  if (event->type() == QEvent::Resize) layoutStrip();
+  return QWidget::event(event);
+}
+
+}  // namespace tr::gui

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// ProjectDocument: the project the workbench edits, its file, its undo
+// history and the live shape analysis. Views read it; every change goes
+// through an undo command that calls one of the mutators below, and each
+// mutator re-runs tr::analyze_model so shapes and problems are never stale.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QUndoStack>
+#include <vector>
+
+#include "model/project.h"
+#include "model/shape_inference.h"
+
+namespace tr::gui {
+
+struct NodePosition {
+  int node = -1;
+  double x = 0, y = 0;
+  bool operator==(const NodePosition&) const = default;
+};
+
+class ProjectDocument : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit ProjectDocument(QObject* parent = nullptr);
+
+  const Project& project() const { return project_; }
+  const ModelAnalysis& analysis() const { return analysis_; }
+  // The per-device batch the analysis uses (the train variant's).
+  int64_t analysisBatch() const;
+  QString filePath() const { return filePath_; }
+  // "lenet-fashion.json", or the project's name when it has no file yet.
+  QString displayName() const;
+  QUndoStack* undoStack() { return &undo_; }
+  bool isModified() const { return !undo_.isClean(); }
+
+  int nodeIndex(const std::string& id) const { return project_.model.find(id); }
+  // Indices into analysis().problems that name `node`.
+  const std::vector<int>& problemsOf(int node) const;
+
+  // New, open, template: replaces everything and clears the undo history.
+  void reset(Project project, const QString& filePath);
+  // After a successful save.
+  void markSaved(const QString& filePath);
+
+  // Mutators, called by undo commands only (they are not undoable themselves).
+  void setGraph(const ModelGraph& graph);
+  void setNode(int index, const LayerNode& node);
+  void setPositions(const std::vector<NodePosition>& positions);
+  void setDevices(const DeviceSet& devices);
+
+ signals:
+  void projectReset();
+  void graphChanged();  // nodes or edges were added or removed: indices may have moved
+  void nodeChanged(int index);
+  void positionsChanged();
+  void settingsChanged();
+  void analysisChanged();
+  void filePathChanged();
+  void modifiedChanged(bool modified);
+
+ private:
+  // Signals follow it: first what changed, then analysisChanged, so a view
+  // that rebuilds on the first sees a graph and an analysis that agree.
+  void reanalyze();
+
+  Project project_;
+  QString filePath_;
+  QUndoStack undo_;
+  ModelAnalysis analysis_;
+  std::vector<std::vector<int>> nodeProblems_;
+};
+
+}  // namespace tr::gui

@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The workbench window end to end: it opens the default project with the
+// views that work, problems select their node, projects save and reload
+// unchanged, bad files are refused without losing the open project, compile
+// fills the memory view, devices are a project edit, templates load, the
+// window layout is remembered and every view renders to a PNG.
+#include <QAction>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QFile>
+#include <QImage>
+#include <QLineEdit>
+#include <QSettings>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTreeWidget>
+#include <QtTest>
+
+#include "designer/designer_scene.h"
+#include "designer/designer_view.h"
+#include "designer/edge_item.h"
+#include "designer/model_editor.h"
+#include "designer/node_item.h"
+#include "designer/properties_panel.h"
+#include "device_selector.h"
+#include "main_window.h"
+#include "memory/memory_view.h"
+#include "model/project_io.h"
+#include "problems_panel.h"
+#include "project_document.h"
+#include "template_catalog.h"
+
+using namespace tr;
+using namespace tr::gui;
+
+namespace {
+
+QString json_of(const Project& p) {
+  Project q = p;
+  q.source_path.clear();
+  return QString::fromStdString(project_to_json(q));
+}
+
+struct Window {
+  MainWindow w;
+  Window() {
+    w.resize(1300, 850);
+    w.show();
+    QString error;
+    if (!w.openProject(MainWindow::defaultProjectPath(), &error)) qFatal("%s", qPrintable(error));
+  }
+  ProjectDocument* doc() { return w.document(); }
+  int index(const char* id) { return doc()->nodeIndex(id); }
+};
+
+}  // namespace
+
+class TestMainWindow : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    QCoreApplication::setOrganizationName(QStringLiteral("RenaissanceTests"));
+    QCoreApplication::setApplicationName(QStringLiteral("Workbench"));
+    QSettings().clear();
+  }
+
+  void opensTheDefaultProjectWithWorkingViewsOnly() {
+    QVERIFY(MainWindow::defaultProjectPath().endsWith("projects/lenet-fashion.json"));
+    Window win;
+    QCOMPARE(win.doc()->project().name, std::string("lenet-fashion"));
+    QCOMPARE(win.w.designer()->designerScene()->nodeCount(), 14);
+    QVERIFY(win.w.windowTitle().startsWith("lenet-fashion.json"));
+    // Only views that work are there; no training actions before the training view.
+    QCOMPARE(win.w.tabs()->count(), 2);
+    QCOMPARE(win.w.tabs()->tabText(0), QStringLiteral("Design"));
+    QCOMPARE(win.w.tabs()->tabText(1), QStringLiteral("Memory"));
+    QVERIFY(!win.w.action("train"));
+    QCOMPARE(win.w.action("compile")->shortcut(), QKeySequence(Qt::Key_F5));
+    QCOMPARE(win.w.action("save")->shortcut(), QKeySequence(QKeySequence::Save));
+    // A valid project is compiled on opening.
+    QVERIFY(win.w.memoryView()->compiled());
+    QVERIFY(!win.w.memoryView()->isStale());
+    QCOMPARE(win.w.problems()->problemCount(), 0);
+    // The device choice shows the project's and offers CPU ranks.
+    QCOMPARE(win.w.deviceSelector()->currentDevices().str(), std::string("cpu:1"));
+    QVERIFY(win.w.deviceSelector()->findData(QStringLiteral("cpu:4")) >= 0);
+  }
+
+  void problemsSelectTheirNode() {
+    Window win;
+    DesignerScene* scene = win.w.designer()->designerScene();
+    scene->clearSelection();
+    scene->edgeItem(5)->setSelected(true);  // relu2 -> pool2
+    win.w.designer()->deleteSelection();
+    ProblemsPanel* problems = win.w.problems();
+    QVERIFY(problems->problemCount() >= 2);
+    QVERIFY(win.w.memoryView()->isStale());
+    // Click the row about pool2's dangling input.
+    QTreeWidgetItem* row = nullptr;
+    for (int i = 0; i < problems->topLevelItemCount(); ++i)
+      if (problems->topLevelItem(i)->text(1) == QStringLiteral("pool2"))
+        row = problems->topLevelItem(i);
+    QVERIFY(row);
+    QVERIFY(row->text(3).contains("not connected"));
+    problems->scrollToItem(row);
+    QTest::mouseClick(problems->viewport(), Qt::LeftButton, Qt::NoModifier,
+                      problems->visualItemRect(row).center());
+    QCOMPARE(scene->selectedNodes(), std::vector<int>{win.index("pool2")});
+    QCOMPARE(win.w.properties()->node(), win.index("pool2"));
+    QVERIFY(scene->nodeItem(win.index("pool2"))->hasProblems());
+    // Compile refuses and says why; the plan stays as it was, marked out of date.
+    QString error;
+    QVERIFY(!win.w.compile(&error));
+    QVERIFY(error.contains("Compile failed"));
+    QVERIFY(win.w.memoryView()->isStale());
+    win.doc()->undoStack()->undo();
+    QCOMPARE(problems->problemCount(), 0);
+    QVERIFY(win.w.compile(&error));
+    QVERIFY(!win.w.memoryView()->isStale());
+  }
+
+  void saveAndReloadLosesNothing() {
+    Window win;
+    QTemporaryDir dir;
+    // Edits of every kind: a move, a parameter, a new layer, a device set.
+    ModelEditor* e = win.w.editor();
+    e->moveNodes(e->nextDragSerial(), {{1, 0, 90}}, {{1, 40, 100}});
+    LayerNode conv = win.doc()->project().model.nodes[1];
+    conv.params.out_channels = 8;
+    QVERIFY(e->editNode(1, conv, QStringLiteral("params.out_channels")));
+    e->addLayer(LayerType::Dropout, {300, 300});
+    DeviceSet two;
+    std::string err;
+    QVERIFY(parse_device_set("cpu:2", two, err));
+    QVERIFY(e->setDevices(two));
+    QVERIFY(win.doc()->isModified());
+    QVERIFY(win.w.isWindowModified());
+
+    const QString path = dir.filePath("edited.json");
+    QString error;
+    QVERIFY2(win.w.saveProjectAs(path, &error), qPrintable(error));
+    QVERIFY(!win.doc()->isModified());
+    QCOMPARE(win.doc()->filePath(), QFileInfo(path).absoluteFilePath());
+    const QString saved = json_of(win.doc()->project());
+
+    Window again;
+    QVERIFY(again.w.openProject(path, &error));
+    QCOMPARE(json_of(again.doc()->project()), saved);
+    const LayerNode& n = again.doc()->project().model.nodes[1];
+    QCOMPARE(QPointF(n.x, n.y), QPointF(40, 100));
+    QCOMPARE(n.params.out_channels, int64_t{8});
+    QCOMPARE(again.doc()->project().training.devices.str(), std::string("cpu:2"));
+    QCOMPARE(again.w.deviceSelector()->currentDevices().str(), std::string("cpu:2"));
+    QVERIFY(again.doc()->nodeIndex("dropout1") >= 0);
+
+    // Saving into a folder that does not exist: refused, the document stays modified.
+    again.w.editor()->arrange();
+    QVERIFY(!again.w.saveProjectAs(dir.filePath("no/such/dir.json"), &error));
+    QVERIFY(error.contains("no/such/dir.json"));
+    QVERIFY(again.doc()->isModified());
+  }
+
+  void badFilesAreRefusedAndNothingIsLost() {
+    Window win;
+    win.w.editor()->addLayer(LayerType::ReLU, {400, 0});
+    const QString before = json_of(win.doc()->project());
+    QTemporaryDir dir;
+    const QString bad = dir.filePath("broken.json");
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(
+        "{\"format\": 1, \"name\": \"x\",\n \"model\": {\"nodes\": [\n  {\"id\": \"a\", \"type\": "
+        "\"Conv3d\"}]}}\n");
+    f.close();
+    QString error;
+    QVERIFY(!win.w.openProject(bad, &error));
+    QVERIFY2(error.contains("broken.json") && error.contains("Conv3d"), qPrintable(error));
+    QVERIFY(!win.w.openProject(dir.filePath("absent.json"), &error));
+    QVERIFY(error.contains("absent.json"));
+    QCOMPARE(json_of(win.doc()->project()), before);
+    QVERIFY(win.doc()->isModified());
+    QVERIFY(win.w.windowTitle().startsWith("lenet-fashion.json"));
+  }
+
+  void devicesAreAnUndoableProjectEdit() {
+    Window win;
+    QComboBox* devices = win.w.deviceSelector();
+    devices->setCurrentIndex(devices->findData(QStringLiteral("cpu:2")));
+    QCOMPARE(win.doc()->project().training.devices.str(), std::string("cpu:2"));
+    QCOMPARE(win.doc()->analysisBatch(), int64_t{64});
+    QVERIFY(win.w.memoryView()->isStale());
+    QVERIFY(win.w.compile());
+    QCOMPARE(win.w.memoryView()->arenaTable()->topLevelItemCount(), 2);
+    win.doc()->undoStack()->undo();
+    QCOMPARE(win.doc()->project().training.devices.str(), std::string("cpu:1"));
+    QCOMPARE(devices->currentData().toString(), QStringLiteral("cpu:1"));
+  }
+
+  void keyboardShortcuts() {
+    Window win;
+    QApplication::setActiveWindow(&win.w);
+    QVERIFY(QTest::qWaitForWindowActive(&win.w));
+    DesignerView* view = win.w.designer();
+    view->setFocus();
+    view->designerScene()->selectNodes({win.index("relu3")});
+    QTest::keyClick(view->viewport(), Qt::Key_Delete);
+    QCOMPARE(win.index("relu3"), -1);
+    QTest::keyClick(view->viewport(), Qt::Key_Z, Qt::ControlModifier);
+    QVERIFY(win.index("relu3") >= 0);
+    // Delete in a text field edits the text, not the design.
+    view->designerScene()->selectNodes({win.index("relu3")});
+    auto* id = qobject_cast<QLineEdit*>(win.w.properties()->fieldEditor("id"));
+    QVERIFY(id);
+    id->setFocus();
+    id->setCursorPosition(0);
+    QTest::keyClick(id, Qt::Key_Delete);
+    QCOMPARE(id->text(), QStringLiteral("elu3"));
+    QVERIFY(win.index("relu3") >= 0);
+    QTest::keyClick(&win.w, Qt::Key_F5);
+    QCOMPARE(win.w.currentView(), MainWindow::View::Memory);
+  }
+
+  void compileActionShowsTheMemoryView() {
+    Window win;
+    win.w.showView(MainWindow::View::Design);
+    win.w.action("compile")->trigger();
+    QCOMPARE(win.w.currentView(), MainWindow::View::Memory);
+    QVERIFY(win.w.memoryView()->summaryText().contains("per device"));
+  }
+
+  void templatesOpenAndCompile_data() {
+    QTest::addColumn<QString>("key");
+    QTest::addColumn<qlonglong>("params");
+    QTest::newRow("lenet") << "lenet-fashion" << 61706LL;
+    QTest::newRow("bn-cnn") << "cnn-bn-fashion" << 65834LL;
+    QTest::newRow("resnet8") << "resnet8-fashion" << 77754LL;
+    QTest::newRow("resnet20") << "resnet20" << 272474LL;
+    QTest::newRow("vgg") << "vgg-fashion" << 467818LL;
+  }
+
+  void templatesOpenAndCompile() {
+    QFETCH(QString, key);
+    QFETCH(qlonglong, params);
+    Window win;
+    QString error;
+    QVERIFY2(win.w.newFromTemplate(key, &error), qPrintable(error));
+    QVERIFY(win.doc()->filePath().isEmpty());  // a template is a new, unsaved project
+    QVERIFY(win.doc()->analysis().ok());
+    QCOMPARE(static_cast<qlonglong>(win.doc()->analysis().total_params), params);
+    QVERIFY(win.w.memoryView()->compiled());
+    QVERIFY(!win.w.newFromTemplate(QStringLiteral("nope"), &error));
+    QVERIFY(error.contains("nope"));
+  }
+
+  void newProjectIsEmptyAndSaysWhatIsMissing() {
+    Window win;
+    win.w.newProject();
+    QVERIFY(win.doc()->project().model.nodes.empty());
+    QVERIFY(!win.w.memoryView()->compiled());
+    QVERIFY(win.w.problems()->problemCount() >= 2);  // no Input, no loss
+  }
+
+  void windowLayoutIsRemembered() {
+    {
+      Window win;
+      QDockWidget* problems = win.w.findChild<QDockWidget*>(QStringLiteral("problemsDock"));
+      QVERIFY(problems && problems->isVisible());
+      problems->hide();
+      win.w.resize(1111, 777);
+      QVERIFY(win.w.close());
+    }
+    MainWindow again;
+    again.show();
+    QDockWidget* problems = again.findChild<QDockWidget*>(QStringLiteral("problemsDock"));
+    QVERIFY(!problems->isVisible());
+    QCOMPARE(again.size(), QSize(1111, 777));
+    problems->show();
+    QVERIFY(again.close());
+  }
+
+  void screenshotsOfEveryView() {
+    Window win;
+    QTemporaryDir dir;
+    QString error;
+    const QString out = dir.filePath("shots/nested");
+    QVERIFY2(win.w.writeScreenshots(out, &error), qPrintable(error));
+    for (const char* name : {"designer.png", "memory.png"}) {
+      QImage image(QDir(out).filePath(QLatin1String(name)));
+      QVERIFY2(!image.isNull(), name);
+      QCOMPARE(image.size(), win.w.size() * win.w.devicePixelRatio());
+      // Not a blank image: many colours.
+      QSet<QRgb> colours;
+      for (int y = 0; y < image.height(); y += 7)
+        for (int x = 0; x < image.width(); x += 7) colours.insert(image.pixel(x, y));
+      QVERIFY2(colours.size() > 20, name);
+    }
+    QFile file(dir.filePath("plain-file"));
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.close();
+    QVERIFY(!win.w.writeScreenshots(file.fileName(), &error));
+    QVERIFY(error.contains("not a folder"));
+  }
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "test_main_window.moc"

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The memory view on real compiled plans: bands to scale (linear and log),
+// hover and click down to DTensors, the variant selector with its offset
+// check, per-rank arenas, the fit verdict, and the JSON and CSV exports.
+#include <QComboBox>
+#include <QFile>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTreeWidget>
+#include <QtTest>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "compile/compiler.h"
+#include "memory/dtensor_table_model.h"
+#include "memory/memory_view.h"
+#include "memory/plan_export.h"
+#include "memory/region_bands.h"
+#include "memory/variant_agreement.h"
+#include "model/project_io.h"
+
+using namespace tr;
+using namespace tr::gui;
+
+namespace {
+
+std::shared_ptr<const CompiledProject> compiled(const char* name, const char* devices = nullptr) {
+  Project p = load_project(std::string(TR_PROJECTS_DIR) + "/" + name + ".json");
+  if (devices) {
+    std::string error;
+    if (!parse_device_set(devices, p.training.devices, error)) return nullptr;
+  }
+  return std::make_shared<const CompiledProject>(compile_project(p));
+}
+
+DeviceScan roomy_host() {
+  DeviceScan s;
+  s.host_available_bytes = uint64_t{64} << 30;
+  s.host_memory_bytes = uint64_t{64} << 30;
+  s.cuda_status = "no CUDA here";
+  return s;
+}
+
+struct View {
+  MemoryView view;
+  std::shared_ptr<const CompiledProject> cp;
+  explicit View(std::shared_ptr<const CompiledProject> c, const DeviceScan& scan = roomy_host())
+      : cp(std::move(c)) {
+    view.resize(1200, 900);
+    view.setCompiled(cp, scan);
+    view.show();
+  }
+  const MemoryPlan& plan(int v = 0) const { return cp->plans[static_cast<size_t>(v)]; }
+  QString cell(int row, int column) const {
+    auto* m = view.tensorTable()->model();
+    return m->data(m->index(row, column)).toString();
+  }
+};
+
+}  // namespace
+
+class TestMemoryView : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void emptyUntilCompiled() {
+    MemoryView v;
+    QVERIFY(!v.compiled());
+    QString error;
+    QVERIFY(!v.exportCsv(QStringLiteral("/tmp/never.csv"), &error));
+    QVERIFY(error.contains("compile"));
+  }
+
+  void bandsShowEveryRegionToScale() {
+    View v(compiled("lenet-fashion"));
+    RegionBands* bands = v.view.bands();
+    std::vector<Region> expected;
+    for (int r = 0; r < kNumRegions; ++r)
+      if (v.plan().region(static_cast<Region>(r)).total_bytes > 0)
+        expected.push_back(static_cast<Region>(r));
+    QCOMPARE(bands->shownRegions(), expected);
+    // Linear: bar lengths proportional to bytes (within a pixel of rounding).
+    Region largest = expected.front(), smallest = expected.front();
+    for (Region r : expected) {
+      if (v.plan().region(r).total_bytes > v.plan().region(largest).total_bytes) largest = r;
+      if (v.plan().region(r).total_bytes < v.plan().region(smallest).total_bytes) smallest = r;
+    }
+    const Region w_fc = Region::W_FC_WEIGHT;
+    const double expectedRatio = static_cast<double>(v.plan().region(w_fc).total_bytes) /
+                                 static_cast<double>(v.plan().region(largest).total_bytes);
+    const double ratio =
+        static_cast<double>(bands->barRect(w_fc).width()) / bands->barRect(largest).width();
+    QVERIFY2(qAbs(ratio - expectedRatio) < 0.01, qPrintable(QString::number(ratio)));
+    const int linearSmall = bands->barRect(smallest).width();
+    // Log: small regions become visible.
+    v.view.scaleSelector()->setCurrentIndex(1);
+    QCOMPARE(bands->scale(), RegionBands::Scale::Log);
+    QVERIFY(bands->barRect(smallest).width() > linearSmall * 4);
+    // The strip covers the arena in address order.
+    const QRect strip = bands->stripRect();
+    QCOMPARE(bands->regionAt(QPoint(strip.left() + 1, strip.center().y())),
+             region_index(expected.front()));
+    QCOMPARE(bands->regionAt(QPoint(strip.right() - 1, strip.center().y())),
+             region_index(expected.back()));
+  }
+
+  void clickRegionListsItsTensors() {
+    View v(compiled("lenet-fashion"));
+    const Region r = Region::W_FC_WEIGHT;
+    QTest::mouseClick(v.view.bands(), Qt::LeftButton, Qt::NoModifier,
+                      v.view.bands()->rowRect(r).center());
+    QCOMPARE(v.view.bands()->selectedRegion(), region_index(r));
+    const RegionInfo& info = v.plan().region(r);
+    QCOMPARE(v.view.tensorTable()->model()->rowCount(), static_cast<int>(info.tensors.size()));
+    QCOMPARE(info.tensors.size(), size_t{3});  // fc1, fc2, fc3
+    for (int row = 0; row < 3; ++row)
+      QCOMPARE(v.cell(row, DTensorTableModel::RegionColumn), QStringLiteral("W_FC_WEIGHT"));
+    // Rows in address order, with the plan's exact figures.
+    const DTensor& t = v.plan().get_dtensor(info.tensors.front());
+    QCOMPARE(v.cell(0, DTensorTableModel::Id).toInt(), t.id);
+    QCOMPARE(v.cell(0, DTensorTableModel::Layer), QStringLiteral("fc1"));
+    QCOMPARE(v.cell(0, DTensorTableModel::ShapeColumn), QString::fromStdString(t.shape.str()));
+    QCOMPARE(v.cell(0, DTensorTableModel::DTypeColumn), QStringLiteral("fp32"));
+    QCOMPARE(v.cell(0, DTensorTableModel::PaddedC).toLongLong(),
+             static_cast<qlonglong>(t.padded_c()));
+    QCOMPARE(v.cell(0, DTensorTableModel::Offset).remove(','), QString::number(t.offset));
+    QCOMPARE(v.cell(0, DTensorTableModel::SlotBytes).remove(','), QString::number(t.slot_bytes));
+    // Back to every tensor.
+    v.view.showRegion(-1);
+    QCOMPARE(v.view.tensorTable()->model()->rowCount(),
+             static_cast<int>(v.plan().dtensors().size()));
+  }
+
+  void hoverAndClickOnTheStripFindTheTensor() {
+    View v(compiled("lenet-fashion"));
+    RegionBands* bands = v.view.bands();
+    // The widest region on the strip: a feature region for LeNet.
+    const QRect strip = bands->stripRect();
+    int x = strip.left() + strip.width() / 2;
+    const QPoint pt(x, strip.center().y());
+    const DTensorId id = bands->tensorAt(pt);
+    QVERIFY(id != kNoTensor);
+    const DTensor& t = v.plan().get_dtensor(id);
+    const QString text = bands->describeAt(pt);
+    QVERIFY(text.contains(QString::fromUtf8(region_name(t.region).data())));
+    QVERIFY(text.contains(QStringLiteral("DTensor %1 ").arg(id)));
+    QVERIFY(text.contains(QString::fromStdString(t.shape.str())));
+    QTest::mouseClick(bands, Qt::LeftButton, Qt::NoModifier, pt);
+    QCOMPARE(v.view.selectedTensor(), id);
+    QCOMPARE(bands->selectedRegion(), region_index(t.region));
+  }
+
+  void variantsKeepOffsets() {
+    View v(compiled("lenet-fashion"));
+    QCOMPARE(v.view.variantSelector()->count(), static_cast<int>(v.cp->variants.size()));
+    QCOMPARE(v.cp->variants.size(), size_t{3});
+    QVERIFY(v.view.agreementText().startsWith("Offsets agree"));
+    QVERIFY(check_variant_agreement(*v.cp).holds());
+    const int val = v.cp->variant_index(VariantKind::Validation);
+    v.view.setVariant(val);
+    // The first feature of the validation variant: batch 1000, same offset as in train.
+    const DTensorId feature = v.cp->layers[1].out;  // conv1's output
+    v.view.showTensor(feature);
+    QCOMPARE(v.view.selectedTensor(), feature);
+    const int row = v.view.tensorModel()->rowOf(feature);
+    const auto* model = v.view.tensorModel();
+    QCOMPARE(
+        model->data(model->index(row, DTensorTableModel::ShapeColumn), Qt::DisplayRole).toString(),
+        QString::fromStdString(v.plan(val).get_dtensor(feature).shape.str()));
+    QCOMPARE(v.plan(val).get_dtensor(feature).shape.n, int64_t{1000});
+    QCOMPARE(v.plan(val).get_dtensor(feature).offset, v.plan(0).get_dtensor(feature).offset);
+    QVERIFY(model->data(model->index(row, DTensorTableModel::Variants), Qt::DisplayRole)
+                .toString()
+                .startsWith("same in all 3"));
+  }
+
+  void ranksAndFit() {
+    View one(compiled("lenet-fashion"));
+    QCOMPARE(one.view.arenaTable()->topLevelItemCount(), 1);
+    QVERIFY(one.view.fits());
+    QVERIFY(one.view.summaryText().contains("Fits cpu:1"));
+
+    View two(compiled("lenet-fashion", "cpu:2"));
+    QCOMPARE(two.cp->world_size, 2);
+    QTreeWidget* arenas = two.view.arenaTable();
+    QCOMPARE(arenas->topLevelItemCount(), 2);
+    QCOMPARE(arenas->topLevelItem(1)->text(3), QStringLiteral("identical to rank 0"));
+    QCOMPARE(arenas->topLevelItem(0)->text(2), arenas->topLevelItem(1)->text(2));
+
+    DeviceScan tiny = roomy_host();
+    tiny.host_available_bytes = 1 << 20;
+    View cramped(compiled("lenet-fashion", "cpu:2"), tiny);
+    QVERIFY(!cramped.view.fits());
+    QVERIFY(cramped.view.summaryText().contains("Does NOT fit cpu:2"));
+    QVERIFY(cramped.view.summaryText().contains("1.00 MiB of host memory available"));
+
+    View gpu(compiled("lenet-fashion", "cuda:0"));
+    QVERIFY(!gpu.view.fits());
+    QVERIFY(gpu.view.summaryText().contains("Cannot check cuda:0 here: no CUDA here"));
+    QCOMPARE(gpu.view.arenaTable()->topLevelItem(0)->text(1), QStringLiteral("cuda:0"));
+  }
+
+  void exportsJsonAndCsv() {
+    View v(compiled("resnet8-fashion"));
+    QTemporaryDir dir;
+    QString error;
+    const QString json = dir.filePath("plan.json");
+    QVERIFY2(v.view.exportJson(json, &error), qPrintable(error));
+    QFile jf(json);
+    QVERIFY(jf.open(QIODevice::ReadOnly));
+    const nlohmann::json j = nlohmann::json::parse(jf.readAll().toStdString());
+    QCOMPARE(j["total_bytes"].get<uint64_t>(), v.cp->bytes_per_device());
+    QCOMPARE(j["variants"].size(), v.cp->variants.size());
+    QCOMPARE(j["parameters"].get<int64_t>(), int64_t{77754});
+    QVERIFY(j["fits"].get<std::string>().find("Fits cpu:1") == 0);
+
+    const QString csv = dir.filePath("plan.csv");
+    QVERIFY2(v.view.exportCsv(csv, &error), qPrintable(error));
+    QFile cf(csv);
+    QVERIFY(cf.open(QIODevice::ReadOnly));
+    const QList<QByteArray> lines = cf.readAll().split('\n');
+    QCOMPARE(lines.front(),
+             QByteArray("variant,id,name,layer,region,shape,dtype,padded_c,offset,slot_bytes"));
+    size_t rows = 0;
+    for (const MemoryPlan& p : v.cp->plans) rows += p.dtensors().size();
+    QCOMPARE(static_cast<size_t>(lines.size()), rows + 2);  // header, rows, final newline
+    const DTensor& t = v.plan().get_dtensor(0);
+    const QList<QByteArray> first = lines[1].split(',');
+    QCOMPARE(first[0], QByteArray::fromStdString(v.cp->variants[0].name));
+    QCOMPARE(first[1].toInt(), t.id);
+    QCOMPARE(first[8].toULongLong(), static_cast<qulonglong>(t.offset));
+    QCOMPARE(first[9].toULongLong(), static_cast<qulonglong>(t.slot_bytes));
+
+    // A folder that does not exist: a message naming the path, no file.
+    const QString bad = dir.filePath("missing/plan.csv");
+    QVERIFY(!v.view.exportCsv(bad, &error));
+    QVERIFY(error.contains(bad));
+    QVERIFY(!QFile::exists(bad));
+  }
+
+  void staleBanner() {
+    View v(compiled("lenet-fashion"));
+    QVERIFY(!v.view.isStale());
+    v.view.setStale(true);
+    QVERIFY(v.view.isStale());
+    v.view.setCompiled(v.cp, roomy_host());
+    QVERIFY(!v.view.isStale());
+  }
+};
+
+QTEST_MAIN(TestMemoryView)
+#include "test_memory_view.moc"
