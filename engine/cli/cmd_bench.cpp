@@ -20,7 +20,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: renaissance-cli bench <project.json> [--steps N] [--warmup W] [--batch B]\n"
-    "         [--threads T] [--devices cpu:N] [--data DIR] [--json]\n"
+    "         [--threads T] [--devices cpu:N] [--precision fp32|amp] [--data DIR]\n"
+    "         [--rewrites on|off] [--json]\n"
     "  Trains W + N steps (no validation) and reports the median time of the last N.\n";
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/run_recording.h"
 #include "cli/training_setup.h"
 #include "core/error.h"
 #include "runtime/profile_export.h"
@@ -20,11 +21,17 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: renaissance-cli train <project.json> [--epochs N] [--batch B] [--seed S]\n"
-    "         [--devices cpu:N] [--precision fp32] [--threads T] [--data DIR]\n"
+    "         [--devices cpu:N] [--precision fp32|amp] [--threads T] [--data DIR]\n"
     "         [--max-steps N] [--profile-steps A:B] [--trace out.json] [--summary out.json]\n"
     "  --batch is the global batch; --data overrides the Fashion-MNIST folder;\n"
     "  --profile-steps A:B records steps A..B-1 (written by --trace as Chrome trace JSON);\n"
-    "  --summary writes the per-epoch figures as JSON.\n";
+    "  --summary writes the per-epoch figures as JSON.\n"
+    "  --checkpoint-dir DIR saves a checkpoint at every epoch end and on a stop;\n"
+    "  --resume FILE continues from one (any --devices count); --eval-ema keeps an\n"
+    "  EMA of the weights (training.ema.decay) and validates on it.\n"
+    "  Every run is recorded in the run store (see 'runs'): --store PATH names it,\n"
+    "  --no-store skips recording.\n"
+    "  --rewrites off compiles without BN+ReLU fusion and in-place gradients.\n";
 
 std::string clock_text(double seconds) {
   const auto s = static_cast<long long>(seconds + 0.5);
@@ -42,8 +49,11 @@ void write_file(const std::string& path, const std::string& text) {
 
 int cmd_train(const std::vector<std::string>& args) {
   std::set<std::string> with_value = setup_options();
-  for (const char* o : {"max-steps", "profile-steps", "trace", "summary"}) with_value.insert(o);
-  const ParsedArgs a = parse_args(args, with_value, {"help", "no-validation"});
+  for (const char* o :
+       {"max-steps", "profile-steps", "trace", "summary", "store", "checkpoint-dir", "resume"})
+    with_value.insert(o);
+  const ParsedArgs a =
+      parse_args(args, with_value, {"help", "no-validation", "no-store", "eval-ema"});
   if (const int code = usage_exit_code(a, kUsage, 1); code >= 0) return code;
   TrainOptions options;
   if (a.values.count("max-steps"))
@@ -68,6 +78,7 @@ int cmd_train(const std::vector<std::string>& args) {
   TrainingSetup setup = prepare_training(a.positional[0], a);
   const CompiledProject& cp = *setup.compiled;
   if (!setup.device_note.empty()) std::fprintf(stderr, "note: %s\n", setup.device_note.c_str());
+  read_checkpoint_options(a, options);
   const int64_t epochs = cp.project.training.epochs;
   std::printf("training %s: %lld parameters, %s, global batch %lld on %s, %lld epoch%s\n",
               cp.project.name.c_str(), static_cast<long long>(cp.analysis.total_params),
@@ -78,11 +89,12 @@ int cmd_train(const std::vector<std::string>& args) {
   std::fflush(stdout);
 
   double elapsed = 0;
+  int64_t epochs_run = 0;  // a resumed run starts past epoch 1
   TrainCallbacks cb;
   cb.on_epoch = [&](const EpochReport& e) {
     elapsed += e.seconds;
     const double eta =
-        elapsed / static_cast<double>(e.epoch + 1) * static_cast<double>(epochs - e.epoch - 1);
+        elapsed / static_cast<double>(++epochs_run) * static_cast<double>(epochs - e.epoch - 1);
     std::printf("epoch %lld/%lld  loss %.4f  top-1 %.2f%%", static_cast<long long>(e.epoch + 1),
                 static_cast<long long>(epochs), e.train_loss, 100 * e.train_top1);
     if (e.validated)
@@ -92,9 +104,19 @@ int cmd_train(const std::vector<std::string>& args) {
                 clock_text(eta).c_str());
     std::fflush(stdout);
   };
-  const TrainReport report = train(cp, *setup.backend, *setup.data, options, cb);
+  RunRecording recording(a, cp, *setup.data, options);
+  recording.attach(cb);
+  TrainReport report;
+  try {
+    report = train(cp, *setup.backend, *setup.data, options, cb);
+  } catch (const std::exception& e) {
+    recording.failed(e.what());
+    throw;
+  }
+  recording.ended(report);
   if (report.stopped)
     std::printf("stopped after %lld steps\n", static_cast<long long>(report.steps));
+  for (const std::string& path : report.checkpoints) std::printf("checkpoint %s\n", path.c_str());
 
   if (a.values.count("trace")) {
     write_file(a.values.at("trace"), chrome_trace_json(report.profile));
@@ -106,6 +128,9 @@ int cmd_train(const std::vector<std::string>& args) {
                     100 * o.overlap_us / std::max(1e-9, std::min(o.busy_a_us, o.busy_b_us)),
                     o.busy_a_us < o.busy_b_us ? std::string(stream_kind_name(o.a)).c_str()
                                               : std::string(stream_kind_name(o.b)).c_str());
+    for (const GraphOverlap& o : comm_overlaps(report.profile))
+      std::printf("overlap rank %d DEEP_COMM under FIRST_LAYER_BWD: %.1f of %.1f us (%.0f%%)\n",
+                  o.rank, o.overlap_us, o.busy_a_us, 100 * o.fraction_of_a());
   }
   if (a.values.count("summary")) {
     nlohmann::json s;

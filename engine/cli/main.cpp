@@ -19,6 +19,7 @@ constexpr const char* kUsage =
     "  plan <project.json>   compile a project and print its memory plan (--help for options)\n"
     "  train <project.json>  train it (--help for options)\n"
     "  bench <project.json>  time training steps, one JSON line with --json\n"
+    "  runs <subcommand>     the run history: list, show, compare, export, note, tag, delete\n"
     "  devices               list the CPU and the CUDA devices this machine offers\n"
     "  version               print the engine version\n";
 
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
     if (command == "devices") return tr::cli::cmd_devices(args);
     if (command == "train") return tr::cli::cmd_train(args);
     if (command == "bench") return tr::cli::cmd_bench(args);
+    if (command == "runs") return tr::cli::cmd_runs(args);
     if (command == "version") {
       std::printf("renaissance-cli %s\n", TR_VERSION);
       return 0;

@@ -14,9 +14,16 @@ const std::set<std::string>& override_options() {
 void apply_overrides(const ParsedArgs& a, Project& project) {
   TrainingSpec& t = project.training;
   if (a.values.count("devices")) {
+    const int64_t before = t.devices.world_size();
     std::string error;
     if (!parse_device_set(a.values.at("devices"), t.devices, error))
       throw UsageError("option '--devices': " + error);
+    // A validation batch is per device: keep the global one (and so the
+    // memory per device in proportion) when the rank count changes.
+    const int64_t after = t.devices.world_size();
+    for (VariantSpec& v : project.variants)
+      if (v.kind == VariantKind::Validation && v.batch > 0 && (v.batch * before) % after == 0)
+        v.batch = v.batch * before / after;
   }
   if (a.values.count("precision")) {
     const std::string& p = a.values.at("precision");
@@ -24,6 +31,7 @@ void apply_overrides(const ParsedArgs& a, Project& project) {
       throw UsageError("option '--precision' takes fp32 or amp, got '" + p + "'");
     t.precision = p == "amp" ? Precision::AMP : Precision::FP32;
   }
+  if (a.flags.count("eval-ema")) t.ema = true;
   if (a.values.count("batch")) t.global_batch = positive_integer("batch", a.values.at("batch"));
   if (a.values.count("epochs")) t.epochs = positive_integer("epochs", a.values.at("epochs"));
   if (a.values.count("seed")) {

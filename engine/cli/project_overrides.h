@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The training settings a command line may override (--devices, --precision,
-// --batch, --epochs, --seed), applied to a loaded project with clear errors.
+// --batch, --epochs, --seed, and the flag --eval-ema, which keeps the EMA the
+// validation then uses), applied to a loaded project with clear errors.
 #pragma once
 
 #include <set>
@@ -11,7 +12,7 @@
 
 namespace tr::cli {
 
-// The option names apply_overrides understands (all take a value).
+// The option names apply_overrides understands that take a value.
 const std::set<std::string>& override_options();
 
 // Applies the overrides present in `args`; throws UsageError naming the option.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "cli/training_setup.h"
 
+#include <cstdio>
+
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_threads.h"
 #include "backends/devices.h"
@@ -9,6 +11,7 @@
 #include "core/error.h"
 #include "data/dataset.h"
 #include "model/project_io.h"
+#include "runtime/checkpoint.h"
 
 namespace tr::cli {
 
@@ -39,13 +42,34 @@ TrainingSetup prepare_training(const std::string& project_path, const ParsedArgs
   }
   if (a.values.count("threads"))
     cpu::set_cpu_threads(static_cast<int>(positive_integer("threads", a.values.at("threads"))));
-  out.compiled = std::make_unique<CompiledProject>(compile_project(project, compile_options_from(a)));
+  out.compiled =
+      std::make_unique<CompiledProject>(compile_project(project, compile_options_from(a)));
   const std::string data_dir = a.values.count("data") ? a.values.at("data") : std::string();
   out.data = load_dataset(out.compiled->project.dataset, data_dir, project.training.seed);
   cpu::CpuBackendOptions o;
   o.world = out.compiled->world_size;
   out.backend = cpu::make_cpu_backend(o);
   return out;
+}
+
+void read_checkpoint_options(const ParsedArgs& a, TrainOptions& options) {
+  if (a.values.count("checkpoint-dir")) {
+    options.checkpoint_dir = a.values.at("checkpoint-dir");
+    if (options.checkpoint_dir.empty())
+      throw UsageError("option '--checkpoint-dir' needs a folder name");
+  }
+  if (a.values.count("resume")) {
+    const std::string& path = a.values.at("resume");
+    auto c = std::make_shared<Checkpoint>(read_checkpoint(path));
+    std::printf("resuming from %s: epoch %lld, batch %lld, step %lld (saved on %d rank%s)\n",
+                path.c_str(), static_cast<long long>(c->position.epoch + 1),
+                static_cast<long long>(c->position.batch + 1),
+                static_cast<long long>(c->position.step), c->world_size,
+                c->world_size == 1 ? "" : "s");
+    options.resume = std::move(c);
+    options.resume_source = path;
+  }
+  options.eval_ema = a.has("eval-ema");
 }
 
 }  // namespace tr::cli

@@ -11,6 +11,7 @@
 #include "compile/compiler.h"
 #include "data/data_source.h"
 #include "runtime/backend.h"
+#include "runtime/trainer.h"
 
 namespace tr::cli {
 
@@ -25,5 +26,10 @@ struct TrainingSetup {
 std::set<std::string> setup_options();
 
 TrainingSetup prepare_training(const std::string& project_path, const ParsedArgs& args);
+
+// `train`'s state options: --checkpoint-dir DIR, --resume FILE (read and
+// checked for damage here, against the project when training starts) and
+// the flag --eval-ema.
+void read_checkpoint_options(const ParsedArgs& args, TrainOptions& options);
 
 }  // namespace tr::cli

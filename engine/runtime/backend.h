@@ -24,6 +24,8 @@ namespace tr {
 using EventId = int32_t;
 using GraphHandle = int32_t;
 
+enum class ReduceOp : uint8_t { SUM, MEAN };
+
 // A span of work the profiler saw: one launch executed on one rank.
 struct ProfileSpan {
   int rank = 0;
@@ -58,6 +60,21 @@ class Backend {
   // stream that joined the capture was not joined back into `primary`.
   virtual GraphHandle end_capture(int rank, StreamKind primary) = 0;
   virtual void launch_graph(int rank, StreamKind stream, GraphHandle graph) = 0;
+
+  // Collectives the host issues outside captured graphs (initial weights,
+  // checkpoint restore), with NCCL's rules: every rank issues the same calls
+  // in the same order, each on one stream of its own, in place on its arena
+  // bytes `range`; all-reduces work on FP32. Calls a rank issues between
+  // group_start and group_end (on one stream) run as one collective, like
+  // ncclGroupStart/End. A single host thread may issue them for every rank.
+  virtual void all_reduce(int rank, StreamKind stream, ByteRange range, ReduceOp op) = 0;
+  virtual void broadcast(int rank, StreamKind stream, ByteRange range, int root) = 0;
+  virtual void group_start(int rank) = 0;
+  virtual void group_end(int rank) = 0;
+  // One rank failed and will not reach its next collective: every collective
+  // waiting for it, now or later, fails with `reason` instead of blocking (the
+  // error surfaces at the next synchronize of each rank). Final for the backend.
+  virtual void abort_collectives(const std::string& reason) = 0;
 
   // Profiling: while enabled, every executed launch is recorded as a span.
   virtual void set_profiling(bool enabled) = 0;

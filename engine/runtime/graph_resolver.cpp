@@ -125,14 +125,19 @@ std::vector<Launch> node_launches(const CompiledProject& cp, const ResolvedGraph
     const void* sources[2] = {host.data, host.labels};
     for (size_t i = 0; i < 2; ++i) {
       const DTensor& t = *rn.args.out[i].desc;
-      if (!t.is_compact())
-        throw std::logic_error("input transfer of a padded tensor needs a layout conversion");
       if (!sources[i]) throw std::logic_error("TRANSFER graph captured without host buffers");
       Launch l;
       l.kind = LaunchKind::COPY_H2D;
       l.offset = t.offset;
       l.host = const_cast<void*>(sources[i]);
       l.bytes = t.device_bytes();
+      if (!t.is_compact()) {
+        // Host batches are compact; the device pads C (FP16 input buffers to 4).
+        const uint64_t esize = dtype_size(t.dtype);
+        l.rows = static_cast<uint64_t>(t.shape.n * t.shape.h * t.shape.w);
+        l.pitch = static_cast<uint64_t>(t.padded_c()) * esize;
+        l.bytes = l.rows * static_cast<uint64_t>(t.shape.c) * esize;
+      }
       l.footprint.writes = {{t.offset, t.slot_bytes}};
       l.tag = tag(i == 0 ? "H2D data" : "H2D labels", -1);
       out.push_back(std::move(l));

@@ -40,6 +40,15 @@ struct SpanArg {
   }
 };
 
+// Scratch memory of the stream a launch runs on (each stream has its own, as
+// each CUDA stream has its own cuDNN workspace). The backend owns it and sizes
+// it at capture to the largest need of the kernels on that stream; kernels
+// read it at run time (the CPU's FP16 kernels stage FP32 copies there).
+struct StreamWorkspace {
+  void* data = nullptr;
+  uint64_t bytes = 0;
+};
+
 struct KernelArgs {
   const GraphNode* node = nullptr;
   const LayerNode* layer = nullptr;        // the model node, null for engine work
@@ -53,6 +62,7 @@ struct KernelArgs {
   int world = 1;
   // For forked backward ops: which part to run; -1 runs every part.
   int part = -1;
+  const StreamWorkspace* workspace = nullptr;  // null when the kernel needs none
 
   bool accumulate(size_t out_index) const {
     return node && (node->accumulate_mask >> out_index) & 1u;

@@ -41,7 +41,11 @@ struct Launch {
   uint64_t offset = 0;               // COPY_*: arena offset
   void* host = nullptr;              // COPY_*: host memory (fixed, so copies can be captured)
   uint64_t bytes = 0;                // COPY_*
-  std::function<void()> host_func;   // HOST_FUNC
+  // COPY_H2D into a tensor with padded channels (cudaMemcpy2DAsync): `rows`
+  // compact host rows of bytes / rows each, `pitch` bytes apart in the arena.
+  // 0: one contiguous copy.
+  uint64_t rows = 0, pitch = 0;
+  std::function<void()> host_func;  // HOST_FUNC
   Footprint footprint;
   LaunchTag tag;
 };

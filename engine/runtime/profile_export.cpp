@@ -103,4 +103,35 @@ std::vector<StreamOverlap> stream_overlaps(const std::vector<ProfileSpan>& spans
   return out;
 }
 
+std::vector<GraphOverlap> graph_overlaps(const std::vector<ProfileSpan>& spans,
+                                         const std::vector<GraphId>& a,
+                                         const std::vector<GraphId>& b) {
+  auto in = [](const std::vector<GraphId>& ids, GraphId g) {
+    return std::find(ids.begin(), ids.end(), g) != ids.end();
+  };
+  std::map<int, std::pair<std::vector<Interval>, std::vector<Interval>>> busy;
+  for (const ProfileSpan& s : spans) {
+    if (in(a, s.tag.graph)) busy[s.rank].first.push_back({s.start_us, s.end_us});
+    if (in(b, s.tag.graph)) busy[s.rank].second.push_back({s.start_us, s.end_us});
+  }
+  std::vector<GraphOverlap> out;
+  for (auto& [rank, ab] : busy) {
+    if (ab.first.empty() || ab.second.empty()) continue;
+    const std::vector<Interval> ma = merged(std::move(ab.first));
+    const std::vector<Interval> mb = merged(std::move(ab.second));
+    GraphOverlap o;
+    o.rank = rank;
+    o.busy_a_us = total(ma);
+    o.busy_b_us = total(mb);
+    o.overlap_us = intersection(ma, mb);
+    out.push_back(o);
+  }
+  return out;
+}
+
+std::vector<GraphOverlap> comm_overlaps(const std::vector<ProfileSpan>& spans) {
+  return graph_overlaps(spans, {GraphId::DEEP_COMM},
+                        {GraphId::FIRST_LAYER_BWD_A, GraphId::FIRST_LAYER_BWD_B});
+}
+
 }  // namespace tr

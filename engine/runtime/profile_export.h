@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // What the profiler saw, for people: Chrome trace JSON (Perfetto opens it),
 // one process per rank and one thread per stream, and overlap statistics that
-// say how long each pair of streams was busy at the same time.
+// say how long each pair of streams, or each pair of graphs, was busy at the
+// same time.
 #pragma once
 
 #include <string>
@@ -22,5 +23,21 @@ struct StreamOverlap {
 
 // Every pair of streams of every rank that had work.
 std::vector<StreamOverlap> stream_overlaps(const std::vector<ProfileSpan>& spans);
+
+struct GraphOverlap {
+  int rank = 0;
+  double busy_a_us = 0, busy_b_us = 0;  // time the launches of either group ran
+  double overlap_us = 0;                // time both ran
+  double fraction_of_a() const { return busy_a_us > 0 ? overlap_us / busy_a_us : 0; }
+};
+
+// Per rank that ran both: how long graphs `a` (any of them) ran while graphs
+// `b` ran, e.g. a communication graph under a compute graph.
+std::vector<GraphOverlap> graph_overlaps(const std::vector<ProfileSpan>& spans,
+                                         const std::vector<GraphId>& a,
+                                         const std::vector<GraphId>& b);
+
+// The overlap the step schedule is built for: DEEP_COMM under FIRST_LAYER_BWD (A or B).
+std::vector<GraphOverlap> comm_overlaps(const std::vector<ProfileSpan>& spans);
 
 }  // namespace tr

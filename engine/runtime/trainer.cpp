@@ -3,13 +3,16 @@
 
 #include <chrono>
 #include <exception>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <thread>
 
 #include "core/error.h"
 #include "data/batch_pipeline.h"
+#include "runtime/checkpoint_state.h"
 #include "runtime/lr_schedule.h"
+#include "runtime/rank_barrier.h"
 #include "runtime/training_session.h"
 
 namespace tr {
@@ -26,17 +29,48 @@ TransferHost host_of(const Batch& b) {
   return {b.images.data<std::byte>(), b.labels.data<std::byte>()};
 }
 
+std::string message_of(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "an unknown error";
+  }
+}
+
 struct Shared {
+  explicit Shared(int world) : barrier(world) {}
+
+  // Every rank must stop before the same step, or the others would wait in
+  // that step's collectives for ever. The first rank to ask about a step
+  // reads the flag and the others get its answer. One slot suffices: no rank
+  // asks about step s+1 before every rank asked about s, because step s's
+  // all-reduce needs them all.
+  bool stop_before(int64_t step, const TrainOptions& o) {
+    if (o.max_steps >= 0 && step >= o.max_steps) return true;
+    std::lock_guard<std::mutex> lock(vote_mutex);
+    if (vote_step != step) {
+      vote_step = step;
+      vote = o.stop && o.stop->load();
+    }
+    return vote;
+  }
+
   std::mutex mutex;
   TrainReport report;
   std::exception_ptr error;
+  RankBarrier barrier;  // profiling boundaries
+  std::mutex vote_mutex;
+  int64_t vote_step = -1;
+  bool vote = false;
 };
 
 class RankLoop {
  public:
   RankLoop(const CompiledProject& cp, Backend& backend, TrainingSession& session,
            const DataSource& data, const TrainOptions& options, const TrainCallbacks& callbacks,
-           Shared& shared, int rank)
+           Shared& shared, int rank, const TrainPosition& start)
       : cp_(cp),
         backend_(backend),
         session_(session),
@@ -44,15 +78,21 @@ class RankLoop {
         callbacks_(callbacks),
         shared_(shared),
         rank_(rank),
+        start_(start),
         train_variant_(cp.variant_index(VariantKind::Train)),
         last_variant_(cp.variant_index(VariantKind::LastBatch)),
         val_variant_(cp.variant_index(VariantKind::Validation)) {
     const Project& p = cp.project;
     const DType dtype = p.training.precision == Precision::AMP ? DType::FP16 : DType::FP32;
-    train_ = std::make_unique<BatchPipeline>(
-        data, Split::Train,
-        make_batch_spec(p.dataset, Split::Train, p.training.global_batch, p.training.seed, dtype),
-        cp.world_size, rank);
+    BatchSpec spec =
+        make_batch_spec(p.dataset, Split::Train, p.training.global_batch, p.training.seed, dtype);
+    spec.epoch = start.epoch;  // the per-epoch order is a function of (seed, epoch)
+    train_ = std::make_unique<BatchPipeline>(data, Split::Train, spec, cp.world_size, rank);
+    if (start.batch >= train_->batches_per_epoch())
+      throw UsageError("checkpoint '" + options.resume_source + "' continues at batch " +
+                       std::to_string(start.batch + 1) + " of epoch " +
+                       std::to_string(start.epoch + 1) + ", which has only " +
+                       std::to_string(train_->batches_per_epoch()) + " batches");
     if (val_variant_ >= 0 && options.validate) {
       const int64_t val_global =
           cp.variants[static_cast<size_t>(val_variant_)].batch * cp.world_size;
@@ -79,25 +119,30 @@ class RankLoop {
 
   void run() {
     const int64_t epochs = options_.epochs > 0 ? options_.epochs : cp_.project.training.epochs;
-    int64_t step = 0;
+    int64_t step = start_.step;
     bool stopped = false;
-    for (int64_t epoch = 0; epoch < epochs && !stopped; ++epoch) {
-      if (epoch > 0) train_->start_epoch(epoch);
+    for (int64_t epoch = start_.epoch; epoch < epochs && !stopped; ++epoch) {
+      if (epoch > start_.epoch) train_->start_epoch(epoch);
       EpochReport er;
       er.epoch = epoch;
       double loss_sum = 0, top1_sum = 0, samples = 0;
       const auto t_epoch = Clock::now();
       const int64_t batches = train_->batches_per_epoch();
       const Batch* batch = train_->next();
+      // A resumed epoch: the same order, less the batches trained before the checkpoint.
+      for (int64_t skip = epoch == start_.epoch ? start_.batch : 0; batch && skip > 0; --skip) {
+        train_->release(batch);
+        batch = train_->next();
+      }
       if (batch) session_.transfer(rank_, variant_of(*batch), batch->buffer);
       while (batch) {
-        if ((options_.stop && options_.stop->load()) ||
-            (options_.max_steps >= 0 && step >= options_.max_steps)) {
+        if (shared_.stop_before(step, options_)) {
           stopped = true;
+          save_checkpoint({epoch, batch->index, step});
           break;
         }
         const bool profile = step >= options_.profile_begin && step < options_.profile_end;
-        if (rank_ == 0 && step == options_.profile_begin) backend_.set_profiling(true);
+        if (step == options_.profile_begin) profile_boundary(true);
         const auto t_step = Clock::now();
         const Batch* next = train_->next();
         const double position = static_cast<double>(epoch) +
@@ -111,18 +156,15 @@ class RankLoop {
                                    std::to_string(step) + " (epoch " + std::to_string(epoch + 1) +
                                    "); lower the learning rate");
         const double dt = seconds_since(t_step);
-        if (rank_ == 0 && profile && step + 1 == options_.profile_end) {
-          backend_.set_profiling(false);
-          auto spans = backend_.take_profile();
-          std::lock_guard<std::mutex> lock(shared_.mutex);
-          shared_.report.profile.insert(shared_.report.profile.end(), spans.begin(), spans.end());
-        }
+        if (profile && step + 1 == options_.profile_end) profile_boundary(false);
+        // Read before the release: the producer refills the buffer right away.
+        const StepReport sr{step,   epoch, batch->index, batches,       m.loss,
+                            m.top1, lr,    dt,           batch->partial};
         train_->release(batch);
         loss_sum += m.loss * m.samples;
         top1_sum += m.top1 * m.samples;
         samples += m.samples;
         if (rank_ == 0) {
-          StepReport sr{step, epoch, batch->index, batches, m.loss, m.top1, lr, dt, batch->partial};
           {
             std::lock_guard<std::mutex> lock(shared_.mutex);
             shared_.report.step_seconds.push_back(dt);
@@ -130,18 +172,20 @@ class RankLoop {
           }
           if (callbacks_.on_step) callbacks_.on_step(sr);
         }
+        if (callbacks_.on_rank_step) callbacks_.on_rank_step(rank_, sr, session_);
         ++step;
         batch = next;
       }
       if (batch) train_->release(batch);
       er.seconds = seconds_since(t_epoch);
-      // m.samples already counts every rank (the result is all-reduced)
+      // m.samples counts every rank
       er.images_per_s = er.seconds > 0 ? samples / er.seconds : 0;
       if (samples > 0) {
         er.train_loss = loss_sum / samples;
         er.train_top1 = top1_sum / samples;
       }
       if (val_ && !stopped) validate(er);
+      if (!stopped) save_checkpoint({epoch + 1, 0, step});
       if (rank_ == 0) {
         {
           std::lock_guard<std::mutex> lock(shared_.mutex);
@@ -161,9 +205,40 @@ class RankLoop {
     return b.partial && last_variant_ >= 0 ? last_variant_ : train_variant_;
   }
 
+  // Profiling is one switch for all ranks: every rank finishes the step
+  // before it flips, and none starts the next one until it has.
+  void profile_boundary(bool begin) {
+    shared_.barrier.arrive_and_wait();
+    if (rank_ == 0) {
+      backend_.set_profiling(begin);
+      if (!begin) {
+        auto spans = backend_.take_profile();
+        std::lock_guard<std::mutex> lock(shared_.mutex);
+        shared_.report.profile.insert(shared_.report.profile.end(), spans.begin(), spans.end());
+      }
+    }
+    shared_.barrier.arrive_and_wait();
+  }
+
+  // The state is replicated, so rank 0 speaks for every rank.
+  void save_checkpoint(const TrainPosition& at) {
+    if (rank_ != 0 || options_.checkpoint_dir.empty()) return;
+    if (at.step == last_saved_.step && at.epoch == last_saved_.epoch &&
+        at.batch == last_saved_.batch)
+      return;
+    const std::string file = at.batch == 0
+                                 ? cp_.project.name + "-epoch" + std::to_string(at.epoch) + ".ckpt"
+                                 : cp_.project.name + "-step" + std::to_string(at.step) + ".ckpt";
+    const std::string path = (std::filesystem::path(options_.checkpoint_dir) / file).string();
+    write_checkpoint(take_checkpoint(cp_, session_, at, rank_), path);
+    last_saved_ = at;
+    std::lock_guard<std::mutex> lock(shared_.mutex);
+    shared_.report.checkpoints.push_back(path);
+  }
+
   void validate(EpochReport& er) {
     val_->start_epoch(er.epoch);
-    session_.begin_validation(rank_);
+    session_.begin_validation(rank_, options_.eval_ema);
     for (const Batch* b = val_->next(); b; b = val_->next()) {
       session_.validate_batch(rank_, val_variant_, b->buffer);
       val_->release(b);
@@ -172,6 +247,7 @@ class RankLoop {
     er.val_loss = m.loss;
     er.val_top1 = m.top1;
     er.val_top5 = m.top5;
+    er.confusion = session_.read_confusion(rank_);
     er.validated = true;
   }
 
@@ -182,6 +258,8 @@ class RankLoop {
   const TrainCallbacks& callbacks_;
   Shared& shared_;
   int rank_;
+  TrainPosition start_;
+  TrainPosition last_saved_{-1, -1, -1};
   int train_variant_, last_variant_, val_variant_;
   std::unique_ptr<BatchPipeline> train_, val_;
 };
@@ -201,33 +279,68 @@ TrainReport train(const CompiledProject& cp, Backend& backend, const DataSource&
     throw UsageError("the dataset has " + std::to_string(data.classes()) +
                      " classes but the project expects " +
                      std::to_string(cp.project.dataset.classes));
-  if (cp.project.training.precision == Precision::AMP && backend.name() == "cpu")
-    throw UsageError(
-        "precision amp needs FP16 kernels, which the CPU backend does not have; train with "
-        "--precision fp32 (the plan of an AMP project can still be inspected with 'plan')");
+  const int64_t epochs = options.epochs > 0 ? options.epochs : cp.project.training.epochs;
+  if (options.eval_ema && !cp.project.training.ema)
+    throw UsageError("validation on the EMA weights needs the EMA: set training.ema.enabled in '" +
+                     cp.project.name + "'");
+  if (options.resume) {
+    check_checkpoint(cp, *options.resume, options.resume_source);
+    const TrainPosition& at = options.resume->position;
+    if (at.epoch >= epochs)
+      throw UsageError("checkpoint '" + options.resume_source + "' is at the end of epoch " +
+                       std::to_string(at.epoch) + " and the project trains " +
+                       std::to_string(epochs) + " epoch" + (epochs == 1 ? "" : "s") +
+                       "; pass --epochs with more to train on");
+  }
+  if (!options.checkpoint_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.checkpoint_dir, ec);
+    if (ec || !std::filesystem::is_directory(options.checkpoint_dir))
+      throw UsageError("cannot create the checkpoint folder '" + options.checkpoint_dir +
+                       "': " + (ec ? ec.message() : std::string("not a folder")));
+  }
   TrainingSession session(cp, backend);
   session.initialize(cp.project.training.seed);
-  Shared shared;
+  TrainPosition start;
+  if (options.resume)
+    start = restore_checkpoint(cp, session, *options.resume, options.resume_source);
+  Shared shared(cp.world_size);
+  shared.report.first_step = start.step;
+  shared.report.steps = start.step;
   std::vector<std::unique_ptr<RankLoop>> loops;
   for (int r = 0; r < cp.world_size; ++r) {
-    loops.push_back(
-        std::make_unique<RankLoop>(cp, backend, session, data, options, callbacks, shared, r));
+    loops.push_back(std::make_unique<RankLoop>(cp, backend, session, data, options, callbacks,
+                                               shared, r, start));
   }
   if (cp.world_size == 1) {
     loops[0]->run();
   } else {
     std::vector<std::thread> threads;
-    for (auto& loop : loops)
-      threads.emplace_back([&shared, l = loop.get()] {
+    for (int r = 0; r < cp.world_size; ++r)
+      threads.emplace_back([&shared, &backend, r, l = loops[static_cast<size_t>(r)].get()] {
         try {
           l->run();
         } catch (...) {
-          std::lock_guard<std::mutex> lock(shared.mutex);
-          if (!shared.error) shared.error = std::current_exception();
+          const std::exception_ptr e = std::current_exception();
+          {
+            std::lock_guard<std::mutex> lock(shared.mutex);
+            if (!shared.error) shared.error = e;
+          }
+          // The other ranks may be waiting for this one in a collective or
+          // at a barrier: release them, they stop with an error too.
+          const std::string why = "rank " + std::to_string(r) + " failed: " + message_of(e);
+          backend.abort_collectives(why);
+          shared.barrier.abort(why);
         }
       });
     for (std::thread& t : threads) t.join();
     if (shared.error) std::rethrow_exception(shared.error);
+  }
+  if (options.profile_begin >= 0) {
+    // Training ended inside the profiled steps: keep what was recorded.
+    backend.set_profiling(false);
+    auto spans = backend.take_profile();
+    shared.report.profile.insert(shared.report.profile.end(), spans.begin(), spans.end());
   }
   return std::move(shared.report);
 }

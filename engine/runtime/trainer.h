@@ -2,19 +2,26 @@
 // The trainer: epochs of the step schedule over the input pipeline, the last
 // partial batch through its variant, validation after every epoch, the
 // learning-rate schedule, profiling of chosen steps and a stop request that
-// takes effect within one step. One host thread per rank; rank 0 reports.
+// takes effect within one step, checkpoints and resuming from one. One host
+// thread per rank; rank 0 reports and saves. When one rank fails, the others
+// are released from their collectives and the first error reaches the caller.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "compile/compiler.h"
 #include "data/data_source.h"
 #include "runtime/backend.h"
+#include "runtime/checkpoint.h"
 
 namespace tr {
+
+class TrainingSession;
 
 struct TrainOptions {
   int64_t epochs = 0;          // 0: the project's
@@ -23,6 +30,13 @@ struct TrainOptions {
   int64_t profile_begin = -1;  // profile steps [begin, end) (global step numbers)
   int64_t profile_end = -1;
   const std::atomic<bool>* stop = nullptr;  // checked before every step
+  bool eval_ema = false;                    // validate on the EMA weights (needs training.ema)
+  // Non-empty: a checkpoint goes there at every epoch end and when training
+  // stops early (<project>-epoch<E>.ckpt, <project>-step<S>.ckpt).
+  std::string checkpoint_dir;
+  // Continue from this checkpoint; `resume_source` names it in messages.
+  std::shared_ptr<const Checkpoint> resume;
+  std::string resume_source;
 };
 
 struct StepReport {
@@ -40,24 +54,32 @@ struct EpochReport {
   double train_loss = 0, train_top1 = 0;
   double val_loss = 0, val_top1 = 0, val_top5 = 0;
   bool validated = false;
-  double images_per_s = 0;  // training images per second over the epoch (all ranks)
-  double seconds = 0;       // training time of the epoch (without validation)
+  double images_per_s = 0;         // training images per second over the epoch (all ranks)
+  double seconds = 0;              // training time of the epoch (without validation)
+  std::vector<int64_t> confusion;  // classes x classes (row: true label, column: predicted); empty
+                                   // when not validated
 };
 
 struct TrainReport {
   std::vector<EpochReport> epochs;
   std::vector<double> step_seconds;  // every step's wall time
   std::vector<ProfileSpan> profile;
-  int64_t steps = 0;
-  bool stopped = false;  // by the stop request or max_steps
+  int64_t steps = 0;                     // global step count reached (a resumed run counts on)
+  int64_t first_step = 0;                // where this run began (0, or a checkpoint's step)
+  bool stopped = false;                  // by the stop request or max_steps
+  std::vector<std::string> checkpoints;  // files written, in order
 };
 
 struct TrainCallbacks {
   std::function<void(const StepReport&)> on_step;
   std::function<void(const EpochReport&)> on_epoch;
+  // On every rank's own thread after each of its steps (the step's device
+  // work is done), so tests and tools can inspect per-rank state.
+  std::function<void(int rank, const StepReport&, TrainingSession&)> on_rank_step;
 };
 
-// Throws UsageError for a dataset that does not match the project and
+// Throws UsageError for a dataset that does not match the project, a
+// checkpoint that does not fit it, or an unwritable checkpoint folder, and
 // std::runtime_error when the loss becomes NaN (with the step number).
 TrainReport train(const CompiledProject& cp, Backend& backend, const DataSource& data,
                   const TrainOptions& options, const TrainCallbacks& callbacks = {});

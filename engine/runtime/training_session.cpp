@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/error.h"
 #include "runtime/weight_init.h"
 
 namespace tr {
@@ -19,6 +20,9 @@ struct TrainingSession::RankState {
   std::array<EventId, 3> lars_done{-1, -1, -1};
   std::array<float, kHostWrittenScalars> host_scalars{};
   std::array<float, 4> host_result{};
+  // Validation on the EMA weights: W is parked on the host meanwhile.
+  std::vector<float> parked_w, ema_w;
+  bool ema_swapped = false;
 };
 
 TrainingSession::TrainingSession(const CompiledProject& cp, Backend& backend)
@@ -54,31 +58,76 @@ TrainingSession::~TrainingSession() {
 
 void TrainingSession::initialize(uint64_t seed) {
   backend_.allocate_arenas(cp_.bytes_per_device());
-  const std::vector<InitialTensor> weights = initial_weights(cp_, seed);
-  const MemoryPlan& plan = cp_.plans.front();
   std::vector<float> scalars(static_cast<size_t>(ScalarSlot::COUNT), 0.0f);
   const bool amp = cp_.project.training.precision == Precision::AMP;
   scalars[static_cast<size_t>(ScalarSlot::LOSS_SCALE)] = amp ? 65536.0f : 1.0f;
   scalars[static_cast<size_t>(ScalarSlot::INV_LOSS_SCALE)] = amp ? 1.0f / 65536.0f : 1.0f;
-  for (int r = 0; r < world_; ++r) {
-    for (const InitialTensor& t : weights) {
-      Launch l;
-      l.kind = LaunchKind::COPY_H2D;
-      l.offset = plan.get_dtensor(t.id).offset;
-      l.host = const_cast<float*>(t.values.data());
-      l.bytes = t.values.size() * sizeof(float);
-      l.tag.label = "initial weights";
-      backend_.enqueue(r, StreamKind::TRANS, std::move(l));
-    }
-    Launch s;
-    s.kind = LaunchKind::COPY_H2D;
-    s.offset = plan.get_dtensor(cp_.engine.scalars).offset;
-    s.host = scalars.data();
-    s.bytes = scalars.size() * sizeof(float);
-    s.tag.label = "initial scalars";
-    backend_.enqueue(r, StreamKind::TRANS, std::move(s));
-    backend_.synchronize(r, StreamKind::TRANS);
+  load_state(initial_weights(cp_, seed), scalars);
+}
+
+void TrainingSession::load_state(const std::vector<InitialTensor>& tensors,
+                                 const std::vector<float>& scalars) {
+  const MemoryPlan& plan = cp_.plans.front();
+  if (!scalars.empty() && scalars.size() != static_cast<size_t>(ScalarSlot::COUNT))
+    throw std::invalid_argument("TrainingSession::load_state: " + std::to_string(scalars.size()) +
+                                " scalars, expected " +
+                                std::to_string(static_cast<int>(ScalarSlot::COUNT)));
+  for (const InitialTensor& t : tensors) {
+    const DTensor& d = plan.get_dtensor(t.id);
+    if (d.dtype != DType::FP32 || static_cast<int64_t>(t.values.size()) != d.shape.elements())
+      throw std::invalid_argument(
+          "TrainingSession::load_state: " + std::to_string(t.values.size()) + " values for " +
+          d.name + " in " + std::string(region_name(d.region)) + ", which holds " +
+          std::to_string(d.shape.elements()));
+    Launch l;
+    l.kind = LaunchKind::COPY_H2D;
+    l.offset = d.offset;
+    l.host = const_cast<float*>(t.values.data());
+    l.bytes = t.values.size() * sizeof(float);
+    l.tag.label = "load " + d.name;
+    backend_.enqueue(0, StreamKind::TRANS, std::move(l));
   }
+  if (!scalars.empty()) {
+    Launch l;
+    l.kind = LaunchKind::COPY_H2D;
+    l.offset = plan.get_dtensor(cp_.engine.scalars).offset;
+    l.host = const_cast<float*>(scalars.data());
+    l.bytes = scalars.size() * sizeof(float);
+    l.tag.label = "load scalars";
+    backend_.enqueue(0, StreamKind::TRANS, std::move(l));
+  }
+  backend_.synchronize(0, StreamKind::TRANS);
+  replicate_from_rank0();
+}
+
+void TrainingSession::replicate_from_rank0() {
+  if (world_ == 1) return;
+  const MemoryPlan& plan = cp_.plans.front();
+  const DTensor& scalars = plan.get_dtensor(cp_.engine.scalars);
+  // B, W and E are adjacent, so are M and V: three broadcasts in one group.
+  const ByteRange ranges[3] = {plan.region_range(Region::B_PREV_MEAN, Region::E_DEEP_CONV),
+                               plan.region_range(Region::M_BN_BIAS, Region::V_DEEP_CONV),
+                               {scalars.offset, scalars.slot_bytes}};
+  for (int r = 0; r < world_; ++r) {
+    backend_.group_start(r);
+    for (const ByteRange& range : ranges)
+      if (range.bytes > 0) backend_.broadcast(r, StreamKind::UPDATE, range, 0);
+    backend_.group_end(r);
+  }
+  for (int r = 0; r < world_; ++r) backend_.synchronize(r);
+}
+
+std::vector<DTensorId> persistent_tensors(const CompiledProject& cp) {
+  const MemoryPlan& plan = cp.plans.front();
+  std::vector<DTensorId> out;
+  auto add_span = [&](Region first, Region last) {
+    for (int r = region_index(first); r <= region_index(last); ++r)
+      for (DTensorId id : plan.region(static_cast<Region>(r)).tensors) out.push_back(id);
+  };
+  add_span(Region::B_PREV_MEAN, Region::B_PREV_VAR);
+  add_span(Region::W_BN_BIAS, Region::E_DEEP_CONV);
+  add_span(Region::M_BN_BIAS, Region::V_DEEP_CONV);
+  return out;
 }
 
 void TrainingSession::capture(int rank, const RankStaging& staging) {
@@ -98,6 +147,9 @@ void TrainingSession::capture(int rank, const RankStaging& staging) {
     slot->handle = capture_graph(backend_, cp_, slot->resolved, *rs.capture_events, host);
     rs.atlas->put(g.id, g.variant, std::move(slot));
   }
+  // AMP: the FP16 weights start as a copy of the loaded master weights.
+  launch_if(rank, GraphId::CAST_MAIN_FP32_TO_FP16, 0, StreamKind::UPDATE);
+  backend_.synchronize(rank, StreamKind::UPDATE);
 }
 
 void TrainingSession::launch(int rank, GraphId id, int variant, StreamKind stream) {
@@ -189,6 +241,9 @@ StepMetrics TrainingSession::train_step(int rank, int variant, int buffer, const
   launch_if(rank, GraphId::EMA_UPDATE, variant, UPDATE);
   launch_if(rank, GraphId::CAST_MAIN_FP32_TO_FP16, variant, UPDATE);
   StepMetrics m = read_result(rank, cp_.engine.result);
+  // DEEP_COMM took the mean of every rank's sums: the ratios hold, the count
+  // is one rank's.
+  m.samples *= world_;
   return m;
 }
 
@@ -215,7 +270,48 @@ StepMetrics TrainingSession::read_result(int rank, DTensorId id) {
   return m;
 }
 
-void TrainingSession::begin_validation(int rank) {
+void TrainingSession::copy_weights(int rank, ByteRange from_device, float* to_host,
+                                   const char* label) {
+  Launch l;
+  l.kind = LaunchKind::COPY_D2H;
+  l.offset = from_device.offset;
+  l.host = to_host;
+  l.bytes = from_device.bytes;
+  l.tag.label = label;
+  backend_.enqueue(rank, StreamKind::UPDATE, std::move(l));
+}
+
+void TrainingSession::restore_weights(int rank, ByteRange to_device, float* from_host,
+                                      const char* label) {
+  Launch l;
+  l.kind = LaunchKind::COPY_H2D;
+  l.offset = to_device.offset;
+  l.host = from_host;
+  l.bytes = to_device.bytes;
+  l.tag.label = label;
+  backend_.enqueue(rank, StreamKind::UPDATE, std::move(l));
+  launch_if(rank, GraphId::CAST_MAIN_FP32_TO_FP16, 0, StreamKind::UPDATE);
+}
+
+void TrainingSession::begin_validation(int rank, bool ema_weights) {
+  RankState& rs = *ranks_[static_cast<size_t>(rank)];
+  if (ema_weights) {
+    if (!cp_.project.training.ema)
+      throw UsageError("validation on the EMA weights needs training.ema.enabled in project '" +
+                       cp_.project.name + "'");
+    // W and E share one layout, so the whole series swaps as one span. The
+    // host holds W meanwhile: no device region is spare for it.
+    const MemoryPlan& plan = cp_.plans.front();
+    const ByteRange w = plan.region_range(Region::W_BN_BIAS, Region::W_DEEP_CONV);
+    const ByteRange e = plan.region_range(Region::E_BN_BIAS, Region::E_DEEP_CONV);
+    if (w.bytes != e.bytes) throw std::logic_error("the W and E series differ in size");
+    rs.parked_w.resize(w.bytes / sizeof(float));
+    rs.ema_w.resize(e.bytes / sizeof(float));
+    copy_weights(rank, w, rs.parked_w.data(), "park W for EMA validation");
+    copy_weights(rank, e, rs.ema_w.data(), "read E for EMA validation");
+    restore_weights(rank, w, rs.ema_w.data(), "E into W for validation");
+    rs.ema_swapped = true;
+  }
   launch_if(rank, GraphId::UPDATE_BN_INF_PARAMS, 0, StreamKind::UPDATE);
   launch(rank, GraphId::RESET_METRICS, 0, StreamKind::UPDATE);
   backend_.synchronize(rank, StreamKind::UPDATE);
@@ -230,8 +326,25 @@ void TrainingSession::validate_batch(int rank, int variant, int buffer) {
 }
 
 StepMetrics TrainingSession::end_validation(int rank) {
+  RankState& rs = *ranks_[static_cast<size_t>(rank)];
   launch_if(rank, GraphId::VAL_RESULT_COMM, 0, StreamKind::UPDATE);
-  return read_result(rank, cp_.engine.result_accumulated);
+  const StepMetrics m = read_result(rank, cp_.engine.result_accumulated);
+  if (rs.ema_swapped) {
+    rs.ema_swapped = false;
+    restore_weights(rank, cp_.plans.front().region_range(Region::W_BN_BIAS, Region::W_DEEP_CONV),
+                    rs.parked_w.data(), "W back after EMA validation");
+    backend_.synchronize(rank, StreamKind::UPDATE);
+  }
+  return m;
+}
+
+std::vector<int64_t> TrainingSession::read_confusion(int rank) {
+  const std::vector<float> counts = read_tensor(rank, cp_.engine.confusion);
+  return std::vector<int64_t>(counts.begin(), counts.end());
+}
+
+std::vector<float> TrainingSession::read_scalars(int rank) {
+  return read_tensor(rank, cp_.engine.scalars);
 }
 
 std::vector<float> TrainingSession::read_tensor(int rank, DTensorId id, int variant) {

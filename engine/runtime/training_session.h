@@ -17,6 +17,7 @@
 #include "runtime/backend.h"
 #include "runtime/graph_atlas.h"
 #include "runtime/graph_capture.h"
+#include "runtime/weight_init.h"
 
 namespace tr {
 
@@ -33,6 +34,11 @@ struct RankStaging {
   std::vector<std::array<TransferHost, 2>> per_variant;
 };
 
+// The tensors that carry over from one step to the next (and go into a
+// checkpoint), in address order: BN running statistics, master and EMA
+// weights, optimizer moments.
+std::vector<DTensorId> persistent_tensors(const CompiledProject& cp);
+
 class TrainingSession {
  public:
   // `cp` and `backend` must outlive the session.
@@ -44,8 +50,14 @@ class TrainingSession {
   const CompiledProject& compiled() const noexcept { return cp_; }
   int world() const noexcept { return world_; }
 
-  // Allocates the arenas and writes initial weights and scalars (same on every rank).
+  // Allocates the arenas, writes the initial weights and scalars into rank 0
+  // and broadcasts them to every rank.
   void initialize(uint64_t seed);
+  // Replaces the state (tensors of persistent_tensors(cp), and the scalars
+  // when `scalars` is not empty: ScalarSlot::COUNT values) in rank 0 and
+  // broadcasts it to every rank. Call after initialize, before training.
+  void load_state(const std::vector<InitialTensor>& tensors, const std::vector<float>& scalars);
+
   // Captures every graph of `rank`; TRANSFER graphs read from `staging`, which
   // must stay at the same addresses for the life of the session (a variant
   // without staging buffers gets no TRANSFER graphs).
@@ -59,21 +71,31 @@ class TrainingSession {
   // Launches the transfer of `batch` into its device buffer (the first batch of an epoch).
   void transfer(int rank, int variant, int buffer);
 
-  // Validation: reset the accumulated metrics and refresh the BN inference parameters.
-  void begin_validation(int rank);
+  // Validation: reset the accumulated metrics and refresh the BN inference
+  // parameters. With `ema_weights` the EMA weights (E) stand in for the
+  // master weights (W) until end_validation puts W back.
+  void begin_validation(int rank, bool ema_weights = false);
   // One validation batch in `buffer` (already staged in host memory): transfer and infer.
   void validate_batch(int rank, int variant, int buffer);
-  // All-reduce and read the accumulated validation metrics.
+  // All-reduce and read the accumulated validation metrics (and restore W).
   StepMetrics end_validation(int rank);
 
   // Reads a DTensor of `rank` back to the host (FP32 tensors), for tests and checkpoints.
   std::vector<float> read_tensor(int rank, DTensorId id, int variant = 0);
+  // The S_SCALARS tensor of `rank` (ScalarSlot::COUNT values).
+  std::vector<float> read_scalars(int rank);
+  // The last validation's confusion counts (after end_validation: every
+  // rank's, summed), classes x classes, row = true label, column = predicted.
+  std::vector<int64_t> read_confusion(int rank);
 
  private:
   struct RankState;
   void launch(int rank, GraphId id, int variant, StreamKind stream);
   void launch_if(int rank, GraphId id, int variant, StreamKind stream);
   StepMetrics read_result(int rank, DTensorId id);
+  void replicate_from_rank0();
+  void copy_weights(int rank, ByteRange from_device, float* to_host, const char* label);
+  void restore_weights(int rank, ByteRange to_device, float* from_host, const char* label);
 
   const CompiledProject& cp_;
   Backend& backend_;

@@ -94,6 +94,17 @@ class TestTraining : public QObject {
     QVERIFY2(last.val_top1 > 0.6, qPrintable(QString::number(last.val_top1)));
     QVERIFY(last.val_loss < std::log(4.0));  // better than guessing
     for (double l : r.losses) QVERIFY(std::isfinite(l));
+    // The confusion matrix counts every validation sample once; its diagonal is top-1.
+    for (const EpochReport& e : r.report.epochs) {
+      QCOMPARE(e.confusion.size(), size_t{16});
+      int64_t all = 0, diagonal = 0;
+      for (size_t i = 0; i < 16; ++i) {
+        all += e.confusion[i];
+        if (i % 5 == 0) diagonal += e.confusion[i];
+      }
+      QCOMPARE(all, int64_t{200});
+      QCOMPARE(static_cast<double>(diagonal) / 200.0, e.val_top1);
+    }
   }
 
   void fusionAndInPlaceGradientsTrainLikeThePlainProgram() {

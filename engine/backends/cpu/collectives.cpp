@@ -2,38 +2,108 @@
 #include "backends/cpu/collectives.h"
 
 #include <cstring>
+#include <stdexcept>
 
 namespace tr::cpu {
 
-Collectives::Collectives(int world)
-    : world_(world), buffers_(static_cast<size_t>(world), nullptr), barrier_(world) {}
+namespace {
 
-void Collectives::all_reduce(int rank, float* data, uint64_t count, bool mean) {
+const char* kind_name(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::ALL_REDUCE_SUM:
+      return "all-reduce (sum)";
+    case CollectiveKind::ALL_REDUCE_MEAN:
+      return "all-reduce (mean)";
+    case CollectiveKind::BROADCAST:
+      return "broadcast";
+  }
+  return "collective";
+}
+
+std::string describe(const CollectiveCall& c) {
+  std::string s = std::string(kind_name(c.kind)) + " of " + std::to_string(c.bytes) + " bytes";
+  if (c.kind == CollectiveKind::BROADCAST) s += " from rank " + std::to_string(c.root);
+  if (!c.label.empty()) s += " (" + std::string(c.label) + ")";
+  return s;
+}
+
+}  // namespace
+
+Collectives::Collectives(int world)
+    : world_(world), posted_(static_cast<size_t>(world), nullptr), barrier_(world) {}
+
+std::string Collectives::mismatch() const {
+  const std::vector<CollectiveCall>& first = *posted_[0];
+  for (int r = 1; r < world_; ++r) {
+    const std::vector<CollectiveCall>& other = *posted_[static_cast<size_t>(r)];
+    if (other.size() != first.size())
+      return "rank 0 called a group of " + std::to_string(first.size()) + " collectives, rank " +
+             std::to_string(r) + " one of " + std::to_string(other.size());
+    for (size_t i = 0; i < first.size(); ++i) {
+      const CollectiveCall& a = first[i];
+      const CollectiveCall& b = other[i];
+      if (a.kind != b.kind || a.bytes != b.bytes || a.root != b.root)
+        return "rank 0 called " + describe(a) + " where rank " + std::to_string(r) + " called " +
+               describe(b);
+    }
+  }
+  return {};
+}
+
+void Collectives::run(int rank, const std::vector<CollectiveCall>& calls) {
+  for (const CollectiveCall& c : calls) {
+    if (c.kind != CollectiveKind::BROADCAST && c.bytes % 4 != 0)
+      throw std::logic_error("CPU collectives: " + describe(c) +
+                             " is not a whole number of floats");
+    if (c.root < 0 || c.root >= world_)
+      throw std::logic_error("CPU collectives: " + describe(c) + ": no rank " +
+                             std::to_string(c.root));
+  }
   if (world_ == 1) return;
-  buffers_[static_cast<size_t>(rank)] = data;
+  posted_[static_cast<size_t>(rank)] = &calls;
   barrier_.arrive_and_wait();
-  // Each rank reduces its own slice and writes it to every rank: the work is
-  // spread like a reduce-scatter followed by an all-gather.
+  // Every rank reaches the same verdict; the second barrier keeps the lists
+  // alive until all have read them.
+  if (const std::string why = mismatch(); !why.empty()) {
+    barrier_.arrive_and_wait();
+    throw std::logic_error("CPU collectives: the ranks disagree: " + why);
+  }
   const uint64_t w = static_cast<uint64_t>(world_);
-  const uint64_t begin = count * static_cast<uint64_t>(rank) / w;
-  const uint64_t end = count * static_cast<uint64_t>(rank + 1) / w;
-  const float scale = mean ? 1.0f / static_cast<float>(world_) : 1.0f;
-  for (uint64_t i = begin; i < end; ++i) {
-    float sum = 0.0f;
-    for (int r = 0; r < world_; ++r)
-      sum += static_cast<float*>(buffers_[static_cast<size_t>(r)])[i];
-    if (mean) sum *= scale;
-    for (int r = 0; r < world_; ++r) static_cast<float*>(buffers_[static_cast<size_t>(r)])[i] = sum;
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const CollectiveCall& c = calls[k];
+    auto buffer = [&](int r) { return (*posted_[static_cast<size_t>(r)])[k].data; };
+    if (c.kind == CollectiveKind::BROADCAST) {
+      if (rank != c.root) std::memcpy(c.data, buffer(c.root), c.bytes);
+      continue;
+    }
+    // Each rank reduces its own slice and writes it to every rank: the work
+    // is spread like a reduce-scatter followed by an all-gather.
+    const uint64_t count = c.bytes / 4;
+    const uint64_t begin = count * static_cast<uint64_t>(rank) / w;
+    const uint64_t end = count * static_cast<uint64_t>(rank + 1) / w;
+    const bool mean = c.kind == CollectiveKind::ALL_REDUCE_MEAN;
+    // World sizes are powers of two, so the scaling is exact.
+    const float scale = 1.0f / static_cast<float>(world_);
+    for (uint64_t i = begin; i < end; ++i) {
+      float sum = 0.0f;
+      for (int r = 0; r < world_; ++r) sum += static_cast<const float*>(buffer(r))[i];
+      if (mean) sum *= scale;
+      for (int r = 0; r < world_; ++r) static_cast<float*>(buffer(r))[i] = sum;
+    }
   }
   barrier_.arrive_and_wait();
 }
 
+void Collectives::all_reduce(int rank, float* data, uint64_t count, bool mean) {
+  run(rank, {{mean ? CollectiveKind::ALL_REDUCE_MEAN : CollectiveKind::ALL_REDUCE_SUM,
+              data,
+              count * 4,
+              0,
+              {}}});
+}
+
 void Collectives::broadcast(int rank, void* data, uint64_t bytes, int root) {
-  if (world_ == 1) return;
-  buffers_[static_cast<size_t>(rank)] = data;
-  barrier_.arrive_and_wait();
-  if (rank != root) std::memcpy(data, buffers_[static_cast<size_t>(root)], bytes);
-  barrier_.arrive_and_wait();
+  run(rank, {{CollectiveKind::BROADCAST, data, bytes, root, {}}});
 }
 
 }  // namespace tr::cpu

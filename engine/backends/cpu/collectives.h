@@ -2,28 +2,54 @@
 // In-process collectives between the rank threads of one CPU backend, with
 // NCCL's semantics: every rank calls the same collectives in the same order,
 // buffers are reduced in place, and the result is identical on every rank
-// (ranks are summed in rank order, so it is also deterministic).
+// (ranks are summed in rank order, so it is also deterministic). A group
+// (ncclGroupStart/End) is one rendezvous for several calls. Ranks that
+// disagree about a call get an error naming it, and abort() releases ranks
+// waiting for a partner that failed.
 #pragma once
 
-#include <barrier>
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
 
+#include "runtime/rank_barrier.h"
+
 namespace tr::cpu {
+
+enum class CollectiveKind : uint8_t { ALL_REDUCE_SUM, ALL_REDUCE_MEAN, BROADCAST };
+
+// One call of a group. All-reduces work on FP32 (bytes a multiple of 4).
+struct CollectiveCall {
+  CollectiveKind kind = CollectiveKind::ALL_REDUCE_SUM;
+  void* data = nullptr;
+  uint64_t bytes = 0;
+  int root = 0;            // BROADCAST
+  std::string_view label;  // for messages; must outlive the call
+};
 
 class Collectives {
  public:
   explicit Collectives(int world);
   int world() const noexcept { return world_; }
+
+  // Runs `calls` as one group. Throws std::logic_error on every rank when
+  // the ranks' groups differ, CollectiveAborted after abort().
+  void run(int rank, const std::vector<CollectiveCall>& calls);
   // In-place sum (or mean) of `count` floats at `data` across all ranks.
   void all_reduce(int rank, float* data, uint64_t count, bool mean);
   // Copies rank `root`'s `bytes` at `data` into every other rank's `data`.
   void broadcast(int rank, void* data, uint64_t bytes, int root);
 
+  void abort(const std::string& reason) { barrier_.abort(reason); }
+
  private:
+  // Empty when every rank posted the same group; else what differs.
+  std::string mismatch() const;
+
   int world_;
-  std::vector<void*> buffers_;
-  std::barrier<> barrier_;
+  std::vector<const std::vector<CollectiveCall>*> posted_;
+  RankBarrier barrier_;
 };
 
 }  // namespace tr::cpu

@@ -7,10 +7,12 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -18,6 +20,7 @@
 #include "backends/cpu/cpu_graph.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/stream_worker.h"
+#include "backends/cpu/stream_workspace.h"
 
 namespace tr::cpu {
 
@@ -61,6 +64,21 @@ struct Rank {
   int capture_id = -1;
   StreamKind capture_primary = StreamKind::COMP_1;
   Arena arena;
+  // Host-issued collectives between group_start and group_end.
+  bool grouping = false;
+  StreamKind group_stream = StreamKind::UPDATE;
+  std::vector<CollectiveCall> group;
+  // Kernel scratch per stream; the args of captured launches bound to it; the
+  // largest need of each stream in the capture under way.
+  StreamWorkspaces workspaces;
+  std::deque<KernelArgs> bound_args;
+  std::array<uint64_t, kNumStreams> capture_need{};
+};
+
+// A launch enqueued outside capture, with the args copy its workspace binding needs.
+struct DirectLaunch {
+  Launch launch;
+  std::optional<KernelArgs> args;
 };
 
 size_t si(StreamKind s) {
@@ -176,14 +194,21 @@ class CpuBackend final : public Backend {
     CaptureState& cs = r.capture[si(stream)];
     launch.tag.stream = stream;
     if (cs.active) {
+      if (const uint64_t need = StreamWorkspaces::need(launch)) {
+        r.workspaces.bind(stream, launch, r.bound_args.emplace_back(*launch.args));
+        r.capture_need[si(stream)] = std::max(r.capture_need[si(stream)], need);
+      }
       const int n = add_node(r, stream, std::move(launch), cs.frontier, false);
       cs.frontier = {n};
       return;
     }
     if (r.capture_id >= 0 && launch.kind == LaunchKind::COLLECTIVE)
       throw std::logic_error("CPU backend: collective outside the capture while capturing");
-    auto shared = std::make_shared<Launch>(std::move(launch));
-    r.streams[si(stream)]->enqueue([this, rank, shared] { execute(rank, *shared); });
+    auto task = std::make_shared<DirectLaunch>();
+    task->launch = std::move(launch);
+    if (StreamWorkspaces::need(task->launch))
+      r.workspaces.bind(stream, task->launch, task->args.emplace(*task->launch.args));
+    r.streams[si(stream)]->enqueue([this, rank, task] { execute(rank, task->launch); });
   }
 
   void begin_capture(int rank, StreamKind primary) override {
@@ -194,6 +219,7 @@ class CpuBackend final : public Backend {
     r.building = std::make_unique<CpuGraph>();
     r.building->rank = rank;
     r.capture[si(primary)] = CaptureState{true, {}};
+    r.capture_need.fill(0);
   }
 
   GraphHandle end_capture(int rank, StreamKind primary) override {
@@ -218,6 +244,7 @@ class CpuBackend final : public Backend {
     }
     reset_capture(r);
     if (options_.check_dependencies) g->verify_dependencies();
+    size_workspaces(rank, r);
     r.graphs.push_back(std::move(g));
     return static_cast<GraphHandle>(r.graphs.size() - 1);
   }
@@ -237,6 +264,46 @@ class CpuBackend final : public Backend {
     });
   }
 
+  void all_reduce(int rank, StreamKind stream, ByteRange range, ReduceOp op) override {
+    Rank& r = at(rank);
+    check_range(r, range, "all-reduce");
+    if (range.bytes % 4 != 0)
+      throw std::invalid_argument("CPU backend: an all-reduce of " + std::to_string(range.bytes) +
+                                  " bytes is not a whole number of floats");
+    host_collective(
+        rank, stream,
+        {op == ReduceOp::MEAN ? CollectiveKind::ALL_REDUCE_MEAN : CollectiveKind::ALL_REDUCE_SUM,
+         r.arena.base + range.offset, range.bytes, 0, "host all-reduce"});
+  }
+
+  void broadcast(int rank, StreamKind stream, ByteRange range, int root) override {
+    Rank& r = at(rank);
+    check_range(r, range, "broadcast");
+    if (root < 0 || root >= options_.world)
+      throw std::out_of_range("CPU backend: broadcast from rank " + std::to_string(root) +
+                              " in a world of " + std::to_string(options_.world));
+    host_collective(
+        rank, stream,
+        {CollectiveKind::BROADCAST, r.arena.base + range.offset, range.bytes, root, "broadcast"});
+  }
+
+  void group_start(int rank) override {
+    Rank& r = at(rank);
+    if (r.grouping) throw std::logic_error("CPU backend: group_start inside a group");
+    r.grouping = true;
+    r.group.clear();
+  }
+
+  void group_end(int rank) override {
+    Rank& r = at(rank);
+    if (!r.grouping) throw std::logic_error("CPU backend: group_end without group_start");
+    r.grouping = false;
+    if (r.group.empty()) return;
+    enqueue_collective(rank, r.group_stream, std::exchange(r.group, {}));
+  }
+
+  void abort_collectives(const std::string& reason) override { collectives_.abort(reason); }
+
   void set_profiling(bool enabled) override { profiling_ = enabled; }
   std::vector<ProfileSpan> take_profile() override {
     std::lock_guard<std::mutex> lock(profile_mutex_);
@@ -245,6 +312,9 @@ class CpuBackend final : public Backend {
 
   const CpuGraph& graph(int rank, GraphHandle h) {
     return *at(rank).graphs.at(static_cast<size_t>(h));
+  }
+  uint64_t workspace_bytes(int rank, StreamKind stream) {
+    return at(rank).workspaces.bytes(stream);
   }
 
  private:
@@ -257,6 +327,50 @@ class CpuBackend final : public Backend {
     if (id < 0 || static_cast<size_t>(id) >= r.events.size())
       throw std::out_of_range("CPU backend: no event " + std::to_string(id));
     return *r.events[static_cast<size_t>(id)];
+  }
+
+  void check_range(const Rank& r, ByteRange range, const char* what) const {
+    if (!r.arena.base || range.offset + range.bytes > arena_bytes_)
+      throw std::out_of_range(std::string("CPU backend: ") + what + " of bytes [" +
+                              std::to_string(range.offset) + ", " +
+                              std::to_string(range.offset + range.bytes) +
+                              ") outside the arena of " + std::to_string(arena_bytes_) + " bytes");
+  }
+
+  void host_collective(int rank, StreamKind stream, CollectiveCall call) {
+    Rank& r = at(rank);
+    if (r.capture[si(stream)].active || r.capture_id >= 0)
+      throw std::logic_error("CPU backend: host-issued collective while capturing");
+    if (!r.grouping) {
+      enqueue_collective(rank, stream, {std::move(call)});
+      return;
+    }
+    if (!r.group.empty() && r.group_stream != stream)
+      throw std::logic_error("CPU backend: the collectives of one group must share a stream");
+    r.group_stream = stream;
+    r.group.push_back(std::move(call));
+  }
+
+  void enqueue_collective(int rank, StreamKind stream, std::vector<CollectiveCall> calls) {
+    Launch l;
+    l.kind = LaunchKind::HOST_FUNC;
+    l.tag.stream = stream;
+    l.tag.label = calls.size() == 1 ? std::string(calls[0].label) : "collective group";
+    l.host_func = [this, rank, calls = std::move(calls)] { collectives_.run(rank, calls); };
+    enqueue(rank, stream, std::move(l));
+  }
+
+  // Grows the workspaces to what the capture just ended needs, so its graph
+  // never allocates when it runs.
+  void size_workspaces(int rank, Rank& r) {
+    bool grow = false;
+    for (int s = 0; s < kNumStreams; ++s)
+      grow |=
+          r.capture_need[static_cast<size_t>(s)] > r.workspaces.bytes(static_cast<StreamKind>(s));
+    if (!grow) return;
+    synchronize(rank);  // a workspace being replaced must not be in use
+    for (int s = 0; s < kNumStreams; ++s)
+      r.workspaces.reserve(static_cast<StreamKind>(s), r.capture_need[static_cast<size_t>(s)]);
   }
 
   int add_node(Rank& r, StreamKind stream, Launch launch, std::vector<int> preds, bool empty) {
@@ -302,19 +416,36 @@ class CpuBackend final : public Backend {
                                  std::string(node.kind == NodeKind::COMPUTE
                                                  ? compute_op_name(node.op)
                                                  : range_op_name(node.range_op)));
+        // Captured launches found their workspace sized at capture; a direct
+        // launch sizes it on its first run.
+        if (l.args->workspace)
+          ranks_[static_cast<size_t>(rank)].workspaces.reserve(l.tag.stream,
+                                                               kernel_workspace_bytes(*l.args));
         k(*l.args);
         break;
       }
       case LaunchKind::COPY_H2D:
-        std::memcpy(base + l.offset, l.host, l.bytes);
+        if (l.rows == 0) {
+          std::memcpy(base + l.offset, l.host, l.bytes);
+          break;
+        }
+        // Padding lanes are never written: zero since the arena was made.
+        for (uint64_t r = 0, row = l.bytes / l.rows; r < l.rows; ++r)
+          std::memcpy(base + l.offset + r * l.pitch, static_cast<const uint8_t*>(l.host) + r * row,
+                      row);
         break;
       case LaunchKind::COPY_D2H:
         std::memcpy(l.host, base + l.offset, l.bytes);
         break;
       case LaunchKind::COLLECTIVE: {
-        const RangeOp op = l.args->node->range_op;
+        // The spans of one node form one group (one rendezvous).
+        const CollectiveKind kind = l.args->node->range_op == RangeOp::ALLREDUCE_MEAN
+                                        ? CollectiveKind::ALL_REDUCE_MEAN
+                                        : CollectiveKind::ALL_REDUCE_SUM;
+        std::vector<CollectiveCall> calls;
         for (const SpanArg& s : l.args->in_spans)
-          collectives_.all_reduce(rank, s.f32(), s.floats(), op == RangeOp::ALLREDUCE_MEAN);
+          calls.push_back({kind, s.data, s.bytes, 0, l.tag.label});
+        collectives_.run(rank, calls);
         break;
       }
       case LaunchKind::HOST_FUNC:
@@ -353,6 +484,11 @@ std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options) {
 const CpuGraph* captured_graph(Backend& backend, int rank, GraphHandle graph) {
   auto* cpu = dynamic_cast<CpuBackend*>(&backend);
   return cpu ? &cpu->graph(rank, graph) : nullptr;
+}
+
+uint64_t stream_workspace_bytes(Backend& backend, int rank, StreamKind stream) {
+  auto* cpu = dynamic_cast<CpuBackend*>(&backend);
+  return cpu ? cpu->workspace_bytes(rank, stream) : 0;
 }
 
 }  // namespace tr::cpu

@@ -5,6 +5,7 @@
 // plan's bytes, and in-process collectives between ranks.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "runtime/backend.h"
@@ -24,5 +25,8 @@ struct CpuGraph;
 // The graph a CPU backend captured (for tests and the graph inspector);
 // nullptr when `backend` is not a CPU backend.
 const CpuGraph* captured_graph(Backend& backend, int rank, GraphHandle graph);
+// Bytes of the kernel workspace `stream` has on `rank` (0 while none of its
+// kernels needed one, or when `backend` is not a CPU backend). For tests.
+uint64_t stream_workspace_bytes(Backend& backend, int rank, StreamKind stream);
 
 }  // namespace tr::cpu

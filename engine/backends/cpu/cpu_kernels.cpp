@@ -7,6 +7,7 @@
 #include "backends/cpu/kernels/dense.h"
 #include "backends/cpu/kernels/dropout.h"
 #include "backends/cpu/kernels/elementwise.h"
+#include "backends/cpu/kernels/half_staging.h"
 #include "backends/cpu/kernels/optimizers.h"
 #include "backends/cpu/kernels/pooling.h"
 #include "backends/cpu/kernels/range_ops.h"
@@ -95,6 +96,11 @@ Kernel compute_kernel(ComputeOp op) noexcept {
       break;
   }
   return nullptr;
+}
+
+uint64_t kernel_workspace_bytes(const KernelArgs& a) {
+  if (!a.node || a.node->kind != NodeKind::COMPUTE) return 0;
+  return detail::fp16_staging_bytes(a);
 }
 
 Kernel range_kernel(RangeOp op) noexcept {

@@ -3,6 +3,7 @@
 #include "backends/cpu/kernels/activations.h"
 
 #include "backends/cpu/kernels/fast_math.h"
+#include "backends/cpu/kernels/half_staging.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/parallel.h"
 
@@ -21,6 +22,7 @@ constexpr int64_t kPolynomialCost = 8;
 }  // namespace
 
 void relu_fwd(const KernelArgs& a) {
+  if (detail::run_fp16_staged(a, relu_fwd)) return;
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
   // NaN passes through, as in torch.relu, so the NaN check still sees it.
@@ -30,6 +32,7 @@ void relu_fwd(const KernelArgs& a) {
 }
 
 void tanh_fwd(const KernelArgs& a) {
+  if (detail::run_fp16_staged(a, tanh_fwd)) return;
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
   parallel_floats(
@@ -41,6 +44,7 @@ void tanh_fwd(const KernelArgs& a) {
 }
 
 void silu_fwd(const KernelArgs& a) {
+  if (detail::run_fp16_staged(a, silu_fwd)) return;
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
   parallel_floats(
@@ -53,6 +57,7 @@ void silu_fwd(const KernelArgs& a) {
 
 void relu_bwd(const KernelArgs& a) {
   if (!has_out(a, 0)) return;
+  if (detail::run_fp16_staged(a, relu_bwd)) return;
   const float* y = a.in[0].f32();
   const float* dy = a.in[1].f32();
   float* dx = a.out[0].f32();
@@ -68,6 +73,7 @@ void relu_bwd(const KernelArgs& a) {
 
 void tanh_bwd(const KernelArgs& a) {
   if (!has_out(a, 0)) return;
+  if (detail::run_fp16_staged(a, tanh_bwd)) return;
   const float* y = a.in[0].f32();
   const float* dy = a.in[1].f32();
   float* dx = a.out[0].f32();
@@ -81,6 +87,7 @@ void tanh_bwd(const KernelArgs& a) {
 
 void silu_bwd(const KernelArgs& a) {
   if (!has_out(a, 0)) return;
+  if (detail::run_fp16_staged(a, silu_bwd)) return;
   const float* x = a.in[0].f32();
   const float* dy = a.in[1].f32();
   float* dx = a.out[0].f32();

@@ -30,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backends/cpu/kernels/half_staging.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/onednn_info.h"
 #include "backends/cpu/kernels/parallel.h"
@@ -49,10 +50,11 @@ using DT = memory::data_type;
 
 void check_f32(const char* kernel, const KernelArgs& a, const TensorArg& t, const char* name) {
   if (!t.data || !t.desc) fail(kernel, a, std::string(name) + " is missing");
+  // FP16 operands were staged as FP32 before this check (half_staging.h).
   if (t.desc->dtype != DType::FP32)
     fail(kernel, a,
          std::string(name) + " is " + std::string(dtype_name(t.desc->dtype)) +
-             "; only fp32 is implemented on the CPU");
+             "; the CPU kernels take fp32 or fp16");
   if (!t.desc->is_compact()) fail(kernel, a, std::string(name) + " has a padded channel dimension");
 }
 
@@ -473,6 +475,7 @@ BwdOperands bwd_operands(const char* k, const KernelArgs& a) {
 // ---------------------------------------------------------------------------
 
 void conv_fwd(const KernelArgs& a) {
+  if (detail::run_fp16_staged(a, conv_fwd)) return;
   constexpr const char* k = "conv_fwd";
   check_counts(k, a, 2, 3, 1, 1);
   for (const TensorArg& t : a.in) check_f32(k, a, t, "an input");
@@ -486,6 +489,7 @@ void conv_fwd(const KernelArgs& a) {
 }
 
 void conv_bwd(const KernelArgs& a) {
+  if (detail::run_fp16_staged(a, conv_bwd)) return;
   constexpr const char* k = "conv_bwd";
   const BwdOperands o = bwd_operands(k, a);
   const TensorArg& x = o.x;
@@ -519,6 +523,7 @@ void conv_bwd(const KernelArgs& a) {
 }
 
 void conv_bwd_first(const KernelArgs& a) {
+  if (detail::run_fp16_staged(a, conv_bwd_first)) return;
   constexpr const char* k = "conv_bwd_first";
   check_counts(k, a, 2, 2, 1, 2);
   for (const TensorArg& t : a.in) check_f32(k, a, t, "an input");
@@ -531,6 +536,7 @@ void conv_bwd_first(const KernelArgs& a) {
 }
 
 void linear_fwd(const KernelArgs& a) {
+  if (detail::run_fp16_staged(a, linear_fwd)) return;
   constexpr const char* k = "linear_fwd";
   check_counts(k, a, 2, 3, 1, 1);
   for (const TensorArg& t : a.in) check_f32(k, a, t, "an input");
@@ -549,6 +555,7 @@ void linear_fwd(const KernelArgs& a) {
 }
 
 void linear_bwd(const KernelArgs& a) {
+  if (detail::run_fp16_staged(a, linear_bwd)) return;
   constexpr const char* k = "linear_bwd";
   const BwdOperands o = bwd_operands(k, a);
   const TensorArg& x = o.x;
@@ -568,6 +575,7 @@ void linear_bwd(const KernelArgs& a) {
 }
 
 void linear_bwd_first(const KernelArgs& a) {
+  if (detail::run_fp16_staged(a, linear_bwd_first)) return;
   constexpr const char* k = "linear_bwd_first";
   check_counts(k, a, 2, 2, 1, 2);
   for (const TensorArg& t : a.in) check_f32(k, a, t, "an input");

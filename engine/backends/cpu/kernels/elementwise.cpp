@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "backends/cpu/kernels/half_staging.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/parallel.h"
 
@@ -35,6 +36,7 @@ void copy_or_add(const KernelArgs& a, size_t out_index, const float* src, int64_
 }  // namespace
 
 void add_fwd(const KernelArgs& a) {
+  if (detail::run_fp16_staged(a, add_fwd)) return;
   const float* x0 = a.in[0].f32();
   const float* x1 = a.in[1].f32();
   float* y = a.out[0].f32();
@@ -44,6 +46,7 @@ void add_fwd(const KernelArgs& a) {
 }
 
 void add_bwd(const KernelArgs& a) {
+  if (detail::run_fp16_staged(a, add_bwd)) return;
   const float* dy = a.in[0].f32();
   const int64_t n = a.in[0].shape().elements();
   // In order: when both outputs are one tensor, out[1] carries the accumulate
@@ -53,15 +56,18 @@ void add_bwd(const KernelArgs& a) {
 }
 
 void flatten_fwd(const KernelArgs& a) {
+  if (detail::run_fp16_staged(a, flatten_fwd)) return;
   copy_or_add(a, 0, a.in[0].f32(), a.in[0].shape().elements());
 }
 
 void flatten_bwd(const KernelArgs& a) {
+  if (detail::run_fp16_staged(a, flatten_bwd)) return;
   copy_or_add(a, 0, a.in[0].f32(), a.in[0].shape().elements());
 }
 
 void identity(const KernelArgs& a) {
   if (a.in.empty() || a.out.empty()) return;  // nothing to copy
+  if (detail::run_fp16_staged(a, identity)) return;
   copy_or_add(a, 0, a.in[0].f32(), a.in[0].shape().elements());
 }
 

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "backends/cpu/kernels/fast_math.h"
+#include "backends/cpu/kernels/half_staging.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/parallel.h"
 
@@ -202,6 +203,7 @@ void maxpool_bwd_tiled(const KernelArgs& a, const Window& g) {
 }  // namespace
 
 void maxpool_fwd(const KernelArgs& a) {
+  if (detail::run_fp16_staged(a, maxpool_fwd)) return;
   const Window g(a.in[0].shape(), a.out[0].shape(), layer_params(a));
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
@@ -234,6 +236,7 @@ void maxpool_fwd(const KernelArgs& a) {
 
 void maxpool_bwd(const KernelArgs& a) {
   if (!has_out(a, 0)) return;
+  if (detail::run_fp16_staged(a, maxpool_bwd)) return;
   const Window g(a.in[0].shape(), a.in[1].shape(), layer_params(a));
   if (g.sh == g.kh && g.sw == g.kw && g.ph == 0 && g.pw == 0 && g.oh > 0 && g.ow > 0) {
     if (a.accumulate(0))
@@ -281,6 +284,7 @@ void maxpool_bwd(const KernelArgs& a) {
 }
 
 void avgpool_fwd(const KernelArgs& a) {
+  if (detail::run_fp16_staged(a, avgpool_fwd)) return;
   const Window g(a.in[0].shape(), a.out[0].shape(), layer_params(a));
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
@@ -304,6 +308,7 @@ void avgpool_fwd(const KernelArgs& a) {
 
 void avgpool_bwd(const KernelArgs& a) {
   if (!has_out(a, 0)) return;
+  if (detail::run_fp16_staged(a, avgpool_bwd)) return;
   const Window g(a.out[0].shape(), a.in[0].shape(), layer_params(a));
   const float* dy = a.in[0].f32();
   float* dx = a.out[0].f32();
@@ -328,6 +333,7 @@ void avgpool_bwd(const KernelArgs& a) {
 }
 
 void gap_fwd(const KernelArgs& a) {
+  if (detail::run_fp16_staged(a, gap_fwd)) return;
   const Shape& s = a.in[0].shape();
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
@@ -348,6 +354,7 @@ void gap_fwd(const KernelArgs& a) {
 
 void gap_bwd(const KernelArgs& a) {
   if (!has_out(a, 0)) return;
+  if (detail::run_fp16_staged(a, gap_bwd)) return;
   const Shape& s = a.out[0].shape();
   const float* dy = a.in[0].f32();
   float* dx = a.out[0].f32();

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "backends/cpu/kernels/half_convert.h"
+#include "backends/cpu/kernels/half_arrays.h"
 #include "backends/cpu/kernels/parallel.h"
 
 namespace tr::cpu {
@@ -117,21 +117,15 @@ void range_nan_check(const KernelArgs& a) {
 void range_cast_fp32_to_fp16(const KernelArgs& a) {
   const SpanArg& in = a.in_spans[0];
   const SpanArg& out = a.out_spans[0];
-  const float* x = in.f32();
-  uint16_t* y = static_cast<uint16_t*>(out.data);
-  parallel_floats(span_size(std::min(in.bytes / 4, out.bytes / 2)), [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) y[i] = float_to_half_bits(x[i]);
-  });
+  narrow_to_half(in.f32(), static_cast<uint16_t*>(out.data),
+                 span_size(std::min(in.bytes / 4, out.bytes / 2)));
 }
 
 void range_cast_fp16_to_fp32(const KernelArgs& a) {
   const SpanArg& in = a.in_spans[0];
   const SpanArg& out = a.out_spans[0];
-  const uint16_t* x = static_cast<const uint16_t*>(in.data);
-  float* y = out.f32();
-  parallel_floats(span_size(std::min(in.bytes / 2, out.bytes / 4)), [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) y[i] = half_bits_to_float(x[i]);
-  });
+  widen_half(static_cast<const uint16_t*>(in.data), out.f32(),
+             span_size(std::min(in.bytes / 2, out.bytes / 4)));
 }
 
 void range_bn_eq_params(const KernelArgs& a) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "backends/cpu/kernels/half_staging.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/parallel.h"
 
@@ -37,7 +38,12 @@ void softmax_ce(const KernelArgs& a, bool backward) {
   const int64_t K = s.per_sample();
   float* grad = backward && has_out(a, 1) ? a.out[1].f32() : nullptr;
   const bool acc = a.accumulate(1);
-  const float inv_n = 1.0f / static_cast<float>(N);
+  // Under AMP the gradient is of the loss times the loss scale, so that small
+  // FP16 gradients downstream stay above the subnormals; the FP32 gradients
+  // are divided by it again before the update. Exactly 1 / N otherwise.
+  const bool amp = a.training && a.training->precision == Precision::AMP && a.scalars;
+  const float inv_n =
+      (1.0f / static_cast<float>(N)) * (amp ? a.scalar(ScalarSlot::LOSS_SCALE) : 1.0f);
 
   // Rows in parts (see parallel.h); the losses add up in part order, so
   // the bits do not depend on the threads. Counts are exact in any order.
@@ -112,10 +118,12 @@ void softmax_ce(const KernelArgs& a, bool backward) {
 }  // namespace
 
 void softmax_ce_fwd_bwd(const KernelArgs& a) {
+  if (detail::run_fp16_staged(a, softmax_ce_fwd_bwd)) return;
   softmax_ce(a, true);
 }
 
 void softmax_ce_fwd(const KernelArgs& a) {
+  if (detail::run_fp16_staged(a, softmax_ce_fwd)) return;
   softmax_ce(a, false);
 }
 

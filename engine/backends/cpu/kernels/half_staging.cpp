@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Staging FP16 operands as FP32 in the stream workspace around an FP32 kernel.
+#include "backends/cpu/kernels/half_staging.h"
+
+#include <array>
+#include <stdexcept>
+#include <string>
+
+#include "backends/cpu/kernels/half_arrays.h"
+#include "core/align.h"
+
+namespace tr::cpu::detail {
+
+namespace {
+
+// Compute ops have at most 5 inputs and 4 outputs (batch norm).
+constexpr size_t kMaxOperands = 8;
+constexpr uint64_t kStageAlignment = 64;
+
+bool is_half(const TensorArg& t) {
+  return t.data && t.desc && t.desc->dtype == DType::FP16;
+}
+
+// The FP32 path's whole cost: a look at each operand's dtype.
+bool any_half(const KernelArgs& a) {
+  for (const TensorArg& t : a.in)
+    if (is_half(t)) return true;
+  for (const TensorArg& t : a.out)
+    if (is_half(t)) return true;
+  return false;
+}
+
+// Which operands a forked backward part touches; its contract is in [x, w,
+// dy], out [dw, (db), dx] (see graph_resolver's footprints). Tensors a part
+// does not touch are neither converted nor written back: another part may be
+// writing them at the same time.
+bool part_reads(const KernelArgs& a, size_t in) {
+  switch (static_cast<BwdPart>(a.part)) {
+    case BwdPart::DW:
+      return in == 0 || in == 2;
+    case BwdPart::DB:
+      return in == 2;
+    case BwdPart::DX:
+      return in == 1 || in == 2;
+  }
+  return true;
+}
+
+bool part_writes(const KernelArgs& a, size_t out) {
+  const bool bias = a.out.size() == 3;
+  switch (static_cast<BwdPart>(a.part)) {
+    case BwdPart::DW:
+      return out == 0;
+    case BwdPart::DB:
+      return bias && out == 1;
+    case BwdPart::DX:
+      return out + 1 == a.out.size();
+  }
+  return true;
+}
+
+bool touches_in(const KernelArgs& a, size_t i) {
+  return a.part < 0 || part_reads(a, i);
+}
+bool touches_out(const KernelArgs& a, size_t i) {
+  return a.part < 0 || part_writes(a, i);
+}
+
+// One staged FP16 tensor: its FP32 copy sits at `offset` in the workspace. An
+// output that is also an input (or two outputs that are one tensor) shares
+// one copy, so in-place and accumulating ops see their own writes.
+struct Stage {
+  const TensorArg* tensor = nullptr;
+  uint64_t offset = 0;
+  bool read = false;   // widen before the kernel
+  bool write = false;  // narrow after it
+};
+
+struct Plan {
+  std::array<Stage, 2 * kMaxOperands> stages;
+  std::array<int, kMaxOperands> in_stage{}, out_stage{};  // -1: not staged
+  size_t count = 0;
+  uint64_t bytes = 0;
+};
+
+uint64_t stage_bytes(const DTensor& t) {
+  return align_up(static_cast<uint64_t>(t.shape.elements()) * sizeof(float), kStageAlignment);
+}
+
+// Bad arguments from the backend or a test, never from a project: the
+// backend binds a large enough workspace to every launch that needs one.
+[[noreturn]] void fail(const KernelArgs& a, const std::string& what) {
+  std::string where = "fp16 staging";
+  if (a.node && a.node->kind == NodeKind::COMPUTE)
+    where += " of " + std::string(compute_op_name(a.node->op));
+  if (a.layer) where += " for layer " + a.layer->label();
+  throw std::invalid_argument(where + ": " + what);
+}
+
+int stage_of(Plan& p, const TensorArg& t) {
+  for (size_t s = 0; s < p.count; ++s)
+    if (p.stages[s].tensor->data == t.data) return static_cast<int>(s);
+  p.stages[p.count] = Stage{&t, p.bytes, false, false};
+  p.bytes += stage_bytes(*t.desc);
+  return static_cast<int>(p.count++);
+}
+
+Plan make_plan(const KernelArgs& a) {
+  Plan p;
+  p.in_stage.fill(-1);
+  p.out_stage.fill(-1);
+  if (a.in.size() > kMaxOperands || a.out.size() > kMaxOperands)
+    fail(a, "more operands than a compute op has");
+  for (size_t i = 0; i < a.in.size(); ++i) {
+    if (!is_half(a.in[i]) || !touches_in(a, i)) continue;
+    const int s = stage_of(p, a.in[i]);
+    p.stages[static_cast<size_t>(s)].read = true;
+    p.in_stage[i] = s;
+  }
+  for (size_t i = 0; i < a.out.size(); ++i) {
+    if (!is_half(a.out[i]) || !touches_out(a, i)) continue;
+    const int s = stage_of(p, a.out[i]);
+    Stage& st = p.stages[static_cast<size_t>(s)];
+    st.write = true;
+    // Accumulating adds onto the slot's current value.
+    if (a.accumulate(i)) st.read = true;
+    p.out_stage[i] = s;
+  }
+  return p;
+}
+
+// Rows of the channel dimension, which is the one FP16 slots pad.
+int64_t rows_of(const DTensor& t) {
+  return t.shape.n * t.shape.h * t.shape.w;
+}
+
+void widen(const TensorArg& t, float* out) {
+  const DTensor& d = *t.desc;
+  widen_half_rows(static_cast<const uint16_t*>(t.data), d.padded_c(), out, rows_of(d), d.shape.c);
+}
+
+void narrow(const float* in, const TensorArg& t) {
+  const DTensor& d = *t.desc;
+  narrow_to_half_rows(in, static_cast<uint16_t*>(t.data), d.padded_c(), rows_of(d), d.shape.c);
+}
+
+// The FP32 arguments handed to the kernel. Per thread and reused, so that
+// after a thread's first staged launch nothing is allocated; a kernel never
+// stages from inside another, so one set per thread suffices.
+struct StagedArgs {
+  KernelArgs args;
+  std::array<DTensor, 2 * kMaxOperands> descs;
+  size_t used = 0;
+
+  // An FP32 compact twin of `t` whose data is `data`.
+  TensorArg twin(const TensorArg& t, void* data) {
+    DTensor& d = descs[used++];
+    const DTensor& s = *t.desc;
+    d.id = s.id;
+    d.owner = s.owner;
+    d.shape = s.shape;
+    d.dtype = DType::FP32;
+    d.region = Region::T_SCRATCH;  // FP32 outside F/I: alignment 1, compact
+    d.offset = 0;
+    d.slot_bytes = stage_bytes(s);
+    return {data, &d};
+  }
+};
+
+}  // namespace
+
+uint64_t fp16_staging_bytes(const KernelArgs& a) {
+  return any_half(a) ? make_plan(a).bytes : 0;
+}
+
+bool run_fp16_staged(const KernelArgs& a, Fp32Kernel kernel) {
+  if (!any_half(a)) return false;
+  const Plan p = make_plan(a);
+  if (p.bytes > 0 && (!a.workspace || !a.workspace->data))
+    fail(a, "fp16 tensors are staged as fp32 in a stream workspace, and this launch has none");
+  if (a.workspace->bytes < p.bytes)
+    fail(a, "needs " + std::to_string(p.bytes) + " bytes of stream workspace, the stream has " +
+                std::to_string(a.workspace->bytes));
+  auto* base = static_cast<uint8_t*>(a.workspace->data);
+  auto staged = [&](int s) {
+    return reinterpret_cast<float*>(base + p.stages[static_cast<size_t>(s)].offset);
+  };
+
+  thread_local StagedArgs st;
+  st.used = 0;
+  KernelArgs& f = st.args;
+  f.node = a.node;
+  f.layer = a.layer;
+  f.model = a.model;
+  f.training = a.training;
+  f.in_spans = a.in_spans;
+  f.out_spans = a.out_spans;
+  f.scalars = a.scalars;
+  f.seed = a.seed;
+  f.rank = a.rank;
+  f.world = a.world;
+  f.part = a.part;
+  f.workspace = nullptr;  // nothing FP16 is left to stage
+  f.in.clear();
+  f.out.clear();
+  // A tensor this part does not touch keeps its own (unread) memory behind
+  // an FP32 descriptor, so the kernel's operand checks see a consistent set.
+  for (size_t i = 0; i < a.in.size(); ++i) {
+    const TensorArg& t = a.in[i];
+    if (!is_half(t))
+      f.in.push_back(t);
+    else
+      f.in.push_back(st.twin(t, p.in_stage[i] >= 0 ? staged(p.in_stage[i]) : t.data));
+  }
+  for (size_t i = 0; i < a.out.size(); ++i) {
+    const TensorArg& t = a.out[i];
+    if (!is_half(t))
+      f.out.push_back(t);
+    else
+      f.out.push_back(st.twin(t, p.out_stage[i] >= 0 ? staged(p.out_stage[i]) : t.data));
+  }
+
+  for (size_t s = 0; s < p.count; ++s)
+    if (p.stages[s].read) widen(*p.stages[s].tensor, staged(static_cast<int>(s)));
+  kernel(f);
+  for (size_t s = 0; s < p.count; ++s)
+    if (p.stages[s].write) narrow(staged(static_cast<int>(s)), *p.stages[s].tensor);
+  return true;
+}
+
+}  // namespace tr::cpu::detail

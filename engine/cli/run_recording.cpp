@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "cli/run_recording.h"
+
+#include <cstdio>
+
+#include "core/error.h"
+#include "store/store_location.h"
+
+namespace tr::cli {
+
+RunRecording::RunRecording(const ParsedArgs& a, const CompiledProject& cp, const DataSource& data,
+                           const TrainOptions& options) {
+  if (a.has("no-store")) {
+    if (a.values.count("store"))
+      throw UsageError("options '--store' and '--no-store' contradict each other; give one");
+    return;
+  }
+  const std::string path =
+      store::resolve_store_path(a.values.count("store") ? a.values.at("store") : std::string());
+  recorder_ = std::make_unique<store::TrainingRecorder>(path, cp, data, options);
+  std::printf("recording run %lld in %s\n", static_cast<long long>(recorder_->run_id()),
+              path.c_str());
+  std::fflush(stdout);
+}
+
+void RunRecording::attach(TrainCallbacks& callbacks) {
+  if (recorder_) recorder_->attach(callbacks);
+}
+
+void RunRecording::ended(const TrainReport& report) {
+  if (recorder_) warn(recorder_->ended(report));
+}
+
+void RunRecording::failed(const std::string& error) {
+  if (recorder_) warn(recorder_->failed(error));
+}
+
+void RunRecording::warn(const std::string& problem) const {
+  if (!problem.empty())
+    std::fprintf(stderr, "warning: run %lld was not fully recorded in %s: %s\n",
+                 static_cast<long long>(recorder_->run_id()), recorder_->store_path().c_str(),
+                 problem.c_str());
+}
+
+}  // namespace tr::cli

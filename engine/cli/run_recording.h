@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// How `renaissance-cli train` records its run: --store PATH (else the
+// default store) or --no-store, a line naming the run, and a warning when
+// the store could not take everything.
+#pragma once
+
+#include <memory>
+
+#include "cli/options.h"
+#include "store/training_recorder.h"
+
+namespace tr::cli {
+
+class RunRecording {
+ public:
+  // Starts the run in the store unless --no-store; a store that cannot be
+  // used fails here, before training starts.
+  RunRecording(const ParsedArgs& args, const CompiledProject& cp, const DataSource& data,
+               const TrainOptions& options);
+
+  void attach(TrainCallbacks& callbacks);
+  void ended(const TrainReport& report);
+  void failed(const std::string& error);
+
+ private:
+  void warn(const std::string& problem) const;
+
+  std::unique_ptr<store::TrainingRecorder> recorder_;
+};
+
+}  // namespace tr::cli

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Between a TrainingSession and a Checkpoint: rank 0's persistent state into
+// a checkpoint, and a checkpoint, checked against the compiled project, into
+// every rank. The state is replicated, so any rank count can save or load it.
+#pragma once
+
+#include <string>
+
+#include "compile/compiler.h"
+#include "runtime/checkpoint.h"
+#include "runtime/training_session.h"
+
+namespace tr {
+
+// Reads `rank`'s state (call from that rank's thread, between steps).
+Checkpoint take_checkpoint(const CompiledProject& cp, TrainingSession& session,
+                           const TrainPosition& position, int rank = 0);
+
+// Throws UsageError naming `source` when the checkpoint cannot continue this
+// project: another project, another seed or global batch (the data order
+// depends on them), another optimizer, or tensors that are missing, extra or
+// of another shape. An EMA copy missing from the checkpoint starts from the
+// weights; one the project does not keep is ignored.
+void check_checkpoint(const CompiledProject& cp, const Checkpoint& checkpoint,
+                      const std::string& source);
+
+// Checks, then loads the state into rank 0 and broadcasts it; returns where
+// training continues. Call after TrainingSession::initialize, before capture.
+TrainPosition restore_checkpoint(const CompiledProject& cp, TrainingSession& session,
+                                 const Checkpoint& checkpoint, const std::string& source);
+
+}  // namespace tr

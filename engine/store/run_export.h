@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// CSV export of runs' step and epoch curves: one table, one row per step and
+// per epoch, columns as docs/run-store.md describes them.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <vector>
+
+#include "store/run_store.h"
+
+namespace tr::store {
+
+// run_id,kind,epoch,step,loss,top1,lr,loss_scale,images_per_s,val_loss,val_top1,val_top5,seconds
+extern const char* const kCurvesCsvHeader;
+
+// Throws StoreError for an unknown run before writing anything.
+void write_curves_csv(const RunStore& store, const std::vector<int64_t>& runs, std::ostream& out);
+
+}  // namespace tr::store

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// What the run store holds, as plain values: a run's start, its step and
+// epoch metrics, checkpoints, notes, and the summaries and details readers
+// (the CLI, the workbench) get back.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tr::store {
+
+// Interrupted is never written by a trainer: it is what a later open finds
+// for a run whose writer died while the run was still running.
+enum class RunStatus { Running, Finished, Stopped, Failed, Interrupted };
+
+std::string_view run_status_name(RunStatus s) noexcept;
+std::optional<RunStatus> parse_run_status(std::string_view text) noexcept;
+
+// What a trainer knows when a run starts. The store adds the engine version,
+// git commit, writer process and times.
+struct RunStart {
+  std::string name;          // the project's name
+  std::string project_json;  // the project as trained (overrides applied)
+  std::string hyper_json;    // training settings as a JSON object
+  std::string devices;       // "cpu:2"
+  int world_size = 1;
+  std::string precision;  // "fp32" or "amp"
+  uint64_t seed = 0;
+};
+
+struct StepRecord {
+  int64_t step = 0;  // global step number, from 0
+  int64_t epoch = 0;
+  double loss = 0, top1 = 0, lr = 0;
+  std::optional<double> loss_scale;  // AMP only
+  double images_per_s = 0;
+};
+
+struct EpochRecord {
+  int64_t epoch = 0;  // from 0
+  double train_loss = 0, train_top1 = 0;
+  std::optional<double> val_loss, val_top1, val_top5;  // absent when not validated
+  double images_per_s = 0;
+  double seconds = 0;   // training time of the epoch
+  double ended_at = 0;  // Unix time; 0 lets the store stamp it
+  // classes x classes, row-major (row: true label, column: predicted); empty when unknown.
+  std::vector<int64_t> confusion;
+  // One per class; derived from `confusion` when left empty.
+  std::vector<double> per_class_accuracy;
+};
+
+struct CheckpointRecord {
+  int64_t id = 0;
+  std::string path;
+  std::optional<int64_t> epoch, step;
+  std::string metrics_json;  // a JSON object, or empty
+  double created_at = 0;
+};
+
+struct NoteRecord {
+  int64_t id = 0;
+  std::string text;
+  double created_at = 0;
+};
+
+// One row of a run list: enough to show, sort and filter without loading curves.
+struct RunSummary {
+  int64_t id = 0;
+  std::string name;
+  RunStatus status = RunStatus::Running;
+  double started_at = 0;
+  std::optional<double> ended_at;
+  double updated_at = 0;  // the writer's last commit
+  std::string devices;
+  int world_size = 1;
+  std::string precision;
+  uint64_t seed = 0;
+  int64_t steps = 0, epochs = 0;
+  std::optional<double> final_train_loss, final_train_top1, final_val_loss, final_val_top1,
+      final_val_top5;
+  std::vector<std::string> tags;
+};
+
+struct RunDetail {
+  RunSummary summary;
+  std::string engine_version, git_commit;
+  std::string writer_host;
+  int64_t writer_pid = 0;
+  std::string writer_start;  // see ProcessIdentity
+  std::string error;         // why a failed run failed
+  std::string hyper_json, project_json;
+};
+
+// Correct predictions per class (the confusion matrix's diagonal over its
+// row sums); a class without samples gets 0. Empty for an empty matrix.
+// Throws StoreError when the matrix is not square.
+std::vector<double> per_class_accuracy(const std::vector<int64_t>& confusion);
+
+// The side of a square matrix with `entries` entries, or -1.
+int64_t confusion_classes(size_t entries) noexcept;
+
+}  // namespace tr::store

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// TrainingRecorder: what a training run records in the run store, for every
+// front end (the CLI, the workbench): the run with its configuration at
+// start, steps and epochs through the trainer's callbacks, the checkpoints
+// written and the final status.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "compile/compiler.h"
+#include "data/data_source.h"
+#include "runtime/trainer.h"
+#include "store/run_recorder.h"
+
+namespace tr::store {
+
+// The run as the store keeps it: the project as trained (overrides applied)
+// and, as hyper-parameters, its training settings plus what the options and
+// the machine add (max_steps, validation, eval_ema, resumed_from, cpu_threads,
+// dataset).
+RunStart run_start_of(const CompiledProject& cp, const DataSource& data,
+                      const TrainOptions& options);
+
+class TrainingRecorder {
+ public:
+  // Opens (or creates) the store and records the run as running; throws
+  // StoreError before any training when the store cannot be used.
+  TrainingRecorder(const std::string& store_path, const CompiledProject& cp, const DataSource& data,
+                   const TrainOptions& options, RecorderOptions recorder_options = {});
+
+  int64_t run_id() const noexcept { return recorder_.run_id(); }
+  const std::string& store_path() const noexcept { return recorder_.store_path(); }
+
+  // Adds recording to the callbacks, after what they already do. The
+  // callbacks then refer to this recorder: keep it alive while they run.
+  void attach(TrainCallbacks& callbacks);
+  // Finished, or stopped (stop request, max_steps), with the checkpoints the
+  // report lists. Returns what could not be recorded (empty when all was).
+  std::string ended(const TrainReport& report);
+  std::string failed(const std::string& error);
+
+ private:
+  RunRecorder recorder_;
+  double batch_images_ = 0;  // a full global batch
+  double last_images_ = 0;   // the partial last batch of an epoch
+};
+
+}  // namespace tr::store

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Checkpoints: a run stopped mid-epoch (or at an epoch end) and resumed from
+// its checkpoint continues bit for bit (losses, data order, dropout masks,
+// optimizer, EMA and BN state); a checkpoint from 2 ranks resumes on 1 and 4;
+// damaged, truncated and foreign files are refused with messages that say
+// what is wrong; and the command line saves and resumes.
+#include <QtTest>
+
+#include <fstream>
+
+#include "core/error.h"
+#include "rank_runs.h"
+#include "runtime/checkpoint.h"
+
+using namespace tr;
+using rank_runs::relative_difference;
+using rank_runs::run;
+using rank_runs::same_bits;
+using rank_runs::synthetic;
+
+namespace {
+
+// BN, dropout, momentum and an EMA: every kind of state a step carries on.
+Project stateful(int world) {
+  Project p = synthetic(world, true, true);
+  p.training.epochs = 2;
+  p.training.ema = true;
+  p.training.ema_decay = 0.9;
+  return p;
+}
+
+TrainOptions resume_from(const std::string& path, int64_t max_steps = -1) {
+  TrainOptions o;
+  o.resume = std::make_shared<Checkpoint>(read_checkpoint(path));
+  o.resume_source = path;
+  o.max_steps = max_steps;
+  return o;
+}
+
+TrainOptions saving_to(const QTemporaryDir& dir, int64_t max_steps = -1) {
+  TrainOptions o;
+  o.checkpoint_dir = dir.path().toStdString();
+  o.max_steps = max_steps;
+  return o;
+}
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << bytes;
+}
+
+// The message of the UsageError `f` throws ("" when it throws none).
+template <class F>
+QString usage_error(F f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return QString::fromStdString(e.what());
+  }
+  return {};
+}
+
+struct Cli {
+  int code = -1;
+  QString out, err;
+};
+
+Cli run_cli(const QStringList& args) {
+  QProcess p;
+  p.start(QStringLiteral(TR_CLI), args);
+  if (!p.waitForFinished(300000)) return {};
+  return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()),
+          QString::fromUtf8(p.readAllStandardError())};
+}
+
+}  // namespace
+
+class TestCheckpoint : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void resumeMidEpochContinuesBitForBit() {
+    const Project p = stateful(1);
+    const rank_runs::Run whole = run(p);
+    QCOMPARE(whole.report.steps, int64_t{18});
+    QTemporaryDir dir;
+    const rank_runs::Run first = run(p, saving_to(dir, 5));
+    QVERIFY(first.report.stopped);
+    QCOMPARE(first.report.checkpoints.size(), size_t{1});
+    const std::string saved = first.report.checkpoints[0];
+    QVERIFY2(QString::fromStdString(saved).endsWith("ranks-bn-step5.ckpt"), saved.c_str());
+    const Checkpoint c = read_checkpoint(saved);
+    QCOMPARE(c.position.epoch, int64_t{0});
+    QCOMPARE(c.position.batch, int64_t{5});
+    QCOMPARE(c.position.step, int64_t{5});
+    QCOMPARE(c.project_name, std::string("ranks-bn"));
+
+    const rank_runs::Run rest = run(p, resume_from(saved));
+    QCOMPARE(rest.report.first_step, int64_t{5});
+    QCOMPARE(rest.report.steps, int64_t{18});
+    const std::vector<double> expected(whole.losses.begin() + 5, whole.losses.end());
+    QCOMPARE(rest.losses, expected);  // bit for bit: same batches, masks, state
+    QVERIFY(same_bits(rest.weights.at(17)[0], whole.weights.at(17)[0]));
+    QVERIFY(same_bits(rest.stats.at(17)[0], whole.stats.at(17)[0]));
+    QCOMPARE(rest.report.epochs.back().val_loss, whole.report.epochs.back().val_loss);
+  }
+
+  void resumeFromAnEpochEnd() {
+    const Project p = stateful(1);
+    QTemporaryDir dir;
+    const rank_runs::Run whole = run(p, saving_to(dir));
+    QCOMPARE(whole.report.checkpoints.size(), size_t{2});
+    const std::string epoch1 = whole.report.checkpoints[0];
+    QVERIFY2(QString::fromStdString(epoch1).endsWith("ranks-bn-epoch1.ckpt"), epoch1.c_str());
+    const rank_runs::Run rest = run(p, resume_from(epoch1));
+    const std::vector<double> expected(whole.losses.begin() + 9, whole.losses.end());
+    QCOMPARE(rest.losses, expected);
+    QCOMPARE(rest.report.epochs.size(), size_t{1});
+    QCOMPARE(rest.report.epochs[0].epoch, int64_t{1});
+    // The last checkpoint is at the end of training: nothing is left to do.
+    const QString m = usage_error([&] { run(p, resume_from(whole.report.checkpoints[1])); });
+    QVERIFY2(m.contains("end of epoch 2") && m.contains("--epochs"), qPrintable(m));
+  }
+
+  void resumeOnAnotherRankCount() {
+    Project p = synthetic(2, false);
+    p.training.epochs = 2;
+    const rank_runs::Run whole = run(p);
+    QTemporaryDir dir;
+    const rank_runs::Run first = run(p, saving_to(dir, 6));
+    const std::string saved = first.report.checkpoints.at(0);
+    QCOMPARE(read_checkpoint(saved).world_size, 2);
+    for (int world : {1, 4}) {
+      Project q = synthetic(world, false);
+      q.training.epochs = 2;
+      const rank_runs::Run rest = run(q, resume_from(saved));
+      QCOMPARE(rest.losses.size(), whole.losses.size() - 6);
+      for (size_t i = 0; i < rest.losses.size(); ++i)
+        QVERIFY2(std::fabs(rest.losses[i] - whole.losses[i + 6]) <= 1e-5 * whole.losses[i + 6],
+                 qPrintable(QString("%1 ranks, step %2").arg(world).arg(i + 6)));
+      const double d = relative_difference(rest.weights.at(17)[0], whole.weights.at(17)[0]);
+      QVERIFY2(d < 1e-5, qPrintable(QString("%1 ranks: %2").arg(world).arg(d)));
+      for (size_t k = 1; k < rest.weights.at(17).size(); ++k)
+        QVERIFY(same_bits(rest.weights.at(17)[k], rest.weights.at(17)[0]));
+    }
+  }
+
+  void damagedFilesAreRefused() {
+    QTemporaryDir dir;
+    const std::string good = run(stateful(1), saving_to(dir, 2)).report.checkpoints.at(0);
+    const std::string bytes = bytes_of(good);
+    QVERIFY(bytes.size() > 1000);
+    const std::string bad = dir.filePath("bad.ckpt").toStdString();
+    auto refused = [&](const std::string& content) {
+      write_bytes(bad, content);
+      return usage_error([&] { read_checkpoint(bad); });
+    };
+    auto flipped = [&](size_t at) {
+      std::string b = bytes;
+      b[at] = static_cast<char>(b[at] ^ 0x20);
+      return b;
+    };
+    const QString where = QString::fromStdString(bad);
+    QString m = refused("{\"format\": 1, \"model\": {}}\n");
+    QVERIFY2(m.contains(where) && m.contains("not a checkpoint"), qPrintable(m));
+    m = refused("RW");
+    QVERIFY2(m.contains("not a checkpoint"), qPrintable(m));
+    m = refused(bytes.substr(0, bytes.size() - 7));
+    QVERIFY2(m.contains("truncated"), qPrintable(m));
+    m = refused(bytes.substr(0, 30));
+    QVERIFY2(m.contains("truncated") || m.contains("exceeds"), qPrintable(m));
+    m = refused(bytes + "junk");
+    QVERIFY2(m.contains("unexpected bytes"), qPrintable(m));
+    m = refused(flipped(bytes.size() - 3));
+    QVERIFY2(m.contains("does not match its checksum") && m.contains("in "), qPrintable(m));
+    m = refused(flipped(40));
+    QVERIFY2(m.contains("header checksum"), qPrintable(m));
+    std::string newer = bytes;
+    newer[8] = 2;
+    m = refused(newer);
+    QVERIFY2(m.contains("format 2 is not supported"), qPrintable(m));
+    m = usage_error([&] { read_checkpoint(dir.filePath("missing.ckpt").toStdString()); });
+    QVERIFY2(m.contains("missing.ckpt") && m.contains("cannot open"), qPrintable(m));
+    // The intact file still reads.
+    QCOMPARE(read_checkpoint(good).position.step, int64_t{2});
+  }
+
+  void foreignCheckpointsAreRefused() {
+    QTemporaryDir dir;
+    const Project p = synthetic(1, false);
+    const std::string saved = run(p, saving_to(dir, 3)).report.checkpoints.at(0);
+    auto refused = [&](const Project& q) {
+      return usage_error([&] { run(q, resume_from(saved)); });
+    };
+
+    Project other = p;
+    other.name = "someone-else";
+    QString m = refused(other);
+    QVERIFY2(m.contains("belongs to project 'ranks-plain'"), qPrintable(m));
+
+    Project narrower = p;
+    narrower.model.nodes[static_cast<size_t>(narrower.model.find("conv1"))].params.out_channels = 4;
+    m = refused(narrower);
+    QVERIFY2(m.contains("conv1.weight") && m.contains("[4,3,3,1]") && m.contains("[6,3,3,1]"),
+             qPrintable(m));
+
+    Project seed = p;
+    seed.training.seed = 6;
+    m = refused(seed);
+    QVERIFY2(m.contains("seed 5") && m.contains("--seed 5"), qPrintable(m));
+
+    Project batch = p;
+    batch.training.global_batch = 16;
+    m = refused(batch);
+    QVERIFY2(m.contains("global batch 32") && m.contains("--batch 32"), qPrintable(m));
+
+    Project adam = p;
+    adam.training.optimizer.kind = OptimizerKind::Adam;
+    m = refused(adam);
+    QVERIFY2(m.contains("optimizer sgd") && m.contains("adam"), qPrintable(m));
+  }
+
+  void emaMayBeSwitchedOnOrOffAtResume() {
+    QTemporaryDir dir;
+    const Project plain = synthetic(2, false);
+    const std::string without = run(plain, saving_to(dir, 3)).report.checkpoints.at(0);
+    Project with_ema = plain;
+    with_ema.training.ema = true;
+    TrainOptions o = resume_from(without, 4);
+    o.eval_ema = true;
+    // The EMA the checkpoint lacks starts from its weights; one it has but
+    // the project does not keep is left out.
+    const rank_runs::Run a = run(with_ema, o);
+    QCOMPARE(a.report.steps, int64_t{4});
+
+    QTemporaryDir dir2;
+    const std::string with = run(with_ema, saving_to(dir2, 3)).report.checkpoints.at(0);
+    QCOMPARE(run(plain, resume_from(with, 4)).report.steps, int64_t{4});
+  }
+
+  void commandLineSavesAndResumesOnAnotherRankCount() {
+    QTemporaryDir dir;
+    const QString tiny = QStringLiteral(TR_TEST_DATA) + "/projects/tiny-synthetic.json";
+    const QString ckpts = dir.filePath("ckpt");
+    Cli r = run_cli({"train", tiny, "--checkpoint-dir", ckpts, "--max-steps", "3", "--no-store"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const QString saved = ckpts + "/tiny-synthetic-step3.ckpt";
+    QVERIFY2(r.out.contains("checkpoint " + saved), qPrintable(r.out));
+    r = run_cli({"train", tiny, "--resume", saved, "--devices", "cpu:2", "--no-store"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.out.contains("resuming from " + saved + ": epoch 1, batch 4, step 3"),
+             qPrintable(r.out));
+    QVERIFY(r.out.contains("epoch 2/2"));
+    r = run_cli({"train", tiny, "--resume", saved, "--seed", "9", "--no-store"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("seed 3"), qPrintable(r.err));
+    r = run_cli({"train", tiny, "--resume", tiny, "--no-store"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("not a checkpoint"), qPrintable(r.err));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestCheckpoint)
+#include "test_checkpoint.moc"

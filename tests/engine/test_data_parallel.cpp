@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Data-parallel training on CPU ranks: with the same global batch a BN-free
+// model ends with the same weights on 1, 2 and 4 ranks and every rank holds
+// identical weights; with BN every rank's running statistics are identical
+// after every step; Adam, LARS and EMA train on 1 and 2 ranks; validation on
+// the EMA weights; one failing rank stops every rank with its error instead
+// of a deadlock; a stop request stops all ranks before the same step; the
+// profile holds every rank's five lanes and DEEP_COMM's overlap with the
+// first-layer backward.
+#include <QtTest>
+
+#include <atomic>
+#include <cmath>
+#include <set>
+
+#include "core/error.h"
+#include "data/epoch_plan.h"
+#include "rank_runs.h"
+#include "runtime/profile_export.h"
+
+using namespace tr;
+using rank_runs::relative_difference;
+using rank_runs::run;
+using rank_runs::same_bits;
+using rank_runs::synthetic;
+
+namespace {
+
+// A DataSource that cannot read one training sample.
+class BrokenSample final : public DataSource {
+ public:
+  BrokenSample(const DataSource& inner, int64_t bad) : inner_(inner), bad_(bad) {}
+  Shape sample_shape() const override { return inner_.sample_shape(); }
+  int64_t classes() const override { return inner_.classes(); }
+  int64_t size(Split s) const override { return inner_.size(s); }
+  void read(Split s, int64_t index, uint8_t* out) const override {
+    if (s == Split::Train && index == bad_)
+      throw UsageError("training sample " + std::to_string(index) + " is unreadable");
+    inner_.read(s, index, out);
+  }
+  int32_t label(Split s, int64_t index) const override { return inner_.label(s, index); }
+  std::string describe() const override { return "broken " + inner_.describe(); }
+
+ private:
+  const DataSource& inner_;
+  int64_t bad_;
+};
+
+void expect_identical_ranks(const rank_runs::Run& r, bool stats) {
+  QVERIFY(!r.weights.empty());
+  for (const auto* per_step : {&r.weights, stats ? &r.stats : nullptr}) {
+    if (!per_step) continue;
+    for (const auto& [step, ranks] : *per_step)
+      for (size_t k = 1; k < ranks.size(); ++k)
+        QVERIFY2(same_bits(ranks[k], ranks[0]),
+                 qPrintable(QString("step %1: rank %2 differs from rank 0").arg(step).arg(k)));
+  }
+}
+
+}  // namespace
+
+class TestDataParallel : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void sameWeightsOnOneTwoAndFourRanks() {
+    const rank_runs::Run one = run(synthetic(1, false));
+    QCOMPARE(one.report.steps, int64_t{9});  // 8 full batches and the partial one
+    const std::vector<float>& reference = one.weights.at(8)[0];
+    QVERIFY(!reference.empty());
+    for (int world : {2, 4}) {
+      const rank_runs::Run r = run(synthetic(world, false));
+      QCOMPARE(r.report.steps, int64_t{9});
+      expect_identical_ranks(r, false);
+      const double d = relative_difference(r.weights.at(8)[0], reference);
+      QVERIFY2(d < 1e-5, qPrintable(QString("%1 ranks: relative difference %2").arg(world).arg(d)));
+      QVERIFY(!same_bits(r.weights.at(8)[0], one.weights.at(0)[0]));  // it did train
+      for (size_t i = 0; i < r.losses.size(); ++i)
+        QVERIFY2(std::fabs(r.losses[i] - one.losses[i]) <= 1e-5 * std::fabs(one.losses[i]),
+                 qPrintable(QString("%1 ranks, step %2: loss %3 vs %4")
+                                .arg(world)
+                                .arg(i)
+                                .arg(r.losses[i], 0, 'g', 9)
+                                .arg(one.losses[i], 0, 'g', 9)));
+      // Validation metrics are all-reduced: the same figures as on one rank.
+      QVERIFY(std::fabs(r.report.epochs[0].val_loss - one.report.epochs[0].val_loss) < 1e-4);
+    }
+  }
+
+  void communicationGraphsAreSharedByEveryVariant() {
+    struct Expected {
+      GraphId id;
+      RangeOp op;
+      RegionSpan span;
+    };
+    const Expected expected[] = {
+        {GraphId::DEEP_COMM, RangeOp::ALLREDUCE_MEAN, {Region::G_DEEP_CONV, Region::R_RESULT}},
+        {GraphId::FIRST_COMM, RangeOp::ALLREDUCE_MEAN, {Region::G_BN_BIAS, Region::G_FIRST_CONV}},
+        {GraphId::STATS_COMM, RangeOp::ALLREDUCE_MEAN, {Region::B_NEXT_MEAN, Region::B_NEXT_VAR}},
+        {GraphId::VAL_RESULT_COMM,
+         RangeOp::ALLREDUCE_SUM,
+         {Region::R_RESULT_ACCUMULATED, Region::R_RESULT_ACCUMULATED}}};
+    const CompiledProject cp = compile_project(synthetic(2, true));
+    for (const Expected& e : expected) {
+      int found = 0;
+      for (const ComputationGraph& g : cp.graphs) {
+        if (g.id != e.id) continue;
+        ++found;
+        QVERIFY2(g.variant < 0 && g.shape_invariant, graph_id_name(e.id).data());
+        QCOMPARE(g.stream, StreamKind::UPDATE);
+        QCOMPARE(g.nodes.size(), size_t{1});
+        QCOMPARE(g.nodes[0].range_op, e.op);
+        QCOMPARE(g.nodes[0].in_spans.size(), size_t{1});
+        const RegionSpan& span = g.nodes[0].in_spans[0];
+        // Validation may all-reduce more per-class results after the metrics.
+        QVERIFY2(span.first == e.span.first &&
+                     (span.last == e.span.last || e.id == GraphId::VAL_RESULT_COMM),
+                 graph_id_name(e.id).data());
+      }
+      QVERIFY2(found == 1, graph_id_name(e.id).data());
+    }
+    // One rank has nothing to communicate.
+    for (const ComputationGraph& g : compile_project(synthetic(1, true)).graphs)
+      QVERIFY(g.id != GraphId::DEEP_COMM && g.id != GraphId::FIRST_COMM &&
+              g.id != GraphId::STATS_COMM && g.id != GraphId::VAL_RESULT_COMM);
+  }
+
+  void batchNormStatisticsAgreeAfterEveryStep() {
+    for (int world : {2, 4}) {
+      const rank_runs::Run r = run(synthetic(world, true));
+      expect_identical_ranks(r, true);
+      // The statistics moved away from their start (mean 0, variance 1).
+      const std::vector<float>& last = r.stats.rbegin()->second[0];
+      QVERIFY(
+          std::any_of(last.begin(), last.end(), [](float v) { return v != 0.0f && v != 1.0f; }));
+    }
+  }
+
+  void optimizersTrainOnOneAndTwoRanks_data() {
+    QTest::addColumn<int>("optimizer");
+    QTest::addColumn<int>("world");
+    for (int world : {1, 2}) {
+      QTest::addRow("adam cpu:%d", world) << static_cast<int>(OptimizerKind::Adam) << world;
+      QTest::addRow("lars cpu:%d", world) << static_cast<int>(OptimizerKind::LARS) << world;
+      QTest::addRow("sgd+ema cpu:%d", world) << static_cast<int>(OptimizerKind::SGD) << world;
+    }
+  }
+  void optimizersTrainOnOneAndTwoRanks() {
+    QFETCH(int, optimizer);
+    QFETCH(int, world);
+    Project p = synthetic(world, true);
+    p.training.epochs = 2;
+    p.training.optimizer.kind = static_cast<OptimizerKind>(optimizer);
+    TrainOptions o;
+    switch (p.training.optimizer.kind) {
+      case OptimizerKind::Adam:
+        p.training.optimizer.lr = 0.01;
+        break;
+      case OptimizerKind::LARS:
+        p.training.optimizer.lr = 2.0;
+        break;
+      case OptimizerKind::SGD:
+        p.training.ema = true;
+        p.training.ema_decay = 0.9;
+        o.eval_ema = true;
+        break;
+    }
+    const rank_runs::Run r = run(p, o);
+    QCOMPARE(r.report.epochs.size(), size_t{2});
+    expect_identical_ranks(r, true);
+    const EpochReport& last = r.report.epochs.back();
+    QVERIFY2(last.train_loss < 0.5 * r.losses.front(),
+             qPrintable(QString("loss %1 -> %2").arg(r.losses.front()).arg(last.train_loss)));
+    QVERIFY2(last.val_top1 > 0.8, qPrintable(QString::number(last.val_top1)));
+  }
+
+  void validationOnTheEmaWeights() {
+    Project p = synthetic(2, true);
+    p.training.epochs = 2;
+    p.training.ema = true;
+    p.training.ema_decay = 0.999;  // E stays close to the initial weights
+    const rank_runs::Run on_w = run(p);
+    TrainOptions ema;
+    ema.eval_ema = true;
+    const rank_runs::Run on_e = run(p, ema);
+    // Training is untouched: W goes back exactly after each validation.
+    QCOMPARE(on_e.losses, on_w.losses);
+    QVERIFY(same_bits(on_e.weights.rbegin()->second[0], on_w.weights.rbegin()->second[0]));
+    const EpochReport& w = on_w.report.epochs.back();
+    const EpochReport& e = on_e.report.epochs.back();
+    QVERIFY2(e.val_loss > w.val_loss + 0.1,
+             qPrintable(QString("EMA %1, weights %2").arg(e.val_loss).arg(w.val_loss)));
+    // An EMA that forgets at once is the weights themselves.
+    p.training.ema_decay = 1e-9;
+    const rank_runs::Run instant = run(p, ema);
+    QVERIFY(std::fabs(instant.report.epochs.back().val_loss - w.val_loss) <= 1e-5 * w.val_loss);
+    // Without an EMA there is nothing to validate on.
+    p.training.ema = false;
+    QVERIFY_THROWS_EXCEPTION(UsageError, run(p, ema));
+  }
+
+  void oneFailingRankStopsEveryRank() {
+    const Project p = synthetic(2, false);
+    const auto data = load_dataset(p.dataset, "", p.training.seed);
+    // A sample only rank 1 reads, in batch 3 of the first epoch.
+    const EpochPlan plan(p.dataset.train_size, p.training.global_batch, 2, 1, false, true,
+                         p.training.seed, 0);
+    const int64_t bad = plan.sample(3, 0);
+    const BrokenSample broken(*data, bad);
+    try {
+      run(p, {}, &broken);
+      QFAIL("training went on past an unreadable sample");
+    } catch (const UsageError& e) {
+      QVERIFY2(QString(e.what()).contains("training sample " + QString::number(bad)), e.what());
+    }
+  }
+
+  void stopRequestStopsEveryRankBeforeTheSameStep() {
+    std::atomic<bool> stop{false};
+    TrainOptions o;
+    o.stop = &stop;
+    Project p = synthetic(4, true);
+    p.training.epochs = 3;
+    const CompiledProject cp = compile_project(p);
+    auto data = load_dataset(cp.project.dataset, "", cp.project.training.seed);
+    auto backend = cpu::make_cpu_backend({4, true});
+    TrainCallbacks cb;
+    cb.on_step = [&](const StepReport& s) {
+      if (s.step == 2) stop = true;
+    };
+    std::mutex mutex;
+    std::map<int, int64_t> last_step;
+    cb.on_rank_step = [&](int rank, const StepReport& s, TrainingSession&) {
+      std::lock_guard<std::mutex> lock(mutex);
+      last_step[rank] = s.step;
+    };
+    const TrainReport report = train(cp, *backend, *data, o, cb);
+    QVERIFY(report.stopped);
+    QVERIFY2(report.steps >= 3 && report.steps <= 4, qPrintable(QString::number(report.steps)));
+    QCOMPARE(last_step.size(), size_t{4});
+    for (const auto& [rank, step] : last_step) QCOMPARE(step, report.steps - 1);
+  }
+
+  void profileHoldsEveryRanksLanesAndTheCommOverlap() {
+    Project p = synthetic(2, true);
+    // A first layer with real work, so that its backward takes a while.
+    p.dataset.height = p.dataset.width = 16;
+    p.dataset.channels = 3;
+    p.dataset.mean = {0.5, 0.5, 0.5};
+    p.dataset.std = {0.25, 0.25, 0.25};
+    p.model.nodes[0].params = input(16, 16, 3);
+    p.model.nodes[1].params = conv(32, 3, 3, 1, 1, 1, 1, true);
+    TrainOptions o;
+    o.validate = false;
+    o.profile_begin = 1;
+    o.profile_end = 6;
+    const rank_runs::Run r = run(p, o);
+    std::map<int, std::set<StreamKind>> lanes;
+    for (const ProfileSpan& s : r.report.profile) lanes[s.rank].insert(s.tag.stream);
+    QCOMPARE(lanes.size(), size_t{2});
+    for (const auto& [rank, streams] : lanes)
+      QVERIFY2(streams.size() == size_t{kNumStreams},
+               qPrintable(QString("rank %1 has %2 lanes").arg(rank).arg(streams.size())));
+    const std::string trace = chrome_trace_json(r.report.profile);
+    QVERIFY(trace.find("\"rank 1\"") != std::string::npos);
+    const std::vector<GraphOverlap> comm = comm_overlaps(r.report.profile);
+    QCOMPARE(comm.size(), size_t{2});
+    double overlap = 0;
+    for (const GraphOverlap& g : comm) {
+      QVERIFY(g.busy_a_us > 0 && g.busy_b_us > 0);
+      QVERIFY(g.overlap_us <= std::min(g.busy_a_us, g.busy_b_us) + 1e-6);
+      overlap += g.overlap_us;
+    }
+    // Both are launched together after the deep backward: over five steps on
+    // two ranks the all-reduce runs under the first layer's backward.
+    QVERIFY2(overlap > 0, "DEEP_COMM never ran under FIRST_LAYER_BWD");
+  }
+
+  void graphOverlapArithmetic() {
+    auto span = [](int rank, GraphId g, double a, double b) {
+      ProfileSpan s;
+      s.rank = rank;
+      s.tag.graph = g;
+      s.start_us = a;
+      s.end_us = b;
+      return s;
+    };
+    const std::vector<ProfileSpan> spans = {
+        span(0, GraphId::DEEP_COMM, 10, 30),         span(0, GraphId::DEEP_COMM, 25, 40),
+        span(0, GraphId::FIRST_LAYER_BWD_A, 0, 15),  span(0, GraphId::FIRST_LAYER_BWD_B, 35, 50),
+        span(0, GraphId::OPTIMIZER, 0, 100),         span(1, GraphId::DEEP_COMM, 0, 10),
+        span(1, GraphId::FIRST_LAYER_BWD_A, 20, 30), span(2, GraphId::DEEP_COMM, 0, 10)};
+    const std::vector<GraphOverlap> o = comm_overlaps(spans);
+    QCOMPARE(o.size(), size_t{2});  // rank 2 ran no first-layer backward
+    QCOMPARE(o[0].rank, 0);
+    QCOMPARE(o[0].busy_a_us, 30.0);   // [10, 40]
+    QCOMPARE(o[0].busy_b_us, 30.0);   // [0, 15] and [35, 50]
+    QCOMPARE(o[0].overlap_us, 10.0);  // [10, 15] and [35, 40]
+    QCOMPARE(o[1].overlap_us, 0.0);
+    QCOMPARE(o[0].fraction_of_a(), 1.0 / 3.0);
+  }
+};
+
+QTEST_APPLESS_MAIN(TestDataParallel)
+#include "test_data_parallel.moc"

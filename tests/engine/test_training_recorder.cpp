@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// TrainingRecorder with the real trainer: every step and epoch the trainer
+// reports reaches the store unchanged, checkpoints are recorded with their
+// epoch and metrics, and the end status follows how training ended.
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/cpu/cpu_backend.h"
+#include "compile/compiler.h"
+#include "data/dataset.h"
+#include "model/project_io.h"
+#include "runtime/trainer.h"
+#include "store/run_store.h"
+#include "store/training_recorder.h"
+
+using namespace tr;
+
+namespace {
+
+struct Trained {
+  TrainReport report;
+  std::vector<StepReport> steps;
+  int64_t run = 0;
+};
+
+// tiny-synthetic: 600 samples in batches of 64, so 9 full steps and a partial one of 24.
+Trained train_tiny(const std::string& store_path, TrainOptions options) {
+  const CompiledProject cp =
+      compile_project(load_project(TR_TEST_DATA "/projects/tiny-synthetic.json"));
+  auto data = load_dataset(cp.project.dataset, "", cp.project.training.seed);
+  auto backend = cpu::make_cpu_backend({cp.world_size, true});
+  store::TrainingRecorder recorder(store_path, cp, *data, options);
+  Trained t;
+  TrainCallbacks cb;
+  cb.on_step = [&](const StepReport& s) { t.steps.push_back(s); };
+  recorder.attach(cb);
+  t.report = train(cp, *backend, *data, options, cb);
+  t.run = recorder.run_id();
+  const std::string problem = recorder.ended(t.report);
+  if (!problem.empty()) throw std::runtime_error(problem);
+  return t;
+}
+
+}  // namespace
+
+class TestTrainingRecorder : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void recordsWhatTheTrainerReports() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("runs.sqlite").toStdString();
+    TrainOptions options;
+    options.checkpoint_dir = dir.filePath("ckpt").toStdString();
+    const Trained t = train_tiny(path, options);
+    QCOMPARE(t.steps.size(), size_t{20});
+
+    const store::RunStore s(path);
+    const store::RunDetail d = s.run(t.run);
+    QCOMPARE(d.summary.status, store::RunStatus::Finished);
+    QCOMPARE(d.summary.name, std::string("tiny-synthetic"));
+    QCOMPARE(d.summary.devices, std::string("cpu:1"));
+    QCOMPARE(d.summary.precision, std::string("fp32"));
+    QCOMPARE(d.summary.seed, uint64_t{3});
+    QCOMPARE(d.summary.steps, int64_t{20});
+    QCOMPARE(d.summary.epochs, int64_t{2});
+    const auto project = nlohmann::json::parse(d.project_json);
+    QCOMPARE(project.at("name"), "tiny-synthetic");
+    const auto hyper = nlohmann::json::parse(d.hyper_json);
+    QCOMPARE(hyper.at("optimizer").at("lr").get<double>(), 0.05);
+    QCOMPARE(hyper.at("global_batch").get<int>(), 64);
+    QVERIFY(hyper.at("max_steps").is_null());
+
+    const auto curve = s.step_curve(t.run);
+    QCOMPARE(curve.size(), t.steps.size());
+    for (size_t i = 0; i < curve.size(); ++i) {
+      const StepReport& want = t.steps[i];
+      QCOMPARE(curve[i].step, want.step);
+      QCOMPARE(curve[i].epoch, want.epoch);
+      QCOMPARE(curve[i].loss, want.loss);
+      QCOMPARE(curve[i].top1, want.top1);
+      QCOMPARE(curve[i].lr, want.lr);
+      QCOMPARE(curve[i].images_per_s, (want.partial ? 24.0 : 64.0) / want.seconds);
+      QVERIFY(!curve[i].loss_scale);
+    }
+    QCOMPARE(t.steps[9].partial, true);
+
+    const auto epochs = s.epochs(t.run);
+    QCOMPARE(epochs.size(), t.report.epochs.size());
+    for (size_t i = 0; i < epochs.size(); ++i) {
+      const EpochReport& want = t.report.epochs[i];
+      QCOMPARE(epochs[i].train_loss, want.train_loss);
+      QCOMPARE(epochs[i].val_loss.value_or(-1), want.val_loss);
+      QCOMPARE(epochs[i].val_top1.value_or(-1), want.val_top1);
+      QCOMPARE(epochs[i].val_top5.value_or(-1), want.val_top5);
+      QCOMPARE(epochs[i].images_per_s, want.images_per_s);
+      QCOMPARE(epochs[i].confusion, want.confusion);
+    }
+    QCOMPARE(d.summary.final_val_top1.value_or(-1), t.report.epochs.back().val_top1);
+
+    // One checkpoint per epoch end, with the epochs it holds and their figures.
+    const auto ck = s.checkpoints(t.run);
+    QCOMPARE(ck.size(), t.report.checkpoints.size());
+    QCOMPARE(ck.size(), size_t{2});
+    for (size_t i = 0; i < ck.size(); ++i) {
+      QCOMPARE(ck[i].path, t.report.checkpoints[i]);
+      QCOMPARE(ck[i].epoch.value_or(-1), static_cast<int64_t>(i + 1));
+      const auto m = nlohmann::json::parse(ck[i].metrics_json);
+      QCOMPARE(m.at("val_top1").get<double>(), t.report.epochs[i].val_top1);
+    }
+  }
+
+  void stoppedRunsAreStopped() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("runs.sqlite").toStdString();
+    TrainOptions options;
+    options.max_steps = 3;
+    options.checkpoint_dir = dir.filePath("ckpt").toStdString();
+    const Trained t = train_tiny(path, options);
+    const store::RunStore s(path);
+    const store::RunDetail d = s.run(t.run);
+    QCOMPARE(d.summary.status, store::RunStatus::Stopped);
+    QCOMPARE(d.summary.steps, int64_t{3});
+    QCOMPARE(nlohmann::json::parse(d.hyper_json).at("max_steps").get<int>(), 3);
+    // The checkpoint taken on the stop names the step training goes on from.
+    const auto ck = s.checkpoints(t.run);
+    QCOMPARE(ck.size(), size_t{1});
+    QCOMPARE(ck[0].step.value_or(-1), int64_t{3});
+    QVERIFY(!ck[0].epoch);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestTrainingRecorder)
+#include "test_training_recorder.moc"
