@@ -158,8 +158,8 @@ class RankLoop {
         const double dt = seconds_since(t_step);
         if (profile && step + 1 == options_.profile_end) profile_boundary(false);
         // Read before the release: the producer refills the buffer right away.
-        const StepReport sr{step,   epoch, batch->index, batches,       m.loss,
-                            m.top1, lr,    dt,           batch->partial};
+        const StepReport sr{step,   epoch, batch->index, batches,        m.loss,
+                            m.top1, lr,    dt,           batch->partial, m.loss_scale};
         train_->release(batch);
         loss_sum += m.loss * m.samples;
         top1_sum += m.top1 * m.samples;

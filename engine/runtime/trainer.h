@@ -47,6 +47,7 @@ struct StepReport {
   double loss = 0, top1 = 0, lr = 0;
   double seconds = 0;  // this step's wall time
   bool partial = false;
+  double loss_scale = 0;  // AMP: the loss scale after this step; 0 without AMP
 };
 
 struct EpochReport {

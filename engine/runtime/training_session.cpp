@@ -267,6 +267,8 @@ StepMetrics TrainingSession::read_result(int rank, DTensorId id) {
     m.top5 = r[2] / r[3];
   }
   m.overflow = scalars[static_cast<size_t>(ScalarSlot::OVERFLOW)] != 0.0f || !std::isfinite(m.loss);
+  if (cp_.project.training.precision == Precision::AMP)
+    m.loss_scale = scalars[static_cast<size_t>(ScalarSlot::LOSS_SCALE)];
   return m;
 }
 

@@ -27,6 +27,7 @@ struct StepMetrics {
   double top5 = 0;
   double samples = 0;
   bool overflow = false;  // a NaN/Inf gradient or loss was seen
+  double loss_scale = 0;  // AMP: the dynamic loss scale after the step; 0 without AMP
 };
 
 // Host staging buffers a rank's TRANSFER graphs copy from: [variant][A/B].

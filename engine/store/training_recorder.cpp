@@ -72,7 +72,7 @@ void TrainingRecorder::attach(TrainCallbacks& cb) {
     r.loss = s.loss;
     r.top1 = s.top1;
     r.lr = s.lr;
-    // The trainer does not report the loss scale yet; it stays NULL.
+    if (s.loss_scale > 0) r.loss_scale = s.loss_scale;  // NULL without AMP
     const double images = s.partial ? last_images_ : batch_images_;
     r.images_per_s = s.seconds > 0 ? images / s.seconds : 0;
     recorder_.push_step(r);

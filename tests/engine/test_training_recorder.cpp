@@ -25,9 +25,11 @@ struct Trained {
 };
 
 // tiny-synthetic: 600 samples in batches of 64, so 9 full steps and a partial one of 24.
-Trained train_tiny(const std::string& store_path, TrainOptions options) {
-  const CompiledProject cp =
-      compile_project(load_project(TR_TEST_DATA "/projects/tiny-synthetic.json"));
+Trained train_tiny(const std::string& store_path, TrainOptions options,
+                   Precision precision = Precision::FP32) {
+  Project p = load_project(TR_TEST_DATA "/projects/tiny-synthetic.json");
+  p.training.precision = precision;
+  const CompiledProject cp = compile_project(p);
   auto data = load_dataset(cp.project.dataset, "", cp.project.training.seed);
   auto backend = cpu::make_cpu_backend({cp.world_size, true});
   store::TrainingRecorder recorder(store_path, cp, *data, options);
@@ -108,6 +110,20 @@ class TestTrainingRecorder : public QObject {
       QCOMPARE(ck[i].epoch.value_or(-1), static_cast<int64_t>(i + 1));
       const auto m = nlohmann::json::parse(ck[i].metrics_json);
       QCOMPARE(m.at("val_top1").get<double>(), t.report.epochs[i].val_top1);
+    }
+  }
+
+  void mixedPrecisionRecordsTheLossScale() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("runs.sqlite").toStdString();
+    const Trained t = train_tiny(path, {}, Precision::AMP);
+    const store::RunStore s(path);
+    QCOMPARE(s.run(t.run).summary.precision, std::string("amp"));
+    const auto curve = s.step_curve(t.run);
+    QCOMPARE(curve.size(), t.steps.size());
+    for (size_t i = 0; i < curve.size(); ++i) {
+      QVERIFY(t.steps[i].loss_scale > 0);
+      QCOMPARE(curve[i].loss_scale.value_or(-1), t.steps[i].loss_scale);
     }
   }
 
