@@ -672,7 +672,8 @@ class TestCpuDenseKernels : public QObject {
     const size_t wrong = h.tensor({1, 5, 5, 4});
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
                              cpu::conv_fwd(h.args({s.x, s.w}, {wrong}, nullptr, &s.layer)));
-    // FP16 is not implemented on the CPU.
+    // FP16 operands are staged to FP32 in the stream's workspace, which the
+    // backend provides at capture: a call without one is refused, naming the layer.
     const size_t half = h.tensor({1, 6, 6, 3}, DType::FP16);
     try {
       cpu::conv_fwd(h.args({half, s.w}, {s.y}, nullptr, &s.layer));
