@@ -247,7 +247,7 @@ class RankLoop {
     er.val_loss = m.loss;
     er.val_top1 = m.top1;
     er.val_top5 = m.top5;
-    er.confusion = session_.read_confusion(rank_);
+    if (rank_ == 0) er.confusion = session_.read_confusion(rank_);  // the reporting rank
     er.validated = true;
   }
 

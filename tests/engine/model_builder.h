@@ -61,6 +61,25 @@ class ModelBuilder {
     }
     return *this;
   }
+  // Learnable synthetic h x w x c samples (mean 0.5, std 0.25 per channel) in
+  // `classes` classes, with train, last-batch and validation variants.
+  ModelBuilder& synthetic_data(int64_t h, int64_t w, int64_t c, int64_t classes, int64_t train_size,
+                               int64_t val_size, int64_t val_batch) {
+    tr::DatasetSpec& d = p_.dataset;
+    d.kind = tr::DatasetKind::Synthetic;
+    d.height = h;
+    d.width = w;
+    d.channels = c;
+    d.classes = classes;
+    d.train_size = train_size;
+    d.val_size = val_size;
+    d.mean.assign(static_cast<size_t>(c), 0.5);
+    d.std.assign(static_cast<size_t>(c), 0.25);
+    p_.variants = {{"train", tr::VariantKind::Train, 0, 0, 0},
+                   {"last", tr::VariantKind::LastBatch, 0, 0, 0},
+                   {"val", tr::VariantKind::Validation, val_batch, 0, 0}};
+    return *this;
+  }
   tr::Project& project() { return p_; }
   tr::Project build() const { return p_; }
 

@@ -27,26 +27,15 @@ namespace rank_runs {
 inline tr::Project synthetic(int world, bool bn, bool dropout = false) {
   using namespace tr;
   ModelBuilder b;
+  b.synthetic_data(8, 8, 1, 4, 272, 200, 100 / world);
   Project& p = b.project();
   p.name = bn ? "ranks-bn" : "ranks-plain";
-  p.dataset.kind = DatasetKind::Synthetic;
-  p.dataset.height = 8;
-  p.dataset.width = 8;
-  p.dataset.channels = 1;
-  p.dataset.classes = 4;
-  p.dataset.train_size = 272;
-  p.dataset.val_size = 200;
-  p.dataset.mean = {0.5};
-  p.dataset.std = {0.25};
   p.training.global_batch = 32;
   p.training.epochs = 1;
   p.training.optimizer.lr = 0.05;
   p.training.seed = 5;
   p.training.devices.ids.clear();
   for (int r = 0; r < world; ++r) p.training.devices.ids.push_back(r);
-  p.variants = {{"train", VariantKind::Train, 0, 0, 0},
-                {"last", VariantKind::LastBatch, 0, 0, 0},
-                {"val", VariantKind::Validation, 100 / world, 0, 0}};
   b.node("in", LayerType::Input, input(8, 8, 1))
       .node("conv1", LayerType::Conv2d, conv(6, 3, 3, 1, 1, 1, 1, true));
   if (bn) b.node("bn1", LayerType::BatchNorm2d);

@@ -24,23 +24,12 @@ namespace {
 // batches of 64 leave a partial last batch of 40.
 Project small_project(bool dropout = false) {
   ModelBuilder b;
+  b.synthetic_data(8, 8, 1, 4, 1000, 200, 100);
   Project& p = b.project();
-  p.dataset.kind = DatasetKind::Synthetic;
-  p.dataset.height = 8;
-  p.dataset.width = 8;
-  p.dataset.channels = 1;
-  p.dataset.classes = 4;
-  p.dataset.train_size = 1000;
-  p.dataset.val_size = 200;
-  p.dataset.mean = {0.5};
-  p.dataset.std = {0.25};
   p.training.global_batch = 64;
   p.training.epochs = 3;
   p.training.optimizer.lr = 0.05;
   p.training.seed = 7;
-  p.variants = {{"train", VariantKind::Train, 0, 0, 0},
-                {"last", VariantKind::LastBatch, 0, 0, 0},
-                {"val", VariantKind::Validation, 100, 0, 0}};
   b.node("in", LayerType::Input, input(8, 8, 1))
       .node("conv1", LayerType::Conv2d, conv(8, 3, 3, 1, 1, 1, 1, true))
       .node("bn1", LayerType::BatchNorm2d)
