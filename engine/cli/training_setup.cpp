@@ -3,13 +3,9 @@
 
 #include <cstdio>
 
-#include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/cpu_threads.h"
-#include "backends/devices.h"
 #include "cli/compile_choice.h"
 #include "cli/project_overrides.h"
 #include "core/error.h"
-#include "data/dataset.h"
 #include "model/project_io.h"
 #include "runtime/checkpoint.h"
 
@@ -24,32 +20,14 @@ std::set<std::string> setup_options() {
 }
 
 TrainingSetup prepare_training(const std::string& project_path, const ParsedArgs& a) {
-  TrainingSetup out;
   Project project = load_project(project_path);
   apply_overrides(a, project);
-  if (project.training.devices.kind == DeviceKind::CUDA) {
-    // The CUDA backend lands with its own issue; until a device runs, the
-    // same plan trains on CPU ranks and the user is told so.
-    const DeviceScan scan = scan_devices();
-    const int world = project.training.devices.world_size();
-    out.device_note = project.training.devices.str() + " requested; " +
-                      (scan.cuda.empty() ? scan.cuda_status
-                                         : std::string("this build trains on the CPU backend")) +
-                      "; training on cpu:" + std::to_string(world) + " instead";
-    project.training.devices.kind = DeviceKind::CPU;
-    project.training.devices.ids.clear();
-    for (int i = 0; i < world; ++i) project.training.devices.ids.push_back(i);
-  }
+  SetupOptions options;
   if (a.values.count("threads"))
-    cpu::set_cpu_threads(static_cast<int>(positive_integer("threads", a.values.at("threads"))));
-  out.compiled =
-      std::make_unique<CompiledProject>(compile_project(project, compile_options_from(a)));
-  const std::string data_dir = a.values.count("data") ? a.values.at("data") : std::string();
-  out.data = load_dataset(out.compiled->project.dataset, data_dir, project.training.seed);
-  cpu::CpuBackendOptions o;
-  o.world = out.compiled->world_size;
-  out.backend = cpu::make_cpu_backend(o);
-  return out;
+    options.cpu_threads = static_cast<int>(positive_integer("threads", a.values.at("threads")));
+  if (a.values.count("data")) options.data_dir = a.values.at("data");
+  options.compile = compile_options_from(a);
+  return tr::prepare_training(std::move(project), options);
 }
 
 void read_checkpoint_options(const ParsedArgs& a, TrainOptions& options) {

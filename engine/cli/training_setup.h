@@ -12,19 +12,14 @@
 #include "data/data_source.h"
 #include "runtime/backend.h"
 #include "runtime/trainer.h"
+#include "setup/training_setup.h"
 
 namespace tr::cli {
-
-struct TrainingSetup {
-  std::unique_ptr<CompiledProject> compiled;
-  std::unique_ptr<DataSource> data;
-  std::unique_ptr<Backend> backend;
-  std::string device_note;  // e.g. why CUDA devices fell back to the CPU backend
-};
 
 // The options this setup reads (with a value): the overrides plus "data" and "threads".
 std::set<std::string> setup_options();
 
+// The project file with the command line's overrides, through tr::prepare_training.
 TrainingSetup prepare_training(const std::string& project_path, const ParsedArgs& args);
 
 // `train`'s state options: --checkpoint-dir DIR, --resume FILE (read and

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// TrainingSetup: what every front end (the CLI, the workbench) assembles
+// before training: the project compiled for its devices (CUDA devices that
+// cannot run here fall back to as many CPU ranks, with a note saying so),
+// the dataset and the backend.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "compile/compiler.h"
+#include "data/data_source.h"
+#include "model/project.h"
+#include "runtime/backend.h"
+
+namespace tr {
+
+struct SetupOptions {
+  std::string data_dir;  // empty: the dataset's default folder
+  int cpu_threads = 0;   // 0: keep the current setting
+  CompileOptions compile;
+};
+
+struct TrainingSetup {
+  std::unique_ptr<CompiledProject> compiled;
+  std::unique_ptr<DataSource> data;
+  std::unique_ptr<Backend> backend;
+  std::string device_note;  // e.g. why CUDA devices fell back to the CPU backend
+};
+
+// Throws UsageError (or CompileError) naming what is wrong with the project,
+// the dataset or the devices.
+TrainingSetup prepare_training(Project project, const SetupOptions& options = {});
+
+}  // namespace tr

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "plot/curve_plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "plot/pixel_decimation.h"
+
+namespace tr::gui {
+
+CurvePlot::CurvePlot(QWidget* parent) : QCustomPlot(parent) {
+  setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  axisRect()->setRangeDrag(Qt::Horizontal | Qt::Vertical);
+  axisRect()->setRangeZoom(Qt::Horizontal);
+  legend->setVisible(false);
+  setNoAntialiasingOnDrag(true);
+  connect(this, &QCustomPlot::beforeReplot, this, &CurvePlot::decimateForReplot);
+  // A drag or wheel on the plot means the user wants to look somewhere: stop following.
+  connect(this, &QCustomPlot::mousePress, this, [this] { userMovedAxis_ = true; });
+  connect(this, &QCustomPlot::mouseWheel, this, [this] { userMovedAxis_ = true; });
+  connect(this, &QCustomPlot::mouseDoubleClick, this, [this] {
+    userMovedAxis_ = false;
+    fitToData();
+  });
+}
+
+int CurvePlot::addSeries(const QString& name, const QColor& color, bool smoothable) {
+  Series s;
+  s.name = name;
+  s.smoothable = smoothable;
+  s.smoother.setWeight(smoothing_);
+  s.raw = addGraph();
+  s.raw->setName(name);
+  s.raw->setAdaptiveSampling(false);  // decimated here, per pixel column
+  s.raw->setPen(QPen(color, 1.5));
+  if (smoothable) {
+    s.smoothed = addGraph();
+    s.smoothed->setName(name + tr(" (smoothed)"));
+    s.smoothed->setAdaptiveSampling(false);
+    s.smoothed->setPen(QPen(color, 2));
+  }
+  series_.push_back(std::move(s));
+  restyle(series_.back());
+  legend->setVisible(series_.size() > 1);
+  requestReplot();
+  return static_cast<int>(series_.size()) - 1;
+}
+
+void CurvePlot::clearSeries() {
+  clearGraphs();
+  series_.clear();
+  userMovedAxis_ = false;
+  requestReplot();
+}
+
+void CurvePlot::setSeriesData(int series, std::vector<double> x, std::vector<double> y) {
+  Series& s = series_.at(series);
+  y.resize(x.size(), std::numeric_limits<double>::quiet_NaN());
+  s.x = std::move(x);
+  s.y = std::move(y);
+  if (s.smoothable) {
+    s.smoother.reset();
+    s.smooth.clear();
+    s.smooth.reserve(s.y.size());
+    for (double v : s.y) s.smooth.push_back(s.smoother.push(v));
+  }
+  followIfAsked();
+  requestReplot();
+}
+
+void CurvePlot::appendPoint(int series, double x, double y) {
+  Series& s = series_.at(series);
+  s.x.push_back(x);
+  s.y.push_back(y);
+  if (s.smoothable) s.smooth.push_back(s.smoother.push(y));
+  followIfAsked();
+  requestReplot();
+}
+
+void CurvePlot::setSmoothing(double weight) {
+  smoothing_ = weight;
+  for (Series& s : series_) {
+    if (!s.smoothable) continue;
+    s.smoother.setWeight(weight);
+    s.smooth.clear();
+    s.smooth.reserve(s.y.size());
+    for (double v : s.y) s.smooth.push_back(s.smoother.push(v));
+    restyle(s);
+  }
+  requestReplot();
+}
+
+void CurvePlot::restyle(Series& s) {
+  if (!s.smoothed) return;
+  const bool smoothing = smoothing_ > 0;
+  QColor faint = s.smoothed->pen().color();
+  if (smoothing) faint.setAlpha(60);
+  s.raw->setPen(QPen(faint, smoothing ? 1 : 1.5));
+  s.smoothed->setVisible(smoothing);
+  s.smoothed->removeFromLegend();
+  if (smoothing) s.smoothed->addToLegend();
+}
+
+void CurvePlot::fitToData() {
+  double x_lo = std::numeric_limits<double>::infinity(), x_hi = -x_lo;
+  double y_lo = x_lo, y_hi = -x_lo;
+  for (const Series& s : series_) {
+    if (s.x.empty()) continue;
+    x_lo = std::min(x_lo, s.x.front());
+    x_hi = std::max(x_hi, s.x.back());
+    for (double v : s.y)
+      if (std::isfinite(v)) y_lo = std::min(y_lo, v), y_hi = std::max(y_hi, v);
+  }
+  if (!std::isfinite(x_lo)) return;
+  if (x_hi <= x_lo) x_hi = x_lo + 1;
+  if (!std::isfinite(y_lo)) y_lo = 0, y_hi = 1;
+  const double pad = y_hi > y_lo ? 0.05 * (y_hi - y_lo) : 0.5;
+  xAxis->setRange(x_lo, x_hi);
+  yAxis->setRange(y_lo - pad, y_hi + pad);
+  requestReplot();
+}
+
+void CurvePlot::followIfAsked() {
+  if (follow_ && !userMovedAxis_) fitToData();
+}
+
+void CurvePlot::requestReplot() { replot(QCustomPlot::rpQueuedReplot); }
+
+void CurvePlot::decimateForReplot() {
+  const QCPRange range = xAxis->range();
+  // The axis rect is laid out during the replot, after this; before the
+  // first one it may not know its size yet. The widget's width bounds it.
+  const int columns = std::max({1, axisRect()->width(), width()});
+  for (Series& s : series_) {
+    const DecimatedCurve raw = decimate_per_pixel(s.x, s.y, range.lower, range.upper, columns);
+    s.raw->setData(QVector<double>(raw.x.begin(), raw.x.end()),
+                   QVector<double>(raw.y.begin(), raw.y.end()), true);
+    if (s.smoothed && s.smoothed->visible()) {
+      const DecimatedCurve sm =
+          decimate_per_pixel(s.x, s.smooth, range.lower, range.upper, columns);
+      s.smoothed->setData(QVector<double>(sm.x.begin(), sm.x.end()),
+                          QVector<double>(sm.y.begin(), sm.y.end()), true);
+    }
+  }
+}
+
+size_t CurvePlot::drawnPointCount() const {
+  size_t n = 0;
+  for (const Series& s : series_) {
+    n += static_cast<size_t>(s.raw->dataCount());
+    if (s.smoothed && s.smoothed->visible()) n += static_cast<size_t>(s.smoothed->dataCount());
+  }
+  return n;
+}
+
+}  // namespace tr::gui
