@@ -125,7 +125,9 @@ void CurvePlot::followIfAsked() {
   if (follow_ && !userMovedAxis_) fitToData();
 }
 
-void CurvePlot::requestReplot() { replot(QCustomPlot::rpQueuedReplot); }
+void CurvePlot::requestReplot() {
+  replot(QCustomPlot::rpQueuedReplot);
+}
 
 void CurvePlot::decimateForReplot() {
   const QCPRange range = xAxis->range();

@@ -6,9 +6,9 @@
 // live; redraws are queued, so a burst of points costs one replot.
 #pragma once
 
+#include <qcustomplot.h>
 #include <QColor>
 #include <QString>
-#include <qcustomplot.h>
 #include <vector>
 
 #include "plot/debiased_smoothing.h"

@@ -23,8 +23,10 @@ DecimatedCurve decimate_per_pixel(const std::vector<double>& x, const std::vecto
   const size_t n = std::min(x.size(), y.size());
   if (n == 0) return out;
   columns = std::max(1, columns);
-  const auto first = static_cast<size_t>(std::lower_bound(x.begin(), x.begin() + n, x_lo) - x.begin());
-  const auto last = static_cast<size_t>(std::upper_bound(x.begin(), x.begin() + n, x_hi) - x.begin());
+  const auto first =
+      static_cast<size_t>(std::lower_bound(x.begin(), x.begin() + n, x_lo) - x.begin());
+  const auto last =
+      static_cast<size_t>(std::upper_bound(x.begin(), x.begin() + n, x_hi) - x.begin());
   // Few enough points: nothing to gain.
   if (last - first <= static_cast<size_t>(4 * columns)) {
     const size_t from = first > 0 ? first - 1 : 0;
@@ -48,8 +50,7 @@ DecimatedCurve decimate_per_pixel(const std::vector<double>& x, const std::vecto
     double lo_v = std::numeric_limits<double>::infinity();
     double hi_v = -std::numeric_limits<double>::infinity();
     for (; i < last; ++i) {
-      if (std::min(columns - 1, static_cast<int>(std::floor((x[i] - x_lo) * per_column))) !=
-          column)
+      if (std::min(columns - 1, static_cast<int>(std::floor((x[i] - x_lo) * per_column))) != column)
         break;
       const double v = y[i];
       if (!std::isfinite(v)) {

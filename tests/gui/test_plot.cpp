@@ -43,7 +43,7 @@ class TestPlot : public QObject {
       x[i] = static_cast<double>(i);
       y[i] = std::sin(static_cast<double>(i) * 1e-4);
     }
-    y[123'457] = 50;   // one-point spikes must survive
+    y[123'457] = 50;  // one-point spikes must survive
     y[654'321] = -50;
     const DecimatedCurve d = decimate_per_pixel(x, y, 0, static_cast<double>(n - 1), 800);
     QVERIFY(d.x.size() <= 4 * 800 + 2);
