@@ -31,7 +31,9 @@ constexpr const char* kUsage =
     "  EMA of the weights (training.ema.decay) and validates on it.\n"
     "  Every run is recorded in the run store (see 'runs'): --store PATH names it,\n"
     "  --no-store skips recording.\n"
-    "  --rewrites off compiles without BN+ReLU fusion and in-place gradients.\n";
+    "  --rewrites off compiles without BN+ReLU fusion and in-place gradients.\n"
+    "  --sync-bn on|off: BatchNorm statistics over the global batch (SyncBatchNorm)\n"
+    "  or per rank (the project's training.sync_batch_norm otherwise).\n";
 
 std::string clock_text(double seconds) {
   const auto s = static_cast<long long>(seconds + 0.5);

@@ -7,7 +7,8 @@
 namespace tr::cli {
 
 const std::set<std::string>& override_options() {
-  static const std::set<std::string> names{"devices", "precision", "batch", "epochs", "seed"};
+  static const std::set<std::string> names{"devices", "precision", "batch",
+                                           "epochs",  "seed",      "sync-bn"};
   return names;
 }
 
@@ -30,6 +31,12 @@ void apply_overrides(const ParsedArgs& a, Project& project) {
     if (p != "fp32" && p != "amp")
       throw UsageError("option '--precision' takes fp32 or amp, got '" + p + "'");
     t.precision = p == "amp" ? Precision::AMP : Precision::FP32;
+  }
+  if (a.values.count("sync-bn")) {
+    const std::string& v = a.values.at("sync-bn");
+    if (v != "on" && v != "off")
+      throw UsageError("option '--sync-bn' takes on or off, got '" + v + "'");
+    t.sync_batch_norm = v == "on";
   }
   if (a.flags.count("eval-ema")) t.ema = true;
   if (a.values.count("batch")) t.global_batch = positive_integer("batch", a.values.at("batch"));

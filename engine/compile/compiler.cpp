@@ -528,11 +528,14 @@ class GraphEmitter {
         nodes.push_back(range(RangeOp::SCALE, {grads}, {grads}, {scalars}));
         nodes.push_back(compute(ComputeOp::LOSS_SCALE_UPDATE, {scalars}, {scalars}, -1));
       }
+      nodes.push_back(compute(ComputeOp::COUNT_UPDATE, {scalars}, {scalars}, -1));
       shared(GraphId::NAN_CHECK_AND_GRAD_SCALING, std::move(nodes));
     }
     if (has_bn()) {
       const RegionSpan next{Region::B_NEXT_MEAN, Region::B_NEXT_VAR};
-      if (world_ > 1) shared(GraphId::STATS_COMM, {range(RangeOp::ALLREDUCE_MEAN, {next}, {next})});
+      // SyncBatchNorm computes the same statistics on every rank already.
+      if (world_ > 1 && !p_.training.sync_batch_norm)
+        shared(GraphId::STATS_COMM, {range(RangeOp::ALLREDUCE_MEAN, {next}, {next})});
       shared(GraphId::UPDATE_STATS,
              {range(RangeOp::COPY, {next}, {{Region::B_PREV_MEAN, Region::B_PREV_VAR}})});
     }

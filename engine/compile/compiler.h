@@ -71,6 +71,10 @@ enum class ScalarSlot : int {
   CLEAN_STEPS,
   ADAM_CORR1,
   ADAM_CORR2,
+  // Optimizer updates applied, this step's included: a step AMP skips for an
+  // overflow does not count, so Adam's bias correction and the first-step
+  // momentum follow the updates that happened (as with torch's GradScaler).
+  UPDATES,
   COUNT
 };
 inline constexpr int kHostWrittenScalars = 3;

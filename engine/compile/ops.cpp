@@ -43,7 +43,8 @@ std::string_view compute_op_name(ComputeOp op) noexcept {
                 "SOFTMAX_CE_FWD_BWD",
                 "SOFTMAX_CE_FWD",
                 "LOSS_SCALE_UPDATE",
-                "ADAM_BIAS_CORRECTION"};
+                "ADAM_BIAS_CORRECTION",
+                "COUNT_UPDATE"};
   const auto i = static_cast<size_t>(op);
   return i < kNames.size() ? kNames[i] : "?";
 }

@@ -49,6 +49,7 @@ enum class ComputeOp : uint8_t {
   SOFTMAX_CE_FWD,      // evaluation: loss and top-1/top-5 only
   LOSS_SCALE_UPDATE,   // AMP: halve on overflow, grow after clean steps
   ADAM_BIAS_CORRECTION,
+  COUNT_UPDATE,  // UPDATES += 1 unless the step overflowed
   NUM_COMPUTE_OPS
 };
 

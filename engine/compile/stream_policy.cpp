@@ -48,6 +48,7 @@ StreamKind compute_stream(ComputeOp op) noexcept {
       return StreamKind::COMP_3;
     case ComputeOp::LOSS_SCALE_UPDATE:
     case ComputeOp::ADAM_BIAS_CORRECTION:
+    case ComputeOp::COUNT_UPDATE:
     case ComputeOp::NUM_COMPUTE_OPS:
       return StreamKind::UPDATE;
   }

@@ -106,6 +106,9 @@ struct TrainingSpec {
   uint64_t seed = 42;
   bool ema = false;
   double ema_decay = 0.999;
+  // SyncBatchNorm: batch statistics (and their gradients) over the global
+  // batch, summed across ranks inside each BN layer, instead of per rank.
+  bool sync_batch_norm = false;
 };
 
 enum class VariantKind { Train, LastBatch, Validation };

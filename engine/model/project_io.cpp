@@ -1072,9 +1072,9 @@ void Reader::read_dataset(const json& d, DatasetSpec& ds) {
 bool Reader::read_training(const json& t, TrainingSpec& ts) {
   const Scope s;
   bool ok = true;
-  check_keys(
-      t, s, "training",
-      {"optimizer", "schedule", "epochs", "global_batch", "devices", "precision", "seed", "ema"});
+  check_keys(t, s, "training",
+             {"optimizer", "schedule", "epochs", "global_batch", "devices", "precision", "seed",
+              "ema", "sync_batch_norm"});
   if (const json* o = member(t, "optimizer"); o && expect_object(*o, s, "training.optimizer")) {
     // Every optimizer accepts every optimizer key: the writer stores them all,
     // so switching the type in the designer keeps the other settings.
@@ -1147,6 +1147,7 @@ bool Reader::read_training(const json& t, TrainingSpec& ts) {
     read_bool(*e, s, "training.ema", "enabled", ts.ema);
     read_number(*e, s, "training.ema", "decay", kUnitOpen, ts.ema_decay);
   }
+  read_bool(t, s, "training", "sync_batch_norm", ts.sync_batch_norm);
   return ok;
 }
 
@@ -1583,6 +1584,8 @@ std::string project_to_json(const Project& project) {
     tr["precision"] = std::string(precision_name(t.precision));
     tr["seed"] = t.seed;
     tr["ema"] = {{"enabled", t.ema}, {"decay", t.ema_decay}};
+    // Written only when on, so projects that never use it stay as they were.
+    if (t.sync_batch_norm) tr["sync_batch_norm"] = true;
     root["training"] = std::move(tr);
 
     ojson variants = ojson::array();

@@ -66,7 +66,8 @@ json header_of(const Checkpoint& c) {
                    {"global_batch", c.global_batch},
                    {"optimizer", c.optimizer},
                    {"precision", c.precision}};
-  h["scalars"] = {{"loss_scale", c.loss_scale}, {"clean_steps", c.clean_steps}};
+  h["scalars"] = {
+      {"loss_scale", c.loss_scale}, {"clean_steps", c.clean_steps}, {"updates", c.updates}};
   h["rng"] = {{"generators", "counter-based (Philox4x32-10, mix64)"},
               {"seed", c.seed},
               {"epoch", c.position.epoch},
@@ -219,6 +220,9 @@ Checkpoint read_checkpoint(const std::string& path) {
   c.clean_steps = static_cast<float>(r.number(s, "clean_steps", "scalars."));
   if (!(c.loss_scale > 0.0f) || !std::isfinite(c.loss_scale) || !std::isfinite(c.clean_steps))
     fail(path, "damaged header: the loss scale is not a positive number");
+  c.updates = s.contains("updates") ? r.integer(s, "updates", "scalars.") : c.position.step;
+  if (c.updates < 0 || c.updates > c.position.step)
+    fail(path, "damaged header: scalars.updates is not between 0 and the step");
 
   const uint64_t data_bytes = r.unsigned_integer(h, "data_bytes");
   const uint64_t data_start =

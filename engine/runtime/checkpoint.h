@@ -42,6 +42,9 @@ struct Checkpoint {
   std::string precision;  // precision_name()
   float loss_scale = 1.0f;
   float clean_steps = 0.0f;  // AMP: steps since the loss scale last changed
+  // Optimizer updates applied (fewer than position.step when AMP skipped
+  // steps); files without it count every step.
+  int64_t updates = 0;
   std::vector<CheckpointTensor> tensors;
 };
 

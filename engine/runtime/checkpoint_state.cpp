@@ -83,6 +83,7 @@ Checkpoint take_checkpoint(const CompiledProject& cp, TrainingSession& session,
   const std::vector<float> scalars = session.read_scalars(rank);
   c.loss_scale = scalars[static_cast<size_t>(ScalarSlot::LOSS_SCALE)];
   c.clean_steps = scalars[static_cast<size_t>(ScalarSlot::CLEAN_STEPS)];
+  c.updates = static_cast<int64_t>(scalars[static_cast<size_t>(ScalarSlot::UPDATES)]);
   for (DTensorId id : persistent_tensors(cp)) {
     const DTensor& d = plan.get_dtensor(id);
     c.tensors.push_back(
@@ -132,6 +133,7 @@ TrainPosition restore_checkpoint(const CompiledProject& cp, TrainingSession& ses
   tensors.reserve(m.loads.size());
   for (const auto& [id, index] : m.loads) tensors.push_back({id, c.tensors[index].values});
   std::vector<float> scalars = session.read_scalars(0);
+  scalars[static_cast<size_t>(ScalarSlot::UPDATES)] = static_cast<float>(c.updates);
   // A loss scale only means something to the precision that set it.
   if (c.precision == precision_name(cp.project.training.precision)) {
     scalars[static_cast<size_t>(ScalarSlot::LOSS_SCALE)] = c.loss_scale;

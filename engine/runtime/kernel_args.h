@@ -49,6 +49,16 @@ struct StreamWorkspace {
   uint64_t bytes = 0;
 };
 
+// Sums floats across every rank, in place, from inside a kernel: the CPU
+// backend's SyncBatchNorm reduces its statistics this way between its two
+// passes (a CUDA backend splits the op around an NCCL all-reduce instead).
+// The backend binds it to the launches that need it.
+class RankSum {
+ public:
+  virtual ~RankSum() = default;
+  virtual void sum(float* data, uint64_t count) const = 0;
+};
+
 struct KernelArgs {
   const GraphNode* node = nullptr;
   const LayerNode* layer = nullptr;        // the model node, null for engine work
@@ -63,6 +73,8 @@ struct KernelArgs {
   // For forked backward ops: which part to run; -1 runs every part.
   int part = -1;
   const StreamWorkspace* workspace = nullptr;  // null when the kernel needs none
+  // Bound for the BN training ops when training.sync_batch_norm and world > 1.
+  const RankSum* rank_sum = nullptr;
 
   bool accumulate(size_t out_index) const {
     return node && (node->accumulate_mask >> out_index) & 1u;

@@ -19,6 +19,9 @@ namespace tr {
 
 namespace {
 
+// Consecutive AMP-skipped steps after which training stops with an error.
+constexpr int kMaxSkippedSteps = 32;
+
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
@@ -155,6 +158,17 @@ class RankLoop {
           throw std::runtime_error("the loss or a gradient became NaN or infinite at step " +
                                    std::to_string(step) + " (epoch " + std::to_string(epoch + 1) +
                                    "); lower the learning rate");
+        // AMP skips an overflowed step and halves the scale; from 65536 it
+        // reaches 1 in 16 steps, so a longer run of skips is a diverged
+        // model, not a scale still settling.
+        overflow_run_ = m.overflow ? overflow_run_ + 1 : 0;
+        if (overflow_run_ >= kMaxSkippedSteps)
+          throw std::runtime_error("the loss or a gradient was NaN or infinite in " +
+                                   std::to_string(overflow_run_) + " steps in a row up to step " +
+                                   std::to_string(step) + " (epoch " + std::to_string(epoch + 1) +
+                                   "), each skipped by mixed precision with the loss scale "
+                                   "now at " +
+                                   std::to_string(m.loss_scale) + "; lower the learning rate");
         const double dt = seconds_since(t_step);
         if (profile && step + 1 == options_.profile_end) profile_boundary(false);
         // Read before the release: the producer refills the buffer right away.
@@ -262,6 +276,7 @@ class RankLoop {
   TrainPosition last_saved_{-1, -1, -1};
   int train_variant_, last_variant_, val_variant_;
   std::unique_ptr<BatchPipeline> train_, val_;
+  int overflow_run_ = 0;  // AMP steps skipped in a row
 };
 
 }  // namespace

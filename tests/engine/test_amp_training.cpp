@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Mixed precision on the CPU backend, end to end: an AMP project learns; an
-// overflowing step is skipped (W and the momentum untouched) and halves the
-// loss scale; clean steps grow it; the W -> A cast is one RANGE launch in the
+// overflowing step is skipped (W, the momentum and the EMA untouched, the
+// update count held) and halves the loss scale; a long run of skipped steps
+// stops training with an error; clean steps grow it; the W -> A cast is one RANGE launch in the
 // compiled graph, in the captured graph and in what runs, and leaves A equal
 // to W rounded to FP16; the stream workspaces are sized at capture.
 #include <QtTest>
@@ -123,17 +124,21 @@ class TestAmpTraining : public QObject {
     TrainOptions o;
     o.max_steps = 3;
     o.validate = false;
-    std::vector<uint8_t> w0, m0, a0;
+    std::vector<uint8_t> w0, m0, a0, e0;
     float scale_before = 0;
     bool checked = false;
-    train_with(amp_project(), o, [&](int64_t step, Backend& b, const CompiledProject& cp) {
+    Project p = amp_project();
+    p.training.ema = true;
+    train_with(p, o, [&](int64_t step, Backend& b, const CompiledProject& cp) {
       float& scale = scalar(b, cp, ScalarSlot::LOSS_SCALE);
       float& inv = scalar(b, cp, ScalarSlot::INV_LOSS_SCALE);
       if (step == 0) {
+        QCOMPARE(scalar(b, cp, ScalarSlot::UPDATES), 1.0f);
         // The next step's scaled gradient is far beyond FP16's 65504.
         w0 = bytes_of(b, series(cp, ParamSeries::W));
         m0 = bytes_of(b, series(cp, ParamSeries::M));
         a0 = bytes_of(b, series(cp, ParamSeries::A));
+        e0 = bytes_of(b, series(cp, ParamSeries::E));
         scale = std::ldexp(1.0f, 100);
         inv = std::ldexp(1.0f, -100);
         scale_before = scale;
@@ -146,6 +151,8 @@ class TestAmpTraining : public QObject {
         QVERIFY2(bytes_of(b, series(cp, ParamSeries::M)) == m0,
                  "momentum changed on a skipped step");
         QVERIFY2(bytes_of(b, series(cp, ParamSeries::A)) == a0, "A changed on a skipped step");
+        QVERIFY2(bytes_of(b, series(cp, ParamSeries::E)) == e0, "EMA changed on a skipped step");
+        QCOMPARE(scalar(b, cp, ScalarSlot::UPDATES), 1.0f);  // Adam's t does not count it
         // A scale that fits: the next step is clean and updates.
         scale = 1024.0f;
         inv = 1.0f / 1024.0f;
@@ -153,12 +160,36 @@ class TestAmpTraining : public QObject {
         QCOMPARE(scalar(b, cp, ScalarSlot::OVERFLOW), 0.0f);
         QCOMPARE(scale, 1024.0f);
         QCOMPARE(scalar(b, cp, ScalarSlot::CLEAN_STEPS), 1.0f);
+        QCOMPARE(scalar(b, cp, ScalarSlot::UPDATES), 2.0f);
         QVERIFY2(bytes_of(b, series(cp, ParamSeries::W)) != w0, "a clean step did not update W");
         QVERIFY(a_is_w_in_fp16(b, cp));
         checked = true;
       }
     });
     QVERIFY(checked);
+  }
+
+  void endlessOverflowStopsTraining() {
+    TrainOptions o;
+    o.max_steps = 100;
+    o.validate = false;
+    int64_t last_step = -1;
+    QString error;
+    try {
+      train_with(amp_project(), o, [&](int64_t step, Backend& b, const CompiledProject& cp) {
+        // Every step overflows, whatever the halving does.
+        scalar(b, cp, ScalarSlot::LOSS_SCALE) = std::ldexp(1.0f, 100);
+        scalar(b, cp, ScalarSlot::INV_LOSS_SCALE) = std::ldexp(1.0f, -100);
+        last_step = step;
+      });
+    } catch (const std::runtime_error& e) {
+      error = e.what();
+    }
+    QVERIFY2(error.contains("32 steps in a row"), qPrintable(error));
+    QVERIFY2(error.contains("lower the learning rate"), qPrintable(error));
+    // Steps 1 to 32 overflow (the huge scale is set after step 0); the 32nd
+    // skipped one stops training before it is reported.
+    QCOMPARE(last_step, int64_t{31});
   }
 
   void cleanStepsGrowTheScale() {

@@ -635,7 +635,8 @@ class TestCpuAmpKernels : public QObject {
       const ComputeOp op = static_cast<ComputeOp>(i);
       // Not tensor kernels: the backend's copy, labels, and scalar updates.
       if (op == ComputeOp::H2D_INPUT || op == ComputeOp::COPY_LABELS ||
-          op == ComputeOp::LOSS_SCALE_UPDATE || op == ComputeOp::ADAM_BIAS_CORRECTION)
+          op == ComputeOp::LOSS_SCALE_UPDATE || op == ComputeOp::ADAM_BIAS_CORRECTION ||
+          op == ComputeOp::COUNT_UPDATE)
         continue;
       QVERIFY2(covered(cpu::compute_kernel(op)), compute_op_name(op).data());
     }

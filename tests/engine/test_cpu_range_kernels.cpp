@@ -449,7 +449,7 @@ class TestCpuRangeKernels : public QObject {
                                    {make_span(fx.plan, ar.base(), all_of(ParamSeries::W)),
                                     make_span(fx.plan, ar.base(), all_of(ParamSeries::M))});
       for (int step = 0; step < 3; ++step) {
-        slot(ar.scalars, ScalarSlot::STEP) = static_cast<float>(step);
+        slot(ar.scalars, ScalarSlot::UPDATES) = static_cast<float>(step + 1);
         cpu::sgd_update(a);
         const double want = (nest ? nesterov : plain)[step];
         for (const Param* p : fx.params()) {
@@ -476,7 +476,7 @@ class TestCpuRangeKernels : public QObject {
     ar.fill(fx.fc_w[ParamSeries::W], 2.0f);
     ar.fill(fx.fc_w[ParamSeries::G], 1.0f);
     slot(ar.scalars, ScalarSlot::LR) = 0.1f;
-    slot(ar.scalars, ScalarSlot::STEP) = 5.0f;
+    slot(ar.scalars, ScalarSlot::UPDATES) = 6.0f;
     const KernelArgs a = ar.args({make_span(fx.plan, ar.base(), all_of(ParamSeries::W)),
                                   make_span(fx.plan, ar.base(), all_of(ParamSeries::G))},
                                  {make_span(fx.plan, ar.base(), all_of(ParamSeries::W))});
@@ -510,7 +510,7 @@ class TestCpuRangeKernels : public QObject {
     const double want_v[] = {0.00036, 0.000382441};
     for (int step = 0; step < 2; ++step) {
       for (const Param* p : fx.params()) ar.fill((*p)[ParamSeries::G], grads[step]);
-      slot(ar.scalars, ScalarSlot::STEP) = static_cast<float>(step);
+      slot(ar.scalars, ScalarSlot::UPDATES) = static_cast<float>(step + 1);
       cpu::adam_bias_correction(ar.args({}, {}));
       QVERIFY(std::fabs(slot(ar.scalars, ScalarSlot::ADAM_CORR1) - (1 - std::pow(0.9, step + 1))) <
               1e-7);
@@ -562,7 +562,7 @@ class TestCpuRangeKernels : public QObject {
     QVERIFY(std::fabs(ar.f32(fx.fc_b[ParamSeries::W])[2] - (1.0 - 0.1 * 1.01)) < 1e-6);
 
     // Second step: momentum with the new ratio.
-    slot(ar.scalars, ScalarSlot::STEP) = 1.0f;
+    slot(ar.scalars, ScalarSlot::UPDATES) = 2.0f;
     cpu::lars_norms(ar.args({sp(ParamSeries::W), sp(ParamSeries::G)}, {n}));
     cpu::lars_update(u);
     const double w1 = 1.9998;
@@ -625,6 +625,21 @@ class TestCpuRangeKernels : public QObject {
     QCOMPARE(slot(s, ScalarSlot::LOSS_SCALE), 2048.0f);
     QCOMPARE(slot(s, ScalarSlot::INV_LOSS_SCALE), 1.0f / 2048.0f);
     QCOMPARE(slot(s, ScalarSlot::CLEAN_STEPS), 0.0f);
+  }
+
+  void skippedStepsDoNotCountAsUpdates() {
+    std::vector<float> s(static_cast<size_t>(ScalarSlot::COUNT), 0.0f);
+    KernelArgs a;
+    a.scalars = s.data();
+    a.training = nullptr;
+    cpu::count_update(a);
+    QCOMPARE(slot(s, ScalarSlot::UPDATES), 1.0f);
+    slot(s, ScalarSlot::OVERFLOW) = 1.0f;
+    cpu::count_update(a);
+    QCOMPARE(slot(s, ScalarSlot::UPDATES), 1.0f);
+    slot(s, ScalarSlot::OVERFLOW) = 0.0f;
+    cpu::count_update(a);
+    QCOMPARE(slot(s, ScalarSlot::UPDATES), 2.0f);
   }
 
   // ---- the compiler's own update graphs ------------------------------------

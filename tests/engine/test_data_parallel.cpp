@@ -2,11 +2,10 @@
 // Data-parallel training on CPU ranks: with the same global batch a BN-free
 // model ends with the same weights on 1, 2 and 4 ranks and every rank holds
 // identical weights; with BN every rank's running statistics are identical
-// after every step; Adam, LARS and EMA train on 1 and 2 ranks; validation on
-// the EMA weights; one failing rank stops every rank with its error instead
-// of a deadlock; a stop request stops all ranks before the same step; the
-// profile holds every rank's five lanes and DEEP_COMM's overlap with the
-// first-layer backward.
+// after every step, and SyncBatchNorm trains like one rank; Adam, LARS and EMA train on 1 and 2
+// ranks; validation on the EMA weights; one failing rank stops every rank with its error instead of
+// a deadlock; a stop request stops all ranks before the same step; the profile holds every rank's
+// five lanes and DEEP_COMM's overlap with the first-layer backward.
 #include <QtTest>
 
 #include <atomic>
@@ -133,6 +132,32 @@ class TestDataParallel : public QObject {
       const std::vector<float>& last = r.stats.rbegin()->second[0];
       QVERIFY(
           std::any_of(last.begin(), last.end(), [](float v) { return v != 0.0f && v != 1.0f; }));
+    }
+  }
+
+  void syncBatchNormTrainsLikeOneRank() {
+    const rank_runs::Run one = run(synthetic(1, true));
+    const std::vector<float>& reference = one.weights.rbegin()->second[0];
+    for (int world : {2, 4}) {
+      Project p = synthetic(world, true);
+      const rank_runs::Run per_rank = run(p);
+      p.training.sync_batch_norm = true;
+      const CompiledProject cp = compile_project(p);
+      for (const ComputationGraph& g : cp.graphs) QVERIFY(g.id != GraphId::STATS_COMM);
+      const rank_runs::Run synced = run(p);
+      expect_identical_ranks(synced, true);
+      QCOMPARE(synced.report.steps, one.report.steps);
+      // The global batch's statistics: one rank's training up to float
+      // rounding, where per-rank statistics train a different model.
+      const double d_sync = relative_difference(synced.weights.rbegin()->second[0], reference);
+      const double d_rank = relative_difference(per_rank.weights.rbegin()->second[0], reference);
+      QVERIFY2(d_sync < 1e-4, qPrintable(QString("%1 ranks: %2").arg(world).arg(d_sync)));
+      QVERIFY2(d_rank > 10 * d_sync,
+               qPrintable(
+                   QString("%1 ranks: per-rank %2, synced %3").arg(world).arg(d_rank).arg(d_sync)));
+      QCOMPARE(synced.stats.rbegin()->second[0].size(), one.stats.rbegin()->second[0].size());
+      QVERIFY(relative_difference(synced.stats.rbegin()->second[0], one.stats.rbegin()->second[0]) <
+              1e-4);
     }
   }
 

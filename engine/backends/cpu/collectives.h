@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/kernel_args.h"
 #include "runtime/rank_barrier.h"
 
 namespace tr::cpu {
@@ -50,6 +51,19 @@ class Collectives {
   int world_;
   std::vector<const std::vector<CollectiveCall>*> posted_;
   RankBarrier barrier_;
+};
+
+// One rank's in-kernel sum over the collectives (SyncBatchNorm).
+class CollectiveRankSum final : public RankSum {
+ public:
+  CollectiveRankSum(Collectives& collectives, int rank) : collectives_(collectives), rank_(rank) {}
+  void sum(float* data, uint64_t count) const override {
+    collectives_.all_reduce(rank_, data, count, false);
+  }
+
+ private:
+  Collectives& collectives_;
+  int rank_;
 };
 
 }  // namespace tr::cpu

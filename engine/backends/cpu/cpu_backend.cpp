@@ -72,6 +72,7 @@ struct Rank {
   // largest need of each stream in the capture under way.
   StreamWorkspaces workspaces;
   std::deque<KernelArgs> bound_args;
+  std::unique_ptr<CollectiveRankSum> rank_sum;  // SyncBatchNorm's in-kernel sums
   std::array<uint64_t, kNumStreams> capture_need{};
 };
 
@@ -90,8 +91,10 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(const CpuBackendOptions& o)
       : options_(o), collectives_(o.world), ranks_(static_cast<size_t>(o.world)) {
     if (o.world < 1) throw std::invalid_argument("CPU backend: world size must be at least 1");
-    for (Rank& r : ranks_)
-      for (auto& s : r.streams) s = std::make_unique<StreamWorker>();
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+      for (auto& s : ranks_[i].streams) s = std::make_unique<StreamWorker>();
+      ranks_[i].rank_sum = std::make_unique<CollectiveRankSum>(collectives_, static_cast<int>(i));
+    }
     origin_ = std::chrono::steady_clock::now();
   }
 
@@ -194,10 +197,10 @@ class CpuBackend final : public Backend {
     CaptureState& cs = r.capture[si(stream)];
     launch.tag.stream = stream;
     if (cs.active) {
-      if (const uint64_t need = StreamWorkspaces::need(launch)) {
-        r.workspaces.bind(stream, launch, r.bound_args.emplace_back(*launch.args));
-        r.capture_need[si(stream)] = std::max(r.capture_need[si(stream)], need);
-      }
+      const uint64_t need = StreamWorkspaces::need(launch);
+      if (need || needs_rank_sum(launch))
+        bind(r, stream, launch, r.bound_args.emplace_back(*launch.args));
+      r.capture_need[si(stream)] = std::max(r.capture_need[si(stream)], need);
       const int n = add_node(r, stream, std::move(launch), cs.frontier, false);
       cs.frontier = {n};
       return;
@@ -206,8 +209,8 @@ class CpuBackend final : public Backend {
       throw std::logic_error("CPU backend: collective outside the capture while capturing");
     auto task = std::make_shared<DirectLaunch>();
     task->launch = std::move(launch);
-    if (StreamWorkspaces::need(task->launch))
-      r.workspaces.bind(stream, task->launch, task->args.emplace(*task->launch.args));
+    if (StreamWorkspaces::need(task->launch) || needs_rank_sum(task->launch))
+      bind(r, stream, task->launch, task->args.emplace(*task->launch.args));
     r.streams[si(stream)]->enqueue([this, rank, task] { execute(rank, task->launch); });
   }
 
@@ -401,6 +404,32 @@ class CpuBackend final : public Backend {
         e->nodes.clear();
       }
     r.capture_id = -1;
+  }
+
+  // SyncBatchNorm's training kernels sum their statistics across ranks.
+  bool needs_rank_sum(const Launch& l) const {
+    if (l.kind != LaunchKind::KERNEL || options_.world < 2 || !l.args || !l.args->training ||
+        !l.args->training->sync_batch_norm)
+      return false;
+    const GraphNode& n = *l.args->node;
+    if (n.kind != NodeKind::COMPUTE) return false;
+    switch (n.op) {
+      case ComputeOp::BN_FWD_TRAIN:
+      case ComputeOp::BN_RELU_FWD_TRAIN:
+      case ComputeOp::BN_BWD:
+      case ComputeOp::BN_RELU_BWD:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // Points `launch` at `copy` of its args with this rank's workspace and
+  // in-kernel sum bound.
+  void bind(Rank& r, StreamKind stream, Launch& launch, KernelArgs& copy) {
+    if (StreamWorkspaces::need(launch)) r.workspaces.bind(stream, launch, copy);
+    if (needs_rank_sum(launch)) copy.rank_sum = r.rank_sum.get();
+    launch.args = &copy;
   }
 
   void execute(int rank, const Launch& l) {

@@ -92,6 +92,8 @@ Kernel compute_kernel(ComputeOp op) noexcept {
       return loss_scale_update;
     case ComputeOp::ADAM_BIAS_CORRECTION:
       return adam_bias_correction;
+    case ComputeOp::COUNT_UPDATE:
+      return count_update;
     case ComputeOp::NUM_COMPUTE_OPS:
       break;
   }

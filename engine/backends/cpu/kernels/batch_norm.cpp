@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "backends/cpu/kernels/fast_math.h"
 #include "backends/cpu/kernels/half_staging.h"
@@ -160,6 +161,55 @@ void dx_row(const float* __restrict x, const float* __restrict dy, const float* 
 
 namespace {
 
+// Per-channel mean and m2 (sum of squared deviations) of a rank's M rows of
+// x, each channel block's parts folded with Chan et al.'s pairwise update in
+// part order.
+void channel_moments(const float* x, int64_t C, int64_t M, double* mean, double* m2) {
+  const int parts = reduction_parts(M, M * C);
+  for (int64_t c0 = 0; c0 < C; c0 += kChannelBlock) {
+    const int64_t cb = std::min(kChannelBlock, C - c0);
+    double part_mean[kMaxParts][kChannelBlock], part_m2[kMaxParts][kChannelBlock];
+    for_each_part(M, parts, [&](int p, int64_t lo, int64_t hi) {
+      part_moments(x + c0, C, cb, lo, hi, part_mean[p], part_m2[p]);
+    });
+    double* mean_d = mean + c0;
+    double* m2_d = m2 + c0;
+    double n_a = static_cast<double>(part_begin(M, parts, 1));
+    std::copy(part_mean[0], part_mean[0] + cb, mean_d);
+    std::copy(part_m2[0], part_m2[0] + cb, m2_d);
+    for (int p = 1; p < parts; ++p) {
+      const double n_b = static_cast<double>(part_begin(M, parts, p + 1) - part_begin(M, parts, p));
+      const double n = n_a + n_b;
+      for (int64_t c = 0; c < cb; ++c) {
+        const double delta = part_mean[p][c] - mean_d[c];
+        mean_d[c] += delta * (n_b / n);
+        m2_d[c] += part_m2[p][c] + delta * delta * (n_a * n_b / n);
+      }
+      n_a = n;
+    }
+  }
+}
+
+// SyncBatchNorm: turns a rank's moments into the global batch's, in two sums
+// across ranks (the mean first, then the deviations about it, which keeps the
+// variance free of cancellation). Returns the global row count.
+double global_moments(const RankSum& rank_sum, int64_t C, int64_t M, double* mean, double* m2) {
+  std::vector<float> buf(static_cast<size_t>(C) + 1);
+  for (int64_t c = 0; c < C; ++c) buf[static_cast<size_t>(c)] = static_cast<float>(mean[c] * M);
+  buf[static_cast<size_t>(C)] = static_cast<float>(M);  // ranks' batches may differ (last batch)
+  rank_sum.sum(buf.data(), buf.size());
+  const double n = buf[static_cast<size_t>(C)];
+  for (int64_t c = 0; c < C; ++c) {
+    const double global = buf[static_cast<size_t>(c)] / n;
+    const double d = mean[c] - global;
+    buf[static_cast<size_t>(c)] = static_cast<float>(m2[c] + static_cast<double>(M) * d * d);
+    mean[c] = global;
+  }
+  rank_sum.sum(buf.data(), static_cast<size_t>(C));
+  for (int64_t c = 0; c < C; ++c) m2[c] = buf[static_cast<size_t>(c)];
+  return n;
+}
+
 template <bool kRelu>
 void bn_train(const KernelArgs& a) {
   const float* x = a.in[0].f32();
@@ -177,39 +227,27 @@ void bn_train(const KernelArgs& a) {
   const LayerParams& pr = layer_params(a);
   const double eps = pr.eps;
   const double momentum = pr.momentum;
-  const int parts = reduction_parts(M, M * C);
+
+  // Every channel's statistics first, so SyncBatchNorm can sum them across
+  // ranks in one go before anything is normalised.
+  std::vector<double> mean_d(static_cast<size_t>(C)), m2(static_cast<size_t>(C));
+  channel_moments(x, C, M, mean_d.data(), m2.data());
+  const double count =
+      a.rank_sum ? global_moments(*a.rank_sum, C, M, mean_d.data(), m2.data()) : double(M);
 
   for (int64_t c0 = 0; c0 < C; c0 += kChannelBlock) {
     const int64_t cb = std::min(kChannelBlock, C - c0);
-    double part_mean[kMaxParts][kChannelBlock], part_m2[kMaxParts][kChannelBlock];
-    for_each_part(M, parts, [&](int p, int64_t lo, int64_t hi) {
-      part_moments(x + c0, C, cb, lo, hi, part_mean[p], part_m2[p]);
-    });
-    // Chan et al.'s pairwise update folds the parts together, in part order.
-    double mean_d[kChannelBlock], m2[kChannelBlock];
-    double n_a = static_cast<double>(part_begin(M, parts, 1));
-    std::copy(part_mean[0], part_mean[0] + cb, mean_d);
-    std::copy(part_m2[0], part_m2[0] + cb, m2);
-    for (int p = 1; p < parts; ++p) {
-      const double n_b = static_cast<double>(part_begin(M, parts, p + 1) - part_begin(M, parts, p));
-      const double n = n_a + n_b;
-      for (int64_t c = 0; c < cb; ++c) {
-        const double delta = part_mean[p][c] - mean_d[c];
-        mean_d[c] += delta * (n_b / n);
-        m2[c] += part_m2[p][c] + delta * delta * (n_a * n_b / n);
-      }
-      n_a = n;
-    }
     float mean[kChannelBlock];
     float scale[kChannelBlock], shift[kChannelBlock];  // y = (x - mean) * scale + shift
     for (int64_t c = 0; c < cb; ++c) {
       const int64_t ch = c0 + c;
-      mean[c] = static_cast<float>(mean_d[c]);
-      const double var = m2[c] / static_cast<double>(M);
+      mean[c] = static_cast<float>(mean_d[static_cast<size_t>(ch)]);
+      const double m2c = m2[static_cast<size_t>(ch)];
+      const double var = m2c / count;
       // As in PyTorch: the biased variance normalises, the unbiased one feeds
       // the running estimate. PyTorch refuses a single value per channel;
       // here the biased variance stands in rather than dividing by zero.
-      const double unbiased = M > 1 ? m2[c] / static_cast<double>(M - 1) : var;
+      const double unbiased = count > 1 ? m2c / (count - 1) : var;
       const double inv_std = 1.0 / std::sqrt(var + eps);
       saved[ch] = mean[c];
       saved[C + ch] = static_cast<float>(inv_std);
@@ -250,64 +288,92 @@ void bn_backward(const KernelArgs& a) {
   const Shape& s = a.in[0].shape();
   const int64_t C = s.c;
   const int64_t M = s.n * s.h * s.w;
-  const double inv_m = 1.0 / static_cast<double>(M);
   const bool want_dx = has_out(a, 2);
   const bool acc_dx = a.accumulate(2);
   const int parts = reduction_parts(M, M * C);
+  const float* inv_std_all = saved + C;
 
+  // The fused ReLU's mask: the forward's scale and shift, recomputed.
+  std::vector<float> scale(static_cast<size_t>(C)), shift(static_cast<size_t>(C));
+  if (kRelu)
+    for (int64_t c = 0; c < C; ++c) {
+      scale[static_cast<size_t>(c)] =
+          static_cast<float>(static_cast<double>(gamma[c]) * inv_std_all[c]);
+      shift[static_cast<size_t>(c)] = beta[c];
+    }
+  // Every channel's sums first (SyncBatchNorm sums them across ranks before dx).
+  std::vector<double> sdy(static_cast<size_t>(C)), sdyx(static_cast<size_t>(C));
+  for (int64_t c0 = 0; c0 < C; c0 += kChannelBlock) {
+    const int64_t cb = std::min(kChannelBlock, C - c0);
+    double part_sdy[kMaxParts][kChannelBlock], part_sdyx[kMaxParts][kChannelBlock];
+    for_each_part(M, parts, [&](int p, int64_t lo, int64_t hi) {
+      part_dy_sums<kRelu>(x + c0, dy + c0, saved + c0, scale.data() + c0, shift.data() + c0, C, cb,
+                          lo, hi, part_sdy[p], part_sdyx[p]);
+    });
+    for (int p = 0; p < parts; ++p)
+      for (int64_t c = 0; c < cb; ++c) {
+        sdy[static_cast<size_t>(c0 + c)] += part_sdy[p][c];
+        sdyx[static_cast<size_t>(c0 + c)] += part_sdyx[p][c];
+      }
+  }
+  // The parameter gradients are this rank's sums: the gradient all-reduce
+  // averages them over the ranks like every other weight's.
+  for (int64_t ch = 0; ch < C; ++ch) {
+    const double dgamma = sdyx[static_cast<size_t>(ch)] * inv_std_all[ch];
+    const double dbeta = sdy[static_cast<size_t>(ch)];
+    if (has_out(a, 0)) {
+      float* g = a.out[0].f32() + ch;
+      *g = static_cast<float>(a.accumulate(0) ? *g + dgamma : dgamma);
+    }
+    if (has_out(a, 1)) {
+      float* g = a.out[1].f32() + ch;
+      *g = static_cast<float>(a.accumulate(1) ? *g + dbeta : dbeta);
+    }
+  }
+  if (!want_dx) return;
+  double count = static_cast<double>(M);
+  if (a.rank_sum) {
+    // dx depends on the whole global batch through its mean and variance.
+    std::vector<float> buf(2 * static_cast<size_t>(C) + 1);
+    for (size_t c = 0; c < static_cast<size_t>(C); ++c) {
+      buf[c] = static_cast<float>(sdy[c]);
+      buf[static_cast<size_t>(C) + c] = static_cast<float>(sdyx[c]);
+    }
+    buf.back() = static_cast<float>(M);
+    a.rank_sum->sum(buf.data(), buf.size());
+    for (size_t c = 0; c < static_cast<size_t>(C); ++c) {
+      sdy[c] = buf[c];
+      sdyx[c] = buf[static_cast<size_t>(C) + c];
+    }
+    count = buf.back();
+  }
+  const double inv_m = 1.0 / count;
+  float* dx = a.out[2].f32();
   for (int64_t c0 = 0; c0 < C; c0 += kChannelBlock) {
     const int64_t cb = std::min(kChannelBlock, C - c0);
     const float* mean = saved + c0;
-    const float* inv_std = saved + C + c0;
-    // The fused ReLU's mask: the forward's scale and shift, recomputed.
-    float scale[kChannelBlock] = {}, shift[kChannelBlock] = {};
-    if (kRelu)
-      for (int64_t c = 0; c < cb; ++c) {
-        scale[c] = static_cast<float>(static_cast<double>(gamma[c0 + c]) * inv_std[c]);
-        shift[c] = beta[c0 + c];
-      }
-    double part_sdy[kMaxParts][kChannelBlock], part_sdyx[kMaxParts][kChannelBlock];
-    for_each_part(M, parts, [&](int p, int64_t lo, int64_t hi) {
-      part_dy_sums<kRelu>(x + c0, dy + c0, mean, scale, shift, C, cb, lo, hi, part_sdy[p],
-                          part_sdyx[p]);
-    });
-    double sdy[kChannelBlock] = {}, sdyx[kChannelBlock] = {};
-    for (int p = 0; p < parts; ++p)
-      for (int64_t c = 0; c < cb; ++c) {
-        sdy[c] += part_sdy[p][c];
-        sdyx[c] += part_sdyx[p][c];
-      }
+    const float* inv_std = inv_std_all + c0;
     // dx = gamma*inv_std * (dy - mean(dy) - xhat * mean(dy*xhat)), folded
     // into dx = k_dy*dy + k_x*(x - mean) + k_0 per channel; x - mean stays
     // explicit so a large mean does not cancel in float.
     float k_dy[kChannelBlock], k_x[kChannelBlock], k_0[kChannelBlock];
     for (int64_t c = 0; c < cb; ++c) {
-      const int64_t ch = c0 + c;
-      const double dbeta = sdy[c];
-      const double dgamma = sdyx[c] * inv_std[c];
-      if (has_out(a, 0)) {
-        float* g = a.out[0].f32() + ch;
-        *g = static_cast<float>(a.accumulate(0) ? *g + dgamma : dgamma);
-      }
-      if (has_out(a, 1)) {
-        float* g = a.out[1].f32() + ch;
-        *g = static_cast<float>(a.accumulate(1) ? *g + dbeta : dbeta);
-      }
+      const size_t ch = static_cast<size_t>(c0 + c);
+      const double dgamma = sdyx[ch] * inv_std[c];
       const double k = static_cast<double>(gamma[ch]) * inv_std[c];
-      const double kx = -k * inv_std[c] * dgamma * inv_m;
       k_dy[c] = static_cast<float>(k);
-      k_x[c] = static_cast<float>(kx);
-      k_0[c] = static_cast<float>(-k * dbeta * inv_m);
+      k_x[c] = static_cast<float>(-k * inv_std[c] * dgamma * inv_m);
+      k_0[c] = static_cast<float>(-k * sdy[ch] * inv_m);
     }
-    if (!want_dx) continue;
-    float* dx = a.out[2].f32();
+    const float* sc = scale.data() + c0;
+    const float* sh = shift.data() + c0;
     parallel_ranges(M, M * cb, [&](int64_t lo, int64_t hi) {
       for (int64_t m = lo; m < hi; ++m) {
         const int64_t at = m * C + c0;
         if (acc_dx)
-          dx_row<true, kRelu>(x + at, dy + at, mean, scale, shift, k_dy, k_x, k_0, dx + at, cb);
+          dx_row<true, kRelu>(x + at, dy + at, mean, sc, sh, k_dy, k_x, k_0, dx + at, cb);
         else
-          dx_row<false, kRelu>(x + at, dy + at, mean, scale, shift, k_dy, k_x, k_0, dx + at, cb);
+          dx_row<false, kRelu>(x + at, dy + at, mean, sc, sh, k_dy, k_x, k_0, dx + at, cb);
       }
     });
   }

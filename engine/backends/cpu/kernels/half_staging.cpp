@@ -201,6 +201,7 @@ bool run_fp16_staged(const KernelArgs& a, Fp32Kernel kernel) {
   f.world = a.world;
   f.part = a.part;
   f.workspace = nullptr;  // nothing FP16 is left to stage
+  f.rank_sum = a.rank_sum;
   f.in.clear();
   f.out.clear();
   // A tensor this part does not touch keeps its own (unread) memory behind

@@ -31,7 +31,7 @@ bool overflowed(const KernelArgs& a) {
 }
 
 bool first_step(const KernelArgs& a) {
-  return a.scalar(ScalarSlot::STEP) == 0.0f;
+  return a.scalar(ScalarSlot::UPDATES) <= 1.0f;
 }
 
 uint64_t span_floats(const KernelArgs& a) {
@@ -228,11 +228,16 @@ void loss_scale_update(const KernelArgs& a) {
 
 void adam_bias_correction(const KernelArgs& a) {
   const OptimizerSpec& o = optimizer_of(a);
-  const double t = static_cast<double>(a.scalar(ScalarSlot::STEP)) + 1.0;
+  // An overflowed step has not counted (and its update is skipped anyway).
+  const double t = std::max(1.0, static_cast<double>(a.scalar(ScalarSlot::UPDATES)));
   a.scalars[static_cast<int>(ScalarSlot::ADAM_CORR1)] =
       static_cast<float>(1.0 - std::pow(o.beta1, t));
   a.scalars[static_cast<int>(ScalarSlot::ADAM_CORR2)] =
       static_cast<float>(1.0 - std::pow(o.beta2, t));
+}
+
+void count_update(const KernelArgs& a) {
+  if (!overflowed(a)) a.scalars[static_cast<int>(ScalarSlot::UPDATES)] += 1.0f;
 }
 
 }  // namespace tr::cpu

@@ -17,8 +17,10 @@ void lars_update(const KernelArgs& a);
 // scalars: halve LOSS_SCALE on overflow (not below 1), double it after 2000
 // clean steps; INV_LOSS_SCALE follows
 void loss_scale_update(const KernelArgs& a);
-// scalars: ADAM_CORR1 = 1 - beta1^(STEP+1), ADAM_CORR2 = 1 - beta2^(STEP+1)
+// scalars: ADAM_CORR1 = 1 - beta1^UPDATES, ADAM_CORR2 = 1 - beta2^UPDATES
 void adam_bias_correction(const KernelArgs& a);
+// scalars: UPDATES += 1 unless OVERFLOW is set
+void count_update(const KernelArgs& a);
 
 // Clean steps after which the AMP loss scale doubles (torch GradScaler's growth_interval).
 inline constexpr int kLossScaleGrowthInterval = 2000;
