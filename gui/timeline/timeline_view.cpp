@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The timeline view: toolbar, legend, lanes and overlap statistics.
+#include "timeline/timeline_view.h"
+
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMessageBox>
+#include <QPainter>
+#include <QPixmap>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSaveFile>
+#include <QScrollArea>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QVBoxLayout>
+#include <set>
+
+#include "runtime/profile_export.h"
+#include "timeline/bar_kind.h"
+#include "timeline/time_ticks.h"
+#include "timeline/timeline_canvas.h"
+#include "timeline/trace_import.h"
+
+namespace tr::gui {
+
+namespace {
+
+QWidget* legend(QWidget* parent) {
+  auto* w = new QWidget(parent);
+  auto* row = new QHBoxLayout(w);
+  row->setContentsMargins(0, 0, 0, 0);
+  const int side = w->fontMetrics().height() - 4;
+  for (int k = 0; k < kNumBarKinds; ++k) {
+    QPixmap swatch(side, side);
+    swatch.fill(bar_kind_color(static_cast<BarKind>(k)));
+    auto* icon = new QLabel(w);
+    icon->setPixmap(swatch);
+    row->addWidget(icon);
+    row->addWidget(new QLabel(bar_kind_name(static_cast<BarKind>(k)), w));
+    row->addSpacing(8);
+  }
+  row->addStretch(1);
+  return w;
+}
+
+}  // namespace
+
+TimelineView::TimelineView(QWidget* parent)
+    : QWidget(parent),
+      pages_(new QStackedWidget(this)),
+      empty_(new QLabel(this)),
+      summary_(new QLabel(this)),
+      range_(new QLabel(this)),
+      fit_(new QPushButton(tr("Fit"), this)),
+      export_(new QPushButton(tr("Export Chrome trace…"), this)),
+      open_(new QPushButton(tr("Open Chrome trace…"), this)),
+      canvas_(new TimelineCanvas(this)),
+      overlaps_(new QPlainTextEdit(this)) {
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  outer->addWidget(pages_);
+
+  auto* emptyPage = new QWidget(pages_);
+  auto* emptyLayout = new QVBoxLayout(emptyPage);
+  empty_->setAlignment(Qt::AlignCenter);
+  empty_->setWordWrap(true);
+  empty_->setText(
+      tr("No profile yet.\n\nProfile a few steps from the Training view or with "
+         "`renaissance-cli train --trace trace.json`, and open that trace here."));
+  auto* openEmpty = new QPushButton(tr("Open Chrome trace…"), emptyPage);
+  emptyLayout->addStretch(1);
+  emptyLayout->addWidget(empty_);
+  emptyLayout->addWidget(openEmpty, 0, Qt::AlignHCenter);
+  emptyLayout->addStretch(1);
+  pages_->addWidget(emptyPage);
+
+  auto* page = new QWidget(pages_);
+  auto* layout = new QVBoxLayout(page);
+  auto* bar = new QHBoxLayout;
+  summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  bar->addWidget(summary_, 1);
+  bar->addWidget(range_);
+  // Room for the widest range text, so the toolbar does not jump while zooming.
+  range_->setMinimumWidth(
+      range_->fontMetrics().horizontalAdvance(QStringLiteral("showing -888.88 ms – 888.88 ms  ")));
+  fit_->setToolTip(tr("Show the whole profile (0)"));
+  export_->setToolTip(tr("Write the spans as Chrome trace JSON (Perfetto, chrome://tracing)"));
+  bar->addWidget(fit_);
+  bar->addWidget(open_);
+  bar->addWidget(export_);
+  layout->addLayout(bar);
+  layout->addWidget(legend(page));
+
+  auto* split = new QSplitter(Qt::Vertical, page);
+  auto* scroll = new QScrollArea(split);
+  scroll->setWidget(canvas_);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);  // time scrolls by panning
+  split->addWidget(scroll);
+  overlaps_->setReadOnly(true);
+  overlaps_->setPlaceholderText(tr("Overlap statistics"));
+  split->addWidget(overlaps_);
+  split->setStretchFactor(0, 4);
+  split->setStretchFactor(1, 1);
+  layout->addWidget(split, 1);
+  pages_->addWidget(page);
+
+  connect(fit_, &QPushButton::clicked, this, &TimelineView::fit);
+  connect(export_, &QPushButton::clicked, this, &TimelineView::chooseExport);
+  connect(open_, &QPushButton::clicked, this, &TimelineView::chooseOpen);
+  connect(openEmpty, &QPushButton::clicked, this, &TimelineView::chooseOpen);
+  connect(canvas_, &TimelineCanvas::barClicked, this, &TimelineView::onBarClicked);
+  connect(canvas_, &TimelineCanvas::visibleRangeChanged, this, &TimelineView::showRange);
+  connect(canvas_, &TimelineCanvas::hovered, this, [this](const QString& text) {
+    if (!text.isEmpty()) emit status(text.section('\n', 0, 0));
+  });
+  clear();
+}
+
+TimelineView::~TimelineView() {
+  // The canvas is deleted after model_ and may repaint while being hidden.
+  canvas_->setModel(nullptr);
+}
+
+void TimelineView::setProfile(std::vector<ProfileSpan> spans,
+                              std::shared_ptr<const CompiledProject> cp) {
+  cp_ = std::move(cp);
+  TimelineModel model(std::move(spans), cp_.get());
+  if (model.empty()) {
+    clear();
+    if (!model.problems().isEmpty())
+      emit status(tr("Nothing to draw in this profile: %1").arg(model.problems()));
+    return;
+  }
+  showModel(std::move(model));
+}
+
+void TimelineView::showModel(TimelineModel model) {
+  canvas_->setModel(nullptr);
+  model_ = std::move(model);
+  canvas_->setModel(&model_);
+  canvas_->setHighlightedLayers(std::vector<int>(highlighted_.begin(), highlighted_.end()));
+  std::set<int> ranks;
+  for (const TimelineLane& l : model_.lanes()) ranks.insert(l.rank);
+  QString summary = tr("%1 span(s) on %2 rank(s) over %3")
+                        .arg(model_.bars().size())
+                        .arg(ranks.size())
+                        .arg(duration_text(model_.durationUs()));
+  if (!cp_) summary += tr(" · no compiled project: bars have no layers");
+  if (!model_.problems().isEmpty()) summary += QStringLiteral(" · ") + model_.problems();
+  summary_->setText(summary);
+  overlaps_->setPlainText(model_.overlapText());
+  export_->setEnabled(true);
+  fit_->setEnabled(true);
+  pages_->setCurrentIndex(1);
+  showRange(canvas_->visibleStart(), canvas_->visibleEnd());
+}
+
+void TimelineView::setCompiled(std::shared_ptr<const CompiledProject> cp) {
+  if (cp == cp_) return;
+  if (!hasProfile()) {
+    cp_ = std::move(cp);
+    return;
+  }
+  const double t0 = visibleStart(), t1 = visibleEnd();
+  std::vector<ProfileSpan> spans = model_.spans();
+  setProfile(std::move(spans), std::move(cp));
+  canvas_->setVisibleRange(t0, t1);  // same spans, same times: keep the user's place
+}
+
+void TimelineView::clear() {
+  canvas_->setModel(nullptr);
+  model_ = TimelineModel();
+  summary_->clear();
+  range_->clear();
+  overlaps_->clear();
+  export_->setEnabled(false);
+  fit_->setEnabled(false);
+  pages_->setCurrentIndex(0);
+}
+
+void TimelineView::highlightLayers(const QList<int>& layers) {
+  highlighted_ = layers;
+  canvas_->setHighlightedLayers(std::vector<int>(layers.begin(), layers.end()));
+}
+
+void TimelineView::fit() {
+  canvas_->fit();
+}
+
+double TimelineView::visibleStart() const {
+  return canvas_->visibleStart();
+}
+double TimelineView::visibleEnd() const {
+  return canvas_->visibleEnd();
+}
+int TimelineView::barAt(QPoint canvasPos) const {
+  return canvas_->barAt(canvasPos);
+}
+QString TimelineView::overlapText() const {
+  return overlaps_->toPlainText();
+}
+QString TimelineView::summaryText() const {
+  return summary_->text();
+}
+QString TimelineView::emptyText() const {
+  return empty_->text();
+}
+
+bool TimelineView::exportChromeTrace(const QString& path, QString* error) {
+  auto fail = [&](const QString& why) {
+    if (error) *error = why;
+    return false;
+  };
+  if (model_.empty()) return fail(tr("Nothing to export: profile a few steps first"));
+  if (path.isEmpty()) return fail(tr("Nothing written: no file name given"));
+  QSaveFile f(path);
+  if (!f.open(QIODevice::WriteOnly))
+    return fail(tr("Cannot write %1: %2").arg(path, f.errorString()));
+  const std::string json = chrome_trace_json(model_.spans());
+  f.write(json.data(), static_cast<qint64>(json.size()));
+  if (!f.commit()) return fail(tr("Cannot write %1: %2").arg(path, f.errorString()));
+  return true;
+}
+
+bool TimelineView::openChromeTrace(const QString& path, QString* error) {
+  std::vector<ProfileSpan> spans;
+  if (!read_chrome_trace(path, spans, error)) return false;
+  TimelineModel model(std::move(spans), cp_.get());
+  if (model.empty()) {
+    if (error) *error = tr("%1 has no span that can be drawn: %2").arg(path, model.problems());
+    return false;
+  }
+  showModel(std::move(model));
+  return true;
+}
+
+void TimelineView::chooseOpen() {
+  const QString path = QFileDialog::getOpenFileName(
+      this, tr("Open a Chrome trace"), QString(), tr("Chrome trace JSON (*.json);;All files (*)"));
+  if (path.isEmpty()) return;
+  QString error;
+  if (!openChromeTrace(path, &error))
+    QMessageBox::warning(this, tr("Cannot open the trace"), error);
+  else
+    emit status(tr("Opened %1: %2").arg(path, summaryText()));
+}
+
+void TimelineView::chooseExport() {
+  const QString name =
+      QString::fromStdString(cp_ ? cp_->project.name : std::string("profile")) + "-trace.json";
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export the profile as Chrome trace"),
+                                                    name, tr("Chrome trace JSON (*.json)"));
+  if (path.isEmpty()) return;
+  QString error;
+  if (!exportChromeTrace(path, &error))
+    QMessageBox::warning(this, tr("Export failed"), error);
+  else
+    emit status(
+        tr("Chrome trace written to %1 (open it in Perfetto or chrome://tracing)").arg(path));
+}
+
+void TimelineView::onBarClicked(int bar) {
+  const TimelineBar& b = model_.bars()[static_cast<size_t>(bar)];
+  if (b.layer >= 0) {
+    emit layerClicked(b.layer);
+    emit status(tr("%1 computes %2").arg(model_.label(bar), model_.layerName(b.layer)));
+  } else if (!cp_) {
+    emit status(tr("%1: no compiled project with this profile, so its layer is unknown")
+                    .arg(model_.label(bar)));
+  } else {
+    emit status(tr("%1 is engine work, not a model layer").arg(model_.label(bar)));
+  }
+}
+
+void TimelineView::showRange(double t0_us, double t1_us) {
+  range_->setText(tr("showing %1 – %2").arg(duration_text(t0_us), duration_text(t1_us)));
+}
+
+}  // namespace tr::gui

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// TimelineView: profiled training steps as five lanes (TRANS, COMP_1..3,
+// UPDATE) per rank, one bar per op coloured by kind, with zoom and pan, hover
+// details, a legend, the overlap statistics, and the Chrome trace export.
+// Linked to the designer through model layers: highlightLayers() emphasises
+// the ops of selected nodes, clicking a bar reports its layer.
+#pragma once
+
+#include <QList>
+#include <QPoint>
+#include <QWidget>
+#include <memory>
+#include <vector>
+
+#include "compile/compiler.h"
+#include "runtime/backend.h"
+#include "timeline/timeline_model.h"
+
+class QLabel;
+class QPlainTextEdit;
+class QPushButton;
+class QStackedWidget;
+
+namespace tr::gui {
+
+class TimelineCanvas;
+
+class TimelineView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit TimelineView(QWidget* parent = nullptr);
+  ~TimelineView() override;
+
+  // `cp` (may be null) is the project the spans were profiled with; without
+  // it bars have no layers. Shows the whole profile; no spans: the empty state.
+  void setProfile(std::vector<ProfileSpan> spans, std::shared_ptr<const CompiledProject> cp);
+  // The project to map the shown (or next opened) trace to, e.g. after the
+  // design was compiled; bars whose ops it does not have keep no layer.
+  void setCompiled(std::shared_ptr<const CompiledProject> cp);
+  // Drops the profile (not the compiled project): the empty state.
+  void clear();
+  // Loads a trace written by exportChromeTrace or `renaissance-cli train --trace`.
+  bool openChromeTrace(const QString& path, QString* error);
+  bool hasProfile() const { return !model_.empty(); }
+  const TimelineModel& model() const { return model_; }
+  const CompiledProject* compiled() const { return cp_.get(); }
+
+  // Model node indices whose bars are emphasised (the others dimmed); empty: none.
+  void highlightLayers(const QList<int>& layers);
+  QList<int> highlightedLayers() const { return highlighted_; }
+
+  bool exportChromeTrace(const QString& path, QString* error);
+
+  // For tests and the main window.
+  TimelineCanvas* canvas() const { return canvas_; }
+  int laneCount() const { return static_cast<int>(model_.lanes().size()); }
+  int barCount() const { return static_cast<int>(model_.bars().size()); }
+  double visibleStart() const;  // µs since the earliest span
+  double visibleEnd() const;
+  int barAt(QPoint canvasPos) const;
+  QString overlapText() const;
+  QString summaryText() const;
+  QString emptyText() const;
+  QPushButton* fitButton() const { return fit_; }
+  QPushButton* exportButton() const { return export_; }
+  QPushButton* openButton() const { return open_; }
+
+ public slots:
+  void fit();
+
+ signals:
+  void layerClicked(int layer);
+  void status(const QString& text);
+
+ private:
+  void chooseExport();
+  void chooseOpen();
+  void showModel(TimelineModel model);
+  void onBarClicked(int bar);
+  void showRange(double t0_us, double t1_us);
+
+  TimelineModel model_;
+  std::shared_ptr<const CompiledProject> cp_;
+  QList<int> highlighted_;
+
+  QStackedWidget* pages_;
+  QLabel* empty_;
+  QLabel* summary_;
+  QLabel* range_;
+  QPushButton* fit_;
+  QPushButton* export_;
+  QPushButton* open_;
+  TimelineCanvas* canvas_;
+  QPlainTextEdit* overlaps_;
+};
+
+}  // namespace tr::gui

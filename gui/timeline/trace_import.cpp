@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Chrome trace JSON -> ProfileSpans, the inverse of chrome_trace_json.
+#include "timeline/trace_import.h"
+
+#include <QCoreApplication>
+#include <QFile>
+#include <nlohmann/json.hpp>
+
+namespace tr::gui {
+
+namespace {
+
+QString tr_(const char* text) {
+  return QCoreApplication::translate("TraceImport", text);
+}
+
+bool fail(QString* error, const QString& why) {
+  if (error) *error = why;
+  return false;
+}
+
+std::string text_of(const nlohmann::json& e, const char* key) {
+  const auto it = e.find(key);
+  return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+GraphId graph_named(const std::string& name) {
+  for (int g = 0; g < kNumGraphIds; ++g)
+    if (graph_id_name(static_cast<GraphId>(g)) == name) return static_cast<GraphId>(g);
+  return GraphId::NUM_GRAPH_IDS;
+}
+
+}  // namespace
+
+bool parse_chrome_trace(const QByteArray& text, const QString& source,
+                        std::vector<ProfileSpan>& spans, QString* error) {
+  using nlohmann::json;
+  const json doc = json::parse(text.constData(), text.constData() + text.size(), nullptr, false);
+  if (doc.is_discarded())
+    return fail(error, tr_("%1 is not JSON, so not a Chrome trace").arg(source));
+  // The format allows the bare event array as well as the object around it.
+  const json* events = doc.is_array() ? &doc : nullptr;
+  if (doc.is_object() && doc.contains("traceEvents")) events = &doc["traceEvents"];
+  if (!events || !events->is_array())
+    return fail(error, tr_("%1 is not a Chrome trace: it has no list of traceEvents").arg(source));
+
+  std::vector<ProfileSpan> out;
+  for (size_t i = 0; i < events->size(); ++i) {
+    const json& e = (*events)[i];
+    if (!e.is_object() || text_of(e, "ph") != "X") continue;  // metadata, instants, counters
+    auto bad = [&](const QString& why) {
+      return fail(error, tr_("%1: event %2 (\"%3\") %4")
+                             .arg(source)
+                             .arg(i)
+                             .arg(QString::fromStdString(text_of(e, "name")), why));
+    };
+    if (!e.contains("ts") || !e["ts"].is_number()) return bad(tr_("has no numeric ts"));
+    if (e.contains("dur") && !e["dur"].is_number()) return bad(tr_("has a dur that is no number"));
+    if (!e.contains("pid") || !e["pid"].is_number_integer())
+      return bad(tr_("has no integer pid (the rank)"));
+    if (!e.contains("tid") || !e["tid"].is_number_integer())
+      return bad(tr_("has no integer tid (the stream)"));
+    const int64_t tid = e["tid"].get<int64_t>();
+    if (tid < 0 || tid >= kNumStreams)
+      return bad(tr_("has tid %1, not a stream (0 TRANS to 4 UPDATE)").arg(tid));
+    const int64_t pid = e["pid"].get<int64_t>();
+    if (pid < 0 || pid > 1'000'000) return bad(tr_("has pid %1, not a rank").arg(pid));
+
+    ProfileSpan s;
+    s.rank = static_cast<int>(pid);
+    s.tag.stream = static_cast<StreamKind>(tid);
+    s.tag.label = text_of(e, "name");
+    s.start_us = e["ts"].get<double>();
+    s.end_us = s.start_us + (e.contains("dur") ? e["dur"].get<double>() : 0.0);
+    if (const auto args = e.find("args"); args != e.end() && args->is_object()) {
+      s.tag.graph = graph_named(text_of(*args, "graph"));
+      if (const auto n = args->find("node"); n != args->end() && n->is_number_integer())
+        s.tag.node = n->get<int>();
+    }
+    if (s.tag.graph == GraphId::NUM_GRAPH_IDS) s.tag.node = -1;
+    out.push_back(std::move(s));
+  }
+  if (out.empty())
+    return fail(error, tr_("%1 holds no spans (no complete \"X\" events)").arg(source));
+  spans = std::move(out);
+  return true;
+}
+
+bool read_chrome_trace(const QString& path, std::vector<ProfileSpan>& spans, QString* error) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly))
+    return fail(error, tr_("Cannot read %1: %2").arg(path, f.errorString()));
+  return parse_chrome_trace(f.readAll(), path, spans, error);
+}
+
+}  // namespace tr::gui
