@@ -15,6 +15,9 @@ CurvePlot::CurvePlot(QWidget* parent) : QCustomPlot(parent) {
   axisRect()->setRangeZoom(Qt::Horizontal);
   legend->setVisible(false);
   setNoAntialiasingOnDrag(true);
+  // The per-pixel min/max zigzag drawn as one wide polyline costs ~100 ms at
+  // a million points; fast polylines draw it in a tenth of that.
+  setPlottingHint(QCP::phFastPolylines, true);
   connect(this, &QCustomPlot::beforeReplot, this, &CurvePlot::decimateForReplot);
   // A drag or wheel on the plot means the user wants to look somewhere: stop following.
   connect(this, &QCustomPlot::mousePress, this, [this] { userMovedAxis_ = true; });

@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "training/class_names.h"
+
+#include <QCoreApplication>
+
+namespace tr::gui {
+
+QStringList class_names(const DatasetSpec& dataset) {
+  if (dataset.kind == DatasetKind::FashionMnist && dataset.classes == 10)
+    return {QStringLiteral("T-shirt/top"), QStringLiteral("Trouser"), QStringLiteral("Pullover"),
+            QStringLiteral("Dress"),       QStringLiteral("Coat"),    QStringLiteral("Sandal"),
+            QStringLiteral("Shirt"),       QStringLiteral("Sneaker"), QStringLiteral("Bag"),
+            QStringLiteral("Ankle boot")};
+  QStringList names;
+  for (int64_t c = 0; c < dataset.classes; ++c)
+    names << QCoreApplication::translate("tr::gui::TrainingView", "class %1").arg(c);
+  return names;
+}
+
+}  // namespace tr::gui

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// TrainingOutcome: how a recorded run ended, as the training thread reports
+// it to the GUI.
+#pragma once
+
+#include <QString>
+#include <QStringList>
+#include <cstdint>
+
+namespace tr::gui {
+
+struct TrainingOutcome {
+  int64_t run_id = 0;  // in the run store
+  int64_t steps = 0;   // global step count reached
+  int64_t first_step = 0;
+  bool stopped = false;  // by the stop request or max_steps
+  bool failed = false;
+  QString error;            // why it failed
+  QStringList checkpoints;  // files written, in order
+  QString record_warning;   // what the run store could not take; empty when all went in
+};
+
+}  // namespace tr::gui

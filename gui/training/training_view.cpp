@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "training/training_view.h"
+
+#include <QCheckBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <limits>
+
+#include "training/class_names.h"
+#include "training/confusion_matrix_view.h"
+#include "training/training_charts.h"
+
+namespace tr::gui {
+
+TrainingView::TrainingView(QWidget* parent)
+    : QWidget(parent), controller_(new TrainingController(this)) {
+  buildControls();
+  connect(controller_, &TrainingController::runStarted, this, &TrainingView::onStarted);
+  connect(controller_, &TrainingController::stepsDone, this, &TrainingView::onSteps);
+  connect(controller_, &TrainingController::epochDone, this, &TrainingView::onEpoch);
+  connect(controller_, &TrainingController::runEnded, this, &TrainingView::onEnded);
+  connect(controller_, &TrainingController::profileReady, this, &TrainingView::profileReady);
+  connect(controller_, &TrainingController::runningChanged, this, &TrainingView::runningChanged);
+  connect(controller_, &TrainingController::pausedAt, this, [this](qint64 step) {
+    if (state() != TrainingController::State::Paused) return;  // resumed or stopped since
+    setStatus(tr("Paused after step %1.").arg(step + 1));
+    emit pausedAt(step);
+  });
+  connect(controller_, &TrainingController::stateChanged, this, &TrainingView::updateControls);
+  updateControls();
+}
+
+TrainingView::~TrainingView() {
+  // The controller joins the training thread; its signals must not reach
+  // this half-destroyed view meanwhile.
+  controller_->disconnect(this);
+  delete controller_;
+}
+
+void TrainingView::buildControls() {
+  train_ = new QPushButton(tr("Train"), this);
+  train_->setObjectName(QStringLiteral("train"));
+  pause_ = new QPushButton(tr("Pause"), this);
+  pause_->setObjectName(QStringLiteral("pause"));
+  stop_ = new QPushButton(tr("Stop"), this);
+  stop_->setObjectName(QStringLiteral("stop"));
+  connect(train_, &QPushButton::clicked, this, &TrainingView::trainClicked);
+  connect(pause_, &QPushButton::clicked, this,
+          [this] { state() == TrainingController::State::Paused ? resume() : pause(); });
+  connect(stop_, &QPushButton::clicked, this, &TrainingView::stop);
+
+  epochs_ = new QSpinBox(this);
+  epochs_->setRange(0, 1'000'000);
+  epochs_->setToolTip(tr("Epochs to train; the first value uses the project's setting"));
+  maxSteps_ = new QSpinBox(this);
+  maxSteps_->setRange(0, std::numeric_limits<int>::max());
+  maxSteps_->setSpecialValueText(tr("no limit"));
+  maxSteps_->setToolTip(tr("Stop after this many steps in all (a resumed run counts on)"));
+  validate_ = new QCheckBox(tr("Validate after each epoch"), this);
+  validate_->setChecked(true);
+  evalEma_ = new QCheckBox(tr("Validate on EMA weights"), this);
+  evalEma_->setToolTip(tr("Needs the EMA enabled in the project's training settings"));
+
+  checkpointDir_ = new QLineEdit(this);
+  checkpointDir_->setPlaceholderText(tr("none: no checkpoints"));
+  checkpointDir_->setToolTip(
+      tr("A checkpoint is written there at every epoch's end and when training stops"));
+  chooseCheckpointDir_ = new QPushButton(tr("Choose…"), this);
+  connect(chooseCheckpointDir_, &QPushButton::clicked, this, &TrainingView::chooseCheckpointFolder);
+  resumePath_ = new QLineEdit(this);
+  resumePath_->setPlaceholderText(tr("none: start from fresh weights"));
+  resumePath_->setClearButtonEnabled(true);
+  chooseResume_ = new QPushButton(tr("Resume from checkpoint…"), this);
+  connect(chooseResume_, &QPushButton::clicked, this, &TrainingView::chooseResumeFile);
+
+  progressBar_ = new QProgressBar(this);
+  // The text lives in the bar: a label beside it would change width with
+  // every step and lay the whole view out again.
+  progressBar_->setTextVisible(true);
+  progressBar_->setAlignment(Qt::AlignCenter);
+  progressBar_->setFormat(QString());
+  progressBar_->setRange(0, 1);
+  progressBar_->setValue(0);
+  status_ = new QLabel(tr("Ready."), this);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  status_->setWordWrap(true);
+  error_ = new QLabel(this);
+  error_->setObjectName(QStringLiteral("error"));
+  error_->setStyleSheet(QStringLiteral("color: #b71c1c;"));
+  error_->setWordWrap(true);
+  error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  error_->hide();
+
+  charts_ = new TrainingCharts(this);
+  confusion_ = new ConfusionMatrixView(this);
+  validationCaption_ = new QLabel(tr("The confusion matrix appears after a validation."), this);
+  validationCaption_->setWordWrap(true);
+
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(train_);
+  buttons->addWidget(pause_);
+  buttons->addWidget(stop_);
+  buttons->addSpacing(16);
+  buttons->addWidget(new QLabel(tr("Epochs"), this));
+  buttons->addWidget(epochs_);
+  buttons->addWidget(new QLabel(tr("Max steps"), this));
+  buttons->addWidget(maxSteps_);
+  buttons->addWidget(validate_);
+  buttons->addWidget(evalEma_);
+  buttons->addStretch(1);
+
+  auto* files = new QHBoxLayout;
+  files->addWidget(new QLabel(tr("Checkpoint folder"), this));
+  files->addWidget(checkpointDir_, 1);
+  files->addWidget(chooseCheckpointDir_);
+  files->addSpacing(16);
+  files->addWidget(chooseResume_);
+  files->addWidget(resumePath_, 1);
+
+  auto* validation = new QGroupBox(tr("Validation"), this);
+  auto* validationLayout = new QVBoxLayout(validation);
+  validationLayout->addWidget(validationCaption_);
+  validationLayout->addWidget(confusion_, 1);
+
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  split->addWidget(charts_);
+  split->addWidget(validation);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(buttons);
+  layout->addLayout(files);
+  layout->addWidget(progressBar_);
+  layout->addWidget(status_);
+  layout->addWidget(error_);
+  layout->addWidget(split, 1);
+}
+
+void TrainingView::setProject(const Project& project) {
+  project_ = project;
+  epochs_->setSpecialValueText(tr("project's (%1)").arg(project.training.epochs));
+  if (!project.training.ema) evalEma_->setChecked(false);
+  updateControls();
+}
+
+TrainingRequest TrainingView::requestFromControls() const {
+  TrainingRequest r;
+  r.epochs = epochs_->value();
+  r.max_steps = maxSteps_->value() > 0 ? maxSteps_->value() : -1;
+  r.validate = validate_->isChecked();
+  r.eval_ema = evalEma_->isChecked();
+  r.checkpoint_dir = checkpointDir_->text().trimmed();
+  r.resume_path = resumePath_->text().trimmed();
+  return r;
+}
+
+void TrainingView::trainClicked() {
+  if (!project_) return;
+  QString error;
+  if (!start(*project_, requestFromControls(), &error)) setError(error);
+}
+
+void TrainingView::chooseCheckpointFolder() {
+  const QString dir =
+      QFileDialog::getExistingDirectory(this, tr("Checkpoint folder"), checkpointDir_->text());
+  if (!dir.isEmpty()) checkpointDir_->setText(QDir::toNativeSeparators(dir));
+}
+
+void TrainingView::chooseResumeFile() {
+  const QString start_in =
+      resumePath_->text().isEmpty() ? checkpointDir_->text() : resumePath_->text();
+  const QString file = QFileDialog::getOpenFileName(this, tr("Resume from checkpoint"), start_in,
+                                                    tr("Checkpoints (*.ckpt);;All files (*)"));
+  if (!file.isEmpty()) resumePath_->setText(QDir::toNativeSeparators(file));
+}
+
+bool TrainingView::start(const Project& project, const TrainingRequest& request, QString* error) {
+  QString why;
+  if (!controller_->start(project, request, &why)) {
+    if (error) *error = why;
+    return false;
+  }
+  runDataset_ = project.dataset;
+  const int64_t epochs = request.epochs > 0 ? request.epochs : project.training.epochs;
+  progress_.reset(epochs, request.max_steps);
+  charts_->clear();
+  confusion_->clearMatrix();
+  validationCaption_->setText(tr("The confusion matrix appears after a validation."));
+  setError({});
+  showProgress();
+  setStatus(tr("Preparing %1: compiling, loading the dataset…")
+                .arg(QString::fromStdString(project.name)));
+  return true;
+}
+
+void TrainingView::pause() {
+  if (state() != TrainingController::State::Preparing &&
+      state() != TrainingController::State::Running)
+    return;
+  controller_->pause();
+  setStatus(tr("Pausing after the current step…"));
+}
+
+void TrainingView::resume() {
+  if (state() != TrainingController::State::Paused) return;
+  controller_->resume();
+  setStatus(tr("Training…"));
+}
+
+void TrainingView::stop() {
+  if (!isRunning() || state() == TrainingController::State::Stopping) return;
+  controller_->stop();
+  setStatus(tr("Stopping before the next step…"));
+}
+
+CurvePlot* TrainingView::lossPlot() const {
+  return charts_->lossPlot();
+}
+
+QString TrainingView::statusText() const {
+  return status_->text();
+}
+
+QString TrainingView::errorText() const {
+  return error_->text();
+}
+
+void TrainingView::setStatus(const QString& text) {
+  status_->setText(text);
+  emit status(text);
+}
+
+void TrainingView::setError(const QString& text) {
+  error_->setText(text);
+  error_->setVisible(!text.isEmpty());
+}
+
+void TrainingView::updateControls() {
+  using State = TrainingController::State;
+  const State s = state();
+  const bool idle = s == State::Idle;
+  train_->setEnabled(idle && project_.has_value());
+  pause_->setEnabled(s == State::Preparing || s == State::Running || s == State::Paused);
+  pause_->setText(s == State::Paused ? tr("Resume") : tr("Pause"));
+  stop_->setEnabled(!idle && s != State::Stopping);
+  for (QWidget* w :
+       std::initializer_list<QWidget*>{epochs_, maxSteps_, validate_, checkpointDir_,
+                                       chooseCheckpointDir_, resumePath_, chooseResume_})
+    w->setEnabled(idle);
+  evalEma_->setEnabled(idle && project_ && project_->training.ema);
+}
+
+void TrainingView::onStarted(qint64 runId, const QString& description) {
+  setStatus(tr("Run %1: %2").arg(runId).arg(description));
+  emit runStarted(runId);
+}
+
+void TrainingView::onSteps(const std::vector<StepSample>& steps) {
+  for (const StepSample& s : steps) progress_.add(s);
+  charts_->addSteps(steps);
+  showProgress();
+}
+
+void TrainingView::showProgress() {
+  const int64_t total = progress_.total();
+  if (total < 0) {
+    // Busy until the first step says how long an epoch is; empty after a
+    // run that never took one.
+    progressBar_->setRange(0, isRunning() ? 0 : 1);
+    progressBar_->setValue(0);
+    setProgressText(isRunning() ? progress_.text() : QString());
+    return;
+  }
+  // QProgressBar counts in int.
+  const double scale =
+      total > std::numeric_limits<int>::max()
+          ? static_cast<double>(std::numeric_limits<int>::max()) / static_cast<double>(total)
+          : 1.0;
+  progressBar_->setRange(
+      0, static_cast<int>(static_cast<double>(std::max<int64_t>(total, 1)) * scale));
+  progressBar_->setValue(
+      static_cast<int>(static_cast<double>(std::min(progress_.done(), total)) * scale));
+  setProgressText(progress_.text());
+}
+
+void TrainingView::setProgressText(const QString& text) {
+  // The text has no %p, %v or %m for the bar to replace.
+  progressBar_->setFormat(text);
+}
+
+void TrainingView::onEpoch(const EpochReport& e) {
+  charts_->addEpoch(e);
+  if (!e.validated || e.confusion.empty()) return;
+  confusion_->setMatrix(e.confusion, class_names(runDataset_));
+  validationCaption_->setText(tr("After epoch %1: top-1 %2%, top-5 %3%, loss %4 (%5 samples)")
+                                  .arg(e.epoch + 1)
+                                  .arg(100 * e.val_top1, 0, 'f', 2)
+                                  .arg(100 * e.val_top5, 0, 'f', 2)
+                                  .arg(e.val_loss, 0, 'f', 4)
+                                  .arg(confusion_->total()));
+}
+
+void TrainingView::onEnded(const TrainingOutcome& o) {
+  charts_->flush();
+  QString text;
+  if (o.failed) {
+    text = o.run_id ? tr("Run %1 failed.").arg(o.run_id) : tr("Training did not start.");
+    setError(o.error);
+  } else if (o.run_id == 0) {
+    text = tr("Stopped before training began.");
+  } else {
+    text = o.stopped ? tr("Run %1 stopped after step %2.").arg(o.run_id).arg(o.steps)
+                     : tr("Run %1 finished: %2 steps.").arg(o.run_id).arg(o.steps);
+    if (!o.checkpoints.isEmpty())
+      text += QLatin1Char(' ') + tr("Last checkpoint: %1").arg(o.checkpoints.back());
+  }
+  if (!o.record_warning.isEmpty())
+    text += QLatin1Char(' ') +
+            tr("Warning: the run store did not take everything: %1").arg(o.record_warning);
+  showProgress();
+  setStatus(text);
+  if (o.failed) emit runFailed(o.error);
+  if (o.run_id) emit runEnded(o.run_id);
+}
+
+}  // namespace tr::gui

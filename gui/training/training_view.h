@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// TrainingView: trains the project on a background thread and shows it
+// live: loss, learning rate and images/s per step, top-1 per epoch, a
+// progress bar with ETA, pause/resume/stop, checkpoints and resuming, and
+// after each validation the confusion matrix with per-class accuracy.
+// Every run is recorded in the run store, as the CLI records its runs.
+#pragma once
+
+#include <QWidget>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "compile/compiler.h"
+#include "model/project.h"
+#include "runtime/backend.h"
+#include "training/progress_estimate.h"
+#include "training/training_controller.h"
+#include "training/training_request.h"
+
+class QCheckBox;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+
+namespace tr::gui {
+
+class ConfusionMatrixView;
+class CurvePlot;
+class TrainingCharts;
+
+class TrainingView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit TrainingView(QWidget* parent = nullptr);
+  // Stops a run in progress and waits for it (it is recorded as stopped).
+  ~TrainingView() override;
+
+  // The project the Train button trains (the main window's document).
+  void setProject(const Project& project);
+  // The request the controls describe.
+  TrainingRequest requestFromControls() const;
+
+  // Without dialogs: false with `error` saying what is wrong and nothing
+  // started. Later failures (the project does not compile, the dataset or
+  // the store cannot be opened, the checkpoint does not fit) end the run
+  // with runFailed(message) and errorText().
+  bool start(const Project& project, const TrainingRequest& request, QString* error);
+  void pause();
+  void resume();
+  void stop();
+
+  bool isRunning() const { return controller_->isRunning(); }
+  TrainingController::State state() const { return controller_->state(); }
+  // The run in progress, or the last recorded one; 0 before any.
+  qint64 lastRunId() const { return controller_->runId(); }
+  // Global steps done as the view has received them.
+  qint64 stepsDone() const { return progress_.done(); }
+  QString statusText() const;
+  QString errorText() const;
+
+  TrainingCharts* charts() const { return charts_; }
+  CurvePlot* lossPlot() const;
+  ConfusionMatrixView* confusionMatrix() const { return confusion_; }
+  QProgressBar* progressBar() const { return progressBar_; }
+  QPushButton* trainButton() const { return train_; }
+  QPushButton* pauseButton() const { return pause_; }
+  QPushButton* stopButton() const { return stop_; }
+
+ signals:
+  void runStarted(qint64 runId);
+  // A recorded run ended: finished, stopped or failed.
+  void runEnded(qint64 runId);
+  void runFailed(const QString& message);
+  // The run waits after this (global, 0-based) step until resume() or stop().
+  void pausedAt(qint64 step);
+  void profileReady(const std::vector<tr::ProfileSpan>& spans,
+                    std::shared_ptr<const tr::CompiledProject> compiled);
+  void status(const QString& text);
+  void runningChanged(bool running);
+
+ private:
+  void buildControls();
+  void trainClicked();
+  void chooseCheckpointFolder();
+  void chooseResumeFile();
+  void updateControls();
+  void setStatus(const QString& text);
+  void setError(const QString& text);
+  void onStarted(qint64 runId, const QString& description);
+  void onSteps(const std::vector<StepSample>& steps);
+  void onEpoch(const EpochReport& epoch);
+  void onEnded(const TrainingOutcome& outcome);
+  void showProgress();
+  void setProgressText(const QString& text);
+
+  TrainingController* controller_;
+  std::optional<Project> project_;  // what Train trains
+  DatasetSpec runDataset_;          // of the run shown
+  ProgressEstimate progress_;
+
+  QPushButton* train_;
+  QPushButton* pause_;
+  QPushButton* stop_;
+  QSpinBox* epochs_;
+  QSpinBox* maxSteps_;
+  QCheckBox* validate_;
+  QCheckBox* evalEma_;
+  QLineEdit* checkpointDir_;
+  QPushButton* chooseCheckpointDir_;
+  QLineEdit* resumePath_;
+  QPushButton* chooseResume_;
+  QProgressBar* progressBar_;
+  QLabel* status_;
+  QLabel* error_;
+  TrainingCharts* charts_;
+  QLabel* validationCaption_;
+  ConfusionMatrixView* confusion_;
+};
+
+}  // namespace tr::gui
