@@ -6,6 +6,7 @@
 #include <QCloseEvent>
 #include <QDir>
 #include <QDockWidget>
+#include <QElapsedTimer>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
@@ -34,14 +35,18 @@
 #include "model/project_io.h"
 #include "problems_panel.h"
 #include "project_document.h"
+#include "runs/runs_view.h"
+#include "settings/training_settings_panel.h"
 #include "template_catalog.h"
+#include "timeline/timeline_view.h"
+#include "training/training_view.h"
 
 namespace tr::gui {
 
 namespace {
 
 // Bump when docks or toolbars change so an old saved layout is not applied.
-constexpr int kLayoutVersion = 1;
+constexpr int kLayoutVersion = 2;
 constexpr const char* kDefaultProject = "lenet-fashion.json";
 
 // What File > New starts from: no layers, the loader's defaults for the rest.
@@ -49,8 +54,34 @@ constexpr const char* kEmptyProject =
     R"({"format": 1, "name": "untitled", "model": {"nodes": [], "edges": []}})";
 
 QString screenshot_name(MainWindow::View v) {
-  return v == MainWindow::View::Design ? QStringLiteral("designer.png")
-                                       : QStringLiteral("memory.png");
+  switch (v) {
+    case MainWindow::View::Design:
+      return QStringLiteral("designer.png");
+    case MainWindow::View::Memory:
+      return QStringLiteral("memory.png");
+    case MainWindow::View::Timeline:
+      return QStringLiteral("timeline.png");
+    case MainWindow::View::Training:
+      return QStringLiteral("training.png");
+    case MainWindow::View::Runs:
+      return QStringLiteral("runs.png");
+  }
+  return QStringLiteral("view.png");
+}
+
+// The index of the node called `id` in `project`, -1 when there is none.
+int node_index(const Project& project, const std::string& id) {
+  const auto& nodes = project.model.nodes;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].id == id) return static_cast<int>(i);
+  return -1;
+}
+
+// The layer index in `cp` of the document's node `node` (matched by id, as
+// the design may have changed since `cp` was compiled), -1 when absent.
+int layer_in(const CompiledProject* cp, const Project& doc, int node) {
+  if (!cp || node < 0 || static_cast<size_t>(node) >= doc.model.nodes.size()) return -1;
+  return node_index(cp->project, doc.model.nodes[static_cast<size_t>(node)].id);
 }
 
 }  // namespace
@@ -63,15 +94,22 @@ MainWindow::MainWindow(QWidget* parent)
       tabs_(new QTabWidget(this)),
       designer_(new DesignerView(doc_, editor_, this)),
       memory_(new MemoryView(this)),
+      timeline_(new TimelineView(this)),
+      training_(new TrainingView(this)),
+      runs_(new RunsView(this)),
       palette_(new PaletteWidget(this)),
       properties_(new PropertiesPanel(doc_, editor_, this)),
       problems_(new ProblemsPanel(this)),
+      settings_(new TrainingSettingsPanel(doc_, this)),
       devices_(new DeviceSelector(scan_, this)),
       summary_(new QLabel(this)) {
   setObjectName(QStringLiteral("MainWindow"));
   tabs_->setDocumentMode(true);
   tabs_->addTab(designer_, tr("Design"));
   tabs_->addTab(memory_, tr("Memory"));
+  tabs_->addTab(timeline_, tr("Timeline"));
+  tabs_->addTab(training_, tr("Training"));
+  tabs_->addTab(runs_, tr("Runs"));
   setCentralWidget(tabs_);
   createActions();
   createMenus();
@@ -88,11 +126,34 @@ MainWindow::MainWindow(QWidget* parent)
   connect(doc_, &ProjectDocument::settingsChanged, this, [this] {
     devices_->showDevices(doc_->project().training.devices);
     designChanged();
+    updateTitle();  // an untitled project is called by its name
   });
   connect(doc_, &ProjectDocument::modifiedChanged, this, &MainWindow::updateTitle);
   connect(doc_, &ProjectDocument::filePathChanged, this, &MainWindow::updateTitle);
   connect(designer_->designerScene(), &DesignerScene::currentNodeChanged, properties_,
           &PropertiesPanel::showNode);
+  connect(designer_->designerScene(), &DesignerScene::currentNodeChanged, this,
+          &MainWindow::selectionChanged);
+  connect(timeline_, &TimelineView::layerClicked, this,
+          [this](int layer) { requestLayer(timeline_->compiled(), layer); });
+  connect(memory_, &MemoryView::layerRequested, this,
+          [this](int layer) { requestLayer(memory_->compiled(), layer); });
+  connect(training_, &TrainingView::profileReady, this,
+          [this](const std::vector<ProfileSpan>& spans, std::shared_ptr<const CompiledProject> cp) {
+            timeline_->setProfile(spans, std::move(cp));
+            selectionChanged(designer_->designerScene()->currentNode());
+          });
+  connect(training_, &TrainingView::runningChanged, this, &MainWindow::updateTrainingActions);
+  connect(training_, &TrainingView::runEnded, this, [this](qint64 run) {
+    runs_->refresh();
+    runs_->selectRuns({run});
+    updateTrainingActions();
+  });
+  connect(training_, &TrainingView::pausedAt, this, &MainWindow::updateTrainingActions);
+  connect(runs_, &RunsView::runActivated, this, [this](qint64 run) {
+    statusBar()->showMessage(tr("Run %1: its curves, configuration and details are below").arg(run),
+                             5000);
+  });
   connect(problems_, &ProblemsPanel::nodeRequested, this, [this](const QString& id) {
     showView(View::Design);
     designer_->focusNode(id);
@@ -108,12 +169,16 @@ MainWindow::MainWindow(QWidget* parent)
   auto say = [this](const QString& text) { statusBar()->showMessage(text, 8000); };
   connect(editor_, &ModelEditor::refused, this, say);
   connect(designer_, &DesignerView::refused, this, say);
-  connect(memory_, &MemoryView::status, this, [this](const QString& text) {
+  auto hover = [this](const QString& text) {
     if (text.isEmpty())
       statusBar()->clearMessage();
     else
       statusBar()->showMessage(text);
-  });
+  };
+  connect(memory_, &MemoryView::status, this, hover);
+  connect(timeline_, &TimelineView::status, this, hover);
+  connect(training_, &TrainingView::status, this, say);
+  connect(runs_, &RunsView::status, this, say);
 
   restoreLayout();
   newProject();
@@ -164,6 +229,26 @@ void MainWindow::createActions() {
        [this] { showView(View::Design); });
   make("viewMemory", tr("&Memory"), {QKeySequence(tr("Alt+2"))},
        [this] { showView(View::Memory); });
+  make("viewTimeline", tr("&Timeline"), {QKeySequence(tr("Alt+3"))},
+       [this] { showView(View::Timeline); });
+  make("viewTraining", tr("T&raining"), {QKeySequence(tr("Alt+4"))},
+       [this] { showView(View::Training); });
+  make("viewRuns", tr("R&uns"), {QKeySequence(tr("Alt+5"))}, [this] { showView(View::Runs); });
+  make("train", tr("&Train"), {QKeySequence(tr("Ctrl+R"))}, [this] {
+    QString error;
+    if (!train(&error)) QMessageBox::warning(this, tr("Cannot start training"), error);
+  });
+  make("pause", tr("&Pause"), {QKeySequence(Qt::Key_F8)}, [this] {
+    if (training_->state() == TrainingController::State::Paused)
+      training_->resume();
+    else
+      training_->pause();
+    updateTrainingActions();
+  });
+  make("stop", tr("&Stop"), {QKeySequence(tr("Shift+F5"))}, [this] {
+    training_->stop();
+    updateTrainingActions();
+  });
 
   // Canvas edits act only while the canvas has the focus, so Delete or
   // Ctrl+C in a text field keep their usual meaning.
@@ -219,6 +304,9 @@ void MainWindow::createMenus() {
   view->setObjectName(QStringLiteral("viewMenu"));
   view->addAction(action("viewDesign"));
   view->addAction(action("viewMemory"));
+  view->addAction(action("viewTimeline"));
+  view->addAction(action("viewTraining"));
+  view->addAction(action("viewRuns"));
   view->addSeparator();
   for (const char* name : {"zoomIn", "zoomOut", "zoomFit", "zoomReset", "arrange"})
     view->addAction(action(name));
@@ -226,6 +314,8 @@ void MainWindow::createMenus() {
 
   QMenu* build = menuBar()->addMenu(tr("&Build"));
   build->addAction(action("compile"));
+  QMenu* run = menuBar()->addMenu(tr("&Run"));
+  for (const char* name : {"train", "pause", "stop"}) run->addAction(action(name));
 }
 
 void MainWindow::createToolBar() {
@@ -238,6 +328,8 @@ void MainWindow::createToolBar() {
   bar->addAction(action("redo"));
   bar->addSeparator();
   bar->addAction(action("compile"));
+  bar->addSeparator();
+  for (const char* name : {"train", "pause", "stop"}) bar->addAction(action(name));
   bar->addSeparator();
   bar->addWidget(new QLabel(tr("Devices "), bar));
   bar->addWidget(devices_);
@@ -256,6 +348,10 @@ void MainWindow::createDocks() {
   paletteDock_ = dock("paletteDock", tr("Layers"), palette_, Qt::LeftDockWidgetArea);
   propertiesDock_ = dock("propertiesDock", tr("Properties"), properties_, Qt::RightDockWidgetArea);
   problemsDock_ = dock("problemsDock", tr("Problems"), problems_, Qt::BottomDockWidgetArea);
+  settingsDock_ = dock("settingsDock", tr("Training settings"), settings_, Qt::RightDockWidgetArea);
+  // The settings share the right side with the node properties, one tab each.
+  tabifyDockWidget(propertiesDock_, settingsDock_);
+  propertiesDock_->raise();
   resizeDocks({paletteDock_, propertiesDock_}, {190, 280}, Qt::Horizontal);
   resizeDocks({problemsDock_}, {140}, Qt::Vertical);
 }
@@ -278,16 +374,32 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     event->ignore();
     return;
   }
+  if (training_->isRunning()) {
+    const auto answer = QMessageBox::question(
+        this, tr("Training is running"),
+        tr("Stop the training run and close? It is recorded as stopped, with a checkpoint if a "
+           "checkpoint folder is set."),
+        QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
+    if (answer != QMessageBox::Yes) {
+      event->ignore();
+      return;
+    }
+    training_->stop();  // the view waits for the run as it closes
+  }
   saveLayout();
   event->accept();
 }
 
 void MainWindow::showView(View view) {
-  tabs_->setCurrentWidget(view == View::Design ? static_cast<QWidget*>(designer_) : memory_);
+  QWidget* const pages[] = {designer_, memory_, timeline_, training_, runs_};
+  tabs_->setCurrentWidget(pages[static_cast<int>(view)]);
 }
 
 MainWindow::View MainWindow::currentView() const {
-  return tabs_->currentWidget() == memory_ ? View::Memory : View::Design;
+  QWidget* const pages[] = {designer_, memory_, timeline_, training_, runs_};
+  for (int i = 0; i < 5; ++i)
+    if (tabs_->currentWidget() == pages[i]) return static_cast<View>(i);
+  return View::Design;
 }
 
 void MainWindow::updateTitle() {
@@ -306,6 +418,58 @@ void MainWindow::updateStatusSummary() {
 void MainWindow::designChanged() {
   memory_->setStale(true);
   problems_->setCompileProblems({});
+  training_->setProject(doc_->project());
+  updateTrainingActions();
+}
+
+void MainWindow::selectionChanged(int node) {
+  const Project& p = doc_->project();
+  QList<int> in_plan, in_profile;
+  if (const int l = layer_in(memory_->compiled(), p, node); l >= 0 && !memory_->isStale())
+    in_plan << l;
+  if (const int l = layer_in(timeline_->compiled(), p, node); l >= 0) in_profile << l;
+  memory_->highlightLayers(in_plan);
+  timeline_->highlightLayers(in_profile);
+}
+
+void MainWindow::requestLayer(const CompiledProject* cp, int layer) {
+  if (!cp || layer < 0 || static_cast<size_t>(layer) >= cp->project.model.nodes.size()) return;
+  const std::string& id = cp->project.model.nodes[static_cast<size_t>(layer)].id;
+  if (node_index(doc_->project(), id) < 0) {
+    statusBar()->showMessage(
+        tr("Layer %1 is no longer in the design").arg(QString::fromStdString(id)), 8000);
+    return;
+  }
+  showView(View::Design);
+  designer_->focusNode(QString::fromStdString(id));
+}
+
+void MainWindow::updateTrainingActions() {
+  const bool running = training_->isRunning();
+  const auto state = training_->state();
+  action("train")->setEnabled(!running && doc_->analysis().ok());
+  action("pause")->setEnabled(state == TrainingController::State::Running ||
+                              state == TrainingController::State::Paused);
+  action("pause")->setText(state == TrainingController::State::Paused ? tr("&Resume")
+                                                                      : tr("&Pause"));
+  action("stop")->setEnabled(running && state != TrainingController::State::Stopping);
+}
+
+bool MainWindow::train(QString* error) {
+  settings_->commitPendingEdits();  // a value still being typed counts
+  if (!doc_->analysis().ok()) {
+    if (error) *error = tr("The design has problems (see the Problems panel); fix them first");
+    problemsDock_->show();
+    return false;
+  }
+  QString why;
+  if (!training_->start(doc_->project(), training_->requestFromControls(), &why)) {
+    if (error) *error = why;
+    return false;
+  }
+  showView(View::Training);
+  updateTrainingActions();
+  return true;
 }
 
 void MainWindow::afterLoad() {
@@ -317,6 +481,8 @@ void MainWindow::afterLoad() {
   devices_->showDevices(doc_->project().training.devices);
   problems_->setCompileProblems({});
   memory_->setCompiled(nullptr, scan_);
+  training_->setProject(doc_->project());
+  updateTrainingActions();
   if (doc_->analysis().ok()) compile();
   updateTitle();
   designer_->showOverview();
@@ -360,6 +526,7 @@ bool MainWindow::newFromTemplate(const QString& key, QString* error) {
 }
 
 bool MainWindow::saveProjectAs(const QString& path, QString* error) {
+  settings_->commitPendingEdits();  // a value still being typed is saved too
   try {
     save_project(doc_->project(), path.toStdString());
   } catch (const std::exception& e) {
@@ -409,7 +576,7 @@ bool MainWindow::compile(QString* error) {
   return false;
 }
 
-bool MainWindow::writeScreenshots(const QString& dir, QString* error) {
+bool MainWindow::writeScreenshots(const QString& dir, QString* error, int train_steps) {
   const QFileInfo info(dir);
   if (info.exists() && !info.isDir()) {
     if (error)
@@ -422,8 +589,45 @@ bool MainWindow::writeScreenshots(const QString& dir, QString* error) {
   }
   if (!memory_->compiled() || memory_->isStale()) compile();
   if (!isVisible()) show();
+  if (training_->lastRunId() <= 0 && train_steps > 0 && !training_->isRunning()) {
+    // A short profiled run, so the training, timeline and runs views show it.
+    TrainingRequest request = training_->requestFromControls();
+    request.max_steps = train_steps;
+    request.validate = false;
+    request.profile_begin = std::min<int64_t>(2, train_steps - 1);
+    request.profile_end = std::min<int64_t>(4, train_steps);
+    QString why;
+    if (!training_->start(doc_->project(), request, &why)) {
+      if (error) *error = tr("Cannot train for the screenshots: %1").arg(why);
+      return false;
+    }
+    QElapsedTimer waited;
+    waited.start();
+    while (training_->isRunning()) {
+      QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
+      if (waited.elapsed() > 600'000) {
+        training_->stop();
+        if (error) *error = tr("Training for the screenshots took over 10 minutes; stopped it");
+        return false;
+      }
+    }
+    if (!training_->errorText().isEmpty()) {
+      if (error) *error = tr("Training for the screenshots failed: %1").arg(training_->errorText());
+      return false;
+    }
+    QCoreApplication::processEvents();
+  }
+  if (const int node = designer_->designerScene()->currentNode(); node < 0) {
+    // Something to show linked: the first layer with weights, selected.
+    const auto& nodes = doc_->project().model.nodes;
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (nodes[i].type == LayerType::Conv2d || nodes[i].type == LayerType::Linear) {
+        designer_->focusNode(QString::fromStdString(nodes[i].id));
+        break;
+      }
+  }
   const View before = currentView();
-  for (View v : {View::Design, View::Memory}) {
+  for (View v : {View::Design, View::Memory, View::Timeline, View::Training, View::Runs}) {
     showView(v);
     if (v == View::Design) designer_->showOverview();
     QCoreApplication::processEvents();

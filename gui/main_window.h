@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// MainWindow: the workbench. Views are central tabs (Design, Memory; later
-// Training, Timeline, Runs slot in the same way), with dockable palette,
-// properties and problems panels, a toolbar for files, undo, compile and
-// the device choice, and a window layout that is remembered between runs.
+// MainWindow: the workbench. Views are central tabs (Design, Memory,
+// Timeline, Training, Runs), with dockable palette, properties and problems
+// panels, a toolbar for files, undo, compile, train/pause/stop and the
+// device choice, and a window layout that is remembered between runs. It
+// links the views: a designer selection highlights the node's tensors and
+// ops, a timeline bar or memory owner selects its node, a finished run shows
+// up in the runs view.
 #pragma once
 
 #include <QMainWindow>
 #include <memory>
 
 #include "backends/devices.h"
+#include "compile/compiler.h"
 
 class QAction;
 class QDockWidget;
@@ -25,12 +29,16 @@ class PaletteWidget;
 class ProblemsPanel;
 class ProjectDocument;
 class PropertiesPanel;
+class RunsView;
+class TimelineView;
+class TrainingSettingsPanel;
+class TrainingView;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
-  enum class View { Design, Memory };
+  enum class View { Design, Memory, Timeline, Training, Runs };
 
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
@@ -47,8 +55,13 @@ class MainWindow : public QMainWindow {
   void newProject();
   // Compiles the design into the memory view; false (problems listed) on failure.
   bool compile(QString* error = nullptr);
-  // Writes one PNG per view into `dir` (created if missing).
-  bool writeScreenshots(const QString& dir, QString* error);
+  // Starts training the current design with the Training view's settings;
+  // false (nothing started) with `error` saying why.
+  bool train(QString* error = nullptr);
+  // Writes one PNG per view into `dir` (created if missing). When nothing
+  // has been trained in this window yet, first trains the design for
+  // `train_steps` steps (profiled), so every view has something to show.
+  bool writeScreenshots(const QString& dir, QString* error, int train_steps = 40);
 
   void showView(View view);
   View currentView() const;
@@ -57,9 +70,13 @@ class MainWindow : public QMainWindow {
   ModelEditor* editor() const { return editor_; }
   DesignerView* designer() const { return designer_; }
   MemoryView* memoryView() const { return memory_; }
+  TimelineView* timelineView() const { return timeline_; }
+  TrainingView* trainingView() const { return training_; }
+  RunsView* runsView() const { return runs_; }
   PaletteWidget* palette() const { return palette_; }
   PropertiesPanel* properties() const { return properties_; }
   ProblemsPanel* problems() const { return problems_; }
+  TrainingSettingsPanel* settingsPanel() const { return settings_; }
   DeviceSelector* deviceSelector() const { return devices_; }
   QTabWidget* tabs() const { return tabs_; }
   // Actions by object name ("compile", "save", "undo"...), for tests.
@@ -78,6 +95,10 @@ class MainWindow : public QMainWindow {
   void updateTitle();
   void updateStatusSummary();
   void designChanged();
+  void selectionChanged(int node);
+  // Selects, in the designer, the node a compiled project's layer index names.
+  void requestLayer(const CompiledProject* cp, int layer);
+  void updateTrainingActions();
   void afterLoad();
   bool maybeSave();
 
@@ -95,11 +116,16 @@ class MainWindow : public QMainWindow {
   QTabWidget* tabs_;
   DesignerView* designer_;
   MemoryView* memory_;
+  TimelineView* timeline_;
+  TrainingView* training_;
+  RunsView* runs_;
   PaletteWidget* palette_;
   PropertiesPanel* properties_;
   ProblemsPanel* problems_;
+  TrainingSettingsPanel* settings_;
   DeviceSelector* devices_;
-  QDockWidget *paletteDock_ = nullptr, *propertiesDock_ = nullptr, *problemsDock_ = nullptr;
+  QDockWidget *paletteDock_ = nullptr, *propertiesDock_ = nullptr, *problemsDock_ = nullptr,
+              *settingsDock_ = nullptr;
   QLabel* summary_;
 };
 

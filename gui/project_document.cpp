@@ -24,6 +24,10 @@ QString ProjectDocument::displayName() const {
   return tr("untitled");
 }
 
+ProjectSettings ProjectDocument::settings() const {
+  return {project_.name, project_.description, project_.dataset, project_.training};
+}
+
 const std::vector<int>& ProjectDocument::problemsOf(int node) const {
   static const std::vector<int> kNone;
   if (node < 0 || static_cast<size_t>(node) >= nodeProblems_.size()) return kNone;
@@ -79,6 +83,20 @@ void ProjectDocument::setPositions(const std::vector<NodePosition>& positions) {
 }
 
 void ProjectDocument::setDevices(const DeviceSet& devices) {
+  project_.training.devices = devices;
+  reanalyze();
+  emit settingsChanged();
+  emit analysisChanged();
+}
+
+void ProjectDocument::setSettings(const ProjectSettings& settings) {
+  // A settings step stores the devices of its time; restoring them on undo
+  // would silently revert a device choice made through another command.
+  const DeviceSet devices = project_.training.devices;
+  project_.name = settings.name;
+  project_.description = settings.description;
+  project_.dataset = settings.dataset;
+  project_.training = settings.training;
   project_.training.devices = devices;
   reanalyze();
   emit settingsChanged();

@@ -21,6 +21,15 @@ struct NodePosition {
   bool operator==(const NodePosition&) const = default;
 };
 
+// What the training settings panel edits: everything outside the model graph
+// and the variants, as one value so one undo command can restore it whole.
+struct ProjectSettings {
+  std::string name;
+  std::string description;
+  DatasetSpec dataset;
+  TrainingSpec training;
+};
+
 class ProjectDocument : public QObject {
   Q_OBJECT
 
@@ -35,6 +44,7 @@ class ProjectDocument : public QObject {
   // "lenet-fashion.json", or the project's name when it has no file yet.
   QString displayName() const;
   QUndoStack* undoStack() { return &undo_; }
+  ProjectSettings settings() const;
   bool isModified() const { return !undo_.isClean(); }
 
   int nodeIndex(const std::string& id) const { return project_.model.find(id); }
@@ -51,6 +61,8 @@ class ProjectDocument : public QObject {
   void setNode(int index, const LayerNode& node);
   void setPositions(const std::vector<NodePosition>& positions);
   void setDevices(const DeviceSet& devices);
+  // Keeps the current devices: they have their own command (setDevices).
+  void setSettings(const ProjectSettings& settings);
 
  signals:
   void projectReset();

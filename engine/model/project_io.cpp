@@ -1156,6 +1156,11 @@ void Reader::read_variants(const json* v, Project& p, bool derive_ok) {
   if (!v) {
     int64_t world = std::max(1, p.training.devices.world_size());
     int64_t val_batch = derive_ok ? p.training.global_batch / world : 0;
+    // Validation has no partial last batch: take the largest batch up to the
+    // training one that splits the validation set evenly over the ranks.
+    const int64_t val_size = p.dataset.val_size;
+    if (val_batch > 0 && val_size > 0 && val_size % world == 0)
+      while (val_size % (val_batch * world) != 0) --val_batch;
     p.variants = {{"train", VariantKind::Train, 0, 0, 0},
                   {"last", VariantKind::LastBatch, 0, 0, 0},
                   {"val", VariantKind::Validation, std::max<int64_t>(val_batch, 1), 0, 0}};

@@ -17,6 +17,9 @@ class PaletteWidget : public QTreeWidget {
 
   // The entry of `type`, for tests and keyboard users.
   QTreeWidgetItem* itemFor(LayerType type) const;
+  // What dragging `type` carries (the caller owns it), for tests that
+  // deliver the drop events themselves.
+  QMimeData* dragPayload(LayerType type) const { return mimeData({itemFor(type)}); }
 
  signals:
   void layerActivated(LayerType type);

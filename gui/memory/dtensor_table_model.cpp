@@ -23,7 +23,10 @@ void DTensorTableModel::setPlan(const CompiledProject* cp, int variant, int regi
     const MemoryPlan& plan = cp_->plans[static_cast<size_t>(variant_)];
     for (const DTensor& t : plan.dtensors()) {
       agrees_.push_back(agrees_in_all_variants(*cp_, t.id));
-      if (region_ < 0 || region_index(t.region) == region_) rows_.push_back(t.id);
+      const bool in_region = region_ < 0 || region_index(t.region) == region_;
+      const bool of_layer =
+          layers_.empty() || std::find(layers_.begin(), layers_.end(), t.owner) != layers_.end();
+      if (in_region && of_layer) rows_.push_back(t.id);
     }
     // Address order, as the arena lays them out.
     std::sort(rows_.begin(), rows_.end(), [&](DTensorId a, DTensorId b) {

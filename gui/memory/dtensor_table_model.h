@@ -2,6 +2,7 @@
 // DTensorTableModel: the DTensors of one variant's plan (all, or one
 // region's) as table rows: id, name, layer, region, shape, dtype, padded C,
 // offset, slot bytes, and whether the offset is the same in every variant.
+// A layer filter narrows the rows to the tensors some model nodes own.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -36,6 +37,10 @@ class DTensorTableModel : public QAbstractTableModel {
   // `cp` must outlive its use here; region -1 lists every tensor.
   void setPlan(const CompiledProject* cp, int variant, int region);
   int region() const { return region_; }
+  // Only the tensors these model nodes own (empty: no filter). Applies from
+  // the next setPlan.
+  void setLayerFilter(std::vector<int> layers) { layers_ = std::move(layers); }
+  const std::vector<int>& layerFilter() const { return layers_; }
   DTensorId tensorAt(int row) const;
   int rowOf(DTensorId id) const;  // -1 when not listed
 
@@ -48,6 +53,7 @@ class DTensorTableModel : public QAbstractTableModel {
   const CompiledProject* cp_ = nullptr;
   int variant_ = 0;
   int region_ = -1;
+  std::vector<int> layers_;
   std::vector<DTensorId> rows_;
   std::vector<bool> agrees_;  // per DTensor id
 };

@@ -16,6 +16,7 @@
 #include <QTableView>
 #include <QTreeWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "compile/plan_report.h"
 #include "device_fit.h"
@@ -46,6 +47,7 @@ MemoryView::MemoryView(QWidget* parent)
       summary_(new QLabel(this)),
       agreement_(new QLabel(this)),
       bands_(new RegionBands(this)),
+      owners_(new QLabel(this)),
       tensorsTitle_(new QLabel(this)),
       allRegions_(new QPushButton(tr("All regions"), this)),
       model_(new DTensorTableModel(this)),
@@ -101,6 +103,11 @@ MemoryView::MemoryView(QWidget* parent)
   scroll->setMinimumHeight(280);  // the strip and a dozen bands before scrolling
   split->addWidget(scroll);
 
+  owners_->setWordWrap(true);
+  owners_->setTextFormat(Qt::RichText);
+  owners_->setTextInteractionFlags(Qt::LinksAccessibleByMouse | Qt::TextSelectableByMouse);
+  layout->addWidget(owners_);
+
   auto* lower = new QSplitter(Qt::Horizontal, split);
   auto* tensors = new QWidget(lower);
   auto* tl = new QVBoxLayout(tensors);
@@ -143,7 +150,23 @@ MemoryView::MemoryView(QWidget* parent)
   connect(bands_, &RegionBands::regionClicked, this, &MemoryView::showRegion);
   connect(bands_, &RegionBands::tensorClicked, this, &MemoryView::showTensor);
   connect(bands_, &RegionBands::hovered, this, &MemoryView::status);
-  connect(allRegions_, &QPushButton::clicked, this, [this] { showRegion(-1); });
+  connect(allRegions_, &QPushButton::clicked, this, [this] {
+    model_->setLayerFilter({});
+    bands_->setHighlightedLayers({});
+    showRegion(-1);
+  });
+  connect(owners_, &QLabel::linkActivated, this, [this](const QString& link) {
+    bool ok = false;
+    const int layer = link.mid(QStringLiteral("layer:").size()).toInt(&ok);
+    if (ok) emit layerRequested(layer);
+  });
+  connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
+    if (!cp_) return;
+    const DTensorId id = model_->tensorAt(proxy_->mapToSource(index).row());
+    if (id == kNoTensor) return;
+    const int owner = cp_->plans[static_cast<size_t>(std::max(0, variant()))].get_dtensor(id).owner;
+    if (owner >= 0) emit layerRequested(owner);
+  });
   connect(exportJson_, &QPushButton::clicked, this, [this] { chooseExport(true); });
   connect(exportCsv_, &QPushButton::clicked, this, [this] { chooseExport(false); });
   pages_->setCurrentWidget(empty_);
@@ -273,7 +296,74 @@ void MemoryView::refreshTensors() {
             .arg(info.base_offset)
             .arg(bytes_text(info.total_bytes)));
   }
-  allRegions_->setEnabled(region >= 0);
+  const std::vector<int>& layers = model_->layerFilter();
+  if (!layers.empty()) {
+    QStringList names;
+    for (int l : layers)
+      if (l >= 0 && static_cast<size_t>(l) < cp_->project.model.nodes.size())
+        names << QString::fromStdString(cp_->project.model.nodes[static_cast<size_t>(l)].id);
+    QString title = tr("%n DTensor(s) of %1 in variant %2", nullptr, model_->rowCount())
+                        .arg(names.join(QStringLiteral(", ")),
+                             QString::fromStdString(cp_->variants[static_cast<size_t>(v)].name));
+    if (region >= 0)
+      title += tr(", region %1").arg(region_name(static_cast<Region>(region)).data());
+    tensorsTitle_->setText(title);
+  }
+  allRegions_->setEnabled(region >= 0 || !layers.empty());
+  refreshOwners();
+}
+
+QList<int> MemoryView::regionOwners(int region) const {
+  QList<int> owners;
+  if (!cp_ || region < 0) return owners;
+  const MemoryPlan& plan = cp_->plans[static_cast<size_t>(std::max(0, variant()))];
+  for (DTensorId id : plan.region(static_cast<Region>(region)).tensors) {
+    const int owner = plan.get_dtensor(id).owner;
+    if (!owners.contains(owner)) owners << owner;
+  }
+  std::sort(owners.begin(), owners.end());
+  return owners;
+}
+
+QString MemoryView::ownersText() const {
+  return owners_->text();
+}
+
+void MemoryView::refreshOwners() {
+  const int region = bands_->selectedRegion();
+  if (!cp_ || region < 0) {
+    owners_->setText(tr("Click a region to see which layers own its tensors."));
+    return;
+  }
+  QStringList links;
+  bool engine = false;
+  for (int owner : regionOwners(region)) {
+    if (owner < 0 || static_cast<size_t>(owner) >= cp_->project.model.nodes.size()) {
+      engine = true;
+      continue;
+    }
+    const QString id =
+        QString::fromStdString(cp_->project.model.nodes[static_cast<size_t>(owner)].id)
+            .toHtmlEscaped();
+    links << QStringLiteral("<a href=\"layer:%1\">%2</a>").arg(owner).arg(id);
+  }
+  if (engine) links << tr("the engine");
+  owners_->setText(tr("Tensors of %1 belong to: %2")
+                       .arg(QString::fromUtf8(region_name(static_cast<Region>(region)).data()),
+                            links.isEmpty() ? tr("nobody") : links.join(QStringLiteral(", "))));
+}
+
+void MemoryView::highlightLayers(const QList<int>& layers) {
+  std::vector<int> v(layers.begin(), layers.end());
+  model_->setLayerFilter(v);
+  bands_->setHighlightedLayers(std::move(v));
+  if (!layers.isEmpty()) bands_->setSelectedRegion(-1);
+  refreshTensors();
+}
+
+QList<int> MemoryView::highlightedLayers() const {
+  const std::vector<int>& v = model_->layerFilter();
+  return QList<int>(v.begin(), v.end());
 }
 
 void MemoryView::showRegion(int region) {

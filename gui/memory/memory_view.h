@@ -3,7 +3,9 @@
 // scale (linear or log), their DTensors in a table, and whether every
 // tensor keeps its offset across variants; per rank: the arenas (identical
 // by design); in all: the bytes per device and whether they fit the chosen
-// devices. Exports the plan as JSON or CSV.
+// devices. Exports the plan as JSON or CSV. Linked to the designer: the
+// selected nodes' tensors are marked and listed, a region names the nodes
+// owning its tensors, and clicking one of them asks for that node.
 #pragma once
 
 #include <QWidget>
@@ -45,6 +47,12 @@ class MemoryView : public QWidget {
   // Selects the tensor's row (showing its region if it is filtered out).
   void showTensor(DTensorId id);
   DTensorId selectedTensor() const;
+  // Marks the tensors of these model nodes and lists only theirs (empty: all).
+  void highlightLayers(const QList<int>& layers);
+  QList<int> highlightedLayers() const;
+  // The model nodes owning the tensors of a region, as the owners line shows them.
+  QList<int> regionOwners(int region) const;
+  QString ownersText() const;
 
   bool exportJson(const QString& path, QString* error);
   bool exportCsv(const QString& path, QString* error);
@@ -62,10 +70,13 @@ class MemoryView : public QWidget {
 
  signals:
   void status(const QString& text);
+  // The user asked to see a model node (an owner link, a tensor row double-clicked).
+  void layerRequested(int layer);
 
  private:
   void refresh();
   void refreshTensors();
+  void refreshOwners();
   void chooseExport(bool json);
 
   std::shared_ptr<const CompiledProject> cp_;
@@ -84,6 +95,7 @@ class MemoryView : public QWidget {
   QLabel* summary_;
   QLabel* agreement_;
   RegionBands* bands_;
+  QLabel* owners_;
   QLabel* tensorsTitle_;
   QPushButton* allRegions_;
   DTensorTableModel* model_;

@@ -92,8 +92,45 @@ void RegionBands::setPlan(const CompiledProject* cp, int variant) {
     selected_ = -1;
   hovered_ = -1;
   layoutStrip();
+  collectMarks();
   updateGeometry();
   update();
+}
+
+void RegionBands::setHighlightedLayers(std::vector<int> layers) {
+  layers_ = std::move(layers);
+  collectMarks();
+  update();
+}
+
+void RegionBands::collectMarks() {
+  marked_.clear();
+  const MemoryPlan* p = plan();
+  if (!p || layers_.empty()) return;
+  for (const DTensor& t : p->dtensors())
+    if (std::find(layers_.begin(), layers_.end(), t.owner) != layers_.end())
+      marked_.push_back(t.id);
+  std::sort(marked_.begin(), marked_.end(), [p](DTensorId a, DTensorId b) {
+    return p->get_dtensor(a).offset < p->get_dtensor(b).offset;
+  });
+}
+
+QRectF RegionBands::tensorMark(DTensorId id) const {
+  const MemoryPlan* p = plan();
+  if (!p) return {};
+  const DTensor& t = p->get_dtensor(id);
+  const QRect strip = stripRect();
+  for (const Segment& s : segments_) {
+    if (s.region != t.region) continue;
+    const RegionInfo& info = p->region(s.region);
+    const double per_byte =
+        (s.x1 - s.x0) / std::max<double>(1.0, static_cast<double>(info.total_bytes));
+    const double x0 = s.x0 + static_cast<double>(t.offset - info.base_offset) * per_byte;
+    // Small tensors stay visible as a 2-pixel tick.
+    const double w = std::max(2.0, static_cast<double>(t.slot_bytes) * per_byte);
+    return QRectF(x0, strip.top(), w, strip.height());
+  }
+  return {};
 }
 
 void RegionBands::setScale(Scale scale) {
@@ -253,16 +290,30 @@ void RegionBands::paintEvent(QPaintEvent*) {
     }
   }
 
+  // The highlighted layers' tensors: dark ticks across the strip.
+  for (DTensorId id : marked_) {
+    const QRectF m = tensorMark(id);
+    if (m.isEmpty()) continue;
+    painter.fillRect(m.adjusted(0, 4, 0, -4), QColor(0x21, 0x21, 0x21, 200));
+  }
+
   for (Region r : shown_) {
     const QRect row = rowRect(r);
     const RegionInfo& info = p->region(r);
+    int marks = 0;
+    for (DTensorId id : marked_) marks += p->get_dtensor(id).region == r ? 1 : 0;
     if (region_index(r) == selected_)
       painter.fillRect(row, pal.color(QPalette::Highlight).lighter(170));
     else if (region_index(r) == hovered_)
       painter.fillRect(row, pal.color(QPalette::AlternateBase));
     painter.setPen(pal.color(QPalette::Text));
+    QFont label_font = font();
+    label_font.setBold(marks > 0);
+    painter.setFont(label_font);
     painter.drawText(QRect(row.left() + 4, row.top(), labelWidth() - 8, row.height()),
-                     Qt::AlignLeft | Qt::AlignVCenter, region_text(r));
+                     Qt::AlignLeft | Qt::AlignVCenter,
+                     marks > 0 ? QStringLiteral("● ") + region_text(r) : region_text(r));
+    painter.setFont(font());
     painter.fillRect(barRect(r), series_colour(region_series(r)));
     const double share = 100.0 * static_cast<double>(info.total_bytes) /
                          static_cast<double>(std::max<uint64_t>(1, p->total_bytes()));

@@ -3,7 +3,9 @@
 // is the whole arena, one segment per region in address order; below, one
 // band per region with its bytes, share and offset. Linear or logarithmic
 // widths (small regions vanish in linear). Hovering names the region and, on
-// the strip, the DTensor under the cursor; clicking selects them.
+// the strip, the DTensor under the cursor; clicking selects them. The
+// tensors of highlighted model nodes are marked on the strip and their
+// regions' rows flagged (the designer's selection, linked).
 #pragma once
 
 #include <QWidget>
@@ -27,6 +29,11 @@ class RegionBands : public QWidget {
   Scale scale() const { return scale_; }
   void setSelectedRegion(int region);
   int selectedRegion() const { return selected_; }
+  void setHighlightedLayers(std::vector<int> layers);
+  // The tensors of the highlighted layers in this variant, in address order.
+  const std::vector<DTensorId>& highlightedTensors() const { return marked_; }
+  // Where a tensor lies on the strip (empty when its region is not shown).
+  QRectF tensorMark(DTensorId id) const;
 
   // Regions drawn (those holding tensors), in address order.
   const std::vector<Region>& shownRegions() const { return shown_; }
@@ -60,6 +67,7 @@ class RegionBands : public QWidget {
   const MemoryPlan* plan() const;
   double weight(uint64_t bytes) const;
   void layoutStrip();
+  void collectMarks();
   int labelWidth() const;
 
   const CompiledProject* cp_ = nullptr;
@@ -68,6 +76,8 @@ class RegionBands : public QWidget {
   int selected_ = -1, hovered_ = -1;
   std::vector<Region> shown_;
   std::vector<Segment> segments_;
+  std::vector<int> layers_;
+  std::vector<DTensorId> marked_;
 };
 
 }  // namespace tr::gui

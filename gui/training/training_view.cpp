@@ -61,9 +61,11 @@ void TrainingView::buildControls() {
   connect(stop_, &QPushButton::clicked, this, &TrainingView::stop);
 
   epochs_ = new QSpinBox(this);
+  epochs_->setObjectName(QStringLiteral("epochs"));
   epochs_->setRange(0, 1'000'000);
   epochs_->setToolTip(tr("Epochs to train; the first value uses the project's setting"));
   maxSteps_ = new QSpinBox(this);
+  maxSteps_->setObjectName(QStringLiteral("maxSteps"));
   maxSteps_->setRange(0, std::numeric_limits<int>::max());
   maxSteps_->setSpecialValueText(tr("no limit"));
   maxSteps_->setToolTip(tr("Stop after this many steps in all (a resumed run counts on)"));

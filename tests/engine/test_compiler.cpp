@@ -818,6 +818,11 @@ class TestCompiler : public QObject {
 
     Project p = load("cnn-bn-fashion");
     p.training.devices.ids = {0, 1};
+    // SyncBatchNorm (the project's choice) computes the same statistics on
+    // every rank: nothing to all-reduce.
+    QVERIFY(p.training.sync_batch_norm);
+    QVERIFY(graphs_of(compile_or_fail(p), GraphId::STATS_COMM).empty());
+    p.training.sync_batch_norm = false;
     const CompiledProject two = compile_or_fail(p);
     QCOMPARE(graphs_of(two, GraphId::STATS_COMM).size(), size_t{1});
     QCOMPARE(graphs_of(two, GraphId::UPDATE_STATS).size(), size_t{1});

@@ -445,7 +445,9 @@ class TestProjectLoader : public QObject {
     QCOMPARE(p.variants[0].batch, int64_t{0});
     QCOMPARE(p.variants[1].kind, VariantKind::LastBatch);
     QCOMPARE(p.variants[2].kind, VariantKind::Validation);
-    QCOMPARE(p.variants[2].batch, int64_t{128});
+    // The training batch (128) would leave a partial validation batch of
+    // Fashion-MNIST's 10,000 images: the largest batch below it that divides.
+    QCOMPARE(p.variants[2].batch, int64_t{125});
   }
 
   void defaultValidationBatchIsPerDevice() {
@@ -453,7 +455,11 @@ class TestProjectLoader : public QObject {
     text.insert(text.rfind('}'), R"(, "training": {"global_batch": 256, "devices": "cuda:0-3"})");
     Project p = parse_project(text, "t.json");
     QCOMPARE(p.variants.size(), size_t{3});
-    QCOMPARE(p.variants[2].batch, int64_t{64});
+    // 64 per device would need 10,000 to divide by 256; 50 x 4 = 200 does.
+    QCOMPARE(p.variants[2].batch, int64_t{50});
+    // A validation set of 6,400 takes the per-device training batch as it is.
+    text.insert(text.rfind('}'), R"(, "dataset": {"kind": "synthetic", "val_size": 6400})");
+    QCOMPARE(parse_project(text, "t.json").variants[2].batch, int64_t{64});
   }
 
   void explicitVariantsMayOmitValidation() {

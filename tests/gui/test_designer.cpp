@@ -13,6 +13,7 @@
 #include <cmath>
 #include <memory>
 
+#include "canvas_driver.h"
 #include "designer/auto_layout.h"
 #include "designer/designer_scene.h"
 #include "designer/designer_view.h"
@@ -30,12 +31,6 @@ using namespace tr::gui;
 
 namespace {
 
-// Makes the palette's drag payload reachable, as a QDrag would take it.
-class TestPalette : public PaletteWidget {
- public:
-  using PaletteWidget::mimeData;
-};
-
 Project empty_project() {
   return parse_project(R"({"format": 1, "name": "t", "model": {"nodes": [], "edges": []}})", "t");
 }
@@ -49,7 +44,7 @@ struct Designer {
   ModelEditor editor{&doc};
   DesignerView view{&doc, &editor};
   PropertiesPanel properties{&doc, &editor};
-  TestPalette palette;
+  PaletteWidget palette;
   QStringList refusals;
 
   explicit Designer(Project p = empty_project()) {
@@ -64,41 +59,16 @@ struct Designer {
     view.resetZoom();
     view.centerOn(400, 300);
   }
+  CanvasDriver canvas{&view, &palette, &doc};
   DesignerScene* scene() { return view.designerScene(); }
   QWidget* vp() { return view.viewport(); }
-  QPoint at(QPointF scenePos) { return view.mapFromScene(scenePos); }
-  NodeItem* node(const char* id) { return scene()->nodeItem(QString::fromLatin1(id)); }
+  QPoint at(QPointF scenePos) { return canvas.at(scenePos); }
+  NodeItem* node(const char* id) { return canvas.node(id); }
   int index(const char* id) { return doc.nodeIndex(id); }
-
-  // A palette drag released over the canvas at `scenePos`: the same events a
-  // QDrag delivers to the drop target.
-  int drop(LayerType t, QPointF scenePos) {
-    std::unique_ptr<QMimeData> mime(palette.mimeData({palette.itemFor(t)}));
-    const QPoint pos = at(scenePos);
-    const Qt::DropActions actions = Qt::CopyAction | Qt::MoveAction;
-    QDragEnterEvent enter(pos, actions, mime.get(), Qt::LeftButton, Qt::NoModifier);
-    QApplication::sendEvent(vp(), &enter);
-    if (!enter.isAccepted()) return -1;
-    QDragMoveEvent move(pos, actions, mime.get(), Qt::LeftButton, Qt::NoModifier);
-    QApplication::sendEvent(vp(), &move);
-    QDropEvent dropped(QPointF(pos), actions, mime.get(), Qt::LeftButton, Qt::NoModifier);
-    QApplication::sendEvent(vp(), &dropped);
-    // A copy, never a move: a move would take the entry out of the palette.
-    if (!dropped.isAccepted() || dropped.dropAction() != Qt::CopyAction) return -1;
-    return static_cast<int>(doc.project().model.nodes.size()) - 1;
-  }
-
-  void mouseDrag(QPoint from, QPoint to, int steps = 4) {
-    QTest::mousePress(vp(), Qt::LeftButton, Qt::NoModifier, from);
-    for (int i = 1; i <= steps; ++i) QTest::mouseMove(vp(), from + (to - from) * i / steps);
-    QTest::mouseRelease(vp(), Qt::LeftButton, Qt::NoModifier, to);
-  }
-
-  // Drags from `from`'s output port to input `port` of `to`, both by id.
+  int drop(LayerType t, QPointF scenePos) { return canvas.drop(t, scenePos); }
+  void mouseDrag(QPoint from, QPoint to, int steps = 4) { canvas.mouseDrag(from, to, steps); }
   void connectByMouse(const char* from, const char* to, int port = 0) {
-    const QPoint a = at(node(from)->outputPort(0)->scenePos());
-    const QPoint b = at(node(to)->inputPort(port)->scenePos());
-    mouseDrag(a, b);
+    canvas.connectByMouse(from, to, port);
   }
 
   QString graphJson() {

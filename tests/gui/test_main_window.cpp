@@ -3,7 +3,10 @@
 // views that work, problems select their node, projects save and reload
 // unchanged, bad files are refused without losing the open project, compile
 // fills the memory view, devices are a project edit, templates load, the
-// window layout is remembered and every view renders to a PNG.
+// window layout is remembered and every view renders to a PNG. And the whole
+// journey: a network built by drags, undone and redone, saved and reloaded,
+// compiled, trained for a few steps with the loss plot filling, stopped, and
+// found in the runs view; with the views linked through the selected node.
 #include <QAction>
 #include <QComboBox>
 #include <QDockWidget>
@@ -17,6 +20,7 @@
 #include <QTreeWidget>
 #include <QtTest>
 
+#include "canvas_driver.h"
 #include "designer/designer_scene.h"
 #include "designer/designer_view.h"
 #include "designer/edge_item.h"
@@ -26,10 +30,20 @@
 #include "device_selector.h"
 #include "main_window.h"
 #include "memory/memory_view.h"
+#include "memory/region_bands.h"
 #include "model/project_io.h"
+#include "plot/curve_plot.h"
 #include "problems_panel.h"
 #include "project_document.h"
+#include "runs/runs_table_model.h"
+#include "runs/runs_view.h"
+#include "store/run_store.h"
+#include "store/store_location.h"
 #include "template_catalog.h"
+#include "timeline/timeline_canvas.h"
+#include "timeline/timeline_model.h"
+#include "timeline/timeline_view.h"
+#include "training/training_view.h"
 
 using namespace tr;
 using namespace tr::gui;
@@ -72,11 +86,13 @@ class TestMainWindow : public QObject {
     QCOMPARE(win.doc()->project().name, std::string("lenet-fashion"));
     QCOMPARE(win.w.designer()->designerScene()->nodeCount(), 14);
     QVERIFY(win.w.windowTitle().startsWith("lenet-fashion.json"));
-    // Only views that work are there; no training actions before the training view.
-    QCOMPARE(win.w.tabs()->count(), 2);
-    QCOMPARE(win.w.tabs()->tabText(0), QStringLiteral("Design"));
-    QCOMPARE(win.w.tabs()->tabText(1), QStringLiteral("Memory"));
-    QVERIFY(!win.w.action("train"));
+    QCOMPARE(win.w.tabs()->count(), 5);
+    const char* tabs[] = {"Design", "Memory", "Timeline", "Training", "Runs"};
+    for (int i = 0; i < 5; ++i) QCOMPARE(win.w.tabs()->tabText(i), QLatin1String(tabs[i]));
+    QVERIFY(win.w.action("train")->isEnabled());
+    QVERIFY(!win.w.action("pause")->isEnabled());
+    QVERIFY(!win.w.action("stop")->isEnabled());
+    QCOMPARE(win.w.action("train")->shortcut(), QKeySequence(QStringLiteral("Ctrl+R")));
     QCOMPARE(win.w.action("compile")->shortcut(), QKeySequence(Qt::Key_F5));
     QCOMPARE(win.w.action("save")->shortcut(), QKeySequence(QKeySequence::Save));
     // A valid project is compiled on opening.
@@ -268,16 +284,125 @@ class TestMainWindow : public QObject {
       QDockWidget* problems = win.w.findChild<QDockWidget*>(QStringLiteral("problemsDock"));
       QVERIFY(problems && problems->isVisible());
       problems->hide();
-      win.w.resize(1111, 777);
+      win.w.resize(1271, 777);  // fits a 1280-pixel screen
       QVERIFY(win.w.close());
     }
     MainWindow again;
     again.show();
     QDockWidget* problems = again.findChild<QDockWidget*>(QStringLiteral("problemsDock"));
     QVERIFY(!problems->isVisible());
-    QCOMPARE(again.size(), QSize(1111, 777));
+    QCOMPARE(again.size(), QSize(1271, 777));
     problems->show();
     QVERIFY(again.close());
+  }
+
+  void designTrainStopAndFindTheRun() {
+    Window win;
+    win.w.newProject();
+    DesignerView* view = win.w.designer();
+    view->resetZoom();
+    view->centerOn(400, 300);
+    const CanvasDriver canvas{view, win.w.palette(), win.doc()};
+    double y = 40;
+    for (LayerType t : {LayerType::Input, LayerType::Conv2d, LayerType::ReLU, LayerType::Flatten,
+                        LayerType::Linear, LayerType::SoftmaxCrossEntropy}) {
+      QVERIFY(canvas.drop(t, QPointF(300, y)) >= 0);
+      y += 110;
+    }
+    canvas.connectByMouse("input1", "conv1");
+    canvas.connectByMouse("conv1", "relu1");
+    canvas.connectByMouse("relu1", "flatten1");
+    canvas.connectByMouse("flatten1", "fc1");
+    canvas.connectByMouse("fc1", "loss1");
+    QVERIFY(win.doc()->analysis().ok());
+    QCOMPARE(win.doc()->project().model.edges.size(), size_t{5});
+
+    // Undo all of it, redo all of it.
+    const QString built = json_of(win.doc()->project());
+    while (win.doc()->undoStack()->canUndo()) {
+      QVERIFY(win.w.action("undo")->isEnabled());
+      win.w.action("undo")->trigger();
+    }
+    QVERIFY(win.doc()->project().model.nodes.empty());
+    while (win.doc()->undoStack()->canRedo()) win.w.action("redo")->trigger();
+    QCOMPARE(json_of(win.doc()->project()), built);
+
+    // Save and reload.
+    QTemporaryDir dir;
+    const QString path = dir.filePath("built.json");
+    QString error;
+    QVERIFY2(win.w.saveProjectAs(path, &error), qPrintable(error));
+    QVERIFY2(win.w.openProject(path, &error), qPrintable(error));
+    QCOMPARE(json_of(win.doc()->project()), built);
+
+    // Compile (done on opening; again by the action).
+    win.w.action("compile")->trigger();
+    QCOMPARE(win.w.currentView(), MainWindow::View::Memory);
+    QVERIFY(win.w.memoryView()->compiled());
+
+    // Train from the toolbar; the loss plot fills; stop within a step.
+    TrainingView* training = win.w.trainingView();
+    QSignalSpy ended(training, &TrainingView::runEnded);
+    QSignalSpy profiled(training, &TrainingView::profileReady);
+    win.w.action("train")->trigger();
+    QCOMPARE(win.w.currentView(), MainWindow::View::Training);
+    QVERIFY(training->isRunning());
+    QVERIFY(!win.w.action("train")->isEnabled());
+    QTRY_VERIFY2_WITH_TIMEOUT(training->lossPlot()->pointCount(0) >= 5,
+                              qPrintable(training->statusText() + " / " + training->errorText()),
+                              60000);
+    QVERIFY(win.w.action("stop")->isEnabled());
+    win.w.action("stop")->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(!training->isRunning(), 30000);
+    QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 10000);
+    const qint64 run = ended.front().front().toLongLong();
+    QVERIFY(run > 0);
+    QVERIFY(win.w.action("train")->isEnabled());
+    const size_t points = training->lossPlot()->pointCount(0);
+    QCOMPARE(static_cast<qint64>(points), training->stepsDone());
+
+    // The run is in the store as stopped, with every step the plot showed,
+    // and the runs view lists and selects it.
+    {
+      store::RunStore store(store::resolve_store_path());
+      const store::RunDetail d = store.run(run);
+      QCOMPARE(d.summary.status, store::RunStatus::Stopped);
+      QCOMPARE(store.step_curve(run).size(), points);
+    }
+    RunsView* runs = win.w.runsView();
+    win.w.showView(MainWindow::View::Runs);
+    QTRY_COMPARE(runs->selectedRuns(), QList<qint64>{run});
+    QVERIFY(runs->runsModel()->rowCount() >= 1);
+
+    // Linked views: the profile reached the timeline; selecting conv1 in the
+    // designer marks its tensors in the memory map and its ops in the timeline.
+    QTRY_VERIFY(profiled.count() == 1);
+    TimelineView* timeline = win.w.timelineView();
+    QVERIFY(timeline->hasProfile());
+    const int conv1 = win.doc()->nodeIndex("conv1");
+    win.w.designer()->focusNode(QStringLiteral("conv1"));
+    QCOMPARE(win.w.memoryView()->highlightedLayers(), QList<int>{conv1});
+    QVERIFY(!win.w.memoryView()->bands()->highlightedTensors().empty());
+    QCOMPARE(timeline->highlightedLayers(), QList<int>{conv1});
+    // Clicking a timeline bar of fc1 selects fc1 in the designer.
+    const int fc1 = win.doc()->nodeIndex("fc1");
+    win.w.showView(MainWindow::View::Timeline);
+    TimelineCanvas* c = timeline->canvas();
+    int bar = -1;
+    for (size_t i = 0; i < timeline->model().bars().size(); ++i)
+      if (timeline->model().bars()[i].layer == fc1) bar = static_cast<int>(i);
+    QVERIFY(bar >= 0);
+    const TimelineBar& b = timeline->model().bars()[static_cast<size_t>(bar)];
+    const double span = std::max(b.end_us - b.start_us, 0.05) * c->plotRect().width() / 100;
+    c->setVisibleRange((b.start_us + b.end_us - span) / 2, (b.start_us + b.end_us + span) / 2);
+    QTest::mouseClick(c, Qt::LeftButton, {}, c->barRect(bar).center().toPoint());
+    QCOMPARE(win.w.currentView(), MainWindow::View::Design);
+    QCOMPARE(win.w.designer()->designerScene()->currentNode(), fc1);
+    // A region band names the nodes owning its tensors; its link selects one.
+    MemoryView* memory = win.w.memoryView();
+    memory->showRegion(region_index(Region::W_FC_WEIGHT));
+    QVERIFY2(memory->ownersText().contains("fc1"), qPrintable(memory->ownersText()));
+    QCOMPARE(memory->regionOwners(region_index(Region::W_FC_WEIGHT)), QList<int>{fc1});
   }
 
   void screenshotsOfEveryView() {
@@ -285,8 +410,12 @@ class TestMainWindow : public QObject {
     QTemporaryDir dir;
     QString error;
     const QString out = dir.filePath("shots/nested");
-    QVERIFY2(win.w.writeScreenshots(out, &error), qPrintable(error));
-    for (const char* name : {"designer.png", "memory.png"}) {
+    QVERIFY2(win.w.writeScreenshots(out, &error, 12), qPrintable(error));
+    // It trained first (briefly, profiled), so every view has content.
+    QVERIFY(win.w.trainingView()->lastRunId() > 0);
+    QVERIFY(win.w.timelineView()->hasProfile());
+    for (const char* name :
+         {"designer.png", "memory.png", "timeline.png", "training.png", "runs.png"}) {
       QImage image(QDir(out).filePath(QLatin1String(name)));
       QVERIFY2(!image.isNull(), name);
       QCOMPARE(image.size(), win.w.size() * win.w.devicePixelRatio());

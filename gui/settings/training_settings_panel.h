@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// TrainingSettingsPanel: every setting of a project outside its model graph
+// (name and description, optimizer, schedule, run length, precision and
+// ranks, augmentation and normalisation) as a form bound to the
+// ProjectDocument. Each change is one undoable SetTrainingCommand; a value
+// the loader would refuse is kept in its field with the loader's reason
+// beside it and is not applied.
+#pragma once
+
+#include <QString>
+#include <QVariant>
+#include <QWidget>
+#include <deque>
+#include <functional>
+
+#include "project_document.h"
+
+class QFormLayout;
+class QLabel;
+
+namespace tr::gui {
+
+class TrainingSettingsPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit TrainingSettingsPanel(ProjectDocument* doc, QWidget* parent = nullptr);
+
+  // The editor of a field, named by its key in the project file ("name",
+  // "training.optimizer.lr", "training.ema.enabled", "dataset.mean"...), or null.
+  QWidget* fieldEditor(const QString& key) const;
+  // The message shown under that field: why what was typed is not applied,
+  // or why the project's own value would not load. Empty when none.
+  QString fieldMessage(const QString& key) const;
+
+ public slots:
+  // Applies what is typed but not committed yet (a spin box or line edit
+  // that still has the focus: they commit on Enter or when left), so a save
+  // or a run started from a menu or shortcut sees it.
+  void commitPendingEdits();
+
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
+ private:
+  enum class Kind { Int, Real, Bool, Choice, Text, Seed, List };
+  struct Field {
+    QString key;   // "training.optimizer.lr": also the editor's object name
+    QString what;  // "learning rate", for the undo step's text
+    Kind kind = Kind::Int;
+    QWidget* editor = nullptr;
+    QWidget* row = nullptr;  // editor and message: one row of `form`
+    QFormLayout* form = nullptr;
+    QLabel* message = nullptr;
+    std::function<QVariant(const ProjectSettings&)> get;
+    std::function<void(ProjectSettings&, const QVariant&)> set;
+    // A check that involves other settings, with the loader's message; null when none.
+    std::function<QString(const ProjectSettings&)> check;
+    // Whether the field means anything with these settings; null: always.
+    std::function<bool(const ProjectSettings&)> applies;
+    bool refused = false;  // the editor holds a value the document did not take
+  };
+
+  Field& addField(QFormLayout* form, Kind kind, QWidget* editor, const QString& key,
+                  const QString& label, const QString& what, const QString& tip);
+  void buildForm(QWidget* host);
+  void refresh(bool reset);
+  void commit(Field& field);
+  // The editor's value; false with `why` set when its text is not one.
+  bool readEditor(const Field& field, QVariant& value, QString& why) const;
+  void writeEditor(const Field& field, const QVariant& value);
+  void updateMessage(Field& field, const ProjectSettings& now);
+  void showMessage(Field& field, const QString& text);
+  const Field* find(const QString& key) const;
+
+  ProjectDocument* doc_;
+  std::deque<Field> fields_;  // a deque: connections hold references to its elements
+  ProjectSettings shown_;     // what the editors showed after the last refresh
+  QLabel* devices_ = nullptr;
+  QLabel* dataset_ = nullptr;
+};
+
+}  // namespace tr::gui
