@@ -9,6 +9,7 @@
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QTemporaryDir>
+#include <QThread>
 #include <QTimer>
 #include <algorithm>
 #include <cmath>
@@ -38,7 +39,10 @@ class TimingApplication : public QApplication {
   };
 
   bool notify(QObject* receiver, QEvent* event) override {
-    if (!recording_ || depth_ > 0) return QApplication::notify(receiver, event);
+    // Only the GUI thread's events can stall the GUI (notify also sees the
+    // training thread's).
+    if (!recording_ || depth_ > 0 || QThread::currentThread() != thread())
+      return QApplication::notify(receiver, event);
     ++depth_;
     QElapsedTimer t;
     t.start();
@@ -173,8 +177,8 @@ void report_replots(const char* what, const std::vector<double>& ms, size_t draw
               verdict(worst, kReplotGoalMs));
 }
 
-// `fast_polylines`: as the training view sets its plots up (line segments
-// drawn one by one); otherwise as CurvePlot comes.
+// `fast_polylines`: as CurvePlot draws (line segments drawn one by one);
+// otherwise QCustomPlot's default (one wide polyline per graph).
 void bench_replot(int replots, bool fast_polylines) {
   constexpr size_t kPoints = 1'000'000;
   tr::gui::CurvePlot plot;
@@ -203,8 +207,8 @@ void bench_replot(int replots, bool fast_polylines) {
   QCoreApplication::processEvents();
   std::printf("curve plot of %zu loss points, smoothing 0.6, %dx%d, %s:\n", kPoints, plot.width(),
               plot.height(),
-              fast_polylines ? "as the training view draws it (phFastPolylines)"
-                             : "as CurvePlot comes (one polyline per graph)");
+              fast_polylines ? "as CurvePlot draws it (phFastPolylines)"
+                             : "with QCustomPlot's default (one polyline per graph)");
   std::printf("  set data %.1f ms, change the smoothing %.1f ms (both once, not per redraw)\n",
               load_ms, smooth_ms);
   std::vector<double> ms = time_replots(plot, replots);

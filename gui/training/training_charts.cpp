@@ -22,9 +22,6 @@ constexpr double kDefaultSmoothing = 0.6;
 CurvePlot* make_plot(const QString& title, const QString& x_label, const QString& y_label,
                      QWidget* parent) {
   auto* plot = new CurvePlot(parent);
-  // Segment by segment: stroking a dense zigzag as one wide polyline costs
-  // the raster engine about ten times as much (see bench_gui).
-  plot->setPlottingHint(QCP::phFastPolylines, true);
   plot->setMinimumSize(260, 180);
   plot->plotLayout()->insertRow(0);
   plot->plotLayout()->addElement(
