@@ -182,7 +182,7 @@ void BatchPipeline::release(const Batch* batch) {
   producer_cv_.notify_all();
 }
 
-void BatchPipeline::start_epoch(int64_t epoch) {
+void BatchPipeline::start_epoch(int64_t epoch, int64_t first_batch) {
   {
     std::lock_guard lock(mutex_);
     for (const Slot s : slots_) {
@@ -199,8 +199,12 @@ void BatchPipeline::start_epoch(int64_t epoch) {
     }
     plan_ = EpochPlan(source_.size(split_), spec_.batch, world_, rank_, spec_.drop_last,
                       spec_.shuffle, spec_.seed, epoch);
-    next_fill_ = 0;
-    next_hand_ = 0;
+    if (first_batch < 0 || first_batch > plan_.batches())
+      throw UsageError("BatchPipeline::start_epoch(" + std::to_string(epoch) + ", " +
+                       std::to_string(first_batch) + "): the epoch has " +
+                       std::to_string(plan_.batches()) + " batches");
+    next_fill_ = first_batch;
+    next_hand_ = first_batch;
     error_ = nullptr;
   }
   producer_cv_.notify_all();

@@ -41,9 +41,11 @@ class BatchPipeline {
   // pipeline was stopped). Rethrows an error raised while filling.
   const Batch* next();
   void release(const Batch* batch);
-  // Begins (another) epoch, reshuffled from (seed, epoch). Batches not yet
-  // handed out are discarded; every handed-out batch must be released first.
-  void start_epoch(int64_t epoch);
+  // Begins (another) epoch, reshuffled from (seed, epoch), at batch
+  // `first_batch` (a resumed run skips the batches it trained, without
+  // reading them). Batches not yet handed out are discarded; every
+  // handed-out batch must be released first.
+  void start_epoch(int64_t epoch, int64_t first_batch = 0);
   // Stops filling; next() returns nullptr from then on. Idempotent.
   void stop();
 

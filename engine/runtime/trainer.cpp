@@ -125,18 +125,17 @@ class RankLoop {
     int64_t step = start_.step;
     bool stopped = false;
     for (int64_t epoch = start_.epoch; epoch < epochs && !stopped; ++epoch) {
-      if (epoch > start_.epoch) train_->start_epoch(epoch);
+      if (epoch > start_.epoch)
+        train_->start_epoch(epoch);
+      else if (start_.batch > 0)
+        // A resumed epoch: the same order, from the first batch not trained.
+        train_->start_epoch(epoch, start_.batch);
       EpochReport er;
       er.epoch = epoch;
       double loss_sum = 0, top1_sum = 0, samples = 0;
       const auto t_epoch = Clock::now();
       const int64_t batches = train_->batches_per_epoch();
       const Batch* batch = train_->next();
-      // A resumed epoch: the same order, less the batches trained before the checkpoint.
-      for (int64_t skip = epoch == start_.epoch ? start_.batch : 0; batch && skip > 0; --skip) {
-        train_->release(batch);
-        batch = train_->next();
-      }
       if (batch) session_.transfer(rank_, variant_of(*batch), batch->buffer);
       while (batch) {
         if (shared_.stop_before(step, options_)) {

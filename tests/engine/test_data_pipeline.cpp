@@ -79,9 +79,10 @@ struct Epoch {
   std::vector<bool> partial;
 };
 
-Epoch drain(BatchPipeline& p) {
+// Every remaining batch of the epoch, checked to come in order from `first`.
+Epoch drain(BatchPipeline& p, int64_t first = 0) {
   Epoch e;
-  int64_t expect = 0;
+  int64_t expect = first;
   while (const Batch* b = p.next()) {
     if (b->index != expect || b->buffer != expect % 2) {
       throw std::runtime_error("batches out of order");
@@ -506,6 +507,22 @@ class TestDataPipeline : public QObject {
     const Epoch restarted = drain(p), expected = drain(fresh);
     QVERIFY(restarted.labels == expected.labels);
     QVERIFY(restarted.images == expected.images);
+  }
+
+  void startEpochAtABatchSkipsWithoutReading() {
+    const CountingSource src(200, 3, 3, 1);
+    BatchPipeline full(src, Split::Train, spec(16));
+    const Epoch whole = drain(full);
+    BatchPipeline p(src, Split::Train, spec(16));
+    p.start_epoch(0, 5);  // as a run resumed at batch 5 does
+    const Epoch rest = drain(p, 5);
+    QCOMPARE(rest.labels.size(), whole.labels.size() - 5);
+    QVERIFY(std::equal(rest.labels.begin(), rest.labels.end(), whole.labels.begin() + 5));
+    QVERIFY(std::equal(rest.images.begin(), rest.images.end(), whole.images.begin() + 5));
+    p.start_epoch(0, p.batches_per_epoch());  // resumed at the epoch's end: nothing left
+    QVERIFY(p.next() == nullptr);
+    QVERIFY_THROWS_EXCEPTION(UsageError, p.start_epoch(0, p.batches_per_epoch() + 1));
+    QVERIFY_THROWS_EXCEPTION(UsageError, p.start_epoch(0, -1));
   }
 
   void fillThreadsDoNotChangeTheResult() {
