@@ -226,8 +226,11 @@ class RankLoop {
       backend_.set_profiling(begin);
       if (!begin) {
         auto spans = backend_.take_profile();
-        std::lock_guard<std::mutex> lock(shared_.mutex);
-        shared_.report.profile.insert(shared_.report.profile.end(), spans.begin(), spans.end());
+        {
+          std::lock_guard<std::mutex> lock(shared_.mutex);
+          shared_.report.profile.insert(shared_.report.profile.end(), spans.begin(), spans.end());
+        }
+        if (callbacks_.on_profile) callbacks_.on_profile(spans);
       }
     }
     shared_.barrier.arrive_and_wait();

@@ -74,6 +74,9 @@ struct TrainReport {
 struct TrainCallbacks {
   std::function<void(const StepReport&)> on_step;
   std::function<void(const EpochReport&)> on_epoch;
+  // On rank 0 when the profiled steps are done, with every rank's spans
+  // (also in TrainReport::profile), so a front end can show them mid-run.
+  std::function<void(const std::vector<ProfileSpan>&)> on_profile;
   // On every rank's own thread after each of its steps (the step's device
   // work is done), so tests and tools can inspect per-rank state.
   std::function<void(int rank, const StepReport&, TrainingSession&)> on_rank_step;

@@ -150,6 +150,12 @@ TrainingOutcome TrainingWorker::runTraining() {
     flush();
     emit epochDone(e);
   };
+  // The profiled steps reach the timeline as soon as they are done.
+  bool profile_shown = false;
+  callbacks.on_profile = [&](const std::vector<ProfileSpan>& spans) {
+    profile_shown = true;
+    emit profileReady(spans, cp);
+  };
   recorder->attach(callbacks);
   // The gate comes after the recorder, so the step a run pauses at is already in the store.
   callbacks.on_step = [&, recorded = callbacks.on_step](const StepReport& s) {
@@ -179,7 +185,8 @@ TrainingOutcome TrainingWorker::runTraining() {
   out.stopped = report.stopped;
   for (const std::string& path : report.checkpoints)
     out.checkpoints.push_back(QString::fromStdString(path));
-  if (!report.profile.empty()) emit profileReady(report.profile, cp);
+  // A run stopped inside its profiled steps still shows what it profiled.
+  if (!profile_shown && !report.profile.empty()) emit profileReady(report.profile, cp);
   return out;
 }
 

@@ -143,6 +143,7 @@ class TestTrainingView : public QObject {
     QSignalSpy ended(&view, &TrainingView::runEnded);
     QSignalSpy paused(&view, &TrainingView::pausedAt);
     QSignalSpy running(&view, &TrainingView::runningChanged);
+    QSignalSpy profile(&view, &TrainingView::profileReady);
 
     TrainingRequest r;
     r.epochs = 1;  // 469 steps: far more than this test lets it run
@@ -174,6 +175,9 @@ class TestTrainingView : public QObject {
     QCOMPARE(view.stepsDone(), at + 1);
     QCOMPARE(view.progressBar()->value(), static_cast<int>(at + 1));
     QCOMPARE(view.progressBar()->maximum(), 469);  // ceil(60000 / 128)
+    // The profiled steps (1 and 2) reached the timeline while the run goes on.
+    QTRY_COMPARE(profile.count(), 1);
+    QVERIFY(view.isRunning());
 
     view.resume();
     QTRY_VERIFY_WITH_TIMEOUT(loss_points(view) >= static_cast<size_t>(at + 4), kRunTimeoutMs);
