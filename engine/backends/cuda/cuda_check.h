@@ -18,14 +18,16 @@ inline std::string device_text(int device) {
 
 inline void check_cuda(cudaError_t err, const char* call, int device) {
   if (err == cudaSuccess) return;
-  throw std::runtime_error(std::string("CUDA error in ") + call + " " + device_text(device) +
-                           ": " + cudaGetErrorString(err) + " (" + cudaGetErrorName(err) + ")");
+  // Clear a non-sticky error, or the next launch check would report it again.
+  (void)cudaGetLastError();
+  throw std::runtime_error(std::string("CUDA error in ") + call + " " + device_text(device) + ": " +
+                           cudaGetErrorString(err) + " (" + cudaGetErrorName(err) + ")");
 }
 
 inline void check_nccl(ncclResult_t res, const char* call, int device) {
   if (res == ncclSuccess) return;
-  throw std::runtime_error(std::string("NCCL error in ") + call + " " + device_text(device) +
-                           ": " + ncclGetErrorString(res));
+  throw std::runtime_error(std::string("NCCL error in ") + call + " " + device_text(device) + ": " +
+                           ncclGetErrorString(res));
 }
 
 // The device this thread currently works on, for messages; -1 when unknown.

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The CUDA backend's op -> kernel table and the launchers that unpack
+// KernelArgs for the kernels in range_kernels.cu and optimizer_kernels.cu.
+#include "backends/cuda/cuda_kernels.h"
+
+#include <algorithm>
+
+#include "backends/cpu/kernels/optimizers.h"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/optimizer_kernels.h"
+#include "backends/cuda/range_kernels.h"
+
+namespace tr::cuda {
+
+namespace {
+
+void launched(cudaError_t err, const char* what) {
+  check_cuda(err, what, current_device());
+}
+
+int slot(ScalarSlot s) {
+  return static_cast<int>(s);
+}
+
+ScalarSlots scalar_slots() {
+  ScalarSlots s;
+  s.lr = slot(ScalarSlot::LR);
+  s.overflow = slot(ScalarSlot::OVERFLOW);
+  s.loss_scale = slot(ScalarSlot::LOSS_SCALE);
+  s.inv_loss_scale = slot(ScalarSlot::INV_LOSS_SCALE);
+  s.clean_steps = slot(ScalarSlot::CLEAN_STEPS);
+  s.adam_corr1 = slot(ScalarSlot::ADAM_CORR1);
+  s.adam_corr2 = slot(ScalarSlot::ADAM_CORR2);
+  s.updates = slot(ScalarSlot::UPDATES);
+  return s;
+}
+
+const float* scalar_at(const KernelArgs& a, ScalarSlot s) {
+  return a.scalars ? a.scalars + slot(s) : nullptr;
+}
+
+const OptimizerSpec& optimizer_of(const KernelArgs& a) {
+  static const OptimizerSpec defaults{};
+  return a.training ? a.training->optimizer : defaults;
+}
+
+uint64_t common_floats(const SpanArg& x, const SpanArg& y) {
+  return std::min(x.floats(), y.floats());
+}
+
+// The floats every span of an optimizer update covers.
+uint64_t span_floats(const KernelArgs& a) {
+  uint64_t n = a.in_spans[0].floats();
+  for (const SpanArg& s : a.in_spans) n = std::min(n, s.floats());
+  for (const SpanArg& s : a.out_spans) n = std::min(n, s.floats());
+  return n;
+}
+
+void clear(const KernelArgs& a, cudaStream_t stream) {
+  // A memset node in a captured graph; no kernel of our own needed.
+  for (const SpanArg& s : a.out_spans)
+    if (s.bytes) launched(cudaMemsetAsync(s.data, 0, s.bytes, stream), "cudaMemsetAsync (CLEAR)");
+}
+
+void copy(const KernelArgs& a, cudaStream_t stream) {
+  const SpanArg& in = a.in_spans[0];
+  const SpanArg& out = a.out_spans[0];
+  if (in.data == out.data) return;
+  const uint64_t n = std::min(in.bytes, out.bytes);
+  const auto s0 = reinterpret_cast<uintptr_t>(in.data), d0 = reinterpret_cast<uintptr_t>(out.data);
+  // cudaMemcpy leaves overlapping copies undefined; the CPU twin memmoves.
+  if (s0 < d0 + n && d0 < s0 + n) {
+    launched(launch_overlapping_move(out.data, in.data, n, stream), "COPY (overlapping)");
+    return;
+  }
+  if (n)
+    launched(cudaMemcpyAsync(out.data, in.data, n, cudaMemcpyDeviceToDevice, stream),
+             "cudaMemcpyAsync (COPY)");
+}
+
+void accumulate(const KernelArgs& a, cudaStream_t stream) {
+  launched(launch_accumulate(a.out_spans[0].f32(), a.in_spans[0].f32(),
+                             common_floats(a.in_spans[0], a.out_spans[0]), stream),
+           "ACCUMULATE");
+}
+
+void scale(const KernelArgs& a, cudaStream_t stream) {
+  const SpanArg& in = a.in_spans[0];
+  const SpanArg& out = a.out_spans.empty() ? in : a.out_spans[0];
+  launched(launch_scale(out.f32(), in.f32(), common_floats(in, out),
+                        scalar_at(a, ScalarSlot::INV_LOSS_SCALE),
+                        scalar_at(a, ScalarSlot::OVERFLOW), stream),
+           "SCALE");
+}
+
+void nan_check(const KernelArgs& a, cudaStream_t stream) {
+  float* overflow = a.scalars + slot(ScalarSlot::OVERFLOW);
+  for (const SpanArg& s : a.in_spans)
+    launched(launch_nan_check(s.f32(), s.floats(), overflow, stream), "NAN_CHECK");
+}
+
+void cast_fp32_to_fp16(const KernelArgs& a, cudaStream_t stream) {
+  const SpanArg& in = a.in_spans[0];
+  const SpanArg& out = a.out_spans[0];
+  launched(launch_cast_fp32_to_fp16(in.f32(), static_cast<uint16_t*>(out.data),
+                                    std::min(in.bytes / 4, out.bytes / 2), stream),
+           "CAST_FP32_TO_FP16");
+}
+
+void cast_fp16_to_fp32(const KernelArgs& a, cudaStream_t stream) {
+  const SpanArg& in = a.in_spans[0];
+  const SpanArg& out = a.out_spans[0];
+  launched(launch_cast_fp16_to_fp32(static_cast<const uint16_t*>(in.data), out.f32(),
+                                    std::min(in.bytes / 2, out.bytes / 4), stream),
+           "CAST_FP16_TO_FP32");
+}
+
+void ema_update(const KernelArgs& a, cudaStream_t stream) {
+  const double decay = a.training ? a.training->ema_decay : TrainingSpec{}.ema_decay;
+  // 1 - d in double, as on the CPU: 1.0f - 0.999f is off by 1e-5 relative.
+  launched(launch_ema(a.out_spans[0].f32(), a.in_spans[0].f32(),
+                      common_floats(a.in_spans[0], a.out_spans[0]), static_cast<float>(decay),
+                      static_cast<float>(1.0 - decay), scalar_at(a, ScalarSlot::OVERFLOW), stream),
+           "EMA_UPDATE");
+}
+
+void sgd_update(const KernelArgs& a, cudaStream_t stream) {
+  const OptimizerSpec& o = optimizer_of(a);
+  const bool has_m = a.in_spans.size() > 2 && a.out_spans.size() > 1;
+  SgdConstants c;
+  c.momentum = static_cast<float>(o.momentum);
+  c.weight_decay = static_cast<float>(o.weight_decay);
+  c.nesterov = o.nesterov;
+  launched(
+      launch_sgd(a.out_spans[0].f32(), a.in_spans[1].f32(), has_m ? a.out_spans[1].f32() : nullptr,
+                 span_floats(a), c, a.scalars, scalar_slots(), stream),
+      "SGD_UPDATE");
+}
+
+void adam_update(const KernelArgs& a, cudaStream_t stream) {
+  const OptimizerSpec& o = optimizer_of(a);
+  AdamConstants c;
+  c.beta1 = static_cast<float>(o.beta1);
+  c.beta2 = static_cast<float>(o.beta2);
+  c.one_minus_beta1 = static_cast<float>(1.0 - o.beta1);
+  c.one_minus_beta2 = static_cast<float>(1.0 - o.beta2);
+  c.weight_decay = static_cast<float>(o.weight_decay);
+  c.eps = static_cast<float>(o.adam_eps);
+  launched(launch_adam(a.out_spans[0].f32(), a.in_spans[1].f32(), a.out_spans[1].f32(),
+                       a.out_spans[2].f32(), span_floats(a), c, a.scalars, scalar_slots(), stream),
+           "ADAM_UPDATE");
+}
+
+void loss_scale_update(const KernelArgs& a, cudaStream_t stream) {
+  launched(
+      launch_loss_scale_update(a.scalars, scalar_slots(), cpu::kLossScaleGrowthInterval, stream),
+      "LOSS_SCALE_UPDATE");
+}
+
+void adam_bias_correction(const KernelArgs& a, cudaStream_t stream) {
+  const OptimizerSpec& o = optimizer_of(a);
+  launched(launch_adam_bias_correction(a.scalars, scalar_slots(), o.beta1, o.beta2, stream),
+           "ADAM_BIAS_CORRECTION");
+}
+
+void count_update(const KernelArgs& a, cudaStream_t stream) {
+  launched(launch_count_update(a.scalars, scalar_slots(), stream), "COUNT_UPDATE");
+}
+
+}  // namespace
+
+CudaKernel cuda_compute_kernel(ComputeOp op) noexcept {
+  switch (op) {
+    case ComputeOp::LOSS_SCALE_UPDATE:
+      return loss_scale_update;
+    case ComputeOp::ADAM_BIAS_CORRECTION:
+      return adam_bias_correction;
+    case ComputeOp::COUNT_UPDATE:
+      return count_update;
+    default:  // layer kernels (cuDNN, cuBLAS, our own) are still to come
+      return nullptr;
+  }
+}
+
+// No default: -Wswitch flags a range op added to ops.h but not here.
+CudaKernel cuda_range_kernel(RangeOp op) noexcept {
+  switch (op) {
+    case RangeOp::CLEAR:
+      return clear;
+    case RangeOp::CAST_FP32_TO_FP16:
+      return cast_fp32_to_fp16;
+    case RangeOp::CAST_FP16_TO_FP32:
+      return cast_fp16_to_fp32;
+    case RangeOp::SCALE:
+      return scale;
+    case RangeOp::NAN_CHECK:
+      return nan_check;
+    case RangeOp::ALLREDUCE_MEAN:  // collectives: NCCL, in the backend
+    case RangeOp::ALLREDUCE_SUM:
+      return nullptr;
+    case RangeOp::COPY:
+      return copy;
+    case RangeOp::ACCUMULATE:
+      return accumulate;
+    case RangeOp::SGD_UPDATE:
+      return sgd_update;
+    case RangeOp::ADAM_UPDATE:
+      return adam_update;
+    case RangeOp::EMA_UPDATE:
+      return ema_update;
+    case RangeOp::BN_EQ_PARAMS:  // not yet on CUDA
+    case RangeOp::LARS_NORMS:
+    case RangeOp::LARS_UPDATE:
+    case RangeOp::NUM_RANGE_OPS:
+      break;
+  }
+  return nullptr;
+}
+
+CudaKernel cuda_kernel(const GraphNode& node) noexcept {
+  return node.kind == NodeKind::COMPUTE ? cuda_compute_kernel(node.op)
+                                        : cuda_range_kernel(node.range_op);
+}
+
+std::string_view cuda_op_name(const GraphNode& node) noexcept {
+  return node.kind == NodeKind::COMPUTE ? compute_op_name(node.op) : range_op_name(node.range_op);
+}
+
+uint64_t cuda_workspace_bytes(const KernelArgs&) {
+  return 0;
+}
+
+}  // namespace tr::cuda
