@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The CUDA backend's op -> kernel table and the launchers that unpack
-// KernelArgs for the kernels in range_kernels.cu and optimizer_kernels.cu.
+// KernelArgs for the kernels in range_kernels.cu and optimizer_kernels.cu
+// (the layer kernels' launchers are in compute_launchers.cpp).
 #include "backends/cuda/cuda_kernels.h"
 
 #include <algorithm>
 
 #include "backends/cpu/kernels/optimizers.h"
+#include "backends/cuda/compute_launchers.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/optimizer_kernels.h"
 #include "backends/cuda/range_kernels.h"
@@ -171,13 +173,56 @@ void count_update(const KernelArgs& a, cudaStream_t stream) {
 
 CudaKernel cuda_compute_kernel(ComputeOp op) noexcept {
   switch (op) {
+    case ComputeOp::COPY_LABELS:
+      return compute::copy_labels;
+    case ComputeOp::RELU_FWD:
+      return compute::relu_fwd;
+    case ComputeOp::RELU_BWD:
+      return compute::relu_bwd;
+    case ComputeOp::TANH_FWD:
+      return compute::tanh_fwd;
+    case ComputeOp::TANH_BWD:
+      return compute::tanh_bwd;
+    case ComputeOp::SILU_FWD:
+      return compute::silu_fwd;
+    case ComputeOp::SILU_BWD:
+      return compute::silu_bwd;
+    case ComputeOp::MAXPOOL_FWD:
+      return compute::maxpool_fwd;
+    case ComputeOp::MAXPOOL_BWD:
+      return compute::maxpool_bwd;
+    case ComputeOp::AVGPOOL_FWD:
+      return compute::avgpool_fwd;
+    case ComputeOp::AVGPOOL_BWD:
+      return compute::avgpool_bwd;
+    case ComputeOp::GAP_FWD:
+      return compute::gap_fwd;
+    case ComputeOp::GAP_BWD:
+      return compute::gap_bwd;
+    case ComputeOp::DROPOUT_FWD:
+      return compute::dropout_fwd;
+    case ComputeOp::DROPOUT_BWD:
+      return compute::dropout_bwd;
+    case ComputeOp::IDENTITY:
+      return compute::identity;
+    case ComputeOp::FLATTEN_FWD:
+    case ComputeOp::FLATTEN_BWD:
+      return compute::flatten;
+    case ComputeOp::ADD_FWD:
+      return compute::add_fwd;
+    case ComputeOp::ADD_BWD:
+      return compute::add_bwd;
+    case ComputeOp::SOFTMAX_CE_FWD_BWD:
+      return compute::softmax_ce_fwd_bwd;
+    case ComputeOp::SOFTMAX_CE_FWD:
+      return compute::softmax_ce_fwd;
     case ComputeOp::LOSS_SCALE_UPDATE:
       return loss_scale_update;
     case ComputeOp::ADAM_BIAS_CORRECTION:
       return adam_bias_correction;
     case ComputeOp::COUNT_UPDATE:
       return count_update;
-    default:  // layer kernels (cuDNN, cuBLAS, our own) are still to come
+    default:  // conv, linear, batch norm (cuDNN, cuBLAS) are still to come
       return nullptr;
   }
 }
@@ -226,8 +271,8 @@ std::string_view cuda_op_name(const GraphNode& node) noexcept {
   return node.kind == NodeKind::COMPUTE ? compute_op_name(node.op) : range_op_name(node.range_op);
 }
 
-uint64_t cuda_workspace_bytes(const KernelArgs&) {
-  return 0;
+uint64_t cuda_workspace_bytes(const KernelArgs& a) {
+  return compute::workspace_bytes(a);
 }
 
 }  // namespace tr::cuda

@@ -26,8 +26,8 @@ CudaKernel cuda_kernel(const GraphNode& node) noexcept;
 // The name of the node's op, for messages.
 std::string_view cuda_op_name(const GraphNode& node) noexcept;
 
-// Stream workspace bytes the kernel for `a` needs: none of the kernels so
-// far does (cuDNN and cuBLAS ones will).
+// Stream workspace bytes the kernel for `a` needs: softmax cross-entropy's
+// per-row tallies so far (cuDNN and cuBLAS kernels will add theirs).
 uint64_t cuda_workspace_bytes(const KernelArgs& a);
 
 }  // namespace tr::cuda

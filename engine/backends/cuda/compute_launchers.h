@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Launchers of the CUDA compute kernels that are our own (activations, add,
+// copies, dropout, pooling, softmax cross-entropy): each unpacks the
+// resolved KernelArgs on the host and launches on `stream`, honouring the
+// accumulate flags as the CPU twin in backends/cpu/kernels does. FP32 only
+// for now: an FP16 operand throws rather than being misread.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "runtime/kernel_args.h"
+
+namespace tr::cuda::compute {
+
+void copy_labels(const KernelArgs& a, cudaStream_t stream);
+void identity(const KernelArgs& a, cudaStream_t stream);
+void flatten(const KernelArgs& a, cudaStream_t stream);  // forward and backward alike
+void relu_fwd(const KernelArgs& a, cudaStream_t stream);
+void relu_bwd(const KernelArgs& a, cudaStream_t stream);
+void tanh_fwd(const KernelArgs& a, cudaStream_t stream);
+void tanh_bwd(const KernelArgs& a, cudaStream_t stream);
+void silu_fwd(const KernelArgs& a, cudaStream_t stream);
+void silu_bwd(const KernelArgs& a, cudaStream_t stream);
+void add_fwd(const KernelArgs& a, cudaStream_t stream);
+void add_bwd(const KernelArgs& a, cudaStream_t stream);
+void dropout_fwd(const KernelArgs& a, cudaStream_t stream);
+void dropout_bwd(const KernelArgs& a, cudaStream_t stream);
+void maxpool_fwd(const KernelArgs& a, cudaStream_t stream);
+void maxpool_bwd(const KernelArgs& a, cudaStream_t stream);
+void avgpool_fwd(const KernelArgs& a, cudaStream_t stream);
+void avgpool_bwd(const KernelArgs& a, cudaStream_t stream);
+void gap_fwd(const KernelArgs& a, cudaStream_t stream);
+void gap_bwd(const KernelArgs& a, cudaStream_t stream);
+void softmax_ce_fwd_bwd(const KernelArgs& a, cudaStream_t stream);
+void softmax_ce_fwd(const KernelArgs& a, cudaStream_t stream);
+
+// Stream workspace bytes these kernels need (softmax's per-row tallies).
+uint64_t workspace_bytes(const KernelArgs& a);
+
+}  // namespace tr::cuda::compute

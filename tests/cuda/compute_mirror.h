@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Test helper for the CUDA compute kernels against their CPU twins: tensors
+// with real DTensor descriptors, each held twice (host memory for the CPU
+// kernel, device memory for the CUDA one) with the same initial bytes, so
+// one KernelArgs recipe can run both and the results be compared.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <functional>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cuda/cuda_kernels.h"
+#include "runtime/kernel_args.h"
+
+namespace tr::test {
+
+inline void cuda_ok(cudaError_t err, const char* what) {
+  if (err != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(err));
+}
+
+class ComputeMirror {
+ public:
+  // An output slot that is not materialised (a null TensorArg).
+  static constexpr size_t kAbsent = static_cast<size_t>(-1);
+
+  ComputeMirror() {
+    cuda_ok(cudaSetDevice(0), "cudaSetDevice");
+    cuda_ok(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    void* scalars = nullptr;
+    cuda_ok(cudaMalloc(&scalars, scalar_bytes()), "cudaMalloc (scalars)");
+    device_scalars_ = static_cast<float*>(scalars);
+  }
+  ~ComputeMirror() {
+    for (Tensor& t : tensors_) (void)cudaFree(t.device);
+    (void)cudaFree(device_scalars_);
+    (void)cudaFree(workspace_.data);
+    (void)cudaStreamDestroy(stream_);
+  }
+  ComputeMirror(const ComputeMirror&) = delete;
+  ComputeMirror& operator=(const ComputeMirror&) = delete;
+
+  // A zero-filled tensor laid out as the planner would: INT8 tensors are
+  // dropout masks in S_MASK, whose channels are padded to 8.
+  size_t tensor(const Shape& shape, DType dtype = DType::FP32) {
+    Tensor t;
+    t.desc = std::make_unique<DTensor>();
+    t.desc->id = static_cast<DTensorId>(tensors_.size());
+    t.desc->shape = shape;
+    t.desc->dtype = dtype;
+    t.desc->region = dtype == DType::INT8 ? Region::S_MASK : Region::T_SCRATCH;
+    t.desc->slot_bytes = DTensor::slot_bytes_for(shape, dtype, t.desc->region);
+    t.host.assign(t.desc->slot_bytes / 8 + 1, 0);
+    t.result.assign(t.host.size(), 0);
+    cuda_ok(cudaMalloc(&t.device, t.desc->slot_bytes), "cudaMalloc (tensor)");
+    tensors_.push_back(std::move(t));
+    return tensors_.size() - 1;
+  }
+
+  const DTensor& desc(size_t i) const { return *tensors_[i].desc; }
+  uint64_t bytes(size_t i) const { return tensors_[i].desc->slot_bytes; }
+  int64_t elements(size_t i) const { return tensors_[i].desc->shape.elements(); }
+  // The host copy: the inputs before a run, the CPU twin's results after.
+  float* f32(size_t i) { return reinterpret_cast<float*>(tensors_[i].host.data()); }
+  int32_t* i32(size_t i) { return reinterpret_cast<int32_t*>(tensors_[i].host.data()); }
+  int8_t* i8(size_t i) { return reinterpret_cast<int8_t*>(tensors_[i].host.data()); }
+  // The device copy after the last run.
+  const float* gpu_f32(size_t i) const {
+    return reinterpret_cast<const float*>(tensors_[i].result.data());
+  }
+  const uint8_t* gpu_bytes(size_t i) const {
+    return reinterpret_cast<const uint8_t*>(tensors_[i].result.data());
+  }
+  const uint8_t* cpu_bytes(size_t i) const {
+    return reinterpret_cast<const uint8_t*>(tensors_[i].host.data());
+  }
+
+  void fill(size_t i, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+    std::uniform_real_distribution<float> u(lo, hi);
+    for (int64_t k = 0; k < elements(i); ++k) f32(i)[k] = u(rng);
+  }
+  // Whole numbers in [lo, hi]: many exact ties, for max pooling and top-k.
+  void fill_ties(size_t i, std::mt19937& rng, int lo, int hi) {
+    std::uniform_int_distribution<int> u(lo, hi);
+    for (int64_t k = 0; k < elements(i); ++k) f32(i)[k] = static_cast<float>(u(rng));
+  }
+  float& scalar(ScalarSlot s) { return host_scalars_[static_cast<size_t>(s)]; }
+
+  KernelArgs args(bool on_device, const std::vector<size_t>& ins, const std::vector<size_t>& outs,
+                  const GraphNode* node, const LayerNode* layer = nullptr) const {
+    KernelArgs a;
+    a.node = node;
+    a.layer = layer;
+    for (size_t i : ins) a.in.push_back(arg(on_device, i));
+    for (size_t i : outs) a.out.push_back(arg(on_device, i));
+    a.scalars = on_device ? device_scalars_ : const_cast<float*>(host_scalars_.data());
+    return a;
+  }
+
+  // Uploads every tensor and the scalars, runs the CUDA kernel on the device
+  // copies (with the stream workspace it asks for) and the CPU kernel on the
+  // host copies, and downloads the device copies.
+  void run(const std::function<KernelArgs(bool on_device)>& make, ComputeOp op) {
+    const cpu::Kernel cpu_kernel = cpu::compute_kernel(op);
+    const cuda::CudaKernel gpu_kernel = cuda::cuda_compute_kernel(op);
+    if (!cpu_kernel || !gpu_kernel)
+      throw std::logic_error("no kernel for " + std::string(compute_op_name(op)));
+    for (Tensor& t : tensors_)
+      cuda_ok(cudaMemcpyAsync(t.device, t.host.data(), t.desc->slot_bytes, cudaMemcpyHostToDevice,
+                              stream_),
+              "upload");
+    cuda_ok(cudaMemcpyAsync(device_scalars_, host_scalars_.data(), scalar_bytes(),
+                            cudaMemcpyHostToDevice, stream_),
+            "upload (scalars)");
+    KernelArgs d = make(true);
+    const uint64_t need = cuda::cuda_workspace_bytes(d);
+    if (need > workspace_.bytes) {
+      cuda_ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+      (void)cudaFree(workspace_.data);
+      workspace_ = {};
+      cuda_ok(cudaMalloc(&workspace_.data, need), "cudaMalloc (workspace)");
+      workspace_.bytes = need;
+    }
+    if (need) d.workspace = &workspace_;
+    gpu_kernel(d, stream_);
+    // Pageable uploads may still read the host copies the CPU twin writes.
+    cuda_ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    cpu_kernel(make(false));
+    for (Tensor& t : tensors_)
+      cuda_ok(cudaMemcpyAsync(t.result.data(), t.device, t.desc->slot_bytes, cudaMemcpyDeviceToHost,
+                              stream_),
+              "download");
+    cuda_ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+
+ private:
+  struct Tensor {
+    std::unique_ptr<DTensor> desc;
+    std::vector<uint64_t> host, result;  // 8-byte words: aligned for any dtype
+    void* device = nullptr;
+  };
+
+  static uint64_t scalar_bytes() { return static_cast<uint64_t>(ScalarSlot::COUNT) * 4; }
+
+  TensorArg arg(bool on_device, size_t i) const {
+    if (i == kAbsent) return {};
+    const Tensor& t = tensors_[i];
+    void* data = on_device ? t.device : const_cast<uint64_t*>(t.host.data());
+    return {data, t.desc.get()};
+  }
+
+  std::vector<Tensor> tensors_;
+  std::vector<float> host_scalars_ = std::vector<float>(static_cast<size_t>(ScalarSlot::COUNT));
+  float* device_scalars_ = nullptr;
+  StreamWorkspace workspace_;
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace tr::test

@@ -1,0 +1,459 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The CUDA compute kernels of our own (activations, copies, add, dropout,
+// pooling, softmax cross-entropy) against their CPU twins: the same random
+// tensors run through the CPU kernel on the host and the CUDA kernel on the
+// device. Tolerances:
+//  - bit for bit (whole slots, padding included) for copies, labels, ReLU,
+//    add, dropout masks and features, max pooling and its routed gradient,
+//    and confusion counts and hit counts;
+//  - 1e-5 relative (plus 1e-6 absolute, for results near zero after
+//    cancellation) for Tanh and SiLU, whose exp/tanh differ from the CPU's
+//    polynomials by a few ulp, for average pooling and GAP, and for any
+//    accumulated result where the GPU may fuse the multiply-add the CPU
+//    rounds twice;
+//  - softmax CE: loss 1e-6 relative (double sums in another order, rounded
+//    to float), gradient 1e-5 of its scale 1/N (expf within 2 ulp).
+#include <QtTest>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "compute_mirror.h"
+#include "cuda_test_util.h"
+
+using namespace tr;
+using tr::test::ComputeMirror;
+
+namespace {
+
+constexpr double kRel = 1e-5;
+constexpr double kAbs = 1e-6;
+
+GraphNode node_for(ComputeOp op, int layer = 3, uint8_t accumulate_mask = 0) {
+  GraphNode n;
+  n.kind = NodeKind::COMPUTE;
+  n.op = op;
+  n.layer = layer;
+  n.accumulate_mask = accumulate_mask;
+  return n;
+}
+
+LayerNode layer_with(LayerType type, LayerParams params = {}) {
+  LayerNode l;
+  l.id = "layer";
+  l.type = type;
+  l.params = params;
+  return l;
+}
+
+LayerParams pool_window(int64_t k, int64_t stride, int64_t pad) {
+  LayerParams p;
+  p.kernel_h = p.kernel_w = k;
+  p.stride_h = p.stride_w = stride;
+  p.pad_h = p.pad_w = pad;
+  return p;
+}
+
+// Empty when the device's slot equals the CPU's byte for byte.
+QString differs(const ComputeMirror& m, size_t t, const char* what) {
+  const uint8_t* g = m.gpu_bytes(t);
+  const uint8_t* c = m.cpu_bytes(t);
+  for (uint64_t i = 0; i < m.bytes(t); ++i)
+    if (g[i] != c[i])
+      return QString("%1: byte %2 differs: device %3, CPU %4").arg(what).arg(i).arg(g[i]).arg(c[i]);
+  return {};
+}
+
+// Empty when every float is within rel * |CPU| + abs (NaN matches NaN).
+QString far(ComputeMirror& m, size_t t, const char* what, double rel = kRel, double abs = kAbs) {
+  for (int64_t i = 0; i < m.elements(t); ++i) {
+    const double g = m.gpu_f32(t)[i], c = m.f32(t)[i];
+    if (std::isnan(g) && std::isnan(c)) continue;
+    if (!(std::fabs(g - c) <= rel * std::fabs(c) + abs))
+      return QString("%1: float %2 differs: device %3, CPU %4")
+          .arg(what)
+          .arg(i)
+          .arg(g, 0, 'g', 9)
+          .arg(c, 0, 'g', 9);
+  }
+  return {};
+}
+
+// A macro because QVERIFY2 must return from the test function itself.
+#define EXPECT_NONE(diff)                   \
+  do {                                      \
+    const QString e_ = (diff);              \
+    QVERIFY2(e_.isEmpty(), qPrintable(e_)); \
+  } while (0)
+
+// Inputs with the awkward values next to random ones: zeros of both signs
+// (ReLU's threshold) and a NaN (must pass through, for the NaN check).
+void fill_activation_input(ComputeMirror& m, size_t x, std::mt19937& rng) {
+  m.fill(x, rng, -4.0f, 4.0f);
+  m.f32(x)[0] = 0.0f;
+  m.f32(x)[1] = -0.0f;
+  m.f32(x)[2] = std::numeric_limits<float>::quiet_NaN();
+}
+
+int64_t pooled(int64_t size, int64_t k, int64_t s, int64_t p) {
+  return (size + 2 * p - k) / s + 1;
+}
+
+}  // namespace
+
+class TestCudaComputeKernels : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void tableHasTheseKernels() {
+    TR_REQUIRE_CUDA_DEVICE();
+    for (ComputeOp op :
+         {ComputeOp::COPY_LABELS,   ComputeOp::RELU_FWD,    ComputeOp::RELU_BWD,
+          ComputeOp::TANH_FWD,      ComputeOp::TANH_BWD,    ComputeOp::SILU_FWD,
+          ComputeOp::SILU_BWD,      ComputeOp::IDENTITY,    ComputeOp::FLATTEN_FWD,
+          ComputeOp::FLATTEN_BWD,   ComputeOp::ADD_FWD,     ComputeOp::ADD_BWD,
+          ComputeOp::DROPOUT_FWD,   ComputeOp::DROPOUT_BWD, ComputeOp::MAXPOOL_FWD,
+          ComputeOp::MAXPOOL_BWD,   ComputeOp::AVGPOOL_FWD, ComputeOp::AVGPOOL_BWD,
+          ComputeOp::GAP_FWD,       ComputeOp::GAP_BWD,     ComputeOp::SOFTMAX_CE_FWD_BWD,
+          ComputeOp::SOFTMAX_CE_FWD})
+      QVERIFY2(cuda::cuda_compute_kernel(op), compute_op_name(op).data());
+    QVERIFY(!cuda::cuda_compute_kernel(ComputeOp::CONV_FWD));  // cuDNN, still to come
+  }
+
+  // ---- activations --------------------------------------------------------
+
+  void activations() {
+    TR_REQUIRE_CUDA_DEVICE();
+    struct Case {
+      ComputeOp fwd, bwd;
+      bool bwd_reads_y;  // as the compiler wires it: Tanh's backward reads y
+      bool exact;        // ReLU is a select: bit for bit
+    };
+    for (const Case c : {Case{ComputeOp::RELU_FWD, ComputeOp::RELU_BWD, false, true},
+                         Case{ComputeOp::TANH_FWD, ComputeOp::TANH_BWD, true, false},
+                         Case{ComputeOp::SILU_FWD, ComputeOp::SILU_BWD, false, false}}) {
+      const char* name = compute_op_name(c.fwd).data();
+      std::mt19937 rng(11);
+      ComputeMirror m;
+      const Shape s{3, 7, 5, 11};  // odd: no vector width divides it
+      const size_t x = m.tensor(s), y = m.tensor(s), dy = m.tensor(s), dx = m.tensor(s);
+      fill_activation_input(m, x, rng);
+      m.fill(dy, rng);
+      m.fill(dx, rng);  // what an accumulating backward adds onto
+      GraphNode f = node_for(c.fwd);
+      m.run([&](bool d) { return m.args(d, {x}, {y}, &f); }, c.fwd);
+      if (c.exact)
+        EXPECT_NONE(differs(m, y, name));
+      else
+        EXPECT_NONE(far(m, y, name));
+      // Each run starts both sides from the host copies, so the backward
+      // reads the CPU forward's output on both.
+      const size_t saved = c.bwd_reads_y ? y : x;
+      for (uint8_t mask : {0, 1}) {
+        GraphNode b = node_for(c.bwd, 3, mask);
+        m.run([&](bool d) { return m.args(d, {saved, dy}, {dx}, &b); }, c.bwd);
+        if (c.exact)
+          EXPECT_NONE(differs(m, dx, name));
+        else
+          EXPECT_NONE(far(m, dx, name));
+      }
+      // An absent gradient is not written, and nothing fails.
+      GraphNode b = node_for(c.bwd);
+      m.run([&](bool d) { return m.args(d, {saved, dy}, {ComputeMirror::kAbsent}, &b); }, c.bwd);
+    }
+  }
+
+  // ---- copies -------------------------------------------------------------
+
+  void identityAndFlattenCopyOrAdd() {
+    TR_REQUIRE_CUDA_DEVICE();
+    for (ComputeOp op : {ComputeOp::IDENTITY, ComputeOp::FLATTEN_FWD, ComputeOp::FLATTEN_BWD}) {
+      std::mt19937 rng(12);
+      ComputeMirror m;
+      const size_t x = m.tensor({4, 3, 3, 7}), y = m.tensor({4, 1, 1, 63});
+      m.fill(x, rng);
+      m.fill(y, rng);
+      // Overwrite, then add (one rounding on both sides: exact).
+      for (uint8_t mask : {0, 1}) {
+        GraphNode n = node_for(op, 3, mask);
+        m.run([&](bool d) { return m.args(d, {x}, {y}, &n); }, op);
+        EXPECT_NONE(differs(m, y, compute_op_name(op).data()));
+      }
+    }
+  }
+
+  void copyLabels() {
+    TR_REQUIRE_CUDA_DEVICE();
+    ComputeMirror m;
+    const size_t from = m.tensor({37, 1, 1, 1}, DType::INT32),
+                 to = m.tensor({37, 1, 1, 1}, DType::INT32);
+    for (int i = 0; i < 37; ++i) m.i32(from)[i] = i * 7919 - 100;
+    GraphNode n = node_for(ComputeOp::COPY_LABELS, -1);
+    m.run([&](bool d) { return m.args(d, {from}, {to}, &n); }, ComputeOp::COPY_LABELS);
+    EXPECT_NONE(differs(m, to, "COPY_LABELS"));
+    QCOMPARE(reinterpret_cast<const int32_t*>(m.gpu_bytes(to))[36], 36 * 7919 - 100);
+  }
+
+  // ---- add ----------------------------------------------------------------
+
+  void addForward() {
+    TR_REQUIRE_CUDA_DEVICE();
+    std::mt19937 rng(13);
+    ComputeMirror m;
+    const Shape s{2, 5, 5, 9};
+    const size_t a = m.tensor(s), b = m.tensor(s), y = m.tensor(s);
+    m.fill(a, rng);
+    m.fill(b, rng);
+    GraphNode n = node_for(ComputeOp::ADD_FWD);
+    m.run([&](bool d) { return m.args(d, {a, b}, {y}, &n); }, ComputeOp::ADD_FWD);
+    EXPECT_NONE(differs(m, y, "ADD_FWD"));
+  }
+
+  void addBackwardCopiesAddsAndSkips() {
+    TR_REQUIRE_CUDA_DEVICE();
+    std::mt19937 rng(14);
+    ComputeMirror m;
+    const Shape s{2, 5, 5, 9};
+    const size_t dy = m.tensor(s), d0 = m.tensor(s), d1 = m.tensor(s);
+    m.fill(dy, rng);
+    m.fill(d0, rng);
+    m.fill(d1, rng);
+    struct Case {
+      size_t out0, out1;
+      uint8_t mask;
+    };
+    // Two slots; the first accumulating; both one slot (the second adds onto
+    // what the first wrote); the first absent.
+    for (const Case c :
+         {Case{d0, d1, 0}, Case{d0, d1, 1}, Case{d0, d0, 2}, Case{ComputeMirror::kAbsent, d1, 2}}) {
+      GraphNode n = node_for(ComputeOp::ADD_BWD, 3, c.mask);
+      m.run([&](bool d) { return m.args(d, {dy}, {c.out0, c.out1}, &n); }, ComputeOp::ADD_BWD);
+      EXPECT_NONE(differs(m, d0, "ADD_BWD dx0"));
+      EXPECT_NONE(differs(m, d1, "ADD_BWD dx1"));
+    }
+  }
+
+  // ---- dropout ------------------------------------------------------------
+
+  void dropoutMasksAreTheCpuMasks() {
+    TR_REQUIRE_CUDA_DEVICE();
+    // C = 5: the mask's channels are padded to 8 (per-row walk); C = 16: not (one flat row).
+    for (const Shape s : {Shape{3, 5, 4, 5}, Shape{2, 3, 3, 16}}) {
+      for (const double p : {0.3, 1.0}) {
+        for (const int rank : {0, 1}) {
+          std::mt19937 rng(15);
+          ComputeMirror m;
+          const size_t x = m.tensor(s), y = m.tensor(s), mask = m.tensor(s, DType::INT8),
+                       dy = m.tensor(s), dx = m.tensor(s);
+          m.fill(x, rng);
+          m.fill(dy, rng);
+          m.fill(dx, rng);
+          // The step is read from the device's scalars, not from the host.
+          m.scalar(ScalarSlot::STEP) = 17.0f;
+          LayerParams lp;
+          lp.p = p;
+          const LayerNode layer = layer_with(LayerType::Dropout, lp);
+          GraphNode f = node_for(ComputeOp::DROPOUT_FWD, 4);
+          auto fwd = [&](bool d) {
+            KernelArgs a = m.args(d, {x}, {y, mask}, &f, &layer);
+            a.seed = 1234;
+            a.rank = rank;
+            a.world = 2;
+            return a;
+          };
+          m.run(fwd, ComputeOp::DROPOUT_FWD);
+          // The whole slot: the padding channels must stay untouched too.
+          EXPECT_NONE(differs(m, mask, "DROPOUT_FWD mask"));
+          // x * (m * scale), two rounded products on both sides.
+          EXPECT_NONE(differs(m, y, "DROPOUT_FWD y"));
+          int64_t kept = 0;
+          for (uint64_t i = 0; i < m.bytes(mask); ++i) kept += m.gpu_bytes(mask)[i];
+          QVERIFY(p < 1.0 ? kept > 0 : kept == 0);
+
+          GraphNode b = node_for(ComputeOp::DROPOUT_BWD, 4);
+          m.run(
+              [&](bool d) {
+                return m.args(d, {mask, dy}, {dx}, &b, &layer);
+              },
+              ComputeOp::DROPOUT_BWD);
+          EXPECT_NONE(differs(m, dx, "DROPOUT_BWD"));
+          GraphNode acc = node_for(ComputeOp::DROPOUT_BWD, 4, 1);
+          m.run(
+              [&](bool d) {
+                return m.args(d, {mask, dy}, {dx}, &acc, &layer);
+              },
+              ComputeOp::DROPOUT_BWD);
+          EXPECT_NONE(far(m, dx, "DROPOUT_BWD accumulate"));
+        }
+      }
+    }
+  }
+
+  // ---- pooling ------------------------------------------------------------
+
+  void maxPoolingMatchesBitForBit() {
+    TR_REQUIRE_CUDA_DEVICE();
+    // Tiled 2x2 (with an uncovered last row and column), overlapping 3x3
+    // stride 2 with padding, dense 3x3 stride 1.
+    struct Case {
+      int64_t k, s, p;
+    };
+    for (const Case c : {Case{2, 2, 0}, Case{3, 2, 1}, Case{3, 1, 1}}) {
+      std::mt19937 rng(16);
+      ComputeMirror m;
+      const Shape in{2, 7, 9, 6};
+      const Shape out{2, pooled(7, c.k, c.s, c.p), pooled(9, c.k, c.s, c.p), 6};
+      const size_t x = m.tensor(in), y = m.tensor(out), dy = m.tensor(out), dx = m.tensor(in);
+      // Few distinct values: windows with tied maxima, where the first wins.
+      m.fill_ties(x, rng, -3, 3);
+      m.f32(x)[5] = std::numeric_limits<float>::quiet_NaN();  // a NaN wins its windows
+      m.fill(dy, rng);
+      m.fill(dx, rng);
+      const LayerNode layer = layer_with(LayerType::MaxPool2d, pool_window(c.k, c.s, c.p));
+      GraphNode f = node_for(ComputeOp::MAXPOOL_FWD);
+      m.run([&](bool d) { return m.args(d, {x}, {y}, &f, &layer); }, ComputeOp::MAXPOOL_FWD);
+      EXPECT_NONE(differs(m, y, "MAXPOOL_FWD"));
+      // Overwrite, then add: the same additions in the same order on both.
+      for (uint8_t mask : {0, 1}) {
+        GraphNode b = node_for(ComputeOp::MAXPOOL_BWD, 3, mask);
+        m.run(
+            [&](bool d) {
+              return m.args(d, {x, y, dy}, {dx}, &b, &layer);
+            },
+            ComputeOp::MAXPOOL_BWD);
+        EXPECT_NONE(differs(m, dx, "MAXPOOL_BWD"));
+      }
+    }
+  }
+
+  void averagePooling() {
+    TR_REQUIRE_CUDA_DEVICE();
+    struct Case {
+      int64_t k, s, p;
+    };
+    // count_include_pad windows that hang over the padding, and plain tiles.
+    for (const Case c : {Case{3, 2, 1}, Case{2, 2, 0}, Case{3, 1, 1}}) {
+      std::mt19937 rng(17);
+      ComputeMirror m;
+      const Shape in{2, 7, 9, 6};
+      const Shape out{2, pooled(7, c.k, c.s, c.p), pooled(9, c.k, c.s, c.p), 6};
+      const size_t x = m.tensor(in), y = m.tensor(out), dy = m.tensor(out), dx = m.tensor(in);
+      m.fill(x, rng);
+      m.fill(dy, rng);
+      m.fill(dx, rng);
+      const LayerNode layer = layer_with(LayerType::AvgPool2d, pool_window(c.k, c.s, c.p));
+      GraphNode f = node_for(ComputeOp::AVGPOOL_FWD);
+      m.run([&](bool d) { return m.args(d, {x}, {y}, &f, &layer); }, ComputeOp::AVGPOOL_FWD);
+      EXPECT_NONE(far(m, y, "AVGPOOL_FWD"));
+      for (uint8_t mask : {0, 1}) {
+        GraphNode b = node_for(ComputeOp::AVGPOOL_BWD, 3, mask);
+        m.run([&](bool d) { return m.args(d, {dy}, {dx}, &b, &layer); }, ComputeOp::AVGPOOL_BWD);
+        EXPECT_NONE(far(m, dx, "AVGPOOL_BWD"));
+      }
+    }
+  }
+
+  void globalAveragePooling() {
+    TR_REQUIRE_CUDA_DEVICE();
+    std::mt19937 rng(18);
+    ComputeMirror m;
+    const Shape in{3, 5, 7, 12};
+    const size_t x = m.tensor(in), y = m.tensor({3, 1, 1, 12}), dy = m.tensor({3, 1, 1, 12}),
+                 dx = m.tensor(in);
+    m.fill(x, rng);
+    m.fill(dy, rng);
+    m.fill(dx, rng);
+    GraphNode f = node_for(ComputeOp::GAP_FWD);
+    m.run([&](bool d) { return m.args(d, {x}, {y}, &f); }, ComputeOp::GAP_FWD);
+    EXPECT_NONE(far(m, y, "GAP_FWD"));
+    for (uint8_t mask : {0, 1}) {
+      GraphNode b = node_for(ComputeOp::GAP_BWD, 3, mask);
+      m.run([&](bool d) { return m.args(d, {dy}, {dx}, &b); }, ComputeOp::GAP_BWD);
+      EXPECT_NONE(far(m, dx, "GAP_BWD"));
+    }
+  }
+
+  // ---- softmax cross-entropy ---------------------------------------------
+
+  void softmaxCrossEntropy() {
+    TR_REQUIRE_CUDA_DEVICE();
+    struct Case {
+      int64_t n, k;
+      bool ties;       // whole-number logits: tied top-k and predictions
+      bool bad_label;  // a label out of range: NaN loss, zero gradient row
+      bool amp;        // gradient of the scaled loss
+    };
+    for (const Case c : {Case{37, 10, true, false, false}, Case{19, 1000, false, false, false},
+                         Case{37, 10, false, true, false}, Case{64, 7, true, false, true}}) {
+      std::mt19937 rng(19);
+      ComputeMirror m;
+      const size_t logits = m.tensor({c.n, 1, 1, c.k}),
+                   labels = m.tensor({c.n, 1, 1, 1}, DType::INT32), result = m.tensor({1, 1, 1, 4}),
+                   grad = m.tensor({c.n, 1, 1, c.k}), confusion = m.tensor({1, 1, c.k, c.k});
+      if (c.ties)
+        m.fill_ties(logits, rng, -2, 2);
+      else
+        m.fill(logits, rng, -5.0f, 5.0f);
+      std::uniform_int_distribution<int32_t> label(0, static_cast<int32_t>(c.k - 1));
+      for (int64_t i = 0; i < c.n; ++i) m.i32(labels)[i] = label(rng);
+      if (c.bad_label) m.i32(labels)[5] = static_cast<int32_t>(c.k);
+      m.fill(grad, rng);
+      // Counts of earlier batches, for the accumulating confusion.
+      m.fill_ties(confusion, rng, 0, 9);
+      TrainingSpec training;
+      training.precision = c.amp ? Precision::AMP : Precision::FP32;
+      m.scalar(ScalarSlot::LOSS_SCALE) = 1024.0f;
+      const double grad_scale = (c.amp ? 1024.0 : 1.0) / static_cast<double>(c.n);
+
+      auto check_result = [&](const char* what) {
+        const float* g = m.gpu_f32(result);
+        const float* h = m.f32(result);
+        if (c.bad_label) {
+          QVERIFY2(std::isnan(g[0]) && std::isnan(h[0]), what);
+        } else {
+          QVERIFY2(std::fabs(g[0] - h[0]) <= 1e-6 * std::fabs(h[0]),
+                   qPrintable(QString("%1 loss: device %2, CPU %3").arg(what).arg(g[0]).arg(h[0])));
+        }
+        for (int i = 1; i < 4; ++i) QCOMPARE(g[i], h[i]);  // hits and rows: exact
+      };
+
+      for (uint8_t mask : {0, 2}) {
+        GraphNode n = node_for(ComputeOp::SOFTMAX_CE_FWD_BWD, 9, mask);
+        m.run(
+            [&](bool d) {
+              KernelArgs a = m.args(d, {logits, labels}, {result, grad}, &n);
+              a.training = &training;
+              return a;
+            },
+            ComputeOp::SOFTMAX_CE_FWD_BWD);
+        check_result("SOFTMAX_CE_FWD_BWD");
+        EXPECT_NONE(far(m, grad, "SOFTMAX_CE_FWD_BWD gradient", kRel, kRel * grad_scale));
+        if (c.bad_label && mask == 0)
+          for (int64_t k = 0; k < c.k; ++k) QCOMPARE(m.gpu_f32(grad)[5 * c.k + k], 0.0f);
+      }
+      for (uint8_t mask : {0, 2}) {
+        GraphNode n = node_for(ComputeOp::SOFTMAX_CE_FWD, 9, mask);
+        m.run(
+            [&](bool d) {
+              return m.args(d, {logits, labels}, {result, confusion}, &n);
+            },
+            ComputeOp::SOFTMAX_CE_FWD);
+        check_result("SOFTMAX_CE_FWD");
+        EXPECT_NONE(differs(m, confusion, "SOFTMAX_CE_FWD confusion"));
+      }
+      // Without a confusion block only the result is written.
+      GraphNode n = node_for(ComputeOp::SOFTMAX_CE_FWD, 9);
+      m.run(
+          [&](bool d) {
+            return m.args(d, {logits, labels}, {result}, &n);
+          },
+          ComputeOp::SOFTMAX_CE_FWD);
+      check_result("SOFTMAX_CE_FWD without confusion");
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCudaComputeKernels)
+#include "test_cuda_compute_kernels.moc"
