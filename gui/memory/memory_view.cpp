@@ -103,6 +103,7 @@ MemoryView::MemoryView(QWidget* parent)
   scroll->setMinimumHeight(280);  // the strip and a dozen bands before scrolling
   split->addWidget(scroll);
 
+  owners_->setObjectName(QStringLiteral("regionOwners"));
   owners_->setWordWrap(true);
   owners_->setTextFormat(Qt::RichText);
   owners_->setTextInteractionFlags(Qt::LinksAccessibleByMouse | Qt::TextSelectableByMouse);

@@ -4,10 +4,13 @@
 // check, per-rank arenas, the fit verdict, and the JSON and CSV exports.
 #include <QComboBox>
 #include <QFile>
+#include <QLabel>
+#include <QSignalSpy>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTreeWidget>
 #include <QtTest>
+#include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -129,6 +132,55 @@ class TestMemoryView : public QObject {
     v.view.showRegion(-1);
     QCOMPARE(v.view.tensorTable()->model()->rowCount(),
              static_cast<int>(v.plan().dtensors().size()));
+  }
+
+  void highlightedLayersAreMarkedAndListed() {
+    View v(compiled("lenet-fashion"));
+    const int fc1 = v.view.compiled()->project.model.find("fc1");
+    QVERIFY(fc1 >= 0);
+    v.view.highlightLayers({fc1});
+    // Only fc1's tensors are listed, and each is marked on the strip inside
+    // its region's segment.
+    std::vector<DTensorId> owned;
+    for (const DTensor& t : v.plan().dtensors())
+      if (t.owner == fc1) owned.push_back(t.id);
+    QVERIFY(owned.size() >= 4);  // weight, bias, their gradients, output...
+    QCOMPARE(v.view.tensorTable()->model()->rowCount(), static_cast<int>(owned.size()));
+    for (int row = 0; row < static_cast<int>(owned.size()); ++row)
+      QCOMPARE(v.cell(row, DTensorTableModel::Layer), QStringLiteral("fc1"));
+    RegionBands* bands = v.view.bands();
+    QCOMPARE(bands->highlightedTensors().size(), owned.size());
+    // Log widths, so every region (a bias region too) is pixels wide.
+    v.view.scaleSelector()->setCurrentIndex(1);
+    for (DTensorId id : owned) {
+      const QRectF mark = bands->tensorMark(id);
+      QVERIFY(!mark.isEmpty());
+      QCOMPARE(bands->regionAt(QPoint(static_cast<int>(std::ceil(mark.left())),
+                                      static_cast<int>(mark.center().y()))),
+               region_index(v.plan().get_dtensor(id).region));
+    }
+    // Cleared: every tensor again, nothing marked.
+    v.view.highlightLayers({});
+    QCOMPARE(v.view.tensorTable()->model()->rowCount(),
+             static_cast<int>(v.plan().dtensors().size()));
+    QVERIFY(bands->highlightedTensors().empty());
+  }
+
+  void regionOwnersAreLinks() {
+    View v(compiled("lenet-fashion"));
+    const auto& nodes = v.view.compiled()->project.model;
+    QSignalSpy requested(&v.view, &MemoryView::layerRequested);
+    v.view.showRegion(region_index(Region::W_FC_WEIGHT));
+    QCOMPARE(v.view.regionOwners(region_index(Region::W_FC_WEIGHT)),
+             (QList<int>{nodes.find("fc1"), nodes.find("fc2"), nodes.find("fc3")}));
+    for (const char* id : {"fc1", "fc2", "fc3"})
+      QVERIFY2(v.view.ownersText().contains(QLatin1String(id)), qPrintable(v.view.ownersText()));
+    // Activating an owner's link asks for that node.
+    auto* owners = v.view.findChild<QLabel*>(QStringLiteral("regionOwners"));
+    QVERIFY(owners);
+    emit owners->linkActivated(QStringLiteral("layer:%1").arg(nodes.find("fc2")));
+    QCOMPARE(requested.count(), 1);
+    QCOMPARE(requested.front().front().toInt(), nodes.find("fc2"));
   }
 
   void hoverAndClickOnTheStripFindTheTensor() {
