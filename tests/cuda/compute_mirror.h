@@ -91,6 +91,8 @@ class ComputeMirror {
     for (int64_t k = 0; k < elements(i); ++k) f32(i)[k] = static_cast<float>(u(rng));
   }
   float& scalar(ScalarSlot s) { return host_scalars_[static_cast<size_t>(s)]; }
+  // The stream the CUDA kernels run on (a test adopts it for cuBLAS handles).
+  cudaStream_t stream() const { return stream_; }
 
   KernelArgs args(bool on_device, const std::vector<size_t>& ins, const std::vector<size_t>& outs,
                   const GraphNode* node, const LayerNode* layer = nullptr) const {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backends/cuda/activation_kernels.h"
+#include "backends/cuda/bn_launchers.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/dropout_kernels.h"
 #include "backends/cuda/pooling_kernels.h"
@@ -271,6 +272,7 @@ void softmax_ce_fwd(const KernelArgs& a, cudaStream_t stream) {
 
 uint64_t workspace_bytes(const KernelArgs& a) {
   if (!a.node || a.node->kind != NodeKind::COMPUTE) return 0;
+  if (const uint64_t bn_bytes = bn::workspace_bytes(a)) return bn_bytes;  // statistics partials
   if (a.node->op != ComputeOp::SOFTMAX_CE_FWD_BWD && a.node->op != ComputeOp::SOFTMAX_CE_FWD)
     return 0;
   return softmax_ce_workspace_bytes(a.in.empty() ? 0 : a.in[0].shape().n);

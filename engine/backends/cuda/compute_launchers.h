@@ -36,7 +36,8 @@ void gap_bwd(const KernelArgs& a, cudaStream_t stream);
 void softmax_ce_fwd_bwd(const KernelArgs& a, cudaStream_t stream);
 void softmax_ce_fwd(const KernelArgs& a, cudaStream_t stream);
 
-// Stream workspace bytes these kernels need (softmax's per-row tallies).
+// Stream workspace bytes these kernels need (softmax's per-row tallies) and
+// the batch-norm kernels' (bn_launchers.h).
 uint64_t workspace_bytes(const KernelArgs& a);
 
 }  // namespace tr::cuda::compute

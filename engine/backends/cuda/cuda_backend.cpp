@@ -27,6 +27,7 @@
 #include <string>
 #include <utility>
 
+#include "backends/cuda/cublas_handles.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/host_collectives.h"
@@ -81,6 +82,8 @@ struct Rank {
   bool capturing = false;
   StreamKind primary = StreamKind::COMP_1;
   std::array<StreamWorkspace, kNumStreams> workspaces{};
+  // One cuBLAS handle a stream, made at the first GEMM on it (cublas_handles.h).
+  std::unique_ptr<CublasHandles> blas;
   std::vector<void*> retired;  // workspaces replaced by larger ones
   std::deque<HostCall> kept;   // host functions of captured graphs
   ncclComm_t comm = nullptr;
@@ -130,6 +133,8 @@ class CudaBackend final : public Backend {
         for (cudaStream_t& s : r.streams)
           TR_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), d);
         TR_CUDA_CHECK(cudaStreamCreateWithFlags(&r.clock, cudaStreamNonBlocking), d);
+        r.blas = std::make_unique<CublasHandles>(d);
+        for (cudaStream_t s : r.streams) r.blas->adopt(s);
         TR_CUDA_CHECK(cudaEventCreate(&r.origin), d);
       }
       std::vector<ncclComm_t> comms(devices_.size());
@@ -606,6 +611,7 @@ class CudaBackend final : public Backend {
         if (s) (void)cudaStreamSynchronize(s);
       if (r.comm) (void)ncclCommDestroy(r.comm);
       r.comm = nullptr;
+      r.blas.reset();  // the streams have drained; the handles go before them
       for (cudaGraphExec_t g : r.graphs) (void)cudaGraphExecDestroy(g);
       for (cudaEvent_t e : r.events) (void)cudaEventDestroy(e);
       for (Timed& t : r.timed) {

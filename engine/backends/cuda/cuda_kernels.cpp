@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The CUDA backend's op -> kernel table and the launchers that unpack
 // KernelArgs for the kernels in range_kernels.cu and optimizer_kernels.cu
-// (the layer kernels' launchers are in compute_launchers.cpp).
+// (the layer kernels' launchers are in compute_launchers.cpp, the linear
+// layers' in linear_launchers.cpp).
 #include "backends/cuda/cuda_kernels.h"
 
 #include <algorithm>
 
 #include "backends/cpu/kernels/optimizers.h"
+#include "backends/cuda/bn_launchers.h"
 #include "backends/cuda/compute_launchers.h"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/linear_launchers.h"
 #include "backends/cuda/optimizer_kernels.h"
 #include "backends/cuda/range_kernels.h"
 
@@ -175,6 +178,12 @@ CudaKernel cuda_compute_kernel(ComputeOp op) noexcept {
   switch (op) {
     case ComputeOp::COPY_LABELS:
       return compute::copy_labels;
+    case ComputeOp::LINEAR_FWD:
+      return linear::fwd;
+    case ComputeOp::LINEAR_BWD:
+      return linear::bwd;
+    case ComputeOp::LINEAR_BWD_FIRST:
+      return linear::bwd_first;
     case ComputeOp::RELU_FWD:
       return compute::relu_fwd;
     case ComputeOp::RELU_BWD:
@@ -199,6 +208,18 @@ CudaKernel cuda_compute_kernel(ComputeOp op) noexcept {
       return compute::gap_fwd;
     case ComputeOp::GAP_BWD:
       return compute::gap_bwd;
+    case ComputeOp::BN_FWD_TRAIN:
+      return bn::fwd_train;
+    case ComputeOp::BN_FWD_INFER:
+      return bn::fwd_infer;
+    case ComputeOp::BN_BWD:
+      return bn::bwd;
+    case ComputeOp::BN_RELU_FWD_TRAIN:
+      return bn::relu_fwd_train;
+    case ComputeOp::BN_RELU_FWD_INFER:
+      return bn::relu_fwd_infer;
+    case ComputeOp::BN_RELU_BWD:
+      return bn::relu_bwd;
     case ComputeOp::DROPOUT_FWD:
       return compute::dropout_fwd;
     case ComputeOp::DROPOUT_BWD:
@@ -222,7 +243,7 @@ CudaKernel cuda_compute_kernel(ComputeOp op) noexcept {
       return adam_bias_correction;
     case ComputeOp::COUNT_UPDATE:
       return count_update;
-    default:  // conv, linear, batch norm (cuDNN, cuBLAS) are still to come
+    default:  // conv (cuDNN) is still to come
       return nullptr;
   }
 }
@@ -253,7 +274,8 @@ CudaKernel cuda_range_kernel(RangeOp op) noexcept {
       return adam_update;
     case RangeOp::EMA_UPDATE:
       return ema_update;
-    case RangeOp::BN_EQ_PARAMS:  // not yet on CUDA
+    case RangeOp::BN_EQ_PARAMS:
+      return bn::eq_params;
     case RangeOp::LARS_NORMS:
     case RangeOp::LARS_UPDATE:
     case RangeOp::NUM_RANGE_OPS:
@@ -272,7 +294,7 @@ std::string_view cuda_op_name(const GraphNode& node) noexcept {
 }
 
 uint64_t cuda_workspace_bytes(const KernelArgs& a) {
-  return compute::workspace_bytes(a);
+  return std::max(compute::workspace_bytes(a), linear::workspace_bytes(a));
 }
 
 }  // namespace tr::cuda

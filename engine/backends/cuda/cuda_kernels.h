@@ -27,7 +27,8 @@ CudaKernel cuda_kernel(const GraphNode& node) noexcept;
 std::string_view cuda_op_name(const GraphNode& node) noexcept;
 
 // Stream workspace bytes the kernel for `a` needs: softmax cross-entropy's
-// per-row tallies so far (cuDNN and cuBLAS kernels will add theirs).
+// per-row tallies, cuBLAS's workspace for the linear layers (cuDNN kernels
+// will add theirs).
 uint64_t cuda_workspace_bytes(const KernelArgs& a);
 
 }  // namespace tr::cuda

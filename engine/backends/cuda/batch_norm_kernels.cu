@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Batch normalisation kernels. A block is 32 channels (one warp reads 32
+// adjacent floats of a row: coalesced in NHWC) by 8 row lanes. Statistics
+// take two launches: each block reduces a fixed slice of rows to double
+// partials in the workspace, then one thread per channel folds the slices in
+// slice order. The slicing depends only on the shape, so the result is the
+// same on every run and every GPU. The elementwise float arithmetic uses
+// _rn intrinsics: unfused, as the CPU twin rounds it, so the fused ReLU's
+// mask and the outputs agree with it.
+#include "backends/cuda/batch_norm_kernels.h"
+#include "backends/cuda/launch_config.cuh"
+
+namespace tr::cuda {
+
+namespace {
+
+constexpr int kTile = 32;                 // channels per block (x)
+constexpr int kLanes = kThreads / kTile;  // rows in flight per block (y)
+// A slice is at least this many rows (32 per thread), and there are about
+// kTargetBlocks blocks in all: enough to fill an H200 several times.
+constexpr int64_t kMinSliceRows = 256;
+constexpr int64_t kTargetBlocks = 1024;
+constexpr int kEqLayersPerLaunch = 16;  // 1 KiB of kernel parameters
+
+int64_t tiles_of(int64_t channels) {
+  return (channels + kTile - 1) / kTile;
+}
+
+int64_t slices_of(int64_t rows, int64_t channels) {
+  const int64_t by_rows = (rows + kMinSliceRows - 1) / kMinSliceRows;
+  const int64_t by_blocks = kTargetBlocks / tiles_of(channels);
+  int64_t s = by_rows < by_blocks ? by_rows : by_blocks;
+  return s < 1 ? 1 : s;
+}
+
+// Workspace: per-slice double partials (two arrays of slices x channels),
+// then four float rows of per-channel coefficients.
+struct Workspace {
+  double* a;
+  double* b;
+  float* coef;  // 4 * channels
+};
+
+Workspace carve(void* base, int64_t slices, int64_t channels) {
+  double* d = static_cast<double*>(base);
+  return {d, d + slices * channels, reinterpret_cast<float*>(d + 2 * slices * channels)};
+}
+
+__device__ inline float fmul(float a, float b) {
+  return __fmul_rn(a, b);
+}
+__device__ inline float fadd(float a, float b) {
+  return __fadd_rn(a, b);
+}
+
+// (x - mean) * scale + shift, rounded step by step as on the CPU.
+__device__ inline float pre_activation(float x, float mean, float scale, float shift) {
+  return fadd(fmul(__fsub_rn(x, mean), scale), shift);
+}
+
+// NaN passes the ReLU, as in torch.relu, so the NaN check still sees it.
+__device__ inline float relu_if(bool relu, float v) {
+  return relu && v < 0.0f ? 0.0f : v;
+}
+
+__device__ inline int64_t slice_begin(int64_t rows, int64_t slices, int64_t s) {
+  return rows * s / slices;
+}
+
+// Sums the kLanes row lanes of a block per channel, in lane order, into
+// lane 0's thread. Every thread of the block must call it.
+__device__ inline void lane_sums(double& u, double& v) {
+  __shared__ double su[kLanes][kTile], sv[kLanes][kTile];
+  su[threadIdx.y][threadIdx.x] = u;
+  sv[threadIdx.y][threadIdx.x] = v;
+  __syncthreads();
+  if (threadIdx.y == 0)
+    for (int l = 1; l < kLanes; ++l) {
+      u += su[l][threadIdx.x];
+      v += sv[l][threadIdx.x];
+    }
+}
+
+// Per slice and channel: mean and m2 (sum of squared deviations). The sums
+// run about the slice's first value of the channel, one of the samples, so
+// s2 - s1^2/n stays accurate when the mean is large against the spread.
+__global__ void moments_kernel(const float* x, int64_t rows, int64_t channels, int64_t slices,
+                               double* part_mean, double* part_m2) {
+  const int64_t c = static_cast<int64_t>(blockIdx.y) * kTile + threadIdx.x;
+  const int64_t s = blockIdx.x;
+  const int64_t lo = slice_begin(rows, slices, s), hi = slice_begin(rows, slices, s + 1);
+  double s1 = 0.0, s2 = 0.0, k = 0.0;
+  if (c < channels) {
+    k = x[lo * channels + c];
+    for (int64_t m = lo + threadIdx.y; m < hi; m += kLanes) {
+      const double d = x[m * channels + c] - k;
+      s1 += d;
+      s2 += d * d;
+    }
+  }
+  lane_sums(s1, s2);
+  if (threadIdx.y != 0 || c >= channels) return;
+  const double n = static_cast<double>(hi - lo);
+  part_mean[s * channels + c] = k + s1 / n;
+  const double v = s2 - s1 * s1 / n;
+  part_m2[s * channels + c] = v < 0.0 ? 0.0 : v;  // rounding can dip below zero; a NaN stays
+}
+
+// Folds the slices with Chan et al.'s pairwise update in slice order, then
+// writes the saved and running statistics and the scale for the apply pass.
+__global__ void train_stats_kernel(BnTrain b, int64_t slices, Workspace w) {
+  const int64_t c = first_index();
+  if (c >= b.channels) return;
+  const int64_t C = b.channels;
+  double mean = w.a[c], m2 = w.b[c];
+  double n_a = static_cast<double>(slice_begin(b.rows, slices, 1));
+  for (int64_t s = 1; s < slices; ++s) {
+    const double n_b =
+        static_cast<double>(slice_begin(b.rows, slices, s + 1) - slice_begin(b.rows, slices, s));
+    const double n = n_a + n_b;
+    const double delta = w.a[s * C + c] - mean;
+    mean += delta * (n_b / n);
+    m2 += w.b[s * C + c] + delta * delta * (n_a * n_b / n);
+    n_a = n;
+  }
+  const double count = static_cast<double>(b.rows);
+  const float mean_f = static_cast<float>(mean);
+  const double var = m2 / count;
+  // As in PyTorch: the biased variance normalises, the unbiased one feeds the
+  // running estimate (the biased one stands in for a single value).
+  const double unbiased = count > 1 ? m2 / (count - 1) : var;
+  const double inv_std = 1.0 / sqrt(var + b.eps);
+  b.saved[c] = mean_f;
+  b.saved[C + c] = static_cast<float>(inv_std);
+  b.next_mean[c] = static_cast<float>((1.0 - b.momentum) * b.prev_mean[c] + b.momentum * mean_f);
+  b.next_var[c] = static_cast<float>((1.0 - b.momentum) * b.prev_var[c] + b.momentum * unbiased);
+  w.coef[c] = static_cast<float>(b.gamma[c] * inv_std);
+}
+
+__global__ void train_apply_kernel(BnTrain b, const float* scale) {
+  const int64_t c = static_cast<int64_t>(blockIdx.y) * kTile + threadIdx.x;
+  if (c >= b.channels) return;
+  const float mean = b.saved[c], sc = scale[c], sh = b.beta[c];
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kLanes;
+  for (int64_t m = static_cast<int64_t>(blockIdx.x) * kLanes + threadIdx.y; m < b.rows; m += step) {
+    const int64_t at = m * b.channels + c;
+    b.y[at] = relu_if(b.relu, pre_activation(b.x[at], mean, sc, sh));
+  }
+}
+
+__global__ void infer_kernel(BnInfer b) {
+  const int64_t c = static_cast<int64_t>(blockIdx.y) * kTile + threadIdx.x;
+  if (c >= b.channels) return;
+  const float sc = b.scale[c], bi = b.bias[c];
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kLanes;
+  for (int64_t m = static_cast<int64_t>(blockIdx.x) * kLanes + threadIdx.y; m < b.rows; m += step) {
+    const int64_t at = m * b.channels + c;
+    b.y[at] = relu_if(b.relu, fadd(fmul(b.x[at], sc), bi));
+  }
+}
+
+// The fused ReLU's scale, recomputed from the saved (float) inv_std as the
+// CPU backward does; the forward's double one can differ only at the kink.
+__device__ inline float relu_scale(const BnBackward& b, int64_t c) {
+  return static_cast<float>(static_cast<double>(b.gamma[c]) * b.saved[b.channels + c]);
+}
+
+// The gradient reaching the BN output: dy, or for a fused ReLU dy where the
+// BN output was positive.
+__device__ inline float out_grad(const BnBackward& b, float dy, float x, float mean, float sc,
+                                 float sh) {
+  return b.relu && !(pre_activation(x, mean, sc, sh) > 0.0f) ? 0.0f : dy;
+}
+
+// Per slice and channel: sums of g and g * (x - mean), g from out_grad.
+__global__ void grad_sums_kernel(BnBackward b, int64_t slices, Workspace w) {
+  const int64_t c = static_cast<int64_t>(blockIdx.y) * kTile + threadIdx.x;
+  const int64_t s = blockIdx.x;
+  const int64_t lo = slice_begin(b.rows, slices, s), hi = slice_begin(b.rows, slices, s + 1);
+  double sdy = 0.0, sdyx = 0.0;
+  if (c < b.channels) {
+    const float mean = b.saved[c];
+    const float sc = b.relu ? relu_scale(b, c) : 0.0f, sh = b.relu ? b.beta[c] : 0.0f;
+    for (int64_t m = lo + threadIdx.y; m < hi; m += kLanes) {
+      const int64_t at = m * b.channels + c;
+      const float x = b.x[at];
+      const double g = out_grad(b, b.dy[at], x, mean, sc, sh);
+      sdy += g;
+      sdyx += g * __fsub_rn(x, mean);
+    }
+  }
+  lane_sums(sdy, sdyx);
+  if (threadIdx.y != 0 || c >= b.channels) return;
+  w.a[s * b.channels + c] = sdy;
+  w.b[s * b.channels + c] = sdyx;
+}
+
+// Sums the slices in order, writes dgamma and dbeta, and folds dx into
+// dx = k_dy * g + k_x * (x - mean) + k_0 per channel (x - mean explicit so
+// that a large mean does not cancel in float).
+__global__ void grad_finish_kernel(BnBackward b, int64_t slices, Workspace w) {
+  const int64_t c = first_index();
+  if (c >= b.channels) return;
+  const int64_t C = b.channels;
+  double sdy = 0.0, sdyx = 0.0;
+  for (int64_t s = 0; s < slices; ++s) {
+    sdy += w.a[s * C + c];
+    sdyx += w.b[s * C + c];
+  }
+  const float inv_std = b.saved[C + c];
+  const double dgamma = sdyx * inv_std;
+  if (b.dgamma) b.dgamma[c] = static_cast<float>(b.acc_dgamma ? b.dgamma[c] + dgamma : dgamma);
+  if (b.dbeta) b.dbeta[c] = static_cast<float>(b.acc_dbeta ? b.dbeta[c] + sdy : sdy);
+  if (!b.dx) return;
+  const double inv_m = 1.0 / static_cast<double>(b.rows);
+  const double k = static_cast<double>(b.gamma[c]) * inv_std;
+  w.coef[c] = static_cast<float>(k);
+  w.coef[C + c] = static_cast<float>(-k * inv_std * dgamma * inv_m);
+  w.coef[2 * C + c] = static_cast<float>(-k * sdy * inv_m);
+  if (b.relu) w.coef[3 * C + c] = relu_scale(b, c);
+}
+
+__global__ void grad_dx_kernel(BnBackward b, Workspace w) {
+  const int64_t c = static_cast<int64_t>(blockIdx.y) * kTile + threadIdx.x;
+  if (c >= b.channels) return;
+  const int64_t C = b.channels;
+  const float mean = b.saved[c];
+  const float k_dy = w.coef[c], k_x = w.coef[C + c], k_0 = w.coef[2 * C + c];
+  const float sc = b.relu ? w.coef[3 * C + c] : 0.0f, sh = b.relu ? b.beta[c] : 0.0f;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kLanes;
+  for (int64_t m = static_cast<int64_t>(blockIdx.x) * kLanes + threadIdx.y; m < b.rows; m += step) {
+    const int64_t at = m * C + c;
+    const float x = b.x[at];
+    const float g = out_grad(b, b.dy[at], x, mean, sc, sh);
+    const float v = fadd(fadd(fmul(k_dy, g), fmul(k_x, __fsub_rn(x, mean))), k_0);
+    b.dx[at] = b.acc_dx ? fadd(b.dx[at], v) : v;
+  }
+}
+
+struct EqBatch {
+  BnEqLayer layer[kEqLayersPerLaunch];
+};
+
+// blockIdx.y picks the layer. Double steps with _rn: no fused multiply-add,
+// as on the CPU.
+__global__ void eq_params_kernel(EqBatch batch) {
+  const BnEqLayer& l = batch.layer[blockIdx.y];
+  for (int64_t k = first_index(); k < l.channels; k += grid_stride()) {
+    const double sc = __ddiv_rn(l.gamma[k], __dsqrt_rn(__dadd_rn(l.var[k], l.eps)));
+    l.scale[k] = static_cast<float>(sc);
+    l.bias[k] = static_cast<float>(__dsub_rn(l.beta[k], __dmul_rn(l.mean[k], sc)));
+  }
+}
+
+// Grid of the elementwise passes: tiles in y, row blocks in x.
+dim3 apply_grid(int64_t rows, int64_t channels) {
+  const int64_t tiles = tiles_of(channels);
+  int64_t row_blocks = (rows + kLanes - 1) / kLanes;
+  const int64_t cap = static_cast<int64_t>(kMaxBlocks) / tiles;
+  if (row_blocks > cap) row_blocks = cap;
+  if (row_blocks < 1) row_blocks = 1;
+  return dim3(static_cast<unsigned>(row_blocks), static_cast<unsigned>(tiles));
+}
+
+dim3 slice_grid(int64_t rows, int64_t channels) {
+  return dim3(static_cast<unsigned>(slices_of(rows, channels)),
+              static_cast<unsigned>(tiles_of(channels)));
+}
+
+unsigned channel_blocks(int64_t channels) {
+  return blocks_for(static_cast<uint64_t>(channels));
+}
+
+bool empty(int64_t rows, int64_t channels) {
+  return rows <= 0 || channels <= 0;
+}
+
+}  // namespace
+
+uint64_t bn_workspace_bytes(int64_t rows, int64_t channels) {
+  if (empty(rows, channels)) return 0;
+  const auto c = static_cast<uint64_t>(channels);
+  return 2 * static_cast<uint64_t>(slices_of(rows, channels)) * c * sizeof(double) +
+         4 * c * sizeof(float);
+}
+
+cudaError_t launch_bn_train(const BnTrain& b, cudaStream_t stream) {
+  if (empty(b.rows, b.channels)) return cudaSuccess;
+  const int64_t slices = slices_of(b.rows, b.channels);
+  const Workspace w = carve(b.workspace, slices, b.channels);
+  const dim3 block(kTile, kLanes);
+  moments_kernel<<<slice_grid(b.rows, b.channels), block, 0, stream>>>(b.x, b.rows, b.channels,
+                                                                       slices, w.a, w.b);
+  train_stats_kernel<<<channel_blocks(b.channels), kThreads, 0, stream>>>(b, slices, w);
+  train_apply_kernel<<<apply_grid(b.rows, b.channels), block, 0, stream>>>(b, w.coef);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_bn_infer(const BnInfer& b, cudaStream_t stream) {
+  if (empty(b.rows, b.channels)) return cudaSuccess;
+  infer_kernel<<<apply_grid(b.rows, b.channels), dim3(kTile, kLanes), 0, stream>>>(b);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_bn_backward(const BnBackward& b, cudaStream_t stream) {
+  if (empty(b.rows, b.channels) || (!b.dgamma && !b.dbeta && !b.dx)) return cudaSuccess;
+  const int64_t slices = slices_of(b.rows, b.channels);
+  const Workspace w = carve(b.workspace, slices, b.channels);
+  const dim3 block(kTile, kLanes);
+  grad_sums_kernel<<<slice_grid(b.rows, b.channels), block, 0, stream>>>(b, slices, w);
+  grad_finish_kernel<<<channel_blocks(b.channels), kThreads, 0, stream>>>(b, slices, w);
+  if (b.dx) grad_dx_kernel<<<apply_grid(b.rows, b.channels), block, 0, stream>>>(b, w);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_bn_eq_params(const BnEqLayer* layers, int count, cudaStream_t stream) {
+  for (int first = 0; first < count; first += kEqLayersPerLaunch) {
+    EqBatch batch;
+    const int n = count - first < kEqLayersPerLaunch ? count - first : kEqLayersPerLaunch;
+    int64_t widest = 0;
+    for (int i = 0; i < n; ++i) {
+      batch.layer[i] = layers[first + i];
+      if (layers[first + i].channels > widest) widest = layers[first + i].channels;
+    }
+    if (widest == 0) continue;
+    eq_params_kernel<<<dim3(blocks_for(static_cast<uint64_t>(widest)), static_cast<unsigned>(n)),
+                       kThreads, 0, stream>>>(batch);
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace tr::cuda

@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The CUDA batch-norm kernels (BN_FWD_TRAIN, BN_FWD_INFER, BN_BWD, their
+// fused-ReLU forms, and the BN_EQ_PARAMS range op) against their CPU twins:
+// the same random tensors run through the CPU kernel on the host and the
+// CUDA one on the device. Shapes cover channels that are not a multiple of
+// the 32-channel tile, N*H*W of 10^5 (hundreds of row slices), a single row,
+// and a channel whose mean (1e4) dwarfs its spread (cancellation).
+// Tolerances:
+//  - statistics (saved mean / inv_std, running mean / var): 1e-5 relative,
+//    and the saved ones also against a two-pass double reference on the host;
+//  - y, dgamma, dbeta, dx: 1e-5 relative plus 1e-6 of the tensor's largest
+//    magnitude (dx has cancellation between its terms; the per-channel
+//    coefficients may differ in the last bit when the double sums do);
+//  - fused ReLU masks: exactly the CPU's (same unfused float steps);
+//  - BN_EQ_PARAMS: 1e-6 relative plus 1e-7 absolute (correctly rounded
+//    double on both sides);
+//  - two runs of the CUDA statistics: bit for bit (no atomics).
+// The table, workspace sizing and the refusals run without a device.
+#include <QtTest>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cuda/cuda_kernels.h"
+#include "compute_mirror.h"
+#include "cuda_test_util.h"
+
+using namespace tr;
+using tr::test::ComputeMirror;
+
+namespace {
+
+constexpr double kRel = 1e-5;
+constexpr double kPeakFraction = 1e-6;
+constexpr int kLargeMeanChannel = 1;
+
+GraphNode node_for(ComputeOp op, uint8_t accumulate_mask = 0) {
+  GraphNode n;
+  n.kind = NodeKind::COMPUTE;
+  n.op = op;
+  n.layer = 2;
+  n.accumulate_mask = accumulate_mask;
+  return n;
+}
+
+LayerNode bn_layer(double eps = 1e-5, double momentum = 0.1) {
+  LayerNode l;
+  l.id = "bn";
+  l.type = LayerType::BatchNorm2d;
+  l.params.eps = eps;
+  l.params.momentum = momentum;
+  return l;
+}
+
+double peak(ComputeMirror& m, size_t t) {
+  double p = 0.0;
+  for (int64_t i = 0; i < m.elements(t); ++i) p = std::max(p, std::fabs(double(m.f32(t)[i])));
+  return p;
+}
+
+// Empty when every float is within rel * |CPU| + abs (NaN matches NaN).
+QString far(ComputeMirror& m, size_t t, const char* what, double rel, double abs) {
+  for (int64_t i = 0; i < m.elements(t); ++i) {
+    const double g = m.gpu_f32(t)[i], c = m.f32(t)[i];
+    if (std::isnan(g) && std::isnan(c)) continue;
+    if (!(std::fabs(g - c) <= rel * std::fabs(c) + abs))
+      return QString("%1: float %2 differs: device %3, CPU %4")
+          .arg(what)
+          .arg(i)
+          .arg(g, 0, 'g', 9)
+          .arg(c, 0, 'g', 9);
+  }
+  return {};
+}
+
+QString far_scaled(ComputeMirror& m, size_t t, const char* what) {
+  return far(m, t, what, kRel, kPeakFraction * peak(m, t));
+}
+
+// Empty when the device's slot equals the CPU's byte for byte.
+QString differs(const ComputeMirror& m, size_t t, const char* what) {
+  for (uint64_t i = 0; i < m.bytes(t); ++i)
+    if (m.gpu_bytes(t)[i] != m.cpu_bytes(t)[i])
+      return QString("%1: byte %2 differs").arg(what).arg(i);
+  return {};
+}
+
+// Empty when the ReLU zeroed the same elements on both sides.
+QString mask_differs(ComputeMirror& m, size_t t, const char* what) {
+  for (int64_t i = 0; i < m.elements(t); ++i)
+    if ((m.gpu_f32(t)[i] > 0.0f) != (m.f32(t)[i] > 0.0f))
+      return QString("%1: ReLU mask differs at %2").arg(what).arg(i);
+  return {};
+}
+
+#define EXPECT_NONE(diff)                   \
+  do {                                      \
+    const QString e_ = (diff);              \
+    QVERIFY2(e_.isEmpty(), qPrintable(e_)); \
+  } while (0)
+
+// Every tensor of one BN layer, mirrored.
+struct Bn {
+  Shape s;
+  size_t x, gamma, beta, prev_mean, prev_var, y, saved, next_mean, next_var, dy, dgamma, dbeta, dx;
+
+  Bn(ComputeMirror& m, const Shape& shape, std::mt19937& rng) : s(shape) {
+    const Shape ch{1, 1, 1, s.c};
+    x = m.tensor(s);
+    gamma = m.tensor(ch);
+    beta = m.tensor(ch);
+    prev_mean = m.tensor(ch);
+    prev_var = m.tensor(ch);
+    y = m.tensor(s);
+    saved = m.tensor({1, 1, 2, s.c});
+    next_mean = m.tensor(ch);
+    next_var = m.tensor(ch);
+    dy = m.tensor(s);
+    dgamma = m.tensor(ch);
+    dbeta = m.tensor(ch);
+    dx = m.tensor(s);
+    // Per-channel offsets and spreads, so channels differ.
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> offset(static_cast<size_t>(s.c)), spread(static_cast<size_t>(s.c));
+    for (int64_t c = 0; c < s.c; ++c) {
+      offset[static_cast<size_t>(c)] = c == kLargeMeanChannel ? 1e4f : u(rng);
+      spread[static_cast<size_t>(c)] = 1.5f + u(rng);
+    }
+    for (int64_t i = 0; i < m.elements(x); ++i) {
+      const size_t c = static_cast<size_t>(i % s.c);
+      m.f32(x)[i] = offset[c] + spread[c] * u(rng);
+    }
+    m.fill(gamma, rng, 0.5f, 1.5f);
+    m.f32(gamma)[0] = -0.75f;  // a negative gamma flips the ReLU's side
+    m.fill(beta, rng, -0.5f, 0.5f);
+    m.fill(prev_mean, rng);
+    m.fill(prev_var, rng, 0.5f, 1.5f);
+    m.fill(dy, rng);
+    m.fill(dgamma, rng);  // what accumulating outputs add onto
+    m.fill(dbeta, rng);
+    m.fill(dx, rng);
+  }
+  int64_t rows() const { return s.n * s.h * s.w; }
+};
+
+// Mean and inv_std of channel c by two passes in double over the host's x.
+void reference_stats(ComputeMirror& m, const Bn& b, int64_t c, double eps, double& mean,
+                     double& inv_std) {
+  const float* x = m.f32(b.x);
+  double sum = 0.0;
+  for (int64_t r = 0; r < b.rows(); ++r) sum += x[r * b.s.c + c];
+  mean = sum / static_cast<double>(b.rows());
+  double m2 = 0.0;
+  for (int64_t r = 0; r < b.rows(); ++r) {
+    const double d = x[r * b.s.c + c] - mean;
+    m2 += d * d;
+  }
+  inv_std = 1.0 / std::sqrt(m2 / static_cast<double>(b.rows()) + eps);
+}
+
+const Shape kShapes[] = {
+    {4, 5, 7, 37},    // 37 channels: two tiles, the second mostly idle
+    {2, 3, 3, 3},     // fewer channels than a warp
+    {1, 1, 1, 5},     // one row: the unbiased variance falls back to the biased
+    {32, 56, 56, 8},  // N*H*W = 100352: hundreds of row slices
+    {8, 28, 28, 96},  // three full tiles
+};
+
+class FakeRankSum final : public RankSum {
+ public:
+  void sum(float*, uint64_t) const override {}
+};
+
+}  // namespace
+
+class TestCudaBatchNorm : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void tableHasTheBatchNormKernels() {
+    for (ComputeOp op :
+         {ComputeOp::BN_FWD_TRAIN, ComputeOp::BN_FWD_INFER, ComputeOp::BN_BWD,
+          ComputeOp::BN_RELU_FWD_TRAIN, ComputeOp::BN_RELU_FWD_INFER, ComputeOp::BN_RELU_BWD})
+      QVERIFY2(cuda::cuda_compute_kernel(op), compute_op_name(op).data());
+    QVERIFY(cuda::cuda_range_kernel(RangeOp::BN_EQ_PARAMS));
+  }
+
+  void workspaceIsAskedForTheStatistics() {
+    DTensor x;
+    x.shape = {4, 5, 7, 37};
+    GraphNode train = node_for(ComputeOp::BN_FWD_TRAIN), bwd = node_for(ComputeOp::BN_RELU_BWD),
+              infer = node_for(ComputeOp::BN_FWD_INFER);
+    KernelArgs a;
+    a.in.push_back({nullptr, &x});
+    a.node = &train;
+    QVERIFY(cuda::cuda_workspace_bytes(a) >= 2 * 37 * sizeof(double));
+    a.node = &bwd;
+    QVERIFY(cuda::cuda_workspace_bytes(a) >= 2 * 37 * sizeof(double));
+    a.node = &infer;
+    QCOMPARE(cuda::cuda_workspace_bytes(a), uint64_t{0});
+  }
+
+  // Both refusals come before any CUDA call: no device needed.
+  void syncBatchNormAndMissingWorkspaceAreRefused() {
+    DTensor x, c;
+    x.shape = {2, 3, 3, 4};
+    c.shape = {1, 1, 1, 4};
+    const FakeRankSum rank_sum;
+    const LayerNode layer = bn_layer();
+    for (ComputeOp op : {ComputeOp::BN_FWD_TRAIN, ComputeOp::BN_RELU_FWD_TRAIN, ComputeOp::BN_BWD,
+                         ComputeOp::BN_RELU_BWD}) {
+      GraphNode n = node_for(op);
+      KernelArgs a;
+      a.node = &n;
+      a.layer = &layer;
+      for (int i = 0; i < 5; ++i) a.in.push_back({nullptr, i == 0 ? &x : &c});
+      for (int i = 0; i < 4; ++i) a.out.push_back({reinterpret_cast<void*>(256), i == 0 ? &x : &c});
+      a.rank_sum = &rank_sum;
+      try {
+        cuda::cuda_compute_kernel(op)(a, nullptr);
+        QFAIL("SyncBatchNorm was not refused");
+      } catch (const std::logic_error& e) {
+        QVERIFY2(std::strstr(e.what(), "all-reduce"), e.what());
+      }
+      a.rank_sum = nullptr;
+      QVERIFY_THROWS_EXCEPTION(std::logic_error, cuda::cuda_compute_kernel(op)(a, nullptr));
+    }
+  }
+
+  void forwardTrainMatchesCpu() {
+    TR_REQUIRE_CUDA_DEVICE();
+    for (const Shape& s : kShapes)
+      for (const bool relu : {false, true}) {
+        const ComputeOp op = relu ? ComputeOp::BN_RELU_FWD_TRAIN : ComputeOp::BN_FWD_TRAIN;
+        const char* name = compute_op_name(op).data();
+        std::mt19937 rng(21);
+        ComputeMirror m;
+        Bn b(m, s, rng);
+        const LayerNode layer = bn_layer(1e-3, 0.2);
+        GraphNode n = node_for(op);
+        auto make = [&](bool d) {
+          return m.args(d, {b.x, b.gamma, b.beta, b.prev_mean, b.prev_var},
+                        {b.y, b.saved, b.next_mean, b.next_var}, &n, &layer);
+        };
+        m.run(make, op);
+        // Against a double reference first: the CPU's results are now in the
+        // host copies, but x is an input and still the original.
+        for (int64_t c = 0; c < s.c; ++c) {
+          double mean = 0.0, inv_std = 0.0;
+          reference_stats(m, b, c, 1e-3, mean, inv_std);
+          QVERIFY2(std::fabs(m.gpu_f32(b.saved)[c] - mean) <= kRel * std::fabs(mean) + 1e-6,
+                   qPrintable(QString("%1: mean of channel %2").arg(name).arg(c)));
+          QVERIFY2(std::fabs(m.gpu_f32(b.saved)[s.c + c] - inv_std) <= kRel * inv_std,
+                   qPrintable(QString("%1: inv_std of channel %2").arg(name).arg(c)));
+        }
+        EXPECT_NONE(far(m, b.saved, name, kRel, 1e-6));
+        EXPECT_NONE(far(m, b.next_mean, name, kRel, 1e-6));
+        EXPECT_NONE(far(m, b.next_var, name, kRel, 1e-6));
+        EXPECT_NONE(far_scaled(m, b.y, name));
+        if (relu) EXPECT_NONE(mask_differs(m, b.y, name));
+        // A second device run gives the same bits.
+        const std::vector<float> first(m.gpu_f32(b.saved), m.gpu_f32(b.saved) + 2 * s.c);
+        const std::vector<float> first_y(m.gpu_f32(b.y), m.gpu_f32(b.y) + m.elements(b.y));
+        m.run(make, op);
+        QVERIFY(std::memcmp(first.data(), m.gpu_f32(b.saved), first.size() * 4) == 0);
+        QVERIFY(std::memcmp(first_y.data(), m.gpu_f32(b.y), first_y.size() * 4) == 0);
+      }
+  }
+
+  void forwardInferMatchesCpu() {
+    TR_REQUIRE_CUDA_DEVICE();
+    for (const Shape& s : kShapes)
+      for (const bool relu : {false, true}) {
+        const ComputeOp op = relu ? ComputeOp::BN_RELU_FWD_INFER : ComputeOp::BN_FWD_INFER;
+        const char* name = compute_op_name(op).data();
+        std::mt19937 rng(22);
+        ComputeMirror m;
+        Bn b(m, s, rng);
+        // gamma and beta stand in for the equivalent scale and bias.
+        GraphNode n = node_for(op);
+        m.run([&](bool d) { return m.args(d, {b.x, b.gamma, b.beta}, {b.y}, &n); }, op);
+        EXPECT_NONE(far_scaled(m, b.y, name));
+        if (relu) EXPECT_NONE(mask_differs(m, b.y, name));
+      }
+  }
+
+  void backwardMatchesCpu() {
+    TR_REQUIRE_CUDA_DEVICE();
+    for (const Shape& s : kShapes)
+      for (const bool relu : {false, true})
+        for (const uint8_t mask : {0, 1, 2, 4, 7}) {
+          const ComputeOp fwd = relu ? ComputeOp::BN_RELU_FWD_TRAIN : ComputeOp::BN_FWD_TRAIN;
+          const ComputeOp op = relu ? ComputeOp::BN_RELU_BWD : ComputeOp::BN_BWD;
+          const char* name = compute_op_name(op).data();
+          std::mt19937 rng(23);
+          ComputeMirror m;
+          Bn b(m, s, rng);
+          const LayerNode layer = bn_layer();
+          // The forward leaves the CPU's saved statistics in the host copy,
+          // which the backward's run then gives both sides.
+          GraphNode f = node_for(fwd);
+          m.run(
+              [&](bool d) {
+                return m.args(d, {b.x, b.gamma, b.beta, b.prev_mean, b.prev_var},
+                              {b.y, b.saved, b.next_mean, b.next_var}, &f, &layer);
+              },
+              fwd);
+          GraphNode n = node_for(op, mask);
+          std::vector<size_t> ins{b.x, b.gamma, b.saved, b.dy};
+          if (relu) ins.insert(ins.begin() + 2, b.beta);
+          m.run([&](bool d) { return m.args(d, ins, {b.dgamma, b.dbeta, b.dx}, &n, &layer); }, op);
+          EXPECT_NONE(far_scaled(m, b.dgamma, name));
+          EXPECT_NONE(far_scaled(m, b.dbeta, name));
+          EXPECT_NONE(far_scaled(m, b.dx, name));
+        }
+  }
+
+  void backwardSkipsAbsentOutputs() {
+    TR_REQUIRE_CUDA_DEVICE();
+    std::mt19937 rng(24);
+    ComputeMirror m;
+    Bn b(m, {4, 5, 7, 37}, rng);
+    const LayerNode layer = bn_layer();
+    GraphNode f = node_for(ComputeOp::BN_FWD_TRAIN);
+    m.run(
+        [&](bool d) {
+          return m.args(d, {b.x, b.gamma, b.beta, b.prev_mean, b.prev_var},
+                        {b.y, b.saved, b.next_mean, b.next_var}, &f, &layer);
+        },
+        ComputeOp::BN_FWD_TRAIN);
+    const size_t none = ComputeMirror::kAbsent;
+    GraphNode n = node_for(ComputeOp::BN_BWD);
+    auto run = [&](std::vector<size_t> outs) {
+      m.run(
+          [&](bool d) {
+            return m.args(d, {b.x, b.gamma, b.saved, b.dy}, outs, &n, &layer);
+          },
+          ComputeOp::BN_BWD);
+    };
+    run({b.dgamma, b.dbeta, none});  // the first layer: no dx
+    EXPECT_NONE(far_scaled(m, b.dgamma, "dgamma"));
+    EXPECT_NONE(differs(m, b.dx, "dx (absent)"));
+    run({none, none, b.dx});  // frozen parameters
+    EXPECT_NONE(far_scaled(m, b.dx, "dx"));
+    EXPECT_NONE(differs(m, b.dgamma, "dgamma (absent)"));
+  }
+
+  void eqParamsMatchCpu();
+};
+
+// BN_EQ_PARAMS over 20 layers (two launches of up to 16), whose tensors lie
+// in the spans in another order than the layers, one layer without weights
+// (skipped: its outputs keep their bytes), and per-layer eps.
+void TestCudaBatchNorm::eqParamsMatchCpu() {
+  TR_REQUIRE_CUDA_DEVICE();
+  constexpr int kLayers = 20;
+  ModelGraph model;
+  std::vector<DTensor> tensors;
+  tensors.reserve(6 * kLayers);
+  uint64_t at = 0;
+  auto add = [&](Region r, int owner, int64_t c) {
+    DTensor t;
+    t.region = r;
+    t.owner = owner;
+    t.shape = {1, 1, 1, c};
+    t.offset = at;
+    at += static_cast<uint64_t>(c) * 4;
+    at = (at + 255) / 256 * 256;
+    tensors.push_back(t);
+  };
+  auto channels = [](int l) { return int64_t{1} + 13 * l; };
+  for (int l = 0; l < kLayers; ++l) {
+    model.nodes.push_back(bn_layer(l % 2 ? 1e-3 : 1e-5));
+    add(Region::B_PREV_MEAN, l, channels(l));
+    add(Region::B_PREV_VAR, l, channels(l));
+  }
+  const uint64_t weights_at = at;
+  for (int l = kLayers - 1; l >= 0; --l) {
+    if (l == 7) continue;
+    add(Region::W_BN_WEIGHT, l, channels(l));
+    add(Region::W_BN_BIAS, l, channels(l));
+  }
+  const uint64_t out_at = at;
+  for (int l = 0; l < kLayers; ++l) {
+    add(Region::B_EQ_SCALE, l, channels(l));
+    add(Region::B_EQ_BIAS, l, channels(l));
+  }
+  const uint64_t bytes = at;
+  std::vector<float> host(bytes / 4);
+  std::mt19937 rng(25);
+  std::uniform_real_distribution<float> u(0.05f, 2.0f);
+  for (float& f : host) f = u(rng);
+  void* device = nullptr;
+  test::cuda_ok(cudaMalloc(&device, bytes), "cudaMalloc");
+  test::cuda_ok(cudaMemcpy(device, host.data(), bytes, cudaMemcpyHostToDevice), "upload");
+  auto span = [&](bool d, uint64_t lo, uint64_t hi) {
+    SpanArg s;
+    s.data = (d ? static_cast<uint8_t*>(device) : reinterpret_cast<uint8_t*>(host.data())) + lo;
+    s.bytes = hi - lo;
+    s.offset = lo;
+    for (const DTensor& t : tensors)
+      if (t.offset >= lo && t.offset < hi) s.tensors.push_back(&t);
+    return s;
+  };
+  auto make = [&](bool d) {
+    KernelArgs a;
+    a.model = &model;
+    a.in_spans = {span(d, 0, weights_at), span(d, weights_at, out_at)};
+    a.out_spans = {span(d, out_at, bytes)};
+    return a;
+  };
+  cuda::cuda_range_kernel(RangeOp::BN_EQ_PARAMS)(make(true), nullptr);
+  cpu::range_kernel(RangeOp::BN_EQ_PARAMS)(make(false));
+  std::vector<float> result(host.size());
+  test::cuda_ok(cudaMemcpy(result.data(), device, bytes, cudaMemcpyDeviceToHost), "download");
+  (void)cudaFree(device);
+  for (size_t i = 0; i < host.size(); ++i)
+    QVERIFY2(std::fabs(result[i] - host[i]) <= 1e-6 * std::fabs(host[i]) + 1e-7,
+             qPrintable(QString("BN_EQ_PARAMS: float %1: device %2, CPU %3")
+                            .arg(i)
+                            .arg(double(result[i]), 0, 'g', 9)
+                            .arg(double(host[i]), 0, 'g', 9)));
+}
+
+QTEST_GUILESS_MAIN(TestCudaBatchNorm)
+#include "test_cuda_batch_norm.moc"
