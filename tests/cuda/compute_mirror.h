@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
+#include <QString>
 
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <random>
@@ -74,6 +76,23 @@ class ComputeMirror {
   const float* gpu_f32(size_t i) const {
     return reinterpret_cast<const float*>(tensors_[i].result.data());
   }
+  // Empty when every float of tensor `t` on the device is within
+  // rel * |CPU| + abs of the CPU twin's (NaN matches NaN); else the first
+  // that is not, named `what`.
+  QString mismatch(size_t t, const char* what, double rel, double abs) {
+    for (int64_t i = 0; i < elements(t); ++i) {
+      const double g = gpu_f32(t)[i], c = f32(t)[i];
+      if (std::isnan(g) && std::isnan(c)) continue;
+      if (!(std::fabs(g - c) <= rel * std::fabs(c) + abs))
+        return QString("%1: float %2 differs: device %3, CPU %4")
+            .arg(what)
+            .arg(i)
+            .arg(g, 0, 'g', 9)
+            .arg(c, 0, 'g', 9);
+    }
+    return {};
+  }
+
   const uint8_t* gpu_bytes(size_t i) const {
     return reinterpret_cast<const uint8_t*>(tensors_[i].result.data());
   }

@@ -65,19 +65,8 @@ double peak(ComputeMirror& m, size_t t) {
   return p;
 }
 
-// Empty when every float is within rel * |CPU| + abs (NaN matches NaN).
 QString far(ComputeMirror& m, size_t t, const char* what, double rel, double abs) {
-  for (int64_t i = 0; i < m.elements(t); ++i) {
-    const double g = m.gpu_f32(t)[i], c = m.f32(t)[i];
-    if (std::isnan(g) && std::isnan(c)) continue;
-    if (!(std::fabs(g - c) <= rel * std::fabs(c) + abs))
-      return QString("%1: float %2 differs: device %3, CPU %4")
-          .arg(what)
-          .arg(i)
-          .arg(g, 0, 'g', 9)
-          .arg(c, 0, 'g', 9);
-  }
-  return {};
+  return m.mismatch(t, what, rel, abs);
 }
 
 QString far_scaled(ComputeMirror& m, size_t t, const char* what) {

@@ -20,11 +20,14 @@
 #include <random>
 #include <vector>
 
+#include "../engine/kernel_harness.h"
 #include "compute_mirror.h"
 #include "cuda_test_util.h"
 
 using namespace tr;
 using tr::test::ComputeMirror;
+using tr::test::layer_with;
+using tr::test::square_window;
 
 namespace {
 
@@ -40,22 +43,6 @@ GraphNode node_for(ComputeOp op, int layer = 3, uint8_t accumulate_mask = 0) {
   return n;
 }
 
-LayerNode layer_with(LayerType type, LayerParams params = {}) {
-  LayerNode l;
-  l.id = "layer";
-  l.type = type;
-  l.params = params;
-  return l;
-}
-
-LayerParams pool_window(int64_t k, int64_t stride, int64_t pad) {
-  LayerParams p;
-  p.kernel_h = p.kernel_w = k;
-  p.stride_h = p.stride_w = stride;
-  p.pad_h = p.pad_w = pad;
-  return p;
-}
-
 // Empty when the device's slot equals the CPU's byte for byte.
 QString differs(const ComputeMirror& m, size_t t, const char* what) {
   const uint8_t* g = m.gpu_bytes(t);
@@ -66,19 +53,8 @@ QString differs(const ComputeMirror& m, size_t t, const char* what) {
   return {};
 }
 
-// Empty when every float is within rel * |CPU| + abs (NaN matches NaN).
 QString far(ComputeMirror& m, size_t t, const char* what, double rel = kRel, double abs = kAbs) {
-  for (int64_t i = 0; i < m.elements(t); ++i) {
-    const double g = m.gpu_f32(t)[i], c = m.f32(t)[i];
-    if (std::isnan(g) && std::isnan(c)) continue;
-    if (!(std::fabs(g - c) <= rel * std::fabs(c) + abs))
-      return QString("%1: float %2 differs: device %3, CPU %4")
-          .arg(what)
-          .arg(i)
-          .arg(g, 0, 'g', 9)
-          .arg(c, 0, 'g', 9);
-  }
-  return {};
+  return m.mismatch(t, what, rel, abs);
 }
 
 // A macro because QVERIFY2 must return from the test function itself.
@@ -311,7 +287,7 @@ class TestCudaComputeKernels : public QObject {
       m.f32(x)[5] = std::numeric_limits<float>::quiet_NaN();  // a NaN wins its windows
       m.fill(dy, rng);
       m.fill(dx, rng);
-      const LayerNode layer = layer_with(LayerType::MaxPool2d, pool_window(c.k, c.s, c.p));
+      const LayerNode layer = layer_with(LayerType::MaxPool2d, square_window(c.k, c.s, c.p));
       GraphNode f = node_for(ComputeOp::MAXPOOL_FWD);
       m.run([&](bool d) { return m.args(d, {x}, {y}, &f, &layer); }, ComputeOp::MAXPOOL_FWD);
       EXPECT_NONE(differs(m, y, "MAXPOOL_FWD"));
@@ -343,7 +319,7 @@ class TestCudaComputeKernels : public QObject {
       m.fill(x, rng);
       m.fill(dy, rng);
       m.fill(dx, rng);
-      const LayerNode layer = layer_with(LayerType::AvgPool2d, pool_window(c.k, c.s, c.p));
+      const LayerNode layer = layer_with(LayerType::AvgPool2d, square_window(c.k, c.s, c.p));
       GraphNode f = node_for(ComputeOp::AVGPOOL_FWD);
       m.run([&](bool d) { return m.args(d, {x}, {y}, &f, &layer); }, ComputeOp::AVGPOOL_FWD);
       EXPECT_NONE(far(m, y, "AVGPOOL_FWD"));

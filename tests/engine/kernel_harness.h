@@ -80,4 +80,22 @@ inline double gradient_check(float* x, int64_t n, const float* grad,
   return worst;
 }
 
+// A model node of `type` with `params`, for kernels that read their layer.
+inline LayerNode layer_with(LayerType type, LayerParams params = {}) {
+  LayerNode l;
+  l.id = "layer";
+  l.type = type;
+  l.params = params;
+  return l;
+}
+
+// A square pooling (or convolution) window.
+inline LayerParams square_window(int64_t k, int64_t stride, int64_t pad) {
+  LayerParams p;
+  p.kernel_h = p.kernel_w = k;
+  p.stride_h = p.stride_w = stride;
+  p.pad_h = p.pad_w = pad;
+  return p;
+}
+
 }  // namespace tr::test

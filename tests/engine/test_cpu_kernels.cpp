@@ -26,6 +26,8 @@
 using namespace tr;
 using tr::test::gradient_check;
 using tr::test::KernelHarness;
+using tr::test::layer_with;
+using tr::test::square_window;
 
 namespace {
 
@@ -36,22 +38,6 @@ GraphNode node_for(int layer, uint8_t accumulate_mask = 0) {
   n.layer = layer;
   n.accumulate_mask = accumulate_mask;
   return n;
-}
-
-LayerNode layer_with(LayerType type, LayerParams params = {}) {
-  LayerNode l;
-  l.id = "layer";
-  l.type = type;
-  l.params = params;
-  return l;
-}
-
-LayerParams window(int64_t k, int64_t stride, int64_t pad) {
-  LayerParams p;
-  p.kernel_h = p.kernel_w = k;
-  p.stride_h = p.stride_w = stride;
-  p.pad_h = p.pad_w = pad;
-  return p;
 }
 
 // Sum of out * probe in double: the scalar loss whose gradient w.r.t. out is probe.
@@ -426,7 +412,7 @@ class TestCpuKernels : public QObject {
     KernelHarness h;
     const size_t x = h.tensor({1, 3, 3, 1}), y = h.tensor({1, 2, 2, 1});
     for (int i = 0; i < 9; ++i) h.f32(x)[i] = -1.0f - static_cast<float>(i);
-    const LayerNode layer = layer_with(LayerType::MaxPool2d, window(2, 2, 1));
+    const LayerNode layer = layer_with(LayerType::MaxPool2d, square_window(2, 2, 1));
     cpu::maxpool_fwd(h.args({x}, {y}, nullptr, &layer));
     // Windows (rows x cols): {0}x{0}, {0}x{1,2}, {1,2}x{0}, {1,2}x{1,2}.
     QCOMPARE(h.f32(y)[0], -1.0f);
@@ -443,7 +429,7 @@ class TestCpuKernels : public QObject {
                  dy = h.tensor({1, 1, 2, 1}), dx = h.tensor({1, 1, 3, 1});
     const float xs[] = {1.0f, 5.0f, 5.0f};
     std::copy(std::begin(xs), std::end(xs), h.f32(x));
-    LayerParams p = window(1, 1, 0);
+    LayerParams p = square_window(1, 1, 0);
     p.kernel_w = 2;
     const LayerNode layer = layer_with(LayerType::MaxPool2d, p);
     cpu::maxpool_fwd(h.args({x}, {y}, nullptr, &layer));
@@ -463,7 +449,7 @@ class TestCpuKernels : public QObject {
                  dy2 = t.tensor({1, 1, 1, 1}), dx2 = t.tensor({1, 2, 2, 1});
     for (int i = 0; i < 4; ++i) t.f32(x2)[i] = 7.0f;
     t.f32(dy2)[0] = 1.0f;
-    const LayerNode l2 = layer_with(LayerType::MaxPool2d, window(2, 2, 0));
+    const LayerNode l2 = layer_with(LayerType::MaxPool2d, square_window(2, 2, 0));
     cpu::maxpool_fwd(t.args({x2}, {y2}, nullptr, &l2));
     cpu::maxpool_bwd(t.args({x2, y2, dy2}, {dx2}, nullptr, &l2));
     const float want[] = {1.0f, 0.0f, 0.0f, 0.0f};
@@ -478,7 +464,7 @@ class TestCpuKernels : public QObject {
     const size_t x = h.tensor(xs), y = h.tensor(ys), dy = h.tensor(ys), dx = h.tensor(xs);
     fill_distinct(h.f32(x), h.elements(x), rng);
     h.fill_random(dy, rng);
-    const LayerNode layer = layer_with(LayerType::MaxPool2d, window(3, 2, 1));
+    const LayerNode layer = layer_with(LayerType::MaxPool2d, square_window(3, 2, 1));
     const KernelArgs fa = h.args({x}, {y}, nullptr, &layer);
     cpu::maxpool_fwd(fa);
     cpu::maxpool_bwd(h.args({x, y, dy}, {dx}, nullptr, &layer));
@@ -504,7 +490,7 @@ class TestCpuKernels : public QObject {
     KernelHarness h;
     const size_t x = h.tensor({1, 3, 3, 1}), y = h.tensor({1, 4, 4, 1});
     for (int i = 0; i < 9; ++i) h.f32(x)[i] = static_cast<float>(i + 1);
-    const LayerNode layer = layer_with(LayerType::AvgPool2d, window(2, 1, 1));
+    const LayerNode layer = layer_with(LayerType::AvgPool2d, square_window(2, 1, 1));
     cpu::avgpool_fwd(h.args({x}, {y}, nullptr, &layer));
     QCOMPARE(h.f32(y)[0], 0.25f);         // {1} / 4
     QCOMPARE(h.f32(y)[1], 0.75f);         // {1,2} / 4
@@ -520,7 +506,7 @@ class TestCpuKernels : public QObject {
     const size_t x = h.tensor(xs), y = h.tensor(ys), dy = h.tensor(ys), dx = h.tensor(xs);
     h.fill_random(x, rng);
     h.fill_random(dy, rng);
-    const LayerNode layer = layer_with(LayerType::AvgPool2d, window(3, 2, 1));
+    const LayerNode layer = layer_with(LayerType::AvgPool2d, square_window(3, 2, 1));
     const KernelArgs fa = h.args({x}, {y}, nullptr, &layer);
     cpu::avgpool_fwd(fa);
     GraphNode node = node_for(1);

@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "runtime/bn_eq_layer.h"
+
 namespace tr::cuda {
 
 struct BnTrain {
@@ -57,16 +59,7 @@ struct BnBackward {
 
 // One layer of BN_EQ_PARAMS: scale = gamma / sqrt(var + eps),
 // bias = beta - mean * scale.
-struct BnEqLayer {
-  const float* mean = nullptr;
-  const float* var = nullptr;
-  const float* gamma = nullptr;
-  const float* beta = nullptr;
-  float* scale = nullptr;
-  float* bias = nullptr;
-  int64_t channels = 0;
-  double eps = 1e-5;
-};
+using tr::BnEqLayer;  // runtime/bn_eq_layer.h: plain pointers, shared with the CPU
 
 uint64_t bn_workspace_bytes(int64_t rows, int64_t channels);
 cudaError_t launch_bn_train(const BnTrain& b, cudaStream_t stream);

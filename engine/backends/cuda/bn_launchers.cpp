@@ -8,6 +8,7 @@
 
 #include "backends/cuda/batch_norm_kernels.h"
 #include "backends/cuda/cuda_check.h"
+#include "runtime/bn_eq_operands.h"
 
 namespace tr::cuda::bn {
 
@@ -122,13 +123,6 @@ void backward(const KernelArgs& a, bool relu, cudaStream_t stream, const char* o
   launched(launch_bn_backward(b, stream), op);
 }
 
-// The tensor of `region` owned by `owner` in a span, or null.
-const DTensor* find_owned(const SpanArg& s, Region region, int owner) {
-  for (const DTensor* t : s.tensors)
-    if (t->region == region && t->owner == owner) return t;
-  return nullptr;
-}
-
 }  // namespace
 
 void fwd_train(const KernelArgs& a, cudaStream_t stream) {
@@ -151,34 +145,7 @@ void relu_bwd(const KernelArgs& a, cudaStream_t stream) {
 }
 
 void eq_params(const KernelArgs& a, cudaStream_t stream) {
-  const SpanArg& stats = a.in_spans[0];
-  const SpanArg& weights = a.in_spans[1];
-  const SpanArg& out = a.out_spans[0];
-  // Per layer, matched by owner as on the CPU: the owner, not the order in
-  // the spans, ties a statistic to its weights.
-  std::vector<BnEqLayer> layers;
-  for (const DTensor* scale_t : out.tensors) {
-    if (scale_t->region != Region::B_EQ_SCALE) continue;
-    const int owner = scale_t->owner;
-    const DTensor* bias_t = find_owned(out, Region::B_EQ_BIAS, owner);
-    const DTensor* mean_t = find_owned(stats, Region::B_PREV_MEAN, owner);
-    const DTensor* var_t = find_owned(stats, Region::B_PREV_VAR, owner);
-    const DTensor* beta_t = find_owned(weights, Region::W_BN_BIAS, owner);
-    const DTensor* gamma_t = find_owned(weights, Region::W_BN_WEIGHT, owner);
-    if (!bias_t || !mean_t || !var_t || !beta_t || !gamma_t) continue;
-    BnEqLayer l;
-    l.mean = stats.f32_at(*mean_t);
-    l.var = stats.f32_at(*var_t);
-    l.gamma = weights.f32_at(*gamma_t);
-    l.beta = weights.f32_at(*beta_t);
-    l.scale = out.f32_at(*scale_t);
-    l.bias = out.f32_at(*bias_t);
-    l.channels = scale_t->shape.elements();
-    l.eps = a.model && owner >= 0 && static_cast<size_t>(owner) < a.model->nodes.size()
-                ? a.model->nodes[static_cast<size_t>(owner)].params.eps
-                : LayerParams{}.eps;
-    layers.push_back(l);
-  }
+  const std::vector<BnEqLayer> layers = bn_eq_layers(a);
   launched(launch_bn_eq_params(layers.data(), static_cast<int>(layers.size()), stream),
            "BN_EQ_PARAMS");
 }

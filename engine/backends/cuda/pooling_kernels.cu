@@ -39,6 +39,23 @@ __device__ inline int64_t divisor(const PoolGeometry& g, int64_t yo, int64_t xo)
   return (min64(hs + g.kh, g.h + g.ph) - hs) * (min64(ws + g.kw, g.w + g.pw) - ws);
 }
 
+// Element i of an NHWC tensor of w columns and h rows with g.c channels:
+// its channel, column, row and image.
+struct NhwcIndex {
+  int64_t k, col, row, b;
+};
+__device__ inline NhwcIndex nhwc_index(uint64_t i, int64_t c, int64_t w, int64_t h) {
+  const int64_t p = static_cast<int64_t>(i / c);
+  return {static_cast<int64_t>(i % c), p % w, (p / w) % h, p / (w * h)};
+}
+
+// Window rows [r0, r1) and columns [c0, c1) of output (yo, xo), clipped.
+__device__ inline void output_window(const PoolGeometry& g, int64_t yo, int64_t xo, int64_t& r0,
+                                     int64_t& r1, int64_t& c0, int64_t& c1) {
+  window(yo, g.sh, g.ph, g.kh, g.h, r0, r1);
+  window(xo, g.sw, g.pw, g.kw, g.w, c0, c1);
+}
+
 // Strictly greater keeps the first maximum; a NaN wins and stays.
 __device__ inline float max_step(float best, float v) {
   return (v > best || v != v) ? v : best;
@@ -47,12 +64,10 @@ __device__ inline float max_step(float best, float v) {
 __global__ void maxpool_fwd_kernel(PoolGeometry g, const float* x, float* y) {
   const uint64_t n = static_cast<uint64_t>(g.n * g.oh * g.ow * g.c);
   for (uint64_t i = first_index(); i < n; i += grid_stride()) {
-    const int64_t k = static_cast<int64_t>(i % g.c);
-    const int64_t p = static_cast<int64_t>(i / g.c);
-    const int64_t xo = p % g.ow, yo = (p / g.ow) % g.oh, b = p / (g.ow * g.oh);
+    const NhwcIndex o = nhwc_index(i, g.c, g.ow, g.oh);
+    const int64_t k = o.k, xo = o.col, yo = o.row, b = o.b;
     int64_t r0, r1, c0, c1;
-    window(yo, g.sh, g.ph, g.kh, g.h, r0, r1);
-    window(xo, g.sw, g.pw, g.kw, g.w, c0, c1);
+    output_window(g, yo, xo, r0, r1, c0, c1);
     // Padding is -inf: it never wins, so it is not visited.
     float best = -__int_as_float(0x7f800000);
     for (int64_t yi = r0; yi < r1; ++yi)
@@ -79,9 +94,8 @@ __global__ void maxpool_bwd_kernel(PoolGeometry g, const float* x, const float* 
                                    float* dx, bool accumulate) {
   const uint64_t n = static_cast<uint64_t>(g.n * g.h * g.w * g.c);
   for (uint64_t i = first_index(); i < n; i += grid_stride()) {
-    const int64_t k = static_cast<int64_t>(i % g.c);
-    const int64_t p = static_cast<int64_t>(i / g.c);
-    const int64_t xi = p % g.w, yi = (p / g.w) % g.h, b = p / (g.w * g.h);
+    const NhwcIndex at = nhwc_index(i, g.c, g.w, g.h);
+    const int64_t k = at.k, xi = at.col, yi = at.row, b = at.b;
     // Starting from 0 and adding every covering window's share, a zero
     // included, gives the CPU's bits (its clear, then adds; -0 becomes +0).
     float acc = accumulate ? dx[i] : 0.0f;
@@ -104,12 +118,10 @@ __global__ void maxpool_bwd_kernel(PoolGeometry g, const float* x, const float* 
 __global__ void avgpool_fwd_kernel(PoolGeometry g, const float* x, float* y) {
   const uint64_t n = static_cast<uint64_t>(g.n * g.oh * g.ow * g.c);
   for (uint64_t i = first_index(); i < n; i += grid_stride()) {
-    const int64_t k = static_cast<int64_t>(i % g.c);
-    const int64_t p = static_cast<int64_t>(i / g.c);
-    const int64_t xo = p % g.ow, yo = (p / g.ow) % g.oh, b = p / (g.ow * g.oh);
+    const NhwcIndex o = nhwc_index(i, g.c, g.ow, g.oh);
+    const int64_t k = o.k, xo = o.col, yo = o.row, b = o.b;
     int64_t r0, r1, c0, c1;
-    window(yo, g.sh, g.ph, g.kh, g.h, r0, r1);
-    window(xo, g.sw, g.pw, g.kw, g.w, c0, c1);
+    output_window(g, yo, xo, r0, r1, c0, c1);
     float sum = 0.0f;
     for (int64_t yi = r0; yi < r1; ++yi)
       for (int64_t xi = c0; xi < c1; ++xi) sum += x[((b * g.h + yi) * g.w + xi) * g.c + k];
@@ -120,9 +132,8 @@ __global__ void avgpool_fwd_kernel(PoolGeometry g, const float* x, float* y) {
 __global__ void avgpool_bwd_kernel(PoolGeometry g, const float* dy, float* dx, bool accumulate) {
   const uint64_t n = static_cast<uint64_t>(g.n * g.h * g.w * g.c);
   for (uint64_t i = first_index(); i < n; i += grid_stride()) {
-    const int64_t k = static_cast<int64_t>(i % g.c);
-    const int64_t p = static_cast<int64_t>(i / g.c);
-    const int64_t xi = p % g.w, yi = (p / g.w) % g.h, b = p / (g.w * g.h);
+    const NhwcIndex at = nhwc_index(i, g.c, g.w, g.h);
+    const int64_t k = at.k, xi = at.col, yi = at.row, b = at.b;
     int64_t y0, y1, x0, x1;
     covering(yi, g.sh, g.ph, g.kh, g.oh, y0, y1);
     covering(xi, g.sw, g.pw, g.kw, g.ow, x0, x1);

@@ -8,6 +8,7 @@
 
 #include "backends/cpu/kernels/half_arrays.h"
 #include "backends/cpu/kernels/parallel.h"
+#include "runtime/bn_eq_operands.h"
 
 namespace tr::cpu {
 
@@ -31,13 +32,6 @@ void parallel_bytes(uint64_t bytes, F&& f) {
 
 uint64_t common_floats(const SpanArg& x, const SpanArg& y) {
   return std::min(x.floats(), y.floats());
-}
-
-// The tensor of `region` owned by `owner` in a span, or null.
-const DTensor* find_owned(const SpanArg& s, Region region, int owner) {
-  for (const DTensor* t : s.tensors)
-    if (t->region == region && t->owner == owner) return t;
-  return nullptr;
 }
 
 }  // namespace
@@ -129,36 +123,12 @@ void range_cast_fp16_to_fp32(const KernelArgs& a) {
 }
 
 void range_bn_eq_params(const KernelArgs& a) {
-  const SpanArg& stats = a.in_spans[0];
-  const SpanArg& weights = a.in_spans[1];
-  const SpanArg& out = a.out_spans[0];
-  // Per layer, matched by owner: the spans list each kind's tensors in
-  // allocation order, but the owner is what ties a statistic to its weights.
-  for (const DTensor* scale_t : out.tensors) {
-    if (scale_t->region != Region::B_EQ_SCALE) continue;
-    const int owner = scale_t->owner;
-    const DTensor* bias_t = find_owned(out, Region::B_EQ_BIAS, owner);
-    const DTensor* mean_t = find_owned(stats, Region::B_PREV_MEAN, owner);
-    const DTensor* var_t = find_owned(stats, Region::B_PREV_VAR, owner);
-    const DTensor* beta_t = find_owned(weights, Region::W_BN_BIAS, owner);
-    const DTensor* gamma_t = find_owned(weights, Region::W_BN_WEIGHT, owner);
-    if (!bias_t || !mean_t || !var_t || !beta_t || !gamma_t) continue;
-    const double eps = a.model && owner >= 0 && static_cast<size_t>(owner) < a.model->nodes.size()
-                           ? a.model->nodes[static_cast<size_t>(owner)].params.eps
-                           : LayerParams{}.eps;
-    const float* mean = stats.f32_at(*mean_t);
-    const float* var = stats.f32_at(*var_t);
-    const float* beta = weights.f32_at(*beta_t);
-    const float* gamma = weights.f32_at(*gamma_t);
-    float* eq_scale = out.f32_at(*scale_t);
-    float* eq_bias = out.f32_at(*bias_t);
-    const int64_t c = scale_t->shape.elements();
-    for (int64_t k = 0; k < c; ++k) {
-      const double sc = gamma[k] / std::sqrt(static_cast<double>(var[k]) + eps);
-      eq_scale[k] = static_cast<float>(sc);
-      eq_bias[k] = static_cast<float>(beta[k] - mean[k] * sc);
+  for (const BnEqLayer& l : bn_eq_layers(a))
+    for (int64_t k = 0; k < l.channels; ++k) {
+      const double sc = l.gamma[k] / std::sqrt(static_cast<double>(l.var[k]) + l.eps);
+      l.scale[k] = static_cast<float>(sc);
+      l.bias[k] = static_cast<float>(l.beta[k] - l.mean[k] * sc);
     }
-  }
 }
 
 void range_ema_update(const KernelArgs& a) {
