@@ -16,6 +16,7 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/cpu_kernels.h"
@@ -137,6 +138,59 @@ void expect_close(const std::vector<uint8_t>& device, const uint8_t* host, uint6
                            .arg(static_cast<double>(h), 0, 'g', 9)));
   }
 }
+
+// Parameters the way a plan lays them out for LARS: W, G and M spans of one
+// layout, weights and biases (".bias": ratio 1), a BN layer without norms,
+// tensors of several blocks and over 64 normed weights, so the kernels see
+// more than one descriptor batch; and the N span with one norm pair per
+// normed weight, in another order than the weights. Offsets are relative to
+// each span (SpanArg::offset 0), which is all the kernels use them for.
+struct LarsLayout {
+  std::vector<DTensor> params, norms;
+  uint64_t floats = 0;
+
+  LarsLayout() {
+    std::vector<int> normed;
+    auto add = [&](const std::string& name, int owner, int64_t n) {
+      DTensor t;
+      t.name = name;
+      t.owner = owner;
+      t.shape = {1, 1, 1, n};
+      t.offset = floats * 4;
+      floats += static_cast<uint64_t>(n);
+      params.push_back(t);
+    };
+    add("conv1.weight", 1, 10007);
+    add("conv1.bias", 1, 13);
+    add("bn1.weight", 2, 64);
+    add("bn1.bias", 2, 64);
+    add("conv2.weight", 3, 70001);
+    add("conv2.bias", 3, 7);
+    for (int i = 0; i < 70; ++i) add("blk" + std::to_string(i) + ".weight", 10 + i, 37 + i);
+    add("fc.weight", 5, 5000);
+    add("fc.bias", 5, 5);
+    for (const DTensor& t : params)
+      if (t.owner != 2 && t.name.ends_with(".weight")) normed.push_back(t.owner);
+    std::reverse(normed.begin(), normed.end());
+    for (size_t k = 0; k < normed.size(); ++k) {
+      DTensor t;
+      t.name = "norms" + std::to_string(k);
+      t.owner = normed[k];
+      t.shape = {1, 1, 1, 2};
+      t.offset = 8 * k;
+      norms.push_back(t);
+    }
+  }
+
+  // Span `k` of `m` holding `tensors`, at relative offsets.
+  static SpanArg span(const MirrorArena& m, bool on_device, int k,
+                      const std::vector<DTensor>& tensors) {
+    SpanArg s = m.span(on_device, k);
+    s.offset = 0;
+    for (const DTensor& t : tensors) s.tensors.push_back(&t);
+    return s;
+  }
+};
 
 cpu::Kernel cpu_range(RangeOp op) {
   return cpu::range_kernel(op);
@@ -394,6 +448,88 @@ class TestCudaRangeKernels : public QObject {
           },
           cpu_range(RangeOp::ADAM_UPDATE), gpu_range(RangeOp::ADAM_UPDATE));
       expect_close(dev, m.host(), m.bytes());
+    }
+  }
+
+  void lars_norms() {
+    TR_REQUIRE_CUDA_DEVICE();
+    const LarsLayout lay;
+    GraphNode node;
+    node.kind = NodeKind::RANGE;
+    node.range_op = RangeOp::LARS_NORMS;
+    for (uint64_t shift : {0, 4}) {
+      MirrorArena m(4, lay.floats * 4, shift);  // W, G, M (unused), N
+      std::mt19937 rng(11);
+      m.fill(rng);
+      StreamWorkspace ws;
+      auto make = [&](bool d) {
+        KernelArgs a =
+            args_of({LarsLayout::span(m, d, 0, lay.params), LarsLayout::span(m, d, 1, lay.params)},
+                    {LarsLayout::span(m, d, 3, lay.norms)}, m.scalars(d));
+        a.node = &node;
+        if (d) a.workspace = &ws;
+        return a;
+      };
+      // The backend sizes the workspace from the node the same way.
+      ws.bytes = cuda::cuda_workspace_bytes(make(true));
+      QVERIFY(ws.bytes > 0);
+      ok(cudaMalloc(&ws.data, ws.bytes), "cudaMalloc (workspace)");
+      std::vector<uint8_t> dev;
+      try {
+        dev = m.run(make, cpu_range(RangeOp::LARS_NORMS), gpu_range(RangeOp::LARS_NORMS));
+      } catch (...) {
+        (void)cudaFree(ws.data);
+        throw;
+      }
+      (void)cudaFree(ws.data);
+      expect_close(dev, m.host(), m.bytes());
+      // The twin wrote every pair: conv2.weight's norms are those of 70001 uniform values.
+      const float* n = m.host_f32(3);
+      for (size_t k = 0; k < lay.norms.size(); ++k) QVERIFY(n[2 * k] > 0.0f && n[2 * k + 1] > 0.0f);
+    }
+  }
+
+  void lars_update() {
+    TR_REQUIRE_CUDA_DEVICE();
+    const LarsLayout lay;
+    struct Case {
+      float updates, overflow;
+    };
+    // The first step (buffer = scaled gradient); a later step; an overflowed step.
+    for (const Case& c : {Case{1, 0}, Case{5, 0}, Case{5, 1}}) {
+      TrainingSpec training;
+      training.optimizer.kind = OptimizerKind::LARS;
+      training.optimizer.momentum = 0.9;
+      training.optimizer.weight_decay = 5e-4;
+      training.optimizer.trust_coefficient = 0.02;
+      MirrorArena m(4, lay.floats * 4, 0);  // W, G, M, N
+      std::mt19937 rng(12);
+      m.fill(rng);
+      auto span = [&](bool d, int k) {
+        return LarsLayout::span(m, d, k, k == 3 ? lay.norms : lay.params);
+      };
+      // Real norms from the CPU twin, then one pair zeroed (ratio 1 for that weight).
+      cpu_range(RangeOp::LARS_NORMS)(
+          args_of({span(false, 0), span(false, 1)}, {span(false, 3)}, m.scalars(false)));
+      m.host_f32(3)[4] = 0.0f;
+      m.scalar(ScalarSlot::LR) = 0.1f;
+      m.scalar(ScalarSlot::UPDATES) = c.updates;
+      m.scalar(ScalarSlot::OVERFLOW) = c.overflow;
+      const std::vector<uint8_t> before(m.host(), m.host() + m.bytes());
+      auto dev = m.run(
+          [&](bool d) {
+            return args_of({span(d, 0), span(d, 1), span(d, 2), span(d, 3)},
+                           {span(d, 0), span(d, 2)}, m.scalars(d), &training);
+          },
+          cpu_range(RangeOp::LARS_UPDATE), gpu_range(RangeOp::LARS_UPDATE));
+      if (c.overflow != 0.0f) {
+        // Skipped on both: W and M (and all else) keep their bits.
+        expect_same_bytes(dev, before.data(), m.bytes());
+        expect_same_bytes(dev, m.host(), m.bytes());
+      } else {
+        expect_close(dev, m.host(), m.bytes());
+        QVERIFY(std::memcmp(before.data(), m.host(), m.bytes()) != 0);
+      }
     }
   }
 

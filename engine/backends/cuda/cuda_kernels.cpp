@@ -6,6 +6,9 @@
 #include "backends/cuda/cuda_kernels.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
 
 #include "backends/cpu/kernels/optimizers.h"
 #include "backends/cuda/bn_launchers.h"
@@ -14,6 +17,7 @@
 #include "backends/cuda/linear_launchers.h"
 #include "backends/cuda/optimizer_kernels.h"
 #include "backends/cuda/range_kernels.h"
+#include "runtime/lars_operands.h"
 
 namespace tr::cuda {
 
@@ -156,6 +160,67 @@ void adam_update(const KernelArgs& a, cudaStream_t stream) {
            "ADAM_UPDATE");
 }
 
+// The descriptor batches of LARS_NORMS (`ms` null: weights with norms only)
+// or LARS_UPDATE (every tensor; biases and unnormed ones with ratio 1).
+std::vector<LarsBatch> lars_batches(const SpanArg& ws, const SpanArg& gs, const SpanArg* ms,
+                                    const SpanArg& ns) {
+  std::vector<LarsBatch> batches;
+  // The tensor/norm pairing is every backend's (runtime/lars_operands.h).
+  for (const LarsOperand& o : lars_operands(ws, gs, ms, ns)) {
+    if (!ms && !o.norms) continue;
+    if (batches.empty() || batches.back().count == kLarsBatch) batches.emplace_back();
+    LarsBatch& b = batches.back();
+    LarsTensor& d = b.t[b.count++];
+    d.w = o.w;
+    d.g = o.g;
+    d.m = o.m;
+    d.norms = o.norms;
+    d.n = static_cast<uint64_t>(o.n);
+    d.first_block = b.blocks;
+    b.blocks += lars_blocks(d.n);
+  }
+  return batches;
+}
+
+std::vector<LarsBatch> lars_norms_batches(const KernelArgs& a) {
+  return lars_batches(a.in_spans[0], a.in_spans[1], nullptr, a.out_spans[0]);
+}
+
+// Batches run one after another on the stream, so they share the partials.
+uint64_t lars_partials_bytes(const std::vector<LarsBatch>& batches) {
+  uint32_t blocks = 0;
+  for (const LarsBatch& b : batches) blocks = std::max(blocks, b.blocks);
+  return lars_norms_workspace_bytes(blocks);
+}
+
+uint64_t lars_norms_workspace(const KernelArgs& a) {
+  if (!a.node || a.node->kind != NodeKind::RANGE || a.node->range_op != RangeOp::LARS_NORMS)
+    return 0;
+  return lars_partials_bytes(lars_norms_batches(a));
+}
+
+void lars_norms(const KernelArgs& a, cudaStream_t stream) {
+  const std::vector<LarsBatch> batches = lars_norms_batches(a);
+  if (batches.empty()) return;
+  // Sized by cuda_workspace_bytes from the node; a launch without one is a bug.
+  if (!a.workspace || a.workspace->bytes < lars_partials_bytes(batches))
+    throw std::logic_error("LARS_NORMS: no stream workspace for the partial sums");
+  for (const LarsBatch& b : batches)
+    launched(launch_lars_norms(b, static_cast<double*>(a.workspace->data), stream), "LARS_NORMS");
+}
+
+void lars_update(const KernelArgs& a, cudaStream_t stream) {
+  const OptimizerSpec& o = optimizer_of(a);
+  LarsConstants c;
+  c.momentum = static_cast<float>(o.momentum);
+  c.weight_decay = static_cast<float>(o.weight_decay);
+  c.trust_coefficient = o.trust_coefficient;
+  c.weight_decay_d = o.weight_decay;
+  const SpanArg& ws = a.out_spans[0];
+  for (const LarsBatch& b : lars_batches(ws, a.in_spans[1], &a.out_spans[1], a.in_spans[3]))
+    launched(launch_lars_update(b, c, a.scalars, scalar_slots(), stream), "LARS_UPDATE");
+}
+
 void loss_scale_update(const KernelArgs& a, cudaStream_t stream) {
   launched(
       launch_loss_scale_update(a.scalars, scalar_slots(), cpu::kLossScaleGrowthInterval, stream),
@@ -277,7 +342,9 @@ CudaKernel cuda_range_kernel(RangeOp op) noexcept {
     case RangeOp::BN_EQ_PARAMS:
       return bn::eq_params;
     case RangeOp::LARS_NORMS:
+      return lars_norms;
     case RangeOp::LARS_UPDATE:
+      return lars_update;
     case RangeOp::NUM_RANGE_OPS:
       break;
   }
@@ -294,7 +361,8 @@ std::string_view cuda_op_name(const GraphNode& node) noexcept {
 }
 
 uint64_t cuda_workspace_bytes(const KernelArgs& a) {
-  return std::max(compute::workspace_bytes(a), linear::workspace_bytes(a));
+  return std::max(
+      {compute::workspace_bytes(a), linear::workspace_bytes(a), lars_norms_workspace(a)});
 }
 
 }  // namespace tr::cuda

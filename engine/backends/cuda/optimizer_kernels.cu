@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // CUDA optimizer kernels, element for element the arithmetic of the CPU
-// kernels (torch.optim.SGD/Adam with L2 weight decay), and the single-thread
-// scalar kernels.
+// kernels (torch.optim.SGD/Adam with L2 weight decay, LARS as apex LARC), and
+// the single-thread scalar kernels.
 #include "backends/cuda/launch_config.cuh"
 #include "backends/cuda/optimizer_kernels.h"
 
@@ -46,6 +46,92 @@ __global__ void adam_kernel(float* w, const float* g, float* m, float* v, uint64
   }
 }
 
+static_assert(sizeof(LarsBatch) + 256 <= 4096, "LarsBatch must fit the 4 KiB of kernel parameters");
+
+// The tensor whose run of blocks holds `block` (runs ascend; at most 64 to scan).
+__device__ int lars_tensor_of(const LarsBatch& b, uint32_t block) {
+  int t = 0;
+  while (t + 1 < b.count && b.t[t + 1].first_block <= block) ++t;
+  return t;
+}
+
+// Sums (x, y) over the block in a fixed tree order, so the result depends on
+// the data alone. Valid in thread 0; blockDim.x must be kThreads.
+__device__ void block_sum2(double& x, double& y) {
+  __shared__ double sx[kThreads], sy[kThreads];
+  const unsigned tid = threadIdx.x;
+  sx[tid] = x;
+  sy[tid] = y;
+  __syncthreads();
+  for (unsigned half = kThreads / 2; half > 0; half /= 2) {
+    if (tid < half) {
+      sx[tid] += sx[tid + half];
+      sy[tid] += sy[tid + half];
+    }
+    __syncthreads();
+  }
+  x = sx[0];
+  y = sy[0];
+}
+
+__global__ void lars_partials_kernel(const LarsBatch b, double* partials) {
+  const LarsTensor& t = b.t[lars_tensor_of(b, blockIdx.x)];
+  const uint64_t lo = (blockIdx.x - t.first_block) * kLarsChunk;
+  const uint64_t hi = lo + kLarsChunk < t.n ? lo + kLarsChunk : t.n;
+  double sw = 0.0, sg = 0.0;
+  for (uint64_t i = lo + threadIdx.x; i < hi; i += kThreads) {
+    const double w = t.w[i], g = t.g[i];
+    sw += w * w;
+    sg += g * g;
+  }
+  block_sum2(sw, sg);
+  if (threadIdx.x == 0) {
+    partials[2 * blockIdx.x] = sw;
+    partials[2 * blockIdx.x + 1] = sg;
+  }
+}
+
+// One block per tensor: its partials, in block order per thread, then the tree.
+__global__ void lars_combine_kernel(const LarsBatch b, const double* partials) {
+  const LarsTensor& t = b.t[blockIdx.x];
+  const uint64_t runs = (t.n + kLarsChunk - 1) / kLarsChunk;  // as lars_blocks()
+  const uint32_t end = t.first_block + static_cast<uint32_t>(runs == 0 ? 1 : runs);
+  double sw = 0.0, sg = 0.0;
+  for (uint32_t j = t.first_block + threadIdx.x; j < end; j += kThreads) {
+    sw += partials[2 * j];
+    sg += partials[2 * j + 1];
+  }
+  block_sum2(sw, sg);
+  if (threadIdx.x == 0) {
+    t.norms[0] = static_cast<float>(sqrt(sw));
+    t.norms[1] = static_cast<float>(sqrt(sg));
+  }
+}
+
+__global__ void lars_update_kernel(const LarsBatch b, LarsConstants c, const float* scalars,
+                                   ScalarSlots slots) {
+  if (scalars[slots.overflow] != 0.0f) return;
+  const LarsTensor& t = b.t[lars_tensor_of(b, blockIdx.x)];
+  float rate = 1.0f;
+  if (t.norms) {
+    const double wn = t.norms[0], gn = t.norms[1];
+    // Explicit roundings: a contracted fma would differ from the CPU's ratio.
+    if (wn > 0.0 && gn > 0.0)
+      rate = static_cast<float>(__ddiv_rn(__dmul_rn(c.trust_coefficient, wn),
+                                          __dadd_rn(gn, __dmul_rn(c.weight_decay_d, wn))));
+  }
+  const float lr = scalars[slots.lr];
+  // torch: the buffer starts as the first (scaled, decayed) gradient.
+  const float keep = scalars[slots.updates] <= 1.0f ? 0.0f : c.momentum;
+  const uint64_t lo = (blockIdx.x - t.first_block) * kLarsChunk;
+  const uint64_t hi = lo + kLarsChunk < t.n ? lo + kLarsChunk : t.n;
+  for (uint64_t i = lo + threadIdx.x; i < hi; i += kThreads) {
+    const float mi = keep * t.m[i] + rate * (t.g[i] + c.weight_decay * t.w[i]);
+    t.m[i] = mi;
+    t.w[i] -= lr * mi;
+  }
+}
+
 __global__ void loss_scale_update_kernel(float* s, ScalarSlots slots, int growth_interval) {
   float& scale = s[slots.loss_scale];
   float& clean = s[slots.clean_steps];
@@ -87,6 +173,20 @@ cudaError_t launch_adam(float* w, const float* g, float* m, float* v, uint64_t n
                         const float* scalars, ScalarSlots slots, cudaStream_t stream) {
   if (n == 0) return cudaGetLastError();
   adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, g, m, v, n, c, scalars, slots);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_lars_norms(const LarsBatch& batch, double* partials, cudaStream_t stream) {
+  if (batch.count == 0) return cudaGetLastError();
+  lars_partials_kernel<<<batch.blocks, kThreads, 0, stream>>>(batch, partials);
+  lars_combine_kernel<<<batch.count, kThreads, 0, stream>>>(batch, partials);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_lars_update(const LarsBatch& batch, LarsConstants c, const float* scalars,
+                               ScalarSlots slots, cudaStream_t stream) {
+  if (batch.count == 0) return cudaGetLastError();
+  lars_update_kernel<<<batch.blocks, kThreads, 0, stream>>>(batch, c, scalars, slots);
   return cudaGetLastError();
 }
 

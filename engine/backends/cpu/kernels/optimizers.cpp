@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "backends/cpu/kernels/parallel.h"
+#include "runtime/lars_operands.h"
 
 namespace tr::cpu {
 
@@ -94,25 +95,6 @@ void adam_range(float* w, const float* g, float* m, float* v, int64_t n, float b
   }
 }
 
-bool is_bias(const DTensor& t) {
-  constexpr std::string_view suffix = ".bias";
-  return t.name.size() >= suffix.size() &&
-         std::string_view(t.name).substr(t.name.size() - suffix.size()) == suffix;
-}
-
-// The LARS norm tensor kept for `owner`'s weight, or null.
-const DTensor* norm_of(const SpanArg& norms, int owner) {
-  for (const DTensor* t : norms.tensors)
-    if (t->owner == owner) return t;
-  return nullptr;
-}
-
-// A tensor's place in another span of the same layout (W, G, M share it).
-float* same_place(const SpanArg& reference, const SpanArg& other, const DTensor& t) {
-  return reinterpret_cast<float*>(static_cast<uint8_t*>(other.data) +
-                                  (t.offset - reference.offset));
-}
-
 }  // namespace
 
 void sgd_update(const KernelArgs& a) {
@@ -153,13 +135,11 @@ void lars_norms(const KernelArgs& a) {
   const SpanArg& ws = a.in_spans[0];
   const SpanArg& gs = a.in_spans[1];
   const SpanArg& ns = a.out_spans[0];
-  for (const DTensor* t : ws.tensors) {
-    if (is_bias(*t)) continue;
-    const DTensor* nt = norm_of(ns, t->owner);
-    if (!nt) continue;
-    const float* w = ws.f32_at(*t);
-    const float* g = same_place(ws, gs, *t);
-    const int64_t n = t->shape.elements();
+  for (const LarsOperand& t : lars_operands(ws, gs, nullptr, ns)) {
+    if (!t.norms) continue;
+    const float* w = t.w;
+    const float* g = t.g;
+    const int64_t n = t.n;
     // Parts summed in part order (see parallel.h): the same bits on any thread count.
     const int parts = reduction_parts(n, 2 * n);
     double part_w[kMaxParts], part_g[kMaxParts];
@@ -177,7 +157,7 @@ void lars_norms(const KernelArgs& a) {
       sw += part_w[p];
       sg += part_g[p];
     }
-    float* out = ns.f32_at(*nt);
+    float* out = t.norms;
     out[0] = static_cast<float>(std::sqrt(sw));
     out[1] = static_cast<float>(std::sqrt(sg));
   }
@@ -194,18 +174,14 @@ void lars_update(const KernelArgs& a) {
   const float momentum = static_cast<float>(o.momentum);
   const float wd = static_cast<float>(o.weight_decay);
   const bool first = first_step(a);
-  for (const DTensor* t : ws.tensors) {
+  for (const LarsOperand& t : lars_operands(ws, gs, &ms, ns)) {
     float rate = 1.0f;
-    if (!is_bias(*t)) {
-      if (const DTensor* nt = norm_of(ns, t->owner)) {
-        const float* norms = ns.f32_at(*nt);
-        const double wn = norms[0], gn = norms[1];
-        if (wn > 0.0 && gn > 0.0)
-          rate = static_cast<float>(o.trust_coefficient * wn / (gn + o.weight_decay * wn));
-      }
+    if (t.norms) {
+      const double wn = t.norms[0], gn = t.norms[1];
+      if (wn > 0.0 && gn > 0.0)
+        rate = static_cast<float>(o.trust_coefficient * wn / (gn + o.weight_decay * wn));
     }
-    sgd(ws.f32_at(*t), same_place(ws, gs, *t), same_place(ws, ms, *t),
-        static_cast<uint64_t>(t->shape.elements()), lr, rate, momentum, wd, false, first);
+    sgd(t.w, t.g, t.m, static_cast<uint64_t>(t.n), lr, rate, momentum, wd, false, first);
   }
 }
 
