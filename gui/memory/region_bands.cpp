@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "region_bands.h"
 
-#include <QHelpEvent>
 #include <QLocale>
 #include <QMouseEvent>
 #include <QPainter>
-#include <QToolTip>
 #include <algorithm>
 #include <cmath>
 
 #include "compile/plan_report.h"
+#include "widgets/hover_tooltip.h"
 
 namespace tr::gui {
 
@@ -355,15 +354,7 @@ void RegionBands::leaveEvent(QEvent* event) {
 }
 
 bool RegionBands::event(QEvent* event) {
-  if (event->type() == QEvent::ToolTip) {
-    auto* help = static_cast<QHelpEvent*>(event);
-    const QString text = describeAt(help->pos());
-    if (text.isEmpty())
-      QToolTip::hideText();
-    else
-      QToolTip::showText(help->globalPos(), text, this);
-    return true;
-  }
+  if (show_hover_tooltip(this, event, [this](QPoint p) { return describeAt(p); })) return true;
   if (event->type() == QEvent::Resize) layoutStrip();
   return QWidget::event(event);
 }

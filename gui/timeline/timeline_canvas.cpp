@@ -3,17 +3,16 @@
 #include "timeline/timeline_canvas.h"
 
 #include <QApplication>
-#include <QHelpEvent>
 #include <QKeyEvent>
 #include <QMouseEvent>
 #include <QPainter>
-#include <QToolTip>
 #include <QWheelEvent>
 #include <algorithm>
 #include <cmath>
 
 #include "timeline/time_ticks.h"
 #include "timeline/timeline_model.h"
+#include "widgets/hover_tooltip.h"
 
 namespace tr::gui {
 
@@ -395,15 +394,7 @@ void TimelineCanvas::leaveEvent(QEvent* event) {
 }
 
 bool TimelineCanvas::event(QEvent* event) {
-  if (event->type() == QEvent::ToolTip) {
-    auto* help = static_cast<QHelpEvent*>(event);
-    const QString text = describeAt(help->pos());
-    if (text.isEmpty())
-      QToolTip::hideText();
-    else
-      QToolTip::showText(help->globalPos(), text, this);
-    return true;
-  }
+  if (show_hover_tooltip(this, event, [this](QPoint p) { return describeAt(p); })) return true;
   return QWidget::event(event);
 }
 
