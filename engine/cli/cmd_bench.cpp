@@ -20,9 +20,11 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: renaissance-cli bench <project.json> [--steps N] [--warmup W] [--batch B]\n"
-    "         [--threads T] [--devices cpu:N] [--precision fp32|amp] [--data DIR]\n"
-    "         [--rewrites on|off] [--json]\n"
-    "  Trains W + N steps (no validation) and reports the median time of the last N.\n";
+    "         [--threads T] [--devices cpu:N|cuda:I-J] [--precision fp32|amp] [--data DIR]\n"
+    "         [--rewrites on|off] [--streams 5|1] [--capture on|off] [--json]\n"
+    "  Trains W + N steps (no validation) and reports the median time of the last N.\n"
+    "  On CUDA devices, --streams 1 runs all five streams' work on one CUDA stream and\n"
+    "  --capture off launches each captured graph's work one launch at a time.\n";
 
 }  // namespace
 
@@ -30,6 +32,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   std::set<std::string> with_value = setup_options();
   with_value.insert("steps");
   with_value.insert("warmup");
+  for (const std::string& o : cuda_measure_options()) with_value.insert(o);
   const ParsedArgs a = parse_args(args, with_value, {"json", "help"});
   if (const int code = usage_exit_code(a, kUsage, 1); code >= 0) return code;
   const int64_t steps =
@@ -56,6 +59,8 @@ int cmd_bench(const std::vector<std::string>& args) {
       3.0 * static_cast<double>(cp.analysis.total_flops) * static_cast<double>(cp.world_size);
   nlohmann::json j = {{"project", cp.project.name},
                       {"backend", setup.backend->name()},
+                      {"streams", a.values.count("streams") ? a.values.at("streams") : "5"},
+                      {"capture", a.values.count("capture") ? a.values.at("capture") : "on"},
                       {"devices", cp.project.training.devices.str()},
                       {"threads", cpu::cpu_threads()},
                       {"batch", cp.project.training.global_batch},

@@ -33,7 +33,13 @@ constexpr const char* kUsage =
     "  --no-store skips recording.\n"
     "  --rewrites off compiles without BN+ReLU fusion and in-place gradients.\n"
     "  --sync-bn on|off: BatchNorm statistics over the global batch (SyncBatchNorm)\n"
-    "  or per rank (the project's training.sync_batch_norm otherwise).\n";
+    "  or per rank (the project's training.sync_batch_norm otherwise).\n"
+    "  Across machines (CUDA devices, one process per machine, docs/multi-node.md):\n"
+    "  --nodes N --node-rank R --rendezvous HOST:PORT [--rendezvous-timeout S]\n"
+    "  on every machine, R = 0..N-1; node 0 listens on PORT of HOST (its address),\n"
+    "  the others connect there; every node waits up to S seconds (default 300)\n"
+    "  for all to join. Each node trains on its --devices; the global batch splits\n"
+    "  over all nodes' devices. Node 0 writes the checkpoints and records the run.\n";
 
 std::string clock_text(double seconds) {
   const auto s = static_cast<long long>(seconds + 0.5);
@@ -54,6 +60,7 @@ int cmd_train(const std::vector<std::string>& args) {
   for (const char* o :
        {"max-steps", "profile-steps", "trace", "summary", "store", "checkpoint-dir", "resume"})
     with_value.insert(o);
+  for (const std::string& o : node_options()) with_value.insert(o);
   const ParsedArgs a =
       parse_args(args, with_value, {"help", "no-validation", "no-store", "eval-ema"});
   if (const int code = usage_exit_code(a, kUsage, 1); code >= 0) return code;
@@ -88,6 +95,14 @@ int cmd_train(const std::vector<std::string>& args) {
               static_cast<long long>(cp.project.training.global_batch),
               cp.project.training.devices.str().c_str(), static_cast<long long>(epochs),
               epochs == 1 ? "" : "s");
+  const Backend& backend = *setup.backend;
+  if (backend.global_world() != backend.world_size()) {
+    const int first = backend.global_rank(0);
+    std::printf("global ranks %d-%d of %d on this node%s\n", first,
+                first + backend.world_size() - 1, backend.global_world(),
+                backend.leads() ? "; this node saves checkpoints and records the run"
+                                : "; node 0 saves checkpoints and records the run");
+  }
   std::fflush(stdout);
 
   double elapsed = 0;
@@ -106,7 +121,7 @@ int cmd_train(const std::vector<std::string>& args) {
                 clock_text(eta).c_str());
     std::fflush(stdout);
   };
-  RunRecording recording(a, cp, *setup.data, options);
+  RunRecording recording(a, cp, *setup.data, options, backend.leads());
   recording.attach(cb);
   TrainReport report;
   try {

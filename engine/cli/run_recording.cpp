@@ -9,12 +9,13 @@
 namespace tr::cli {
 
 RunRecording::RunRecording(const ParsedArgs& a, const CompiledProject& cp, const DataSource& data,
-                           const TrainOptions& options) {
+                           const TrainOptions& options, bool here) {
   if (a.has("no-store")) {
     if (a.values.count("store"))
       throw UsageError("options '--store' and '--no-store' contradict each other; give one");
     return;
   }
+  if (!here) return;
   const std::string path =
       store::resolve_store_path(a.values.count("store") ? a.values.at("store") : std::string());
   recorder_ = std::make_unique<store::TrainingRecorder>(path, cp, data, options);

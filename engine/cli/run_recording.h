@@ -13,10 +13,11 @@ namespace tr::cli {
 
 class RunRecording {
  public:
-  // Starts the run in the store unless --no-store; a store that cannot be
-  // used fails here, before training starts.
+  // Starts the run in the store unless --no-store, or unless `here` is
+  // false (a node other than 0 of a run across machines: node 0 records it);
+  // a store that cannot be used fails here, before training starts.
   RunRecording(const ParsedArgs& args, const CompiledProject& cp, const DataSource& data,
-               const TrainOptions& options);
+               const TrainOptions& options, bool here = true);
 
   void attach(TrainCallbacks& callbacks);
   void ended(const TrainReport& report);

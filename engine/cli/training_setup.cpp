@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "cli/training_setup.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/compile_choice.h"
 #include "cli/project_overrides.h"
 #include "core/error.h"
 #include "model/project_io.h"
+#include "net/tcp_rendezvous.h"
 #include "runtime/checkpoint.h"
 
 namespace tr::cli {
@@ -19,13 +22,84 @@ std::set<std::string> setup_options() {
   return s;
 }
 
+std::set<std::string> cuda_measure_options() {
+  return {"streams", "capture"};
+}
+
+std::set<std::string> node_options() {
+  return {"nodes", "node-rank", "rendezvous", "rendezvous-timeout"};
+}
+
+MultiNodeOptions read_node_options(const ParsedArgs& a) {
+  MultiNodeOptions n;
+  if (!a.values.count("nodes")) {
+    for (const char* o : {"node-rank", "rendezvous", "rendezvous-timeout"})
+      if (a.values.count(o))
+        throw UsageError(std::string("option '--") + o +
+                         "' is for training across machines: give --nodes N as well");
+    return n;
+  }
+  const long long nodes = positive_integer("nodes", a.values.at("nodes"));
+  if (nodes > 4096) throw UsageError("option '--nodes' takes at most 4096 machines");
+  n.nodes = static_cast<int>(nodes);
+  if (n.nodes == 1) return n;
+  if (!a.values.count("node-rank"))
+    throw UsageError("training on " + std::to_string(n.nodes) +
+                     " nodes needs --node-rank R (0 on the machine whose address --rendezvous "
+                     "gives, 1.." +
+                     std::to_string(n.nodes - 1) + " on the others)");
+  const std::string& rank = a.values.at("node-rank");
+  errno = 0;
+  char* end = nullptr;
+  const long long r = std::strtoll(rank.c_str(), &end, 10);
+  if (rank.empty() || *end != '\0' || errno == ERANGE || r < 0 || r >= n.nodes)
+    throw UsageError("option '--node-rank' takes a whole number from 0 to " +
+                     std::to_string(n.nodes - 1) + " (--nodes " + std::to_string(n.nodes) +
+                     "), got '" + rank + "'");
+  n.node_rank = static_cast<int>(r);
+  if (!a.values.count("rendezvous"))
+    throw UsageError("training on " + std::to_string(n.nodes) +
+                     " nodes needs --rendezvous HOST:PORT: node 0's address and a free port, "
+                     "the same on every node");
+  n.rendezvous = a.values.at("rendezvous");
+  (void)net::parse_endpoint(n.rendezvous);
+  if (a.values.count("rendezvous-timeout")) {
+    const long long s = positive_integer("rendezvous-timeout", a.values.at("rendezvous-timeout"));
+    if (s > 7 * 24 * 3600)
+      throw UsageError("option '--rendezvous-timeout' takes seconds, at most a week (604800)");
+    n.timeout = std::chrono::seconds(s);
+  }
+  return n;
+}
+
 TrainingSetup prepare_training(const std::string& project_path, const ParsedArgs& a) {
   Project project = load_project(project_path);
   apply_overrides(a, project);
   SetupOptions options;
+  options.nodes = read_node_options(a);
+  // Before the dataset loads: CPU ranks cannot train across machines.
+  check_multi_node(options.nodes, project.training.devices);
   if (a.values.count("threads"))
     options.cpu_threads = static_cast<int>(positive_integer("threads", a.values.at("threads")));
   if (a.values.count("data")) options.data_dir = a.values.at("data");
+  if (a.values.count("streams")) {
+    const std::string& v = a.values.at("streams");
+    if (v != "5" && v != "1")
+      throw UsageError(
+          "option '--streams' takes 5 (a CUDA stream per StreamKind) or 1 (all "
+          "work on one stream), got '" +
+          v + "'");
+    options.cuda_streams = v == "1" ? 1 : 5;
+  }
+  if (a.values.count("capture")) {
+    const std::string& v = a.values.at("capture");
+    if (v != "on" && v != "off")
+      throw UsageError(
+          "option '--capture' takes on (CUDA graphs) or off (the same launches "
+          "one by one), got '" +
+          v + "'");
+    options.cuda_capture = v == "on";
+  }
   options.compile = compile_options_from(a);
   return tr::prepare_training(std::move(project), options);
 }

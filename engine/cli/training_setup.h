@@ -10,6 +10,7 @@
 #include "cli/options.h"
 #include "compile/compiler.h"
 #include "data/data_source.h"
+#include "net/multi_node.h"
 #include "runtime/backend.h"
 #include "runtime/trainer.h"
 #include "setup/training_setup.h"
@@ -18,6 +19,17 @@ namespace tr::cli {
 
 // The options this setup reads (with a value): the overrides plus "data" and "threads".
 std::set<std::string> setup_options();
+
+// `bench`'s options that measure the CUDA backend (with a value): --streams
+// 5|1 and --capture on|off.
+std::set<std::string> cuda_measure_options();
+
+// `train`'s options for training across machines (with a value): --nodes N,
+// --node-rank R, --rendezvous HOST:PORT, --rendezvous-timeout SECONDS.
+std::set<std::string> node_options();
+// Reads them (UsageError for a bad value or a missing companion option);
+// without --nodes, one node.
+MultiNodeOptions read_node_options(const ParsedArgs& args);
 
 // The project file with the command line's overrides, through tr::prepare_training.
 TrainingSetup prepare_training(const std::string& project_path, const ParsedArgs& args);

@@ -39,7 +39,31 @@ class Backend {
   virtual ~Backend() = default;
 
   virtual std::string name() const = 0;
+  // The ranks this process drives (arenas, streams, graphs: local ranks 0..n-1).
   virtual int world_size() const = 0;
+  // Training across machines runs one process a node, and the collectives
+  // span every process: the global world counts all their ranks, and local
+  // rank r is rank global_rank(r) in it (the data split, dropout streams and
+  // broadcast roots use global ranks). A single-process backend is the whole
+  // world.
+  virtual int global_world() const { return world_size(); }
+  virtual int global_rank(int local_rank) const { return local_rank; }
+  // True when `flag` is true in any process, so that every node stops before
+  // the same step. Every process calls it at the same point, from one thread
+  // while its other rank threads wait, with no host collective in flight.
+  virtual bool any_process(bool flag) { return flag; }
+  // This process holds global rank 0: it alone writes checkpoints and records the run.
+  bool leads() const { return global_rank(0) == 0; }
+
+  // Host memory that copies read or write at every replay (the input
+  // pipeline's staging buffers): a GPU backend page-locks it, so a captured
+  // copy is a plain DMA that never stages through a driver buffer. Every
+  // pin_host is undone by unpin_host before the memory is freed.
+  virtual void pin_host(const void* data, uint64_t bytes) {
+    (void)data;
+    (void)bytes;
+  }
+  virtual void unpin_host(const void* data) { (void)data; }
 
   // One arena per rank of exactly `bytes`, zero-filled; pointers are base + offset.
   virtual void allocate_arenas(uint64_t bytes) = 0;
@@ -64,7 +88,7 @@ class Backend {
   // Collectives the host issues outside captured graphs (initial weights,
   // checkpoint restore), with NCCL's rules: every rank issues the same calls
   // in the same order, each on one stream of its own, in place on its arena
-  // bytes `range`; all-reduces work on FP32. Calls a rank issues between
+  // bytes `range`; all-reduces work on FP32; `root` is a global rank. Calls a rank issues between
   // group_start and group_end (on one stream) run as one collective, like
   // ncclGroupStart/End. A single host thread may issue them for every rank.
   virtual void all_reduce(int rank, StreamKind stream, ByteRange range, ReduceOp op) = 0;

@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "data/batch_pipeline.h"
@@ -27,6 +29,26 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
+
+// Host memory page-locked by the backend for as long as this lives.
+class PinnedHost {
+ public:
+  PinnedHost(Backend& backend, const void* data, uint64_t bytes) : backend_(&backend), data_(data) {
+    backend.pin_host(data, bytes);
+  }
+  ~PinnedHost() {
+    if (data_) backend_->unpin_host(data_);
+  }
+  PinnedHost(PinnedHost&& o) noexcept
+      : backend_(o.backend_), data_(std::exchange(o.data_, nullptr)) {}
+  PinnedHost(const PinnedHost&) = delete;
+  PinnedHost& operator=(const PinnedHost&) = delete;
+  PinnedHost& operator=(PinnedHost&&) = delete;
+
+ private:
+  Backend* backend_;
+  const void* data_;
+};
 
 TransferHost host_of(const Batch& b) {
   return {b.images.data<std::byte>(), b.labels.data<std::byte>()};
@@ -50,8 +72,16 @@ struct Shared {
   // reads the flag and the others get its answer. One slot suffices: no rank
   // asks about step s+1 before every rank asked about s, because step s's
   // all-reduce needs them all.
-  bool stop_before(int64_t step, const TrainOptions& o) {
+  bool stop_before(int64_t step, const TrainOptions& o, Backend& backend, int rank) {
     if (o.max_steps >= 0 && step >= o.max_steps) return true;
+    if (backend.global_world() != backend.world_size()) {
+      // Across nodes a stop asked for on one machine must reach all: the
+      // processes vote before every step, while their rank threads wait.
+      barrier.arrive_and_wait();
+      if (rank == 0) vote = backend.any_process(o.stop && o.stop->load());
+      barrier.arrive_and_wait();
+      return vote;
+    }
     std::lock_guard<std::mutex> lock(vote_mutex);
     if (vote_step != step) {
       vote_step = step;
@@ -63,7 +93,7 @@ struct Shared {
   std::mutex mutex;
   TrainReport report;
   std::exception_ptr error;
-  RankBarrier barrier;  // profiling boundaries
+  RankBarrier barrier;  // this process's ranks: profiling boundaries, stop votes across nodes
   std::mutex vote_mutex;
   int64_t vote_step = -1;
   bool vote = false;
@@ -81,6 +111,7 @@ class RankLoop {
         callbacks_(callbacks),
         shared_(shared),
         rank_(rank),
+        global_rank_(backend.global_rank(rank)),
         start_(start),
         train_variant_(cp.variant_index(VariantKind::Train)),
         last_variant_(cp.variant_index(VariantKind::LastBatch)),
@@ -90,7 +121,8 @@ class RankLoop {
     BatchSpec spec =
         make_batch_spec(p.dataset, Split::Train, p.training.global_batch, p.training.seed, dtype);
     spec.epoch = start.epoch;  // the per-epoch order is a function of (seed, epoch)
-    train_ = std::make_unique<BatchPipeline>(data, Split::Train, spec, cp.world_size, rank);
+    // The global batch splits over the ranks of every node.
+    train_ = std::make_unique<BatchPipeline>(data, Split::Train, spec, cp.world_size, global_rank_);
     if (start.batch >= train_->batches_per_epoch())
       throw UsageError("checkpoint '" + options.resume_source + "' continues at batch " +
                        std::to_string(start.batch + 1) + " of epoch " +
@@ -107,8 +139,12 @@ class RankLoop {
       val_ = std::make_unique<BatchPipeline>(
           data, Split::Val,
           make_batch_spec(p.dataset, Split::Val, val_global, p.training.seed, dtype), cp.world_size,
-          rank);
+          global_rank_);
     }
+    for (const BatchPipeline* src : {train_.get(), val_.get()})
+      for (int buffer = 0; src && buffer < 2; ++buffer)
+        for (const Tensor* t : {&src->staging(buffer).images, &src->staging(buffer).labels})
+          pinned_.emplace_back(backend_, t->data<std::byte>(), t->bytes());
     RankStaging staging;
     staging.per_variant.resize(cp.variants.size());
     for (size_t v = 0; v < cp.variants.size(); ++v) {
@@ -138,7 +174,7 @@ class RankLoop {
       const Batch* batch = train_->next();
       if (batch) session_.transfer(rank_, variant_of(*batch), batch->buffer);
       while (batch) {
-        if (shared_.stop_before(step, options_)) {
+        if (shared_.stop_before(step, options_, backend_, rank_)) {
           stopped = true;
           save_checkpoint({epoch, batch->index, step});
           break;
@@ -236,9 +272,10 @@ class RankLoop {
     shared_.barrier.arrive_and_wait();
   }
 
-  // The state is replicated, so rank 0 speaks for every rank.
+  // The state is replicated, so global rank 0 speaks for every rank (other
+  // nodes would write the same file).
   void save_checkpoint(const TrainPosition& at) {
-    if (rank_ != 0 || options_.checkpoint_dir.empty()) return;
+    if (global_rank_ != 0 || options_.checkpoint_dir.empty()) return;
     if (at.step == last_saved_.step && at.epoch == last_saved_.epoch &&
         at.batch == last_saved_.batch)
       return;
@@ -273,11 +310,14 @@ class RankLoop {
   const TrainOptions& options_;
   const TrainCallbacks& callbacks_;
   Shared& shared_;
-  int rank_;
+  int rank_;         // this process's
+  int global_rank_;  // over all nodes
   TrainPosition start_;
   TrainPosition last_saved_{-1, -1, -1};
   int train_variant_, last_variant_, val_variant_;
   std::unique_ptr<BatchPipeline> train_, val_;
+  // After the pipelines: unpinned before their buffers go.
+  std::vector<PinnedHost> pinned_;
   int overflow_run_ = 0;  // AMP steps skipped in a row
 };
 
@@ -309,7 +349,7 @@ TrainReport train(const CompiledProject& cp, Backend& backend, const DataSource&
                        std::to_string(epochs) + " epoch" + (epochs == 1 ? "" : "s") +
                        "; pass --epochs with more to train on");
   }
-  if (!options.checkpoint_dir.empty()) {
+  if (!options.checkpoint_dir.empty() && backend.leads()) {
     std::error_code ec;
     std::filesystem::create_directories(options.checkpoint_dir, ec);
     if (ec || !std::filesystem::is_directory(options.checkpoint_dir))
@@ -321,19 +361,21 @@ TrainReport train(const CompiledProject& cp, Backend& backend, const DataSource&
   TrainPosition start;
   if (options.resume)
     start = restore_checkpoint(cp, session, *options.resume, options.resume_source);
-  Shared shared(cp.world_size);
+  // One host thread per rank of this process; other nodes run their own.
+  const int local = backend.world_size();
+  Shared shared(local);
   shared.report.first_step = start.step;
   shared.report.steps = start.step;
   std::vector<std::unique_ptr<RankLoop>> loops;
-  for (int r = 0; r < cp.world_size; ++r) {
+  for (int r = 0; r < local; ++r) {
     loops.push_back(std::make_unique<RankLoop>(cp, backend, session, data, options, callbacks,
                                                shared, r, start));
   }
-  if (cp.world_size == 1) {
+  if (local == 1) {
     loops[0]->run();
   } else {
     std::vector<std::thread> threads;
-    for (int r = 0; r < cp.world_size; ++r)
+    for (int r = 0; r < local; ++r)
       threads.emplace_back([&shared, &backend, r, l = loops[static_cast<size_t>(r)].get()] {
         try {
           l->run();

@@ -3,8 +3,10 @@
 // partial batch through its variant, validation after every epoch, the
 // learning-rate schedule, profiling of chosen steps and a stop request that
 // takes effect within one step, checkpoints and resuming from one. One host
-// thread per rank; rank 0 reports and saves. When one rank fails, the others
-// are released from their collectives and the first error reaches the caller.
+// thread per rank of this process; its rank 0 reports, and global rank 0
+// (node 0 when training across machines) saves checkpoints. The data split
+// follows global ranks. When one rank fails, the others of this process are
+// released from their collectives and the first error reaches the caller.
 #pragma once
 
 #include <atomic>

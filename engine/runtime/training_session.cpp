@@ -26,13 +26,14 @@ struct TrainingSession::RankState {
 };
 
 TrainingSession::TrainingSession(const CompiledProject& cp, Backend& backend)
-    : cp_(cp), backend_(backend), world_(cp.world_size) {
-  if (backend.world_size() != world_)
-    throw std::invalid_argument("the backend has " + std::to_string(backend.world_size()) +
+    : cp_(cp), backend_(backend), world_(cp.world_size), local_(backend.world_size()) {
+  // The plan splits the global batch over every rank of every node.
+  if (backend.global_world() != world_)
+    throw std::invalid_argument("the backend has " + std::to_string(backend.global_world()) +
                                 " ranks but the project trains on " + std::to_string(world_));
   size_t events = 0;
   for (const ComputationGraph& g : cp_.graphs) events = std::max(events, capture_events_needed(g));
-  for (int r = 0; r < world_; ++r) {
+  for (int r = 0; r < local_; ++r) {
     auto rs = std::make_unique<RankState>();
     rs->atlas = std::make_unique<GraphAtlas>(static_cast<int>(cp_.variants.size()));
     rs->capture_events = std::make_unique<EventPool>(backend_, r, events);
@@ -47,7 +48,7 @@ TrainingSession::TrainingSession(const CompiledProject& cp, Backend& backend)
 
 TrainingSession::~TrainingSession() {
   // Launches in flight point into the atlas; let them finish first.
-  for (int r = 0; r < world_; ++r) {
+  for (int r = 0; r < local_; ++r) {
     try {
       backend_.synchronize(r);
     } catch (...) {
@@ -108,13 +109,15 @@ void TrainingSession::replicate_from_rank0() {
   const ByteRange ranges[3] = {plan.region_range(Region::B_PREV_MEAN, Region::E_DEEP_CONV),
                                plan.region_range(Region::M_BN_BIAS, Region::V_DEEP_CONV),
                                {scalars.offset, scalars.slot_bytes}};
-  for (int r = 0; r < world_; ++r) {
+  // Every node loads the same state into its local rank 0 (a seed gives the
+  // same weights on any machine); global rank 0's copy is the one broadcast.
+  for (int r = 0; r < local_; ++r) {
     backend_.group_start(r);
     for (const ByteRange& range : ranges)
       if (range.bytes > 0) backend_.broadcast(r, StreamKind::UPDATE, range, 0);
     backend_.group_end(r);
   }
-  for (int r = 0; r < world_; ++r) backend_.synchronize(r);
+  for (int r = 0; r < local_; ++r) backend_.synchronize(r);
 }
 
 std::vector<DTensorId> persistent_tensors(const CompiledProject& cp) {
@@ -135,7 +138,11 @@ void TrainingSession::capture(int rank, const RankStaging& staging) {
   for (const ComputationGraph& g : cp_.graphs) {
     auto slot = std::make_unique<AtlasSlot>();
     const int variant = std::max(g.variant, 0);
-    slot->resolved = resolve_graph(cp_, g, variant, backend_.arena(rank), rank, world_);
+    // The kernels see the global rank (dropout streams differ across nodes);
+    // the capture drives the backend's local rank.
+    slot->resolved =
+        resolve_graph(cp_, g, variant, backend_.arena(rank), backend_.global_rank(rank), world_);
+    slot->resolved.rank = rank;
     slot->stream = g.stream;
     TransferHost host;
     if (g.id == GraphId::TRANSFER_A || g.id == GraphId::TRANSFER_B) {

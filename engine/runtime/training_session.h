@@ -49,10 +49,12 @@ class TrainingSession {
   TrainingSession& operator=(const TrainingSession&) = delete;
 
   const CompiledProject& compiled() const noexcept { return cp_; }
+  // Ranks over all nodes; the methods take this process's local ranks.
   int world() const noexcept { return world_; }
+  int local_ranks() const noexcept { return local_; }
 
-  // Allocates the arenas, writes the initial weights and scalars into rank 0
-  // and broadcasts them to every rank.
+  // Allocates the arenas, writes the initial weights and scalars into (local)
+  // rank 0 and broadcasts them from global rank 0 to every rank.
   void initialize(uint64_t seed);
   // Replaces the state (tensors of persistent_tensors(cp), and the scalars
   // when `scalars` is not empty: ScalarSlot::COUNT values) in rank 0 and
@@ -100,7 +102,8 @@ class TrainingSession {
 
   const CompiledProject& cp_;
   Backend& backend_;
-  int world_;
+  int world_;  // global
+  int local_;  // this process's ranks
   std::vector<std::unique_ptr<RankState>> ranks_;
 };
 

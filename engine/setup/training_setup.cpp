@@ -1,32 +1,90 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "setup/training_setup.h"
 
+#include <string>
+
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_threads.h"
 #include "backends/devices.h"
+#include "core/error.h"
 #include "data/dataset.h"
+#ifdef TR_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#endif
 
 namespace tr {
 
+namespace {
+
+std::string device_list(const DeviceScan& scan) {
+  std::string s;
+  for (const CudaDeviceInfo& d : scan.cuda)
+    s += (s.empty() ? "" : ", ") + std::to_string(d.index) + " (" + d.name + ")";
+  return s;
+}
+
+// Why the requested CUDA devices cannot be used, empty when they can. A
+// machine without any (or a build without CUDA) falls back to the CPU; one
+// that has devices but not the requested ones is a mistake to report.
+std::string cuda_unavailable(const DeviceSet& devices, const DeviceScan& scan) {
+  if (!scan.cuda_built) return "this build has no CUDA backend (configure with -DTR_CUDA=ON)";
+  if (scan.cuda.empty()) return scan.cuda_status;
+  for (int id : devices.ids)
+    if (id < 0 || id >= static_cast<int>(scan.cuda.size()))
+      throw UsageError(devices.str() + " requested, but this machine has no CUDA device " +
+                       std::to_string(id) + "; it has " + device_list(scan));
+  return {};
+}
+
+}  // namespace
+
 TrainingSetup prepare_training(Project project, const SetupOptions& options) {
   TrainingSetup out;
+  bool on_cuda = false;
   if (project.training.devices.kind == DeviceKind::CUDA) {
-    // Until a CUDA device runs this build, the same plan trains on as many
-    // CPU ranks and the user is told so.
     const DeviceScan scan = scan_devices();
-    const int world = project.training.devices.world_size();
-    out.device_note = project.training.devices.str() + " requested; " +
-                      (scan.cuda.empty() ? scan.cuda_status
-                                         : std::string("this build trains on the CPU backend")) +
-                      "; training on cpu:" + std::to_string(world) + " instead";
-    project.training.devices.kind = DeviceKind::CPU;
-    project.training.devices.ids.clear();
-    for (int i = 0; i < world; ++i) project.training.devices.ids.push_back(i);
+    const std::string why = cuda_unavailable(project.training.devices, scan);
+    on_cuda = why.empty();
+    if (on_cuda && project.training.sync_batch_norm && project.training.devices.world_size() > 1)
+      throw UsageError(
+          "sync_batch_norm across CUDA devices is not available in this build; turn it "
+          "off (--sync-bn off) or train on one device");
+    if (on_cuda) {
+      out.device_note = "training on " + project.training.devices.str() + ": " + device_list(scan);
+    } else {
+      // The same plan trains on as many CPU ranks, and the user is told so.
+      const int world = project.training.devices.world_size();
+      out.device_note = project.training.devices.str() + " requested; " + why +
+                        "; training on cpu:" + std::to_string(world) + " instead";
+      project.training.devices.kind = DeviceKind::CPU;
+      project.training.devices.ids.clear();
+      for (int i = 0; i < world; ++i) project.training.devices.ids.push_back(i);
+    }
   }
+  check_multi_node(options.nodes, project.training.devices, out.device_note);
+  if (!on_cuda && (options.cuda_streams != 5 || !options.cuda_capture))
+    throw UsageError(
+        "one CUDA stream and uncaptured graphs are ways to measure the CUDA backend, "
+        "but this run trains on " +
+        project.training.devices.str() +
+        (out.device_note.empty() ? "" : " (" + out.device_note + ")"));
   if (options.cpu_threads > 0) cpu::set_cpu_threads(options.cpu_threads);
   const uint64_t seed = project.training.seed;
-  out.compiled = std::make_unique<CompiledProject>(compile_project(project, options.compile));
+  out.compiled =
+      std::make_unique<CompiledProject>(compile_for_nodes(project, options.compile, options.nodes));
   out.data = load_dataset(out.compiled->project.dataset, options.data_dir, seed);
+#ifdef TR_HAVE_CUDA
+  if (on_cuda) {
+    cuda::CudaBackendOptions o;
+    o.devices = out.compiled->project.training.devices.ids;
+    o.nodes = options.nodes;
+    o.streams = options.cuda_streams;
+    o.capture = options.cuda_capture;
+    if (options.nodes.across_nodes()) o.fingerprint = plan_fingerprint(*out.compiled);
+    out.backend = cuda::make_cuda_backend(o);
+    return out;
+  }
+#endif
   cpu::CpuBackendOptions o;
   o.world = out.compiled->world_size;
   out.backend = cpu::make_cpu_backend(o);

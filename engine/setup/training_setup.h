@@ -2,7 +2,7 @@
 // TrainingSetup: what every front end (the CLI, the workbench) assembles
 // before training: the project compiled for its devices (CUDA devices that
 // cannot run here fall back to as many CPU ranks, with a note saying so),
-// the dataset and the backend.
+// the dataset and the backend (CUDA when the requested devices are there).
 #pragma once
 
 #include <memory>
@@ -11,6 +11,7 @@
 #include "compile/compiler.h"
 #include "data/data_source.h"
 #include "model/project.h"
+#include "net/multi_node.h"
 #include "runtime/backend.h"
 
 namespace tr {
@@ -19,6 +20,11 @@ struct SetupOptions {
   std::string data_dir;  // empty: the dataset's default folder
   int cpu_threads = 0;   // 0: keep the current setting
   CompileOptions compile;
+  MultiNodeOptions nodes;  // training across machines (CUDA devices only)
+  // The CUDA backend's measuring modes (CudaBackendOptions: `bench`'s
+  // --streams and --capture); UsageError when the run is not on CUDA.
+  int cuda_streams = 5;
+  bool cuda_capture = true;
 };
 
 struct TrainingSetup {

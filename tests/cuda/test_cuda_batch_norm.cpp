@@ -15,6 +15,13 @@
 //  - BN_EQ_PARAMS: 1e-6 relative plus 1e-7 absolute (correctly rounded
 //    double on both sides);
 //  - two runs of the CUDA statistics: bit for bit (no atomics).
+// FP16 (AMP: x, y, dy, dx with channels padded to 8 and NaN in the inputs'
+// padding lanes, gamma, beta and their gradients compact FP16, statistics
+// FP32) against the CPU's FP32 staging: statistics 1e-5 relative plus 1e-6
+// absolute as above; y, dx, dgamma, dbeta within 1 half ulp (the FP32 values
+// differ in their last bits, which can flip one rounding to half) or 1e-5 of
+// the tensor's largest magnitude (cancellation near zero); output padding
+// lanes zero.
 // The table, workspace sizing and the refusals run without a device.
 #include <QtTest>
 
@@ -160,6 +167,68 @@ const Shape kShapes[] = {
     {1, 1, 1, 5},     // one row: the unbiased variance falls back to the biased
     {32, 56, 56, 8},  // N*H*W = 100352: hundreds of row slices
     {8, 28, 28, 96},  // three full tiles
+};
+
+// Every tensor of one BN layer as an AMP plan lays them out.
+struct HalfBn {
+  Shape s;
+  size_t x, gamma, beta, prev_mean, prev_var, y, saved, next_mean, next_var, dy, dgamma, dbeta, dx;
+
+  HalfBn(ComputeMirror& m, const Shape& shape, std::mt19937& rng) : s(shape) {
+    const Shape ch{1, 1, 1, s.c};
+    constexpr DType h = DType::FP16;
+    x = m.tensor(s, h);
+    gamma = m.tensor(ch, h, Region::A_BN_WEIGHT);
+    beta = m.tensor(ch, h, Region::A_BN_BIAS);
+    prev_mean = m.tensor(ch);
+    prev_var = m.tensor(ch);
+    y = m.tensor(s, h);
+    saved = m.tensor({1, 1, 2, s.c});
+    next_mean = m.tensor(ch);
+    next_var = m.tensor(ch);
+    dy = m.tensor(s, h);
+    dgamma = m.tensor(ch, h, Region::H_BN_WEIGHT);
+    dbeta = m.tensor(ch, h, Region::H_BN_BIAS);
+    dx = m.tensor(s, h);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> offset(static_cast<size_t>(s.c)), spread(static_cast<size_t>(s.c));
+    for (int64_t c = 0; c < s.c; ++c) {
+      // A mean well above the spread, within what half resolves.
+      offset[static_cast<size_t>(c)] = c == kLargeMeanChannel ? 50.0f : u(rng);
+      spread[static_cast<size_t>(c)] = 1.5f + u(rng);
+    }
+    for (int64_t i = 0; i < m.elements(x); ++i) {
+      const size_t c = static_cast<size_t>(i % s.c);
+      m.set_half(x, i, offset[c] + spread[c] * u(rng));
+    }
+    m.fill_half(gamma, rng, 0.5f, 1.5f);
+    m.set_half(gamma, 0, -0.75f);
+    m.fill_half(beta, rng, -0.5f, 0.5f);
+    m.fill(prev_mean, rng);
+    m.fill(prev_var, rng, 0.5f, 1.5f);
+    m.fill_half(dy, rng);
+    m.fill_half(dgamma, rng);
+    m.fill_half(dbeta, rng);
+    m.fill_half(dx, rng);
+    for (size_t t : {x, y, dy, dx}) m.poison_padding(t);
+  }
+};
+
+double half_peak(ComputeMirror& m, size_t t) {
+  double p = 0.0;
+  for (int64_t i = 0; i < m.elements(t); ++i) p = std::max(p, std::fabs(double(m.half(t, i))));
+  return p;
+}
+
+QString half_far(ComputeMirror& m, size_t t, const char* what) {
+  return m.half_mismatch(t, what, 1, 1e-5 * half_peak(m, t));
+}
+
+const Shape kHalfShapes[] = {
+    {4, 5, 7, 37},    // 37 channels: rows padded to 40
+    {2, 3, 3, 3},     // 3 channels: rows padded to 8
+    {1, 1, 1, 5},     // one row
+    {8, 28, 28, 96},  // no padding
 };
 
 class FakeRankSum final : public RankSum {
@@ -309,6 +378,49 @@ class TestCudaBatchNorm : public QObject {
           EXPECT_NONE(far_scaled(m, b.dbeta, name));
           EXPECT_NONE(far_scaled(m, b.dx, name));
         }
+  }
+
+  void fp16MatchesCpu() {
+    TR_REQUIRE_CUDA_DEVICE();
+    for (const Shape& s : kHalfShapes)
+      for (const bool relu : {false, true}) {
+        const ComputeOp fwd = relu ? ComputeOp::BN_RELU_FWD_TRAIN : ComputeOp::BN_FWD_TRAIN;
+        const ComputeOp inf = relu ? ComputeOp::BN_RELU_FWD_INFER : ComputeOp::BN_FWD_INFER;
+        const ComputeOp bwd = relu ? ComputeOp::BN_RELU_BWD : ComputeOp::BN_BWD;
+        std::mt19937 rng(25);
+        ComputeMirror m;
+        HalfBn b(m, s, rng);
+        const LayerNode layer = bn_layer(1e-3, 0.2);
+        GraphNode f = node_for(fwd);
+        m.run(
+            [&](bool d) {
+              return m.args(d, {b.x, b.gamma, b.beta, b.prev_mean, b.prev_var},
+                            {b.y, b.saved, b.next_mean, b.next_var}, &f, &layer);
+            },
+            fwd);
+        const char* name = compute_op_name(fwd).data();
+        EXPECT_NONE(half_far(m, b.y, name));
+        EXPECT_NONE(far(m, b.saved, name, kRel, 1e-6));
+        EXPECT_NONE(far(m, b.next_mean, name, kRel, 1e-6));
+        EXPECT_NONE(far(m, b.next_var, name, kRel, 1e-6));
+
+        // The inference scale and bias stay FP32 (the running statistics'
+        // tensors stand in for them).
+        GraphNode i = node_for(inf);
+        m.run([&](bool d) { return m.args(d, {b.x, b.prev_var, b.prev_mean}, {b.y}, &i); }, inf);
+        EXPECT_NONE(half_far(m, b.y, compute_op_name(inf).data()));
+
+        for (const uint8_t mask : {0, 7}) {
+          GraphNode n = node_for(bwd, mask);
+          std::vector<size_t> ins{b.x, b.gamma, b.saved, b.dy};
+          if (relu) ins.insert(ins.begin() + 2, b.beta);
+          m.run([&](bool d) { return m.args(d, ins, {b.dgamma, b.dbeta, b.dx}, &n, &layer); }, bwd);
+          name = compute_op_name(bwd).data();
+          EXPECT_NONE(half_far(m, b.dgamma, name));
+          EXPECT_NONE(half_far(m, b.dbeta, name));
+          EXPECT_NONE(half_far(m, b.dx, name));
+        }
+      }
   }
 
   void backwardSkipsAbsentOutputs() {

@@ -13,9 +13,22 @@
 //    rounds twice;
 //  - softmax CE: loss 1e-6 relative (double sums in another order, rounded
 //    to float), gradient 1e-5 of its scale 1/N (expf within 2 ulp).
+// FP16 operands (laid out as AMP lays them out: channels padded to 8, NaN
+// planted in every input's padding lanes) against the CPU's FP32 staging,
+// compared in half ulps, with every output padding lane zero on both sides:
+//  - 0 ulps for ReLU, copies, flatten, add, dropout (masks byte for byte),
+//    max pooling and its routed gradient, and the confusion counts;
+//  - 1 ulp (the FP32 results differ by a few float ulps, which can flip one
+//    rounding to half) for Tanh, SiLU, accumulating dropout, average pooling,
+//    GAP and the softmax gradient, plus an absolute floor for results that
+//    cancel to near zero, where a half ulp is tiny (1e-5 for activations and
+//    pooling of values of order 1, 1e-6 for accumulating dropout, 1e-7 for
+//    the softmax gradient);
+//  - softmax CE loss and hits as in FP32 (both sides see the same halves).
 #include <QtTest>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -77,6 +90,18 @@ int64_t pooled(int64_t size, int64_t k, int64_t s, int64_t p) {
   return (size + 2 * p - k) / s + 1;
 }
 
+// A feature or gradient slot under AMP: FP16, channels padded to 8.
+constexpr DType kHalf = DType::FP16;
+
+void fill_half(ComputeMirror& m, size_t t, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+  m.fill_half(t, rng, lo, hi);
+  m.poison_padding(t);
+}
+
+QString half_far(ComputeMirror& m, size_t t, const char* what, int ulps, double abs = 0.0) {
+  return m.half_mismatch(t, what, ulps, abs);
+}
+
 }  // namespace
 
 class TestCudaComputeKernels : public QObject {
@@ -95,7 +120,48 @@ class TestCudaComputeKernels : public QObject {
           ComputeOp::GAP_FWD,       ComputeOp::GAP_BWD,     ComputeOp::SOFTMAX_CE_FWD_BWD,
           ComputeOp::SOFTMAX_CE_FWD})
       QVERIFY2(cuda::cuda_compute_kernel(op), compute_op_name(op).data());
-    QVERIFY(!cuda::cuda_compute_kernel(ComputeOp::CONV_FWD));  // cuDNN, still to come
+  }
+
+  // ---- operand checks (host side, no device needed) ----------------------
+
+  void mixedOrWrongDtypesAreRefused() {
+    DTensor h, f, i;
+    h.shape = f.shape = i.shape = {2, 3, 3, 5};
+    h.dtype = DType::FP16;
+    h.region = Region::F_FEATURE_FP16;
+    i.dtype = DType::INT32;
+    alignas(16) char dummy[16] = {};
+    const LayerNode layer = layer_with(LayerType::ReLU);
+    GraphNode n = node_for(ComputeOp::RELU_FWD);
+    KernelArgs a;
+    a.node = &n;
+    a.layer = &layer;
+    auto refused = [&](const TensorArg& x, const TensorArg& y, const char* why) {
+      a.in = {x};
+      a.out = {y};
+      try {
+        cuda::cuda_compute_kernel(ComputeOp::RELU_FWD)(a, nullptr);
+      } catch (const std::invalid_argument& e) {
+        // The op, the layer and the operand are named.
+        return std::strstr(e.what(), "RELU_FWD") && std::strstr(e.what(), "layer") &&
+               std::strstr(e.what(), why);
+      }
+      return false;
+    };
+    QVERIFY(refused({dummy, &h}, {dummy, &f}, "fp16"));  // FP16 x, FP32 y
+    QVERIFY(refused({dummy, &f}, {dummy, &h}, "fp16"));
+    QVERIFY(refused({dummy, &i}, {dummy, &i}, "int32"));
+    // Batch norm statistics stay FP32 under AMP.
+    DTensor c16, c32;
+    c16.shape = c32.shape = {1, 1, 1, 5};
+    c16.dtype = DType::FP16;
+    c16.region = Region::A_BN_WEIGHT;
+    GraphNode bn = node_for(ComputeOp::BN_FWD_INFER);
+    a.node = &bn;
+    a.in = {{dummy, &h}, {dummy, &c16}, {dummy, &c32}};
+    a.out = {{dummy, &h}};
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             cuda::cuda_compute_kernel(ComputeOp::BN_FWD_INFER)(a, nullptr));
   }
 
   // ---- activations --------------------------------------------------------
@@ -427,6 +493,239 @@ class TestCudaComputeKernels : public QObject {
           },
           ComputeOp::SOFTMAX_CE_FWD);
       check_result("SOFTMAX_CE_FWD without confusion");
+    }
+  }
+
+  // ---- FP16 (AMP) ---------------------------------------------------------
+
+  void fp16Activations() {
+    TR_REQUIRE_CUDA_DEVICE();
+    struct Case {
+      ComputeOp fwd, bwd;
+      bool bwd_reads_y;
+      int ulps;  // ReLU is a select: exact
+    };
+    for (const Case c : {Case{ComputeOp::RELU_FWD, ComputeOp::RELU_BWD, false, 0},
+                         Case{ComputeOp::TANH_FWD, ComputeOp::TANH_BWD, true, 1},
+                         Case{ComputeOp::SILU_FWD, ComputeOp::SILU_BWD, false, 1}}) {
+      const char* name = compute_op_name(c.fwd).data();
+      const double abs = c.ulps ? 1e-5 : 0.0;
+      std::mt19937 rng(31);
+      ComputeMirror m;
+      const Shape s{3, 7, 5, 11};  // 11 channels: rows padded to 16
+      const size_t x = m.tensor(s, kHalf), y = m.tensor(s, kHalf), dy = m.tensor(s, kHalf),
+                   dx = m.tensor(s, kHalf);
+      fill_half(m, x, rng, -4.0f, 4.0f);
+      m.set_half(x, 0, 0.0f);
+      m.set_half(x, 1, -0.0f);
+      m.set_half(x, 2, std::numeric_limits<float>::quiet_NaN());
+      fill_half(m, dy, rng);
+      fill_half(m, dx, rng);
+      m.poison_padding(y);
+      GraphNode f = node_for(c.fwd);
+      m.run([&](bool d) { return m.args(d, {x}, {y}, &f); }, c.fwd);
+      EXPECT_NONE(half_far(m, y, name, c.ulps, abs));
+      const size_t saved = c.bwd_reads_y ? y : x;
+      for (uint8_t mask : {0, 1}) {
+        GraphNode b = node_for(c.bwd, 3, mask);
+        m.run([&](bool d) { return m.args(d, {saved, dy}, {dx}, &b); }, c.bwd);
+        EXPECT_NONE(half_far(m, dx, compute_op_name(c.bwd).data(), c.ulps, abs));
+      }
+    }
+  }
+
+  void fp16CopiesAndAdd() {
+    TR_REQUIRE_CUDA_DEVICE();
+    std::mt19937 rng(32);
+    ComputeMirror m;
+    // 7 channels (padded to 8) flattened to 63 (padded to 64): a repack.
+    const size_t x = m.tensor({4, 3, 3, 7}, kHalf), x2 = m.tensor({4, 3, 3, 7}, kHalf),
+                 y = m.tensor({4, 1, 1, 63}, kHalf);
+    for (size_t t : {x, x2, y}) fill_half(m, t, rng);
+    struct Case {
+      ComputeOp op;
+      size_t from, to;
+    };
+    for (const Case c : {Case{ComputeOp::FLATTEN_FWD, x, y}, Case{ComputeOp::FLATTEN_BWD, y, x},
+                         Case{ComputeOp::IDENTITY, x, x2}})
+      for (uint8_t mask : {0, 1}) {
+        GraphNode n = node_for(c.op, 3, mask);
+        m.run([&](bool d) { return m.args(d, {c.from}, {c.to}, &n); }, c.op);
+        EXPECT_NONE(half_far(m, c.to, compute_op_name(c.op).data(), 0));
+      }
+
+    const Shape s{2, 5, 5, 9};
+    const size_t a = m.tensor(s, kHalf), b = m.tensor(s, kHalf), sum = m.tensor(s, kHalf),
+                 dy = m.tensor(s, kHalf), d0 = m.tensor(s, kHalf), d1 = m.tensor(s, kHalf);
+    for (size_t t : {a, b, sum, dy, d0, d1}) fill_half(m, t, rng);
+    GraphNode n = node_for(ComputeOp::ADD_FWD);
+    m.run([&](bool d) { return m.args(d, {a, b}, {sum}, &n); }, ComputeOp::ADD_FWD);
+    EXPECT_NONE(half_far(m, sum, "ADD_FWD", 0));
+    struct Out {
+      size_t out0, out1;
+      uint8_t mask;
+    };
+    // Both outputs one slot, the first accumulating too: rounded once on both.
+    for (const Out o : {Out{d0, d1, 0}, Out{d0, d1, 1}, Out{d0, d0, 2}, Out{d0, d0, 3},
+                        Out{ComputeMirror::kAbsent, d1, 2}}) {
+      GraphNode bn = node_for(ComputeOp::ADD_BWD, 3, o.mask);
+      m.run([&](bool d) { return m.args(d, {dy}, {o.out0, o.out1}, &bn); }, ComputeOp::ADD_BWD);
+      EXPECT_NONE(half_far(m, d0, "ADD_BWD dx0", 0));
+      EXPECT_NONE(half_far(m, d1, "ADD_BWD dx1", 0));
+    }
+  }
+
+  void fp16DropoutMasksAreTheCpuMasks() {
+    TR_REQUIRE_CUDA_DEVICE();
+    // C = 5: features and mask padded to 8; C = 16: neither (one flat row).
+    for (const Shape s : {Shape{3, 5, 4, 5}, Shape{2, 3, 3, 16}})
+      for (const int rank : {0, 1}) {
+        std::mt19937 rng(33);
+        ComputeMirror m;
+        const size_t x = m.tensor(s, kHalf), y = m.tensor(s, kHalf),
+                     mask = m.tensor(s, DType::INT8), dy = m.tensor(s, kHalf),
+                     dx = m.tensor(s, kHalf);
+        for (size_t t : {x, y, dy, dx}) fill_half(m, t, rng);
+        m.scalar(ScalarSlot::STEP) = 17.0f;
+        LayerParams lp;
+        lp.p = 0.3;
+        const LayerNode layer = layer_with(LayerType::Dropout, lp);
+        GraphNode f = node_for(ComputeOp::DROPOUT_FWD, 4);
+        m.run(
+            [&](bool d) {
+              KernelArgs a = m.args(d, {x}, {y, mask}, &f, &layer);
+              a.seed = 1234;
+              a.rank = rank;
+              a.world = 2;
+              return a;
+            },
+            ComputeOp::DROPOUT_FWD);
+        EXPECT_NONE(differs(m, mask, "fp16 DROPOUT_FWD mask"));
+        EXPECT_NONE(half_far(m, y, "fp16 DROPOUT_FWD y", 0));
+        for (uint8_t acc : {0, 1}) {
+          GraphNode b = node_for(ComputeOp::DROPOUT_BWD, 4, acc);
+          m.run(
+              [&](bool d) {
+                return m.args(d, {mask, dy}, {dx}, &b, &layer);
+              },
+              ComputeOp::DROPOUT_BWD);
+          EXPECT_NONE(half_far(m, dx, "fp16 DROPOUT_BWD", acc, acc ? 1e-6 : 0.0));
+        }
+      }
+  }
+
+  void fp16Pooling() {
+    TR_REQUIRE_CUDA_DEVICE();
+    struct Case {
+      int64_t k, s, p;
+    };
+    for (const Case c : {Case{2, 2, 0}, Case{3, 2, 1}, Case{3, 1, 1}}) {
+      std::mt19937 rng(34);
+      ComputeMirror m;
+      const Shape in{2, 7, 9, 6};  // 6 channels: rows padded to 8
+      const Shape out{2, pooled(7, c.k, c.s, c.p), pooled(9, c.k, c.s, c.p), 6};
+      const size_t x = m.tensor(in, kHalf), y = m.tensor(out, kHalf), dy = m.tensor(out, kHalf),
+                   dx = m.tensor(in, kHalf);
+      m.fill_half_ties(x, rng, -3, 3);
+      m.poison_padding(x);
+      m.set_half(x, 5, std::numeric_limits<float>::quiet_NaN());
+      for (size_t t : {y, dy, dx}) fill_half(m, t, rng);
+      const LayerNode maxl = layer_with(LayerType::MaxPool2d, square_window(c.k, c.s, c.p));
+      GraphNode f = node_for(ComputeOp::MAXPOOL_FWD);
+      m.run([&](bool d) { return m.args(d, {x}, {y}, &f, &maxl); }, ComputeOp::MAXPOOL_FWD);
+      EXPECT_NONE(half_far(m, y, "fp16 MAXPOOL_FWD", 0));
+      for (uint8_t mask : {0, 1}) {
+        GraphNode b = node_for(ComputeOp::MAXPOOL_BWD, 3, mask);
+        m.run(
+            [&](bool d) {
+              return m.args(d, {x, y, dy}, {dx}, &b, &maxl);
+            },
+            ComputeOp::MAXPOOL_BWD);
+        EXPECT_NONE(half_far(m, dx, "fp16 MAXPOOL_BWD", 0));
+      }
+      fill_half(m, x, rng);
+      const LayerNode avgl = layer_with(LayerType::AvgPool2d, square_window(c.k, c.s, c.p));
+      GraphNode af = node_for(ComputeOp::AVGPOOL_FWD);
+      m.run([&](bool d) { return m.args(d, {x}, {y}, &af, &avgl); }, ComputeOp::AVGPOOL_FWD);
+      EXPECT_NONE(half_far(m, y, "fp16 AVGPOOL_FWD", 1, 1e-5));
+      for (uint8_t mask : {0, 1}) {
+        GraphNode b = node_for(ComputeOp::AVGPOOL_BWD, 3, mask);
+        m.run([&](bool d) { return m.args(d, {dy}, {dx}, &b, &avgl); }, ComputeOp::AVGPOOL_BWD);
+        EXPECT_NONE(half_far(m, dx, "fp16 AVGPOOL_BWD", 1, 1e-5));
+      }
+    }
+    std::mt19937 rng(35);
+    ComputeMirror m;
+    const Shape in{3, 5, 7, 12};  // 12 channels: rows padded to 16
+    const size_t x = m.tensor(in, kHalf), y = m.tensor({3, 1, 1, 12}, kHalf),
+                 dy = m.tensor({3, 1, 1, 12}, kHalf), dx = m.tensor(in, kHalf);
+    for (size_t t : {x, y, dy, dx}) fill_half(m, t, rng);
+    GraphNode f = node_for(ComputeOp::GAP_FWD);
+    m.run([&](bool d) { return m.args(d, {x}, {y}, &f); }, ComputeOp::GAP_FWD);
+    EXPECT_NONE(half_far(m, y, "fp16 GAP_FWD", 1, 1e-5));
+    for (uint8_t mask : {0, 1}) {
+      GraphNode b = node_for(ComputeOp::GAP_BWD, 3, mask);
+      m.run([&](bool d) { return m.args(d, {dy}, {dx}, &b); }, ComputeOp::GAP_BWD);
+      EXPECT_NONE(half_far(m, dx, "fp16 GAP_BWD", 1, 1e-5));
+    }
+  }
+
+  void fp16SoftmaxCrossEntropy() {
+    TR_REQUIRE_CUDA_DEVICE();
+    struct Case {
+      int64_t n, k;
+      bool ties, amp;
+    };
+    // 10 and 7 classes: rows padded to 16 and 8; 1000: padded to 1000.
+    for (const Case c :
+         {Case{37, 10, true, false}, Case{19, 1000, false, false}, Case{64, 7, false, true}}) {
+      std::mt19937 rng(36);
+      ComputeMirror m;
+      const size_t logits = m.tensor({c.n, 1, 1, c.k}, kHalf),
+                   labels = m.tensor({c.n, 1, 1, 1}, DType::INT32), result = m.tensor({1, 1, 1, 4}),
+                   grad = m.tensor({c.n, 1, 1, c.k}, kHalf), confusion = m.tensor({1, 1, c.k, c.k});
+      if (c.ties) {
+        m.fill_half_ties(logits, rng, -2, 2);
+        m.poison_padding(logits);
+      } else {
+        fill_half(m, logits, rng, -5.0f, 5.0f);
+      }
+      std::uniform_int_distribution<int32_t> label(0, static_cast<int32_t>(c.k - 1));
+      for (int64_t i = 0; i < c.n; ++i) m.i32(labels)[i] = label(rng);
+      fill_half(m, grad, rng);
+      m.fill_ties(confusion, rng, 0, 9);
+      TrainingSpec training;
+      training.precision = c.amp ? Precision::AMP : Precision::FP32;
+      m.scalar(ScalarSlot::LOSS_SCALE) = 1024.0f;
+      auto check_result = [&](const char* what) {
+        const float* g = m.gpu_f32(result);
+        const float* h = m.f32(result);
+        QVERIFY2(std::fabs(g[0] - h[0]) <= 1e-6 * std::fabs(h[0]),
+                 qPrintable(QString("%1 loss: device %2, CPU %3").arg(what).arg(g[0]).arg(h[0])));
+        for (int i = 1; i < 4; ++i) QCOMPARE(g[i], h[i]);
+      };
+      for (uint8_t mask : {0, 2}) {
+        GraphNode n = node_for(ComputeOp::SOFTMAX_CE_FWD_BWD, 9, mask);
+        m.run(
+            [&](bool d) {
+              KernelArgs a = m.args(d, {logits, labels}, {result, grad}, &n);
+              a.training = &training;
+              return a;
+            },
+            ComputeOp::SOFTMAX_CE_FWD_BWD);
+        check_result("fp16 SOFTMAX_CE_FWD_BWD");
+        EXPECT_NONE(half_far(m, grad, "fp16 SOFTMAX_CE_FWD_BWD gradient", 1, 1e-7));
+      }
+      for (uint8_t mask : {0, 2}) {
+        GraphNode n = node_for(ComputeOp::SOFTMAX_CE_FWD, 9, mask);
+        m.run(
+            [&](bool d) {
+              return m.args(d, {logits, labels}, {result, confusion}, &n);
+            },
+            ComputeOp::SOFTMAX_CE_FWD);
+        check_result("fp16 SOFTMAX_CE_FWD");
+        EXPECT_NONE(differs(m, confusion, "fp16 SOFTMAX_CE_FWD confusion"));
+      }
     }
   }
 };

@@ -11,7 +11,13 @@
 //  - TF32 (the default): 5e-3, for operands rounded to 10 mantissa bits;
 //  - bias gradient: 1e-6 (double sums on both sides; the CPU folds float
 //    partials of up to 64 rows), and the same bits on every run;
-//  - outputs a part must not touch: bit for bit.
+//  - outputs a part must not touch: bit for bit;
+//  - FP16 (AMP: features with padded rows, x and dx read and written
+//    through a compact copy when a sample is several padded pixels, FP16
+//    products accumulated in FP32): within 1 half ulp of the CPU's FP32
+//    staging, or 1e-4 of the tensor's largest value (sums in another order,
+//    then one rounding to half, near zero); the bias gradient within 1 half
+//    ulp; output padding lanes zero on both sides.
 // The table, operand and stream checks need no device; the rest skip without one.
 #include <QtTest>
 
@@ -22,13 +28,16 @@
 #include <stdexcept>
 #include <vector>
 
-#include "backends/cuda/cublas_handles.h"
 #include "backends/cuda/linear_launchers.h"
+#include "backends/cuda/stream_handles.h"
 #include "compute_mirror.h"
 #include "cuda_test_util.h"
+#include "tensor_compare.h"
 
 using namespace tr;
 using tr::test::ComputeMirror;
+using tr::test::differs;
+using tr::test::far;
 
 namespace {
 
@@ -52,49 +61,16 @@ LayerNode linear_layer() {
   return l;
 }
 
-// Empty when every float is within rel * max|CPU| of the CPU (plus a tiny
-// floor for an all-zero tensor).
-QString far(ComputeMirror& m, size_t t, const char* what, double rel) {
-  double scale = 0;
-  for (int64_t i = 0; i < m.elements(t); ++i)
-    scale = std::max(scale, std::fabs(double(m.f32(t)[i])));
-  const double tol = rel * scale + 1e-7;
-  for (int64_t i = 0; i < m.elements(t); ++i) {
-    const double g = m.gpu_f32(t)[i], c = m.f32(t)[i];
-    if (!(std::fabs(g - c) <= tol))
-      return QString("%1: float %2 of %3 differs: device %4, CPU %5 (tolerance %6)")
-          .arg(what)
-          .arg(i)
-          .arg(m.elements(t))
-          .arg(g, 0, 'g', 9)
-          .arg(c, 0, 'g', 9)
-          .arg(tol, 0, 'g', 3);
-  }
-  return {};
-}
-
-// Empty when the device's slot equals the CPU's byte for byte.
-QString differs(const ComputeMirror& m, size_t t, const char* what) {
-  if (std::memcmp(m.gpu_bytes(t), m.cpu_bytes(t), m.bytes(t)) == 0) return {};
-  return QString("%1: changed by a part that must not write it, or differs").arg(what);
-}
-
-#define EXPECT_NONE(diff)                   \
-  do {                                      \
-    const QString e_ = (diff);              \
-    QVERIFY2(e_.isEmpty(), qPrintable(e_)); \
-  } while (0)
-
 // A layer's tensors, each random (outputs too: what an accumulating part
 // adds onto, and what a part that does not run must leave alone), and a
 // cuBLAS handle owner for the mirror's stream, as the backend has per stream.
 struct Layer {
   ComputeMirror m;
-  cuda::CublasHandles blas{0};
+  cuda::StreamHandles handles{0};
   size_t x, w, b, y, dy, dw, db, dx;
 
   Layer(const Shape& xs, int64_t o, uint32_t seed) {
-    blas.adopt(m.stream());
+    handles.adopt(m.stream());
     const int64_t k = xs.per_sample();
     x = m.tensor(xs);
     w = m.tensor({o, 1, 1, k});
@@ -127,6 +103,46 @@ QByteArray name(const char* what, const Size& s, const char* variant = "") {
          QByteArray::number(qlonglong(s.o)) + " " + variant;
 }
 
+// A layer as an AMP plan lays it out: FP16 features and gradient slots with
+// padded rows (the input buffer's for a first layer), compact FP16 weights,
+// bias and their gradients; NaN planted in every padding lane.
+struct HalfLayer {
+  ComputeMirror m;
+  cuda::StreamHandles handles{0};
+  size_t x, w, b, y, dy, dw, db, dx;
+
+  HalfLayer(const Shape& xs, int64_t o, uint32_t seed, bool first = false) {
+    handles.adopt(m.stream());
+    const int64_t k = xs.per_sample();
+    constexpr DType h = DType::FP16;
+    x = m.tensor(xs, h, first ? Region::I_A_DATA : Region::F_FEATURE_FP16);
+    w = m.tensor({o, 1, 1, k}, h, Region::A_FC_WEIGHT);
+    b = m.tensor({1, 1, 1, o}, h, Region::A_FC_BIAS);
+    y = m.tensor({xs.n, 1, 1, o}, h);
+    dy = m.tensor({xs.n, 1, 1, o}, h, Region::F_GRAD_SLOT_FP16);
+    dw = m.tensor({o, 1, 1, k}, h, Region::H_FC_WEIGHT);
+    db = m.tensor({1, 1, 1, o}, h, Region::H_FC_BIAS);
+    dx = m.tensor(xs, h, Region::F_GRAD_SLOT_FP16);
+    std::mt19937 rng(seed);
+    for (size_t t : {x, w, b, y, dy, dw, db, dx}) {
+      m.fill_half(t, rng);
+      m.poison_padding(t);
+    }
+  }
+
+  QString far(size_t t, const char* what, bool gemm = true) {
+    double peak = 0;
+    for (int64_t i = 0; i < m.elements(t); ++i)
+      peak = std::max(peak, std::fabs(double(m.half(t, i))));
+    return m.half_mismatch(t, what, 1, gemm ? 1e-4 * peak : 0.0);
+  }
+};
+
+// Padded K (13 -> 16), a 3x3 sample of 7 padded channels (staged), a
+// LeNet-like layer, one sample of one feature.
+const Size kHalfSizes[] = {
+    {{1, 1, 1, 1}, 1}, {{7, 1, 1, 13}, 5}, {{33, 3, 3, 7}, 10}, {{128, 1, 1, 400}, 120}};
+
 // Restores the default (TF32) after a test that asked for strict FP32.
 struct StrictFp32 {
   StrictFp32() { cuda::set_fp32_gemm(cuda::Fp32Gemm::STRICT); }
@@ -154,7 +170,7 @@ class TestCudaLinear : public QObject {
   }
 
   // Operands are checked on the host, before any CUDA call.
-  void rejectsFp16AndStreamsWithoutHandles() {
+  void rejectsMixedDtypesAndStreamsWithoutHandles() {
     DTensor x, w, y;
     x.shape = {4, 1, 1, 8};
     w.shape = {3, 1, 1, 8};
@@ -165,11 +181,23 @@ class TestCudaLinear : public QObject {
     a.node = &n;
     a.in = {{dummy, &x}, {dummy, &w}};
     a.out = {{dummy, &y}};
-    // No CublasHandles adopted the legacy stream: a clear error, not a crash.
+    // No StreamHandles adopted the legacy stream: a clear error, not a crash.
     QVERIFY_THROWS_EXCEPTION(std::logic_error, cuda::linear::fwd(a, nullptr));
+    // FP16 x with FP32 weights: no AMP plan mixes them.
     x.dtype = DType::FP16;
-    QVERIFY_THROWS_EXCEPTION(std::logic_error, cuda::linear::fwd(a, nullptr));
-    x.dtype = DType::FP32;
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, cuda::linear::fwd(a, nullptr));
+    // All FP16 passes the operand checks and reaches the missing handle.
+    w.dtype = y.dtype = DType::FP16;
+    try {
+      cuda::linear::fwd(a, nullptr);
+      QFAIL("the stream without a handle was not refused");
+    } catch (const std::invalid_argument& e) {
+      QFAIL(e.what());
+    } catch (const std::logic_error&) {
+    }
+    x.dtype = w.dtype = y.dtype = DType::INT32;
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, cuda::linear::fwd(a, nullptr));
+    x.dtype = w.dtype = y.dtype = DType::FP32;
     y.shape = {4, 1, 1, 5};
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, cuda::linear::fwd(a, nullptr));
   }
@@ -310,6 +338,84 @@ class TestCudaLinear : public QObject {
           else
             EXPECT_NONE(differs(l.m, l.db, name("db", s, v).data()));
         }
+  }
+
+  // ---- FP16 (AMP) ---------------------------------------------------------
+
+  void fp16Forward() {
+    TR_REQUIRE_CUDA_DEVICE();
+    const LayerNode layer = linear_layer();
+    for (const Size& s : kHalfSizes)
+      for (bool bias : {true, false}) {
+        HalfLayer l(s.x, s.o, 41);
+        GraphNode n = node_for(ComputeOp::LINEAR_FWD);
+        std::vector<size_t> ins{l.x, l.w};
+        if (bias) ins.push_back(l.b);
+        l.m.run([&](bool d) { return l.m.args(d, ins, {l.y}, &n, &layer); }, ComputeOp::LINEAR_FWD);
+        EXPECT_NONE(l.far(l.y, name("fp16 y", s, bias ? "bias" : "no bias").data()));
+      }
+  }
+
+  // Each part alone and all together; dx overwritten and accumulated.
+  void fp16Backward() {
+    TR_REQUIRE_CUDA_DEVICE();
+    const LayerNode layer = linear_layer();
+    for (const Size& s : kHalfSizes)
+      for (bool bias : {true, false})
+        for (int part : {-1, int(BwdPart::DW), int(BwdPart::DB), int(BwdPart::DX)})
+          for (bool acc : {false, true}) {
+            if (!bias && part == int(BwdPart::DB)) continue;
+            HalfLayer l(s.x, s.o, 42);
+            std::vector<size_t> outs{l.dw, l.dx};
+            if (bias) outs = {l.dw, l.db, l.dx};
+            GraphNode n = node_for(ComputeOp::LINEAR_BWD,
+                                   acc ? static_cast<uint8_t>(1u << (outs.size() - 1)) : 0);
+            auto make = [&](bool d) {
+              KernelArgs a = l.m.args(d, {l.x, l.w, l.dy}, outs, &n, &layer);
+              a.part = part;
+              return a;
+            };
+            l.m.run(make, ComputeOp::LINEAR_BWD);
+            const QByteArray v =
+                QByteArray("fp16 part ") + QByteArray::number(part) + (acc ? " accumulate" : "");
+            const bool all = part < 0;
+            const auto check = [&](size_t t, const char* what, bool runs, bool gemm) {
+              if (runs)
+                EXPECT_NONE(l.far(t, name(what, s, v).data(), gemm));
+              else
+                EXPECT_NONE(differs(l.m, t, name(what, s, v).data()));
+            };
+            check(l.dw, "dw", all || part == int(BwdPart::DW), true);
+            check(l.db, "db", bias && (all || part == int(BwdPart::DB)), false);
+            check(l.dx, "dx", all || part == int(BwdPart::DX), true);
+            check(l.x, "x", false, false);
+            if (QTest::currentTestFailed()) return;
+          }
+  }
+
+  // The input buffer's rows (channels padded to 4) into the first layer.
+  void fp16FirstLayer() {
+    TR_REQUIRE_CUDA_DEVICE();
+    const LayerNode layer = linear_layer();
+    for (const Size& s : {Size{{16, 5, 5, 3}, 10}, Size{{9, 1, 1, 13}, 6}})
+      for (bool bias : {true, false}) {
+        HalfLayer l(s.x, s.o, 43, true);
+        GraphNode f = node_for(ComputeOp::LINEAR_FWD);
+        std::vector<size_t> ins{l.x, l.w};
+        if (bias) ins.push_back(l.b);
+        l.m.run([&](bool d) { return l.m.args(d, ins, {l.y}, &f, &layer); }, ComputeOp::LINEAR_FWD);
+        EXPECT_NONE(l.far(l.y, name("fp16 first y", s).data()));
+        GraphNode n = node_for(ComputeOp::LINEAR_BWD_FIRST);
+        std::vector<size_t> outs{l.dw};
+        if (bias) outs.push_back(l.db);
+        l.m.run(
+            [&](bool d) {
+              return l.m.args(d, {l.x, l.dy}, outs, &n, &layer);
+            },
+            ComputeOp::LINEAR_BWD_FIRST);
+        EXPECT_NONE(l.far(l.dw, name("fp16 first dw", s).data()));
+        if (bias) EXPECT_NONE(l.far(l.db, name("fp16 first db", s).data(), false));
+      }
   }
 
   // The bias gradient is a fixed-order sum: the same bits at every run.

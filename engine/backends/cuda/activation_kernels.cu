@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Elementwise activation kernels and the two-input add: one grid-stride
-// kernel per direction, the function picked by a template functor so the
-// inner loop has no switch.
+// Elementwise activation kernels, the add and the copy-or-add: one
+// grid-stride kernel per direction over the output's positions (padding
+// lanes included, written as zero), templated on the storage type; the
+// function is picked by a template functor so the inner loop has no switch.
 #include "backends/cuda/activation_kernels.h"
+#include "backends/cuda/half_io.cuh"
 #include "backends/cuda/launch_config.cuh"
 
 namespace tr::cuda {
@@ -35,67 +37,115 @@ struct Silu {
   }
 };
 
-template <class F>
-__global__ void fwd_kernel(F f, const float* x, float* y, uint64_t n) {
-  for (uint64_t i = first_index(); i < n; i += grid_stride()) y[i] = f.fwd(x[i]);
-}
-
-template <class F>
-__global__ void bwd_kernel(F f, const float* saved, const float* dy, float* dx, uint64_t n,
-                           bool accumulate) {
-  for (uint64_t i = first_index(); i < n; i += grid_stride()) {
-    const float d = f.bwd(saved[i], dy[i]);
-    dx[i] = accumulate ? dx[i] + d : d;
+template <class F, class T>
+__global__ void fwd_kernel(F f, uint64_t n, Rows<const T> x, Rows<T> y) {
+  const uint64_t end = y.positions(n);
+  for (uint64_t i = first_index(); i < end; i += grid_stride()) {
+    uint64_t j;
+    store(y.p, i, y.logical(i, j) ? f.fwd(x.get(j)) : 0.0f);
   }
 }
 
-__global__ void add_kernel(const float* a, const float* b, float* y, uint64_t n) {
-  for (uint64_t i = first_index(); i < n; i += grid_stride()) y[i] = a[i] + b[i];
+template <class F, class T>
+__global__ void bwd_kernel(F f, uint64_t n, Rows<const T> saved, Rows<const T> dy, Rows<T> dx,
+                           bool accumulate) {
+  const uint64_t end = dx.positions(n);
+  for (uint64_t i = first_index(); i < end; i += grid_stride()) {
+    uint64_t j;
+    if (!dx.logical(i, j)) {
+      store(dx.p, i, 0.0f);
+      continue;
+    }
+    const float d = f.bwd(saved.get(j), dy.get(j));
+    store(dx.p, i, accumulate ? load(dx.p, i) + d : d);
+  }
+}
+
+template <class T>
+__global__ void sum_kernel(uint64_t n, Rows<const T> a, Rows<const T> b, bool has_b, Rows<T> y,
+                           bool accumulate) {
+  const uint64_t end = y.positions(n);
+  for (uint64_t i = first_index(); i < end; i += grid_stride()) {
+    uint64_t j;
+    if (!y.logical(i, j)) {
+      store(y.p, i, 0.0f);
+      continue;
+    }
+    // A copy keeps -0: no add of a zero unless one is asked for.
+    float v = accumulate ? load(y.p, i) + a.get(j) : a.get(j);
+    if (has_b) v = v + b.get(j);
+    store(y.p, i, v);
+  }
+}
+
+// Launch geometry from the output's positions, which bound every loop.
+uint64_t positions(uint64_t n, const FeatureView& y) {
+  return y.cols == y.stride ? n : n / static_cast<uint64_t>(y.cols) * y.stride;
 }
 
 template <class F>
-cudaError_t fwd(F f, const float* x, float* y, uint64_t n, cudaStream_t stream) {
-  if (n) fwd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(f, x, y, n);
+cudaError_t fwd(F f, Elem e, uint64_t n, FeatureView x, FeatureView y, cudaStream_t stream) {
+  if (n == 0) return cudaGetLastError();
+  dispatch(e, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    fwd_kernel<<<blocks_for(positions(n, y)), kThreads, 0, stream>>>(f, n, Rows<const T>(x),
+                                                                     Rows<T>(y));
+    return 0;
+  });
   return cudaGetLastError();
 }
 
 template <class F>
-cudaError_t bwd(F f, const float* saved, const float* dy, float* dx, uint64_t n, bool accumulate,
-                cudaStream_t stream) {
-  if (n) bwd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(f, saved, dy, dx, n, accumulate);
+cudaError_t bwd(F f, Elem e, uint64_t n, FeatureView saved, FeatureView dy, FeatureView dx,
+                bool accumulate, cudaStream_t stream) {
+  if (n == 0) return cudaGetLastError();
+  dispatch(e, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    bwd_kernel<<<blocks_for(positions(n, dx)), kThreads, 0, stream>>>(
+        f, n, Rows<const T>(saved), Rows<const T>(dy), Rows<T>(dx), accumulate);
+    return 0;
+  });
   return cudaGetLastError();
 }
 
 }  // namespace
 
-cudaError_t launch_activation_fwd(Activation f, const float* x, float* y, uint64_t n,
+cudaError_t launch_activation_fwd(Activation f, Elem e, uint64_t n, FeatureView x, FeatureView y,
                                   cudaStream_t stream) {
   switch (f) {
     case Activation::RELU:
-      return fwd(Relu{}, x, y, n, stream);
+      return fwd(Relu{}, e, n, x, y, stream);
     case Activation::TANH:
-      return fwd(Tanh{}, x, y, n, stream);
+      return fwd(Tanh{}, e, n, x, y, stream);
     case Activation::SILU:
-      return fwd(Silu{}, x, y, n, stream);
+      return fwd(Silu{}, e, n, x, y, stream);
   }
   return cudaErrorInvalidValue;
 }
 
-cudaError_t launch_activation_bwd(Activation f, const float* saved, const float* dy, float* dx,
-                                  uint64_t n, bool accumulate, cudaStream_t stream) {
+cudaError_t launch_activation_bwd(Activation f, Elem e, uint64_t n, FeatureView saved,
+                                  FeatureView dy, FeatureView dx, bool accumulate,
+                                  cudaStream_t stream) {
   switch (f) {
     case Activation::RELU:
-      return bwd(Relu{}, saved, dy, dx, n, accumulate, stream);
+      return bwd(Relu{}, e, n, saved, dy, dx, accumulate, stream);
     case Activation::TANH:
-      return bwd(Tanh{}, saved, dy, dx, n, accumulate, stream);
+      return bwd(Tanh{}, e, n, saved, dy, dx, accumulate, stream);
     case Activation::SILU:
-      return bwd(Silu{}, saved, dy, dx, n, accumulate, stream);
+      return bwd(Silu{}, e, n, saved, dy, dx, accumulate, stream);
   }
   return cudaErrorInvalidValue;
 }
 
-cudaError_t launch_add(const float* a, const float* b, float* y, uint64_t n, cudaStream_t stream) {
-  if (n) add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a, b, y, n);
+cudaError_t launch_sum(Elem e, uint64_t n, FeatureView a, const FeatureView* b, FeatureView y,
+                       bool accumulate, cudaStream_t stream) {
+  if (n == 0) return cudaGetLastError();
+  dispatch(e, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    sum_kernel<<<blocks_for(positions(n, y)), kThreads, 0, stream>>>(
+        n, Rows<const T>(a), Rows<const T>(b ? *b : a), b != nullptr, Rows<T>(y), accumulate);
+    return 0;
+  });
   return cudaGetLastError();
 }
 

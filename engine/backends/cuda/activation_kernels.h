@@ -1,27 +1,36 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// CUDA ReLU, Tanh and SiLU (FP32, compact, by element count) and the
-// two-input add, on raw device pointers. Semantics are those of
-// backends/cpu/kernels/activations.cpp and elementwise.cpp; each launch
-// returns its error without synchronising.
+// CUDA ReLU, Tanh and SiLU, the two-input add and the copy-or-add of
+// gradients, over `n` logical values of FP32 or FP16 feature views (see
+// feature_view.h) on raw device pointers. Semantics are those of
+// backends/cpu/kernels/activations.cpp and elementwise.cpp, FP16 operands
+// computed in FP32 and rounded once as the CPU's staging does; padding lanes
+// of the output are written as zero. Each launch returns its error without
+// synchronising.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
+#include "backends/cuda/feature_view.h"
+
 namespace tr::cuda {
 
 enum class Activation : int { RELU, TANH, SILU };
 
 // y = f(x)
-cudaError_t launch_activation_fwd(Activation f, const float* x, float* y, uint64_t n,
+cudaError_t launch_activation_fwd(Activation f, Elem e, uint64_t n, FeatureView x, FeatureView y,
                                   cudaStream_t stream);
 // dx (+)= dy * f'(.) where `saved` is what the graph hands the backward:
 // the input x for ReLU (x > 0 exactly where y > 0, so either works) and
 // SiLU, the output y for Tanh.
-cudaError_t launch_activation_bwd(Activation f, const float* saved, const float* dy, float* dx,
-                                  uint64_t n, bool accumulate, cudaStream_t stream);
-// y = a + b
-cudaError_t launch_add(const float* a, const float* b, float* y, uint64_t n, cudaStream_t stream);
+cudaError_t launch_activation_bwd(Activation f, Elem e, uint64_t n, FeatureView saved,
+                                  FeatureView dy, FeatureView dx, bool accumulate,
+                                  cudaStream_t stream);
+// y = (accumulate ? y + a : a), then + b when `b` is given, in float and
+// rounded once: the add, a copy between layouts, and a gradient slot's
+// accumulate (twice over when both outputs of an add's backward are one slot).
+cudaError_t launch_sum(Elem e, uint64_t n, FeatureView a, const FeatureView* b, FeatureView y,
+                       bool accumulate, cudaStream_t stream);
 
 }  // namespace tr::cuda

@@ -6,8 +6,10 @@
 // slice order. The slicing depends only on the shape, so the result is the
 // same on every run and every GPU. The elementwise float arithmetic uses
 // _rn intrinsics: unfused, as the CPU twin rounds it, so the fused ReLU's
-// mask and the outputs agree with it.
+// mask and the outputs agree with it. Kernels touching features or
+// parameters are templated on their storage type T (float or __half).
 #include "backends/cuda/batch_norm_kernels.h"
+#include "backends/cuda/half_io.cuh"
 #include "backends/cuda/launch_config.cuh"
 
 namespace tr::cuda {
@@ -84,16 +86,17 @@ __device__ inline void lane_sums(double& u, double& v) {
 // Per slice and channel: mean and m2 (sum of squared deviations). The sums
 // run about the slice's first value of the channel, one of the samples, so
 // s2 - s1^2/n stays accurate when the mean is large against the spread.
-__global__ void moments_kernel(const float* x, int64_t rows, int64_t channels, int64_t slices,
-                               double* part_mean, double* part_m2) {
+template <class T>
+__global__ void moments_kernel(const T* x, int64_t rows, int64_t channels, int64_t stride,
+                               int64_t slices, double* part_mean, double* part_m2) {
   const int64_t c = static_cast<int64_t>(blockIdx.y) * kTile + threadIdx.x;
   const int64_t s = blockIdx.x;
   const int64_t lo = slice_begin(rows, slices, s), hi = slice_begin(rows, slices, s + 1);
   double s1 = 0.0, s2 = 0.0, k = 0.0;
   if (c < channels) {
-    k = x[lo * channels + c];
+    k = load(x, lo * stride + c);
     for (int64_t m = lo + threadIdx.y; m < hi; m += kLanes) {
-      const double d = x[m * channels + c] - k;
+      const double d = load(x, m * stride + c) - k;
       s1 += d;
       s2 += d * d;
     }
@@ -108,6 +111,7 @@ __global__ void moments_kernel(const float* x, int64_t rows, int64_t channels, i
 
 // Folds the slices with Chan et al.'s pairwise update in slice order, then
 // writes the saved and running statistics and the scale for the apply pass.
+template <class T>
 __global__ void train_stats_kernel(BnTrain b, int64_t slices, Workspace w) {
   const int64_t c = first_index();
   if (c >= b.channels) return;
@@ -134,35 +138,54 @@ __global__ void train_stats_kernel(BnTrain b, int64_t slices, Workspace w) {
   b.saved[C + c] = static_cast<float>(inv_std);
   b.next_mean[c] = static_cast<float>((1.0 - b.momentum) * b.prev_mean[c] + b.momentum * mean_f);
   b.next_var[c] = static_cast<float>((1.0 - b.momentum) * b.prev_var[c] + b.momentum * unbiased);
-  w.coef[c] = static_cast<float>(b.gamma[c] * inv_std);
+  w.coef[c] = static_cast<float>(load(static_cast<const T*>(b.gamma), c) * inv_std);
 }
 
+// Zeroes the padding lanes of channel c (>= channels) of an output: the
+// elementwise passes cover the row stride, not just the channels.
+template <class T>
+__device__ inline void zero_padding(T* y, int64_t c, int64_t rows, int64_t stride) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kLanes;
+  for (int64_t m = static_cast<int64_t>(blockIdx.x) * kLanes + threadIdx.y; m < rows; m += step)
+    store(y, m * stride + c, 0.0f);
+}
+
+template <class T>
 __global__ void train_apply_kernel(BnTrain b, const float* scale) {
   const int64_t c = static_cast<int64_t>(blockIdx.y) * kTile + threadIdx.x;
-  if (c >= b.channels) return;
-  const float mean = b.saved[c], sc = scale[c], sh = b.beta[c];
+  const T* x = static_cast<const T*>(b.x);
+  T* y = static_cast<T*>(b.y);
+  if (c >= b.stride) return;
+  if (c >= b.channels) return zero_padding(y, c, b.rows, b.stride);
+  const float mean = b.saved[c], sc = scale[c], sh = load(static_cast<const T*>(b.beta), c);
   const int64_t step = static_cast<int64_t>(gridDim.x) * kLanes;
   for (int64_t m = static_cast<int64_t>(blockIdx.x) * kLanes + threadIdx.y; m < b.rows; m += step) {
-    const int64_t at = m * b.channels + c;
-    b.y[at] = relu_if(b.relu, pre_activation(b.x[at], mean, sc, sh));
+    const int64_t at = m * b.stride + c;
+    store(y, at, relu_if(b.relu, pre_activation(load(x, at), mean, sc, sh)));
   }
 }
 
+template <class T>
 __global__ void infer_kernel(BnInfer b) {
   const int64_t c = static_cast<int64_t>(blockIdx.y) * kTile + threadIdx.x;
-  if (c >= b.channels) return;
+  const T* x = static_cast<const T*>(b.x);
+  T* y = static_cast<T*>(b.y);
+  if (c >= b.stride) return;
+  if (c >= b.channels) return zero_padding(y, c, b.rows, b.stride);
   const float sc = b.scale[c], bi = b.bias[c];
   const int64_t step = static_cast<int64_t>(gridDim.x) * kLanes;
   for (int64_t m = static_cast<int64_t>(blockIdx.x) * kLanes + threadIdx.y; m < b.rows; m += step) {
-    const int64_t at = m * b.channels + c;
-    b.y[at] = relu_if(b.relu, fadd(fmul(b.x[at], sc), bi));
+    const int64_t at = m * b.stride + c;
+    store(y, at, relu_if(b.relu, fadd(fmul(load(x, at), sc), bi)));
   }
 }
 
 // The fused ReLU's scale, recomputed from the saved (float) inv_std as the
 // CPU backward does; the forward's double one can differ only at the kink.
+template <class T>
 __device__ inline float relu_scale(const BnBackward& b, int64_t c) {
-  return static_cast<float>(static_cast<double>(b.gamma[c]) * b.saved[b.channels + c]);
+  return static_cast<float>(static_cast<double>(load(static_cast<const T*>(b.gamma), c)) *
+                            b.saved[b.channels + c]);
 }
 
 // The gradient reaching the BN output: dy, or for a fused ReLU dy where the
@@ -173,6 +196,7 @@ __device__ inline float out_grad(const BnBackward& b, float dy, float x, float m
 }
 
 // Per slice and channel: sums of g and g * (x - mean), g from out_grad.
+template <class T>
 __global__ void grad_sums_kernel(BnBackward b, int64_t slices, Workspace w) {
   const int64_t c = static_cast<int64_t>(blockIdx.y) * kTile + threadIdx.x;
   const int64_t s = blockIdx.x;
@@ -180,11 +204,12 @@ __global__ void grad_sums_kernel(BnBackward b, int64_t slices, Workspace w) {
   double sdy = 0.0, sdyx = 0.0;
   if (c < b.channels) {
     const float mean = b.saved[c];
-    const float sc = b.relu ? relu_scale(b, c) : 0.0f, sh = b.relu ? b.beta[c] : 0.0f;
+    const float sc = b.relu ? relu_scale<T>(b, c) : 0.0f;
+    const float sh = b.relu ? load(static_cast<const T*>(b.beta), c) : 0.0f;
     for (int64_t m = lo + threadIdx.y; m < hi; m += kLanes) {
-      const int64_t at = m * b.channels + c;
-      const float x = b.x[at];
-      const double g = out_grad(b, b.dy[at], x, mean, sc, sh);
+      const int64_t at = m * b.stride + c;
+      const float x = load(static_cast<const T*>(b.x), at);
+      const double g = out_grad(b, load(static_cast<const T*>(b.dy), at), x, mean, sc, sh);
       sdy += g;
       sdyx += g * __fsub_rn(x, mean);
     }
@@ -198,6 +223,7 @@ __global__ void grad_sums_kernel(BnBackward b, int64_t slices, Workspace w) {
 // Sums the slices in order, writes dgamma and dbeta, and folds dx into
 // dx = k_dy * g + k_x * (x - mean) + k_0 per channel (x - mean explicit so
 // that a large mean does not cancel in float).
+template <class T>
 __global__ void grad_finish_kernel(BnBackward b, int64_t slices, Workspace w) {
   const int64_t c = first_index();
   if (c >= b.channels) return;
@@ -209,31 +235,41 @@ __global__ void grad_finish_kernel(BnBackward b, int64_t slices, Workspace w) {
   }
   const float inv_std = b.saved[C + c];
   const double dgamma = sdyx * inv_std;
-  if (b.dgamma) b.dgamma[c] = static_cast<float>(b.acc_dgamma ? b.dgamma[c] + dgamma : dgamma);
-  if (b.dbeta) b.dbeta[c] = static_cast<float>(b.acc_dbeta ? b.dbeta[c] + sdy : sdy);
+  // Rounded to float first, then (for FP16) to half: the CPU's staging
+  // rounds the same two steps.
+  T* dgamma_out = static_cast<T*>(b.dgamma);
+  T* dbeta_out = static_cast<T*>(b.dbeta);
+  if (dgamma_out)
+    store(dgamma_out, c, static_cast<float>(b.acc_dgamma ? load(dgamma_out, c) + dgamma : dgamma));
+  if (dbeta_out)
+    store(dbeta_out, c, static_cast<float>(b.acc_dbeta ? load(dbeta_out, c) + sdy : sdy));
   if (!b.dx) return;
   const double inv_m = 1.0 / static_cast<double>(b.rows);
-  const double k = static_cast<double>(b.gamma[c]) * inv_std;
+  const double k = static_cast<double>(load(static_cast<const T*>(b.gamma), c)) * inv_std;
   w.coef[c] = static_cast<float>(k);
   w.coef[C + c] = static_cast<float>(-k * inv_std * dgamma * inv_m);
   w.coef[2 * C + c] = static_cast<float>(-k * sdy * inv_m);
-  if (b.relu) w.coef[3 * C + c] = relu_scale(b, c);
+  if (b.relu) w.coef[3 * C + c] = relu_scale<T>(b, c);
 }
 
+template <class T>
 __global__ void grad_dx_kernel(BnBackward b, Workspace w) {
   const int64_t c = static_cast<int64_t>(blockIdx.y) * kTile + threadIdx.x;
-  if (c >= b.channels) return;
+  T* dx = static_cast<T*>(b.dx);
+  if (c >= b.stride) return;
+  if (c >= b.channels) return zero_padding(dx, c, b.rows, b.stride);
   const int64_t C = b.channels;
   const float mean = b.saved[c];
   const float k_dy = w.coef[c], k_x = w.coef[C + c], k_0 = w.coef[2 * C + c];
-  const float sc = b.relu ? w.coef[3 * C + c] : 0.0f, sh = b.relu ? b.beta[c] : 0.0f;
+  const float sc = b.relu ? w.coef[3 * C + c] : 0.0f;
+  const float sh = b.relu ? load(static_cast<const T*>(b.beta), c) : 0.0f;
   const int64_t step = static_cast<int64_t>(gridDim.x) * kLanes;
   for (int64_t m = static_cast<int64_t>(blockIdx.x) * kLanes + threadIdx.y; m < b.rows; m += step) {
-    const int64_t at = m * C + c;
-    const float x = b.x[at];
-    const float g = out_grad(b, b.dy[at], x, mean, sc, sh);
+    const int64_t at = m * b.stride + c;
+    const float x = load(static_cast<const T*>(b.x), at);
+    const float g = out_grad(b, load(static_cast<const T*>(b.dy), at), x, mean, sc, sh);
     const float v = fadd(fadd(fmul(k_dy, g), fmul(k_x, __fsub_rn(x, mean))), k_0);
-    b.dx[at] = b.acc_dx ? fadd(b.dx[at], v) : v;
+    store(dx, at, b.acc_dx ? fadd(load(dx, at), v) : v);
   }
 }
 
@@ -289,16 +325,25 @@ cudaError_t launch_bn_train(const BnTrain& b, cudaStream_t stream) {
   const int64_t slices = slices_of(b.rows, b.channels);
   const Workspace w = carve(b.workspace, slices, b.channels);
   const dim3 block(kTile, kLanes);
-  moments_kernel<<<slice_grid(b.rows, b.channels), block, 0, stream>>>(b.x, b.rows, b.channels,
-                                                                       slices, w.a, w.b);
-  train_stats_kernel<<<channel_blocks(b.channels), kThreads, 0, stream>>>(b, slices, w);
-  train_apply_kernel<<<apply_grid(b.rows, b.channels), block, 0, stream>>>(b, w.coef);
+  dispatch(b.elem, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    moments_kernel<<<slice_grid(b.rows, b.channels), block, 0, stream>>>(
+        static_cast<const T*>(b.x), b.rows, b.channels, b.stride, slices, w.a, w.b);
+    train_stats_kernel<T><<<channel_blocks(b.channels), kThreads, 0, stream>>>(b, slices, w);
+    // Over the stride: the padding lanes are written too.
+    train_apply_kernel<T><<<apply_grid(b.rows, b.stride), block, 0, stream>>>(b, w.coef);
+    return 0;
+  });
   return cudaGetLastError();
 }
 
 cudaError_t launch_bn_infer(const BnInfer& b, cudaStream_t stream) {
   if (empty(b.rows, b.channels)) return cudaSuccess;
-  infer_kernel<<<apply_grid(b.rows, b.channels), dim3(kTile, kLanes), 0, stream>>>(b);
+  dispatch(b.elem, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    infer_kernel<T><<<apply_grid(b.rows, b.stride), dim3(kTile, kLanes), 0, stream>>>(b);
+    return 0;
+  });
   return cudaGetLastError();
 }
 
@@ -307,9 +352,13 @@ cudaError_t launch_bn_backward(const BnBackward& b, cudaStream_t stream) {
   const int64_t slices = slices_of(b.rows, b.channels);
   const Workspace w = carve(b.workspace, slices, b.channels);
   const dim3 block(kTile, kLanes);
-  grad_sums_kernel<<<slice_grid(b.rows, b.channels), block, 0, stream>>>(b, slices, w);
-  grad_finish_kernel<<<channel_blocks(b.channels), kThreads, 0, stream>>>(b, slices, w);
-  if (b.dx) grad_dx_kernel<<<apply_grid(b.rows, b.channels), block, 0, stream>>>(b, w);
+  dispatch(b.elem, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    grad_sums_kernel<T><<<slice_grid(b.rows, b.channels), block, 0, stream>>>(b, slices, w);
+    grad_finish_kernel<T><<<channel_blocks(b.channels), kThreads, 0, stream>>>(b, slices, w);
+    if (b.dx) grad_dx_kernel<T><<<apply_grid(b.rows, b.stride), block, 0, stream>>>(b, w);
+    return 0;
+  });
   return cudaGetLastError();
 }
 

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// CUDA batch normalisation (FP32, NHWC: `rows` = N*H*W rows of `channels`)
-// on raw device pointers, with the semantics of
+// CUDA batch normalisation (NHWC: `rows` = N*H*W rows of `channels`, row
+// `stride` elements apart) on raw device pointers. Features, their
+// gradients, gamma, beta and their gradients share one storage type, FP32 or
+// FP16 (AMP's FP16 weight copy and gradients); running and saved statistics
+// and the inference scale and bias are FP32. Arithmetic is FP32/double
+// either way and FP16 results are rounded once; padding lanes (channels to
+// `stride`) of y and dx are written as zero. Semantics are those of with the semantics of
 // backends/cpu/kernels/batch_norm.cpp, alone or fused with the following
 // ReLU, and the BN_EQ_PARAMS range op of backends/cpu/kernels/range_ops.cpp.
 // Per-channel sums go through per-block partials in double, stored in the
@@ -12,21 +17,23 @@
 
 #include <cstdint>
 
+#include "backends/cuda/feature_view.h"
 #include "runtime/bn_eq_layer.h"
 
 namespace tr::cuda {
 
 struct BnTrain {
-  const float* x = nullptr;
-  const float* gamma = nullptr;
-  const float* beta = nullptr;
+  const void* x = nullptr;  // `elem`
+  const void* gamma = nullptr;
+  const void* beta = nullptr;
   const float* prev_mean = nullptr;
   const float* prev_var = nullptr;
-  float* y = nullptr;          // BN output, or relu(BN output) when `relu`
+  void* y = nullptr;           // BN output, or relu(BN output) when `relu`
   float* saved = nullptr;      // [mean row, inv_std row], 2 * channels
   float* next_mean = nullptr;  // running estimates, momentum-updated
   float* next_var = nullptr;
-  int64_t rows = 0, channels = 0;
+  int64_t rows = 0, channels = 0, stride = 0;
+  Elem elem = Elem::F32;
   double eps = 1e-5, momentum = 0.1;
   bool relu = false;
   void* workspace = nullptr;  // bn_workspace_bytes(rows, channels)
@@ -34,25 +41,27 @@ struct BnTrain {
 
 // y = x * scale + bias per channel (then ReLU when `relu`).
 struct BnInfer {
-  const float* x = nullptr;
+  const void* x = nullptr;  // `elem`
   const float* scale = nullptr;
   const float* bias = nullptr;
-  float* y = nullptr;
-  int64_t rows = 0, channels = 0;
+  void* y = nullptr;
+  int64_t rows = 0, channels = 0, stride = 0;
+  Elem elem = Elem::F32;
   bool relu = false;
 };
 
 struct BnBackward {
-  const float* x = nullptr;
-  const float* gamma = nullptr;
-  const float* beta = nullptr;  // only read when `relu` (the mask is recomputed)
+  const void* x = nullptr;  // `elem`, as are gamma, beta, dy and the outputs
+  const void* gamma = nullptr;
+  const void* beta = nullptr;  // only read when `relu` (the mask is recomputed)
   const float* saved = nullptr;
-  const float* dy = nullptr;  // gradient of the (ReLU'd) output
-  float* dgamma = nullptr;    // each output nullable: not wanted
-  float* dbeta = nullptr;
-  float* dx = nullptr;
+  const void* dy = nullptr;  // gradient of the (ReLU'd) output
+  void* dgamma = nullptr;    // each output nullable: not wanted
+  void* dbeta = nullptr;
+  void* dx = nullptr;
   bool acc_dgamma = false, acc_dbeta = false, acc_dx = false;
-  int64_t rows = 0, channels = 0;
+  int64_t rows = 0, channels = 0, stride = 0;
+  Elem elem = Elem::F32;
   bool relu = false;
   void* workspace = nullptr;  // bn_workspace_bytes(rows, channels)
 };

@@ -8,6 +8,7 @@
 
 #include "backends/cuda/batch_norm_kernels.h"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/operand_checks.h"
 #include "runtime/bn_eq_operands.h"
 
 namespace tr::cuda::bn {
@@ -19,18 +20,33 @@ void launched(cudaError_t err, const char* what) {
 }
 
 // An output slot can be absent (no gradient towards that input).
-float* out_or_null(const KernelArgs& a, size_t i) {
-  return i < a.out.size() ? a.out[i].f32() : nullptr;
+void* out_or_null(const KernelArgs& a, size_t i) {
+  return i < a.out.size() ? a.out[i].data : nullptr;
 }
 
-// The CPU stages FP16 operands through FP32; these kernels would read them
-// as FP32, so until FP16 kernels exist an AMP plan must fail loudly.
-void require_fp32(const KernelArgs& a, const char* op) {
-  auto half = [](const TensorArg& t) { return t.data && t.desc && t.desc->dtype == DType::FP16; };
-  for (const TensorArg& t : a.in)
-    if (half(t)) throw std::logic_error(std::string("CUDA backend: no FP16 kernel for ") + op);
-  for (const TensorArg& t : a.out)
-    if (half(t)) throw std::logic_error(std::string("CUDA backend: no FP16 kernel for ") + op);
+const TensorArg& out_or_none(const KernelArgs& a, size_t i) {
+  static const TensorArg none{};
+  return i < a.out.size() ? a.out[i] : none;
+}
+
+// Statistics stay FP32 under AMP, as on the CPU.
+void require_f32(const char* op, const KernelArgs& a, const TensorArg& t, const char* name) {
+  if (t.data && float_elem(op, a, t, name) != Elem::F32)
+    fail_operand(op, a, std::string(name) + " should be fp32");
+}
+
+// Features, gradients, gamma and beta share one storage (FP16 under AMP:
+// the FP16 weight copy and gradients); the per-channel ones are compact and
+// the features' rows all `stride` apart. Returns the storage.
+Elem feature_elem(const char* op, const KernelArgs& a, std::initializer_list<Operand> features,
+                  std::initializer_list<Operand> params) {
+  Elem e = common_elem(op, a, features);
+  for (const Operand& p : params)
+    if (p.t->data && float_elem(op, a, *p.t, p.name) != e)
+      fail_operand(op, a, std::string(p.name) + " should be " + elem_name(e) + " as x is");
+  for (const Operand& p : params) require_compact(op, a, p);
+  require_stride(op, a, features.begin()->t->desc->padded_c(), features);
+  return e;
 }
 
 // SyncBatchNorm on the CPU sums the statistics across ranks from inside the
@@ -64,20 +80,25 @@ void* workspace_of(const KernelArgs& a, const Shape& s, const char* op) {
 
 void train(const KernelArgs& a, bool relu, cudaStream_t stream, const char* op) {
   refuse_rank_sum(a, op);
-  require_fp32(a, op);
   const Shape& s = a.in[0].shape();
   BnTrain b;
-  b.x = a.in[0].f32();
-  b.gamma = a.in[1].f32();
-  b.beta = a.in[2].f32();
+  b.elem = feature_elem(op, a, {{&a.in[0], "x"}, {&a.out[0], "y"}},
+                        {{&a.in[1], "gamma"}, {&a.in[2], "beta"}});
+  require_f32(op, a, a.in[3], "the running mean");
+  require_f32(op, a, a.in[4], "the running variance");
+  for (size_t i = 1; i < 4; ++i) require_f32(op, a, a.out[i], "a statistics output");
+  b.x = a.in[0].data;
+  b.gamma = a.in[1].data;
+  b.beta = a.in[2].data;
   b.prev_mean = a.in[3].f32();
   b.prev_var = a.in[4].f32();
-  b.y = a.out[0].f32();
+  b.y = a.out[0].data;
   b.saved = a.out[1].f32();
   b.next_mean = a.out[2].f32();
   b.next_var = a.out[3].f32();
   b.rows = rows_of(s);
   b.channels = s.c;
+  b.stride = a.in[0].desc->padded_c();
   b.eps = layer_params(a).eps;
   b.momentum = layer_params(a).momentum;
   b.relu = relu;
@@ -86,29 +107,40 @@ void train(const KernelArgs& a, bool relu, cudaStream_t stream, const char* op) 
 }
 
 void infer(const KernelArgs& a, bool relu, cudaStream_t stream, const char* op) {
-  require_fp32(a, op);
   const Shape& s = a.in[0].shape();
   BnInfer b;
-  b.x = a.in[0].f32();
+  // The inference scale and bias come from the FP32 master weights.
+  b.elem = feature_elem(op, a, {{&a.in[0], "x"}, {&a.out[0], "y"}}, {});
+  require_f32(op, a, a.in[1], "the inference scale");
+  require_f32(op, a, a.in[2], "the inference bias");
+  b.x = a.in[0].data;
   b.scale = a.in[1].f32();
   b.bias = a.in[2].f32();
-  b.y = a.out[0].f32();
+  b.y = a.out[0].data;
   b.rows = rows_of(s);
   b.channels = s.c;
+  b.stride = a.in[0].desc->padded_c();
   b.relu = relu;
   launched(launch_bn_infer(b, stream), op);
 }
 
 void backward(const KernelArgs& a, bool relu, cudaStream_t stream, const char* op) {
   refuse_rank_sum(a, op);
-  require_fp32(a, op);
   const Shape& s = a.in[0].shape();
+  const TensorArg& dy = a.in[relu ? 4 : 3];
+  const TensorArg none{};
   BnBackward b;
-  b.x = a.in[0].f32();
-  b.gamma = a.in[1].f32();
-  b.beta = relu ? a.in[2].f32() : nullptr;
+  b.elem = feature_elem(op, a, {{&a.in[0], "x"}, {&dy, "dy"}, {&out_or_none(a, 2), "dx"}},
+                        {{&a.in[1], "gamma"},
+                         {relu ? &a.in[2] : &none, "beta"},
+                         {&out_or_none(a, 0), "dgamma"},
+                         {&out_or_none(a, 1), "dbeta"}});
+  require_f32(op, a, a.in[relu ? 3 : 2], "the saved statistics");
+  b.x = a.in[0].data;
+  b.gamma = a.in[1].data;
+  b.beta = relu ? a.in[2].data : nullptr;
   b.saved = a.in[relu ? 3 : 2].f32();
-  b.dy = a.in[relu ? 4 : 3].f32();
+  b.dy = dy.data;
   b.dgamma = out_or_null(a, 0);
   b.dbeta = out_or_null(a, 1);
   b.dx = out_or_null(a, 2);
@@ -117,6 +149,7 @@ void backward(const KernelArgs& a, bool relu, cudaStream_t stream, const char* o
   b.acc_dx = a.accumulate(2);
   b.rows = rows_of(s);
   b.channels = s.c;
+  b.stride = a.in[0].desc->padded_c();
   b.relu = relu;
   if (!b.dgamma && !b.dbeta && !b.dx) return;
   b.workspace = workspace_of(a, s, op);

@@ -2,7 +2,10 @@
 // Launchers of the CUDA batch-norm kernels (batch_norm_kernels.cu): each
 // unpacks the resolved KernelArgs as the CPU twin in
 // backends/cpu/kernels/batch_norm.cpp and range_ops.cpp does, honouring the
-// accumulate flags, and launches on `stream`. FP32 only for now.
+// accumulate flags, and launches on `stream`. x, y, dy, dx, gamma, beta and
+// their gradients are FP32, or FP16 under AMP (features with padded
+// channels); statistics, saved values and the inference scale and bias stay
+// FP32. Other mixes throw std::invalid_argument.
 #pragma once
 
 #include <cuda_runtime_api.h>

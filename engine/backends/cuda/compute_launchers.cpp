@@ -11,8 +11,8 @@
 #include "backends/cuda/bn_launchers.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/dropout_kernels.h"
+#include "backends/cuda/operand_checks.h"
 #include "backends/cuda/pooling_kernels.h"
-#include "backends/cuda/range_kernels.h"
 #include "backends/cuda/softmax_kernels.h"
 
 namespace tr::cuda::compute {
@@ -21,24 +21,6 @@ namespace {
 
 void launched(cudaError_t err, const char* what) {
   check_cuda(err, what, current_device());
-}
-
-// An output slot can be absent (no gradient towards the input node).
-bool has_out(const KernelArgs& a, size_t i) {
-  return i < a.out.size() && a.out[i].data != nullptr;
-}
-
-bool is_half(const TensorArg& t) {
-  return t.data && t.desc && t.desc->dtype == DType::FP16;
-}
-
-// The CPU stages FP16 operands through FP32; these kernels would read them
-// as FP32, so until FP16 kernels exist an AMP plan must fail loudly.
-void require_fp32(const KernelArgs& a, const char* op) {
-  for (const TensorArg& t : a.in)
-    if (is_half(t)) throw std::logic_error(std::string("CUDA backend: no FP16 kernel for ") + op);
-  for (const TensorArg& t : a.out)
-    if (is_half(t)) throw std::logic_error(std::string("CUDA backend: no FP16 kernel for ") + op);
 }
 
 uint64_t elements(const TensorArg& t) {
@@ -54,37 +36,78 @@ const float* scalar_at(const KernelArgs& a, ScalarSlot s) {
   return a.scalars ? a.scalars + static_cast<int>(s) : nullptr;
 }
 
-// A copy, or an add into a gradient slot another consumer already wrote.
-void copy_or_add(const KernelArgs& a, size_t out_index, const float* src, uint64_t n,
-                 cudaStream_t stream, const char* op) {
+bool same_layout(const FeatureView& x, const FeatureView& y) {
+  return x.cols == y.cols && x.stride == y.stride;
+}
+
+// A copy, or an add into a gradient slot another consumer already wrote
+// (read, add in float, round once). `twice` adds src a second time: both
+// outputs of an add's backward are one slot, whose value the CPU's staging
+// rounds once.
+void copy_or_add(const KernelArgs& a, size_t out_index, const TensorArg& src, Elem e,
+                 cudaStream_t stream, const char* op, bool twice = false) {
+  const uint64_t n = elements(src);
   if (!has_out(a, out_index) || n == 0) return;
-  float* dst = a.out[out_index].f32();
-  if (a.accumulate(out_index)) {
-    launched(launch_accumulate(dst, src, n, stream), op);
-    return;
+  const TensorArg& dst = a.out[out_index];
+  if (dst.shape().elements() != src.shape().elements())
+    fail_operand(op, a,
+                 "the output has " + std::to_string(dst.shape().elements()) +
+                     " values, the input " + std::to_string(n));
+  const FeatureView from = feature_view(src), to = feature_view(dst);
+  const bool accumulate = a.accumulate(out_index);
+  if (!accumulate && !twice) {
+    if (dst.data == src.data) return;
+    if (from.cols == from.stride && to.cols == to.stride) {
+      const uint64_t bytes = n * (e == Elem::F16 ? 2 : 4);
+      launched(cudaMemcpyAsync(dst.data, src.data, bytes, cudaMemcpyDeviceToDevice, stream), op);
+      return;
+    }
   }
-  if (dst == src) return;
-  launched(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, stream), op);
+  launched(launch_sum(e, n, from, twice ? &from : nullptr, to, accumulate, stream), op);
 }
 
 void activation_fwd(const KernelArgs& a, Activation f, cudaStream_t stream, const char* op) {
-  require_fp32(a, op);
-  launched(launch_activation_fwd(f, a.in[0].f32(), a.out[0].f32(), elements(a.in[0]), stream), op);
+  const Elem e = common_elem(op, a, {{&a.in[0], "x"}, {&a.out[0], "y"}});
+  const FeatureView x = feature_view(a.in[0]), y = feature_view(a.out[0]);
+  if (a.in[0].shape() != a.out[0].shape() || !same_layout(x, y))
+    fail_operand(op, a, "x and y should have one shape");
+  launched(launch_activation_fwd(f, e, elements(a.in[0]), x, y, stream), op);
 }
 
 void activation_bwd(const KernelArgs& a, Activation f, cudaStream_t stream, const char* op) {
   if (!has_out(a, 0)) return;
-  require_fp32(a, op);
-  launched(launch_activation_bwd(f, a.in[0].f32(), a.in[1].f32(), a.out[0].f32(), elements(a.in[1]),
-                                 a.accumulate(0), stream),
+  const Elem e =
+      common_elem(op, a, {{&a.in[0], "the saved tensor"}, {&a.in[1], "dy"}, {&a.out[0], "dx"}});
+  const FeatureView saved = feature_view(a.in[0]), dy = feature_view(a.in[1]),
+                    dx = feature_view(a.out[0]);
+  if (a.in[0].shape() != a.in[1].shape() || a.out[0].shape() != a.in[1].shape() ||
+      !same_layout(saved, dy) || !same_layout(dx, dy))
+    fail_operand(op, a, "the saved tensor, dy and dx should have one shape");
+  launched(launch_activation_bwd(f, e, elements(a.in[1]), saved, dy, dx, a.accumulate(0), stream),
            op);
 }
 
 // The CPU twin's rows: per NHW position when the mask's channels are
-// padded, else one flat row.
-DropoutRows rows_of(const Shape& s, int64_t mask_c) {
-  if (mask_c == s.c) return {1, s.elements(), s.elements()};
-  return {s.n * s.h * s.w, s.c, mask_c};
+// padded, else one flat row. FP16 features pad their channels as the mask
+// does, so both walk the same rows.
+DropoutRows rows_of(const KernelArgs& a, const TensorArg& feature, const TensorArg& mask,
+                    const char* op) {
+  const Shape& s = feature.shape();
+  const int64_t mask_c = mask.desc->padded_c();
+  const int64_t feature_c = feature.desc->padded_c();
+  if (feature_c != s.c && feature_c != mask_c)
+    fail_operand(op, a,
+                 "the features' rows are " + std::to_string(feature_c) + " apart, the mask's " +
+                     std::to_string(mask_c));
+  if (mask_c == s.c) return {1, s.elements(), s.elements(), s.elements()};
+  return {s.n * s.h * s.w, s.c, mask_c, feature_c};
+}
+
+void require_mask(const KernelArgs& a, const TensorArg& mask, const TensorArg& feature,
+                  const char* op) {
+  if (!mask.desc || mask.desc->dtype != DType::INT8) fail_operand(op, a, "the mask should be int8");
+  if (mask.shape() != feature.shape())
+    fail_operand(op, a, "the mask should have the features' shape");
 }
 
 uint64_t drop_threshold(double p) {
@@ -111,19 +134,52 @@ PoolGeometry geometry(const Shape& in, const Shape& out, const LayerParams& p) {
   g.sw = p.stride_w;
   g.ph = p.pad_h;
   g.pw = p.pad_w;
+  g.cs = in.c;
+  return g;
+}
+
+// The storage and channel stride every operand of a pooling op shares.
+PoolGeometry pool_geometry(const KernelArgs& a, const Shape& in, const Shape& out,
+                           const LayerParams& p, std::initializer_list<Operand> operands,
+                           const char* op) {
+  PoolGeometry g = geometry(in, out, p);
+  g.elem = common_elem(op, a, operands);
+  g.cs = operands.begin()->t->desc->padded_c();
+  require_stride(op, a, g.cs, operands);
   return g;
 }
 
 void softmax_ce(const KernelArgs& a, bool backward, cudaStream_t stream, const char* op) {
-  require_fp32(a, op);
   const Shape& s = a.in[0].shape();
   SoftmaxCe c;
-  c.logits = a.in[0].f32();
+  c.elem = float_elem(op, a, a.in[0], "the logits");
+  c.logits = a.in[0].data;
   c.labels = a.in[1].i32();
   c.n = s.n;
   c.k = s.per_sample();
+  c.stride = c.k;
+  if (!a.in[0].desc->is_compact()) {
+    // Padded rows are rows only when each sample is one row of channels.
+    if (s.h * s.w != 1)
+      fail_operand(op, a, "fp16 logits " + s.str() + " with padded channels should be [N,1,1,K]");
+    c.stride = a.in[0].desc->padded_c();
+  }
+  if (float_elem(op, a, a.out[0], "the result") != Elem::F32)
+    fail_operand(op, a, "the result block should be fp32");
   c.result = a.out[0].f32();
-  if (has_out(a, 1)) (backward ? c.grad : c.confusion) = a.out[1].f32();
+  if (has_out(a, 1)) {
+    if (backward) {
+      if (common_elem(op, a, {{&a.in[0], "the logits"}, {&a.out[1], "the gradient"}}) != c.elem ||
+          a.out[1].shape() != s)
+        fail_operand(op, a, "the gradient should have the logits' shape");
+      require_stride(op, a, a.in[0].desc->padded_c(), {{&a.out[1], "the gradient"}});
+      c.grad = a.out[1].data;
+    } else {
+      if (float_elem(op, a, a.out[1], "the confusion counts") != Elem::F32)
+        fail_operand(op, a, "the confusion counts should be fp32");
+      c.confusion = a.out[1].f32();
+    }
+  }
   c.accumulate = a.accumulate(1);
   c.inv_n = 1.0f / static_cast<float>(s.n);
   // Under AMP the gradient is of the scaled loss, the scale read on the device.
@@ -134,6 +190,11 @@ void softmax_ce(const KernelArgs& a, bool backward, cudaStream_t stream, const c
     throw std::logic_error(std::string("CUDA backend: ") + op + " launched without its workspace");
   c.workspace = a.workspace->data;
   launched(launch_softmax_ce(c, stream), op);
+}
+
+void copy_like(const KernelArgs& a, cudaStream_t stream, const char* op) {
+  const Elem e = common_elem(op, a, {{&a.in[0], "x"}, {&a.out[0], "y"}});
+  copy_or_add(a, 0, a.in[0], e, stream, op);
 }
 
 }  // namespace
@@ -148,13 +209,11 @@ void copy_labels(const KernelArgs& a, cudaStream_t stream) {
 
 void identity(const KernelArgs& a, cudaStream_t stream) {
   if (a.in.empty() || a.out.empty()) return;  // nothing to copy
-  require_fp32(a, "IDENTITY");
-  copy_or_add(a, 0, a.in[0].f32(), elements(a.in[0]), stream, "IDENTITY");
+  copy_like(a, stream, "IDENTITY");
 }
 
 void flatten(const KernelArgs& a, cudaStream_t stream) {
-  require_fp32(a, "FLATTEN");
-  copy_or_add(a, 0, a.in[0].f32(), elements(a.in[0]), stream, "FLATTEN");
+  copy_like(a, stream, "FLATTEN");
 }
 
 void relu_fwd(const KernelArgs& a, cudaStream_t stream) {
@@ -177,22 +236,39 @@ void silu_bwd(const KernelArgs& a, cudaStream_t stream) {
 }
 
 void add_fwd(const KernelArgs& a, cudaStream_t stream) {
-  require_fp32(a, "ADD_FWD");
-  launched(launch_add(a.in[0].f32(), a.in[1].f32(), a.out[0].f32(), elements(a.out[0]), stream),
-           "ADD_FWD");
+  constexpr const char* op = "ADD_FWD";
+  const Elem e = common_elem(op, a, {{&a.in[0], "x0"}, {&a.in[1], "x1"}, {&a.out[0], "y"}});
+  const FeatureView x0 = feature_view(a.in[0]), x1 = feature_view(a.in[1]),
+                    y = feature_view(a.out[0]);
+  if (a.in[0].shape() != a.out[0].shape() || a.in[1].shape() != a.out[0].shape() ||
+      !same_layout(x0, y) || !same_layout(x1, y))
+    fail_operand(op, a, "both inputs and y should have one shape");
+  launched(launch_sum(e, elements(a.out[0]), x0, &x1, y, false, stream), op);
 }
 
 void add_bwd(const KernelArgs& a, cudaStream_t stream) {
-  require_fp32(a, "ADD_BWD");
-  const uint64_t n = elements(a.in[0]);
-  // In order on one stream: when both outputs are one tensor, out[1] carries
-  // the accumulate flag and adds onto what out[0] just wrote.
-  copy_or_add(a, 0, a.in[0].f32(), n, stream, "ADD_BWD");
-  copy_or_add(a, 1, a.in[0].f32(), n, stream, "ADD_BWD");
+  constexpr const char* op = "ADD_BWD";
+  const TensorArg none{};
+  const Elem e = common_elem(op, a,
+                             {{&a.in[0], "dy"},
+                              {has_out(a, 0) ? &a.out[0] : &none, "dx0"},
+                              {has_out(a, 1) ? &a.out[1] : &none, "dx1"}});
+  // When both outputs are one tensor, out[1] carries the accumulate flag and
+  // adds onto what out[0] wrote: one pass adds dy twice, rounding once.
+  if (has_out(a, 0) && has_out(a, 1) && a.out[0].data == a.out[1].data) {
+    copy_or_add(a, 0, a.in[0], e, stream, op, true);
+    return;
+  }
+  copy_or_add(a, 0, a.in[0], e, stream, op);
+  copy_or_add(a, 1, a.in[0], e, stream, op);
 }
 
 void dropout_fwd(const KernelArgs& a, cudaStream_t stream) {
-  require_fp32(a, "DROPOUT_FWD");
+  constexpr const char* op = "DROPOUT_FWD";
+  const Elem e = common_elem(op, a, {{&a.in[0], "x"}, {&a.out[0], "y"}});
+  require_mask(a, a.out[1], a.in[0], op);
+  if (a.out[0].shape() != a.in[0].shape() || a.out[0].desc->padded_c() != a.in[0].desc->padded_c())
+    fail_operand(op, a, "x and y should have one shape");
   const Shape& s = a.in[0].shape();
   const double p = layer_params(a).p;
   DropoutDraw d;
@@ -202,64 +278,73 @@ void dropout_fwd(const KernelArgs& a, cudaStream_t stream) {
   d.scale = keep_scale(p);
   // Ranks draw disjoint slices of one global batch, as on the CPU.
   d.first = static_cast<uint64_t>(a.rank) * static_cast<uint64_t>(s.elements());
-  launched(launch_dropout_fwd(a.in[0].f32(), a.out[0].f32(), a.out[1].i8(),
-                              rows_of(s, a.out[1].desc->padded_c()), d,
-                              scalar_at(a, ScalarSlot::STEP), stream),
-           "DROPOUT_FWD");
+  launched(launch_dropout_fwd(e, a.in[0].data, a.out[0].data, a.out[1].i8(),
+                              rows_of(a, a.in[0], a.out[1], op), d, scalar_at(a, ScalarSlot::STEP),
+                              stream),
+           op);
 }
 
 void dropout_bwd(const KernelArgs& a, cudaStream_t stream) {
+  constexpr const char* op = "DROPOUT_BWD";
   if (!has_out(a, 0)) return;
-  require_fp32(a, "DROPOUT_BWD");
-  launched(launch_dropout_bwd(a.in[0].i8(), a.in[1].f32(), a.out[0].f32(),
-                              rows_of(a.in[1].shape(), a.in[0].desc->padded_c()),
-                              keep_scale(layer_params(a).p), a.accumulate(0), stream),
-           "DROPOUT_BWD");
+  const Elem e = common_elem(op, a, {{&a.in[1], "dy"}, {&a.out[0], "dx"}});
+  require_mask(a, a.in[0], a.in[1], op);
+  if (a.out[0].shape() != a.in[1].shape() || a.out[0].desc->padded_c() != a.in[1].desc->padded_c())
+    fail_operand(op, a, "dy and dx should have one shape");
+  launched(launch_dropout_bwd(e, a.in[0].i8(), a.in[1].data, a.out[0].data,
+                              rows_of(a, a.in[1], a.in[0], op), keep_scale(layer_params(a).p),
+                              a.accumulate(0), stream),
+           op);
 }
 
 void maxpool_fwd(const KernelArgs& a, cudaStream_t stream) {
-  require_fp32(a, "MAXPOOL_FWD");
-  const PoolGeometry g = geometry(a.in[0].shape(), a.out[0].shape(), layer_params(a));
-  launched(launch_maxpool_fwd(g, a.in[0].f32(), a.out[0].f32(), stream), "MAXPOOL_FWD");
+  constexpr const char* op = "MAXPOOL_FWD";
+  const PoolGeometry g = pool_geometry(a, a.in[0].shape(), a.out[0].shape(), layer_params(a),
+                                       {{&a.in[0], "x"}, {&a.out[0], "y"}}, op);
+  launched(launch_maxpool_fwd(g, a.in[0].data, a.out[0].data, stream), op);
 }
 
 void maxpool_bwd(const KernelArgs& a, cudaStream_t stream) {
+  constexpr const char* op = "MAXPOOL_BWD";
   if (!has_out(a, 0)) return;
-  require_fp32(a, "MAXPOOL_BWD");
-  const PoolGeometry g = geometry(a.in[0].shape(), a.in[1].shape(), layer_params(a));
-  launched(launch_maxpool_bwd(g, a.in[0].f32(), a.in[1].f32(), a.in[2].f32(), a.out[0].f32(),
+  const PoolGeometry g =
+      pool_geometry(a, a.in[0].shape(), a.in[1].shape(), layer_params(a),
+                    {{&a.in[0], "x"}, {&a.in[1], "y"}, {&a.in[2], "dy"}, {&a.out[0], "dx"}}, op);
+  launched(launch_maxpool_bwd(g, a.in[0].data, a.in[1].data, a.in[2].data, a.out[0].data,
                               a.accumulate(0), stream),
-           "MAXPOOL_BWD");
+           op);
 }
 
 void avgpool_fwd(const KernelArgs& a, cudaStream_t stream) {
-  require_fp32(a, "AVGPOOL_FWD");
-  const PoolGeometry g = geometry(a.in[0].shape(), a.out[0].shape(), layer_params(a));
-  launched(launch_avgpool_fwd(g, a.in[0].f32(), a.out[0].f32(), stream), "AVGPOOL_FWD");
+  constexpr const char* op = "AVGPOOL_FWD";
+  const PoolGeometry g = pool_geometry(a, a.in[0].shape(), a.out[0].shape(), layer_params(a),
+                                       {{&a.in[0], "x"}, {&a.out[0], "y"}}, op);
+  launched(launch_avgpool_fwd(g, a.in[0].data, a.out[0].data, stream), op);
 }
 
 void avgpool_bwd(const KernelArgs& a, cudaStream_t stream) {
+  constexpr const char* op = "AVGPOOL_BWD";
   if (!has_out(a, 0)) return;
-  require_fp32(a, "AVGPOOL_BWD");
-  const PoolGeometry g = geometry(a.out[0].shape(), a.in[0].shape(), layer_params(a));
-  launched(launch_avgpool_bwd(g, a.in[0].f32(), a.out[0].f32(), a.accumulate(0), stream),
-           "AVGPOOL_BWD");
+  const PoolGeometry g = pool_geometry(a, a.out[0].shape(), a.in[0].shape(), layer_params(a),
+                                       {{&a.in[0], "dy"}, {&a.out[0], "dx"}}, op);
+  launched(launch_avgpool_bwd(g, a.in[0].data, a.out[0].data, a.accumulate(0), stream), op);
 }
 
 void gap_fwd(const KernelArgs& a, cudaStream_t stream) {
-  require_fp32(a, "GAP_FWD");
+  constexpr const char* op = "GAP_FWD";
   const Shape& s = a.in[0].shape();
-  launched(launch_gap_fwd(geometry(s, s, LayerParams{}), a.in[0].f32(), a.out[0].f32(), stream),
-           "GAP_FWD");
+  const PoolGeometry g =
+      pool_geometry(a, s, s, LayerParams{}, {{&a.in[0], "x"}, {&a.out[0], "y"}}, op);
+  launched(launch_gap_fwd(g, a.in[0].data, a.out[0].data, stream), op);
 }
 
 void gap_bwd(const KernelArgs& a, cudaStream_t stream) {
+  constexpr const char* op = "GAP_BWD";
   if (!has_out(a, 0)) return;
-  require_fp32(a, "GAP_BWD");
   const Shape& s = a.out[0].shape();
-  launched(launch_gap_bwd(geometry(s, s, LayerParams{}), a.in[0].f32(), a.out[0].f32(),
-                          a.accumulate(0), stream),
-           "GAP_BWD");
+  const PoolGeometry g =
+      pool_geometry(a, s, s, LayerParams{}, {{&a.in[0], "dy"}, {&a.out[0], "dx"}}, op);
+  launched(launch_gap_bwd(g, a.in[0].data, a.out[0].data, a.accumulate(0), stream), op);
 }
 
 void softmax_ce_fwd_bwd(const KernelArgs& a, cudaStream_t stream) {

@@ -2,8 +2,10 @@
 // Launchers of the CUDA compute kernels that are our own (activations, add,
 // copies, dropout, pooling, softmax cross-entropy): each unpacks the
 // resolved KernelArgs on the host and launches on `stream`, honouring the
-// accumulate flags as the CPU twin in backends/cpu/kernels does. FP32 only
-// for now: an FP16 operand throws rather than being misread.
+// accumulate flags as the CPU twin in backends/cpu/kernels does. Features
+// and gradients are FP32 (compact) or FP16 (AMP; channels padded as the
+// plan lays them out), computed in FP32 and rounded once; an op whose
+// operands mix the two, or take another dtype, throws std::invalid_argument.
 #pragma once
 
 #include <cuda_runtime_api.h>

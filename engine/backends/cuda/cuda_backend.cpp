@@ -9,6 +9,12 @@
 //   events recorded inside a capture become dependencies, not timestamps.
 // - Host collectives meet in a rendezvous (host_collectives.h) so that one
 //   host thread may issue them for every rank.
+// - Two measuring modes (CudaBackendOptions): one CUDA stream for all five
+//   StreamKinds, and "capture" that records launches instead of capturing
+//   them and replays them one by one (what a framework without graphs does).
+// - Across machines each process holds its node's ranks of a global world:
+//   node 0 makes the NCCL unique id, the TCP rendezvous carries it to every
+//   node, and each creates its communicators with ncclCommInitRank.
 #include "backends/cuda/cuda_backend.h"
 
 #include <cuda_runtime_api.h>
@@ -18,6 +24,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -27,10 +34,11 @@
 #include <string>
 #include <utility>
 
-#include "backends/cuda/cublas_handles.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/host_collectives.h"
+#include "backends/cuda/stream_handles.h"
+#include "net/tcp_rendezvous.h"
 
 namespace tr::cuda {
 
@@ -72,21 +80,43 @@ struct Timed {
   cudaEvent_t start = nullptr, end = nullptr;
 };
 
+// One step of a graph recorded instead of captured (CudaBackendOptions::capture
+// off), replayed as it was issued.
+struct RecordedOp {
+  enum class Kind { LAUNCH, RECORD, WAIT } kind = Kind::LAUNCH;
+  StreamKind stream = StreamKind::COMP_1;
+  Launch launch;      // LAUNCH (a host function's lives in `host_call`)
+  EventId event = 0;  // RECORD, WAIT
+  HostCall* host_call = nullptr;
+};
+
+// A GraphHandle's graph: an instantiated CUDA graph, or a recorded program.
+struct GraphSlot {
+  cudaGraphExec_t exec = nullptr;
+  std::vector<RecordedOp> program;
+  StreamKind primary = StreamKind::COMP_1;  // where the program began and joined back
+};
+
 struct Rank {
   int device = 0;
+  // All five the same stream when the backend runs on one stream.
   std::array<cudaStream_t, kNumStreams> streams{};
   cudaStream_t clock = nullptr;  // idle: the profiling origin completes at once there
   uint8_t* arena = nullptr;
   std::vector<cudaEvent_t> events;
-  std::vector<cudaGraphExec_t> graphs;
+  std::vector<GraphSlot> graphs;
   bool capturing = false;
+  bool recording = false;  // capturing by recording (capture off)
+  std::vector<RecordedOp> recorded;
+  cudaEvent_t bridge_event = nullptr;  // replay's join to the launch stream
   StreamKind primary = StreamKind::COMP_1;
   std::array<StreamWorkspace, kNumStreams> workspaces{};
-  // One cuBLAS handle a stream, made at the first GEMM on it (cublas_handles.h).
-  std::unique_ptr<CublasHandles> blas;
+  // One cuBLAS and one cuDNN handle a stream, made at first use (stream_handles.h).
+  std::unique_ptr<StreamHandles> handles;
   std::vector<void*> retired;  // workspaces replaced by larger ones
   std::deque<HostCall> kept;   // host functions of captured graphs
   ncclComm_t comm = nullptr;
+  int32_t* vote = nullptr;  // across nodes: any_process's one int
   bool grouping = false;
   HostBatch group;
   std::vector<Timed> timed;
@@ -111,12 +141,16 @@ class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(const CudaBackendOptions& o)
       : devices_(o.devices),
+        capture_(o.capture),
         rendezvous_(static_cast<int>(o.devices.size()),
                     [this](const std::vector<HostBatch>& round) { issue(round); }) {
     origin_ = std::chrono::steady_clock::now();
     if (devices_.empty()) throw std::invalid_argument("CUDA backend: no devices given");
     if (std::set<int>(devices_.begin(), devices_.end()).size() != devices_.size())
       throw std::invalid_argument("CUDA backend: a device appears twice in the device list");
+    if (o.streams != 1 && o.streams != kNumStreams)
+      throw std::invalid_argument("CUDA backend: " + std::to_string(o.streams) +
+                                  " streams asked for; 5 (one per StreamKind) or 1");
     int count = 0;
     TR_CUDA_CHECK(cudaGetDeviceCount(&count), -1);
     for (int d : devices_)
@@ -130,17 +164,25 @@ class CudaBackend final : public Backend {
         r.device = d;
         DeviceScope scope(d);
         // Non-blocking: the legacy default stream would serialise with every stream.
-        for (cudaStream_t& s : r.streams)
-          TR_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), d);
+        for (size_t i = 0; i < r.streams.size(); ++i) {
+          if (o.streams == 1 && i > 0) {
+            r.streams[i] = r.streams[0];
+            continue;
+          }
+          TR_CUDA_CHECK(cudaStreamCreateWithFlags(&r.streams[i], cudaStreamNonBlocking), d);
+        }
         TR_CUDA_CHECK(cudaStreamCreateWithFlags(&r.clock, cudaStreamNonBlocking), d);
-        r.blas = std::make_unique<CublasHandles>(d);
-        for (cudaStream_t s : r.streams) r.blas->adopt(s);
+        r.handles = std::make_unique<StreamHandles>(d);
+        for (cudaStream_t s : distinct_streams(r)) r.handles->adopt(s);
         TR_CUDA_CHECK(cudaEventCreate(&r.origin), d);
       }
       std::vector<ncclComm_t> comms(devices_.size());
-      TR_NCCL_CHECK(
-          ncclCommInitAll(comms.data(), static_cast<int>(devices_.size()), devices_.data()),
-          devices_.front());
+      if (o.nodes.across_nodes())
+        init_across_nodes(o, comms);
+      else
+        TR_NCCL_CHECK(
+            ncclCommInitAll(comms.data(), static_cast<int>(devices_.size()), devices_.data()),
+            devices_.front());
       for (size_t i = 0; i < comms.size(); ++i) ranks_[i]->comm = comms[i];
       if (o.profiling) set_profiling(true);
     } catch (...) {
@@ -153,6 +195,70 @@ class CudaBackend final : public Backend {
 
   std::string name() const override { return "cuda"; }
   int world_size() const override { return static_cast<int>(ranks_.size()); }
+  int global_world() const override { return global_world_ ? global_world_ : world_size(); }
+  int global_rank(int local_rank) const override { return first_rank_ + local_rank; }
+
+  // A max all-reduce of one int over every rank of every node. The trainer
+  // calls it between steps with every local rank thread waiting, so no host
+  // collective is queued and the UPDATE streams are idle.
+  bool any_process(bool flag) override {
+    if (global_world() == world_size()) return flag;
+    const int32_t mine = flag ? 1 : 0;
+    int32_t any = 0;
+    for (int i = 0; i < world_size(); ++i) rendezvous_.settle(i);
+    for (auto& r : ranks_) {
+      DeviceScope scope(r->device);
+      TR_CUDA_CHECK(cudaMemcpyAsync(r->vote, &mine, sizeof mine, cudaMemcpyHostToDevice,
+                                    r->streams[si(StreamKind::UPDATE)]),
+                    r->device);
+    }
+    TR_NCCL_CHECK(ncclGroupStart(), -1);
+    try {
+      for (auto& r : ranks_)
+        TR_NCCL_CHECK(ncclAllReduce(r->vote, r->vote, 1, ncclInt32, ncclMax, comm(*r),
+                                    r->streams[si(StreamKind::UPDATE)]),
+                      r->device);
+    } catch (...) {
+      (void)ncclGroupEnd();
+      throw;
+    }
+    TR_NCCL_CHECK(ncclGroupEnd(), -1);
+    Rank& first = *ranks_.front();
+    {
+      DeviceScope scope(first.device);
+      TR_CUDA_CHECK(cudaMemcpyAsync(&any, first.vote, sizeof any, cudaMemcpyDeviceToHost,
+                                    first.streams[si(StreamKind::UPDATE)]),
+                    first.device);
+    }
+    for (auto& r : ranks_) {
+      DeviceScope scope(r->device);
+      TR_CUDA_CHECK(cudaStreamSynchronize(r->streams[si(StreamKind::UPDATE)]), r->device);
+      after_synchronize(*r);
+    }
+    return any != 0;
+  }
+
+  // Portable: every device's copies see the pages as page-locked. Memory
+  // pinned before (by another rank of this process) stays pinned once.
+  void pin_host(const void* data, uint64_t bytes) override {
+    if (!data || bytes == 0) return;
+    std::lock_guard<std::mutex> lock(pin_mutex_);
+    if (pinned_.count(data)) return;
+    const cudaError_t err =
+        cudaHostRegister(const_cast<void*>(data), bytes, cudaHostRegisterPortable);
+    if (err == cudaErrorHostMemoryAlreadyRegistered) {
+      (void)cudaGetLastError();
+      return;
+    }
+    check_cuda(err, ("cudaHostRegister of " + std::to_string(bytes) + " staging bytes").c_str(),
+               devices_.front());
+    pinned_.insert(data);
+  }
+
+  void unpin_host(const void* data) override {
+    std::lock_guard<std::mutex> lock(pin_mutex_);
+    if (pinned_.erase(data)) (void)cudaHostUnregister(const_cast<void*>(data));
+  }
 
   void allocate_arenas(uint64_t bytes) override {
     for (auto& rp : ranks_) {
@@ -192,12 +298,22 @@ class CudaBackend final : public Backend {
 
   void record(int rank, StreamKind stream, EventId id) override {
     Rank& r = ready(rank);
+    if (r.recording) {
+      (void)event(r, id);
+      r.recorded.push_back({RecordedOp::Kind::RECORD, stream, {}, id, nullptr});
+      return;
+    }
     DeviceScope scope(r.device);
     TR_CUDA_CHECK(cudaEventRecord(event(r, id), r.streams[si(stream)]), r.device);
   }
 
   void wait(int rank, StreamKind stream, EventId id) override {
     Rank& r = ready(rank);
+    if (r.recording) {
+      (void)event(r, id);
+      r.recorded.push_back({RecordedOp::Kind::WAIT, stream, {}, id, nullptr});
+      return;
+    }
     DeviceScope scope(r.device);
     // Never recorded: completes at once, as the CPU backend's wait does.
     TR_CUDA_CHECK(cudaStreamWaitEvent(r.streams[si(stream)], event(r, id), 0), r.device);
@@ -219,9 +335,18 @@ class CudaBackend final : public Backend {
 
   void enqueue(int rank, StreamKind stream, Launch launch) override {
     Rank& r = ready(rank);
+    if (r.recording) {
+      record_launch(r, stream, std::move(launch));
+      return;
+    }
     DeviceScope scope(r.device);
-    cudaStream_t s = r.streams[si(stream)];
     launch.tag.stream = stream;
+    run_launch(r, stream, launch);
+  }
+
+  // One launch on its stream now: inside a capture it becomes a graph node.
+  void run_launch(Rank& r, StreamKind stream, const Launch& launch) {
+    cudaStream_t s = r.streams[si(stream)];
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     TR_CUDA_CHECK(cudaStreamIsCapturing(s, &status), r.device);
     const bool captured = status != cudaStreamCaptureStatusNone;
@@ -244,7 +369,7 @@ class CudaBackend final : public Backend {
                       r.device);
         break;
       case LaunchKind::HOST_FUNC:
-        host_func(r, s, std::move(launch.host_func), captured);
+        host_func(r, s, launch.host_func, captured);
         break;
       case LaunchKind::COLLECTIVE:
         collective(r, s, launch);
@@ -261,6 +386,12 @@ class CudaBackend final : public Backend {
   void begin_capture(int rank, StreamKind primary) override {
     Rank& r = ready(rank);
     if (r.capturing) throw std::logic_error("CUDA backend: capture already in progress");
+    if (!capture_) {
+      r.capturing = r.recording = true;
+      r.primary = primary;
+      r.recorded.clear();
+      return;
+    }
     DeviceScope scope(r.device);
     TR_CUDA_CHECK(cudaStreamBeginCapture(r.streams[si(primary)], cudaStreamCaptureModeRelaxed),
                   r.device);
@@ -272,6 +403,11 @@ class CudaBackend final : public Backend {
     Rank& r = at(rank);
     if (!r.capturing || primary != r.primary)
       throw std::logic_error("CUDA backend: end_capture on a stream that is not capturing");
+    if (r.recording) {
+      r.capturing = r.recording = false;
+      r.graphs.push_back(GraphSlot{nullptr, std::exchange(r.recorded, {}), primary});
+      return static_cast<GraphHandle>(r.graphs.size() - 1);
+    }
     DeviceScope scope(r.device);
     cudaGraph_t graph = nullptr;
     const cudaError_t err = cudaStreamEndCapture(r.streams[si(primary)], &graph);
@@ -288,7 +424,7 @@ class CudaBackend final : public Backend {
     const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
     (void)cudaGraphDestroy(graph);
     check_cuda(inst, "cudaGraphInstantiate", r.device);
-    r.graphs.push_back(exec);
+    r.graphs.push_back(GraphSlot{exec, {}, primary});
     return static_cast<GraphHandle>(r.graphs.size() - 1);
   }
 
@@ -297,6 +433,11 @@ class CudaBackend final : public Backend {
     if (handle < 0 || static_cast<size_t>(handle) >= r.graphs.size())
       throw std::out_of_range("CUDA backend: no graph " + std::to_string(handle));
     if (r.capturing) throw std::logic_error("CUDA backend: graph launch inside a capture");
+    const GraphSlot& slot = r.graphs[static_cast<size_t>(handle)];
+    if (!slot.exec) {
+      replay(r, stream, slot);
+      return;
+    }
     DeviceScope scope(r.device);
     cudaStream_t s = r.streams[si(stream)];
     LaunchTag tag;
@@ -305,7 +446,7 @@ class CudaBackend final : public Backend {
     const bool timing = profiling_;
     Timed timed;
     if (timing) timed = start_timing(r, s, tag);
-    TR_CUDA_CHECK(cudaGraphLaunch(r.graphs[static_cast<size_t>(handle)], s), r.device);
+    TR_CUDA_CHECK(cudaGraphLaunch(slot.exec, s), r.device);
     if (timing) finish_timing(r, s, std::move(timed));
   }
 
@@ -324,9 +465,9 @@ class CudaBackend final : public Backend {
   void broadcast(int rank, StreamKind stream, ByteRange range, int root) override {
     Rank& r = at(rank);
     check_bytes(r, range.offset, range.bytes, "broadcast");
-    if (root < 0 || root >= world_size())
+    if (root < 0 || root >= global_world())
       throw std::out_of_range("CUDA backend: broadcast from rank " + std::to_string(root) +
-                              " in a world of " + std::to_string(world_size()));
+                              " in a world of " + std::to_string(global_world()));
     host_collective(r, stream,
                     {HostCollectiveKind::BROADCAST, r.arena + range.offset, range.bytes, root});
   }
@@ -394,7 +535,7 @@ class CudaBackend final : public Backend {
         TR_CUDA_CHECK(cudaEventElapsedTime(&start_ms, r.origin, t.start), r.device);
         TR_CUDA_CHECK(cudaEventElapsedTime(&end_ms, r.origin, t.end), r.device);
         ProfileSpan span;
-        span.rank = rank_of(r);
+        span.rank = global_rank(rank_of(r));
         span.tag = std::move(t.tag);
         span.start_us = r.origin_us + 1000.0 * start_ms;
         span.end_us = r.origin_us + 1000.0 * end_ms;
@@ -477,7 +618,7 @@ class CudaBackend final : public Backend {
     if (!k)
       throw std::logic_error("CUDA backend: no CUDA kernel for " +
                              std::string(cuda_op_name(*l.args->node)) + " yet");
-    const uint64_t need = cuda_workspace_bytes(*l.args);
+    const uint64_t need = cuda_workspace_bytes(*l.args, r.streams[si(stream)]);
     if (!need) {
       k(*l.args, r.streams[si(stream)]);
       return;
@@ -520,6 +661,69 @@ class CudaBackend final : public Backend {
     TR_CUDA_CHECK(cudaMemcpy2DAsync(r.arena + l.offset, l.pitch, l.host, row, row, l.rows,
                                     cudaMemcpyHostToDevice, s),
                   r.device);
+  }
+
+  // The rank's streams without repeats (one stream serves all five when
+  // the backend runs on one).
+  static std::vector<cudaStream_t> distinct_streams(const Rank& r) {
+    std::vector<cudaStream_t> out;
+    for (cudaStream_t s : r.streams)
+      if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+    return out;
+  }
+
+  // Capture off: what a capture would have recorded, kept for replay. Host
+  // functions run at every replay, like a captured graph's host nodes.
+  void record_launch(Rank& r, StreamKind stream, Launch launch) {
+    launch.tag.stream = stream;
+    RecordedOp op{RecordedOp::Kind::LAUNCH, stream, std::move(launch), 0, nullptr};
+    if (op.launch.kind == LaunchKind::HOST_FUNC) {
+      op.host_call = &r.kept.emplace_back(HostCall{&r, std::move(op.launch.host_func), false});
+      op.launch.host_func = nullptr;
+    }
+    r.recorded.push_back(std::move(op));
+  }
+
+  // Replays a recorded program: the launches one by one, each as its own
+  // CUDA launch (profiled per launch when profiling is on). Like a graph
+  // launched on `stream`, it starts after the work already on `stream` and
+  // the work it forked joins back there, as the capture protocol arranged.
+  void replay(Rank& r, StreamKind stream, const GraphSlot& slot) {
+    DeviceScope scope(r.device);
+    cudaStream_t launched_on = r.streams[si(stream)];
+    cudaStream_t primary = r.streams[si(slot.primary)];
+    // The program forks from its primary stream and joins back there; when
+    // launched on another stream it must start after that stream's work and
+    // finish before that stream's next work, as a graph launched there would.
+    const bool bridge = launched_on != primary;
+    if (bridge) join(r, launched_on, primary);
+    for (const RecordedOp& op : slot.program) {
+      cudaStream_t s = r.streams[si(op.stream)];
+      switch (op.kind) {
+        case RecordedOp::Kind::RECORD:
+          TR_CUDA_CHECK(cudaEventRecord(event(r, op.event), s), r.device);
+          break;
+        case RecordedOp::Kind::WAIT:
+          TR_CUDA_CHECK(cudaStreamWaitEvent(s, event(r, op.event), 0), r.device);
+          break;
+        case RecordedOp::Kind::LAUNCH:
+          if (op.host_call) {
+            TR_CUDA_CHECK(cudaLaunchHostFunc(s, run_host_call, op.host_call), r.device);
+            break;
+          }
+          run_launch(r, op.stream, op.launch);
+          break;
+      }
+    }
+    if (bridge) join(r, primary, launched_on);
+  }
+
+  // `to` waits for the work queued on `from` so far.
+  void join(Rank& r, cudaStream_t from, cudaStream_t to) {
+    if (!r.bridge_event)
+      TR_CUDA_CHECK(cudaEventCreateWithFlags(&r.bridge_event, cudaEventDisableTiming), r.device);
+    TR_CUDA_CHECK(cudaEventRecord(r.bridge_event, from), r.device);
+    TR_CUDA_CHECK(cudaStreamWaitEvent(to, r.bridge_event, 0), r.device);
   }
 
   void host_func(Rank& r, cudaStream_t s, std::function<void()> fn, bool captured) {
@@ -600,6 +804,60 @@ class CudaBackend final : public Backend {
     TR_NCCL_CHECK(ncclGroupEnd(), -1);
   }
 
+  // Node 0 makes the unique id; the rendezvous checks that the nodes agree
+  // and hands it to all. NCCL needs the local ranks' ncclCommInitRank calls
+  // in one group when one thread creates them.
+  void init_across_nodes(const CudaBackendOptions& o, std::vector<ncclComm_t>& comms) {
+    net::RendezvousOptions ro;
+    ro.address = o.nodes.rendezvous;
+    ro.nodes = o.nodes.nodes;
+    ro.node_rank = o.nodes.node_rank;
+    ro.local_ranks = static_cast<int>(devices_.size());
+    ro.fingerprint = o.fingerprint;
+    ro.timeout = o.nodes.timeout;
+    ncclUniqueId id{};
+    if (ro.node_rank == 0) {
+      TR_NCCL_CHECK(ncclGetUniqueId(&id), devices_.front());
+      ro.blob.assign(reinterpret_cast<const char*>(&id), sizeof id);
+    }
+    const net::NodeLayout layout = net::rendezvous(ro);
+    if (layout.blob.size() != sizeof id)
+      throw std::runtime_error("CUDA backend: node 0 sent an NCCL unique id of " +
+                               std::to_string(layout.blob.size()) + " bytes, this NCCL expects " +
+                               std::to_string(sizeof id) + "; use the same NCCL on every node");
+    std::memcpy(&id, layout.blob.data(), sizeof id);
+    global_world_ = layout.world;
+    first_rank_ = layout.first_global_rank();
+    for (auto& r : ranks_) {
+      DeviceScope scope(r->device);
+      void* p = nullptr;
+      TR_CUDA_CHECK(cudaMalloc(&p, sizeof(int32_t)), r->device);
+      r->vote = static_cast<int32_t*>(p);
+    }
+    TR_NCCL_CHECK(ncclGroupStart(), -1);
+    try {
+      for (size_t i = 0; i < devices_.size(); ++i) {
+        DeviceScope scope(devices_[i]);  // ncclCommInitRank takes the current device
+        TR_NCCL_CHECK(
+            ncclCommInitRank(&comms[i], layout.world, id, first_rank_ + static_cast<int>(i)),
+            devices_[i]);
+      }
+    } catch (...) {
+      (void)ncclGroupEnd();
+      destroy_comms(comms);
+      throw;
+    }
+    const ncclResult_t res = ncclGroupEnd();
+    if (res != ncclSuccess) {
+      destroy_comms(comms);
+      check_nccl(res, "ncclCommInitRank across nodes", -1);
+    }
+  }
+  static void destroy_comms(std::vector<ncclComm_t>& comms) noexcept {
+    for (ncclComm_t& c : comms)
+      if (c) (void)ncclCommDestroy(std::exchange(c, nullptr));
+  }
+
   // Frees what exists; errors are ignored (a destructor must not throw).
   void release() noexcept {
     int previous = 0;
@@ -611,29 +869,39 @@ class CudaBackend final : public Backend {
         if (s) (void)cudaStreamSynchronize(s);
       if (r.comm) (void)ncclCommDestroy(r.comm);
       r.comm = nullptr;
-      r.blas.reset();  // the streams have drained; the handles go before them
-      for (cudaGraphExec_t g : r.graphs) (void)cudaGraphExecDestroy(g);
+      if (r.vote) (void)cudaFree(r.vote);
+      r.handles.reset();  // the streams have drained; the handles go before them
+      for (GraphSlot& g : r.graphs)
+        if (g.exec) (void)cudaGraphExecDestroy(g.exec);
       for (cudaEvent_t e : r.events) (void)cudaEventDestroy(e);
       for (Timed& t : r.timed) {
         (void)cudaEventDestroy(t.start);
         (void)cudaEventDestroy(t.end);
       }
       if (r.origin) (void)cudaEventDestroy(r.origin);
+      if (r.bridge_event) (void)cudaEventDestroy(r.bridge_event);
       for (StreamWorkspace& w : r.workspaces)
         if (w.data) (void)cudaFree(w.data);
       for (void* p : r.retired) (void)cudaFree(p);
       if (r.arena) (void)cudaFree(r.arena);
-      for (cudaStream_t s : r.streams)
+      for (cudaStream_t s : distinct_streams(r))
         if (s) (void)cudaStreamDestroy(s);
       if (r.clock) (void)cudaStreamDestroy(r.clock);
     }
     ranks_.clear();
+    for (const void* p : pinned_) (void)cudaHostUnregister(const_cast<void*>(p));
+    pinned_.clear();
     if (restore) (void)cudaSetDevice(previous);
   }
 
   std::vector<int> devices_;
+  bool capture_ = true;  // false: graphs are recorded launch lists (CudaBackendOptions)
+  std::mutex pin_mutex_;
+  std::set<const void*> pinned_;  // host memory this backend page-locked
   std::vector<std::unique_ptr<Rank>> ranks_;
   HostRendezvous rendezvous_;
+  int global_world_ = 0;  // across nodes; 0: this process is the world
+  int first_rank_ = 0;    // the global rank of local rank 0
   uint64_t arena_bytes_ = 0;
   std::chrono::steady_clock::time_point origin_;
   std::atomic<bool> profiling_{false};

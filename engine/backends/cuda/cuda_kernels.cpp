@@ -2,7 +2,7 @@
 // The CUDA backend's op -> kernel table and the launchers that unpack
 // KernelArgs for the kernels in range_kernels.cu and optimizer_kernels.cu
 // (the layer kernels' launchers are in compute_launchers.cpp, the linear
-// layers' in linear_launchers.cpp).
+// layers' in linear_launchers.cpp, the convolutions' in conv_launchers.cpp).
 #include "backends/cuda/cuda_kernels.h"
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "backends/cpu/kernels/optimizers.h"
 #include "backends/cuda/bn_launchers.h"
 #include "backends/cuda/compute_launchers.h"
+#include "backends/cuda/conv_launchers.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/linear_launchers.h"
 #include "backends/cuda/optimizer_kernels.h"
@@ -239,10 +240,17 @@ void count_update(const KernelArgs& a, cudaStream_t stream) {
 
 }  // namespace
 
+// No default: -Wswitch flags an op added to ops.h but not here.
 CudaKernel cuda_compute_kernel(ComputeOp op) noexcept {
   switch (op) {
     case ComputeOp::COPY_LABELS:
       return compute::copy_labels;
+    case ComputeOp::CONV_FWD:
+      return conv::fwd;
+    case ComputeOp::CONV_BWD:
+      return conv::bwd;
+    case ComputeOp::CONV_BWD_FIRST:
+      return conv::bwd_first;
     case ComputeOp::LINEAR_FWD:
       return linear::fwd;
     case ComputeOp::LINEAR_BWD:
@@ -308,9 +316,11 @@ CudaKernel cuda_compute_kernel(ComputeOp op) noexcept {
       return adam_bias_correction;
     case ComputeOp::COUNT_UPDATE:
       return count_update;
-    default:  // conv (cuDNN) is still to come
-      return nullptr;
+    case ComputeOp::H2D_INPUT:  // a host-to-arena copy the backend does itself
+    case ComputeOp::NUM_COMPUTE_OPS:
+      break;
   }
+  return nullptr;
 }
 
 // No default: -Wswitch flags a range op added to ops.h but not here.
@@ -360,9 +370,9 @@ std::string_view cuda_op_name(const GraphNode& node) noexcept {
   return node.kind == NodeKind::COMPUTE ? compute_op_name(node.op) : range_op_name(node.range_op);
 }
 
-uint64_t cuda_workspace_bytes(const KernelArgs& a) {
-  return std::max(
-      {compute::workspace_bytes(a), linear::workspace_bytes(a), lars_norms_workspace(a)});
+uint64_t cuda_workspace_bytes(const KernelArgs& a, cudaStream_t stream) {
+  return std::max({compute::workspace_bytes(a), linear::workspace_bytes(a),
+                   conv::workspace_bytes(a, stream), lars_norms_workspace(a)});
 }
 
 }  // namespace tr::cuda

@@ -26,9 +26,10 @@ CudaKernel cuda_kernel(const GraphNode& node) noexcept;
 // The name of the node's op, for messages.
 std::string_view cuda_op_name(const GraphNode& node) noexcept;
 
-// Stream workspace bytes the kernel for `a` needs: softmax cross-entropy's
-// per-row tallies, cuBLAS's workspace for the linear layers (cuDNN kernels
-// will add theirs).
-uint64_t cuda_workspace_bytes(const KernelArgs& a);
+// Stream workspace bytes the kernel for `a` needs when it runs on `stream`:
+// softmax cross-entropy's per-row tallies, cuBLAS's workspace for the linear
+// layers, the chosen cuDNN algorithm's for convolutions (chosen here, on
+// first sight of the geometry, through the stream's cuDNN handle).
+uint64_t cuda_workspace_bytes(const KernelArgs& a, cudaStream_t stream = nullptr);
 
 }  // namespace tr::cuda

@@ -2,6 +2,7 @@
 // Dropout kernels: one thread per feature element; the mask is a function of
 // the element's index alone, so any thread layout draws the CPU's mask.
 #include "backends/cuda/dropout_kernels.h"
+#include "backends/cuda/half_io.cuh"
 #include "backends/cuda/launch_config.cuh"
 
 namespace tr::cuda {
@@ -29,49 +30,88 @@ __device__ inline uint64_t step_of(const float* step) {
   return s > 0.0f ? static_cast<uint64_t>(llroundf(s)) : 0;
 }
 
-__global__ void dropout_fwd_kernel(const float* x, float* y, int8_t* mask, DropoutRows rows,
+// Position i of the features (padding included): its row, its column, and
+// whether it is a value rather than a padding lane.
+__device__ inline bool place(const DropoutRows& rows, uint64_t i, uint64_t& r, uint64_t& c) {
+  if (rows.rows == 1) {
+    r = 0;
+    c = i;
+    return true;
+  }
+  const uint64_t stride = static_cast<uint64_t>(rows.feature_stride);
+  r = i / stride;
+  c = i - r * stride;
+  return c < static_cast<uint64_t>(rows.len);
+}
+
+__host__ __device__ inline uint64_t positions(const DropoutRows& rows) {
+  return static_cast<uint64_t>(rows.rows * (rows.rows == 1 ? rows.len : rows.feature_stride));
+}
+
+template <class T>
+__global__ void dropout_fwd_kernel(const T* x, T* y, int8_t* mask, DropoutRows rows,
                                    DropoutDraw draw, const float* step) {
   // Every thread derives the key itself: three mixes cost less than a
   // second launch or a shared-memory handoff.
   const uint64_t key = stream_key(draw.seed, step_of(step), draw.layer);
-  const uint64_t n = static_cast<uint64_t>(rows.rows * rows.len);
+  const uint64_t n = positions(rows);
   const uint64_t len = static_cast<uint64_t>(rows.len);
   for (uint64_t i = first_index(); i < n; i += grid_stride()) {
-    const uint64_t r = i / len, c = i - r * len;
-    const bool keep = (mix(key + (draw.first + i + 1) * kGolden) >> 32) >= draw.threshold;
+    uint64_t r, c;
+    if (!place(rows, i, r, c)) {
+      store(y, i, 0.0f);
+      continue;
+    }
+    // The draw is keyed by the element's compact index, as on the CPU.
+    const bool keep = (mix(key + (draw.first + r * len + c + 1) * kGolden) >> 32) >= draw.threshold;
     const int8_t m = keep ? 1 : 0;
     mask[r * rows.mask_stride + c] = m;
     // x * (m * scale) as the CPU computes it: a dropped inf still gives NaN.
-    y[i] = x[i] * (static_cast<float>(m) * draw.scale);
+    store(y, i, load(x, i) * (static_cast<float>(m) * draw.scale));
   }
 }
 
-__global__ void dropout_bwd_kernel(const int8_t* mask, const float* dy, float* dx, DropoutRows rows,
+template <class T>
+__global__ void dropout_bwd_kernel(const int8_t* mask, const T* dy, T* dx, DropoutRows rows,
                                    float scale, bool accumulate) {
-  const uint64_t n = static_cast<uint64_t>(rows.rows * rows.len);
-  const uint64_t len = static_cast<uint64_t>(rows.len);
+  const uint64_t n = positions(rows);
   for (uint64_t i = first_index(); i < n; i += grid_stride()) {
-    const uint64_t r = i / len, c = i - r * len;
-    const float d = dy[i] * (static_cast<float>(mask[r * rows.mask_stride + c]) * scale);
-    dx[i] = accumulate ? dx[i] + d : d;
+    uint64_t r, c;
+    if (!place(rows, i, r, c)) {
+      store(dx, i, 0.0f);
+      continue;
+    }
+    const float d = load(dy, i) * (static_cast<float>(mask[r * rows.mask_stride + c]) * scale);
+    store(dx, i, accumulate ? load(dx, i) + d : d);
   }
 }
 
 }  // namespace
 
-cudaError_t launch_dropout_fwd(const float* x, float* y, int8_t* mask, DropoutRows rows,
+cudaError_t launch_dropout_fwd(Elem e, const void* x, void* y, int8_t* mask, DropoutRows rows,
                                DropoutDraw draw, const float* step, cudaStream_t stream) {
-  const uint64_t n = static_cast<uint64_t>(rows.rows * rows.len);
-  if (n) dropout_fwd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, mask, rows, draw, step);
+  const uint64_t n = positions(rows);
+  if (n == 0) return cudaGetLastError();
+  dispatch(e, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    dropout_fwd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), mask, rows, draw, step);
+    return 0;
+  });
   return cudaGetLastError();
 }
 
-cudaError_t launch_dropout_bwd(const int8_t* mask, const float* dy, float* dx, DropoutRows rows,
-                               float scale, bool accumulate, cudaStream_t stream) {
-  const uint64_t n = static_cast<uint64_t>(rows.rows * rows.len);
-  if (n)
-    dropout_bwd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(mask, dy, dx, rows, scale,
-                                                               accumulate);
+cudaError_t launch_dropout_bwd(Elem e, const int8_t* mask, const void* dy, void* dx,
+                               DropoutRows rows, float scale, bool accumulate,
+                               cudaStream_t stream) {
+  const uint64_t n = positions(rows);
+  if (n == 0) return cudaGetLastError();
+  dispatch(e, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    dropout_bwd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
+        mask, static_cast<const T*>(dy), static_cast<T*>(dx), rows, scale, accumulate);
+    return 0;
+  });
   return cudaGetLastError();
 }
 

@@ -1,22 +1,39 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The small kernels around the linear layer's cuBLAS GEMMs, on raw device
-// pointers of row-major [rows, cols] FP32 matrices: the bias broadcast that
-// seeds the forward output, and the bias gradient's column sums.
+// pointers of row-major matrices in FP32 or FP16 storage (rows `stride`
+// elements apart; FP16 features pad their columns), computed in float: the
+// bias broadcast that seeds the forward output, the bias gradient's column
+// sums, and the add of an FP32 GEMM result into a padded FP16 gradient.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
+#include "backends/cuda/feature_view.h"
+
 namespace tr::cuda {
 
-// y[r, c] = b[c] for every row: the GEMM then adds x w^T with beta = 1.
-cudaError_t launch_bias_rows(float* y, const float* b, int64_t rows, int64_t cols,
-                             cudaStream_t stream);
+// y[r, c] = b[c] for c < cols (0 when `b` is null) and 0 in the padding
+// lanes up to `stride`: the GEMM then adds x w^T with beta = 1.
+cudaError_t launch_bias_rows(Elem e, void* y, int64_t stride, const void* b, int64_t rows,
+                             int64_t cols, cudaStream_t stream);
 
-// out[c] = sum over r of m[r, c], summed in double in a fixed order (the
-// same bits at every run, no atomics) and rounded once, as the CPU twin does.
-cudaError_t launch_column_sums(const float* m, int64_t rows, int64_t cols, float* out,
-                               cudaStream_t stream);
+// out[c] = sum over r of m[r * stride + c], summed in double in a fixed order
+// (the same bits at every run, no atomics) and rounded once to float (then
+// to half for FP16 storage, as the CPU twin's staging rounds). `m` and `out`
+// share the storage type `e`.
+cudaError_t launch_column_sums(Elem e, const void* m, int64_t stride, int64_t rows, int64_t cols,
+                               void* out, cudaStream_t stream);
+// Compact FP32 (the convolutions' bias gradient).
+inline cudaError_t launch_column_sums(const float* m, int64_t rows, int64_t cols, float* out,
+                                      cudaStream_t stream) {
+  return launch_column_sums(Elem::F32, m, cols, rows, cols, out, stream);
+}
+
+// dst (+)= src for `n` logical values: `src` compact FP32, `dst` a view in
+// storage `e`, rounded once (padding lanes written as zero).
+cudaError_t launch_store_rows(const float* src, uint64_t n, Elem e, FeatureView dst,
+                              bool accumulate, cudaStream_t stream);
 
 }  // namespace tr::cuda

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Linear layers on CUDA: the GEMMs through cuBLAS (the stream's handle, see
-// cublas_handles.h), bias broadcast and bias gradient through
+// stream_handles.h), bias broadcast and bias gradient through
 // linear_kernels.cu. Same operands, forked parts and accumulate semantics as
-// the CPU twin in backends/cpu/kernels/dense.h; FP32 only for now.
+// the CPU twin in backends/cpu/kernels/dense.h. All operands FP32, or all
+// FP16 (AMP: FP16 GEMM inputs accumulated in FP32, results rounded once;
+// features with padded channels); a mix throws std::invalid_argument.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -29,8 +31,9 @@ void bwd(const KernelArgs& a, cudaStream_t stream);
 // in [x, dy] out [dw, (db)]
 void bwd_first(const KernelArgs& a, cudaStream_t stream);
 
-// Stream workspace bytes for cuBLAS when `a` is a linear op that runs a
-// GEMM (not the DB part alone), else 0.
+// Stream workspace bytes when `a` is a linear op that runs a GEMM (not the
+// DB part alone), else 0: cuBLAS's, after room for compact FP16 copies of an
+// x (and an FP32 dx) whose padded rows are not evenly spaced.
 uint64_t workspace_bytes(const KernelArgs& a);
 
 }  // namespace linear

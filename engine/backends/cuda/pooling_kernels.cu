@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Pooling kernels: one thread per output element forward and one per input
 // element backward, channels fastest so neighbouring threads touch
-// neighbouring floats.
+// neighbouring values; templated on the storage type (float or __half),
+// the arithmetic in float either way.
+#include "backends/cuda/half_io.cuh"
 #include "backends/cuda/launch_config.cuh"
 #include "backends/cuda/pooling_kernels.h"
 
@@ -39,7 +41,7 @@ __device__ inline int64_t divisor(const PoolGeometry& g, int64_t yo, int64_t xo)
   return (min64(hs + g.kh, g.h + g.ph) - hs) * (min64(ws + g.kw, g.w + g.pw) - ws);
 }
 
-// Element i of an NHWC tensor of w columns and h rows with g.c channels:
+// Position i of an NHWC tensor of w columns and h rows, channels c apart:
 // its channel, column, row and image.
 struct NhwcIndex {
   int64_t k, col, row, b;
@@ -61,163 +63,219 @@ __device__ inline float max_step(float best, float v) {
   return (v > best || v != v) ? v : best;
 }
 
-__global__ void maxpool_fwd_kernel(PoolGeometry g, const float* x, float* y) {
-  const uint64_t n = static_cast<uint64_t>(g.n * g.oh * g.ow * g.c);
+template <class T>
+__global__ void maxpool_fwd_kernel(PoolGeometry g, const T* x, T* y) {
+  const uint64_t n = static_cast<uint64_t>(g.n * g.oh * g.ow * g.cs);
   for (uint64_t i = first_index(); i < n; i += grid_stride()) {
-    const NhwcIndex o = nhwc_index(i, g.c, g.ow, g.oh);
+    const NhwcIndex o = nhwc_index(i, g.cs, g.ow, g.oh);
     const int64_t k = o.k, xo = o.col, yo = o.row, b = o.b;
+    if (k >= g.c) {
+      store(y, i, 0.0f);
+      continue;
+    }
     int64_t r0, r1, c0, c1;
     output_window(g, yo, xo, r0, r1, c0, c1);
     // Padding is -inf: it never wins, so it is not visited.
     float best = -__int_as_float(0x7f800000);
     for (int64_t yi = r0; yi < r1; ++yi)
       for (int64_t xi = c0; xi < c1; ++xi)
-        best = max_step(best, x[((b * g.h + yi) * g.w + xi) * g.c + k]);
-    y[i] = best;
+        best = max_step(best, load(x, ((b * g.h + yi) * g.w + xi) * g.cs + k));
+    store(y, i, best);
   }
 }
 
 // Whether input (yi, xi) is the first element of window (yo, xo) equal to its
 // maximum m, scanning row-major as the CPU routes.
-__device__ inline bool first_max_at(const PoolGeometry& g, const float* xc, int64_t yo, int64_t xo,
+template <class T>
+__device__ inline bool first_max_at(const PoolGeometry& g, const T* xc, int64_t yo, int64_t xo,
                                     float m, int64_t yi, int64_t xi) {
   int64_t r0, r1, c0, c1;
   window(yo, g.sh, g.ph, g.kh, g.h, r0, r1);
   window(xo, g.sw, g.pw, g.kw, g.w, c0, c1);
   for (int64_t r = r0; r < r1; ++r)
     for (int64_t c = c0; c < c1; ++c)
-      if (xc[(r * g.w + c) * g.c] == m) return r == yi && c == xi;
+      if (load(xc, (r * g.w + c) * g.cs) == m) return r == yi && c == xi;
   return false;
 }
 
-__global__ void maxpool_bwd_kernel(PoolGeometry g, const float* x, const float* y, const float* dy,
-                                   float* dx, bool accumulate) {
-  const uint64_t n = static_cast<uint64_t>(g.n * g.h * g.w * g.c);
+template <class T>
+__global__ void maxpool_bwd_kernel(PoolGeometry g, const T* x, const T* y, const T* dy, T* dx,
+                                   bool accumulate) {
+  const uint64_t n = static_cast<uint64_t>(g.n * g.h * g.w * g.cs);
   for (uint64_t i = first_index(); i < n; i += grid_stride()) {
-    const NhwcIndex at = nhwc_index(i, g.c, g.w, g.h);
+    const NhwcIndex at = nhwc_index(i, g.cs, g.w, g.h);
     const int64_t k = at.k, xi = at.col, yi = at.row, b = at.b;
+    if (k >= g.c) {
+      store(dx, i, 0.0f);
+      continue;
+    }
     // Starting from 0 and adding every covering window's share, a zero
     // included, gives the CPU's bits (its clear, then adds; -0 becomes +0).
-    float acc = accumulate ? dx[i] : 0.0f;
-    const float* xc = x + b * g.h * g.w * g.c + k;
+    float acc = accumulate ? load(dx, i) : 0.0f;
+    const T* xc = x + b * g.h * g.w * g.cs + k;
+    const float xv = load(x, i);
     int64_t y0, y1, x0, x1;
     covering(yi, g.sh, g.ph, g.kh, g.oh, y0, y1);
     covering(xi, g.sw, g.pw, g.kw, g.ow, x0, x1);
     for (int64_t yo = y0; yo < y1; ++yo)
       for (int64_t xo = x0; xo < x1; ++xo) {
-        const int64_t o = ((b * g.oh + yo) * g.ow + xo) * g.c + k;
-        const float m = y[o];
+        const int64_t o = ((b * g.oh + yo) * g.ow + xo) * g.cs + k;
+        const float m = load(y, o);
         // A NaN input equals no maximum, so it adds zeros, as on the CPU.
-        const bool hit = x[i] == m && first_max_at(g, xc, yo, xo, m, yi, xi);
-        acc += hit ? dy[o] : 0.0f;
+        const bool hit = xv == m && first_max_at(g, xc, yo, xo, m, yi, xi);
+        acc += hit ? load(dy, o) : 0.0f;
       }
-    dx[i] = acc;
+    store(dx, i, acc);
   }
 }
 
-__global__ void avgpool_fwd_kernel(PoolGeometry g, const float* x, float* y) {
-  const uint64_t n = static_cast<uint64_t>(g.n * g.oh * g.ow * g.c);
+template <class T>
+__global__ void avgpool_fwd_kernel(PoolGeometry g, const T* x, T* y) {
+  const uint64_t n = static_cast<uint64_t>(g.n * g.oh * g.ow * g.cs);
   for (uint64_t i = first_index(); i < n; i += grid_stride()) {
-    const NhwcIndex o = nhwc_index(i, g.c, g.ow, g.oh);
+    const NhwcIndex o = nhwc_index(i, g.cs, g.ow, g.oh);
     const int64_t k = o.k, xo = o.col, yo = o.row, b = o.b;
+    if (k >= g.c) {
+      store(y, i, 0.0f);
+      continue;
+    }
     int64_t r0, r1, c0, c1;
     output_window(g, yo, xo, r0, r1, c0, c1);
     float sum = 0.0f;
     for (int64_t yi = r0; yi < r1; ++yi)
-      for (int64_t xi = c0; xi < c1; ++xi) sum += x[((b * g.h + yi) * g.w + xi) * g.c + k];
-    y[i] = sum * (1.0f / static_cast<float>(divisor(g, yo, xo)));
+      for (int64_t xi = c0; xi < c1; ++xi) sum += load(x, ((b * g.h + yi) * g.w + xi) * g.cs + k);
+    store(y, i, sum * (1.0f / static_cast<float>(divisor(g, yo, xo))));
   }
 }
 
-__global__ void avgpool_bwd_kernel(PoolGeometry g, const float* dy, float* dx, bool accumulate) {
-  const uint64_t n = static_cast<uint64_t>(g.n * g.h * g.w * g.c);
+template <class T>
+__global__ void avgpool_bwd_kernel(PoolGeometry g, const T* dy, T* dx, bool accumulate) {
+  const uint64_t n = static_cast<uint64_t>(g.n * g.h * g.w * g.cs);
   for (uint64_t i = first_index(); i < n; i += grid_stride()) {
-    const NhwcIndex at = nhwc_index(i, g.c, g.w, g.h);
+    const NhwcIndex at = nhwc_index(i, g.cs, g.w, g.h);
     const int64_t k = at.k, xi = at.col, yi = at.row, b = at.b;
+    if (k >= g.c) {
+      store(dx, i, 0.0f);
+      continue;
+    }
     int64_t y0, y1, x0, x1;
     covering(yi, g.sh, g.ph, g.kh, g.oh, y0, y1);
     covering(xi, g.sw, g.pw, g.kw, g.ow, x0, x1);
-    float acc = accumulate ? dx[i] : 0.0f;
+    float acc = accumulate ? load(dx, i) : 0.0f;
     for (int64_t yo = y0; yo < y1; ++yo)
       for (int64_t xo = x0; xo < x1; ++xo) {
         const float inv = 1.0f / static_cast<float>(divisor(g, yo, xo));
         // Rounded product, then the add: the CPU does not fuse them.
-        acc += __fmul_rn(dy[((b * g.oh + yo) * g.ow + xo) * g.c + k], inv);
+        acc += __fmul_rn(load(dy, ((b * g.oh + yo) * g.ow + xo) * g.cs + k), inv);
       }
-    dx[i] = acc;
+    store(dx, i, acc);
   }
 }
 
-__global__ void gap_fwd_kernel(PoolGeometry g, const float* x, float* y) {
-  const uint64_t n = static_cast<uint64_t>(g.n * g.c);
+template <class T>
+__global__ void gap_fwd_kernel(PoolGeometry g, const T* x, T* y) {
+  const uint64_t n = static_cast<uint64_t>(g.n * g.cs);
   const int64_t hw = g.h * g.w;
   const float inv = 1.0f / static_cast<float>(hw);
   for (uint64_t i = first_index(); i < n; i += grid_stride()) {
-    const int64_t k = static_cast<int64_t>(i % g.c), b = static_cast<int64_t>(i / g.c);
+    const int64_t k = static_cast<int64_t>(i % g.cs), b = static_cast<int64_t>(i / g.cs);
     float sum = 0.0f;
-    for (int64_t p = 0; p < hw; ++p) sum += x[(b * hw + p) * g.c + k];
-    y[i] = sum * inv;
+    if (k < g.c)
+      for (int64_t p = 0; p < hw; ++p) sum += load(x, (b * hw + p) * g.cs + k);
+    store(y, i, sum * inv);
   }
 }
 
-__global__ void gap_bwd_kernel(PoolGeometry g, const float* dy, float* dx, bool accumulate) {
-  const uint64_t n = static_cast<uint64_t>(g.n * g.h * g.w * g.c);
+template <class T>
+__global__ void gap_bwd_kernel(PoolGeometry g, const T* dy, T* dx, bool accumulate) {
+  const uint64_t n = static_cast<uint64_t>(g.n * g.h * g.w * g.cs);
   const int64_t hw = g.h * g.w;
   const float inv = 1.0f / static_cast<float>(hw);
   for (uint64_t i = first_index(); i < n; i += grid_stride()) {
-    const int64_t k = static_cast<int64_t>(i % g.c);
-    const int64_t b = static_cast<int64_t>(i / g.c) / hw;
-    const float d = __fmul_rn(dy[b * g.c + k], inv);
-    dx[i] = accumulate ? dx[i] + d : d;
+    const int64_t k = static_cast<int64_t>(i % g.cs);
+    if (k >= g.c) {
+      store(dx, i, 0.0f);
+      continue;
+    }
+    const int64_t b = static_cast<int64_t>(i / g.cs) / hw;
+    const float d = __fmul_rn(load(dy, b * g.cs + k), inv);
+    store(dx, i, accumulate ? load(dx, i) + d : d);
   }
 }
 
 uint64_t inputs(const PoolGeometry& g) {
-  return static_cast<uint64_t>(g.n * g.h * g.w * g.c);
+  return static_cast<uint64_t>(g.n * g.h * g.w * g.cs);
 }
 uint64_t outputs(const PoolGeometry& g) {
-  return static_cast<uint64_t>(g.n * g.oh * g.ow * g.c);
+  return static_cast<uint64_t>(g.n * g.oh * g.ow * g.cs);
+}
+
+// Runs launch(T*) with the storage type g.elem names.
+template <class Launch>
+cudaError_t typed(const PoolGeometry& g, uint64_t n, Launch&& launch) {
+  if (n) dispatch(g.elem, launch);
+  return cudaGetLastError();
 }
 
 }  // namespace
 
-cudaError_t launch_maxpool_fwd(const PoolGeometry& g, const float* x, float* y,
+cudaError_t launch_maxpool_fwd(const PoolGeometry& g, const void* x, void* y, cudaStream_t stream) {
+  return typed(g, outputs(g), [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    maxpool_fwd_kernel<<<blocks_for(outputs(g)), kThreads, 0, stream>>>(g, static_cast<const T*>(x),
+                                                                        static_cast<T*>(y));
+    return 0;
+  });
+}
+
+cudaError_t launch_maxpool_bwd(const PoolGeometry& g, const void* x, const void* y, const void* dy,
+                               void* dx, bool accumulate, cudaStream_t stream) {
+  return typed(g, inputs(g), [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    maxpool_bwd_kernel<<<blocks_for(inputs(g)), kThreads, 0, stream>>>(
+        g, static_cast<const T*>(x), static_cast<const T*>(y), static_cast<const T*>(dy),
+        static_cast<T*>(dx), accumulate);
+    return 0;
+  });
+}
+
+cudaError_t launch_avgpool_fwd(const PoolGeometry& g, const void* x, void* y, cudaStream_t stream) {
+  return typed(g, outputs(g), [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    avgpool_fwd_kernel<<<blocks_for(outputs(g)), kThreads, 0, stream>>>(g, static_cast<const T*>(x),
+                                                                        static_cast<T*>(y));
+    return 0;
+  });
+}
+
+cudaError_t launch_avgpool_bwd(const PoolGeometry& g, const void* dy, void* dx, bool accumulate,
                                cudaStream_t stream) {
-  if (outputs(g)) maxpool_fwd_kernel<<<blocks_for(outputs(g)), kThreads, 0, stream>>>(g, x, y);
-  return cudaGetLastError();
+  return typed(g, inputs(g), [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    avgpool_bwd_kernel<<<blocks_for(inputs(g)), kThreads, 0, stream>>>(
+        g, static_cast<const T*>(dy), static_cast<T*>(dx), accumulate);
+    return 0;
+  });
 }
 
-cudaError_t launch_maxpool_bwd(const PoolGeometry& g, const float* x, const float* y,
-                               const float* dy, float* dx, bool accumulate, cudaStream_t stream) {
-  if (inputs(g))
-    maxpool_bwd_kernel<<<blocks_for(inputs(g)), kThreads, 0, stream>>>(g, x, y, dy, dx, accumulate);
-  return cudaGetLastError();
+cudaError_t launch_gap_fwd(const PoolGeometry& g, const void* x, void* y, cudaStream_t stream) {
+  const uint64_t n = static_cast<uint64_t>(g.n * g.cs);
+  return typed(g, n, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    gap_fwd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(g, static_cast<const T*>(x),
+                                                           static_cast<T*>(y));
+    return 0;
+  });
 }
 
-cudaError_t launch_avgpool_fwd(const PoolGeometry& g, const float* x, float* y,
-                               cudaStream_t stream) {
-  if (outputs(g)) avgpool_fwd_kernel<<<blocks_for(outputs(g)), kThreads, 0, stream>>>(g, x, y);
-  return cudaGetLastError();
-}
-
-cudaError_t launch_avgpool_bwd(const PoolGeometry& g, const float* dy, float* dx, bool accumulate,
-                               cudaStream_t stream) {
-  if (inputs(g))
-    avgpool_bwd_kernel<<<blocks_for(inputs(g)), kThreads, 0, stream>>>(g, dy, dx, accumulate);
-  return cudaGetLastError();
-}
-
-cudaError_t launch_gap_fwd(const PoolGeometry& g, const float* x, float* y, cudaStream_t stream) {
-  const uint64_t n = static_cast<uint64_t>(g.n * g.c);
-  if (n) gap_fwd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(g, x, y);
-  return cudaGetLastError();
-}
-
-cudaError_t launch_gap_bwd(const PoolGeometry& g, const float* dy, float* dx, bool accumulate,
+cudaError_t launch_gap_bwd(const PoolGeometry& g, const void* dy, void* dx, bool accumulate,
                            cudaStream_t stream) {
-  if (inputs(g))
-    gap_bwd_kernel<<<blocks_for(inputs(g)), kThreads, 0, stream>>>(g, dy, dx, accumulate);
-  return cudaGetLastError();
+  return typed(g, inputs(g), [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    gap_bwd_kernel<<<blocks_for(inputs(g)), kThreads, 0, stream>>>(g, static_cast<const T*>(dy),
+                                                                   static_cast<T*>(dx), accumulate);
+    return 0;
+  });
 }
 
 }  // namespace tr::cuda

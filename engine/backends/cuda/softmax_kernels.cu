@@ -4,6 +4,7 @@
 // sums the rows in a fixed tree, which makes the loss deterministic.
 #include <cmath>
 
+#include "backends/cuda/half_io.cuh"
 #include "backends/cuda/launch_config.cuh"
 #include "backends/cuda/softmax_kernels.h"
 
@@ -54,31 +55,37 @@ __device__ inline void warp_first_max(float& v, int64_t& idx) {
   }
 }
 
+template <class T>
 __global__ void rows_kernel(SoftmaxCe s) {
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarp;
   if (i >= s.n) return;  // whole warps leave together: the shuffles stay full
   RowTally* tally = static_cast<RowTally*>(s.workspace);
-  const float* row = s.logits + i * s.k;
-  float* g = s.grad ? s.grad + i * s.k : nullptr;
+  const T* row = static_cast<const T*>(s.logits) + i * s.stride;
+  T* g = s.grad ? static_cast<T*>(s.grad) + i * s.stride : nullptr;
+  if (g)
+    for (int64_t k = s.k + lane; k < s.stride; k += kWarp) store(g, k, 0.0f);
   const int32_t label = s.labels[i];
   if (label < 0 || label >= s.k) {
     // A broken label stops the step through a NaN loss; its gradient row stays zero.
     if (lane == 0) tally[i] = {nan(""), 0, 0};
     if (g && !s.accumulate)
-      for (int64_t k = lane; k < s.k; k += kWarp) g[k] = 0.0f;
+      for (int64_t k = lane; k < s.k; k += kWarp) store(g, k, 0.0f);
     return;
   }
-  float mx = row[0];
-  for (int64_t k = lane; k < s.k; k += kWarp) mx = row[k] > mx ? row[k] : mx;
+  float mx = load(row, 0);
+  for (int64_t k = lane; k < s.k; k += kWarp) {
+    const float v = load(row, k);
+    mx = v > mx ? v : mx;
+  }
   mx = warp_max(mx);
-  const float target = row[label];
+  const float target = load(row, label);
   double sum = 0.0;
   int64_t greater = 0;
   float best = -INFINITY;
   int64_t best_idx = s.k;
   for (int64_t k = lane; k < s.k; k += kWarp) {
-    const float v = row[k];
+    const float v = load(row, k);
     sum += exp(static_cast<double>(v - mx));
     greater += v > target ? 1 : 0;
     if (v > best) {  // lanes walk k upwards: the first maximum stays
@@ -99,9 +106,9 @@ __global__ void rows_kernel(SoftmaxCe s) {
     const float inv_sum = static_cast<float>(1.0 / sum);
     for (int64_t k = lane; k < s.k; k += kWarp) {
       // Rounded steps, as the CPU does them, so no fused multiply-add drifts.
-      const float p = __fmul_rn(expf(row[k] - mx), inv_sum);
+      const float p = __fmul_rn(expf(load(row, k) - mx), inv_sum);
       const float d = __fmul_rn(p - (k == label ? 1.0f : 0.0f), scale);
-      g[k] = s.accumulate ? g[k] + d : d;
+      store(g, k, s.accumulate ? load(g, k) + d : d);
     }
   }
   if (s.confusion) {
@@ -158,7 +165,10 @@ cudaError_t launch_softmax_ce(const SoftmaxCe& s, cudaStream_t stream) {
   }
   if (s.n > 0) {
     const unsigned blocks = static_cast<unsigned>((s.n + kRowsPerBlock - 1) / kRowsPerBlock);
-    rows_kernel<<<blocks, kThreads, 0, stream>>>(s);
+    if (s.elem == Elem::F16)
+      rows_kernel<__half><<<blocks, kThreads, 0, stream>>>(s);
+    else
+      rows_kernel<float><<<blocks, kThreads, 0, stream>>>(s);
   }
   total_kernel<<<1, kThreads, 0, stream>>>(s);
   return cudaGetLastError();

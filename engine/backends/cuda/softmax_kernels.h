@@ -1,24 +1,27 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// CUDA softmax cross-entropy (FP32 logits, INT32 labels) on raw device
-// pointers, with the semantics of backends/cpu/kernels/softmax_ce.cpp: the
-// result block gets the summed loss, top-1 and top-5 hits and the row count;
-// the logits' gradient or the confusion counts go to the second output.
-// Rows are tallied into a workspace and summed in a fixed order, so the
-// loss does not depend on scheduling.
+// CUDA softmax cross-entropy (FP32 or FP16 logits and gradient, computed in
+// FP32; INT32 labels) on raw device pointers, with the semantics of
+// backends/cpu/kernels/softmax_ce.cpp: the result block gets the summed loss, top-1 and top-5 hits
+// and the row count; the logits' gradient or the confusion counts go to the second output. Rows are
+// tallied into a workspace and summed in a fixed order, so the loss does not depend on scheduling.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
+#include "backends/cuda/feature_view.h"
+
 namespace tr::cuda {
 
 struct SoftmaxCe {
-  const float* logits = nullptr;  // n x k
+  const void* logits = nullptr;  // n rows of k, `stride` elements apart
   const int32_t* labels = nullptr;
   int64_t n = 0, k = 0;
+  int64_t stride = 0;          // of logits and grad (>= k; grad's padding lanes written as zero)
+  Elem elem = Elem::F32;       // storage of logits and grad
   float* result = nullptr;     // loss, top-1, top-5, n
-  float* grad = nullptr;       // n x k, or null
+  void* grad = nullptr;        // like the logits, or null
   float* confusion = nullptr;  // k x k (label, prediction), or null
   bool accumulate = false;     // into grad or confusion
   float inv_n = 1.0f;          // 1 / n

@@ -1,0 +1,488 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Convolution launchers through cuDNN's convolution API (see conv_launchers.h).
+//
+// One ConvPlan per (device, geometry, dtype, math mode, direction) holds the
+// descriptors and the chosen algorithm for the process: the runtime sizes the
+// stream workspaces before each launch is captured, which is where a plan is
+// made, so a captured graph never depends on a choice made later.
+//
+// The choice is cuDNN's heuristic ranking (the *_v7 queries: host-side, safe
+// while a stream captures), filtered to deterministic algorithms whose
+// workspace fits kWorkspaceCap; the first of those wins. Determinism keeps a
+// seed's run identical from run to run, which the rest of the backend keeps
+// too (fixed-order reductions); an algorithm that is not deterministic is
+// taken only when no deterministic one qualifies.
+#include "backends/cuda/conv_launchers.h"
+
+#include <array>
+#include <climits>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/linear_kernels.h"
+#include "backends/cuda/linear_launchers.h"
+#include "backends/cuda/operand_checks.h"
+#include "backends/cuda/stream_handles.h"
+
+namespace tr::cuda::conv {
+
+namespace {
+
+// A generous cap: the stream workspace is shared by every kernel on the
+// stream and sized to the largest need, so one greedy algorithm sets it.
+constexpr uint64_t kWorkspaceCap = uint64_t{512} << 20;
+
+[[noreturn]] void fail(const char* op, const KernelArgs& a, const std::string& what) {
+  fail_operand(op, a, what);
+}
+
+// ---------------------------------------------------------------------------
+// Geometry: x [N,H,W,Ci], w [Co,kh,kw,Ci], y [N,Ho,Wo,Co], as the CPU twin.
+
+struct Geom {
+  int64_t n, h, w, ci, co, kh, kw, sh, sw, ph, pw, ho, wo;
+};
+
+Geom geom(const char* op, const KernelArgs& a, const Shape& x, const Shape& w, const Shape& y) {
+  if (!a.layer) fail(op, a, "no layer to read the stride and padding from");
+  const LayerParams& p = a.layer->params;
+  const Geom g{x.n,        x.h,        x.w,     x.c,     w.n, w.h, w.w,
+               p.stride_h, p.stride_w, p.pad_h, p.pad_w, y.h, y.w};
+  if (w.c != x.c)
+    fail(op, a, "weights " + w.str() + " do not match input " + x.str() + " (channels)");
+  if (y.c != w.n || y.n != x.n)
+    fail(op, a,
+         "output " + y.str() + " does not match weights " + w.str() + " and input " + x.str());
+  if (w.h != p.kernel_h || w.w != p.kernel_w)
+    fail(op, a,
+         "weights " + w.str() + " do not match the kernel size " + std::to_string(p.kernel_h) +
+             "x" + std::to_string(p.kernel_w));
+  if (g.sh < 1 || g.sw < 1 || g.ph < 0 || g.pw < 0) fail(op, a, "bad stride or padding");
+  const int64_t ho = (g.h + 2 * g.ph - g.kh) / g.sh + 1;
+  const int64_t wo = (g.w + 2 * g.pw - g.kw) / g.sw + 1;
+  if (ho != g.ho || wo != g.wo || ho < 1 || wo < 1)
+    fail(op, a,
+         "output " + y.str() + " should be " + std::to_string(ho) + "x" + std::to_string(wo) +
+             " spatially for input " + x.str());
+  return g;
+}
+
+// ---------------------------------------------------------------------------
+// Plans: descriptors plus the chosen algorithm, one per direction.
+
+enum class Direction : int64_t { FWD, BWD_DATA, BWD_FILTER };
+
+const char* direction_name(Direction d) {
+  switch (d) {
+    case Direction::FWD:
+      return "forward";
+    case Direction::BWD_DATA:
+      return "backward data";
+    case Direction::BWD_FILTER:
+      return "backward filter";
+  }
+  return "?";
+}
+
+// Channel strides of x and y: an FP16 feature may pad C (DTensor::padded_c),
+// which cuDNN reads as an NHWC tensor with a wider pixel stride.
+struct Layout {
+  Geom g;
+  cudnnDataType_t dtype;
+  int64_t x_cstride, y_cstride;  // elements between pixels
+  bool strict;                   // FP32 without TF32 (Fp32Gemm::STRICT)
+  int device;
+  Direction dir;
+};
+
+using PlanKey = std::array<int64_t, 19>;
+
+PlanKey key_of(const Layout& l) {
+  const Geom& g = l.g;
+  return {g.n,
+          g.h,
+          g.w,
+          g.ci,
+          g.co,
+          g.kh,
+          g.kw,
+          g.sh,
+          g.sw,
+          g.ph,
+          g.pw,
+          g.ho,
+          g.wo,
+          l.dtype,
+          l.x_cstride,
+          l.y_cstride,
+          l.strict,
+          l.device,
+          static_cast<int64_t>(l.dir)};
+}
+
+struct PlanKeyHash {
+  size_t operator()(const PlanKey& k) const noexcept {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t v : k) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+    return static_cast<size_t>(h);
+  }
+};
+
+int as_int(int64_t v, const char* what) {
+  if (v > INT_MAX || v < 0)
+    throw std::invalid_argument(std::string("CUDA convolution: ") + what +
+                                " exceeds cuDNN's int range");
+  return static_cast<int>(v);
+}
+
+class ConvPlan {
+ public:
+  explicit ConvPlan(const Layout& l) : dir_(l.dir) {
+    const int dev = l.device;
+    check_cudnn(cudnnCreateTensorDescriptor(&x_), "cudnnCreateTensorDescriptor", dev);
+    check_cudnn(cudnnCreateTensorDescriptor(&y_), "cudnnCreateTensorDescriptor", dev);
+    check_cudnn(cudnnCreateTensorDescriptor(&bias_), "cudnnCreateTensorDescriptor", dev);
+    check_cudnn(cudnnCreateFilterDescriptor(&w_), "cudnnCreateFilterDescriptor", dev);
+    check_cudnn(cudnnCreateConvolutionDescriptor(&conv_), "cudnnCreateConvolutionDescriptor", dev);
+    const Geom& g = l.g;
+    set_nhwc(x_, l.dtype, g.n, g.ci, g.h, g.w, l.x_cstride, dev);
+    set_nhwc(y_, l.dtype, g.n, g.co, g.ho, g.wo, l.y_cstride, dev);
+    set_nhwc(bias_, l.dtype, 1, g.co, 1, 1, g.co, dev);
+    // NHWC filters are [K, R, S, C]: our OHWI weights as they lie.
+    check_cudnn(
+        cudnnSetFilter4dDescriptor(w_, l.dtype, CUDNN_TENSOR_NHWC, as_int(g.co, "Co"),
+                                   as_int(g.ci, "Ci"), as_int(g.kh, "kh"), as_int(g.kw, "kw")),
+        "cudnnSetFilter4dDescriptor", dev);
+    // FP32 accumulation for FP16 data too (mixed precision, not true half).
+    check_cudnn(cudnnSetConvolution2dDescriptor(conv_, as_int(g.ph, "pad"), as_int(g.pw, "pad"),
+                                                as_int(g.sh, "stride"), as_int(g.sw, "stride"), 1,
+                                                1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                "cudnnSetConvolution2dDescriptor", dev);
+    // TF32 or FP16 tensor cores unless strict FP32 asks for plain FMA.
+    math_ = l.strict ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+    check_cudnn(cudnnSetConvolutionMathType(conv_, math_), "cudnnSetConvolutionMathType", dev);
+  }
+  ~ConvPlan() {
+    (void)cudnnDestroyTensorDescriptor(x_);
+    (void)cudnnDestroyTensorDescriptor(y_);
+    (void)cudnnDestroyTensorDescriptor(bias_);
+    (void)cudnnDestroyFilterDescriptor(w_);
+    (void)cudnnDestroyConvolutionDescriptor(conv_);
+  }
+  ConvPlan(const ConvPlan&) = delete;
+  ConvPlan& operator=(const ConvPlan&) = delete;
+
+  // Ranks cuDNN's candidates for this direction and keeps one (see the top).
+  void choose(cudnnHandle_t h, bool strict, int dev) {
+    switch (dir_) {
+      case Direction::FWD: {
+        std::vector<cudnnConvolutionFwdAlgoPerf_t> r(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+        int got = 0;
+        check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(
+                        h, x_, w_, conv_, y_, static_cast<int>(r.size()), &got, r.data()),
+                    "cudnnGetConvolutionForwardAlgorithm_v7", dev);
+        r.resize(static_cast<size_t>(got));
+        pick(r, strict, dev);
+        break;
+      }
+      case Direction::BWD_DATA: {
+        std::vector<cudnnConvolutionBwdDataAlgoPerf_t> r(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+        int got = 0;
+        check_cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                        h, w_, y_, conv_, x_, static_cast<int>(r.size()), &got, r.data()),
+                    "cudnnGetConvolutionBackwardDataAlgorithm_v7", dev);
+        r.resize(static_cast<size_t>(got));
+        pick(r, strict, dev);
+        break;
+      }
+      case Direction::BWD_FILTER: {
+        std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> r(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+        int got = 0;
+        check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                        h, x_, y_, conv_, w_, static_cast<int>(r.size()), &got, r.data()),
+                    "cudnnGetConvolutionBackwardFilterAlgorithm_v7", dev);
+        r.resize(static_cast<size_t>(got));
+        pick(r, strict, dev);
+        break;
+      }
+    }
+  }
+
+  uint64_t workspace() const { return workspace_; }
+
+  void forward(cudnnHandle_t h, const void* x, const void* w, void* y, float beta,
+               const StreamWorkspace& ws) const {
+    const float alpha = 1.0f;
+    check_cudnn(cudnnConvolutionForward(h, &alpha, x_, x, w_, w, conv_,
+                                        static_cast<cudnnConvolutionFwdAlgo_t>(algo_), ws.data,
+                                        workspace_, &beta, y_, y),
+                "cudnnConvolutionForward", current_device());
+  }
+  void add_bias(cudnnHandle_t h, const void* b, void* y) const {
+    const float one = 1.0f;
+    check_cudnn(cudnnAddTensor(h, &one, bias_, b, &one, y_, y), "cudnnAddTensor (bias)",
+                current_device());
+  }
+  void backward_data(cudnnHandle_t h, const void* w, const void* dy, void* dx, float beta,
+                     const StreamWorkspace& ws) const {
+    const float alpha = 1.0f;
+    check_cudnn(cudnnConvolutionBackwardData(h, &alpha, w_, w, y_, dy, conv_,
+                                             static_cast<cudnnConvolutionBwdDataAlgo_t>(algo_),
+                                             ws.data, workspace_, &beta, x_, dx),
+                "cudnnConvolutionBackwardData", current_device());
+  }
+  void backward_filter(cudnnHandle_t h, const void* x, const void* dy, void* dw,
+                       const StreamWorkspace& ws) const {
+    const float alpha = 1.0f, beta = 0.0f;
+    check_cudnn(cudnnConvolutionBackwardFilter(h, &alpha, x_, x, y_, dy, conv_,
+                                               static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo_),
+                                               ws.data, workspace_, &beta, w_, dw),
+                "cudnnConvolutionBackwardFilter", current_device());
+  }
+
+ private:
+  static void set_nhwc(cudnnTensorDescriptor_t d, cudnnDataType_t t, int64_t n, int64_t c,
+                       int64_t h, int64_t w, int64_t pixel_stride, int dev) {
+    if (pixel_stride == c) {
+      check_cudnn(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NHWC, t, as_int(n, "N"),
+                                             as_int(c, "C"), as_int(h, "H"), as_int(w, "W")),
+                  "cudnnSetTensor4dDescriptor", dev);
+      return;
+    }
+    check_cudnn(cudnnSetTensor4dDescriptorEx(
+                    d, t, as_int(n, "N"), as_int(c, "C"), as_int(h, "H"), as_int(w, "W"),
+                    as_int(h * w * pixel_stride, "an image's size"), 1,
+                    as_int(w * pixel_stride, "a row's size"), as_int(pixel_stride, "C")),
+                "cudnnSetTensor4dDescriptorEx", dev);
+  }
+
+  template <typename Perf>
+  void pick(const std::vector<Perf>& ranked, bool strict, int dev) {
+    const Perf* chosen = nullptr;
+    for (int pass = 0; pass < 2 && !chosen; ++pass)
+      for (const Perf& p : ranked) {
+        if (p.status != CUDNN_STATUS_SUCCESS || p.memory > kWorkspaceCap) continue;
+        if (strict && p.mathType != CUDNN_FMA_MATH) continue;
+        if (pass == 0 && p.determinism != CUDNN_DETERMINISTIC) continue;
+        chosen = &p;
+        break;
+      }
+    if (!chosen)
+      throw std::runtime_error(std::string("cuDNN offers no ") + direction_name(dir_) +
+                               " convolution algorithm for this layer within " +
+                               std::to_string(kWorkspaceCap >> 20) + " MiB of workspace " +
+                               device_text(dev));
+    algo_ = static_cast<int>(chosen->algo);
+    workspace_ = chosen->memory;
+    // cuDNN asks for the ranked result's math type on the descriptor it runs with.
+    math_ = chosen->mathType;
+    check_cudnn(cudnnSetConvolutionMathType(conv_, math_), "cudnnSetConvolutionMathType", dev);
+  }
+
+  Direction dir_;
+  cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr, bias_ = nullptr;
+  cudnnFilterDescriptor_t w_ = nullptr;
+  cudnnConvolutionDescriptor_t conv_ = nullptr;
+  cudnnMathType_t math_ = CUDNN_DEFAULT_MATH;
+  int algo_ = 0;
+  uint64_t workspace_ = 0;
+};
+
+// Plans live for the process: a geometry's choice is fixed once made, and
+// the descriptors are only read by launches (from any rank thread).
+struct PlanCache {
+  std::mutex mutex;
+  std::unordered_map<PlanKey, std::unique_ptr<ConvPlan>, PlanKeyHash> plans;
+};
+
+PlanCache& plan_cache() {
+  static PlanCache c;
+  return c;
+}
+
+const ConvPlan& plan_for(const Layout& l, cudaStream_t stream) {
+  PlanCache& c = plan_cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  std::unique_ptr<ConvPlan>& slot = c.plans[key_of(l)];
+  if (!slot) {
+    auto made = std::make_unique<ConvPlan>(l);
+    made->choose(cudnn_handle(stream), l.strict, l.device);
+    slot = std::move(made);
+  }
+  return *slot;
+}
+
+// x, w and y (or dx, dw, dy) share one dtype: cuDNN's mixed precision is
+// FP16 data with FP32 accumulation, not FP16 mixed with FP32 data.
+Layout layout_of(const char* op, const KernelArgs& a, const Geom& g, const TensorArg& x,
+                 const TensorArg& w, const TensorArg& y, Direction dir) {
+  const Elem e = common_elem(op, a, {{&x, "x"}, {&w, "w"}, {&y, "y"}});
+  require_compact(op, a, {&w, "w"});
+  Layout l{g,
+           e == Elem::F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT,
+           x.desc->padded_c(),
+           y.desc->padded_c(),
+           e == Elem::F32 && fp32_gemm() == Fp32Gemm::STRICT,
+           current_device(),
+           dir};
+  return l;
+}
+
+const ConvPlan& ready_plan(const char* op, const KernelArgs& a, const Layout& l,
+                           cudaStream_t stream) {
+  const ConvPlan& p = plan_for(l, stream);
+  if (p.workspace() > 0 && (!a.workspace || a.workspace->bytes < p.workspace()))
+    throw std::logic_error(std::string("CUDA ") + op + ": the stream workspace is smaller than " +
+                           "the chosen algorithm's " + std::to_string(p.workspace()) + " bytes");
+  return p;
+}
+
+const StreamWorkspace& workspace_of(const KernelArgs& a) {
+  static const StreamWorkspace none{};
+  return a.workspace ? *a.workspace : none;
+}
+
+// The bias gradient through the deterministic double-precision column sums
+// the linear layers use (the CPU twin's order), over dy's rows of pixels.
+void bias_grad(const char* op, const KernelArgs& a, const Geom& g, const TensorArg& dy,
+               const TensorArg& db, cudaStream_t stream) {
+  const Elem e = common_elem(op, a, {{&dy, "dy"}, {&db, "db"}});
+  check_cuda(
+      launch_column_sums(e, dy.data, dy.desc->padded_c(), g.n * g.ho * g.wo, g.co, db.data, stream),
+      "convolution bias gradient", current_device());
+}
+
+// The weight (and bias) gradient shared by bwd and bwd_first.
+void weight_grads(const char* op, const KernelArgs& a, const Geom& g, const TensorArg& x,
+                  const TensorArg& dy, const TensorArg& dw, const TensorArg* db,
+                  cudaStream_t stream) {
+  const Layout l = layout_of(op, a, g, x, dw, dy, Direction::BWD_FILTER);
+  if (db) require_compact(op, a, {db, "db"});
+  if (a.runs(BwdPart::DW))
+    ready_plan(op, a, l, stream)
+        .backward_filter(cudnn_handle(stream), x.data, dy.data, dw.data, workspace_of(a));
+  if (db && a.runs(BwdPart::DB)) bias_grad(op, a, g, dy, *db, stream);
+}
+
+// cuDNN writes a padded NHWC tensor's values only; its padding lanes are
+// written as zero, as every other kernel (and the CPU twin) leaves them.
+void clear_padding(const char* op, const TensorArg& t, int64_t rows, cudaStream_t stream) {
+  const Elem e = t.desc->dtype == DType::FP16 ? Elem::F16 : Elem::F32;
+  check_cuda(zero_padding(t.data, e, rows, t.desc->shape.c, t.desc->padded_c(), stream), op,
+             current_device());
+}
+
+bool is_conv(ComputeOp op) {
+  return op == ComputeOp::CONV_FWD || op == ComputeOp::CONV_BWD || op == ComputeOp::CONV_BWD_FIRST;
+}
+
+}  // namespace
+
+void fwd(const KernelArgs& a, cudaStream_t stream) {
+  constexpr const char* op = "CONV_FWD";
+  check_counts(op, a, 2, 3, 1, 1);
+  for (const TensorArg& t : a.in) check_present(op, a, t, "an input");
+  check_present(op, a, a.out[0], "y");
+  const Geom g = geom(op, a, a.in[0].shape(), a.in[1].shape(), a.out[0].shape());
+  const bool bias = a.in.size() == 3;
+  if (bias && a.in[2].shape().elements() != g.co)
+    fail(op, a, "bias should have out_channels values");
+  if (bias) {
+    (void)common_elem(op, a, {{&a.in[2], "b"}, {&a.out[0], "y"}});
+    require_compact(op, a, {&a.in[2], "b"});
+  }
+  const Layout l = layout_of(op, a, g, a.in[0], a.in[1], a.out[0], Direction::FWD);
+  const ConvPlan& p = ready_plan(op, a, l, stream);
+  const cudnnHandle_t h = cudnn_handle(stream);
+  p.forward(h, a.in[0].data, a.in[1].data, a.out[0].data, 0.0f, workspace_of(a));
+  if (bias) p.add_bias(h, a.in[2].data, a.out[0].data);
+  clear_padding(op, a.out[0], g.n * g.ho * g.wo, stream);
+}
+
+void bwd(const KernelArgs& a, cudaStream_t stream) {
+  constexpr const char* op = "CONV_BWD";
+  check_counts(op, a, 3, 3, 2, 3);
+  // out [dw, (db), dx]: dx is the last slot and absent after the input node.
+  const size_t dx_index = a.out.size() - 1;
+  const bool bias = a.out.size() == 3;
+  const bool has_dx = has_out(a, dx_index);
+  for (const TensorArg& t : a.in) check_present(op, a, t, "an input");
+  for (size_t i = 0; i < dx_index; ++i) check_present(op, a, a.out[i], "an output");
+  if (has_dx) check_present(op, a, a.out[dx_index], "dx");
+  const TensorArg& x = a.in[0];
+  const TensorArg& w = a.in[1];
+  const TensorArg& dy = a.in[2];
+  const Geom g = geom(op, a, x.shape(), w.shape(), dy.shape());
+  if (a.out[0].shape() != w.shape()) fail(op, a, "dw should have the weights' shape");
+  if (has_dx && a.out[dx_index].shape() != x.shape())
+    fail(op, a, "dx should have the input's shape");
+  if (bias && a.out[1].shape().elements() != g.co)
+    fail(op, a, "db should have out_channels values");
+
+  // dW before dX on one stream: dX may overwrite X in place (ENGINE.md §4).
+  weight_grads(op, a, g, x, dy, a.out[0], bias ? &a.out[1] : nullptr, stream);
+  if (!has_dx || !a.runs(BwdPart::DX)) return;
+  const TensorArg& dx = a.out[dx_index];
+  const Layout l = layout_of(op, a, g, dx, w, dy, Direction::BWD_DATA);
+  ready_plan(op, a, l, stream)
+      .backward_data(cudnn_handle(stream), w.data, dy.data, dx.data,
+                     a.accumulate(dx_index) ? 1.0f : 0.0f, workspace_of(a));
+  // Accumulating keeps the padding lanes as they were (zero).
+  if (!a.accumulate(dx_index)) clear_padding(op, dx, g.n * g.h * g.w, stream);
+}
+
+void bwd_first(const KernelArgs& a, cudaStream_t stream) {
+  constexpr const char* op = "CONV_BWD_FIRST";
+  check_counts(op, a, 2, 2, 1, 2);
+  for (const TensorArg& t : a.in) check_present(op, a, t, "an input");
+  for (const TensorArg& t : a.out) check_present(op, a, t, "an output");
+  const bool bias = a.out.size() == 2;
+  const Geom g = geom(op, a, a.in[0].shape(), a.out[0].shape(), a.in[1].shape());
+  if (bias && a.out[1].shape().elements() != g.co)
+    fail(op, a, "db should have out_channels values");
+  weight_grads(op, a, g, a.in[0], a.in[1], a.out[0], bias ? &a.out[1] : nullptr, stream);
+}
+
+uint64_t workspace_bytes(const KernelArgs& a, cudaStream_t stream) {
+  if (!a.node || a.node->kind != NodeKind::COMPUTE || !is_conv(a.node->op)) return 0;
+  if (a.node->op != ComputeOp::CONV_FWD && a.part == static_cast<int>(BwdPart::DB)) return 0;
+  constexpr const char* op = "convolution";
+  // Malformed operands are reported by the launch itself, with its checks.
+  try {
+    if (a.node->op == ComputeOp::CONV_FWD) {
+      if (a.in.size() < 2 || a.out.empty()) return 0;
+      for (const TensorArg* t : {&a.in[0], &a.in[1], &a.out[0]})
+        if (!t->desc) return 0;
+      const Geom g = geom(op, a, a.in[0].shape(), a.in[1].shape(), a.out[0].shape());
+      return plan_for(layout_of(op, a, g, a.in[0], a.in[1], a.out[0], Direction::FWD), stream)
+          .workspace();
+    }
+    const bool first = a.node->op == ComputeOp::CONV_BWD_FIRST;
+    if (a.in.size() < (first ? 2u : 3u) || a.out.empty()) return 0;
+    const TensorArg& x = a.in[0];
+    const TensorArg& dy = first ? a.in[1] : a.in[2];
+    const TensorArg& dw = a.out[0];
+    for (const TensorArg* t : {&x, &dy, &dw})
+      if (!t->desc) return 0;
+    const Geom g = geom(op, a, x.shape(), dw.shape(), dy.shape());
+    uint64_t need = 0;
+    if (a.runs(BwdPart::DW))
+      need = plan_for(layout_of(op, a, g, x, dw, dy, Direction::BWD_FILTER), stream).workspace();
+    const size_t dx_index = a.out.size() - 1;
+    if (!first && a.runs(BwdPart::DX) && has_out(a, dx_index) && a.out[dx_index].desc)
+      need = std::max(
+          need,
+          plan_for(layout_of(op, a, g, a.out[dx_index], a.in[1], dy, Direction::BWD_DATA), stream)
+              .workspace());
+    return need;
+  } catch (const std::invalid_argument&) {
+    return 0;
+  }
+}
+
+}  // namespace tr::cuda::conv

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// How the CUDA kernels see a feature-like operand without the engine's
+// headers: its storage type and its rows. Under AMP features and gradient
+// slots are FP16 whose channel dimension is padded (DTensor::padded_c), so a
+// kernel walks `cols` values a row, rows `stride` elements apart; FP32 ones
+// are compact (stride == cols). Arithmetic is FP32 for both storage types.
+#pragma once
+
+#include <cstdint>
+
+namespace tr::cuda {
+
+enum class Elem : uint8_t { F32, F16 };
+
+// Rows of `cols` values, `stride` (>= cols) elements apart; the lanes
+// cols..stride-1 of a row are padding, which kernels write as zero.
+struct FeatureView {
+  void* data = nullptr;
+  int64_t cols = 1, stride = 1;
+};
+
+}  // namespace tr::cuda

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Training across machines, as the setup sees it: the node options a front
+// end passes (how many nodes, which one this is, where node 0's rendezvous
+// listens), the plan compiled for the ranks of every node, and a fingerprint
+// of that plan that every node must share. The CUDA backend does the
+// rendezvous and creates the communicators (docs/multi-node.md).
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "compile/compiler.h"
+#include "model/project.h"
+
+namespace tr {
+
+struct MultiNodeOptions {
+  int nodes = 1;           // machines, one process each; 1: everything in this process
+  int node_rank = 0;       // 0..nodes-1; node 0 listens for the others
+  std::string rendezvous;  // HOST:PORT of node 0
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // for every node to join
+  bool across_nodes() const noexcept { return nodes > 1; }
+};
+
+// Throws UsageError when the options do not fit together, or when `devices`
+// cannot train across machines (CPU ranks collect in one process);
+// `device_note` says why CUDA devices fell back to the CPU, if they did.
+void check_multi_node(const MultiNodeOptions& nodes, const DeviceSet& devices,
+                      const std::string& device_note = {});
+
+// The project compiled for every node's ranks: nodes x this node's devices
+// share the global batch. The compiled project keeps this node's device
+// list; its world_size is the global one.
+CompiledProject compile_for_nodes(const Project& project, const CompileOptions& options,
+                                  const MultiNodeOptions& nodes);
+
+// 16 hex digits over the compiled plan and the project (not the device ids,
+// which may differ between machines) and the engine version: nodes that
+// would train different things do not match.
+std::string plan_fingerprint(const CompiledProject& cp);
+
+}  // namespace tr
