@@ -45,10 +45,6 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
     const DeviceScan scan = scan_devices();
     const std::string why = cuda_unavailable(project.training.devices, scan);
     on_cuda = why.empty();
-    if (on_cuda && project.training.sync_batch_norm && project.training.devices.world_size() > 1)
-      throw UsageError(
-          "sync_batch_norm across CUDA devices is not available in this build; turn it "
-          "off (--sync-bn off) or train on one device");
     if (on_cuda) {
       out.device_note = "training on " + project.training.devices.str() + ": " + device_list(scan);
     } else {
@@ -80,6 +76,7 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
     o.nodes = options.nodes;
     o.streams = options.cuda_streams;
     o.capture = options.cuda_capture;
+    o.sync_batch_norm = out.compiled->project.training.sync_batch_norm;
     if (options.nodes.across_nodes()) o.fingerprint = plan_fingerprint(*out.compiled);
     out.backend = cuda::make_cuda_backend(o);
     return out;

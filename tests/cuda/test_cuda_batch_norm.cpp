@@ -36,6 +36,7 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cuda/cuda_kernels.h"
+#include "backends/cuda/device_rank_sum.h"
 #include "compute_mirror.h"
 #include "cuda_test_util.h"
 
@@ -236,6 +237,34 @@ class FakeRankSum final : public RankSum {
   void sum(float*, uint64_t) const override {}
 };
 
+// SyncBatchNorm over two identical ranks: every sum doubles. The CPU twin's
+// host sums, and the device's (through the host, synchronously: the test
+// does not capture), each recording the counts it was asked to sum.
+class DoublingRankSum final : public RankSum {
+ public:
+  void sum(float* data, uint64_t count) const override {
+    counts.push_back(count);
+    for (uint64_t i = 0; i < count; ++i) data[i] *= 2.0f;
+  }
+  mutable std::vector<uint64_t> counts;
+};
+
+class DoublingDeviceRankSum final : public cuda::DeviceRankSum {
+ public:
+  void enqueue_sum(float* data, uint64_t count, cudaStream_t stream) const override {
+    counts.push_back(count);
+    std::vector<float> host(count);
+    test::cuda_ok(cudaMemcpyAsync(host.data(), data, count * 4, cudaMemcpyDeviceToHost, stream),
+                  "download (sum)");
+    test::cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    for (float& v : host) v *= 2.0f;
+    test::cuda_ok(cudaMemcpyAsync(data, host.data(), count * 4, cudaMemcpyHostToDevice, stream),
+                  "upload (sum)");
+    test::cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  }
+  mutable std::vector<uint64_t> counts;
+};
+
 }  // namespace
 
 class TestCudaBatchNorm : public QObject {
@@ -266,7 +295,7 @@ class TestCudaBatchNorm : public QObject {
   }
 
   // Both refusals come before any CUDA call: no device needed.
-  void syncBatchNormAndMissingWorkspaceAreRefused() {
+  void hostRankSumAndMissingWorkspaceAreRefused() {
     DTensor x, c;
     x.shape = {2, 3, 3, 4};
     c.shape = {1, 1, 1, 4};
@@ -283,9 +312,9 @@ class TestCudaBatchNorm : public QObject {
       a.rank_sum = &rank_sum;
       try {
         cuda::cuda_compute_kernel(op)(a, nullptr);
-        QFAIL("SyncBatchNorm was not refused");
+        QFAIL("a host RankSum was not refused");
       } catch (const std::logic_error& e) {
-        QVERIFY2(std::strstr(e.what(), "all-reduce"), e.what());
+        QVERIFY2(std::strstr(e.what(), "host RankSum"), e.what());
       }
       a.rank_sum = nullptr;
       QVERIFY_THROWS_EXCEPTION(std::logic_error, cuda::cuda_compute_kernel(op)(a, nullptr));
@@ -329,6 +358,60 @@ class TestCudaBatchNorm : public QObject {
         m.run(make, op);
         QVERIFY(std::memcmp(first.data(), m.gpu_f32(b.saved), first.size() * 4) == 0);
         QVERIFY(std::memcmp(first_y.data(), m.gpu_f32(b.y), first_y.size() * 4) == 0);
+      }
+  }
+
+  // SyncBatchNorm's split (statistics, two sums, apply; sums, one sum, dx)
+  // against the CPU twin's in-kernel sums, over two identical ranks: the same
+  // mean and variance, the unbiased running variance of twice the rows, and
+  // the sums asked for with the CPU's counts (C + 1, C; 2C + 1).
+  void syncBatchNormMatchesCpu() {
+    TR_REQUIRE_CUDA_DEVICE();
+    for (const Shape& s : kShapes)
+      for (const bool relu : {false, true}) {
+        const ComputeOp fwd = relu ? ComputeOp::BN_RELU_FWD_TRAIN : ComputeOp::BN_FWD_TRAIN;
+        const ComputeOp bwd = relu ? ComputeOp::BN_RELU_BWD : ComputeOp::BN_BWD;
+        const char* name = compute_op_name(fwd).data();
+        std::mt19937 rng(27);
+        ComputeMirror m;
+        Bn b(m, s, rng);
+        const LayerNode layer = bn_layer();
+        DoublingRankSum host_sum;
+        DoublingDeviceRankSum device_sum;
+        GraphNode f = node_for(fwd);
+        m.run(
+            [&](bool d) {
+              KernelArgs a = m.args(d, {b.x, b.gamma, b.beta, b.prev_mean, b.prev_var},
+                                    {b.y, b.saved, b.next_mean, b.next_var}, &f, &layer);
+              a.rank_sum = d ? static_cast<const RankSum*>(&device_sum) : &host_sum;
+              return a;
+            },
+            fwd);
+        const std::vector<uint64_t> fwd_counts{uint64_t(s.c) + 1, uint64_t(s.c)};
+        QCOMPARE(device_sum.counts, fwd_counts);
+        QCOMPARE(host_sum.counts, fwd_counts);
+        EXPECT_NONE(far(m, b.saved, name, kRel, 1e-6));
+        EXPECT_NONE(far(m, b.next_mean, name, kRel, 1e-6));
+        EXPECT_NONE(far(m, b.next_var, name, kRel, 1e-6));
+        EXPECT_NONE(far_scaled(m, b.y, name));
+        GraphNode n = node_for(bwd);
+        std::vector<size_t> ins{b.x, b.gamma, b.saved, b.dy};
+        if (relu) ins.insert(ins.begin() + 2, b.beta);
+        device_sum.counts.clear();
+        host_sum.counts.clear();
+        m.run(
+            [&](bool d) {
+              KernelArgs a = m.args(d, ins, {b.dgamma, b.dbeta, b.dx}, &n, &layer);
+              a.rank_sum = d ? static_cast<const RankSum*>(&device_sum) : &host_sum;
+              return a;
+            },
+            bwd);
+        const std::vector<uint64_t> bwd_counts{2 * uint64_t(s.c) + 1};
+        QCOMPARE(device_sum.counts, bwd_counts);
+        QCOMPARE(host_sum.counts, bwd_counts);
+        EXPECT_NONE(far_scaled(m, b.dgamma, name));
+        EXPECT_NONE(far_scaled(m, b.dbeta, name));
+        EXPECT_NONE(far_scaled(m, b.dx, name));
       }
   }
 

@@ -42,7 +42,7 @@ constexpr Tolerance kAmp{5e-3, 5e-2};
 
 // A shipped project on learnable synthetic data of the project's own image
 // shape (the device machine has no dataset package), fixed seed, no validation.
-Project parity_project(const char* file, Precision precision, int world) {
+Project parity_project(const char* file, Precision precision, int world, bool sync_bn = false) {
   // The device check runs these programs away from the source tree.
   const QString dir = qEnvironmentVariable("TR_PROJECTS_DIR", QStringLiteral(TR_PROJECTS_DIR));
   Project p = load_project(dir.toStdString() + "/" + file);
@@ -51,7 +51,7 @@ Project parity_project(const char* file, Precision precision, int world) {
   p.dataset.val_size = p.training.global_batch;
   p.training.seed = 1234;
   p.training.precision = precision;
-  p.training.sync_batch_norm = false;
+  p.training.sync_batch_norm = sync_bn;
   p.training.devices.ids.clear();
   for (int i = 0; i < world; ++i) p.training.devices.ids.push_back(i);
   return p;
@@ -65,6 +65,7 @@ std::vector<double> losses_on(Project p, DeviceKind kind) {
   if (kind == DeviceKind::CUDA) {
     cuda::CudaBackendOptions o;
     o.devices = cp.project.training.devices.ids;
+    o.sync_batch_norm = cp.project.training.sync_batch_norm;
     backend = cuda::make_cuda_backend(o);
   } else {
     backend = cpu::make_cpu_backend({cp.world_size, false});
@@ -160,15 +161,23 @@ class TestCudaTraining : public QObject {
     QVERIFY2(e.isEmpty(), qPrintable(e));
   }
 
-  // Two ranks on two devices (NCCL all-reduce of the gradient buckets)
+  // Two ranks on two devices (NCCL all-reduce of the gradient buckets; with
+  // SyncBatchNorm, the BN layers' sums on a communicator of their own)
   // against two CPU ranks (in-process collectives).
+  void parityTwoDevices_data() {
+    QTest::addColumn<bool>("sync_bn");
+    QTest::newRow("per-rank bn") << false;
+    QTest::newRow("sync bn") << true;
+  }
+
   void parityTwoDevices() {
     TR_REQUIRE_CUDA_DEVICE();
     if (test::cuda_device_count() < 2) QSKIP("needs two CUDA devices");
+    QFETCH(bool, sync_bn);
     StrictFp32 strict;
-    const Project p = parity_project("resnet8-fashion.json", Precision::FP32, 2);
-    const QString e = compare("resnet8 fp32, 2 ranks", losses_on(p, DeviceKind::CPU),
-                              losses_on(p, DeviceKind::CUDA), kFp32);
+    const Project p = parity_project("resnet8-fashion.json", Precision::FP32, 2, sync_bn);
+    const QString e = compare(sync_bn ? "resnet8 fp32, 2 ranks, sync bn" : "resnet8 fp32, 2 ranks",
+                              losses_on(p, DeviceKind::CPU), losses_on(p, DeviceKind::CUDA), kFp32);
     QVERIFY2(e.isEmpty(), qPrintable(e));
   }
 };

@@ -36,16 +36,19 @@ int64_t slices_of(int64_t rows, int64_t channels) {
 }
 
 // Workspace: per-slice double partials (two arrays of slices x channels),
-// then four float rows of per-channel coefficients.
+// four float rows of per-channel coefficients, then SyncBatchNorm's buffer
+// of 2 * channels + 1 floats that the ranks sum.
 struct Workspace {
   double* a;
   double* b;
   float* coef;  // 4 * channels
+  float* sync;  // 2 * channels + 1
 };
 
 Workspace carve(void* base, int64_t slices, int64_t channels) {
   double* d = static_cast<double*>(base);
-  return {d, d + slices * channels, reinterpret_cast<float*>(d + 2 * slices * channels)};
+  float* coef = reinterpret_cast<float*>(d + 2 * slices * channels);
+  return {d, d + slices * channels, coef, coef + 4 * channels};
 }
 
 __device__ inline float fmul(float a, float b) {
@@ -109,25 +112,29 @@ __global__ void moments_kernel(const T* x, int64_t rows, int64_t channels, int64
   part_m2[s * channels + c] = v < 0.0 ? 0.0 : v;  // rounding can dip below zero; a NaN stays
 }
 
-// Folds the slices with Chan et al.'s pairwise update in slice order, then
-// writes the saved and running statistics and the scale for the apply pass.
-template <class T>
-__global__ void train_stats_kernel(BnTrain b, int64_t slices, Workspace w) {
-  const int64_t c = first_index();
-  if (c >= b.channels) return;
-  const int64_t C = b.channels;
-  double mean = w.a[c], m2 = w.b[c];
-  double n_a = static_cast<double>(slice_begin(b.rows, slices, 1));
+// Folds channel c's slices with Chan et al.'s pairwise update in slice order.
+__device__ inline void fold_moments(int64_t rows, int64_t channels, int64_t slices,
+                                    const Workspace& w, int64_t c, double& mean, double& m2) {
+  mean = w.a[c];
+  m2 = w.b[c];
+  double n_a = static_cast<double>(slice_begin(rows, slices, 1));
   for (int64_t s = 1; s < slices; ++s) {
     const double n_b =
-        static_cast<double>(slice_begin(b.rows, slices, s + 1) - slice_begin(b.rows, slices, s));
+        static_cast<double>(slice_begin(rows, slices, s + 1) - slice_begin(rows, slices, s));
     const double n = n_a + n_b;
-    const double delta = w.a[s * C + c] - mean;
+    const double delta = w.a[s * channels + c] - mean;
     mean += delta * (n_b / n);
-    m2 += w.b[s * C + c] + delta * delta * (n_a * n_b / n);
+    m2 += w.b[s * channels + c] + delta * delta * (n_a * n_b / n);
     n_a = n;
   }
-  const double count = static_cast<double>(b.rows);
+}
+
+// The saved and running statistics and the scale for the apply pass, from
+// channel c's mean and m2 over `count` rows (this rank's, or every rank's).
+template <class T>
+__device__ inline void write_stats(const BnTrain& b, const Workspace& w, int64_t c, double mean,
+                                   double m2, double count) {
+  const int64_t C = b.channels;
   const float mean_f = static_cast<float>(mean);
   const double var = m2 / count;
   // As in PyTorch: the biased variance normalises, the unbiased one feeds the
@@ -139,6 +146,49 @@ __global__ void train_stats_kernel(BnTrain b, int64_t slices, Workspace w) {
   b.next_mean[c] = static_cast<float>((1.0 - b.momentum) * b.prev_mean[c] + b.momentum * mean_f);
   b.next_var[c] = static_cast<float>((1.0 - b.momentum) * b.prev_var[c] + b.momentum * unbiased);
   w.coef[c] = static_cast<float>(load(static_cast<const T*>(b.gamma), c) * inv_std);
+}
+
+template <class T>
+__global__ void train_stats_kernel(BnTrain b, int64_t slices, Workspace w) {
+  const int64_t c = first_index();
+  if (c >= b.channels) return;
+  double mean = 0, m2 = 0;
+  fold_moments(b.rows, b.channels, slices, w, c, mean, m2);
+  write_stats<T>(b, w, c, mean, m2, static_cast<double>(b.rows));
+}
+
+// SyncBatchNorm, step 1: this rank's moments kept in w.a/w.b (slot c), and
+// the first sum's buffer [mean * rows per channel, rows], rounded to float
+// as the CPU twin's buffer is.
+__global__ void sync_local_moments_kernel(BnTrain b, int64_t slices, Workspace w) {
+  const int64_t c = first_index();
+  if (c >= b.channels) return;
+  double mean = 0, m2 = 0;
+  fold_moments(b.rows, b.channels, slices, w, c, mean, m2);
+  w.a[c] = mean;
+  w.b[c] = m2;
+  w.sync[c] = static_cast<float>(mean * static_cast<double>(b.rows));
+  if (c == 0) w.sync[b.channels] = static_cast<float>(b.rows);
+}
+
+// Step 2, after the first sum: the global mean, and the second sum's buffer
+// of each rank's squared deviations about it (its m2 plus rows * shift^2).
+__global__ void sync_deviations_kernel(BnTrain b, Workspace w) {
+  const int64_t c = first_index();
+  if (c >= b.channels) return;
+  const double n = w.sync[b.channels];
+  const double global = w.sync[c] / n;
+  const double d = w.a[c] - global;
+  w.sync[c] = static_cast<float>(w.b[c] + static_cast<double>(b.rows) * d * d);
+  w.a[c] = global;
+}
+
+// Step 3, after the second sum: the statistics of the global batch.
+template <class T>
+__global__ void sync_stats_kernel(BnTrain b, Workspace w) {
+  const int64_t c = first_index();
+  if (c >= b.channels) return;
+  write_stats<T>(b, w, c, w.a[c], w.sync[c], w.sync[b.channels]);
 }
 
 // Zeroes the padding lanes of channel c (>= channels) of an output: the
@@ -220,6 +270,22 @@ __global__ void grad_sums_kernel(BnBackward b, int64_t slices, Workspace w) {
   w.b[s * b.channels + c] = sdyx;
 }
 
+// dx = k_dy * g + k_x * (x - mean) + k_0 for channel c, from the sums of g
+// and g * (x - mean) over `count` rows.
+template <class T>
+__device__ inline void write_dx_coef(const BnBackward& b, const Workspace& w, int64_t c,
+                                     double sdy, double sdyx, double count) {
+  const int64_t C = b.channels;
+  const float inv_std = b.saved[C + c];
+  const double dgamma = sdyx * inv_std;
+  const double inv_m = 1.0 / count;
+  const double k = static_cast<double>(load(static_cast<const T*>(b.gamma), c)) * inv_std;
+  w.coef[c] = static_cast<float>(k);
+  w.coef[C + c] = static_cast<float>(-k * inv_std * dgamma * inv_m);
+  w.coef[2 * C + c] = static_cast<float>(-k * sdy * inv_m);
+  if (b.relu) w.coef[3 * C + c] = relu_scale<T>(b, c);
+}
+
 // Sums the slices in order, writes dgamma and dbeta, and folds dx into
 // dx = k_dy * g + k_x * (x - mean) + k_0 per channel (x - mean explicit so
 // that a large mean does not cancel in float).
@@ -244,12 +310,23 @@ __global__ void grad_finish_kernel(BnBackward b, int64_t slices, Workspace w) {
   if (dbeta_out)
     store(dbeta_out, c, static_cast<float>(b.acc_dbeta ? load(dbeta_out, c) + sdy : sdy));
   if (!b.dx) return;
-  const double inv_m = 1.0 / static_cast<double>(b.rows);
-  const double k = static_cast<double>(load(static_cast<const T*>(b.gamma), c)) * inv_std;
-  w.coef[c] = static_cast<float>(k);
-  w.coef[C + c] = static_cast<float>(-k * inv_std * dgamma * inv_m);
-  w.coef[2 * C + c] = static_cast<float>(-k * sdy * inv_m);
-  if (b.relu) w.coef[3 * C + c] = relu_scale<T>(b, c);
+  if (b.rank_sum.sum) {
+    // SyncBatchNorm: dx needs the sums over every rank's rows.
+    w.sync[c] = static_cast<float>(sdy);
+    w.sync[C + c] = static_cast<float>(sdyx);
+    if (c == 0) w.sync[2 * C] = static_cast<float>(b.rows);
+    return;
+  }
+  write_dx_coef<T>(b, w, c, sdy, sdyx, static_cast<double>(b.rows));
+}
+
+// SyncBatchNorm, after the sum: dx's coefficients from every rank's sums.
+template <class T>
+__global__ void sync_dx_coef_kernel(BnBackward b, Workspace w) {
+  const int64_t c = first_index();
+  if (c >= b.channels) return;
+  const int64_t C = b.channels;
+  write_dx_coef<T>(b, w, c, w.sync[c], w.sync[C + c], w.sync[2 * C]);
 }
 
 template <class T>
@@ -317,7 +394,7 @@ uint64_t bn_workspace_bytes(int64_t rows, int64_t channels) {
   if (empty(rows, channels)) return 0;
   const auto c = static_cast<uint64_t>(channels);
   return 2 * static_cast<uint64_t>(slices_of(rows, channels)) * c * sizeof(double) +
-         4 * c * sizeof(float);
+         (4 * c + 2 * c + 1) * sizeof(float);
 }
 
 cudaError_t launch_bn_train(const BnTrain& b, cudaStream_t stream) {
@@ -329,7 +406,16 @@ cudaError_t launch_bn_train(const BnTrain& b, cudaStream_t stream) {
     using T = std::remove_pointer_t<decltype(tag)>;
     moments_kernel<<<slice_grid(b.rows, b.channels), block, 0, stream>>>(
         static_cast<const T*>(b.x), b.rows, b.channels, b.stride, slices, w.a, w.b);
-    train_stats_kernel<T><<<channel_blocks(b.channels), kThreads, 0, stream>>>(b, slices, w);
+    const unsigned cb = channel_blocks(b.channels);
+    if (b.rank_sum) {
+      sync_local_moments_kernel<<<cb, kThreads, 0, stream>>>(b, slices, w);
+      b.rank_sum.sum(b.rank_sum.context, w.sync, static_cast<uint64_t>(b.channels) + 1, stream);
+      sync_deviations_kernel<<<cb, kThreads, 0, stream>>>(b, w);
+      b.rank_sum.sum(b.rank_sum.context, w.sync, static_cast<uint64_t>(b.channels), stream);
+      sync_stats_kernel<T><<<cb, kThreads, 0, stream>>>(b, w);
+    } else {
+      train_stats_kernel<T><<<cb, kThreads, 0, stream>>>(b, slices, w);
+    }
     // Over the stride: the padding lanes are written too.
     train_apply_kernel<T><<<apply_grid(b.rows, b.stride), block, 0, stream>>>(b, w.coef);
     return 0;
@@ -356,6 +442,11 @@ cudaError_t launch_bn_backward(const BnBackward& b, cudaStream_t stream) {
     using T = std::remove_pointer_t<decltype(tag)>;
     grad_sums_kernel<T><<<slice_grid(b.rows, b.channels), block, 0, stream>>>(b, slices, w);
     grad_finish_kernel<T><<<channel_blocks(b.channels), kThreads, 0, stream>>>(b, slices, w);
+    if (b.dx && b.rank_sum) {
+      b.rank_sum.sum(b.rank_sum.context, w.sync, 2 * static_cast<uint64_t>(b.channels) + 1,
+                     stream);
+      sync_dx_coef_kernel<T><<<channel_blocks(b.channels), kThreads, 0, stream>>>(b, w);
+    }
     if (b.dx) grad_dx_kernel<T><<<apply_grid(b.rows, b.stride), block, 0, stream>>>(b, w);
     return 0;
   });

@@ -22,6 +22,17 @@
 
 namespace tr::cuda {
 
+// SyncBatchNorm: sums `count` floats of device memory across every rank, in
+// place, queued on `stream` (the backend's NCCL all-reduce). The training
+// launches then take two sums for the statistics (the mean first, then the
+// deviations about it, as the CPU twin) and one for the backward's dx; an
+// empty one keeps each rank's statistics to itself.
+struct BnRankSum {
+  void (*sum)(const void* context, float* data, uint64_t count, cudaStream_t stream) = nullptr;
+  const void* context = nullptr;
+  explicit operator bool() const { return sum != nullptr; }
+};
+
 struct BnTrain {
   const void* x = nullptr;  // `elem`
   const void* gamma = nullptr;
@@ -37,6 +48,7 @@ struct BnTrain {
   double eps = 1e-5, momentum = 0.1;
   bool relu = false;
   void* workspace = nullptr;  // bn_workspace_bytes(rows, channels)
+  BnRankSum rank_sum;
 };
 
 // y = x * scale + bias per channel (then ReLU when `relu`).
@@ -64,6 +76,9 @@ struct BnBackward {
   Elem elem = Elem::F32;
   bool relu = false;
   void* workspace = nullptr;  // bn_workspace_bytes(rows, channels)
+  // dgamma and dbeta stay this rank's (the gradient all-reduce averages
+  // them); dx sums its two per-channel terms and the row count across ranks.
+  BnRankSum rank_sum;
 };
 
 // One layer of BN_EQ_PARAMS: scale = gamma / sqrt(var + eps),

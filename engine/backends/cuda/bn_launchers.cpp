@@ -8,6 +8,7 @@
 
 #include "backends/cuda/batch_norm_kernels.h"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device_rank_sum.h"
 #include "backends/cuda/operand_checks.h"
 #include "runtime/bn_eq_operands.h"
 
@@ -49,16 +50,21 @@ Elem feature_elem(const char* op, const KernelArgs& a, std::initializer_list<Ope
   return e;
 }
 
-// SyncBatchNorm on the CPU sums the statistics across ranks from inside the
-// kernel (KernelArgs::rank_sum). A CUDA kernel cannot call NCCL, so on CUDA
-// the op must be split into a statistics kernel, an NCCL all-reduce and an
-// apply kernel in the graph; until that split exists, refuse the launch
-// rather than normalise with this rank's statistics alone.
-void refuse_rank_sum(const KernelArgs& a, const char* op) {
-  if (a.rank_sum)
+// SyncBatchNorm's sums: the backend binds a DeviceRankSum (an NCCL
+// all-reduce on a stream) to the BN training launches; the kernels call it
+// between their passes.
+BnRankSum device_rank_sum(const KernelArgs& a, const char* op) {
+  if (!a.rank_sum) return {};
+  const auto* d = dynamic_cast<const DeviceRankSum*>(a.rank_sum);
+  if (!d)
     throw std::logic_error(std::string("CUDA backend: ") + op +
-                           " with SyncBatchNorm needs the split stats / all-reduce / apply graph, "
-                           "which the CUDA backend does not build yet");
+                           " was bound a host RankSum; SyncBatchNorm on CUDA sums on the device");
+  BnRankSum r;
+  r.context = d;
+  r.sum = [](const void* context, float* data, uint64_t count, cudaStream_t stream) {
+    static_cast<const DeviceRankSum*>(context)->enqueue_sum(data, count, stream);
+  };
+  return r;
 }
 
 int64_t rows_of(const Shape& s) {
@@ -79,9 +85,9 @@ void* workspace_of(const KernelArgs& a, const Shape& s, const char* op) {
 }
 
 void train(const KernelArgs& a, bool relu, cudaStream_t stream, const char* op) {
-  refuse_rank_sum(a, op);
   const Shape& s = a.in[0].shape();
   BnTrain b;
+  b.rank_sum = device_rank_sum(a, op);
   b.elem = feature_elem(op, a, {{&a.in[0], "x"}, {&a.out[0], "y"}},
                         {{&a.in[1], "gamma"}, {&a.in[2], "beta"}});
   require_f32(op, a, a.in[3], "the running mean");
@@ -125,11 +131,11 @@ void infer(const KernelArgs& a, bool relu, cudaStream_t stream, const char* op) 
 }
 
 void backward(const KernelArgs& a, bool relu, cudaStream_t stream, const char* op) {
-  refuse_rank_sum(a, op);
   const Shape& s = a.in[0].shape();
   const TensorArg& dy = a.in[relu ? 4 : 3];
   const TensorArg none{};
   BnBackward b;
+  b.rank_sum = device_rank_sum(a, op);
   b.elem = feature_elem(op, a, {{&a.in[0], "x"}, {&dy, "dy"}, {&out_or_none(a, 2), "dx"}},
                         {{&a.in[1], "gamma"},
                          {relu ? &a.in[2] : &none, "beta"},

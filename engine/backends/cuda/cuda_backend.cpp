@@ -36,6 +36,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_kernels.h"
+#include "backends/cuda/device_rank_sum.h"
 #include "backends/cuda/host_collectives.h"
 #include "backends/cuda/stream_handles.h"
 #include "net/tcp_rendezvous.h"
@@ -97,6 +98,21 @@ struct GraphSlot {
   StreamKind primary = StreamKind::COMP_1;  // where the program began and joined back
 };
 
+// SyncBatchNorm's sums across ranks: an NCCL all-reduce on a communicator of
+// its own, as they run on compute streams while the gradient all-reduces of
+// the other communicator run on UPDATE.
+class NcclRankSum final : public DeviceRankSum {
+ public:
+  NcclRankSum(ncclComm_t comm, int device) : comm_(comm), device_(device) {}
+  void enqueue_sum(float* data, uint64_t count, cudaStream_t stream) const override {
+    TR_NCCL_CHECK(ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm_, stream), device_);
+  }
+
+ private:
+  ncclComm_t comm_;
+  int device_;
+};
+
 struct Rank {
   int device = 0;
   // All five the same stream when the backend runs on one stream.
@@ -116,6 +132,8 @@ struct Rank {
   std::vector<void*> retired;  // workspaces replaced by larger ones
   std::deque<HostCall> kept;   // host functions of captured graphs
   ncclComm_t comm = nullptr;
+  ncclComm_t bn_comm = nullptr;  // SyncBatchNorm's (CudaBackendOptions::sync_batch_norm)
+  std::unique_ptr<NcclRankSum> rank_sum;
   int32_t* vote = nullptr;  // across nodes: any_process's one int
   bool grouping = false;
   HostBatch group;
@@ -184,6 +202,7 @@ class CudaBackend final : public Backend {
             ncclCommInitAll(comms.data(), static_cast<int>(devices_.size()), devices_.data()),
             devices_.front());
       for (size_t i = 0; i < comms.size(); ++i) ranks_[i]->comm = comms[i];
+      if (o.sync_batch_norm && global_world() > 1) split_bn_comms();
       if (o.profiling) set_profiling(true);
     } catch (...) {
       release();
@@ -497,11 +516,16 @@ class CudaBackend final : public Backend {
     rendezvous_.abort(abort_reason_);
     // ncclCommAbort stops the NCCL kernels in flight, so streams waiting on
     // a missing rank drain and the next synchronize reports the reason.
-    for (auto& r : ranks_)
+    for (auto& r : ranks_) {
+      if (r->bn_comm) {
+        (void)ncclCommAbort(r->bn_comm);
+        r->bn_comm = nullptr;
+      }
       if (r->comm) {
         (void)ncclCommAbort(r->comm);
         r->comm = nullptr;
       }
+    }
   }
 
   void set_profiling(bool enabled) override {
@@ -619,13 +643,57 @@ class CudaBackend final : public Backend {
       throw std::logic_error("CUDA backend: no CUDA kernel for " +
                              std::string(cuda_op_name(*l.args->node)) + " yet");
     const uint64_t need = cuda_workspace_bytes(*l.args, r.streams[si(stream)]);
-    if (!need) {
+    const bool sums = needs_rank_sum(*l.args);
+    if (!need && !sums) {
       k(*l.args, r.streams[si(stream)]);
       return;
     }
     KernelArgs bound = *l.args;
-    bound.workspace = &reserve_workspace(r, stream, need);
+    if (need) bound.workspace = &reserve_workspace(r, stream, need);
+    if (sums) {
+      if (!r.rank_sum)
+        throw std::logic_error(
+            "CUDA backend: the plan uses SyncBatchNorm but the backend was made without "
+            "CudaBackendOptions::sync_batch_norm");
+      bound.rank_sum = r.rank_sum.get();
+    }
     k(bound, r.streams[si(stream)]);
+  }
+
+  // SyncBatchNorm's training kernels sum their statistics across ranks.
+  bool needs_rank_sum(const KernelArgs& a) const {
+    if (global_world() < 2 || !a.training || !a.training->sync_batch_norm || !a.node ||
+        a.node->kind != NodeKind::COMPUTE)
+      return false;
+    switch (a.node->op) {
+      case ComputeOp::BN_FWD_TRAIN:
+      case ComputeOp::BN_RELU_FWD_TRAIN:
+      case ComputeOp::BN_BWD:
+      case ComputeOp::BN_RELU_BWD:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // A second communicator over the same ranks for SyncBatchNorm, split from
+  // the first (one collective call per rank, grouped as one thread makes them).
+  void split_bn_comms() {
+    TR_NCCL_CHECK(ncclGroupStart(), -1);
+    try {
+      for (size_t i = 0; i < ranks_.size(); ++i) {
+        Rank& r = *ranks_[i];
+        DeviceScope scope(r.device);
+        TR_NCCL_CHECK(
+            ncclCommSplit(r.comm, 0, global_rank(static_cast<int>(i)), &r.bn_comm, nullptr),
+            r.device);
+      }
+    } catch (...) {
+      (void)ncclGroupEnd();
+      throw;
+    }
+    TR_NCCL_CHECK(ncclGroupEnd(), -1);
+    for (auto& r : ranks_) r->rank_sum = std::make_unique<NcclRankSum>(r->bn_comm, r->device);
   }
 
   // Grows before the launch (its arguments are fixed when it is launched or
@@ -867,6 +935,8 @@ class CudaBackend final : public Backend {
       if (cudaSetDevice(r.device) != cudaSuccess) continue;
       for (cudaStream_t s : r.streams)
         if (s) (void)cudaStreamSynchronize(s);
+      if (r.bn_comm) (void)ncclCommDestroy(r.bn_comm);
+      r.bn_comm = nullptr;
       if (r.comm) (void)ncclCommDestroy(r.comm);
       r.comm = nullptr;
       if (r.vote) (void)cudaFree(r.vote);

@@ -29,6 +29,9 @@ struct CudaBackendOptions {
   // false records each "captured" graph as a list of launches and replays
   // it by launching them one by one, as a framework without graphs would.
   bool capture = true;
+  // The plan uses SyncBatchNorm: a second communicator for the BN layers'
+  // in-graph sums (only with more than one rank in the world).
+  bool sync_batch_norm = false;
 };
 
 // Throws std::runtime_error when a device is missing or CUDA/NCCL fail to start,
