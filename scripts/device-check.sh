@@ -19,7 +19,8 @@
 #
 # environment (defaults): PYTHON (python3, with torch and torchvision), ARCHS
 #   (the GPUs' compute capabilities, e.g. 90), JOBS (nproc), STEPS (20), WARMUP (5),
-#   BATCH (256), BUILD_DIR (<repo>/build-device), ARCHS_BUNDLE (80;90).
+#   BATCH (256), BUILD_DIR (<repo>/build-device), ARCHS_BUNDLE (80;90),
+#   PROJECT (<repo>/projects/resnet50.json; another one for a quick dry run).
 # The results file (default device-check-results.md) holds the environment,
 # the test summary and parity figures, and a table of images/s per configuration
 # with the ratio to PyTorch's best; the raw JSON lines and logs sit beside it.
@@ -31,6 +32,7 @@ jobs=${JOBS:-$(nproc)}
 steps=${STEPS:-20}
 warmup=${WARMUP:-5}
 batch=${BATCH:-256}
+project=${PROJECT:-$root/projects/resnet50.json}
 results=$root/device-check-results.md
 mode=build
 bundle=""
@@ -88,6 +90,7 @@ fi
 
 # ---------------------------------------------------------------------------
 started=$(date +%s)
+our_libs=${LD_LIBRARY_PATH:-}
 command -v nvidia-smi >/dev/null || die "no nvidia-smi: this is not a machine with NVIDIA GPUs"
 gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
 [ "$gpus" -ge 1 ] || die "nvidia-smi lists no GPU"
@@ -111,11 +114,11 @@ for s in site.getsitepackages():
 print(":".join(sorted(set(dirs))))
 EOF
 )
-  export LD_LIBRARY_PATH="$unpacked/lib:${cuda_libs}:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
-  # Some wheels ship only libfoo.so.N; the programs ask for the same soname.
+  # For our programs only: PyTorch must keep its own libstdc++ and CUDA libraries.
+  our_libs="$unpacked/lib:${cuda_libs}:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
   for t in renaissance-cli $(cuda_tests); do
-    missing=$(ldd "$bin/$t" | awk '/not found/ {print $1}' | paste -sd' ')
-    [ -z "$missing" ] || die "$t cannot find: $missing (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
+    missing=$(LD_LIBRARY_PATH=$our_libs ldd "$bin/$t" | awk '/not found/ {print $1}' | paste -sd' ')
+    [ -z "$missing" ] || die "$t cannot find: $missing (searched $our_libs)"
   done
 else
   configure_and_build "$archs"
@@ -132,7 +135,9 @@ test_lines=()
 failed=0
 for t in $(cuda_tests); do
   log=$outdir/$t.log
-  if timeout 300 "$bin/$t" >"$log" 2>&1; then r=passed; else r="FAILED (exit $?)"; failed=1; fi
+  if LD_LIBRARY_PATH=$our_libs timeout 300 "$bin/$t" >"$log" 2>&1; then r=passed; else r="FAILED (exit $?)"; failed=1; fi
+  # Skips for want of a device mean the check did not check.
+  if grep -q 'no CUDA device' "$log"; then r="skipped: $(grep -m1 -o 'no CUDA device.*' "$log")"; failed=1; fi
   totals=$(grep -E '^Totals:' "$log" | tail -1)
   test_lines+=("| $t | $r | ${totals#Totals: } |")
 done
@@ -144,7 +149,7 @@ tested=$(date +%s)
 bench_ours() {  # $1 precision, $2 label, then extra CLI arguments
   local p=$1 label=$2; shift 2
   local line
-  line=$("$cli" bench "$root/projects/resnet50.json" --devices cuda:0 --precision "$p" \
+  line=$(LD_LIBRARY_PATH=$our_libs "$cli" bench "$project" --devices cuda:0 --precision "$p" \
          --batch "$batch" --steps "$steps" --warmup "$warmup" --json "$@" 2>>"$outdir/bench.log" |
          tail -1)
   [ -n "$line" ] || line='{"error": "see bench.log"}'
@@ -187,7 +192,7 @@ benched=$(date +%s)
   echo
   if [ -n "$parity" ]; then echo "$parity" | sed 's/^/- /'; else echo "- no figures (see test_cuda_training.log)"; fi
   echo
-  echo "## ResNet-50, synthetic 224x224, batch $batch, median of $steps steps after $warmup"
+  echo "## $(basename "$project" .json), batch $batch, median of $steps steps after $warmup"
   echo
   "$python" - "$raw" <<'EOF'
 import json, sys

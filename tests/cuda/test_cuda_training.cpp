@@ -11,6 +11,7 @@
 //    relative, which allows the order differences to grow through 50 updates;
 //  - AMP (FP16 features on both sides, rounded at the same points): step 0
 //    within 5e-3, every step within 5e-2.
+// The measuring modes (one stream, uncaptured) must train bit-identically.
 // Skips without a device; the multi-device case needs two.
 #include <QtTest>
 
@@ -57,7 +58,13 @@ Project parity_project(const char* file, Precision precision, int world, bool sy
   return p;
 }
 
-std::vector<double> losses_on(Project p, DeviceKind kind) {
+// CUDA backend options beyond the devices: the measuring modes.
+struct Modes {
+  int streams = 5;
+  bool capture = true;
+};
+
+std::vector<double> losses_on(Project p, DeviceKind kind, Modes modes = {}) {
   p.training.devices.kind = kind;
   const CompiledProject cp = compile_project(p);
   auto data = load_dataset(cp.project.dataset, "", cp.project.training.seed);
@@ -66,6 +73,8 @@ std::vector<double> losses_on(Project p, DeviceKind kind) {
     cuda::CudaBackendOptions o;
     o.devices = cp.project.training.devices.ids;
     o.sync_batch_norm = cp.project.training.sync_batch_norm;
+    o.streams = modes.streams;
+    o.capture = modes.capture;
     backend = cuda::make_cuda_backend(o);
   } else {
     backend = cpu::make_cpu_backend({cp.world_size, false});
@@ -159,6 +168,18 @@ class TestCudaTraining : public QObject {
     const QByteArray what = project.toUtf8() + (amp ? " amp" : " fp32");
     const QString e = compare(what.constData(), cpu, gpu, amp ? kAmp : kFp32);
     QVERIFY2(e.isEmpty(), qPrintable(e));
+  }
+
+  // One stream, or launches replayed one by one instead of captured graphs,
+  // change when work runs, not what it computes: every kernel's reductions
+  // have a fixed order, so the losses are the same bits.
+  void measuringModesTrainIdentically() {
+    TR_REQUIRE_CUDA_DEVICE();
+    const Project p = parity_project("resnet8-fashion.json", Precision::AMP, 1);
+    const std::vector<double> captured = losses_on(p, DeviceKind::CUDA);
+    QCOMPARE(captured.size(), static_cast<size_t>(kSteps));
+    QCOMPARE(losses_on(p, DeviceKind::CUDA, {1, true}), captured);
+    QCOMPARE(losses_on(p, DeviceKind::CUDA, {5, false}), captured);
   }
 
   // Two ranks on two devices (NCCL all-reduce of the gradient buckets; with
