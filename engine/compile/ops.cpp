@@ -75,4 +75,9 @@ bool is_collective(RangeOp op) noexcept {
   return op == RangeOp::ALLREDUCE_MEAN || op == RangeOp::ALLREDUCE_SUM;
 }
 
+bool is_bn_training(ComputeOp op) noexcept {
+  return op == ComputeOp::BN_FWD_TRAIN || op == ComputeOp::BN_RELU_FWD_TRAIN ||
+         op == ComputeOp::BN_BWD || op == ComputeOp::BN_RELU_BWD;
+}
+
 }  // namespace tr

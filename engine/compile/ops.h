@@ -80,5 +80,8 @@ std::string_view range_op_name(RangeOp op) noexcept;
 std::string_view bwd_part_name(BwdPart part) noexcept;
 // Communication ops run through the collectives, not through kernels.
 bool is_collective(RangeOp op) noexcept;
+// The batch-norm training ops: with SyncBatchNorm their statistics (and
+// their backward's sums) are summed across ranks inside the op.
+bool is_bn_training(ComputeOp op) noexcept;
 
 }  // namespace tr

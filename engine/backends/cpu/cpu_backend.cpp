@@ -412,16 +412,7 @@ class CpuBackend final : public Backend {
         !l.args->training->sync_batch_norm)
       return false;
     const GraphNode& n = *l.args->node;
-    if (n.kind != NodeKind::COMPUTE) return false;
-    switch (n.op) {
-      case ComputeOp::BN_FWD_TRAIN:
-      case ComputeOp::BN_RELU_FWD_TRAIN:
-      case ComputeOp::BN_BWD:
-      case ComputeOp::BN_RELU_BWD:
-        return true;
-      default:
-        return false;
-    }
+    return n.kind == NodeKind::COMPUTE && is_bn_training(n.op);
   }
 
   // Points `launch` at `copy` of its args with this rank's workspace and

@@ -28,6 +28,7 @@
 #include "backends/cuda/linear_launchers.h"
 #include "backends/cuda/operand_checks.h"
 #include "backends/cuda/stream_handles.h"
+#include "runtime/conv_geometry.h"
 
 namespace tr::cuda::conv {
 
@@ -44,31 +45,13 @@ constexpr uint64_t kWorkspaceCap = uint64_t{512} << 20;
 // ---------------------------------------------------------------------------
 // Geometry: x [N,H,W,Ci], w [Co,kh,kw,Ci], y [N,Ho,Wo,Co], as the CPU twin.
 
-struct Geom {
-  int64_t n, h, w, ci, co, kh, kw, sh, sw, ph, pw, ho, wo;
-};
+using Geom = ConvGeometry;
 
 Geom geom(const char* op, const KernelArgs& a, const Shape& x, const Shape& w, const Shape& y) {
   if (!a.layer) fail(op, a, "no layer to read the stride and padding from");
-  const LayerParams& p = a.layer->params;
-  const Geom g{x.n,        x.h,        x.w,     x.c,     w.n, w.h, w.w,
-               p.stride_h, p.stride_w, p.pad_h, p.pad_w, y.h, y.w};
-  if (w.c != x.c)
-    fail(op, a, "weights " + w.str() + " do not match input " + x.str() + " (channels)");
-  if (y.c != w.n || y.n != x.n)
-    fail(op, a,
-         "output " + y.str() + " does not match weights " + w.str() + " and input " + x.str());
-  if (w.h != p.kernel_h || w.w != p.kernel_w)
-    fail(op, a,
-         "weights " + w.str() + " do not match the kernel size " + std::to_string(p.kernel_h) +
-             "x" + std::to_string(p.kernel_w));
-  if (g.sh < 1 || g.sw < 1 || g.ph < 0 || g.pw < 0) fail(op, a, "bad stride or padding");
-  const int64_t ho = (g.h + 2 * g.ph - g.kh) / g.sh + 1;
-  const int64_t wo = (g.w + 2 * g.pw - g.kw) / g.sw + 1;
-  if (ho != g.ho || wo != g.wo || ho < 1 || wo < 1)
-    fail(op, a,
-         "output " + y.str() + " should be " + std::to_string(ho) + "x" + std::to_string(wo) +
-             " spatially for input " + x.str());
+  Geom g{};
+  std::string error;
+  if (!conv_geometry(a.layer->params, x, w, y, g, error)) fail(op, a, error);
   return g;
 }
 

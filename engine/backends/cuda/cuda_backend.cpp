@@ -662,18 +662,8 @@ class CudaBackend final : public Backend {
 
   // SyncBatchNorm's training kernels sum their statistics across ranks.
   bool needs_rank_sum(const KernelArgs& a) const {
-    if (global_world() < 2 || !a.training || !a.training->sync_batch_norm || !a.node ||
-        a.node->kind != NodeKind::COMPUTE)
-      return false;
-    switch (a.node->op) {
-      case ComputeOp::BN_FWD_TRAIN:
-      case ComputeOp::BN_RELU_FWD_TRAIN:
-      case ComputeOp::BN_BWD:
-      case ComputeOp::BN_RELU_BWD:
-        return true;
-      default:
-        return false;
-    }
+    return global_world() > 1 && a.training && a.training->sync_batch_norm && a.node &&
+           a.node->kind == NodeKind::COMPUTE && is_bn_training(a.node->op);
   }
 
   // A second communicator over the same ranks for SyncBatchNorm, split from

@@ -34,6 +34,7 @@
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/onednn_info.h"
 #include "backends/cpu/kernels/parallel.h"
+#include "runtime/conv_geometry.h"
 
 namespace tr::cpu {
 namespace {
@@ -158,31 +159,13 @@ void sum_rows(const float* m, int64_t rows, int64_t c, float* out) {
 // ---------------------------------------------------------------------------
 // Convolution geometry and the primitive cache.
 
-struct ConvGeom {
-  int64_t n, h, w, ci, co, kh, kw, sh, sw, ph, pw, ho, wo;
-};
+using ConvGeom = ConvGeometry;
 
-// x [N,H,W,Ci], weights [Co,kh,kw,Ci], y [N,Ho,Wo,Co]; strides and padding from the layer.
 ConvGeom conv_geom(const char* kernel, const KernelArgs& a, const Shape& x, const Shape& w,
                    const Shape& y) {
-  const LayerParams& p = a.layer->params;
-  ConvGeom g{x.n, x.h, x.w, x.c, w.n, w.h, w.w, p.stride_h, p.stride_w, p.pad_h, p.pad_w, y.h, y.w};
-  if (w.c != x.c)
-    fail(kernel, a, "weights " + w.str() + " do not match input " + x.str() + " (channels)");
-  if (y.c != w.n || y.n != x.n)
-    fail(kernel, a,
-         "output " + y.str() + " does not match weights " + w.str() + " and input " + x.str());
-  if (w.h != p.kernel_h || w.w != p.kernel_w)
-    fail(kernel, a,
-         "weights " + w.str() + " do not match the kernel size " + std::to_string(p.kernel_h) +
-             "x" + std::to_string(p.kernel_w));
-  if (g.sh < 1 || g.sw < 1 || g.ph < 0 || g.pw < 0) fail(kernel, a, "bad stride or padding");
-  const int64_t ho = (g.h + 2 * g.ph - g.kh) / g.sh + 1;
-  const int64_t wo = (g.w + 2 * g.pw - g.kw) / g.sw + 1;
-  if (ho != g.ho || wo != g.wo || ho < 1 || wo < 1)
-    fail(kernel, a,
-         "output " + y.str() + " should be " + std::to_string(ho) + "x" + std::to_string(wo) +
-             " spatially for input " + x.str());
+  ConvGeom g{};
+  std::string error;
+  if (!conv_geometry(a.layer->params, x, w, y, g, error)) fail(kernel, a, error);
   return g;
 }
 

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// A convolution's geometry from its operands' shapes and its layer's stride
+// and padding, checked the same way for every backend: x [N,H,W,Ci], weights
+// [Co,kh,kw,Ci] (OHWI), y [N,Ho,Wo,Co].
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/shape.h"
+#include "model/project.h"
+
+namespace tr {
+
+struct ConvGeometry {
+  int64_t n, h, w, ci, co, kh, kw, sh, sw, ph, pw, ho, wo;
+};
+
+// The geometry, or (returning false) what does not fit in `error`, for the
+// caller to report with its own op and layer names.
+bool conv_geometry(const LayerParams& p, const Shape& x, const Shape& w, const Shape& y,
+                   ConvGeometry& out, std::string& error);
+
+}  // namespace tr
