@@ -63,7 +63,7 @@ class Backend {
     (void)data;
     (void)bytes;
   }
-  virtual void unpin_host(const void* data) { (void)data; }
+  virtual void unpin_host(const void* data) noexcept { (void)data; }
 
   // One arena per rank of exactly `bytes`, zero-filled; pointers are base + offset.
   virtual void allocate_arenas(uint64_t bytes) = 0;

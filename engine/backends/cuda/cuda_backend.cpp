@@ -263,6 +263,9 @@ class CudaBackend final : public Backend {
     if (!data || bytes == 0) return;
     std::lock_guard<std::mutex> lock(pin_mutex_);
     if (pinned_.count(data)) return;
+    // Under one of our devices: a thread with none current would make a
+    // context on device 0, which this run may not use.
+    DeviceScope scope(devices_.front());
     const cudaError_t err =
         cudaHostRegister(const_cast<void*>(data), bytes, cudaHostRegisterPortable);
     if (err == cudaErrorHostMemoryAlreadyRegistered) {
@@ -274,9 +277,15 @@ class CudaBackend final : public Backend {
     pinned_.insert(data);
   }
 
-  void unpin_host(const void* data) override {
+  void unpin_host(const void* data) noexcept override {
     std::lock_guard<std::mutex> lock(pin_mutex_);
-    if (pinned_.erase(data)) (void)cudaHostUnregister(const_cast<void*>(data));
+    if (!pinned_.erase(data)) return;
+    // noexcept: PinnedHost calls this from its destructor.
+    int previous = 0;
+    const bool restore = cudaGetDevice(&previous) == cudaSuccess;
+    (void)cudaSetDevice(devices_.front());
+    (void)cudaHostUnregister(const_cast<void*>(data));
+    if (restore) (void)cudaSetDevice(previous);
   }
 
   void allocate_arenas(uint64_t bytes) override {
