@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // renaissance-cli train and bench end to end on a tiny synthetic project:
-// progress lines, the JSON summary, the Chrome trace, and clear failures.
+// progress lines, the JSON summary, the Chrome trace, the fallback from CUDA
+// devices to the CPU, and clear failures.
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
@@ -84,6 +85,26 @@ class TestCliTrain : public QObject {
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QVERIFY2(r.out.contains("epoch 1/1"), qPrintable(r.out));
     QVERIFY(r.out.contains("val_top-1"));
+  }
+
+  // Without a CUDA device (or a CUDA build) a cuda:0 run trains on one CPU
+  // rank and says why; the CUDA backend's measuring options are refused
+  // there, and bad values of them anywhere.
+  void cudaDevicesFallBackToTheCpu() {
+    Result r = run_cli({"bench", tiny(), "--streams", "3"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("'--streams' takes 5"), qPrintable(r.err));
+    r = run_cli({"bench", tiny(), "--capture", "maybe"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("'--capture' takes on"), qPrintable(r.err));
+    r = run_cli({"train", tiny(), "--devices", "cuda:0", "--epochs", "1"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    if (!r.err.contains("training on cpu:1 instead"))
+      QSKIP("this machine trains cuda:0 on a GPU; the fallback is for machines without one");
+    QVERIFY2(r.out.contains("epoch 1/1"), qPrintable(r.out));
+    r = run_cli({"bench", tiny(), "--devices", "cuda:0", "--streams", "1", "--steps", "2"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("measure the CUDA backend"), qPrintable(r.err));
   }
 
   void clearFailures() {
