@@ -32,6 +32,18 @@ inline void cuda_ok(cudaError_t err, const char* what) {
     throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(err));
 }
 
+// A compute node of `op` for KernelArgs::node: `accumulate_mask` bit i makes
+// output i add onto what it holds; `layer` is the model node's index (the
+// dropout kernels seed their masks with it).
+inline GraphNode node_for(ComputeOp op, uint8_t accumulate_mask = 0, int layer = 2) {
+  GraphNode n;
+  n.kind = NodeKind::COMPUTE;
+  n.op = op;
+  n.layer = layer;
+  n.accumulate_mask = accumulate_mask;
+  return n;
+}
+
 class ComputeMirror {
  public:
   // An output slot that is not materialised (a null TensorArg).

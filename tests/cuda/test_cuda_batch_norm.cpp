@@ -42,21 +42,13 @@
 
 using namespace tr;
 using tr::test::ComputeMirror;
+using tr::test::node_for;
 
 namespace {
 
 constexpr double kRel = 1e-5;
 constexpr double kPeakFraction = 1e-6;
 constexpr int kLargeMeanChannel = 1;
-
-GraphNode node_for(ComputeOp op, uint8_t accumulate_mask = 0) {
-  GraphNode n;
-  n.kind = NodeKind::COMPUTE;
-  n.op = op;
-  n.layer = 2;
-  n.accumulate_mask = accumulate_mask;
-  return n;
-}
 
 LayerNode bn_layer(double eps = 1e-5, double momentum = 0.1) {
   LayerNode l;

@@ -40,21 +40,13 @@
 using namespace tr;
 using tr::test::ComputeMirror;
 using tr::test::layer_with;
+using tr::test::node_for;
 using tr::test::square_window;
 
 namespace {
 
 constexpr double kRel = 1e-5;
 constexpr double kAbs = 1e-6;
-
-GraphNode node_for(ComputeOp op, int layer = 3, uint8_t accumulate_mask = 0) {
-  GraphNode n;
-  n.kind = NodeKind::COMPUTE;
-  n.op = op;
-  n.layer = layer;
-  n.accumulate_mask = accumulate_mask;
-  return n;
-}
 
 // Empty when the device's slot equals the CPU's byte for byte.
 QString differs(const ComputeMirror& m, size_t t, const char* what) {
@@ -194,7 +186,7 @@ class TestCudaComputeKernels : public QObject {
       // reads the CPU forward's output on both.
       const size_t saved = c.bwd_reads_y ? y : x;
       for (uint8_t mask : {0, 1}) {
-        GraphNode b = node_for(c.bwd, 3, mask);
+        GraphNode b = node_for(c.bwd, mask, 3);
         m.run([&](bool d) { return m.args(d, {saved, dy}, {dx}, &b); }, c.bwd);
         if (c.exact)
           EXPECT_NONE(differs(m, dx, name));
@@ -219,7 +211,7 @@ class TestCudaComputeKernels : public QObject {
       m.fill(y, rng);
       // Overwrite, then add (one rounding on both sides: exact).
       for (uint8_t mask : {0, 1}) {
-        GraphNode n = node_for(op, 3, mask);
+        GraphNode n = node_for(op, mask, 3);
         m.run([&](bool d) { return m.args(d, {x}, {y}, &n); }, op);
         EXPECT_NONE(differs(m, y, compute_op_name(op).data()));
       }
@@ -297,7 +289,7 @@ class TestCudaComputeKernels : public QObject {
           LayerParams lp;
           lp.p = p;
           const LayerNode layer = layer_with(LayerType::Dropout, lp);
-          GraphNode f = node_for(ComputeOp::DROPOUT_FWD, 4);
+          GraphNode f = node_for(ComputeOp::DROPOUT_FWD, 0, 4);
           auto fwd = [&](bool d) {
             KernelArgs a = m.args(d, {x}, {y, mask}, &f, &layer);
             a.seed = 1234;
@@ -314,14 +306,14 @@ class TestCudaComputeKernels : public QObject {
           for (uint64_t i = 0; i < m.bytes(mask); ++i) kept += m.gpu_bytes(mask)[i];
           QVERIFY(p < 1.0 ? kept > 0 : kept == 0);
 
-          GraphNode b = node_for(ComputeOp::DROPOUT_BWD, 4);
+          GraphNode b = node_for(ComputeOp::DROPOUT_BWD, 0, 4);
           m.run(
               [&](bool d) {
                 return m.args(d, {mask, dy}, {dx}, &b, &layer);
               },
               ComputeOp::DROPOUT_BWD);
           EXPECT_NONE(differs(m, dx, "DROPOUT_BWD"));
-          GraphNode acc = node_for(ComputeOp::DROPOUT_BWD, 4, 1);
+          GraphNode acc = node_for(ComputeOp::DROPOUT_BWD, 1, 4);
           m.run(
               [&](bool d) {
                 return m.args(d, {mask, dy}, {dx}, &acc, &layer);
@@ -359,7 +351,7 @@ class TestCudaComputeKernels : public QObject {
       EXPECT_NONE(differs(m, y, "MAXPOOL_FWD"));
       // Overwrite, then add: the same additions in the same order on both.
       for (uint8_t mask : {0, 1}) {
-        GraphNode b = node_for(ComputeOp::MAXPOOL_BWD, 3, mask);
+        GraphNode b = node_for(ComputeOp::MAXPOOL_BWD, mask, 3);
         m.run(
             [&](bool d) {
               return m.args(d, {x, y, dy}, {dx}, &b, &layer);
@@ -390,7 +382,7 @@ class TestCudaComputeKernels : public QObject {
       m.run([&](bool d) { return m.args(d, {x}, {y}, &f, &layer); }, ComputeOp::AVGPOOL_FWD);
       EXPECT_NONE(far(m, y, "AVGPOOL_FWD"));
       for (uint8_t mask : {0, 1}) {
-        GraphNode b = node_for(ComputeOp::AVGPOOL_BWD, 3, mask);
+        GraphNode b = node_for(ComputeOp::AVGPOOL_BWD, mask, 3);
         m.run([&](bool d) { return m.args(d, {dy}, {dx}, &b, &layer); }, ComputeOp::AVGPOOL_BWD);
         EXPECT_NONE(far(m, dx, "AVGPOOL_BWD"));
       }
@@ -411,7 +403,7 @@ class TestCudaComputeKernels : public QObject {
     m.run([&](bool d) { return m.args(d, {x}, {y}, &f); }, ComputeOp::GAP_FWD);
     EXPECT_NONE(far(m, y, "GAP_FWD"));
     for (uint8_t mask : {0, 1}) {
-      GraphNode b = node_for(ComputeOp::GAP_BWD, 3, mask);
+      GraphNode b = node_for(ComputeOp::GAP_BWD, mask, 3);
       m.run([&](bool d) { return m.args(d, {dy}, {dx}, &b); }, ComputeOp::GAP_BWD);
       EXPECT_NONE(far(m, dx, "GAP_BWD"));
     }
@@ -462,7 +454,7 @@ class TestCudaComputeKernels : public QObject {
       };
 
       for (uint8_t mask : {0, 2}) {
-        GraphNode n = node_for(ComputeOp::SOFTMAX_CE_FWD_BWD, 9, mask);
+        GraphNode n = node_for(ComputeOp::SOFTMAX_CE_FWD_BWD, mask, 9);
         m.run(
             [&](bool d) {
               KernelArgs a = m.args(d, {logits, labels}, {result, grad}, &n);
@@ -476,7 +468,7 @@ class TestCudaComputeKernels : public QObject {
           for (int64_t k = 0; k < c.k; ++k) QCOMPARE(m.gpu_f32(grad)[5 * c.k + k], 0.0f);
       }
       for (uint8_t mask : {0, 2}) {
-        GraphNode n = node_for(ComputeOp::SOFTMAX_CE_FWD, 9, mask);
+        GraphNode n = node_for(ComputeOp::SOFTMAX_CE_FWD, mask, 9);
         m.run(
             [&](bool d) {
               return m.args(d, {logits, labels}, {result, confusion}, &n);
@@ -486,7 +478,7 @@ class TestCudaComputeKernels : public QObject {
         EXPECT_NONE(differs(m, confusion, "SOFTMAX_CE_FWD confusion"));
       }
       // Without a confusion block only the result is written.
-      GraphNode n = node_for(ComputeOp::SOFTMAX_CE_FWD, 9);
+      GraphNode n = node_for(ComputeOp::SOFTMAX_CE_FWD, 0, 9);
       m.run(
           [&](bool d) {
             return m.args(d, {logits, labels}, {result}, &n);
@@ -527,7 +519,7 @@ class TestCudaComputeKernels : public QObject {
       EXPECT_NONE(half_far(m, y, name, c.ulps, abs));
       const size_t saved = c.bwd_reads_y ? y : x;
       for (uint8_t mask : {0, 1}) {
-        GraphNode b = node_for(c.bwd, 3, mask);
+        GraphNode b = node_for(c.bwd, mask, 3);
         m.run([&](bool d) { return m.args(d, {saved, dy}, {dx}, &b); }, c.bwd);
         EXPECT_NONE(half_far(m, dx, compute_op_name(c.bwd).data(), c.ulps, abs));
       }
@@ -549,7 +541,7 @@ class TestCudaComputeKernels : public QObject {
     for (const Case c : {Case{ComputeOp::FLATTEN_FWD, x, y}, Case{ComputeOp::FLATTEN_BWD, y, x},
                          Case{ComputeOp::IDENTITY, x, x2}})
       for (uint8_t mask : {0, 1}) {
-        GraphNode n = node_for(c.op, 3, mask);
+        GraphNode n = node_for(c.op, mask, 3);
         m.run([&](bool d) { return m.args(d, {c.from}, {c.to}, &n); }, c.op);
         EXPECT_NONE(half_far(m, c.to, compute_op_name(c.op).data(), 0));
       }
@@ -590,7 +582,7 @@ class TestCudaComputeKernels : public QObject {
         LayerParams lp;
         lp.p = 0.3;
         const LayerNode layer = layer_with(LayerType::Dropout, lp);
-        GraphNode f = node_for(ComputeOp::DROPOUT_FWD, 4);
+        GraphNode f = node_for(ComputeOp::DROPOUT_FWD, 0, 4);
         m.run(
             [&](bool d) {
               KernelArgs a = m.args(d, {x}, {y, mask}, &f, &layer);
@@ -603,7 +595,7 @@ class TestCudaComputeKernels : public QObject {
         EXPECT_NONE(differs(m, mask, "fp16 DROPOUT_FWD mask"));
         EXPECT_NONE(half_far(m, y, "fp16 DROPOUT_FWD y", 0));
         for (uint8_t acc : {0, 1}) {
-          GraphNode b = node_for(ComputeOp::DROPOUT_BWD, 4, acc);
+          GraphNode b = node_for(ComputeOp::DROPOUT_BWD, acc, 4);
           m.run(
               [&](bool d) {
                 return m.args(d, {mask, dy}, {dx}, &b, &layer);
@@ -635,7 +627,7 @@ class TestCudaComputeKernels : public QObject {
       m.run([&](bool d) { return m.args(d, {x}, {y}, &f, &maxl); }, ComputeOp::MAXPOOL_FWD);
       EXPECT_NONE(half_far(m, y, "fp16 MAXPOOL_FWD", 0));
       for (uint8_t mask : {0, 1}) {
-        GraphNode b = node_for(ComputeOp::MAXPOOL_BWD, 3, mask);
+        GraphNode b = node_for(ComputeOp::MAXPOOL_BWD, mask, 3);
         m.run(
             [&](bool d) {
               return m.args(d, {x, y, dy}, {dx}, &b, &maxl);
@@ -649,7 +641,7 @@ class TestCudaComputeKernels : public QObject {
       m.run([&](bool d) { return m.args(d, {x}, {y}, &af, &avgl); }, ComputeOp::AVGPOOL_FWD);
       EXPECT_NONE(half_far(m, y, "fp16 AVGPOOL_FWD", 1, 1e-5));
       for (uint8_t mask : {0, 1}) {
-        GraphNode b = node_for(ComputeOp::AVGPOOL_BWD, 3, mask);
+        GraphNode b = node_for(ComputeOp::AVGPOOL_BWD, mask, 3);
         m.run([&](bool d) { return m.args(d, {dy}, {dx}, &b, &avgl); }, ComputeOp::AVGPOOL_BWD);
         EXPECT_NONE(half_far(m, dx, "fp16 AVGPOOL_BWD", 1, 1e-5));
       }
@@ -664,7 +656,7 @@ class TestCudaComputeKernels : public QObject {
     m.run([&](bool d) { return m.args(d, {x}, {y}, &f); }, ComputeOp::GAP_FWD);
     EXPECT_NONE(half_far(m, y, "fp16 GAP_FWD", 1, 1e-5));
     for (uint8_t mask : {0, 1}) {
-      GraphNode b = node_for(ComputeOp::GAP_BWD, 3, mask);
+      GraphNode b = node_for(ComputeOp::GAP_BWD, mask, 3);
       m.run([&](bool d) { return m.args(d, {dy}, {dx}, &b); }, ComputeOp::GAP_BWD);
       EXPECT_NONE(half_far(m, dx, "fp16 GAP_BWD", 1, 1e-5));
     }
@@ -705,7 +697,7 @@ class TestCudaComputeKernels : public QObject {
         for (int i = 1; i < 4; ++i) QCOMPARE(g[i], h[i]);
       };
       for (uint8_t mask : {0, 2}) {
-        GraphNode n = node_for(ComputeOp::SOFTMAX_CE_FWD_BWD, 9, mask);
+        GraphNode n = node_for(ComputeOp::SOFTMAX_CE_FWD_BWD, mask, 9);
         m.run(
             [&](bool d) {
               KernelArgs a = m.args(d, {logits, labels}, {result, grad}, &n);
@@ -717,7 +709,7 @@ class TestCudaComputeKernels : public QObject {
         EXPECT_NONE(half_far(m, grad, "fp16 SOFTMAX_CE_FWD_BWD gradient", 1, 1e-7));
       }
       for (uint8_t mask : {0, 2}) {
-        GraphNode n = node_for(ComputeOp::SOFTMAX_CE_FWD, 9, mask);
+        GraphNode n = node_for(ComputeOp::SOFTMAX_CE_FWD, mask, 9);
         m.run(
             [&](bool d) {
               return m.args(d, {logits, labels}, {result, confusion}, &n);

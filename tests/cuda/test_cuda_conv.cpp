@@ -36,21 +36,13 @@ using namespace tr;
 using tr::test::ComputeMirror;
 using tr::test::differs;
 using tr::test::far;
+using tr::test::node_for;
 
 namespace {
 
 constexpr double kStrict = 1e-5;
 constexpr double kTf32 = 5e-3;
 constexpr double kBiasGrad = 1e-6;
-
-GraphNode node_for(ComputeOp op, uint8_t accumulate_mask = 0) {
-  GraphNode n;
-  n.kind = NodeKind::COMPUTE;
-  n.op = op;
-  n.layer = 2;
-  n.accumulate_mask = accumulate_mask;
-  return n;
-}
 
 struct Size {
   Shape x;  // NHWC input
