@@ -38,20 +38,16 @@ namespace {
 // stream and sized to the largest need, so one greedy algorithm sets it.
 constexpr uint64_t kWorkspaceCap = uint64_t{512} << 20;
 
-[[noreturn]] void fail(const char* op, const KernelArgs& a, const std::string& what) {
-  fail_operand(op, a, what);
-}
-
 // ---------------------------------------------------------------------------
 // Geometry: x [N,H,W,Ci], w [Co,kh,kw,Ci], y [N,Ho,Wo,Co], as the CPU twin.
 
 using Geom = ConvGeometry;
 
 Geom geom(const char* op, const KernelArgs& a, const Shape& x, const Shape& w, const Shape& y) {
-  if (!a.layer) fail(op, a, "no layer to read the stride and padding from");
+  if (!a.layer) fail_operand(op, a, "no layer to read the stride and padding from");
   Geom g{};
   std::string error;
-  if (!conv_geometry(a.layer->params, x, w, y, g, error)) fail(op, a, error);
+  if (!conv_geometry(a.layer->params, x, w, y, g, error)) fail_operand(op, a, error);
   return g;
 }
 
@@ -374,7 +370,7 @@ void fwd(const KernelArgs& a, cudaStream_t stream) {
   const Geom g = geom(op, a, a.in[0].shape(), a.in[1].shape(), a.out[0].shape());
   const bool bias = a.in.size() == 3;
   if (bias && a.in[2].shape().elements() != g.co)
-    fail(op, a, "bias should have out_channels values");
+    fail_operand(op, a, "bias should have out_channels values");
   if (bias) {
     (void)common_elem(op, a, {{&a.in[2], "b"}, {&a.out[0], "y"}});
     require_compact(op, a, {&a.in[2], "b"});
@@ -401,11 +397,11 @@ void bwd(const KernelArgs& a, cudaStream_t stream) {
   const TensorArg& w = a.in[1];
   const TensorArg& dy = a.in[2];
   const Geom g = geom(op, a, x.shape(), w.shape(), dy.shape());
-  if (a.out[0].shape() != w.shape()) fail(op, a, "dw should have the weights' shape");
+  if (a.out[0].shape() != w.shape()) fail_operand(op, a, "dw should have the weights' shape");
   if (has_dx && a.out[dx_index].shape() != x.shape())
-    fail(op, a, "dx should have the input's shape");
+    fail_operand(op, a, "dx should have the input's shape");
   if (bias && a.out[1].shape().elements() != g.co)
-    fail(op, a, "db should have out_channels values");
+    fail_operand(op, a, "db should have out_channels values");
 
   // dW before dX on one stream: dX may overwrite X in place (ENGINE.md §4).
   weight_grads(op, a, g, x, dy, a.out[0], bias ? &a.out[1] : nullptr, stream);
@@ -427,7 +423,7 @@ void bwd_first(const KernelArgs& a, cudaStream_t stream) {
   const bool bias = a.out.size() == 2;
   const Geom g = geom(op, a, a.in[0].shape(), a.out[0].shape(), a.in[1].shape());
   if (bias && a.out[1].shape().elements() != g.co)
-    fail(op, a, "db should have out_channels values");
+    fail_operand(op, a, "db should have out_channels values");
   weight_grads(op, a, g, a.in[0], a.in[1], a.out[0], bias ? &a.out[1] : nullptr, stream);
 }
 
