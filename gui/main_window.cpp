@@ -13,12 +13,15 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTimer>
 #include <QToolBar>
 #include <algorithm>
+
+#include "data/dataset_probe.h"
 
 #include "compile/compiler.h"
 #include "compile/plan_report.h"
@@ -102,7 +105,8 @@ MainWindow::MainWindow(QWidget* parent)
       problems_(new ProblemsPanel(this)),
       settings_(new TrainingSettingsPanel(doc_, this)),
       devices_(new DeviceSelector(scan_, this)),
-      summary_(new QLabel(this)) {
+      summary_(new QLabel(this)),
+      readinessTimer_(new QTimer(this)) {
   setObjectName(QStringLiteral("MainWindow"));
   tabs_->setDocumentMode(true);
   tabs_->addTab(designer_, tr("Design"));
@@ -143,7 +147,7 @@ MainWindow::MainWindow(QWidget* parent)
             timeline_->setProfile(spans, std::move(cp));
             selectionChanged(designer_->designerScene()->currentNode());
           });
-  connect(training_, &TrainingView::runningChanged, this, &MainWindow::updateTrainingActions);
+  connect(training_, &TrainingView::stateChanged, this, &MainWindow::updateTrainingActions);
   connect(training_, &TrainingView::runEnded, this, [this](qint64 run) {
     runs_->refresh();
     runs_->selectRuns({run});
@@ -154,9 +158,25 @@ MainWindow::MainWindow(QWidget* parent)
     statusBar()->showMessage(tr("Run %1: its curves, configuration and details are below").arg(run),
                              5000);
   });
-  connect(problems_, &ProblemsPanel::nodeRequested, this, [this](const QString& id) {
-    showView(View::Design);
-    designer_->focusNode(id);
+  connect(problems_, &ProblemsPanel::nodeRequested, this,
+          [this](const QString& id, const QString& field) {
+            showView(View::Design);
+            designer_->focusNode(id);
+            propertiesDock_->show();
+            propertiesDock_->raise();
+            if (QWidget* editor = properties_->fieldEditor(field)) editor->setFocus();
+          });
+  connect(problems_, &ProblemsPanel::settingRequested, this, [this](const QString& field) {
+    settingsDock_->show();
+    settingsDock_->raise();
+    QWidget* editor = settings_->fieldEditor(field);
+    // A setting the form shows as a whole group ("dataset") or in the
+    // toolbar ("training.devices") has no editor of its own.
+    if (!editor && field == QLatin1String("training.devices")) editor = devices_;
+    if (editor) {
+      editor->setFocus();
+      if (auto* scroll = settings_->findChild<QScrollArea*>()) scroll->ensureWidgetVisible(editor);
+    }
   });
   connect(problems_, &ProblemsPanel::countChanged, this, [this](int n) {
     problemsDock_->setWindowTitle(n ? tr("Problems (%1)").arg(n) : tr("Problems"));
@@ -179,6 +199,18 @@ MainWindow::MainWindow(QWidget* parent)
   connect(timeline_, &TimelineView::status, this, hover);
   connect(training_, &TrainingView::status, this, say);
   connect(runs_, &RunsView::status, this, say);
+
+  // Checking compiles the design: wait for a pause in the typing or dragging.
+  readinessTimer_->setSingleShot(true);
+  readinessTimer_->setInterval(250);
+  connect(readinessTimer_, &QTimer::timeout, this, [this] { checkReadiness(); });
+  training_->setStartCheck([this](QString* why) {
+    settings_->commitPendingEdits();
+    checkReadiness();
+    *why = trainBlockedReason();
+    if (!why->isEmpty()) problemsDock_->show();
+    return why->isEmpty();
+  });
 
   restoreLayout();
   newProject();
@@ -419,7 +451,28 @@ void MainWindow::designChanged() {
   memory_->setStale(true);
   problems_->setCompileProblems({});
   training_->setProject(doc_->project());
+  readinessTimer_->start();
   updateTrainingActions();
+}
+
+const TrainingReadiness& MainWindow::checkReadiness() {
+  readinessTimer_->stop();
+  std::shared_ptr<const CompiledProject> plan;
+  if (doc_->analysis().ok()) plan = compileDesign(nullptr);
+  readiness_ = check_training_readiness(doc_->project(), probe_dataset(doc_->project().dataset),
+                                        plan.get(), scan_);
+  problems_->setTrainingProblems(readiness_.blocking, readiness_.notes);
+  updateTrainingActions();
+  return readiness_;
+}
+
+QString MainWindow::trainBlockedReason() const {
+  if (doc_->project().model.nodes.empty())
+    return tr("The design is empty: add layers from the palette, or open a project");
+  if (!doc_->analysis().ok() || problems_->blockingCount() > 0)
+    return tr("%n problem(s) block training: see the Problems panel", nullptr,
+              std::max<int>(1, problems_->blockingCount()));
+  return {};
 }
 
 void MainWindow::selectionChanged(int node) {
@@ -447,19 +500,23 @@ void MainWindow::requestLayer(const CompiledProject* cp, int layer) {
 void MainWindow::updateTrainingActions() {
   const bool running = training_->isRunning();
   const auto state = training_->state();
-  action("train")->setEnabled(!running && doc_->analysis().ok());
-  action("pause")->setEnabled(state == TrainingController::State::Running ||
-                              state == TrainingController::State::Paused);
+  const QString blocked = trainBlockedReason();
+  action("train")->setEnabled(!running && blocked.isEmpty());
+  action("train")->setToolTip(blocked.isEmpty() ? tr("Train the project (Ctrl+R)") : blocked);
+  training_->setTrainBlocked(blocked);
+  action("pause")->setEnabled(training_->canPauseOrResume());
   action("pause")->setText(state == TrainingController::State::Paused ? tr("&Resume")
                                                                       : tr("&Pause"));
-  action("stop")->setEnabled(running && state != TrainingController::State::Stopping);
+  action("stop")->setEnabled(training_->canStop());
 }
 
 bool MainWindow::train(QString* error) {
   settings_->commitPendingEdits();  // a value still being typed counts
-  if (!doc_->analysis().ok()) {
-    if (error) *error = tr("The design has problems (see the Problems panel); fix them first");
+  checkReadiness();
+  if (const QString why = trainBlockedReason(); !why.isEmpty()) {
+    if (error) *error = why;
     problemsDock_->show();
+    problemsDock_->raise();
     return false;
   }
   QString why;
@@ -480,10 +537,11 @@ void MainWindow::afterLoad() {
   if (!placed) doc_->setPositions(auto_layout(g));
   devices_->showDevices(doc_->project().training.devices);
   problems_->setCompileProblems({});
+  statusBar()->clearMessage();  // nothing said about the previous project holds
   memory_->setCompiled(nullptr, scan_);
   training_->setProject(doc_->project());
-  updateTrainingActions();
   if (doc_->analysis().ok()) compile();
+  checkReadiness();
   updateTitle();
   designer_->showOverview();
   // The view may not have its final size before the event loop runs.
@@ -539,16 +597,29 @@ bool MainWindow::saveProjectAs(const QString& path, QString* error) {
 }
 
 bool MainWindow::compile(QString* error) {
+  scan_ = scan_devices();  // available memory now, not at start-up
+  std::shared_ptr<const CompiledProject> cp = compileDesign(error);
+  if (!cp) {
+    statusBar()->showMessage(error ? *error : tr("Compile failed"), 8000);
+    problemsDock_->show();
+    problemsDock_->raise();
+    return false;
+  }
+  memory_->setCompiled(cp, scan_);
+  statusBar()->showMessage(
+      tr("Compiled: %1 per device, %n variant(s)", nullptr, static_cast<int>(cp->plans.size()))
+          .arg(QString::fromStdString(human_bytes(cp->bytes_per_device()))),
+      8000);
+  checkReadiness();
+  return true;
+}
+
+std::shared_ptr<const CompiledProject> MainWindow::compileDesign(QString* error) {
+  if (memory_->compiled() && !memory_->isStale()) return memory_->plan();
   try {
     auto cp = std::make_shared<const CompiledProject>(compile_project(doc_->project()));
-    scan_ = scan_devices();  // available memory now, not at start-up
-    memory_->setCompiled(cp, scan_);
     problems_->setCompileProblems({});
-    statusBar()->showMessage(
-        tr("Compiled: %1 per device, %n variant(s)", nullptr, static_cast<int>(cp->plans.size()))
-            .arg(QString::fromStdString(human_bytes(cp->bytes_per_device()))),
-        8000);
-    return true;
+    return cp;
   } catch (const ProjectError& e) {
     // The design problems are listed already; add what only the compiler saw.
     std::vector<Diagnostic> extra;
@@ -559,21 +630,16 @@ bool MainWindow::compile(QString* error) {
       if (!known) extra.push_back(d);
     }
     problems_->setCompileProblems(extra);
-    const QString text = tr("Compile failed: %n problem(s), listed in the Problems panel", nullptr,
-                            static_cast<int>(e.diagnostics().size()));
-    if (error) *error = text;
-    statusBar()->showMessage(text, 8000);
+    if (error)
+      *error = tr("Compile failed: %n problem(s), listed in the Problems panel", nullptr,
+                  static_cast<int>(e.diagnostics().size()));
   } catch (const std::exception& e) {
     Diagnostic d;
     d.message = e.what();
     problems_->setCompileProblems({d});
-    const QString text = tr("Compile failed: %1").arg(QString::fromStdString(e.what()));
-    if (error) *error = text;
-    statusBar()->showMessage(text, 8000);
+    if (error) *error = tr("Compile failed: %1").arg(QString::fromStdString(e.what()));
   }
-  problemsDock_->show();
-  problemsDock_->raise();
-  return false;
+  return nullptr;
 }
 
 bool MainWindow::writeScreenshots(const QString& dir, QString* error, int train_steps) {

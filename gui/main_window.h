@@ -13,11 +13,13 @@
 
 #include "backends/devices.h"
 #include "compile/compiler.h"
+#include "training_readiness.h"
 
 class QAction;
 class QDockWidget;
 class QLabel;
 class QTabWidget;
+class QTimer;
 
 namespace tr::gui {
 
@@ -55,6 +57,10 @@ class MainWindow : public QMainWindow {
   void newProject();
   // Compiles the design into the memory view; false (problems listed) on failure.
   bool compile(QString* error = nullptr);
+  // Brings the training problems (dataset, batch, memory fit) up to date
+  // now instead of shortly after the last edit; what Train and its
+  // enabled state follow.
+  const TrainingReadiness& checkReadiness();
   // Starts training the current design with the Training view's settings;
   // false (nothing started) with `error` saying why.
   bool train(QString* error = nullptr);
@@ -99,6 +105,11 @@ class MainWindow : public QMainWindow {
   // Selects, in the designer, the node a compiled project's layer index names.
   void requestLayer(const CompiledProject* cp, int layer);
   void updateTrainingActions();
+  // The design compiled as it is now, or null with the compiler's problems
+  // listed; the memory view's plan when that is current.
+  std::shared_ptr<const CompiledProject> compileDesign(QString* error);
+  // Why Train would be refused now; empty when it would start.
+  QString trainBlockedReason() const;
   void afterLoad();
   bool maybeSave();
 
@@ -127,6 +138,8 @@ class MainWindow : public QMainWindow {
   QDockWidget *paletteDock_ = nullptr, *propertiesDock_ = nullptr, *problemsDock_ = nullptr,
               *settingsDock_ = nullptr;
   QLabel* summary_;
+  QTimer* readinessTimer_;  // re-checks readiness shortly after the last edit
+  TrainingReadiness readiness_;
 };
 
 }  // namespace tr::gui

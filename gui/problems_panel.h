@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// ProblemsPanel: every problem of the design (live shape analysis) and of the
-// last compile, one row each with the node it names; activating a row asks
-// for that node to be selected in the designer.
+// ProblemsPanel: every problem of the design (live shape analysis), of the
+// last compile and of the training set-up (dataset, batch, memory fit), one
+// row each with the node and field it names. Problems that block training
+// carry the error icon, notes that do not the warning icon. Activating a
+// row asks for that node and field (or that training setting) to be shown.
 #pragma once
 
 #include <QTreeWidget>
@@ -20,16 +22,29 @@ class ProblemsPanel : public QTreeWidget {
   void setDesignProblems(const std::vector<Diagnostic>& problems);
   // Problems the compiler reported (empty after a successful compile).
   void setCompileProblems(const std::vector<Diagnostic>& problems);
+  // What stops a sound design from training (blocking), and what the user
+  // should know but may train with (notes).
+  void setTrainingProblems(const std::vector<Diagnostic>& blocking,
+                           const std::vector<Diagnostic>& notes);
   int problemCount() const { return topLevelItemCount(); }
+  // Rows that block training.
+  int blockingCount() const;
+  bool isBlocking(int row) const;
+  // The field a row names, as the project file spells it ("params.kernel").
+  QString fieldKey(int row) const;
 
  signals:
-  void nodeRequested(const QString& nodeId);
+  // A row naming a node was activated; `field` ("params.kernel") may be empty.
+  void nodeRequested(const QString& nodeId, const QString& field);
+  // A row naming a training setting ("training.global_batch") was activated.
+  void settingRequested(const QString& field);
   void countChanged(int count);
 
  private:
   void rebuild();
+  void activate(QTreeWidgetItem* item);
 
-  std::vector<Diagnostic> design_, compile_;
+  std::vector<Diagnostic> design_, compile_, training_, notes_;
 };
 
 }  // namespace tr::gui

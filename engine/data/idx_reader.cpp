@@ -299,6 +299,18 @@ Tensor read_idx_labels(const std::string& path, int64_t classes, const std::stri
   return labels;
 }
 
+IdxHeader read_idx_header(const std::string& path, bool images, const std::string& missing_hint) {
+  GzFile in(path, missing_hint);
+  const Header h = read_header(in, path, images ? kImages : kLabels);
+  IdxHeader out;
+  out.count = static_cast<int64_t>(h.dims[0]);
+  if (images) {
+    out.rows = static_cast<int64_t>(h.dims[1]);
+    out.columns = static_cast<int64_t>(h.dims[2]);
+  }
+  return out;
+}
+
 void check_idx_pair(const std::string& images_path, const Tensor& images,
                     const std::string& labels_path, const Tensor& labels) {
   if (images.shape().n != labels.shape().n) {

@@ -23,6 +23,15 @@ Tensor read_idx_images(const std::string& path, const std::string& missing_hint 
 Tensor read_idx_labels(const std::string& path, int64_t classes,
                        const std::string& missing_hint = "");
 
+// Only the header of an image file (rows and columns set) or a label file
+// (count only), checked as the readers check it: cheap enough to look at a
+// dataset every time its settings change.
+struct IdxHeader {
+  int64_t count = 0, rows = 0, columns = 0;
+};
+IdxHeader read_idx_header(const std::string& path, bool images,
+                          const std::string& missing_hint = "");
+
 // Images and labels must pair up one to one.
 void check_idx_pair(const std::string& images_path, const Tensor& images,
                     const std::string& labels_path, const Tensor& labels);

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "model/project_limits.h"
 
 namespace tr {
 namespace {
@@ -37,18 +38,8 @@ constexpr int kMaxDepth = 64;
 // are counted instead of listed so the message stays readable.
 constexpr size_t kMaxDiagnostics = 200;
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
-constexpr int64_t kMaxExtent = 65536;      // heights, widths, channels
-constexpr int64_t kMaxFeatures = 1 << 20;  // Conv out_channels, Linear out_features, classes
-constexpr int64_t kMaxKernel = 64;
-constexpr int64_t kMaxStride = 65536;
-constexpr int64_t kMaxPadding = 65536;
-constexpr int64_t kMaxBatch = int64_t{1} << 24;
-constexpr int64_t kMaxSamples = (int64_t{1} << 31) - 1;
-constexpr int64_t kMaxEpochs = 100000;
+using namespace limits;
 constexpr int64_t kMaxPort = std::numeric_limits<int>::max();
-constexpr size_t kMaxNodeIdLength = 64;
-constexpr int kMaxDeviceId = 63;
-constexpr int kMaxRanks = 64;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // ---------------------------------------------------------------------------

@@ -5,11 +5,13 @@
 #include <cctype>
 #include <set>
 
+#include "model/project_limits.h"
+
 namespace tr::gui {
 
 namespace {
 
-constexpr size_t kMaxIdLength = 64;
+constexpr size_t kMaxIdLength = limits::kMaxNodeIdLength;
 
 bool contains(const std::vector<int>& v, int x) {
   return std::find(v.begin(), v.end(), x) != v.end();

@@ -11,6 +11,7 @@
 #include <QVBoxLayout>
 
 #include "layer_catalog.h"
+#include "model/project_limits.h"
 #include "model_editor.h"
 #include "project_document.h"
 
@@ -18,13 +19,12 @@ namespace tr::gui {
 
 namespace {
 
-// The loader's limits (docs/project-format.md), so every value the panel
-// accepts also loads back.
-constexpr int kMaxExtent = 65536;
-constexpr int kMaxFeatures = 1 << 20;
-constexpr int kMaxKernel = 64;
-constexpr int kMaxStride = 65536;
-constexpr int kMaxPadding = 65536;
+// The loader's limits, so every value the panel accepts also loads back.
+constexpr int kMaxExtent = static_cast<int>(limits::kMaxExtent);
+constexpr int kMaxFeatures = static_cast<int>(limits::kMaxFeatures);
+constexpr int kMaxKernel = static_cast<int>(limits::kMaxKernel);
+constexpr int kMaxStride = static_cast<int>(limits::kMaxStride);
+constexpr int kMaxPadding = static_cast<int>(limits::kMaxPadding);
 
 QString flops_text(int64_t flops) {
   const double f = static_cast<double>(flops);

@@ -12,9 +12,10 @@ namespace tr::gui {
 
 DTensorTableModel::DTensorTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void DTensorTableModel::setPlan(const CompiledProject* cp, int variant, int region) {
+void DTensorTableModel::setPlan(std::shared_ptr<const CompiledProject> cp, int variant,
+                                int region) {
   beginResetModel();
-  cp_ = cp;
+  cp_ = std::move(cp);
   variant_ = variant;
   region_ = region;
   rows_.clear();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <QAbstractTableModel>
+#include <memory>
 #include <vector>
 
 #include "compile/compiler.h"
@@ -34,8 +35,10 @@ class DTensorTableModel : public QAbstractTableModel {
 
   explicit DTensorTableModel(QObject* parent = nullptr);
 
-  // `cp` must outlive its use here; region -1 lists every tensor.
-  void setPlan(const CompiledProject* cp, int variant, int region);
+  // Shares the plan's ownership: the rows never outlive the tensors they
+  // name, whatever the view asks for while a new plan is being set. Region
+  // -1 lists every tensor.
+  void setPlan(std::shared_ptr<const CompiledProject> cp, int variant, int region);
   int region() const { return region_; }
   // Only the tensors these model nodes own (empty: no filter). Applies from
   // the next setPlan.
@@ -50,7 +53,7 @@ class DTensorTableModel : public QAbstractTableModel {
   QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
 
  private:
-  const CompiledProject* cp_ = nullptr;
+  std::shared_ptr<const CompiledProject> cp_;
   int variant_ = 0;
   int region_ = -1;
   std::vector<int> layers_;

@@ -173,12 +173,7 @@ MemoryView::MemoryView(QWidget* parent)
   pages_->setCurrentWidget(empty_);
 }
 
-MemoryView::~MemoryView() {
-  // The children outlive cp_ (QWidget deletes them after the members) and
-  // may still paint or measure while being hidden: detach them first.
-  bands_->setPlan(nullptr, 0);
-  model_->setPlan(nullptr, 0, -1);
-}
+MemoryView::~MemoryView() = default;
 
 void MemoryView::setCompiled(std::shared_ptr<const CompiledProject> cp, const DeviceScan& scan) {
   const int previous = variant_->currentIndex();
@@ -273,7 +268,7 @@ void MemoryView::refresh() {
                             .arg(agreement.differing.front()));
     agreement_->setStyleSheet(QStringLiteral("color: #c62828"));
   }
-  bands_->setPlan(cp_.get(), v);
+  bands_->setPlan(cp_, v);
   refreshTensors();
 }
 
@@ -281,7 +276,7 @@ void MemoryView::refreshTensors() {
   if (!cp_) return;
   const int v = std::max(0, variant_->currentIndex());
   const int region = bands_->selectedRegion();
-  model_->setPlan(cp_.get(), v, region);
+  model_->setPlan(cp_, v, region);
   const MemoryPlan& plan = cp_->plans[static_cast<size_t>(v)];
   if (region < 0) {
     tensorsTitle_->setText(

@@ -36,6 +36,7 @@ class MemoryView : public QWidget {
 
   void setCompiled(std::shared_ptr<const CompiledProject> cp, const DeviceScan& scan);
   const CompiledProject* compiled() const { return cp_.get(); }
+  const std::shared_ptr<const CompiledProject>& plan() const { return cp_; }
   // The design changed since this plan was compiled.
   void setStale(bool stale);
   bool isStale() const { return stale_; }

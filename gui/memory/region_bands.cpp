@@ -78,8 +78,8 @@ const MemoryPlan* RegionBands::plan() const {
   return &cp_->plans[static_cast<size_t>(variant_)];
 }
 
-void RegionBands::setPlan(const CompiledProject* cp, int variant) {
-  cp_ = cp;
+void RegionBands::setPlan(std::shared_ptr<const CompiledProject> cp, int variant) {
+  cp_ = std::move(cp);
   variant_ = variant;
   shown_.clear();
   if (const MemoryPlan* p = plan())

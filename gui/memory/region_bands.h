@@ -9,6 +9,7 @@
 #pragma once
 
 #include <QWidget>
+#include <memory>
 #include <vector>
 
 #include "compile/compiler.h"
@@ -23,8 +24,9 @@ class RegionBands : public QWidget {
 
   explicit RegionBands(QWidget* parent = nullptr);
 
-  // `cp` must outlive its use here; null clears the view.
-  void setPlan(const CompiledProject* cp, int variant);
+  // Shares the plan's ownership, so the bands never outlive it; null clears
+  // the view.
+  void setPlan(std::shared_ptr<const CompiledProject> cp, int variant);
   void setScale(Scale scale);
   Scale scale() const { return scale_; }
   void setSelectedRegion(int region);
@@ -70,7 +72,7 @@ class RegionBands : public QWidget {
   void collectMarks();
   int labelWidth() const;
 
-  const CompiledProject* cp_ = nullptr;
+  std::shared_ptr<const CompiledProject> cp_;
   int variant_ = 0;
   Scale scale_ = Scale::Linear;
   int selected_ = -1, hovered_ = -1;

@@ -6,10 +6,13 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QEvent>
+#include <QFileDialog>
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QRegularExpression>
 #include <QScrollArea>
 #include <QSignalBlocker>
@@ -21,6 +24,8 @@
 #include <limits>
 #include <string>
 
+#include "data/dataset.h"
+#include "model/project_limits.h"
 #include "settings/real_spin_box.h"
 #include "settings/set_training_command.h"
 
@@ -28,11 +33,13 @@ namespace tr::gui {
 
 namespace {
 
-// The loader's limits (engine/model/project_io.cpp), so every value the
-// panel accepts also loads back.
-constexpr int kMaxEpochs = 100000;
-constexpr int kMaxBatch = 1 << 24;
-constexpr int kMaxPadding = 65536;
+// The loader's limits, so every value the panel accepts also loads back.
+constexpr int kMaxEpochs = static_cast<int>(limits::kMaxEpochs);
+constexpr int kMaxBatch = static_cast<int>(limits::kMaxBatch);
+constexpr int kMaxPadding = static_cast<int>(limits::kMaxPadding);
+constexpr int kMaxExtent = static_cast<int>(limits::kMaxExtent);
+constexpr int kMaxClasses = static_cast<int>(limits::kMaxFeatures);
+constexpr int kMaxSamples = static_cast<int>(limits::kMaxSamples);
 constexpr double kHuge = std::numeric_limits<double>::max();
 // The loader's "> 0" and "< 1" as closed spin box ranges.
 constexpr double kTiny = 1e-300;
@@ -66,6 +73,34 @@ QString describe(const QString& text) {
   static const QRegularExpression number(
       QStringLiteral("^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$"));
   return number.match(text).hasMatch() ? text : QLatin1Char('"') + text + QLatin1Char('"');
+}
+
+// Switching kinds: Fashion-MNIST has one shape and size, so the loader's
+// values are set with it; synthetic data has no folder.
+void set_dataset_kind(DatasetSpec& d, int kind) {
+  d.kind = static_cast<DatasetKind>(kind);
+  if (d.kind == DatasetKind::Synthetic) {
+    d.path.clear();
+    return;
+  }
+  const DatasetSpec fashion;
+  d.height = fashion.height;
+  d.width = fashion.width;
+  d.classes = fashion.classes;
+  d.train_size = fashion.train_size;
+  d.val_size = fashion.val_size;
+  d.channels = fashion.channels;
+  if (d.mean.size() != 1) d.mean = fashion.mean;
+  if (d.std.size() != 1) d.std = fashion.std;
+}
+
+// The statistics keep one value per channel: new channels repeat the first.
+void set_dataset_channels(DatasetSpec& d, int64_t channels) {
+  d.channels = channels;
+  for (std::vector<double>* v : {&d.mean, &d.std}) {
+    const double first = v->empty() ? 0.5 : v->front();
+    v->resize(static_cast<size_t>(channels), first);
+  }
 }
 
 QString batch_problem(const TrainingSpec& t) {
@@ -496,9 +531,91 @@ void TrainingSettingsPanel::buildForm(QWidget* host) {
 
   // Data
   form = group(tr("Data"));
+  {
+    Field& f = addField(form, Kind::Choice,
+                        choice({{tr("Fashion-MNIST"), static_cast<int>(DatasetKind::FashionMnist)},
+                                {tr("Synthetic"), static_cast<int>(DatasetKind::Synthetic)}}),
+                        QStringLiteral("dataset.kind"), tr("Dataset"), tr("dataset"),
+                        tr("Fashion-MNIST from its four IDX files, or generated images of any "
+                           "shape (for trying a design without data)"));
+    f.get = [](const ProjectSettings& s) { return QVariant(static_cast<int>(s.dataset.kind)); };
+    f.set = [](ProjectSettings& s, const QVariant& v) { set_dataset_kind(s.dataset, v.toInt()); };
+  }
+  {
+    auto* edit = line();
+    edit->setPlaceholderText(
+        tr("default: $%1 or %2")
+            .arg(QLatin1String(kFashionMnistEnvVar), QLatin1String(kFashionMnistDefaultDir)));
+    Field& f = addField(form, Kind::Text, edit, QStringLiteral("dataset.path"), tr("Folder"),
+                        tr("dataset folder"),
+                        tr("The folder holding train-images-idx3-ubyte.gz, "
+                           "train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz and "
+                           "t10k-labels-idx1-ubyte.gz; empty: the default location"));
+    f.get = [](const ProjectSettings& s) {
+      return QVariant(QString::fromStdString(s.dataset.path));
+    };
+    f.set = [](ProjectSettings& s, const QVariant& v) {
+      s.dataset.path = v.toString().trimmed().toStdString();
+    };
+    f.applies = [](const ProjectSettings& s) {
+      return s.dataset.kind == DatasetKind::FashionMnist;
+    };
+    auto* browse = new QPushButton(tr("Browse…"), host);
+    browse->setObjectName(QStringLiteral("dataset.path.browse"));
+    browse->setToolTip(tr("Choose the Fashion-MNIST folder"));
+    besideEditor(f, browse);
+    connect(browse, &QPushButton::clicked, this, [this, &f, edit] {
+      const QString start =
+          edit->text().isEmpty() ? QString::fromStdString(probe_.dir) : edit->text();
+      const QString dir =
+          QFileDialog::getExistingDirectory(this, tr("Fashion-MNIST folder"), start);
+      if (dir.isEmpty()) return;
+      edit->setText(dir);
+      commit(f);
+    });
+  }
+  struct IntSpec {
+    const char* key;
+    QString label, what, tip;
+    int min, max;
+    int64_t DatasetSpec::*member;
+  };
+  const IntSpec syntheticFields[] = {
+      {"dataset.height", tr("Height"), tr("image height"), tr("Pixels: a positive integer"), 1,
+       kMaxExtent, &DatasetSpec::height},
+      {"dataset.width", tr("Width"), tr("image width"), tr("Pixels: a positive integer"), 1,
+       kMaxExtent, &DatasetSpec::width},
+      {"dataset.channels", tr("Channels"), tr("channels"), tr("Colour channels: 1 grey, 3 colour"),
+       1, kMaxExtent, &DatasetSpec::channels},
+      {"dataset.classes", tr("Classes"), tr("classes"), tr("At least 2"), 2, kMaxClasses,
+       &DatasetSpec::classes},
+      {"dataset.train_size", tr("Training images"), tr("training images"),
+       tr("Generated training samples per epoch"), 1, kMaxSamples, &DatasetSpec::train_size},
+      {"dataset.val_size", tr("Validation images"), tr("validation images"),
+       tr("Generated validation samples"), 1, kMaxSamples, &DatasetSpec::val_size},
+  };
+  for (const IntSpec& spec : syntheticFields) {
+    Field& f = addField(form, Kind::Int, intBox(spec.min, spec.max), QString::fromLatin1(spec.key),
+                        spec.label, spec.what, spec.tip);
+    const auto member = spec.member;
+    f.get = [member](const ProjectSettings& s) {
+      return QVariant(static_cast<qlonglong>(s.dataset.*member));
+    };
+    if (member == &DatasetSpec::channels)
+      f.set = [](ProjectSettings& s, const QVariant& v) {
+        set_dataset_channels(s.dataset, v.toLongLong());
+      };
+    else
+      f.set = [member](ProjectSettings& s, const QVariant& v) {
+        s.dataset.*member = v.toLongLong();
+      };
+    f.applies = [](const ProjectSettings& s) { return s.dataset.kind == DatasetKind::Synthetic; };
+  }
   dataset_ = new QLabel(host);
+  dataset_->setObjectName(QStringLiteral("dataset.summary"));
   dataset_->setWordWrap(true);
-  form->addRow(tr("Dataset"), dataset_);
+  dataset_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  form->addRow(QString(), dataset_);
   const std::pair<const char*, bool> stats[] = {{"mean", false}, {"std", true}};
   for (const auto& [key, positive] : stats) {
     const bool isStd = positive;
@@ -545,6 +662,7 @@ void TrainingSettingsPanel::buildForm(QWidget* host) {
 
 void TrainingSettingsPanel::refresh(bool reset) {
   const ProjectSettings now = doc_->settings();
+  probe_ = probe_dataset(now.dataset);
   for (Field& f : fields_) {
     const QVariant value = f.get(now);
     // A refused value stays while the document keeps the value it was
@@ -574,14 +692,24 @@ void TrainingSettingsPanel::refresh(bool reset) {
                           .arg(t.global_batch / ranks));
 
   const DatasetSpec& d = now.dataset;
-  const QString kind = d.kind == DatasetKind::FashionMnist ? tr("Fashion-MNIST") : tr("Synthetic");
   const QString channels = d.channels == 1 ? tr("1 channel") : tr("%1 channels").arg(d.channels);
-  dataset_->setText(tr("%1: %2×%3, %4, %5 classes")
-                        .arg(kind)
-                        .arg(d.height)
-                        .arg(d.width)
-                        .arg(channels)
-                        .arg(d.classes));
+  const QString shape =
+      tr("%1×%2, %3, %4 classes").arg(d.height).arg(d.width).arg(channels).arg(d.classes);
+  const QLocale c(QLocale::English);
+  if (!probe_.ok) {
+    dataset_->setText(tr("Cannot be read: %1").arg(QString::fromStdString(probe_.problem)));
+    dataset_->setStyleSheet(QStringLiteral("color: #c62828"));
+  } else {
+    dataset_->setStyleSheet(QString());
+    const QString sizes = tr("%1 training and %2 validation images, %3")
+                              .arg(c.toString(static_cast<qlonglong>(probe_.train_size)),
+                                   c.toString(static_cast<qlonglong>(probe_.val_size)), shape);
+    dataset_->setText(d.kind == DatasetKind::Synthetic
+                          ? tr("Generated: %1").arg(sizes)
+                          : tr("Read from %1 (%2): %3")
+                                .arg(QString::fromStdString(probe_.dir),
+                                     QString::fromStdString(probe_.origin), sizes));
+  }
 }
 
 void TrainingSettingsPanel::commit(Field& field) {
@@ -705,7 +833,11 @@ void TrainingSettingsPanel::writeEditor(const Field& field, const QVariant& valu
 
 void TrainingSettingsPanel::updateMessage(Field& field, const ProjectSettings& now) {
   if (!field.refused) {
-    showMessage(field, field.check ? field.check(now) : QString());
+    QString text = field.check ? field.check(now) : QString();
+    // A dataset that cannot be read says so under the field that would fix it.
+    if (text.isEmpty() && !probe_.ok && field.key.toStdString() == probe_.field)
+      text = QString::fromStdString(probe_.problem);
+    showMessage(field, text);
     return;
   }
   QVariant value;
@@ -724,6 +856,17 @@ void TrainingSettingsPanel::updateMessage(Field& field, const ProjectSettings& n
 void TrainingSettingsPanel::showMessage(Field& field, const QString& text) {
   field.message->setText(text);
   field.message->setVisible(!text.isEmpty());
+}
+
+void TrainingSettingsPanel::besideEditor(Field& field, QWidget* extra) {
+  auto* column = static_cast<QVBoxLayout*>(field.row->layout());
+  auto* line = new QHBoxLayout;
+  line->setContentsMargins(0, 0, 0, 0);
+  column->removeWidget(field.editor);
+  line->addWidget(field.editor, 1);
+  extra->setParent(field.row);
+  line->addWidget(extra);
+  column->insertLayout(0, line);
 }
 
 const TrainingSettingsPanel::Field* TrainingSettingsPanel::find(const QString& key) const {

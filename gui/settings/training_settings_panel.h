@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // TrainingSettingsPanel: every setting of a project outside its model graph
 // (name and description, optimizer, schedule, run length, precision and
-// ranks, augmentation and normalisation) as a form bound to the
+// ranks, the dataset: its kind, folder or generated shape, augmentation and
+// normalisation) as a form bound to the
 // ProjectDocument. Each change is one undoable SetTrainingCommand; a value
 // the loader would refuse is kept in its field with the loader's reason
 // beside it and is not applied.
@@ -13,6 +14,7 @@
 #include <deque>
 #include <functional>
 
+#include "data/dataset_probe.h"
 #include "project_document.h"
 
 class QFormLayout;
@@ -72,12 +74,15 @@ class TrainingSettingsPanel : public QWidget {
   void updateMessage(Field& field, const ProjectSettings& now);
   void showMessage(Field& field, const QString& text);
   const Field* find(const QString& key) const;
+  // Puts `extra` (a Browse button) on the editor's line.
+  void besideEditor(Field& field, QWidget* extra);
 
   ProjectDocument* doc_;
   std::deque<Field> fields_;  // a deque: connections hold references to its elements
   ProjectSettings shown_;     // what the editors showed after the last refresh
   QLabel* devices_ = nullptr;
   QLabel* dataset_ = nullptr;
+  DatasetProbe probe_;  // the shown settings' dataset, looked at on every refresh
 };
 
 }  // namespace tr::gui

@@ -85,7 +85,7 @@ void TrainingController::resume() {
 }
 
 void TrainingController::stop() {
-  if (!isRunning() || state_ == State::Stopping) return;
+  if (!canStop()) return;
   control_->requestStop();
   setState(State::Stopping);
 }

@@ -52,6 +52,12 @@ class TrainingController : public QObject {
 
   State state() const { return state_; }
   bool isRunning() const { return state_ != State::Idle; }
+  // What pause()/resume() and stop() would act on now: every control that
+  // offers them (the view's buttons, the window's actions) asks these.
+  bool canPauseOrResume() const {
+    return state_ == State::Preparing || state_ == State::Running || state_ == State::Paused;
+  }
+  bool canStop() const { return isRunning() && state_ != State::Stopping; }
   // The recorded run in progress, or the last one; 0 before any.
   qint64 runId() const { return runId_; }
 

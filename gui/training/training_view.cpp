@@ -38,6 +38,7 @@ TrainingView::TrainingView(QWidget* parent)
     emit pausedAt(step);
   });
   connect(controller_, &TrainingController::stateChanged, this, &TrainingView::updateControls);
+  connect(controller_, &TrainingController::stateChanged, this, &TrainingView::stateChanged);
   updateControls();
 }
 
@@ -171,7 +172,16 @@ TrainingRequest TrainingView::requestFromControls() const {
 void TrainingView::trainClicked() {
   if (!project_) return;
   QString error;
+  if (startCheck_ && !startCheck_(&error)) {
+    setError(error);
+    return;
+  }
   if (!start(*project_, requestFromControls(), &error)) setError(error);
+}
+
+void TrainingView::setTrainBlocked(const QString& why) {
+  trainBlocked_ = why;
+  updateControls();
 }
 
 void TrainingView::chooseCheckpointFolder() {
@@ -222,7 +232,7 @@ void TrainingView::resume() {
 }
 
 void TrainingView::stop() {
-  if (!isRunning() || state() == TrainingController::State::Stopping) return;
+  if (!controller_->canStop()) return;
   controller_->stop();
   setStatus(tr("Stopping before the next step…"));
 }
@@ -253,10 +263,12 @@ void TrainingView::updateControls() {
   using State = TrainingController::State;
   const State s = state();
   const bool idle = s == State::Idle;
-  train_->setEnabled(idle && project_.has_value());
-  pause_->setEnabled(s == State::Preparing || s == State::Running || s == State::Paused);
+  train_->setEnabled(idle && project_.has_value() && trainBlocked_.isEmpty());
+  train_->setToolTip(trainBlocked_.isEmpty() ? tr("Train the project with these settings")
+                                             : trainBlocked_);
+  pause_->setEnabled(controller_->canPauseOrResume());
   pause_->setText(s == State::Paused ? tr("Resume") : tr("Pause"));
-  stop_->setEnabled(!idle && s != State::Stopping);
+  stop_->setEnabled(controller_->canStop());
   for (QWidget* w :
        std::initializer_list<QWidget*>{epochs_, maxSteps_, validate_, checkpointDir_,
                                        chooseCheckpointDir_, resumePath_, chooseResume_})

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <QWidget>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -41,6 +42,12 @@ class TrainingView : public QWidget {
 
   // The project the Train button trains (the main window's document).
   void setProject(const Project& project);
+  // Why the project cannot train now (the window's problems that block
+  // it): the Train button is disabled with this as its tooltip. Empty: none.
+  void setTrainBlocked(const QString& why);
+  // Asked when the Train button is clicked, before anything starts; false
+  // with `why` set refuses (the window brings its checks up to date here).
+  void setStartCheck(std::function<bool(QString* why)> check) { startCheck_ = std::move(check); }
   // The request the controls describe.
   TrainingRequest requestFromControls() const;
 
@@ -54,6 +61,8 @@ class TrainingView : public QWidget {
   void stop();
 
   bool isRunning() const { return controller_->isRunning(); }
+  bool canPauseOrResume() const { return controller_->canPauseOrResume(); }
+  bool canStop() const { return controller_->canStop(); }
   TrainingController::State state() const { return controller_->state(); }
   // The run in progress, or the last recorded one; 0 before any.
   qint64 lastRunId() const { return controller_->runId(); }
@@ -81,6 +90,9 @@ class TrainingView : public QWidget {
                     std::shared_ptr<const tr::CompiledProject> compiled);
   void status(const QString& text);
   void runningChanged(bool running);
+  // Every change of the run's state (preparing, running, paused, stopping,
+  // idle): what enables the window's Pause and Stop.
+  void stateChanged(tr::gui::TrainingController::State state);
 
  private:
   void buildControls();
@@ -119,6 +131,8 @@ class TrainingView : public QWidget {
   TrainingCharts* charts_;
   QLabel* validationCaption_;
   ConfusionMatrixView* confusion_;
+  QString trainBlocked_;
+  std::function<bool(QString*)> startCheck_;
 };
 
 }  // namespace tr::gui

@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "data/dataset.h"
+#include "data/dataset_probe.h"
 #include "data/fashion_mnist.h"
 #include "data/idx_reader.h"
 #include "data/synthetic.h"
@@ -406,6 +407,72 @@ class TestDataSources : public QObject {
                         "this folder came from \"dataset.path\""});
     expect_usage_error([&] { load_dataset(DatasetSpec{}, d); },
                        {d + "/train-images-idx3-ubyte.gz: missing", "came from the command line"});
+  }
+
+  // The header-only look an editor takes on every settings change: the same
+  // verdicts and messages as loading, without the pixels.
+  void probeAgreesWithLoading() {
+    DatasetSpec spec;
+    spec.path = kMini;
+    spec.train_size = spec.val_size = 0;
+    DatasetProbe p = probe_dataset(spec);
+    QVERIFY2(p.ok, p.problem.c_str());
+    QCOMPARE(p.train_size, int64_t{6});
+    QCOMPARE(p.val_size, int64_t{4});
+    QCOMPARE(p.dir, kMini);
+    QCOMPARE(p.origin, std::string("\"dataset.path\""));
+
+    spec.train_size = 60000;  // more than the fixture holds
+    p = probe_dataset(spec);
+    QVERIFY(!p.ok);
+    QCOMPARE(p.field, std::string("dataset.train_size"));
+    QVERIFY2(p.problem.find("holds 6 images but \"dataset.train_size\" asks for 60000") !=
+                 std::string::npos,
+             p.problem.c_str());
+
+    const std::string absent = path("probe-absent");
+    spec.path = absent;
+    p = probe_dataset(spec);
+    QVERIFY(!p.ok);
+    QCOMPARE(p.field, std::string("dataset.path"));
+    QVERIFY2(
+        p.problem.find(absent + " (from \"dataset.path\") does not exist") != std::string::npos,
+        p.problem.c_str());
+    QVERIFY(p.problem.find("dataset-fashion-mnist") != std::string::npos);
+
+    // A folder with one damaged file: that file is named, as loading names it.
+    const std::string d = path("probe-damaged");
+    std::filesystem::create_directories(d);
+    for (const char* stem : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                             "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"})
+      std::filesystem::copy_file(kMini + "/" + stem + ".gz", d + "/" + stem + ".gz");
+    write_gz(d + "/t10k-labels-idx1-ubyte.gz", Bytes{0, 0, 8});
+    spec.path = d;
+    spec.train_size = 0;
+    p = probe_dataset(spec);
+    QVERIFY(!p.ok);
+    QVERIFY2(
+        p.problem.find(d + "/t10k-labels-idx1-ubyte.gz: truncated header") != std::string::npos,
+        p.problem.c_str());
+    // Mismatched counts between images and labels.
+    std::filesystem::copy_file(kMini + "/train-labels-idx1-ubyte.gz",
+                               d + "/t10k-labels-idx1-ubyte.gz",
+                               std::filesystem::copy_options::overwrite_existing);
+    p = probe_dataset(spec);
+    QVERIFY(!p.ok);
+    QVERIFY2(p.problem.find("holds 4 images but") != std::string::npos &&
+                 p.problem.find("holds 6 labels") != std::string::npos,
+             p.problem.c_str());
+
+    // Synthetic data is always there, in the sizes asked for.
+    DatasetSpec synthetic;
+    synthetic.kind = DatasetKind::Synthetic;
+    synthetic.train_size = 123;
+    synthetic.val_size = 45;
+    p = probe_dataset(synthetic);
+    QVERIFY(p.ok);
+    QCOMPARE(p.train_size, int64_t{123});
+    QCOMPARE(p.val_size, int64_t{45});
   }
 
   void fashionLocationPriority() {

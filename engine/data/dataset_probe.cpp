@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The header-only look at a dataset: the same files and the same messages
+// as load_dataset, without decoding the payloads.
+#include "data/dataset_probe.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include "core/error.h"
+#include "data/dataset.h"
+#include "data/fashion_mnist.h"
+#include "data/idx_reader.h"
+
+namespace tr {
+
+namespace {
+
+// The samples a split serves: all of them for 0, else the requested prefix.
+bool pick(int64_t requested, int64_t available, const std::string& path, const char* field,
+          int64_t* out, DatasetProbe* p) {
+  if (requested < 0 || requested > available) {
+    p->field = std::string("dataset.") + field;
+    p->problem = path + " holds " + std::to_string(available) + " images but \"dataset." + field +
+                 "\" asks for " + std::to_string(requested) + "; expected 1.." +
+                 std::to_string(available) + " (or 0 for all)";
+    return false;
+  }
+  *out = requested == 0 ? available : requested;
+  return true;
+}
+
+DatasetProbe probe_fashion_mnist(const DatasetSpec& spec, const std::string& override_path) {
+  const DatasetLocation where = resolve_fashion_mnist_dir(spec, override_path);
+  DatasetProbe p;
+  p.dir = where.dir;
+  p.origin = where.origin;
+  p.field = "dataset.path";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(where.dir, ec)) {
+    p.problem = "the Fashion-MNIST folder " + where.dir + " (from " + where.origin + ") " +
+                (std::filesystem::exists(where.dir, ec) ? "is not a folder" : "does not exist") +
+                "; choose the folder that holds train-images-idx3-ubyte.gz and the other three "
+                "files, or install the Debian package dataset-fashion-mnist";
+    return p;
+  }
+  if (spec.classes != FashionMnistSource::kClasses) {
+    p.field = "dataset.classes";
+    p.problem =
+        "\"dataset.classes\" is " + std::to_string(spec.classes) + "; Fashion-MNIST has 10 classes";
+    return p;
+  }
+  const std::string hint =
+      "choose the folder that holds it or install the Debian package "
+      "dataset-fashion-mnist; this folder came from " +
+      where.origin;
+  IdxHeader train_images, val_images;
+  try {
+    for (Split split : {Split::Train, Split::Val}) {
+      const std::string images = FashionMnistSource::file_path(where.dir, split, true);
+      const std::string labels = FashionMnistSource::file_path(where.dir, split, false);
+      const IdxHeader hi = read_idx_header(images, true, hint);
+      const IdxHeader hl = read_idx_header(labels, false, hint);
+      if (hi.count != hl.count) {
+        p.problem = images + " holds " + std::to_string(hi.count) + " images but " + labels +
+                    " holds " + std::to_string(hl.count) + " labels; expected one label per image";
+        return p;
+      }
+      (split == Split::Train ? train_images : val_images) = hi;
+    }
+    const std::string train_path = FashionMnistSource::file_path(where.dir, Split::Train, true);
+    if (spec.height != train_images.rows || spec.width != train_images.columns ||
+        spec.channels != 1) {
+      p.field = "dataset";
+      p.problem = train_path + " holds " + std::to_string(train_images.rows) + "x" +
+                  std::to_string(train_images.columns) + "x1 images but \"dataset\" says " +
+                  std::to_string(spec.height) + "x" + std::to_string(spec.width) + "x" +
+                  std::to_string(spec.channels);
+      return p;
+    }
+    if (!pick(spec.train_size, train_images.count, train_path, "train_size", &p.train_size, &p) ||
+        !pick(spec.val_size, val_images.count,
+              FashionMnistSource::file_path(where.dir, Split::Val, true), "val_size", &p.val_size,
+              &p))
+      return p;
+  } catch (const UsageError& e) {
+    p.problem = e.what();
+    return p;
+  }
+  p.ok = true;
+  p.field.clear();
+  return p;
+}
+
+}  // namespace
+
+DatasetProbe probe_dataset(const DatasetSpec& spec, const std::string& override_path) {
+  if (spec.kind == DatasetKind::Synthetic) {
+    DatasetProbe p;
+    p.ok = true;
+    p.train_size = spec.train_size;
+    p.val_size = spec.val_size;
+    return p;
+  }
+  return probe_fashion_mnist(spec, override_path);
+}
+
+}  // namespace tr

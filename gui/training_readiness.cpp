@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "training_readiness.h"
+
+#include <string>
+
+#include "device_fit.h"
+
+namespace tr::gui {
+
+namespace {
+
+Diagnostic about(const Project& project, const std::string& field, std::string message) {
+  Diagnostic d;
+  d.file = project.source_path;
+  d.field = field;
+  d.message = std::move(message);
+  return d;
+}
+
+}  // namespace
+
+TrainingReadiness check_training_readiness(const Project& project, const DatasetProbe& probe,
+                                           const CompiledProject* plan, const DeviceScan& scan) {
+  TrainingReadiness r;
+  const TrainingSpec& t = project.training;
+  if (!probe.ok) {
+    r.blocking.push_back(about(project, probe.field, probe.problem));
+  } else if (t.global_batch > probe.train_size) {
+    r.blocking.push_back(
+        about(project, "training.global_batch",
+              "the global batch of " + std::to_string(t.global_batch) + " is larger than the " +
+                  std::to_string(probe.train_size) +
+                  " training images of the dataset, so an epoch would have no full step; lower the "
+                  "global batch to at most " +
+                  std::to_string(probe.train_size)));
+  }
+  if (plan) {
+    const DeviceFit fit = check_device_fit(*plan, scan);
+    if (fit.checked && !fit.fits) {
+      std::string what = fit.text.toStdString() +
+                         "; lower the global batch (or the validation batch in \"variants\")";
+      what += t.devices.kind == DeviceKind::CPU && t.devices.world_size() > 1
+                  ? ", train on fewer ranks"
+                  : "";
+      what += t.precision == Precision::FP32
+                  ? ", or choose AMP precision, whose features take half the bytes"
+                  : "";
+      r.blocking.push_back(about(project, "training.global_batch", std::move(what)));
+    } else if (!fit.checked) {
+      r.notes.push_back(about(project, "training.devices", fit.text.toStdString()));
+    }
+  }
+  return r;
+}
+
+}  // namespace tr::gui

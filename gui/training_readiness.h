@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// check_training_readiness: what stops a sound design from training, found
+// before anything is allocated: a dataset that cannot be read, a global batch
+// larger than the training set, a memory plan larger than the chosen
+// devices. Each is a Diagnostic naming the setting to change, with the
+// numbers; what cannot be checked here (CUDA devices absent) is a note.
+#pragma once
+
+#include <vector>
+
+#include "backends/devices.h"
+#include "compile/compiler.h"
+#include "core/error.h"
+#include "data/dataset_probe.h"
+#include "model/project.h"
+
+namespace tr::gui {
+
+struct TrainingReadiness {
+  std::vector<Diagnostic> blocking;
+  std::vector<Diagnostic> notes;
+  bool ok() const { return blocking.empty(); }
+};
+
+// `probe` is probe_dataset(project.dataset); `plan` is the project compiled
+// as it is now, or null when it does not compile (the compiler's problems
+// are listed elsewhere).
+TrainingReadiness check_training_readiness(const Project& project, const DatasetProbe& probe,
+                                           const CompiledProject* plan, const DeviceScan& scan);
+
+}  // namespace tr::gui

@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Journeys through the whole workbench as a user makes them, by keys,
+// clicks and the real dialogs: every view visited, then New and Open,
+// again and again (the sequence that once read a freed memory plan); every
+// shipped project opened from every view; Pause and Resume from the toolbar
+// and F8 while a run trains; a plan that does not fit, a batch larger than
+// the dataset and a missing dataset folder listed as problems that block
+// Train, and fixed from the panel the problem points at.
+#include <QAction>
+#include <QComboBox>
+#include <QDir>
+#include <QDockWidget>
+#include <QFile>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSettings>
+#include <QSpinBox>
+#include <QTabBar>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTreeWidget>
+#include <QtTest>
+
+#include "data/dataset.h"
+#include "designer/designer_scene.h"
+#include "designer/designer_view.h"
+#include "dialog_driver.h"
+#include "main_window.h"
+#include "memory/dtensor_table_model.h"
+#include "memory/memory_view.h"
+#include "model/project_io.h"
+#include "problems_panel.h"
+#include "project_document.h"
+#include "settings/training_settings_panel.h"
+#include "timeline/timeline_view.h"
+#include "training/training_view.h"
+
+using namespace tr;
+using namespace tr::gui;
+
+namespace {
+
+constexpr MainWindow::View kViews[] = {MainWindow::View::Design, MainWindow::View::Memory,
+                                       MainWindow::View::Timeline, MainWindow::View::Training,
+                                       MainWindow::View::Runs};
+
+QString project_path(const char* name) {
+  return QDir(QStringLiteral(TR_PROJECTS_DIR)).filePath(QLatin1String(name));
+}
+
+// The window at the size the README promises every view is readable at.
+struct Window {
+  MainWindow w;
+  Window() {
+    w.resize(1280, 800);
+    w.show();
+    QApplication::setActiveWindow(&w);
+    if (!QTest::qWaitForWindowActive(&w)) qWarning("the window did not become active");
+  }
+  ProjectDocument* doc() { return w.document(); }
+  // A click on the view's tab.
+  void visit(MainWindow::View v) {
+    QTabBar* bar = w.tabs()->tabBar();
+    QTest::mouseClick(bar, Qt::LeftButton, {}, bar->tabRect(static_cast<int>(v)).center());
+    settle();
+  }
+  // Lets every view lay itself out and paint, as a screen would. A window
+  // manager gives the focus back to the window when a dialog closes; the
+  // offscreen platform does not, so the test does.
+  void settle() {
+    QCoreApplication::processEvents();
+    if (!w.isActiveWindow()) {
+      QApplication::setActiveWindow(&w);
+      if (!QTest::qWaitForWindowActive(&w)) qWarning("the window did not become active");
+    }
+    (void)w.grab();
+  }
+  QList<int> blockingRows() {
+    QList<int> rows;
+    for (int i = 0; i < w.problems()->topLevelItemCount(); ++i)
+      if (w.problems()->isBlocking(i)) rows << i;
+    return rows;
+  }
+  QTreeWidgetItem* problemAbout(const QString& field, const QString& words) {
+    ProblemsPanel* p = w.problems();
+    for (int i = 0; i < p->topLevelItemCount(); ++i) {
+      QTreeWidgetItem* item = p->topLevelItem(i);
+      if (p->fieldKey(i) == field && item->text(3).contains(words)) return item;
+    }
+    return nullptr;
+  }
+  QString problemsText() {
+    QStringList lines;
+    ProblemsPanel* p = w.problems();
+    for (int i = 0; i < p->topLevelItemCount(); ++i)
+      lines << p->fieldKey(i) + ": " + p->topLevelItem(i)->text(3);
+    return lines.join('\n');
+  }
+};
+
+}  // namespace
+
+class TestJourneys : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    QCoreApplication::setOrganizationName(QStringLiteral("RenaissanceTests"));
+    QCoreApplication::setApplicationName(QStringLiteral("Journeys"));
+    QSettings().clear();
+  }
+
+  void everyViewThenNewAndOpenRepeatedly() {
+    Window win;
+    const QString lenet = project_path("lenet-fashion.json");
+    const QString resnet8 = project_path("resnet8-fashion.json");
+    for (int round = 0; round < 3; ++round) {
+      for (MainWindow::View v : kViews) {
+        win.visit(v);
+        QCOMPARE(win.w.currentView(), v);
+        // Every view once more, the way a user looks around before leaving.
+        for (MainWindow::View other : kViews) win.visit(other);
+        win.visit(v);
+
+        QTest::keyClick(&win.w, Qt::Key_N, Qt::ControlModifier);
+        win.settle();
+        QVERIFY(win.doc()->project().model.nodes.empty());
+        QVERIFY(!win.w.memoryView()->compiled());
+        QCOMPARE(win.w.memoryView()->tensorModel()->rowCount(), 0);
+        QCOMPARE(win.w.currentView(), v);
+
+        const QString path = (round + static_cast<int>(v)) % 2 ? resnet8 : lenet;
+        {
+          DialogDriver open = DialogDriver::choosePath(path);
+          QTest::keyClick(&win.w, Qt::Key_O, Qt::ControlModifier);
+          QTRY_VERIFY(open.answered());
+          QCOMPARE(open.dialogClass(), QStringLiteral("QFileDialog"));
+        }
+        win.settle();
+        QCOMPARE(win.doc()->filePath(), QFileInfo(path).absoluteFilePath());
+        QVERIFY(win.w.memoryView()->compiled());
+        QVERIFY(win.w.memoryView()->tensorModel()->rowCount() > 0);
+        for (MainWindow::View other : kViews) win.visit(other);
+      }
+    }
+  }
+
+  void everyShippedProjectFromEveryView() {
+    Window win;
+    const QStringList projects =
+        QDir(QStringLiteral(TR_PROJECTS_DIR)).entryList({QStringLiteral("*.json")}, QDir::Files);
+    QVERIFY(projects.size() >= 5);
+    for (MainWindow::View v : kViews) {
+      for (const QString& name : projects) {
+        win.visit(v);
+        QString error;
+        QVERIFY2(win.w.openProject(QDir(QStringLiteral(TR_PROJECTS_DIR)).filePath(name), &error),
+                 qPrintable(name + ": " + error));
+        win.settle();
+        QVERIFY2(win.w.memoryView()->compiled(), qPrintable(name));
+        const CompiledProject* cp = win.w.memoryView()->compiled();
+        // The table lists the new plan's tensors, never the old one's.
+        QCOMPARE(static_cast<size_t>(win.w.memoryView()->tensorModel()->rowCount()),
+                 cp->plans.front().dtensors().size());
+        win.visit(MainWindow::View::Memory);
+        win.visit(v);
+      }
+    }
+  }
+
+  void pauseAndResumeFromTheToolbarWhileTraining() {
+    Window win;
+    QString error;
+    QVERIFY2(win.w.openProject(project_path("lenet-fashion.json"), &error), qPrintable(error));
+    QAction* pause = win.w.action("pause");
+    QAction* stop = win.w.action("stop");
+    QVERIFY(!pause->isEnabled());
+    TrainingView* training = win.w.trainingView();
+    QTest::keyClick(&win.w, Qt::Key_R, Qt::ControlModifier);
+    QVERIFY2(training->isRunning(), qPrintable(training->errorText()));
+    // Reachable at once, while the run prepares, and once it trains.
+    QVERIFY(pause->isEnabled());
+    QTRY_VERIFY_WITH_TIMEOUT(training->stepsDone() >= 2, 60000);
+    QCOMPARE(training->state(), TrainingController::State::Running);
+    QVERIFY(pause->isEnabled());
+    QVERIFY(stop->isEnabled());
+    QTest::keyClick(&win.w, Qt::Key_F8);
+    QCOMPARE(training->state(), TrainingController::State::Paused);
+    QCOMPARE(pause->text(), QStringLiteral("&Resume"));
+    QTRY_VERIFY_WITH_TIMEOUT(training->statusText().startsWith("Paused after step"), 30000);
+    const qint64 held = training->stepsDone();
+    QTest::qWait(300);
+    QCOMPARE(training->stepsDone(), held);
+    QTest::keyClick(&win.w, Qt::Key_F8);  // resume
+    QCOMPARE(training->state(), TrainingController::State::Running);
+    QCOMPARE(pause->text(), QStringLiteral("&Pause"));
+    QTRY_VERIFY_WITH_TIMEOUT(training->stepsDone() > held, 30000);
+    // And the toolbar's own button, as a mouse would press it.
+    pause->trigger();
+    QCOMPARE(training->state(), TrainingController::State::Paused);
+    QTest::keyClick(&win.w, Qt::Key_F5, Qt::ShiftModifier);  // stop
+    QTRY_VERIFY_WITH_TIMEOUT(!training->isRunning(), 30000);
+    QVERIFY(!pause->isEnabled());
+    QVERIFY(!stop->isEnabled());
+  }
+
+  void aPlanThatDoesNotFitBlocksTrain() {
+    Window win;
+    QString error;
+    QVERIFY2(win.w.openProject(project_path("lenet-fashion.json"), &error), qPrintable(error));
+    QVERIFY(win.w.action("train")->isEnabled());
+    QVERIFY(win.blockingRows().isEmpty());
+    auto* batch =
+        qobject_cast<QSpinBox*>(win.w.settingsPanel()->fieldEditor("training.global_batch"));
+    QVERIFY(batch);
+    batch->setFocus();
+    batch->selectAll();
+    QTest::keyClicks(batch, QStringLiteral("10000000"));
+    QTest::keyClick(batch, Qt::Key_Return);
+    QCOMPARE(win.doc()->project().training.global_batch, int64_t{10000000});
+    // Listed shortly after the edit, without compiling by hand.
+    QTRY_VERIFY2(win.problemAbout("training.global_batch", "Does NOT fit"),
+                 qPrintable(win.problemsText()));
+    QTreeWidgetItem* fit = win.problemAbout("training.global_batch", "Does NOT fit");
+    QVERIFY2(fit->text(3).contains("host memory available") && fit->text(3).contains("lower"),
+             qPrintable(fit->text(3)));
+    QVERIFY(win.problemAbout("training.global_batch", "60000 training images"));
+    QVERIFY(win.blockingRows().size() >= 2);
+    QVERIFY(!win.w.action("train")->isEnabled());
+    QVERIFY(!win.w.trainingView()->trainButton()->isEnabled());
+    QVERIFY(!win.w.train(&error));
+    QVERIFY2(error.contains("block training"), qPrintable(error));
+    QVERIFY(!win.w.trainingView()->isRunning());
+
+    // A batch the memory holds but the dataset does not fill: one problem.
+    win.doc()->undoStack()->undo();
+    batch->setFocus();
+    batch->selectAll();
+    QTest::keyClicks(batch, QStringLiteral("60001"));
+    QTest::keyClick(batch, Qt::Key_Return);
+    win.w.checkReadiness();
+    QCOMPARE(win.blockingRows().size(), 1);
+    QVERIFY(win.problemAbout("training.global_batch", "at most 60000"));
+    QVERIFY(!win.w.action("train")->isEnabled());
+    // Clicking the problem shows the setting to change.
+    ProblemsPanel* problems = win.w.problems();
+    QTreeWidgetItem* row = problems->topLevelItem(win.blockingRows().front());
+    QTest::mouseClick(problems->viewport(), Qt::LeftButton, {},
+                      problems->visualItemRect(row).center());
+    QVERIFY(win.w.findChild<QDockWidget*>("settingsDock")->isVisible());
+    QCOMPARE(QApplication::focusWidget(), batch);
+    win.doc()->undoStack()->undo();
+    win.w.checkReadiness();
+    QVERIFY(win.blockingRows().isEmpty());
+    QVERIFY(win.w.action("train")->isEnabled());
+  }
+
+  void aMissingDatasetFolderIsAProblemFixedInTheSettings() {
+    QTemporaryDir dir;
+    Project p = load_project(project_path("lenet-fashion.json").toStdString());
+    p.dataset.path = dir.filePath("no-such-folder").toStdString();
+    const QString path = dir.filePath("moved-data.json");
+    save_project(p, path.toStdString());
+
+    Window win;
+    QString error;
+    QVERIFY2(win.w.openProject(path, &error), qPrintable(error));
+    // On opening, before any training.
+    QTreeWidgetItem* missing = win.problemAbout("dataset.path", "does not exist");
+    QVERIFY2(missing, qPrintable(win.problemsText()));
+    QVERIFY(missing->text(3).contains("no-such-folder"));
+    QVERIFY(!win.w.action("train")->isEnabled());
+    TrainingSettingsPanel* settings = win.w.settingsPanel();
+    QVERIFY(settings->fieldMessage("dataset.path").contains("does not exist"));
+
+    // The problem leads to the folder field; Browse picks the real folder.
+    ProblemsPanel* problems = win.w.problems();
+    QTest::mouseClick(problems->viewport(), Qt::LeftButton, {},
+                      problems->visualItemRect(missing).center());
+    auto* folder = qobject_cast<QLineEdit*>(settings->fieldEditor("dataset.path"));
+    QVERIFY(folder);
+    QCOMPARE(QApplication::focusWidget(), folder);
+    const QString real = QString::fromStdString(resolve_fashion_mnist_dir(DatasetSpec{}, "").dir);
+    QVERIFY2(QFileInfo(real).isDir(), qPrintable(real + " (the Debian package's data)"));
+    auto* browse = settings->findChild<QPushButton*>("dataset.path.browse");
+    QVERIFY(browse);
+    {
+      DialogDriver choose = DialogDriver::choosePath(real);
+      QTest::mouseClick(browse, Qt::LeftButton);
+      QTRY_VERIFY(choose.answered());
+    }
+    QCOMPARE(QString::fromStdString(win.doc()->project().dataset.path), real);
+    win.w.checkReadiness();
+    QVERIFY2(win.blockingRows().isEmpty(), qPrintable(win.problemsText()));
+    QVERIFY(win.w.action("train")->isEnabled());
+    QVERIFY(settings->fieldMessage("dataset.path").isEmpty());
+    // One undoable edit: undo brings the problem back.
+    win.doc()->undoStack()->undo();
+    win.w.checkReadiness();
+    QVERIFY(win.problemAbout("dataset.path", "does not exist"));
+
+    // Synthetic data needs no folder: its shape fields replace the folder.
+    auto* kind = qobject_cast<QComboBox*>(settings->fieldEditor("dataset.kind"));
+    QVERIFY(kind);
+    kind->setCurrentIndex(kind->findText(QStringLiteral("Synthetic")));
+    QCOMPARE(win.doc()->project().dataset.kind, DatasetKind::Synthetic);
+    QVERIFY(win.doc()->project().dataset.path.empty());
+    QVERIFY(!folder->isVisibleTo(settings));
+    QVERIFY(settings->fieldEditor("dataset.train_size")->isVisibleTo(settings));
+    win.w.checkReadiness();
+    QVERIFY2(win.blockingRows().isEmpty(), qPrintable(win.problemsText()));
+  }
+};
+
+QTEST_MAIN(TestJourneys)
+#include "test_journeys.moc"
