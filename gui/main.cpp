@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // renaissance: the workbench. `renaissance [PROJECT]` opens PROJECT (default:
-// projects/lenet-fashion.json); `--screenshots DIR` renders every view to a
-// PNG in DIR offscreen and exits.
+// the last session's project and view, else projects/lenet-fashion.json);
+// `--screenshots DIR` renders every view of PROJECT (or the default project)
+// to a PNG in DIR offscreen and exits.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QMessageBox>
@@ -78,9 +79,16 @@ int main(int argc, char** argv) {
 
   tr::gui::MainWindow window;
   QString path = parser.positionalArguments().value(0);
-  const bool chosen = !path.isEmpty();
-  if (!chosen) path = tr::gui::MainWindow::defaultProjectPath();
   QString error;
+  if (path.isEmpty() && !shooting) {
+    // Where the user left off: the last session's project and view.
+    if (!window.restoreSession(&error)) print_error(error);
+    window.show();
+    if (!error.isEmpty())
+      QMessageBox::warning(&window, QObject::tr("Cannot open the project"), error);
+    return app.exec();
+  }
+  if (path.isEmpty()) path = tr::gui::MainWindow::defaultProjectPath();
   if (path.isEmpty()) {
     window.newFromTemplate(tr::gui::project_templates().front().key, &error);
   } else if (!window.openProject(path, &error)) {

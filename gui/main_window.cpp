@@ -4,6 +4,8 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
@@ -13,12 +15,17 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QSettings>
+#include <QStandardPaths>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTimer>
 #include <QToolBar>
+#include <QTreeWidget>
+#include <QUrl>
+#include <QVBoxLayout>
 #include <algorithm>
 
 #include "data/dataset_probe.h"
@@ -39,6 +46,7 @@
 #include "problems_panel.h"
 #include "project_document.h"
 #include "runs/runs_view.h"
+#include "settings/set_training_command.h"
 #include "settings/training_settings_panel.h"
 #include "template_catalog.h"
 #include "timeline/timeline_view.h"
@@ -218,6 +226,99 @@ MainWindow::MainWindow(QWidget* parent)
 
 MainWindow::~MainWindow() = default;
 
+QString MainWindow::samplesFolder() {
+  const QString def = defaultProjectPath();
+  return def.isEmpty() ? QString() : QFileInfo(def).absolutePath();
+}
+
+bool MainWindow::isSample(const QString& path) {
+  const QString samples = samplesFolder();
+  return !samples.isEmpty() && QFileInfo(QFileInfo(path).absolutePath()).canonicalFilePath() ==
+                                   QFileInfo(samples).canonicalFilePath();
+}
+
+QStringList MainWindow::recentFiles() const {
+  return QSettings().value(QStringLiteral("files/recent")).toStringList();
+}
+
+void MainWindow::addRecent(const QString& path) {
+  QStringList recent = recentFiles();
+  recent.removeAll(path);
+  recent.prepend(path);
+  while (recent.size() > kMaxRecent) recent.removeLast();
+  QSettings().setValue(QStringLiteral("files/recent"), recent);
+}
+
+void MainWindow::forgetRecent(const QString& path) {
+  QStringList recent = recentFiles();
+  recent.removeAll(path);
+  QSettings().setValue(QStringLiteral("files/recent"), recent);
+}
+
+void MainWindow::rebuildRecentMenu() {
+  recentMenu_->clear();
+  const QStringList recent = recentFiles();
+  for (int i = 0; i < recent.size(); ++i) {
+    const QString path = recent[i];
+    QAction* a = recentMenu_->addAction(
+        tr("&%1 %2").arg(i < 9 ? QString::number(i + 1) : QStringLiteral("1%1").arg(i - 9),
+                         QFileInfo(path).fileName()));
+    a->setObjectName(QStringLiteral("recent-%1").arg(i));
+    a->setToolTip(path);
+    a->setStatusTip(path);
+    connect(a, &QAction::triggered, this, [this, path] {
+      if (!maybeSave()) return;
+      QString error;
+      if (!openProject(path, &error)) {
+        if (!QFileInfo::exists(path)) forgetRecent(path);
+        QMessageBox::warning(this, tr("Cannot open the project"), error);
+      }
+    });
+  }
+  if (recent.isEmpty()) recentMenu_->addAction(tr("No recent projects"))->setEnabled(false);
+  recentMenu_->addSeparator();
+  QAction* clear = recentMenu_->addAction(tr("&Clear the List"));
+  clear->setObjectName(QStringLiteral("clearRecent"));
+  clear->setEnabled(!recent.isEmpty());
+  connect(clear, &QAction::triggered, this,
+          [] { QSettings().remove(QStringLiteral("files/recent")); });
+}
+
+QString MainWindow::startFolder() const {
+  const QString last = QSettings().value(QStringLiteral("files/lastFolder")).toString();
+  if (!last.isEmpty() && QFileInfo(last).isDir()) return last;
+  const QString docs = QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation);
+  return QFileInfo(docs).isDir() ? docs : QDir::homePath();
+}
+
+void MainWindow::rememberFolder(const QString& path) {
+  // The samples' folder is where Open shows them, not where work is kept.
+  if (isSample(path)) return;
+  QSettings().setValue(QStringLiteral("files/lastFolder"), QFileInfo(path).absolutePath());
+}
+
+bool MainWindow::restoreSession(QString* error) {
+  QSettings settings;
+  const QString last = settings.value(QStringLiteral("session/project")).toString();
+  const int view = settings.value(QStringLiteral("session/view"), 0).toInt();
+  QString why;
+  bool opened = false;
+  if (!last.isEmpty() && QFileInfo(last).isFile()) {
+    opened = openProject(last, &why);
+    // Said, not hidden: the default project opens instead.
+    if (!opened && error)
+      *error = tr("The last project, %1, could not be opened: %2").arg(last, why);
+  }
+  if (!opened) {
+    const QString def = defaultProjectPath();
+    opened = def.isEmpty() ? newFromTemplate(project_templates().front().key, &why)
+                           : openProject(def, &why);
+    if (!opened && error) *error = why;
+  }
+  if (view >= 0 && view < tabs_->count()) tabs_->setCurrentIndex(view);
+  return opened;
+}
+
 QString MainWindow::defaultProjectPath() {
   const QStringList candidates = {
       QStringLiteral(TR_SOURCE_DIR "/projects/") + kDefaultProject,
@@ -298,12 +399,20 @@ void MainWindow::createActions() {
   canvas("selectAll", tr("Select &All"), {QKeySequence::SelectAll},
          [this] { designer_->selectAllNodes(); });
 
+  make("shortcuts", tr("&Keyboard Shortcuts"), {QKeySequence::HelpContents},
+       [this] { showShortcuts(); });
+  make("about", tr("&About Renaissance Workbench"), {}, [this] { showAbout(); });
+  make("aboutQt", tr("About &Qt"), {}, [] { QApplication::aboutQt(); });
+
   QAction* undo = doc_->undoStack()->createUndoAction(this, tr("&Undo"));
   undo->setObjectName(QStringLiteral("undo"));
   undo->setShortcuts(QKeySequence::Undo);
   QAction* redo = doc_->undoStack()->createRedoAction(this, tr("&Redo"));
   redo->setObjectName(QStringLiteral("redo"));
-  redo->setShortcuts(QKeySequence::Redo);
+  // Ctrl+Y besides the platform's own (Ctrl+Shift+Z here): both are habits.
+  QList<QKeySequence> redoKeys = QKeySequence::keyBindings(QKeySequence::Redo);
+  if (!redoKeys.contains(QKeySequence(tr("Ctrl+Y")))) redoKeys << QKeySequence(tr("Ctrl+Y"));
+  redo->setShortcuts(redoKeys);
 }
 
 void MainWindow::createMenus() {
@@ -318,6 +427,10 @@ void MainWindow::createMenus() {
     connect(a, &QAction::triggered, this, [this, key] { onTemplate(key); });
   }
   file->addAction(action("open"));
+  recentMenu_ = file->addMenu(tr("Open &Recent"));
+  recentMenu_->setObjectName(QStringLiteral("recentMenu"));
+  connect(recentMenu_, &QMenu::aboutToShow, this, &MainWindow::rebuildRecentMenu);
+  rebuildRecentMenu();
   file->addSeparator();
   file->addAction(action("save"));
   file->addAction(action("saveAs"));
@@ -348,6 +461,59 @@ void MainWindow::createMenus() {
   build->addAction(action("compile"));
   QMenu* run = menuBar()->addMenu(tr("&Run"));
   for (const char* name : {"train", "pause", "stop"}) run->addAction(action(name));
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->setObjectName(QStringLiteral("helpMenu"));
+  help->addAction(action("shortcuts"));
+  help->addSeparator();
+  help->addAction(action("about"));
+  help->addAction(action("aboutQt"));
+}
+
+void MainWindow::showShortcuts() {
+  // Built from the actions themselves, so it never disagrees with them.
+  QDialog dialog(this);
+  dialog.setObjectName(QStringLiteral("shortcutsDialog"));
+  dialog.setWindowTitle(tr("Keyboard shortcuts"));
+  auto* table = new QTreeWidget(&dialog);
+  table->setObjectName(QStringLiteral("shortcutsTable"));
+  table->setRootIsDecorated(false);
+  table->setHeaderLabels({tr("Menu"), tr("Command"), tr("Keys")});
+  for (QMenu* menu : menuBar()->findChildren<QMenu*>(QString(), Qt::FindDirectChildrenOnly)) {
+    const QString menuName = menu->title().remove(QLatin1Char('&'));
+    for (QAction* a : menu->actions()) {
+      if (a->shortcuts().isEmpty()) continue;
+      QStringList keys;
+      for (const QKeySequence& k : a->shortcuts()) keys << k.toString(QKeySequence::NativeText);
+      auto* item = new QTreeWidgetItem(table);
+      item->setText(0, menuName);
+      item->setText(1, a->text().remove(QLatin1Char('&')).remove(QStringLiteral("…")));
+      item->setText(2, keys.join(QStringLiteral(", ")));
+    }
+  }
+  for (int c = 0; c < 3; ++c) table->resizeColumnToContents(c);
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, &dialog);
+  connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+  auto* layout = new QVBoxLayout(&dialog);
+  layout->addWidget(table);
+  layout->addWidget(buttons);
+  dialog.resize(560, 520);
+  dialog.exec();
+}
+
+void MainWindow::showAbout() {
+  QMessageBox::about(
+      this, tr("About Renaissance Workbench"),
+      tr("<h3>Renaissance Workbench %1</h3>"
+         "<p>Design convolutional networks, compile them into a static memory plan, and train "
+         "them on captured multi-stream graphs, on the CPU or on CUDA GPUs.</p>"
+         "<p>CUDA devices here: %2</p>"
+         "<p>Licence: GPL-3.0-or-later. QCustomPlot (GPL-3.0) draws the plots; Qt %3 "
+         "the rest.</p>")
+          .arg(QStringLiteral(TR_VERSION),
+               scan_.cuda.empty() ? QString::fromStdString(scan_.cuda_status).toHtmlEscaped()
+                                  : QString::number(scan_.cuda.size()),
+               QString::fromLatin1(qVersion())));
 }
 
 void MainWindow::createToolBar() {
@@ -399,6 +565,13 @@ void MainWindow::saveLayout() {
   QSettings settings;
   settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
   settings.setValue(QStringLiteral("window/state"), saveState(kLayoutVersion));
+  // The project to open next time: its file, or the sample it came from.
+  const QString project = doc_->filePath().isEmpty() ? doc_->samplePath() : doc_->filePath();
+  if (project.isEmpty())
+    settings.remove(QStringLiteral("session/project"));
+  else
+    settings.setValue(QStringLiteral("session/project"), project);
+  settings.setValue(QStringLiteral("session/view"), tabs_->currentIndex());
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
@@ -537,6 +710,7 @@ void MainWindow::afterLoad() {
   if (!placed) doc_->setPositions(auto_layout(g));
   devices_->showDevices(doc_->project().training.devices);
   problems_->setCompileProblems({});
+  loadedName_ = doc_->project().name;
   statusBar()->clearMessage();  // nothing said about the previous project holds
   memory_->setCompiled(nullptr, scan_);
   training_->setProject(doc_->project());
@@ -554,15 +728,21 @@ void MainWindow::newProject() {
 }
 
 bool MainWindow::openProject(const QString& path, QString* error) {
+  const QString absolute = QFileInfo(path).absoluteFilePath();
   try {
     Project p = load_project(path.toStdString());
-    doc_->reset(std::move(p), QFileInfo(path).absoluteFilePath());
+    if (isSample(absolute))
+      doc_->reset(std::move(p), QString(), absolute);
+    else
+      doc_->reset(std::move(p), absolute);
   } catch (const std::exception& e) {
     // ProjectError lists every problem with file, node and field; UsageError
     // says why the file could not be read.
     if (error) *error = QString::fromStdString(e.what());
     return false;
   }
+  addRecent(absolute);
+  rememberFolder(absolute);
   afterLoad();
   return true;
 }
@@ -585,13 +765,35 @@ bool MainWindow::newFromTemplate(const QString& key, QString* error) {
 
 bool MainWindow::saveProjectAs(const QString& path, QString* error) {
   settings_->commitPendingEdits();  // a value still being typed is saved too
+  const QString absolute = QFileInfo(path).absoluteFilePath();
+  // A project is called after its file unless the user named it otherwise:
+  // an untitled one, a template or sample saved under a new name, or a file
+  // renamed by Save As takes the new file's name (one undoable step).
+  const std::string stem = QFileInfo(absolute).completeBaseName().toStdString();
+  const std::string name = doc_->project().name;
+  const bool named_by_file =
+      doc_->filePath().isEmpty()
+          ? name == loadedName_
+          : name == QFileInfo(doc_->filePath()).completeBaseName().toStdString();
+  ProjectSettings before = doc_->settings();
+  const bool rename = !stem.empty() && name != stem && named_by_file;
+  if (rename) {
+    ProjectSettings after = before;
+    after.name = stem;
+    doc_->undoStack()->push(new SetTrainingCommand(doc_, before, after, QStringLiteral("name"),
+                                                   tr("name after the file")));
+  }
   try {
     save_project(doc_->project(), path.toStdString());
   } catch (const std::exception& e) {
+    if (rename) doc_->undoStack()->undo();  // nothing was saved: nothing renamed either
     if (error) *error = QString::fromStdString(e.what());
     return false;
   }
-  doc_->markSaved(QFileInfo(path).absoluteFilePath());
+  doc_->markSaved(absolute);
+  loadedName_ = doc_->project().name;
+  addRecent(absolute);
+  rememberFolder(absolute);
   updateTitle();
   return true;
 }
@@ -710,10 +912,18 @@ bool MainWindow::writeScreenshots(const QString& dir, QString* error, int train_
 
 bool MainWindow::maybeSave() {
   if (!doc_->isModified()) return true;
-  const auto answer = QMessageBox::warning(
-      this, tr("Unsaved changes"),
-      tr("%1 has changes that are not saved. Save them first?").arg(doc_->displayName()),
-      QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+  const bool sample = !doc_->samplePath().isEmpty();
+  QMessageBox box(
+      QMessageBox::Warning, tr("Unsaved changes"),
+      sample ? tr("%1 has changes. A sample is never overwritten: save them as a new "
+                  "project first?")
+                   .arg(doc_->displayName())
+             : tr("%1 has changes that are not saved. Save them first?").arg(doc_->displayName()),
+      QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, this);
+  box.setObjectName(QStringLiteral("unsavedChanges"));
+  if (sample) box.button(QMessageBox::Save)->setText(tr("Save As…"));
+  box.setDefaultButton(QMessageBox::Save);
+  const int answer = box.exec();
   if (answer == QMessageBox::Save) return onSave();
   return answer == QMessageBox::Discard;
 }
@@ -724,11 +934,18 @@ void MainWindow::onNew() {
 
 void MainWindow::onOpen() {
   if (!maybeSave()) return;
-  const QString start = doc_->filePath().isEmpty() ? QFileInfo(defaultProjectPath()).absolutePath()
-                                                   : QFileInfo(doc_->filePath()).absolutePath();
-  const QString path =
-      QFileDialog::getOpenFileName(this, tr("Open project"), start, tr("Projects (*.json)"));
-  if (path.isEmpty()) return;
+  QFileDialog dialog(this, tr("Open project"), startFolder(), tr("Projects (*.json)"));
+  dialog.setObjectName(QStringLiteral("openDialog"));
+  dialog.setFileMode(QFileDialog::ExistingFile);
+  dialog.setAcceptMode(QFileDialog::AcceptOpen);
+  // The samples are one click away, not where every Open starts.
+  if (const QString samples = samplesFolder(); !samples.isEmpty()) {
+    QList<QUrl> places = dialog.sidebarUrls();
+    places << QUrl::fromLocalFile(samples);
+    dialog.setSidebarUrls(places);
+  }
+  if (dialog.exec() != QDialog::Accepted || dialog.selectedFiles().isEmpty()) return;
+  const QString path = dialog.selectedFiles().front();
   QString error;
   if (!openProject(path, &error)) QMessageBox::warning(this, tr("Cannot open the project"), error);
 }
@@ -747,8 +964,7 @@ bool MainWindow::onSave() {
 bool MainWindow::onSaveAs() {
   QString start = doc_->filePath();
   if (start.isEmpty())
-    start = QDir(QFileInfo(defaultProjectPath()).absolutePath())
-                .filePath(QString::fromStdString(doc_->project().name) + ".json");
+    start = QDir(startFolder()).filePath(QString::fromStdString(doc_->project().name) + ".json");
   QString path =
       QFileDialog::getSaveFileName(this, tr("Save project"), start, tr("Projects (*.json)"));
   if (path.isEmpty()) return false;

@@ -18,6 +18,7 @@
 class QAction;
 class QDockWidget;
 class QLabel;
+class QMenu;
 class QTabWidget;
 class QTimer;
 
@@ -48,6 +49,18 @@ class MainWindow : public QMainWindow {
   // The project the workbench opens with: projects/lenet-fashion.json of the
   // source tree or of the installation; empty when neither exists.
   static QString defaultProjectPath();
+  // The folder of the shipped sample projects; a project opened from it is a
+  // sample: it opens without a file of its own, so Save asks where to put it.
+  static QString samplesFolder();
+  static bool isSample(const QString& path);
+
+  // Opens the project and view of the last session (remembered on closing),
+  // else the default project; false when neither could be opened.
+  bool restoreSession(QString* error);
+  // Most recent first; at most kMaxRecent, files that vanished included
+  // until they are tried.
+  static constexpr int kMaxRecent = 10;
+  QStringList recentFiles() const;
 
   // Without dialogs: false with `error` saying what was wrong (the current
   // project stays as it was).
@@ -94,6 +107,14 @@ class MainWindow : public QMainWindow {
  private:
   void createActions();
   void createMenus();
+  void rebuildRecentMenu();
+  void addRecent(const QString& path);
+  void forgetRecent(const QString& path);
+  // The folder the file dialogs start in: the last one used, else Documents.
+  QString startFolder() const;
+  void rememberFolder(const QString& path);
+  void showShortcuts();
+  void showAbout();
   void createToolBar();
   void createDocks();
   void restoreLayout();
@@ -139,6 +160,10 @@ class MainWindow : public QMainWindow {
               *settingsDock_ = nullptr;
   QLabel* summary_;
   QTimer* readinessTimer_;  // re-checks readiness shortly after the last edit
+  QMenu* recentMenu_ = nullptr;
+  // The project's name when it was opened: Save As names the project after
+  // its new file unless the user renamed it since.
+  std::string loadedName_;
   TrainingReadiness readiness_;
 };
 

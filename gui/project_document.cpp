@@ -20,6 +20,7 @@ int64_t ProjectDocument::analysisBatch() const {
 
 QString ProjectDocument::displayName() const {
   if (!filePath_.isEmpty()) return QFileInfo(filePath_).fileName();
+  if (!samplePath_.isEmpty()) return tr("%1 (sample)").arg(QFileInfo(samplePath_).fileName());
   if (!project_.name.empty()) return QString::fromStdString(project_.name);
   return tr("untitled");
 }
@@ -34,9 +35,10 @@ const std::vector<int>& ProjectDocument::problemsOf(int node) const {
   return nodeProblems_[static_cast<size_t>(node)];
 }
 
-void ProjectDocument::reset(Project project, const QString& filePath) {
+void ProjectDocument::reset(Project project, const QString& filePath, const QString& samplePath) {
   project_ = std::move(project);
   filePath_ = filePath;
+  samplePath_ = filePath.isEmpty() ? samplePath : QString();
   undo_.clear();
   undo_.setClean();
   reanalyze();
@@ -48,8 +50,9 @@ void ProjectDocument::reset(Project project, const QString& filePath) {
 
 void ProjectDocument::markSaved(const QString& filePath) {
   project_.source_path = filePath.toStdString();
-  if (filePath != filePath_) {
+  if (filePath != filePath_ || !samplePath_.isEmpty()) {
     filePath_ = filePath;
+    samplePath_.clear();
     emit filePathChanged();
   }
   undo_.setClean();

@@ -41,7 +41,11 @@ class ProjectDocument : public QObject {
   // The per-device batch the analysis uses (the train variant's).
   int64_t analysisBatch() const;
   QString filePath() const { return filePath_; }
-  // "lenet-fashion.json", or the project's name when it has no file yet.
+  // The shipped sample this project was opened from (it has no file of its
+  // own until saved elsewhere), or empty.
+  QString samplePath() const { return samplePath_; }
+  // "lenet-fashion.json", "lenet-fashion.json (sample)", or the project's
+  // name when it has no file yet.
   QString displayName() const;
   QUndoStack* undoStack() { return &undo_; }
   ProjectSettings settings() const;
@@ -52,7 +56,8 @@ class ProjectDocument : public QObject {
   const std::vector<int>& problemsOf(int node) const;
 
   // New, open, template: replaces everything and clears the undo history.
-  void reset(Project project, const QString& filePath);
+  // A sample opens with no file path and `samplePath` set.
+  void reset(Project project, const QString& filePath, const QString& samplePath = {});
   // After a successful save.
   void markSaved(const QString& filePath);
 
@@ -81,6 +86,7 @@ class ProjectDocument : public QObject {
 
   Project project_;
   QString filePath_;
+  QString samplePath_;
   QUndoStack undo_;
   ModelAnalysis analysis_;
   std::vector<std::vector<int>> nodeProblems_;

@@ -5,14 +5,18 @@
 // shipped project opened from every view; Pause and Resume from the toolbar
 // and F8 while a run trains; a plan that does not fit, a batch larger than
 // the dataset and a missing dataset folder listed as problems that block
-// Train, and fixed from the panel the problem points at.
+// Train, and fixed from the panel the problem points at; a project's
+// identity: samples that are never overwritten, names that follow the file,
+// recent files, the last session restored, the Help menu.
 #include <QAction>
 #include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
 #include <QLineEdit>
+#include <QMenu>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QSpinBox>
 #include <QTabBar>
@@ -24,6 +28,7 @@
 #include "data/dataset.h"
 #include "designer/designer_scene.h"
 #include "designer/designer_view.h"
+#include "designer/model_editor.h"
 #include "dialog_driver.h"
 #include "main_window.h"
 #include "memory/dtensor_table_model.h"
@@ -31,6 +36,7 @@
 #include "model/project_io.h"
 #include "problems_panel.h"
 #include "project_document.h"
+#include "settings/set_training_command.h"
 #include "settings/training_settings_panel.h"
 #include "timeline/timeline_view.h"
 #include "training/training_view.h"
@@ -134,10 +140,13 @@ class TestJourneys : public QObject {
           DialogDriver open = DialogDriver::choosePath(path);
           QTest::keyClick(&win.w, Qt::Key_O, Qt::ControlModifier);
           QTRY_VERIFY(open.answered());
+          win.settle();
           QCOMPARE(open.dialogClass(), QStringLiteral("QFileDialog"));
         }
         win.settle();
-        QCOMPARE(win.doc()->filePath(), QFileInfo(path).absoluteFilePath());
+        // A shipped sample opens as a template: no file of its own.
+        QCOMPARE(win.doc()->samplePath(), QFileInfo(path).absoluteFilePath());
+        QVERIFY(win.doc()->filePath().isEmpty());
         QVERIFY(win.w.memoryView()->compiled());
         QVERIFY(win.w.memoryView()->tensorModel()->rowCount() > 0);
         for (MainWindow::View other : kViews) win.visit(other);
@@ -288,6 +297,7 @@ class TestJourneys : public QObject {
       DialogDriver choose = DialogDriver::choosePath(real);
       QTest::mouseClick(browse, Qt::LeftButton);
       QTRY_VERIFY(choose.answered());
+      win.settle();
     }
     QCOMPARE(QString::fromStdString(win.doc()->project().dataset.path), real);
     win.w.checkReadiness();
@@ -309,6 +319,187 @@ class TestJourneys : public QObject {
     QVERIFY(settings->fieldEditor("dataset.train_size")->isVisibleTo(settings));
     win.w.checkReadiness();
     QVERIFY2(win.blockingRows().isEmpty(), qPrintable(win.problemsText()));
+  }
+
+  void samplesAreNeverOverwrittenAndNamesFollowTheFile() {
+    QTemporaryDir dir;
+    const QString sample = project_path("lenet-fashion.json");
+    QFile original(sample);
+    QVERIFY(original.open(QIODevice::ReadOnly));
+    const QByteArray sampleBytes = original.readAll();
+    original.close();
+    {
+      Window win;
+      QString error;
+      QVERIFY2(win.w.openProject(sample, &error), qPrintable(error));
+      QVERIFY(win.doc()->filePath().isEmpty());
+      QCOMPARE(win.doc()->samplePath(), QFileInfo(sample).absoluteFilePath());
+      QVERIFY2(win.w.windowTitle().startsWith("lenet-fashion.json (sample)"),
+               qPrintable(win.w.windowTitle()));
+      win.w.editor()->addLayer(LayerType::ReLU, {500, 0});
+
+      // Ctrl+S asks where to save: not in the samples' folder.
+      QString startedIn;
+      const QString mine = dir.filePath("mynet.json");
+      {
+        DialogDriver save([&](QWidget* w) {
+          auto* d = qobject_cast<QFileDialog*>(w);
+          QVERIFY(d);
+          startedIn = d->directory().absolutePath();
+          auto* name = d->findChild<QLineEdit*>(QStringLiteral("fileNameEdit"));
+          QVERIFY(name);
+          name->setText(mine);
+          QTest::keyClick(name, Qt::Key_Return);
+        });
+        QTest::keyClick(&win.w, Qt::Key_S, Qt::ControlModifier);
+        QTRY_VERIFY(save.answered());
+        win.settle();
+      }
+      QVERIFY2(QFileInfo(startedIn).canonicalFilePath() !=
+                   QFileInfo(MainWindow::samplesFolder()).canonicalFilePath(),
+               qPrintable(startedIn));
+      QCOMPARE(win.doc()->filePath(), mine);
+      QVERIFY(win.doc()->samplePath().isEmpty());
+      QCOMPARE(win.doc()->project().name, std::string("mynet"));
+      QVERIFY(win.w.windowTitle().startsWith("mynet.json"));
+      QVERIFY(!win.doc()->isModified());
+      QCOMPARE(load_project(mine.toStdString()).name, std::string("mynet"));
+      QVERIFY(original.open(QIODevice::ReadOnly));
+      QCOMPARE(original.readAll(), sampleBytes);
+      original.close();
+
+      // A name the user chose stays when the file is saved under another.
+      ProjectSettings s = win.doc()->settings();
+      ProjectSettings named = s;
+      named.name = "my favourite";
+      win.doc()->undoStack()->push(new SetTrainingCommand(win.doc(), s, named, "name", "name"));
+      QVERIFY(win.w.saveProjectAs(dir.filePath("copy.json"), &error));
+      QCOMPARE(win.doc()->project().name, std::string("my favourite"));
+
+      // New, then Save As: an untitled project takes its file's name.
+      QTest::keyClick(&win.w, Qt::Key_N, Qt::ControlModifier);
+      win.settle();
+      QCOMPARE(win.doc()->project().name, std::string("untitled"));
+      QVERIFY(win.w.saveProjectAs(dir.filePath("other.json"), &error));
+      QCOMPARE(win.doc()->project().name, std::string("other"));
+
+      // Recent files, newest first; a vanished one is said and forgotten.
+      const QStringList recent = win.w.recentFiles();
+      QCOMPARE(recent.value(0), dir.filePath("other.json"));
+      QCOMPARE(recent.value(1), dir.filePath("copy.json"));
+      QCOMPARE(recent.value(2), mine);
+      QVERIFY(recent.contains(QFileInfo(sample).absoluteFilePath()));
+      auto* menu = win.w.findChild<QMenu*>("recentMenu");
+      QVERIFY(menu);
+      emit menu->aboutToShow();
+      QAction* third = win.w.findChild<QAction*>("recent-2");
+      QVERIFY(third);
+      third->trigger();
+      QCOMPARE(win.doc()->filePath(), mine);
+      QCOMPARE(win.w.recentFiles().value(0), mine);
+      QVERIFY(QFile::remove(dir.filePath("copy.json")));
+      emit menu->aboutToShow();
+      {
+        DialogDriver ok = DialogDriver::clickButton(QMessageBox::Ok);
+        const int gone = static_cast<int>(win.w.recentFiles().indexOf(dir.filePath("copy.json")));
+        QVERIFY(gone > 0);
+        win.w.findChild<QAction*>(QStringLiteral("recent-%1").arg(gone))->trigger();
+        QTRY_VERIFY(ok.answered());
+        win.settle();
+      }
+      QCOMPARE(win.doc()->filePath(), mine);  // nothing lost
+      QVERIFY(!win.w.recentFiles().contains(dir.filePath("copy.json")));
+
+      // Open starts where the user last worked.
+      {
+        QString openIn;
+        DialogDriver open([&](QWidget* w) {
+          auto* d = qobject_cast<QFileDialog*>(w);
+          QVERIFY(d);
+          openIn = d->directory().absolutePath();
+          d->reject();
+        });
+        QTest::keyClick(&win.w, Qt::Key_O, Qt::ControlModifier);
+        QTRY_VERIFY(open.answered());
+        win.settle();
+        QCOMPARE(QFileInfo(openIn).canonicalFilePath(), QFileInfo(dir.path()).canonicalFilePath());
+      }
+
+      // Unsaved changes to a sample offer Save As, never Save over it.
+      QVERIFY(win.w.openProject(sample, &error));
+      win.w.editor()->addLayer(LayerType::ReLU, {500, 0});
+      {
+        QString saveText;
+        DialogDriver prompt([&](QWidget* w) {
+          auto* box = qobject_cast<QMessageBox*>(w);
+          QVERIFY(box);
+          saveText = box->button(QMessageBox::Save)->text();
+          QTest::mouseClick(box->button(QMessageBox::Discard), Qt::LeftButton);
+        });
+        QTest::keyClick(&win.w, Qt::Key_N, Qt::ControlModifier);
+        QTRY_VERIFY(prompt.answered());
+        win.settle();
+        QCOMPARE(saveText, QStringLiteral("Save As…"));
+      }
+      QVERIFY(win.doc()->project().model.nodes.empty());
+
+      // The next session opens where this one ended.
+      QVERIFY(win.w.openProject(mine, &error));
+      win.visit(MainWindow::View::Runs);
+      QVERIFY(win.w.close());
+    }
+    MainWindow again;
+    QString error;
+    QVERIFY2(again.restoreSession(&error), qPrintable(error));
+    QCOMPARE(again.document()->filePath(), dir.filePath("mynet.json"));
+    QCOMPARE(again.currentView(), MainWindow::View::Runs);
+    // A last project that is gone: said, and the default project opens.
+    QVERIFY(QFile::remove(dir.filePath("mynet.json")));
+    QVERIFY(again.close());
+    MainWindow third;
+    error.clear();
+    QVERIFY(third.restoreSession(&error));
+    QCOMPARE(third.document()->samplePath(), QFileInfo(sample).absoluteFilePath());
+  }
+
+  void helpMenuAndRedoKeys() {
+    Window win;
+    QString error;
+    QVERIFY(win.w.openProject(project_path("lenet-fashion.json"), &error));
+    win.w.editor()->addLayer(LayerType::ReLU, {500, 0});
+    const size_t nodes = win.doc()->project().model.nodes.size();
+    win.w.designer()->setFocus();
+    QTest::keyClick(&win.w, Qt::Key_Z, Qt::ControlModifier);
+    QCOMPARE(win.doc()->project().model.nodes.size(), nodes - 1);
+    QTest::keyClick(&win.w, Qt::Key_Y, Qt::ControlModifier);
+    QCOMPARE(win.doc()->project().model.nodes.size(), nodes);
+
+    QStringList rows;
+    DialogDriver shortcuts([&](QWidget* w) {
+      auto* table = w->findChild<QTreeWidget*>("shortcutsTable");
+      QVERIFY(table);
+      for (int i = 0; i < table->topLevelItemCount(); ++i)
+        rows << table->topLevelItem(i)->text(1) + "=" + table->topLevelItem(i)->text(2);
+      static_cast<QDialog*>(w)->reject();
+    });
+    win.w.action("shortcuts")->trigger();
+    QTRY_VERIFY(shortcuts.answered());
+    win.settle();
+    QVERIFY2(rows.contains("Pause=F8"), qPrintable(rows.join(" | ")));
+    QVERIFY2(rows.filter(QRegularExpression("^Redo=.*Ctrl\\+Y")).size() == 1,
+             qPrintable(rows.join(" | ")));
+    QVERIFY(rows.contains("Train=Ctrl+R"));
+    QVERIFY(rows.contains("Memory=Alt+2"));
+
+    QString about;
+    DialogDriver box([&](QWidget* w) {
+      about = static_cast<QMessageBox*>(w)->text();
+      static_cast<QMessageBox*>(w)->accept();
+    });
+    win.w.action("about")->trigger();
+    QTRY_VERIFY(box.answered());
+    win.settle();
+    QVERIFY(about.contains(QStringLiteral(TR_VERSION)) && about.contains("GPL-3.0-or-later"));
   }
 };
 

@@ -327,13 +327,15 @@ class TestMainWindow : public QObject {
     while (win.doc()->undoStack()->canRedo()) win.w.action("redo")->trigger();
     QCOMPARE(json_of(win.doc()->project()), built);
 
-    // Save and reload.
+    // Save (the untitled project takes the file's name) and reload.
     QTemporaryDir dir;
     const QString path = dir.filePath("built.json");
     QString error;
     QVERIFY2(win.w.saveProjectAs(path, &error), qPrintable(error));
+    QCOMPARE(win.doc()->project().name, std::string("built"));
+    const QString saved = json_of(win.doc()->project());
     QVERIFY2(win.w.openProject(path, &error), qPrintable(error));
-    QCOMPARE(json_of(win.doc()->project()), built);
+    QCOMPARE(json_of(win.doc()->project()), saved);
 
     // Compile (done on opening; again by the action).
     win.w.action("compile")->trigger();
