@@ -39,6 +39,7 @@
 #include "designer/layer_catalog.h"
 #include "designer/model_editor.h"
 #include "designer/palette_widget.h"
+#include "designer/param_names.h"
 #include "designer/properties_panel.h"
 #include "device_selector.h"
 #include "memory/memory_view.h"
@@ -166,13 +167,22 @@ MainWindow::MainWindow(QWidget* parent)
     statusBar()->showMessage(tr("Run %1: its curves, configuration and details are below").arg(run),
                              5000);
   });
+  problems_->setFieldNamer([this](const QString& key) {
+    const QString param = param_label(key);
+    return param.isEmpty() ? settings_->fieldLabel(key) : param;
+  });
   connect(problems_, &ProblemsPanel::nodeRequested, this,
           [this](const QString& id, const QString& field) {
             showView(View::Design);
             designer_->focusNode(id);
             propertiesDock_->show();
             propertiesDock_->raise();
-            if (QWidget* editor = properties_->fieldEditor(field)) editor->setFocus();
+            // The form is rebuilt for the node and its editors show only once
+            // the event loop has run: focus the field then.
+            const QString key = param_editor_key(field);
+            QTimer::singleShot(0, properties_, [this, key] {
+              if (QWidget* editor = properties_->fieldEditor(key)) editor->setFocus();
+            });
           });
   connect(problems_, &ProblemsPanel::settingRequested, this, [this](const QString& field) {
     settingsDock_->show();
@@ -224,7 +234,12 @@ MainWindow::MainWindow(QWidget* parent)
   newProject();
 }
 
-MainWindow::~MainWindow() = default;
+MainWindow::~MainWindow() {
+  // ~QWidget deletes the children after this part of the window is gone;
+  // what they signal on the way (the undo stack's cleanChanged, a run the
+  // training view stops) must not reach it.
+  for (QObject* child : findChildren<QObject*>()) disconnect(child, nullptr, this, nullptr);
+}
 
 QString MainWindow::samplesFolder() {
   const QString def = defaultProjectPath();
@@ -522,8 +537,23 @@ void MainWindow::createToolBar() {
   bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
   for (const char* name : {"new", "open", "save"}) bar->addAction(action(name));
   bar->addSeparator();
-  bar->addAction(action("undo"));
-  bar->addAction(action("redo"));
+  // The menu's Undo says what it undoes; the toolbar's keeps one short text
+  // (the step in its tooltip), so the buttons after it never shift.
+  for (const bool isUndo : {true, false}) {
+    QAction* menuAction = action(isUndo ? "undo" : "redo");
+    auto* a = new QAction(isUndo ? tr("Undo") : tr("Redo"), bar);
+    a->setObjectName(isUndo ? QStringLiteral("undoTool") : QStringLiteral("redoTool"));
+    auto follow = [a, menuAction] {
+      a->setEnabled(menuAction->isEnabled());
+      a->setToolTip(
+          QStringLiteral("%1 (%2)").arg(menuAction->text().remove(QLatin1Char('&')),
+                                        menuAction->shortcut().toString(QKeySequence::NativeText)));
+    };
+    connect(menuAction, &QAction::changed, a, follow);
+    connect(a, &QAction::triggered, menuAction, &QAction::trigger);
+    follow();
+    bar->addAction(a);
+  }
   bar->addSeparator();
   bar->addAction(action("compile"));
   bar->addSeparator();

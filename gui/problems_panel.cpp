@@ -38,6 +38,11 @@ void ProblemsPanel::activate(QTreeWidgetItem* item) {
     emit settingRequested(field);
 }
 
+void ProblemsPanel::setFieldNamer(std::function<QString(const QString&)> namer) {
+  namer_ = std::move(namer);
+  rebuild();
+}
+
 void ProblemsPanel::setTrainingProblems(const std::vector<Diagnostic>& blocking,
                                         const std::vector<Diagnostic>& notes) {
   training_ = blocking;
@@ -78,7 +83,10 @@ void ProblemsPanel::rebuild() {
     item->setText(kSource, source);
     item->setText(kNode, QString::fromStdString(d.node_id.empty() ? d.node : d.node_id));
     item->setData(kNode, kNodeIdRole, QString::fromStdString(d.node_id));
-    item->setText(kField, QString::fromStdString(d.field));
+    const QString key = QString::fromStdString(d.field);
+    const QString name = namer_ ? namer_(key) : QString();
+    item->setText(kField, name.isEmpty() ? key : name);
+    if (!key.isEmpty()) item->setToolTip(kField, tr("In the project file: %1").arg(key));
     item->setData(kField, kFieldRole, QString::fromStdString(d.field));
     item->setData(kSource, kBlockingRole, blocking);
     item->setText(kMessage, QString::fromStdString(d.message));

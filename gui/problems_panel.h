@@ -7,6 +7,7 @@
 #pragma once
 
 #include <QTreeWidget>
+#include <functional>
 #include <vector>
 
 #include "core/error.h"
@@ -27,6 +28,9 @@ class ProblemsPanel : public QTreeWidget {
   void setTrainingProblems(const std::vector<Diagnostic>& blocking,
                            const std::vector<Diagnostic>& notes);
   int problemCount() const { return topLevelItemCount(); }
+  // How the Field column names a key ("params.kernel" -> "Kernel"); the key
+  // itself shows in the tooltip. Unset or empty answer: the key.
+  void setFieldNamer(std::function<QString(const QString& key)> namer);
   // Rows that block training.
   int blockingCount() const;
   bool isBlocking(int row) const;
@@ -45,6 +49,7 @@ class ProblemsPanel : public QTreeWidget {
   void activate(QTreeWidgetItem* item);
 
   std::vector<Diagnostic> design_, compile_, training_, notes_;
+  std::function<QString(const QString&)> namer_;
 };
 
 }  // namespace tr::gui

@@ -9,13 +9,14 @@ bash "$root/scripts/build.sh"
 export QT_QPA_PLATFORM=${QT_QPA_PLATFORM:-offscreen}
 ctest --test-dir "$root/build" --output-on-failure -j "$(nproc)" "$@"
 
-# The engine tests once more under AddressSanitizer and UndefinedBehaviorSanitizer
-# (a second, smaller tree: no CUDA, no workbench, no benchmarks).
+# The engine tests and the workbench's journeys once more under
+# AddressSanitizer and UndefinedBehaviorSanitizer (a second, smaller tree: no
+# CUDA, no benchmarks, of the GUI tests only the journeys through every view).
 # TR_SKIP_SANITIZERS=1 skips it.
 if [ "${TR_SKIP_SANITIZERS:-0}" != "1" ]; then
   BUILD_DIR="$root/build-asan" \
-    TR_CMAKE_ARGS="-DTR_CUDA=OFF -DTR_GUI=OFF -DTR_BENCH=OFF -DTR_SANITIZE=address,undefined" \
+    TR_CMAKE_ARGS="-DTR_CUDA=OFF -DTR_GUI=ON -DTR_GUI_TESTS=journeys -DTR_BENCH=OFF -DTR_SANITIZE=address,undefined" \
     bash "$root/scripts/build.sh"
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    ctest --test-dir "$root/build-asan" --output-on-failure -j "$(nproc)" -L engine "$@"
+    ctest --test-dir "$root/build-asan" --output-on-failure -j "$(nproc)" -L "engine|gui" "$@"
 fi

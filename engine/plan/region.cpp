@@ -26,6 +26,97 @@ constexpr std::array<std::string_view, kNumRegions> kNames = {
 };
 // clang-format on
 
+constexpr std::array<std::string_view, kNumRegions> kTitles = {
+    "BN running mean (before the step)",
+    "BN running variance (before the step)",
+    "BN running mean (after the step)",
+    "BN running variance (after the step)",
+    "BN inference scale",
+    "BN inference shift",
+    "Weights: BN shift",
+    "Weights: BN scale",
+    "Weights: FC bias",
+    "Weights: FC matrix",
+    "Weights: first conv",
+    "Weights: deeper convs",
+    "EMA weights: BN shift",
+    "EMA weights: BN scale",
+    "EMA weights: FC bias",
+    "EMA weights: FC matrix",
+    "EMA weights: first conv",
+    "EMA weights: deeper convs",
+    "FP16 weights: BN shift",
+    "FP16 weights: BN scale",
+    "FP16 weights: FC bias",
+    "FP16 weights: FC matrix",
+    "FP16 weights: first conv",
+    "FP16 weights: deeper convs",
+    "Gradients: BN shift",
+    "Gradients: BN scale",
+    "Gradients: FC bias",
+    "Gradients: FC matrix",
+    "Gradients: first conv",
+    "Gradients: deeper convs",
+    "Batch result (loss, top-1, top-5)",
+    "Validation totals",
+    "Confusion counts",
+    "FP16 gradients: BN shift",
+    "FP16 gradients: BN scale",
+    "FP16 gradients: FC bias",
+    "FP16 gradients: FC matrix",
+    "FP16 gradients: first conv",
+    "FP16 gradients: deeper convs",
+    "Momentum: BN shift",
+    "Momentum: BN scale",
+    "Momentum: FC bias",
+    "Momentum: FC matrix",
+    "Momentum: first conv",
+    "Momentum: deeper convs",
+    "Second moment: BN shift",
+    "Second moment: BN scale",
+    "Second moment: FC bias",
+    "Second moment: FC matrix",
+    "Second moment: first conv",
+    "Second moment: deeper convs",
+    "LARS norms: FC",
+    "LARS norms: first conv",
+    "LARS norms: deeper convs",
+    "Input buffer A",
+    "Input buffer B",
+    "Labels A",
+    "Labels B",
+    "Labels of the batch computed",
+    "Features (FP32)",
+    "Features (FP16)",
+    "Gradient slots (FP32)",
+    "Gradient slots (FP16)",
+    "Scalars (learning rate, loss scale, step)",
+    "BN batch statistics for the backward",
+    "Dropout and pooling masks",
+    "Scratch",
+};
+
+struct SeriesTitle {
+  char series;
+  std::string_view title;
+};
+constexpr SeriesTitle kSeriesTitles[] = {
+    {'B', "batch-norm running statistics and inference parameters"},
+    {'W', "FP32 master weights, updated by the optimizer"},
+    {'E', "exponential moving average of the weights"},
+    {'A', "FP16 copy of the weights (mixed precision)"},
+    {'G', "FP32 gradients, in the two all-reduce buckets"},
+    {'R', "per-batch results and validation totals"},
+    {'H', "FP16 gradients (mixed precision), cast to G per bucket"},
+    {'M', "optimizer first moment (momentum)"},
+    {'V', "optimizer second moment (Adam)"},
+    {'N', "LARS per-tensor norms"},
+    {'I', "input double buffers and labels"},
+    {'F', "layer outputs and the gradients flowing back"},
+    {'S', "scalars, batch statistics and masks saved for the backward"},
+    {'T', "temporaries"},
+};
+
 constexpr Region kSeriesFirst[] = {Region::W_BN_BIAS, Region::E_BN_BIAS, Region::A_BN_BIAS,
                                    Region::G_BN_BIAS, Region::H_BN_BIAS, Region::M_BN_BIAS,
                                    Region::V_BN_BIAS};
@@ -45,6 +136,17 @@ std::optional<Region> region_from_name(std::string_view name) noexcept {
 
 char region_series(Region r) noexcept {
   return region_name(r)[0];
+}
+
+std::string_view region_title(Region r) noexcept {
+  int i = region_index(r);
+  return i >= 0 && i < kNumRegions ? kTitles[static_cast<size_t>(i)] : "?";
+}
+
+std::string_view region_series_title(char series) noexcept {
+  for (const SeriesTitle& s : kSeriesTitles)
+    if (s.series == series) return s.title;
+  return {};
 }
 
 Region param_region(ParamSeries series, ParamKind kind) noexcept {

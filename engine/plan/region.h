@@ -120,6 +120,11 @@ std::string_view region_name(Region r) noexcept;
 std::optional<Region> region_from_name(std::string_view name) noexcept;
 // One-letter series of a region ("W", "G", ...), for grouping in views.
 char region_series(Region r) noexcept;
+// What a region holds, in words for people ("FP32 master weights: FC
+// bias"), beside its engine name.
+std::string_view region_title(Region r) noexcept;
+// What a series holds ("FP32 master weights" for 'W'); empty for no series.
+std::string_view region_series_title(char series) noexcept;
 // The region of `kind` within a parameter series.
 Region param_region(ParamSeries series, ParamKind kind) noexcept;
 

@@ -3,6 +3,7 @@
 
 #include <QCoreApplication>
 
+#include "designer/param_names.h"
 #include "project_document.h"
 
 namespace tr::gui {
@@ -27,8 +28,10 @@ EditNodeCommand::EditNodeCommand(ProjectDocument* doc, int index, LayerNode befo
       before_(std::move(before)),
       after_(std::move(after)),
       field_(std::move(field)) {
-  setText(QCoreApplication::translate("EditNodeCommand", "Set %1 of %2")
-              .arg(field_, QString::fromStdString(before_.id)));
+  const QString label = param_label(field_);
+  setText(
+      QCoreApplication::translate("EditNodeCommand", "Set %1 of %2")
+          .arg(label.isEmpty() ? field_ : in_sentence(label), QString::fromStdString(before_.id)));
 }
 
 void EditNodeCommand::redo() {

@@ -10,6 +10,7 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include "designer/param_names.h"
 #include "layer_catalog.h"
 #include "model/project_limits.h"
 #include "model_editor.h"
@@ -129,38 +130,36 @@ void PropertiesPanel::rebuildForm() {
   auto setReal = [](double LayerParams::*m) {
     return std::function<void(LayerParams&, double)>([m](LayerParams& p, double v) { p.*m = v; });
   };
-  auto intField = [&](const char* key, const QString& label, int min, int max,
-                      int64_t LayerParams::*m) {
-    fields_.push_back({QString::fromLatin1(key), label, Kind::Int, double(min), double(max), i64(m),
-                       set64(m), nullptr});
-  };
-  auto realField = [&](const char* key, const QString& label, double min, double max,
-                       double LayerParams::*m) {
+  auto intField = [&](const char* key, int min, int max, int64_t LayerParams::*m) {
+    const QString k = QString::fromLatin1(key);
     fields_.push_back(
-        {QString::fromLatin1(key), label, Kind::Real, min, max, real(m), setReal(m), nullptr});
+        {k, param_label(k), Kind::Int, double(min), double(max), i64(m), set64(m), nullptr});
+  };
+  auto realField = [&](const char* key, double min, double max, double LayerParams::*m) {
+    const QString k = QString::fromLatin1(key);
+    fields_.push_back({k, param_label(k), Kind::Real, min, max, real(m), setReal(m), nullptr});
   };
   auto biasField = [&] {
-    fields_.push_back({QStringLiteral("params.bias"), tr("Bias"), Kind::Bool, 0, 1,
-                       [](const LayerParams& p) { return p.bias ? 1.0 : 0.0; },
+    fields_.push_back({QStringLiteral("params.bias"), param_label(QStringLiteral("params.bias")),
+                       Kind::Bool, 0, 1, [](const LayerParams& p) { return p.bias ? 1.0 : 0.0; },
                        [](LayerParams& p, double v) { p.bias = v != 0; }, nullptr});
   };
   auto windowFields = [&] {
-    intField("params.kernel_h", tr("Kernel height"), 1, kMaxKernel, &LayerParams::kernel_h);
-    intField("params.kernel_w", tr("Kernel width"), 1, kMaxKernel, &LayerParams::kernel_w);
-    intField("params.stride_h", tr("Stride (rows)"), 1, kMaxStride, &LayerParams::stride_h);
-    intField("params.stride_w", tr("Stride (columns)"), 1, kMaxStride, &LayerParams::stride_w);
-    intField("params.pad_h", tr("Padding (rows)"), 0, kMaxPadding, &LayerParams::pad_h);
-    intField("params.pad_w", tr("Padding (columns)"), 0, kMaxPadding, &LayerParams::pad_w);
+    intField("params.kernel_h", 1, kMaxKernel, &LayerParams::kernel_h);
+    intField("params.kernel_w", 1, kMaxKernel, &LayerParams::kernel_w);
+    intField("params.stride_h", 1, kMaxStride, &LayerParams::stride_h);
+    intField("params.stride_w", 1, kMaxStride, &LayerParams::stride_w);
+    intField("params.pad_h", 0, kMaxPadding, &LayerParams::pad_h);
+    intField("params.pad_w", 0, kMaxPadding, &LayerParams::pad_w);
   };
   switch (n.type) {
     case LayerType::Input:
-      intField("params.height", tr("Height"), 1, kMaxExtent, &LayerParams::height);
-      intField("params.width", tr("Width"), 1, kMaxExtent, &LayerParams::width);
-      intField("params.channels", tr("Channels"), 1, kMaxExtent, &LayerParams::channels);
+      intField("params.height", 1, kMaxExtent, &LayerParams::height);
+      intField("params.width", 1, kMaxExtent, &LayerParams::width);
+      intField("params.channels", 1, kMaxExtent, &LayerParams::channels);
       break;
     case LayerType::Conv2d:
-      intField("params.out_channels", tr("Output channels"), 1, kMaxFeatures,
-               &LayerParams::out_channels);
+      intField("params.out_channels", 1, kMaxFeatures, &LayerParams::out_channels);
       windowFields();
       biasField();
       break;
@@ -169,16 +168,15 @@ void PropertiesPanel::rebuildForm() {
       windowFields();
       break;
     case LayerType::Linear:
-      intField("params.out_features", tr("Output features"), 1, kMaxFeatures,
-               &LayerParams::out_channels);
+      intField("params.out_features", 1, kMaxFeatures, &LayerParams::out_channels);
       biasField();
       break;
     case LayerType::BatchNorm2d:
-      realField("params.eps", tr("Epsilon"), 1e-10, 1.0, &LayerParams::eps);
-      realField("params.momentum", tr("Momentum"), 0.0, 1.0, &LayerParams::momentum);
+      realField("params.eps", 1e-10, 1.0, &LayerParams::eps);
+      realField("params.momentum", 0.0, 1.0, &LayerParams::momentum);
       break;
     case LayerType::Dropout:
-      realField("params.p", tr("Drop probability"), 0.0, 0.99, &LayerParams::p);
+      realField("params.p", 0.0, 0.99, &LayerParams::p);
       break;
     default:
       break;

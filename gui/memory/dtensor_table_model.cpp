@@ -72,6 +72,9 @@ QVariant DTensorTableModel::data(const QModelIndex& index, int role) const {
         return {};
     }
   }
+  if (role == Qt::ToolTipRole && index.column() == RegionColumn)
+    return tr("%1: %2").arg(QString::fromUtf8(region_name(t.region).data()),
+                            QString::fromUtf8(region_series_title(region_series(t.region)).data()));
   if (role == Qt::ForegroundRole && index.column() == Variants && !agrees)
     return QBrush(QColor(0xc6, 0x28, 0x28));
   if (role != Qt::DisplayRole && role != SortRole) return {};
@@ -87,7 +90,7 @@ QVariant DTensorTableModel::data(const QModelIndex& index, int role) const {
                  : tr("(engine)");
     case RegionColumn:
       return raw ? QVariant(region_index(t.region))
-                 : QVariant(QString::fromUtf8(region_name(t.region).data()));
+                 : QVariant(QString::fromUtf8(region_title(t.region).data()));
     case ShapeColumn:
       return raw ? QVariant(static_cast<qlonglong>(t.shape.elements()))
                  : QVariant(QString::fromStdString(t.shape.str()));

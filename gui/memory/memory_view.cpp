@@ -46,6 +46,7 @@ MemoryView::MemoryView(QWidget* parent)
       exportCsv_(new QPushButton(tr("Export CSV…"), this)),
       summary_(new QLabel(this)),
       agreement_(new QLabel(this)),
+      legend_(new QLabel(this)),
       bands_(new RegionBands(this)),
       owners_(new QLabel(this)),
       tensorsTitle_(new QLabel(this)),
@@ -94,6 +95,10 @@ MemoryView::MemoryView(QWidget* parent)
   agreement_->setWordWrap(true);
   layout->addWidget(summary_);
   layout->addWidget(agreement_);
+  legend_->setObjectName(QStringLiteral("regionLegend"));
+  legend_->setWordWrap(true);
+  legend_->setTextFormat(Qt::RichText);
+  layout->addWidget(legend_);
 
   auto* split = new QSplitter(Qt::Vertical, page);
   auto* scroll = new QScrollArea(split);
@@ -236,6 +241,10 @@ QString MemoryView::summaryText() const {
   return summary_->text();
 }
 
+QString MemoryView::legendText() const {
+  return legend_->text();
+}
+
 QString MemoryView::agreementText() const {
   return agreement_->text();
 }
@@ -269,6 +278,18 @@ void MemoryView::refresh() {
     agreement_->setStyleSheet(QStringLiteral("color: #c62828"));
   }
   bands_->setPlan(cp_, v);
+  // The engine's region names start with their series letter: say what each means.
+  QStringList series;
+  for (Region r : bands_->shownRegions()) {
+    const char s = region_series(r);
+    const QString entry =
+        QStringLiteral("<b>%1</b> %2")
+            .arg(QLatin1Char(s))
+            .arg(QString::fromUtf8(region_series_title(s).data()).toHtmlEscaped());
+    if (!series.contains(entry)) series << entry;
+  }
+  legend_->setText(tr("Regions by series (the first letter of their engine names): %1")
+                       .arg(series.join(QStringLiteral(" · "))));
   refreshTensors();
 }
 
@@ -287,7 +308,7 @@ void MemoryView::refreshTensors() {
     const RegionInfo& info = plan.region(static_cast<Region>(region));
     tensorsTitle_->setText(
         tr("%1: %2 DTensor(s), offset %3, %4")
-            .arg(QString::fromUtf8(region_name(static_cast<Region>(region)).data()))
+            .arg(QString::fromUtf8(region_title(static_cast<Region>(region)).data()))
             .arg(info.tensors.size())
             .arg(info.base_offset)
             .arg(bytes_text(info.total_bytes)));
@@ -302,7 +323,7 @@ void MemoryView::refreshTensors() {
                         .arg(names.join(QStringLiteral(", ")),
                              QString::fromStdString(cp_->variants[static_cast<size_t>(v)].name));
     if (region >= 0)
-      title += tr(", region %1").arg(region_name(static_cast<Region>(region)).data());
+      title += tr(", region %1").arg(region_title(static_cast<Region>(region)).data());
     tensorsTitle_->setText(title);
   }
   allRegions_->setEnabled(region >= 0 || !layers.empty());
@@ -344,8 +365,9 @@ void MemoryView::refreshOwners() {
     links << QStringLiteral("<a href=\"layer:%1\">%2</a>").arg(owner).arg(id);
   }
   if (engine) links << tr("the engine");
-  owners_->setText(tr("Tensors of %1 belong to: %2")
-                       .arg(QString::fromUtf8(region_name(static_cast<Region>(region)).data()),
+  owners_->setText(tr("Tensors of %1 (%2) belong to: %3")
+                       .arg(QString::fromUtf8(region_title(static_cast<Region>(region)).data()),
+                            QString::fromUtf8(region_name(static_cast<Region>(region)).data()),
                             links.isEmpty() ? tr("nobody") : links.join(QStringLiteral(", "))));
 }
 

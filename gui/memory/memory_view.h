@@ -67,6 +67,7 @@ class MemoryView : public QWidget {
   QTreeWidget* arenaTable() const { return arenas_; }
   QString summaryText() const;
   QString agreementText() const;
+  QString legendText() const;
   bool fits() const { return fits_; }
 
  signals:
@@ -95,6 +96,7 @@ class MemoryView : public QWidget {
   QPushButton* exportCsv_;
   QLabel* summary_;
   QLabel* agreement_;
+  QLabel* legend_;
   RegionBands* bands_;
   QLabel* owners_;
   QLabel* tensorsTitle_;

@@ -61,7 +61,13 @@ QString number(uint64_t n) {
   return QLocale(QLocale::English).toString(static_cast<qulonglong>(n));
 }
 
+// What people call the region; its engine name is in the hover text.
 QString region_text(Region r) {
+  const std::string_view n = region_title(r);
+  return QString::fromUtf8(n.data(), static_cast<int>(n.size()));
+}
+
+QString engine_name(Region r) {
   const std::string_view n = region_name(r);
   return QString::fromUtf8(n.data(), static_cast<int>(n.size()));
 }
@@ -149,7 +155,12 @@ double RegionBands::weight(uint64_t bytes) const {
 }
 
 int RegionBands::labelWidth() const {
-  return fontMetrics().horizontalAdvance(QStringLiteral("R_RESULT_ACCUMULATED")) + 12;
+  int widest = fontMetrics().horizontalAdvance(QStringLiteral("● Scratch"));
+  for (Region r : shown_)
+    widest =
+        std::max(widest, fontMetrics().horizontalAdvance(QStringLiteral("● ") + region_text(r)));
+  // The bars keep at least two thirds of the row.
+  return std::min(widest + 12, std::max(80, width() / 3));
 }
 
 QRect RegionBands::stripRect() const {
@@ -229,8 +240,8 @@ QString RegionBands::describeAt(QPoint pt) const {
   const RegionInfo& info = p->region(region);
   const double share = 100.0 * static_cast<double>(info.total_bytes) /
                        static_cast<double>(std::max<uint64_t>(1, p->total_bytes()));
-  QString text = tr("%1: offset %2, %3 (%4 bytes, %5% of the arena), %6 tensor(s)")
-                     .arg(region_text(region), number(info.base_offset),
+  QString text = tr("%1 (%2): offset %3, %4 (%5 bytes, %6% of the arena), %7 tensor(s)")
+                     .arg(region_text(region), engine_name(region), number(info.base_offset),
                           bytes_text(info.total_bytes), number(info.total_bytes))
                      .arg(share, 0, 'f', 2)
                      .arg(info.tensors.size());
@@ -309,9 +320,11 @@ void RegionBands::paintEvent(QPaintEvent*) {
     QFont label_font = font();
     label_font.setBold(marks > 0);
     painter.setFont(label_font);
-    painter.drawText(QRect(row.left() + 4, row.top(), labelWidth() - 8, row.height()),
-                     Qt::AlignLeft | Qt::AlignVCenter,
-                     marks > 0 ? QStringLiteral("● ") + region_text(r) : region_text(r));
+    const QRect label(row.left() + 4, row.top(), labelWidth() - 8, row.height());
+    painter.drawText(
+        label, Qt::AlignLeft | Qt::AlignVCenter,
+        fontMetrics().elidedText(marks > 0 ? QStringLiteral("● ") + region_text(r) : region_text(r),
+                                 Qt::ElideRight, label.width()));
     painter.setFont(font());
     painter.fillRect(barRect(r), series_colour(region_series(r)));
     const double share = 100.0 * static_cast<double>(info.total_bytes) /

@@ -158,6 +158,11 @@ QWidget* TrainingSettingsPanel::fieldEditor(const QString& key) const {
   return f ? f->editor : nullptr;
 }
 
+QString TrainingSettingsPanel::fieldLabel(const QString& key) const {
+  const Field* f = find(key);
+  return f ? f->label : QString();
+}
+
 QString TrainingSettingsPanel::fieldMessage(const QString& key) const {
   const Field* f = find(key);
   return f && !f->message->isHidden() ? f->message->text() : QString();
@@ -192,6 +197,9 @@ TrainingSettingsPanel::Field& TrainingSettingsPanel::addField(QFormLayout* form,
   Field& f = fields_.emplace_back();
   f.key = key;
   f.what = what;
+  // A check box carries its own text instead of a label beside it.
+  auto* box = qobject_cast<QCheckBox*>(editor);
+  f.label = label.isEmpty() && box ? box->text() : label;
   f.kind = kind;
   f.editor = editor;
   f.form = form;

@@ -31,6 +31,8 @@ class TrainingSettingsPanel : public QWidget {
   // The editor of a field, named by its key in the project file ("name",
   // "training.optimizer.lr", "training.ema.enabled", "dataset.mean"...), or null.
   QWidget* fieldEditor(const QString& key) const;
+  // What the form calls that field ("Learning rate"), or empty.
+  QString fieldLabel(const QString& key) const;
   // The message shown under that field: why what was typed is not applied,
   // or why the project's own value would not load. Empty when none.
   QString fieldMessage(const QString& key) const;
@@ -47,8 +49,9 @@ class TrainingSettingsPanel : public QWidget {
  private:
   enum class Kind { Int, Real, Bool, Choice, Text, Seed, List };
   struct Field {
-    QString key;   // "training.optimizer.lr": also the editor's object name
-    QString what;  // "learning rate", for the undo step's text
+    QString key;    // "training.optimizer.lr": also the editor's object name
+    QString what;   // "learning rate", for the undo step's text
+    QString label;  // "Learning rate", as the form shows it
     Kind kind = Kind::Int;
     QWidget* editor = nullptr;
     QWidget* row = nullptr;  // editor and message: one row of `form`

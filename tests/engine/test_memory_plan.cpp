@@ -3,6 +3,7 @@
 // gaps, the G/R ordering and the two buckets, the W:A 2:1 relation, and
 // identical offsets across variants.
 #include <QtTest>
+#include <set>
 
 #include "plan/memory_plan.h"
 
@@ -59,6 +60,19 @@ class TestMemoryPlan : public QObject {
       QVERIFY(region_from_name(region_name(reg)) == reg);
     }
     QVERIFY(!region_from_name("NOPE"));
+  }
+
+  void everyRegionHasTitlesForPeople() {
+    std::set<std::string_view> titles;
+    for (int r = 0; r < kNumRegions; ++r) {
+      const Region reg = static_cast<Region>(r);
+      const std::string_view title = region_title(reg);
+      QVERIFY2(!title.empty() && title != "?", region_name(reg).data());
+      QVERIFY2(titles.insert(title).second, title.data());  // no two alike
+      QVERIFY2(!region_series_title(region_series(reg)).empty(), region_name(reg).data());
+    }
+    QCOMPARE(region_title(Region::W_FC_BIAS), std::string_view("Weights: FC bias"));
+    QVERIFY(region_series_title('Q').empty());
   }
 
   void orderingConstraints() {

@@ -22,6 +22,7 @@
 #include <QTabBar>
 #include <QTabWidget>
 #include <QTemporaryDir>
+#include <QToolBar>
 #include <QTreeWidget>
 #include <QtTest>
 
@@ -29,6 +30,7 @@
 #include "designer/designer_scene.h"
 #include "designer/designer_view.h"
 #include "designer/model_editor.h"
+#include "designer/properties_panel.h"
 #include "dialog_driver.h"
 #include "main_window.h"
 #include "memory/dtensor_table_model.h"
@@ -460,6 +462,72 @@ class TestJourneys : public QObject {
     error.clear();
     QVERIFY(third.restoreSession(&error));
     QCOMPARE(third.document()->samplePath(), QFileInfo(sample).absoluteFilePath());
+  }
+
+  void theInterfaceSaysWhatUsersCallThings() {
+    Window win;
+    QString error;
+    QVERIFY(win.w.openProject(project_path("lenet-fashion.json"), &error));
+    QToolBar* bar = win.w.findChild<QToolBar*>("mainToolBar");
+    QVERIFY(bar);
+    QAction* undoTool = win.w.findChild<QAction*>("undoTool");
+    QVERIFY(undoTool && !undoTool->isEnabled());
+    QWidget* compileButton = bar->widgetForAction(win.w.action("compile"));
+    const int compileX = compileButton->x();
+
+    // An edit in the properties form, as typed.
+    win.w.designer()->focusNode(QStringLiteral("conv1"));
+    auto* channels =
+        qobject_cast<QSpinBox*>(win.w.properties()->fieldEditor("params.out_channels"));
+    QVERIFY(channels);
+    channels->setFocus();
+    channels->selectAll();
+    QTest::keyClicks(channels, QStringLiteral("8"));
+    QTest::keyClick(channels, Qt::Key_Return);
+    QCOMPARE(win.w.action("undo")->text(), QStringLiteral("&Undo Set output channels of conv1"));
+    // The toolbar keeps its short text (the step is in the tooltip): nothing shifts.
+    QVERIFY(undoTool->isEnabled());
+    QCOMPARE(undoTool->text(), QStringLiteral("Undo"));
+    QVERIFY2(undoTool->toolTip().contains("Set output channels of conv1"),
+             qPrintable(undoTool->toolTip()));
+    win.settle();
+    QCOMPARE(compileButton->x(), compileX);
+
+    // A kernel too large for its input: the problem names the field as the
+    // form does, and clicking it puts the cursor in that field.
+    auto* kernel = qobject_cast<QSpinBox*>(win.w.properties()->fieldEditor("params.kernel_h"));
+    QVERIFY(kernel);
+    kernel->setFocus();
+    kernel->selectAll();
+    QTest::keyClicks(kernel, QStringLiteral("40"));
+    QTest::keyClick(kernel, Qt::Key_Return);
+    ProblemsPanel* problems = win.w.problems();
+    int row = -1;
+    for (int i = 0; i < problems->topLevelItemCount(); ++i)
+      if (problems->fieldKey(i) == QLatin1String("params.kernel")) row = i;
+    QVERIFY2(row >= 0, qPrintable(win.problemsText()));
+    QTreeWidgetItem* item = problems->topLevelItem(row);
+    QCOMPARE(item->text(2), QStringLiteral("Kernel"));
+    QVERIFY(item->toolTip(2).contains("params.kernel"));
+    QVERIFY(problems->isBlocking(row));
+    QVERIFY(!item->icon(0).isNull());
+    win.w.designer()->setFocus();
+    QTest::mouseClick(problems->viewport(), Qt::LeftButton, {},
+                      problems->visualItemRect(item).center());
+    QTRY_COMPARE(QApplication::focusWidget(), win.w.properties()->fieldEditor("params.kernel_h"));
+    // A training setting's problem uses the settings form's label.
+    win.doc()->undoStack()->undo();
+    auto* batch =
+        qobject_cast<QSpinBox*>(win.w.settingsPanel()->fieldEditor("training.global_batch"));
+    batch->setFocus();
+    batch->selectAll();
+    QTest::keyClicks(batch, QStringLiteral("70000"));
+    QTest::keyClick(batch, Qt::Key_Return);
+    win.w.checkReadiness();
+    QVERIFY(win.problemAbout("training.global_batch", "at most 60000"));
+    for (int i = 0; i < problems->topLevelItemCount(); ++i)
+      if (problems->fieldKey(i) == QLatin1String("training.global_batch"))
+        QCOMPARE(problems->topLevelItem(i)->text(2), QStringLiteral("Global batch"));
   }
 
   void helpMenuAndRedoKeys() {

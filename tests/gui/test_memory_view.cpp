@@ -116,8 +116,17 @@ class TestMemoryView : public QObject {
     const RegionInfo& info = v.plan().region(r);
     QCOMPARE(v.view.tensorTable()->model()->rowCount(), static_cast<int>(info.tensors.size()));
     QCOMPARE(info.tensors.size(), size_t{3});  // fc1, fc2, fc3
-    for (int row = 0; row < 3; ++row)
-      QCOMPARE(v.cell(row, DTensorTableModel::RegionColumn), QStringLiteral("W_FC_WEIGHT"));
+    // What people call it, with the engine's name in the tooltip.
+    for (int row = 0; row < 3; ++row) {
+      QCOMPARE(v.cell(row, DTensorTableModel::RegionColumn), QStringLiteral("Weights: FC matrix"));
+      QVERIFY(v.view.tensorModel()
+                  ->data(v.view.tensorModel()->index(row, DTensorTableModel::RegionColumn),
+                         Qt::ToolTipRole)
+                  .toString()
+                  .startsWith("W_FC_WEIGHT: FP32 master weights"));
+    }
+    QVERIFY2(v.view.legendText().contains("<b>W</b> FP32 master weights"),
+             qPrintable(v.view.legendText()));
     // Rows in address order, with the plan's exact figures.
     const DTensor& t = v.plan().get_dtensor(info.tensors.front());
     QCOMPARE(v.cell(0, DTensorTableModel::Id).toInt(), t.id);
