@@ -27,6 +27,8 @@ constexpr const char* kUsage =
     "  --batch is the global batch; --data overrides the Fashion-MNIST folder;\n"
     "  --profile-steps A:B records steps A..B-1 (written by --trace as Chrome trace JSON);\n"
     "  --summary writes the per-epoch figures as JSON.\n"
+    "  --max-steps N ends the run after N steps in all (a resumed run counts on):\n"
+    "  finished, validated (unless --no-validation) and checkpointed as at an epoch end.\n"
     "  --checkpoint-dir DIR saves a checkpoint at every epoch end and on a stop;\n"
     "  --resume FILE continues from one (any --devices count); --eval-ema keeps an\n"
     "  EMA of the weights (training.ema.decay) and validates on it.\n"
@@ -61,10 +63,6 @@ void write_file(const std::string& path, const std::string& text) {
 // The line that says why training stopped and how to go on from there.
 void print_stop(const TrainReport& report, int signal, const TrainOptions& options, bool leads) {
   const auto steps = static_cast<long long>(report.steps);
-  if (signal == 0 && options.max_steps >= 0 && report.steps >= options.max_steps) {
-    std::printf("stopped after %lld steps (--max-steps)\n", steps);
-    return;
-  }
   const std::string how =
       signal ? "on " + signal_name(signal) + " after " + std::to_string(steps) + " steps"
              : "after " + std::to_string(steps) + " steps, as another node was asked to";
@@ -164,7 +162,10 @@ int cmd_train(const std::vector<std::string>& args) {
   }
   recording.ended(report);
   for (const std::string& path : report.checkpoints) std::printf("checkpoint %s\n", path.c_str());
-  if (report.stopped) print_stop(report, signals.received(), options, backend.leads());
+  if (report.stopped)
+    print_stop(report, signals.received(), options, backend.leads());
+  else if (report.reached_max_steps)
+    std::printf("finished at --max-steps %lld\n", static_cast<long long>(report.steps));
 
   if (a.values.count("trace")) {
     write_file(a.values.at("trace"), chrome_trace_json(report.profile));
@@ -200,6 +201,7 @@ int cmd_train(const std::vector<std::string>& args) {
     s["final"] = s["epochs"].empty() ? nlohmann::json::object() : s["epochs"].back();
     s["final"]["steps"] = report.steps;
     s["final"]["stopped"] = report.stopped;
+    s["final"]["reached_max_steps"] = report.reached_max_steps;
     write_file(a.values.at("summary"), s.dump(2) + "\n");
   }
   // A signal that came after training had ended still says the process was stopped.
