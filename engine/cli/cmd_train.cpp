@@ -46,7 +46,8 @@ constexpr const char* kUsage =
     "  Ctrl-C (SIGINT) or SIGTERM stops training before the next step (after the\n"
     "  validation under way, if any), on every node of a run across machines: a\n"
     "  checkpoint when --checkpoint-dir is set, the run recorded as stopped, exit\n"
-    "  status 130 (SIGINT) or 143 (SIGTERM). A second signal ends the process at once.\n";
+    "  status 130 (SIGINT) or 143 (SIGTERM). A second signal, half a second or more\n"
+    "  after the first, ends the process at once.\n";
 
 std::string clock_text(double seconds) {
   const auto s = static_cast<long long>(seconds + 0.5);

@@ -2,7 +2,9 @@
 // StopSignals: while one lives, SIGINT (Ctrl-C) and SIGTERM do not kill the
 // process but ask training to stop at the next step boundary, through the
 // trainer's stop flag (which a run across machines passes on to every
-// node). A second signal ends the process at once.
+// node). A second signal, half a second or more after the first, ends the
+// process at once (by that signal's default action); one sooner is the same
+// request delivered twice, as `timeout` does.
 #pragma once
 
 #include <atomic>
