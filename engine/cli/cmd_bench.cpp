@@ -42,6 +42,9 @@ int cmd_bench(const std::vector<std::string>& args) {
   TrainingSetup setup = prepare_training(a.positional[0], a);
   const CompiledProject& cp = *setup.compiled;
   TrainOptions options;
+  // Only the steps are timed. The step limit would end the run with a
+  // validation (after the last timed step, so the figures would not change,
+  // but it would add its time to every bench): none.
   options.validate = false;
   options.max_steps = warmup + steps;
   options.epochs = 1000000;  // max_steps ends it

@@ -13,6 +13,8 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/terminal_width.h"
+#include "cli/text_table.h"
 #include "core/error.h"
 #include "store/run_compare.h"
 #include "store/run_export.h"
@@ -27,9 +29,13 @@ using store::RunStore;
 
 constexpr const char* kUsage =
     "usage: renaissance-cli runs <subcommand> [--store PATH] ...\n"
-    "  list [--filter TEXT] [--json]   every recorded run, oldest first; --filter keeps runs\n"
+    "  list [--filter TEXT] [--wide] [--json]\n"
+    "                                  every recorded run, oldest first; --filter keeps runs\n"
     "                                  whose name, status, devices, precision, commit, tags or\n"
-    "                                  notes contain TEXT\n"
+    "                                  notes contain TEXT. Lines fit $COLUMNS, else the\n"
+    "                                  terminal's width, else 80 columns: long projects,\n"
+    "                                  devices and tags are cut short with an ellipsis (and\n"
+    "                                  so is a line still too wide); --wide prints it all\n"
     "  show ID [--project]             configuration, final metrics, epochs, checkpoints, tags,\n"
     "                                  notes; --project prints only the project as trained\n"
     "  compare ID ID... [--metric M]   configuration differences and final metrics side by\n"
@@ -103,29 +109,6 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
   return out;
 }
 
-// Columns padded to their widest cell; `right` marks right-aligned columns.
-void print_table(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right,
-                 const char* indent = "") {
-  std::vector<size_t> width;
-  for (const auto& row : rows)
-    for (size_t c = 0; c < row.size(); ++c) {
-      if (width.size() <= c) width.push_back(0);
-      width[c] = std::max(width[c], row[c].size());
-    }
-  for (const auto& row : rows) {
-    std::string line = indent;
-    for (size_t c = 0; c < row.size(); ++c) {
-      const bool last = c + 1 == row.size();
-      const size_t pad = width[c] - row[c].size();
-      if (c < right.size() && right[c]) line.append(pad, ' ');
-      line += row[c];
-      if (!last && !(c < right.size() && right[c])) line.append(pad, ' ');
-      if (!last) line += "  ";
-    }
-    std::printf("%s\n", line.c_str());
-  }
-}
-
 nlohmann::json optional_json(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
@@ -183,7 +166,12 @@ int list(RunStore& s, const ParsedArgs& a) {
                     r.devices, r.precision, local_time(r.started_at).substr(0, 16), run_time(r),
                     std::to_string(r.steps), std::to_string(r.epochs), percent(r.final_val_top1),
                     join(r.tags, ",")});
-  print_table(rows, {true, false, false, false, false, false, true, true, true, true, false});
+  // The project, devices and tags are free text: they give up width first.
+  TableLayout layout;
+  layout.right = {true, false, false, false, false, false, true, true, true, true, false};
+  layout.elidable = {false, false, true, true, false, false, false, false, false, false, true};
+  layout.max_width = a.has("wide") ? 0 : output_columns();
+  print_table(rows, layout);
   return 0;
 }
 
@@ -395,6 +383,7 @@ int cmd_runs(const std::vector<std::string>& args) {
   if (sub == "list") {
     values.insert("filter");
     flags.insert("json");
+    flags.insert("wide");
   } else if (sub == "show") {
     flags.insert("project");
   } else if (sub == "compare") {

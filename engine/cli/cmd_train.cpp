@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/run_recording.h"
+#include "cli/stop_signals.h"
 #include "cli/training_setup.h"
 #include "core/error.h"
 #include "runtime/profile_export.h"
@@ -26,6 +27,8 @@ constexpr const char* kUsage =
     "  --batch is the global batch; --data overrides the Fashion-MNIST folder;\n"
     "  --profile-steps A:B records steps A..B-1 (written by --trace as Chrome trace JSON);\n"
     "  --summary writes the per-epoch figures as JSON.\n"
+    "  --max-steps N ends the run after N steps in all (a resumed run counts on):\n"
+    "  finished, validated (unless --no-validation) and checkpointed as at an epoch end.\n"
     "  --checkpoint-dir DIR saves a checkpoint at every epoch end and on a stop;\n"
     "  --resume FILE continues from one (any --devices count); --eval-ema keeps an\n"
     "  EMA of the weights (training.ema.decay) and validates on it.\n"
@@ -39,7 +42,12 @@ constexpr const char* kUsage =
     "  on every machine, R = 0..N-1; node 0 listens on PORT of HOST (its address),\n"
     "  the others connect there; every node waits up to S seconds (default 300)\n"
     "  for all to join. Each node trains on its --devices; the global batch splits\n"
-    "  over all nodes' devices. Node 0 writes the checkpoints and records the run.\n";
+    "  over all nodes' devices. Node 0 writes the checkpoints and records the run.\n"
+    "  Ctrl-C (SIGINT) or SIGTERM stops training before the next step (after the\n"
+    "  validation under way, if any), on every node of a run across machines: a\n"
+    "  checkpoint when --checkpoint-dir is set, the run recorded as stopped, exit\n"
+    "  status 130 (SIGINT) or 143 (SIGTERM). A second signal, half a second or more\n"
+    "  after the first, ends the process at once.\n";
 
 std::string clock_text(double seconds) {
   const auto s = static_cast<long long>(seconds + 0.5);
@@ -51,6 +59,24 @@ std::string clock_text(double seconds) {
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
   if (!f || !(f << text) || !f.flush()) throw UsageError("cannot write '" + path + "'");
+}
+
+// The line that says why training stopped and how to go on from there.
+void print_stop(const TrainReport& report, int signal, const TrainOptions& options, bool leads) {
+  const auto steps = static_cast<long long>(report.steps);
+  const std::string how =
+      signal ? "on " + signal_name(signal) + " after " + std::to_string(steps) + " steps"
+             : "after " + std::to_string(steps) + " steps, as another node was asked to";
+  std::string where;
+  if (options.checkpoint_dir.empty())
+    where = "no checkpoint (--checkpoint-dir DIR keeps one)";
+  else if (!leads)
+    where = "node 0 saved the checkpoint";
+  else if (!report.checkpoints.empty())
+    where = "continue with --resume " + report.checkpoints.back();
+  else
+    where = "no checkpoint was written";
+  std::printf("stopped %s; %s\n", how.c_str(), where.c_str());
 }
 
 }  // namespace
@@ -123,6 +149,11 @@ int cmd_train(const std::vector<std::string>& args) {
   };
   RunRecording recording(a, cp, *setup.data, options, backend.leads());
   recording.attach(cb);
+  // From here to the end a signal stops training at a step boundary and the
+  // run is still recorded; before, there is nothing to save and the default
+  // action (ending the process) is what a user waiting for a rendezvous wants.
+  const StopSignals signals;
+  options.stop = signals.flag();
   TrainReport report;
   try {
     report = train(cp, *setup.backend, *setup.data, options, cb);
@@ -131,9 +162,11 @@ int cmd_train(const std::vector<std::string>& args) {
     throw;
   }
   recording.ended(report);
-  if (report.stopped)
-    std::printf("stopped after %lld steps\n", static_cast<long long>(report.steps));
   for (const std::string& path : report.checkpoints) std::printf("checkpoint %s\n", path.c_str());
+  if (report.stopped)
+    print_stop(report, signals.received(), options, backend.leads());
+  else if (report.reached_max_steps)
+    std::printf("finished at --max-steps %lld\n", static_cast<long long>(report.steps));
 
   if (a.values.count("trace")) {
     write_file(a.values.at("trace"), chrome_trace_json(report.profile));
@@ -169,9 +202,11 @@ int cmd_train(const std::vector<std::string>& args) {
     s["final"] = s["epochs"].empty() ? nlohmann::json::object() : s["epochs"].back();
     s["final"]["steps"] = report.steps;
     s["final"]["stopped"] = report.stopped;
+    s["final"]["reached_max_steps"] = report.reached_max_steps;
     write_file(a.values.at("summary"), s.dump(2) + "\n");
   }
-  return 0;
+  // A signal that came after training had ended still says the process was stopped.
+  return signals.received() ? signal_exit_code(signals.received()) : 0;
 }
 
 }  // namespace tr::cli

@@ -64,30 +64,38 @@ std::string message_of(const std::exception_ptr& e) {
   }
 }
 
+// Why the step loop ends before a step.
+enum class Halt { None, StepLimit, Stop };
+
 struct Shared {
   explicit Shared(int world) : barrier(world) {}
 
-  // Every rank must stop before the same step, or the others would wait in
+  // Every rank must end before the same step, or the others would wait in
   // that step's collectives for ever. The first rank to ask about a step
   // reads the flag and the others get its answer. One slot suffices: no rank
   // asks about step s+1 before every rank asked about s, because step s's
-  // all-reduce needs them all.
-  bool stop_before(int64_t step, const TrainOptions& o, Backend& backend, int rank) {
-    if (o.max_steps >= 0 && step >= o.max_steps) return true;
+  // all-reduce needs them all. A stop request wins over the step limit: a
+  // user who asks to stop does not want the validation that ends a run.
+  Halt halt_before(int64_t step, const TrainOptions& o, Backend& backend, int rank) {
+    bool stop = false;
     if (backend.global_world() != backend.world_size()) {
       // Across nodes a stop asked for on one machine must reach all: the
       // processes vote before every step, while their rank threads wait.
       barrier.arrive_and_wait();
       if (rank == 0) vote = backend.any_process(o.stop && o.stop->load());
       barrier.arrive_and_wait();
-      return vote;
+      stop = vote;
+    } else {
+      std::lock_guard<std::mutex> lock(vote_mutex);
+      if (vote_step != step) {
+        vote_step = step;
+        vote = o.stop && o.stop->load();
+      }
+      stop = vote;
     }
-    std::lock_guard<std::mutex> lock(vote_mutex);
-    if (vote_step != step) {
-      vote_step = step;
-      vote = o.stop && o.stop->load();
-    }
-    return vote;
+    if (stop) return Halt::Stop;
+    if (o.max_steps >= 0 && step >= o.max_steps) return Halt::StepLimit;
+    return Halt::None;
   }
 
   std::mutex mutex;
@@ -159,8 +167,8 @@ class RankLoop {
   void run() {
     const int64_t epochs = options_.epochs > 0 ? options_.epochs : cp_.project.training.epochs;
     int64_t step = start_.step;
-    bool stopped = false;
-    for (int64_t epoch = start_.epoch; epoch < epochs && !stopped; ++epoch) {
+    Halt halt = Halt::None;
+    for (int64_t epoch = start_.epoch; epoch < epochs && halt == Halt::None; ++epoch) {
       if (epoch > start_.epoch)
         train_->start_epoch(epoch);
       else if (start_.batch > 0)
@@ -171,12 +179,13 @@ class RankLoop {
       double loss_sum = 0, top1_sum = 0, samples = 0;
       const auto t_epoch = Clock::now();
       const int64_t batches = train_->batches_per_epoch();
+      TrainPosition halted_at;  // the first batch not trained
       const Batch* batch = train_->next();
       if (batch) session_.transfer(rank_, variant_of(*batch), batch->buffer);
       while (batch) {
-        if (shared_.stop_before(step, options_, backend_, rank_)) {
-          stopped = true;
-          save_checkpoint({epoch, batch->index, step});
+        halt = shared_.halt_before(step, options_, backend_, rank_);
+        if (halt != Halt::None) {
+          halted_at = {epoch, batch->index, step};
           break;
         }
         const bool profile = step >= options_.profile_begin && step < options_.profile_end;
@@ -233,9 +242,15 @@ class RankLoop {
         er.train_loss = loss_sum / samples;
         er.train_top1 = top1_sum / samples;
       }
-      if (val_ && !stopped) validate(er);
-      if (!stopped) save_checkpoint({epoch + 1, 0, step});
-      if (rank_ == 0) {
+      // The step limit ends a run as the end of its epochs would: validated
+      // (unless it falls on an epoch boundary, where the epoch before was).
+      // A stop request skips the validation.
+      const bool epoch_done = halt == Halt::None;
+      const bool trained = samples > 0;
+      if (val_ && (epoch_done || (halt == Halt::StepLimit && trained))) validate(er);
+      save_checkpoint(epoch_done ? TrainPosition{epoch + 1, 0, step} : halted_at);
+      // An epoch that ended before its first step has nothing to report.
+      if (rank_ == 0 && (epoch_done || trained)) {
         {
           std::lock_guard<std::mutex> lock(shared_.mutex);
           shared_.report.epochs.push_back(er);
@@ -245,7 +260,8 @@ class RankLoop {
     }
     if (rank_ == 0) {
       std::lock_guard<std::mutex> lock(shared_.mutex);
-      shared_.report.stopped = stopped;
+      shared_.report.stopped = halt == Halt::Stop;
+      shared_.report.reached_max_steps = halt == Halt::StepLimit;
     }
   }
 
@@ -343,6 +359,12 @@ TrainReport train(const CompiledProject& cp, Backend& backend, const DataSource&
   if (options.resume) {
     check_checkpoint(cp, *options.resume, options.resume_source);
     const TrainPosition& at = options.resume->position;
+    if (options.max_steps >= 0 && at.step >= options.max_steps)
+      throw UsageError("checkpoint '" + options.resume_source + "' is at step " +
+                       std::to_string(at.step) + ", so a limit of " +
+                       std::to_string(options.max_steps) +
+                       " steps leaves nothing to train (the limit counts all steps, those "
+                       "before the checkpoint too); give a larger one");
     if (at.epoch >= epochs)
       throw UsageError("checkpoint '" + options.resume_source + "' is at the end of epoch " +
                        std::to_string(at.epoch) + " and the project trains " +

@@ -26,13 +26,17 @@ namespace tr {
 class TrainingSession;
 
 struct TrainOptions {
-  int64_t epochs = 0;          // 0: the project's
-  int64_t max_steps = -1;      // stop after this many steps in all (benchmarks, tests)
+  int64_t epochs = 0;  // 0: the project's
+  // End after this many steps in all (a resumed run counts on): the run is
+  // finished, validated and checkpointed as at an epoch end.
+  int64_t max_steps = -1;
   bool validate = true;        // run validation after each epoch
   int64_t profile_begin = -1;  // profile steps [begin, end) (global step numbers)
   int64_t profile_end = -1;
-  const std::atomic<bool>* stop = nullptr;  // checked before every step
-  bool eval_ema = false;                    // validate on the EMA weights (needs training.ema)
+  // Checked before every step: the run ends there as stopped, with a
+  // checkpoint but no validation.
+  const std::atomic<bool>* stop = nullptr;
+  bool eval_ema = false;  // validate on the EMA weights (needs training.ema)
   // Non-empty: a checkpoint goes there at every epoch end and when training
   // stops early (<project>-epoch<E>.ckpt, <project>-step<S>.ckpt).
   std::string checkpoint_dir;
@@ -69,7 +73,8 @@ struct TrainReport {
   std::vector<ProfileSpan> profile;
   int64_t steps = 0;                     // global step count reached (a resumed run counts on)
   int64_t first_step = 0;                // where this run began (0, or a checkpoint's step)
-  bool stopped = false;                  // by the stop request or max_steps
+  bool stopped = false;                  // by the stop request (on any rank or node)
+  bool reached_max_steps = false;        // ended at TrainOptions::max_steps
   std::vector<std::string> checkpoints;  // files written, in order
 };
 
@@ -85,7 +90,8 @@ struct TrainCallbacks {
 };
 
 // Throws UsageError for a dataset that does not match the project, a
-// checkpoint that does not fit it, or an unwritable checkpoint folder, and
+// checkpoint that does not fit it (or is at max_steps already), or an
+// unwritable checkpoint folder, and
 // std::runtime_error when the loss becomes NaN (with the step number).
 TrainReport train(const CompiledProject& cp, Backend& backend, const DataSource& data,
                   const TrainOptions& options, const TrainCallbacks& callbacks = {});

@@ -35,8 +35,9 @@ class TrainingRecorder {
   // Adds recording to the callbacks, after what they already do. The
   // callbacks then refer to this recorder: keep it alive while they run.
   void attach(TrainCallbacks& callbacks);
-  // Finished, or stopped (stop request, max_steps), with the checkpoints the
-  // report lists. Returns what could not be recorded (empty when all was).
+  // Stopped on a stop request, else finished (the last epoch or max_steps),
+  // with the checkpoints the report lists. Returns what could not be
+  // recorded (empty when all was).
   std::string ended(const TrainReport& report);
   std::string failed(const std::string& error);
 

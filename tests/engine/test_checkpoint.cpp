@@ -90,7 +90,10 @@ class TestCheckpoint : public QObject {
     QCOMPARE(whole.report.steps, int64_t{18});
     QTemporaryDir dir;
     const rank_runs::Run first = run(p, saving_to(dir, 5));
-    QVERIFY(first.report.stopped);
+    QVERIFY(first.report.reached_max_steps);
+    // The step limit validated the run; the state it saved is still the training state.
+    QCOMPARE(first.report.epochs.size(), size_t{1});
+    QVERIFY(first.report.epochs[0].validated);
     QCOMPARE(first.report.checkpoints.size(), size_t{1});
     const std::string saved = first.report.checkpoints[0];
     QVERIFY2(QString::fromStdString(saved).endsWith("ranks-bn-step5.ckpt"), saved.c_str());
@@ -256,6 +259,11 @@ class TestCheckpoint : public QObject {
     QVERIFY2(r.out.contains("resuming from " + saved + ": epoch 1, batch 4, step 3"),
              qPrintable(r.out));
     QVERIFY(r.out.contains("epoch 2/2"));
+    // The step limit counts the steps before the checkpoint: 3 leaves none.
+    r = run_cli({"train", tiny, "--resume", saved, "--max-steps", "3", "--no-store"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("at step 3") && r.err.contains("leaves nothing to train"),
+             qPrintable(r.err));
     r = run_cli({"train", tiny, "--resume", saved, "--seed", "9", "--no-store"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("seed 3"), qPrintable(r.err));

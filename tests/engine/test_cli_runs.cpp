@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // renaissance-cli train records runs and `runs` reads them back: list,
 // show, compare, export, note, tag, delete; the store's location (flag,
-// environment, XDG); a training process killed with SIGKILL; refusals.
+// environment, XDG); a training process killed with SIGKILL; `list` cut to
+// the width; refusals.
 #include <QtTest>
 
 #include <sqlite3.h>
@@ -76,13 +77,14 @@ class TestCliRuns : public QObject {
     QVERIFY(runs[0].at("final").at("val_top1").get<double>() > 0.5);
     QCOMPARE(runs[0].at("name"), "tiny-synthetic");
     QCOMPARE(runs[0].at("devices"), "cpu:1");
-    QCOMPARE(runs[1].at("status"), "stopped");
+    QCOMPARE(runs[1].at("status"), "finished");  // --max-steps ends a run as finished
     QCOMPARE(runs[1].at("steps").get<int>(), 3);
+    QVERIFY(runs[1].at("final").at("val_top1").is_number());  // and validates it
     QCOMPARE(runs[1].at("seed").get<int>(), 5);
 
     r = run_cli({"runs", "list", "--store", store});
     QCOMPARE(r.code, 0);
-    QVERIFY(r.out.contains("finished") && r.out.contains("stopped"));
+    QVERIFY(r.out.contains("finished"));
 
     r = run_cli({"runs", "show", "1", "--store", store});
     QVERIFY2(r.code == 0, qPrintable(r.err));
@@ -161,7 +163,7 @@ class TestCliRuns : public QObject {
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QVERIFY(QFile::exists(by_env));  // folders created on first use
     r = run_cli({"runs", "list"}, env);
-    QVERIFY(r.out.contains("stopped"));
+    QVERIFY(r.out.contains("finished"));
 
     env = clean_env();
     env.insert("XDG_DATA_HOME", dir.filePath("xdg"));
@@ -212,6 +214,62 @@ class TestCliRuns : public QObject {
     QCOMPARE(run_cli({"runs", "export", "1", "--csv", csv, "--store", store}).code, 0);
     const QStringList lines = QString::fromUtf8(bytes_of(csv)).split('\n', Qt::SkipEmptyParts);
     QCOMPARE(lines.filter(QRegularExpression("^1,step,")).size(), run.at("steps").get<int>());
+  }
+
+  // A 100,000-character project name (in three scripts) is cut to the
+  // width at code point boundaries; --wide shows it whole.
+  void listFitsTheWidth() {
+    QTemporaryDir dir;
+    const QString store = dir.filePath("runs.sqlite");
+    Result r = run_cli({"train", tiny(), "--store", store, "--max-steps", "1"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QString name;
+    for (int i = 0; i < 25000; ++i) name += QString::fromUtf8("ab\u00e9\u65e5");  // 1-3 bytes
+    sqlite3* db = nullptr;
+    QCOMPARE(sqlite3_open(store.toUtf8().constData(), &db), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    QCOMPARE(sqlite3_prepare_v2(db, "UPDATE runs SET name = ?1", -1, &st, nullptr), SQLITE_OK);
+    const QByteArray utf8 = name.toUtf8();
+    sqlite3_bind_text(st, 1, utf8.constData(), static_cast<int>(utf8.size()), SQLITE_TRANSIENT);
+    QCOMPARE(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+
+    // Code points per line; a cut inside a UTF-8 sequence would decode to U+FFFD.
+    auto widest = [](const QString& out) {
+      qsizetype w = 0;
+      for (const QString& line : out.split('\n')) {
+        if (line.contains(QChar::ReplacementCharacter)) return qsizetype{-1};
+        w = std::max(w, line.toUcs4().size());
+      }
+      return w;
+    };
+    for (const int columns : {100, 40}) {
+      QProcessEnvironment env = clean_env();
+      env.insert("COLUMNS", QString::number(columns));
+      r = run_cli({"runs", "list", "--store", store}, env);
+      QCOMPARE(r.code, 0);
+      const qsizetype w = widest(r.out);
+      QVERIFY2(w > 0 && w <= columns, qPrintable(QString("%1 columns: %2").arg(columns).arg(w)));
+      QVERIFY2(r.out.contains(QString::fromUtf8("\u2026")), qPrintable(r.out));
+    }
+    QProcessEnvironment env = clean_env();
+    env.insert("COLUMNS", "120");
+    r = run_cli({"runs", "list", "--store", store}, env);
+    // At 120 columns only the free-text columns give up width: the rest is whole.
+    const QRegularExpression row(QString::fromUtf8(
+        "\\n 1  \\S+\\s+ab\\S*\u2026\\s+cpu:1\\s+fp32\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d\\s"));
+    QVERIFY2(r.out.contains(row), qPrintable(r.out));
+    QVERIFY2(r.out.contains("VAL TOP-1  TAGS"), qPrintable(r.out));
+    r = run_cli({"runs", "list", "--store", store, "--wide"}, env);
+    QCOMPARE(r.code, 0);
+    QVERIFY(r.out.contains(name));
+    // Not a terminal and no usable COLUMNS: 80.
+    env.insert("COLUMNS", "wide");
+    r = run_cli({"runs", "list", "--store", store}, env);
+    QCOMPARE(r.code, 0);
+    QVERIFY2(r.err.contains("ignoring COLUMNS='wide'"), qPrintable(r.err));
+    QCOMPARE(widest(r.out), qsizetype{80});
   }
 
   void refusesForeignAndNewerStores() {

@@ -2,7 +2,8 @@
 // End-to-end training on the CPU backend: the step schedule over captured
 // graphs learns, the last partial batch runs through its own variant without
 // recapturing shared graphs, a seed reproduces the curve bit for bit, a stop
-// request ends training within a step, and profiling sees the streams.
+// request ends training within a step, max_steps ends it as an epoch end
+// would, and profiling sees the streams.
 #include <QtTest>
 
 #include <atomic>
@@ -179,7 +180,35 @@ class TestTraining : public QObject {
     };
     const TrainReport report = train(cp, *backend, *data, o, cb);
     QVERIFY(report.stopped);
+    QVERIFY(!report.reached_max_steps);
     QCOMPARE(report.steps, int64_t{5});
+    // The epoch it stopped in is reported, not validated.
+    QCOMPARE(report.epochs.size(), size_t{1});
+    QVERIFY(!report.epochs[0].validated);
+  }
+
+  // max_steps ends a run as its last epoch would: validated, not stopped.
+  // On an epoch boundary the epoch before was validated; nothing is
+  // reported for the epoch that did not begin.
+  void maxStepsEndsLikeAnEpochEnd() {
+    TrainOptions o;
+    o.max_steps = 20;  // 16 steps per epoch: 4 into the second
+    Run r = run(small_project(), o);
+    QVERIFY(r.report.reached_max_steps && !r.report.stopped);
+    QCOMPARE(r.report.steps, int64_t{20});
+    QCOMPARE(r.report.epochs.size(), size_t{2});
+    QVERIFY(r.report.epochs[0].validated && r.report.epochs[1].validated);
+    QCOMPARE(r.report.epochs[1].confusion.size(), size_t{16});
+    o.max_steps = 16;
+    r = run(small_project(), o);
+    QVERIFY(r.report.reached_max_steps);
+    QCOMPARE(r.report.epochs.size(), size_t{1});
+    QVERIFY(r.report.epochs[0].validated);
+    o.validate = false;
+    o.max_steps = 20;
+    r = run(small_project(), o);
+    QCOMPARE(r.report.epochs.size(), size_t{2});
+    QVERIFY(!r.report.epochs[1].validated);
   }
 
   void profilesStreams() {

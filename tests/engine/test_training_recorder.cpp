@@ -4,6 +4,8 @@
 // epoch and metrics, and the end status follows how training ended.
 #include <QtTest>
 
+#include <atomic>
+
 #include <nlohmann/json.hpp>
 
 #include "backends/cpu/cpu_backend.h"
@@ -127,23 +129,65 @@ class TestTrainingRecorder : public QObject {
     }
   }
 
-  void stoppedRunsAreStopped() {
+  // A run that ends at max_steps is finished and validated as at an epoch
+  // end, its step checkpoint naming the step training goes on from.
+  void maxStepsRunsAreFinishedAndValidated() {
     QTemporaryDir dir;
     const std::string path = dir.filePath("runs.sqlite").toStdString();
     TrainOptions options;
     options.max_steps = 3;
     options.checkpoint_dir = dir.filePath("ckpt").toStdString();
     const Trained t = train_tiny(path, options);
+    QVERIFY(t.report.reached_max_steps);
+    QVERIFY(!t.report.stopped);
     const store::RunStore s(path);
     const store::RunDetail d = s.run(t.run);
-    QCOMPARE(d.summary.status, store::RunStatus::Stopped);
+    QCOMPARE(d.summary.status, store::RunStatus::Finished);
     QCOMPARE(d.summary.steps, int64_t{3});
     QCOMPARE(nlohmann::json::parse(d.hyper_json).at("max_steps").get<int>(), 3);
-    // The checkpoint taken on the stop names the step training goes on from.
+    const auto epochs = s.epochs(t.run);
+    QCOMPARE(epochs.size(), size_t{1});
+    QVERIFY(epochs[0].val_top1.has_value());
+    QCOMPARE(epochs[0].confusion.size(), size_t{16});  // 4 classes
+    QCOMPARE(d.summary.final_val_top1.value_or(-1), t.report.epochs.back().val_top1);
     const auto ck = s.checkpoints(t.run);
     QCOMPARE(ck.size(), size_t{1});
     QCOMPARE(ck[0].step.value_or(-1), int64_t{3});
     QVERIFY(!ck[0].epoch);
+  }
+
+  // A stop request ends the run as stopped: checkpointed, not validated.
+  void stopRequestsAreStopped() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("runs.sqlite").toStdString();
+    std::atomic<bool> stop{false};
+    TrainOptions options;
+    options.stop = &stop;
+    options.checkpoint_dir = dir.filePath("ckpt").toStdString();
+    Project p = load_project(TR_TEST_DATA "/projects/tiny-synthetic.json");
+    const CompiledProject cp = compile_project(p);
+    auto data = load_dataset(cp.project.dataset, "", cp.project.training.seed);
+    auto backend = cpu::make_cpu_backend({cp.world_size, true});
+    store::TrainingRecorder recorder(path, cp, *data, options);
+    TrainCallbacks cb;
+    cb.on_step = [&](const StepReport& st) {
+      if (st.step == 3) stop = true;
+    };
+    recorder.attach(cb);
+    const TrainReport report = train(cp, *backend, *data, options, cb);
+    QVERIFY(report.stopped);
+    QVERIFY(!report.reached_max_steps);
+    QCOMPARE(recorder.ended(report), std::string());
+    const store::RunStore s(path);
+    const store::RunDetail d = s.run(recorder.run_id());
+    QCOMPARE(d.summary.status, store::RunStatus::Stopped);
+    QCOMPARE(d.summary.steps, int64_t{4});
+    const auto epochs = s.epochs(recorder.run_id());
+    QCOMPARE(epochs.size(), size_t{1});
+    QVERIFY(!epochs[0].val_top1);
+    const auto ck = s.checkpoints(recorder.run_id());
+    QCOMPARE(ck.size(), size_t{1});
+    QCOMPARE(ck[0].step.value_or(-1), int64_t{4});
   }
 };
 
