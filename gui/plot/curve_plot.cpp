@@ -9,6 +9,12 @@
 
 namespace tr::gui {
 
+namespace {
+
+constexpr size_t kMarkedPoints = 40;
+
+}  // namespace
+
 CurvePlot::CurvePlot(QWidget* parent) : QCustomPlot(parent) {
   setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   axisRect()->setRangeDrag(Qt::Horizontal | Qt::Vertical);
@@ -54,7 +60,32 @@ void CurvePlot::clearSeries() {
   clearGraphs();
   series_.clear();
   userMovedAxis_ = false;
+  // The next data, or none, is not drawn in the last run's ranges.
+  xAxis->setRange(0, 1);
+  yAxis->setRange(0, 1);
   requestReplot();
+}
+
+void CurvePlot::setIntegerXTicks(bool integer) {
+  if (!integer) {
+    xAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+    return;
+  }
+  auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+  ticker->setTickStep(1.0);
+  ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  xAxis->setTicker(ticker);
+  xAxis->setSubTicks(false);
+}
+
+void CurvePlot::placeLegendBelow() {
+  if (legend->layout() == plotLayout()) return;
+  axisRect()->insetLayout()->take(legend);
+  plotLayout()->addElement(plotLayout()->rowCount(), 0, legend);
+  plotLayout()->setRowStretchFactor(plotLayout()->rowCount() - 1, 0.001);
+  legend->setFillOrder(QCPLegend::foColumnsFirst);
+  legend->setWrap(3);
+  legend->setBorderPen(Qt::NoPen);
 }
 
 void CurvePlot::setSeriesData(int series, std::vector<double> x, std::vector<double> y) {
@@ -141,6 +172,10 @@ void CurvePlot::decimateForReplot() {
     const DecimatedCurve raw = decimate_per_pixel(s.x, s.y, range.lower, range.upper, columns);
     s.raw->setData(QVector<double>(raw.x.begin(), raw.x.end()),
                    QVector<double>(raw.y.begin(), raw.y.end()), true);
+    // A line needs two points: below a few dozen in view, mark each one.
+    s.raw->setScatterStyle(raw.x.size() <= kMarkedPoints
+                               ? QCPScatterStyle(QCPScatterStyle::ssDisc, 6)
+                               : QCPScatterStyle(QCPScatterStyle::ssNone));
     if (s.smoothed && s.smoothed->visible()) {
       const DecimatedCurve sm =
           decimate_per_pixel(s.x, s.smooth, range.lower, range.upper, columns);

@@ -3,7 +3,8 @@
 // hands the graphs only what the current pixel width can show (min/max per
 // pixel column), recomputed just before each replot. A series may be drawn
 // smoothed (debiased EMA) over its faint raw curve. Points can be appended
-// live; redraws are queued, so a burst of points costs one replot.
+// live; redraws are queued, so a burst of points costs one replot. A series
+// with few points in view gets markers, so a single point still shows.
 #pragma once
 
 #include <qcustomplot.h>
@@ -38,6 +39,10 @@ class CurvePlot : public QCustomPlot {
   // The smoothed values of a smoothable series (same length as its data).
   const std::vector<double>& smoothedY(int series) const { return series_.at(series).smooth; }
 
+  // Whole numbers only on the x axis (epochs): no tick at 1.5 epochs.
+  void setIntegerXTicks(bool integer);
+  // The legend in a row under the plot instead of over the data.
+  void placeLegendBelow();
   // Keeps the x axis following new points (until the user zooms or pans).
   void setFollowData(bool follow) { follow_ = follow; }
   // Fits both axes to all data.

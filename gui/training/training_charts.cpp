@@ -53,6 +53,8 @@ TrainingCharts::TrainingCharts(QWidget* parent) : QWidget(parent) {
   top1_->setObjectName(QStringLiteral("top1Plot"));
   lr_->setObjectName(QStringLiteral("lrPlot"));
   throughput_->setObjectName(QStringLiteral("throughputPlot"));
+  top1_->setIntegerXTicks(true);
+  for (CurvePlot* p : {loss_, top1_, lr_, throughput_}) p->placeLegendBelow();
 
   slider_ = new QSlider(Qt::Horizontal, this);
   slider_->setObjectName(QStringLiteral("smoothing"));
@@ -97,9 +99,6 @@ void TrainingCharts::addSeries() {
   loss_->addSeries(tr("loss"), QColor(0x1f, 0x77, 0xb4), true);
   top1_->addSeries(tr("train top-1"), QColor(0x1f, 0x77, 0xb4));
   top1_->addSeries(tr("val top-1"), QColor(0xd6, 0x27, 0x28));
-  // An epoch is one point: draw points, or a single epoch would not show.
-  for (int i = 0; i < top1_->graphCount(); ++i)
-    top1_->graph(i)->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 6));
   lr_->addSeries(tr("learning rate"), QColor(0x2c, 0xa0, 0x2c));
   throughput_->addSeries(tr("images/s"), QColor(0x94, 0x67, 0xbd), true);
   loss_->setSmoothing(smoothing());
@@ -109,6 +108,7 @@ void TrainingCharts::addSeries() {
 void TrainingCharts::clear() {
   flushTimer_->stop();
   pending_.clear();
+  lastStep_ = StepSample{};
   for (CurvePlot* p : {loss_, top1_, lr_, throughput_}) p->clearSeries();
   addSeries();
 }
@@ -140,6 +140,7 @@ void TrainingCharts::flush() {
   flushTimer_->stop();
   sinceFlush_.restart();
   if (pending_.empty()) return;
+  lastStep_ = pending_.back();
   const size_t n = pending_.size();
   std::vector<double> x(n), loss(n), lr(n), ips(n);
   for (size_t i = 0; i < n; ++i) {
@@ -157,7 +158,13 @@ void TrainingCharts::flush() {
 
 void TrainingCharts::addEpoch(const EpochReport& e) {
   flush();  // the epoch's steps first
-  const double x = static_cast<double>(e.epoch + 1);
+  // An epoch ends at its last step: a run stopped partway through an epoch
+  // plots that epoch where it stopped, not as a whole one.
+  double x = static_cast<double>(e.epoch + 1);
+  if (lastStep_.epoch == e.epoch && lastStep_.batches > 0 &&
+      lastStep_.batch + 1 < lastStep_.batches)
+    x = static_cast<double>(e.epoch) +
+        static_cast<double>(lastStep_.batch + 1) / static_cast<double>(lastStep_.batches);
   top1_->appendPoint(0, x, 100 * e.train_top1);
   if (e.validated) top1_->appendPoint(1, x, 100 * e.val_top1);
 }
