@@ -698,6 +698,9 @@ void MainWindow::requestLayer(const CompiledProject* cp, int layer) {
   }
   showView(View::Design);
   designer_->focusNode(QString::fromStdString(id));
+  // The layer's properties, not whatever the right dock showed before.
+  propertiesDock_->show();
+  propertiesDock_->raise();
 }
 
 void MainWindow::updateTrainingActions() {
@@ -744,6 +747,9 @@ void MainWindow::afterLoad() {
   statusBar()->clearMessage();  // nothing said about the previous project holds
   memory_->setCompiled(nullptr, scan_);
   training_->setProject(doc_->project());
+  training_->clearRun();
+  // A profile of another project's run would name layers this one lacks.
+  if (!training_->isRunning()) timeline_->clear();
   if (doc_->analysis().ok()) compile();
   checkReadiness();
   updateTitle();

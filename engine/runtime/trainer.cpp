@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "runtime/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <filesystem>
@@ -178,6 +179,9 @@ class RankLoop {
       er.epoch = epoch;
       double loss_sum = 0, top1_sum = 0, samples = 0;
       const auto t_epoch = Clock::now();
+      // Time the front end holds the step callback (a workbench pause) is
+      // not training time, so the epoch's images/s leaves it out.
+      double callback_seconds = 0;
       const int64_t batches = train_->batches_per_epoch();
       TrainPosition halted_at;  // the first batch not trained
       const Batch* batch = train_->next();
@@ -228,14 +232,18 @@ class RankLoop {
             shared_.report.step_seconds.push_back(dt);
             shared_.report.steps = step + 1;
           }
-          if (callbacks_.on_step) callbacks_.on_step(sr);
+          if (callbacks_.on_step) {
+            const auto t_callback = Clock::now();
+            callbacks_.on_step(sr);
+            callback_seconds += seconds_since(t_callback);
+          }
         }
         if (callbacks_.on_rank_step) callbacks_.on_rank_step(rank_, sr, session_);
         ++step;
         batch = next;
       }
       if (batch) train_->release(batch);
-      er.seconds = seconds_since(t_epoch);
+      er.seconds = std::max(0.0, seconds_since(t_epoch) - callback_seconds);
       // m.samples counts every rank
       er.images_per_s = er.seconds > 0 ? samples / er.seconds : 0;
       if (samples > 0) {

@@ -62,7 +62,8 @@ struct EpochReport {
   double val_loss = 0, val_top1 = 0, val_top5 = 0;
   bool validated = false;
   double images_per_s = 0;         // training images per second over the epoch (all ranks)
-  double seconds = 0;              // training time of the epoch (without validation)
+  double seconds = 0;              // training time of the epoch (without validation, nor the
+                                   // time the step callbacks held it: a pause)
   std::vector<int64_t> confusion;  // classes x classes (row: true label, column: predicted); empty
                                    // when not validated
 };

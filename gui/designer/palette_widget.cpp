@@ -67,6 +67,10 @@ QTreeWidgetItem* PaletteWidget::itemFor(LayerType type) const {
 void PaletteWidget::startDrag(Qt::DropActions) {
   // Always a copy: a move would take the entry out of the palette.
   QTreeWidget::startDrag(Qt::CopyAction);
+  // The drag is over (dropped or not): the entry was a handle, not a choice
+  // that should stay highlighted.
+  clearSelection();
+  setCurrentItem(nullptr);
 }
 
 QStringList PaletteWidget::mimeTypes() const {

@@ -14,6 +14,7 @@
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QTableView>
+#include <QTime>
 #include <QTreeWidget>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -182,6 +183,7 @@ MemoryView::~MemoryView() = default;
 
 void MemoryView::setCompiled(std::shared_ptr<const CompiledProject> cp, const DeviceScan& scan) {
   const int previous = variant_->currentIndex();
+  if (cp != cp_) compiledAt_ = QTime::currentTime();
   cp_ = std::move(cp);
   scan_ = scan;
   stale_ = false;
@@ -255,8 +257,10 @@ void MemoryView::refresh() {
   const MemoryPlan& plan = cp_->plans[static_cast<size_t>(v)];
   const uint64_t per_device = cp_->bytes_per_device();
   QString text =
-      tr("This variant: %1 · per device: %2 (the largest variant) · %3 rank(s): %4 in "
-         "all.\n%5")
+      tr("Plan of %1, compiled at %2. This variant: %3 · per device: %4 (the largest variant) · "
+         "%5 rank(s): %6 in all.\n%7")
+          .arg(QString::fromStdString(cp_->project.name),
+               compiledAt_.toString(QStringLiteral("HH:mm:ss")))
           .arg(bytes_text(plan.total_bytes()), bytes_text(per_device))
           .arg(cp_->world_size)
           .arg(bytes_text(per_device * static_cast<uint64_t>(cp_->world_size)), fitText_);

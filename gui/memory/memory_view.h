@@ -8,6 +8,7 @@
 // owning its tensors, and clicking one of them asks for that node.
 #pragma once
 
+#include <QTime>
 #include <QWidget>
 #include <memory>
 
@@ -85,6 +86,7 @@ class MemoryView : public QWidget {
   DeviceScan scan_;
   bool stale_ = false;
   bool fits_ = false;
+  QTime compiledAt_;
   QString fitText_;
 
   QStackedWidget* pages_;

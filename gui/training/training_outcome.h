@@ -13,7 +13,7 @@ struct TrainingOutcome {
   int64_t run_id = 0;  // in the run store
   int64_t steps = 0;   // global step count reached
   int64_t first_step = 0;
-  bool stopped = false;  // by the stop request or max_steps
+  bool stopped = false;  // by a stop request (a run that reached its max_steps finished)
   bool failed = false;
   QString error;            // why it failed
   QStringList checkpoints;  // files written, in order

@@ -95,6 +95,12 @@ void TrainingView::buildControls() {
   progressBar_->setFormat(QString());
   progressBar_->setRange(0, 1);
   progressBar_->setValue(0);
+  caption_ = new QLabel(tr("No run yet."), this);
+  caption_->setObjectName(QStringLiteral("runCaption"));
+  QFont bold = caption_->font();
+  bold.setBold(true);
+  caption_->setFont(bold);
+  caption_->setWordWrap(true);
   status_ = new QLabel(tr("Ready."), this);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   status_->setWordWrap(true);
@@ -143,6 +149,7 @@ void TrainingView::buildControls() {
   split->setStretchFactor(1, 2);
 
   auto* layout = new QVBoxLayout(this);
+  layout->addWidget(caption_);
   layout->addLayout(buttons);
   layout->addLayout(files);
   layout->addWidget(progressBar_);
@@ -179,6 +186,26 @@ void TrainingView::trainClicked() {
   if (!start(*project_, requestFromControls(), &error)) setError(error);
 }
 
+void TrainingView::clearRun() {
+  if (isRunning()) return;  // a run in progress keeps its curves, named by its caption
+  charts_->clear();
+  confusion_->clearMatrix();
+  validationCaption_->setText(tr("The confusion matrix appears after a validation."));
+  progress_.reset(0, -1);
+  progressBar_->setRange(0, 1);
+  progressBar_->setValue(0);
+  progressBar_->setFormat(QString());
+  setError({});
+  const QString name = project_ ? QString::fromStdString(project_->name) : QString();
+  caption_->setText(name.isEmpty() ? tr("No run yet.")
+                                   : tr("No run of %1 yet in this window.").arg(name));
+  status_->setText(tr("Ready."));
+}
+
+QString TrainingView::captionText() const {
+  return caption_->text();
+}
+
 void TrainingView::setTrainBlocked(const QString& why) {
   trainBlocked_ = why;
   updateControls();
@@ -205,6 +232,8 @@ bool TrainingView::start(const Project& project, const TrainingRequest& request,
     return false;
   }
   runDataset_ = project.dataset;
+  runProject_ = QString::fromStdString(project.name);
+  caption_->setText(tr("Run of %1 (starting)").arg(runProject_));
   const int64_t epochs = request.epochs > 0 ? request.epochs : project.training.epochs;
   progress_.reset(epochs, request.max_steps);
   charts_->clear();
@@ -277,6 +306,7 @@ void TrainingView::updateControls() {
 }
 
 void TrainingView::onStarted(qint64 runId, const QString& description) {
+  caption_->setText(tr("Run %1 of %2").arg(runId).arg(runProject_));
   setStatus(tr("Run %1: %2").arg(runId).arg(description));
   emit runStarted(runId);
 }
@@ -343,6 +373,10 @@ void TrainingView::onEnded(const TrainingOutcome& o) {
   if (!o.record_warning.isEmpty())
     text += QLatin1Char(' ') +
             tr("Warning: the run store did not take everything: %1").arg(o.record_warning);
+  const QString how = o.failed ? tr("failed") : o.stopped ? tr("stopped") : tr("finished");
+  caption_->setText(
+      o.run_id ? tr("Run %1 of %2 (%3, %4 steps)").arg(o.run_id).arg(runProject_, how).arg(o.steps)
+               : tr("%1: training did not start").arg(runProject_));
   showProgress();
   setStatus(text);
   if (o.failed) emit runFailed(o.error);

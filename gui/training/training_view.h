@@ -45,6 +45,11 @@ class TrainingView : public QWidget {
   // Why the project cannot train now (the window's problems that block
   // it): the Train button is disabled with this as its tooltip. Empty: none.
   void setTrainBlocked(const QString& why);
+  // Another project was opened: the previous run's curves, matrix and
+  // progress go (unless a run is still going: it stays, named by its caption).
+  void clearRun();
+  // What the view shows: "Run 12 of lenet-fashion", "No run of x yet...".
+  QString captionText() const;
   // Asked when the Train button is clicked, before anything starts; false
   // with `why` set refuses (the window brings its checks up to date here).
   void setStartCheck(std::function<bool(QString* why)> check) { startCheck_ = std::move(check); }
@@ -132,6 +137,8 @@ class TrainingView : public QWidget {
   QLabel* validationCaption_;
   ConfusionMatrixView* confusion_;
   QString trainBlocked_;
+  QLabel* caption_ = nullptr;
+  QString runProject_;  // the name of the project the shown run trains
   std::function<bool(QString*)> startCheck_;
 };
 

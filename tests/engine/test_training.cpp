@@ -5,6 +5,8 @@
 // request ends training within a step, max_steps ends it as an epoch end
 // would, and profiling sees the streams.
 #include <QtTest>
+#include <chrono>
+#include <thread>
 
 #include <atomic>
 #include <cmath>
@@ -185,6 +187,33 @@ class TestTraining : public QObject {
     // The epoch it stopped in is reported, not validated.
     QCOMPARE(report.epochs.size(), size_t{1});
     QVERIFY(!report.epochs[0].validated);
+  }
+
+  // A front end that holds the step callback (the workbench's pause) does
+  // not make the epoch look slow: 16 steps held 0.1 s each add 1.6 s of
+  // wall time that the epoch's seconds and images/s leave out.
+  void heldCallbacksAreNotTrainingTime() {
+    TrainOptions o;
+    o.max_steps = 16;
+    o.validate = false;
+    const CompiledProject cp = compile_project(small_project());
+    auto data = load_dataset(cp.project.dataset, "", 7);
+    auto backend = cpu::make_cpu_backend({});
+    TrainCallbacks cb;
+    cb.on_step = [](const StepReport&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    const TrainReport report = train(cp, *backend, *data, o, cb);
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    QCOMPARE(report.epochs.size(), size_t{1});
+    QVERIFY2(wall >= 1.6, qPrintable(QString::number(wall)));
+    QVERIFY2(
+        report.epochs[0].seconds <= wall - 1.5,
+        qPrintable(
+            QStringLiteral("epoch %1 s of %2 s wall").arg(report.epochs[0].seconds).arg(wall)));
+    QVERIFY(report.epochs[0].seconds > 0);
   }
 
   // max_steps ends a run as its last epoch would: validated, not stopped.

@@ -19,9 +19,11 @@
 #include <QRegularExpression>
 #include <QSettings>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QTabBar>
 #include <QTabWidget>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QToolBar>
 #include <QTreeWidget>
 #include <QtTest>
@@ -30,17 +32,20 @@
 #include "designer/designer_scene.h"
 #include "designer/designer_view.h"
 #include "designer/model_editor.h"
+#include "designer/palette_widget.h"
 #include "designer/properties_panel.h"
 #include "dialog_driver.h"
 #include "main_window.h"
 #include "memory/dtensor_table_model.h"
 #include "memory/memory_view.h"
 #include "model/project_io.h"
+#include "plot/curve_plot.h"
 #include "problems_panel.h"
 #include "project_document.h"
 #include "settings/set_training_command.h"
 #include "settings/training_settings_panel.h"
 #include "timeline/timeline_view.h"
+#include "training/training_charts.h"
 #include "training/training_view.h"
 
 using namespace tr;
@@ -202,6 +207,7 @@ class TestJourneys : public QObject {
     const qint64 held = training->stepsDone();
     QTest::qWait(300);
     QCOMPARE(training->stepsDone(), held);
+    QTest::qWait(1200);                   // a pause the throughput must not count as training time
     QTest::keyClick(&win.w, Qt::Key_F8);  // resume
     QCOMPARE(training->state(), TrainingController::State::Running);
     QCOMPARE(pause->text(), QStringLiteral("&Pause"));
@@ -213,6 +219,17 @@ class TestJourneys : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!training->isRunning(), 30000);
     QVERIFY(!pause->isEnabled());
     QVERIFY(!stop->isEnabled());
+    QVERIFY(training->captionText().contains("stopped"));
+    // The pause is not training time: the step trained right after it took
+    // far less than the 1.2 s paused (a LeNet step takes milliseconds), so
+    // its images/s does not drop towards zero.
+    training->charts()->flush();
+    const std::vector<double>& ips = training->charts()->throughputPlot()->seriesY(0);
+    QVERIFY(ips.size() > static_cast<size_t>(held));
+    const double batch = static_cast<double>(win.doc()->project().training.global_batch);
+    QVERIFY2(ips[static_cast<size_t>(held)] > batch / 1.0,
+             qPrintable(QStringLiteral("%1 images/s right after the pause")
+                            .arg(ips[static_cast<size_t>(held)])));
   }
 
   void aPlanThatDoesNotFitBlocksTrain() {
@@ -528,6 +545,80 @@ class TestJourneys : public QObject {
     for (int i = 0; i < problems->topLevelItemCount(); ++i)
       if (problems->fieldKey(i) == QLatin1String("training.global_batch"))
         QCOMPARE(problems->topLevelItem(i)->text(2), QStringLiteral("Global batch"));
+  }
+
+  void eachViewSaysWhatItShowsAndClearsOnNew() {
+    Window win;
+    QString error;
+    QVERIFY(win.w.openProject(project_path("lenet-fashion.json"), &error));
+    QVERIFY2(win.w.memoryView()->summaryText().startsWith("Plan of lenet-fashion, compiled at"),
+             qPrintable(win.w.memoryView()->summaryText()));
+    // A short profiled run fills the training view and the timeline.
+    TrainingView* training = win.w.trainingView();
+    TrainingRequest request = training->requestFromControls();
+    request.max_steps = 6;
+    request.validate = false;
+    request.profile_begin = 2;
+    request.profile_end = 4;
+    QVERIFY2(training->start(win.doc()->project(), request, &error), qPrintable(error));
+    QTRY_VERIFY_WITH_TIMEOUT(!training->isRunning(), 60000);
+    QVERIFY2(training->captionText().contains("of lenet-fashion (finished, 6 steps)"),
+             qPrintable(training->captionText()));
+    QVERIFY(training->lossPlot()->pointCount(0) > 0);
+    QTRY_VERIFY(win.w.timelineView()->hasProfile());
+
+    // New: nothing of the old project's run is left on show.
+    win.visit(MainWindow::View::Training);
+    QTest::keyClick(&win.w, Qt::Key_N, Qt::ControlModifier);
+    win.settle();
+    QCOMPARE(training->lossPlot()->pointCount(0), size_t{0});
+    QVERIFY2(training->captionText().startsWith("No run of untitled"),
+             qPrintable(training->captionText()));
+    QVERIFY(!win.w.timelineView()->hasProfile());
+    QVERIFY(!win.w.memoryView()->compiled());
+    QVERIFY2(!win.w.statusBar()->currentMessage().contains("Compiled"),
+             qPrintable(win.w.statusBar()->currentMessage()));
+  }
+
+  void aLayerAskedForElsewhereShowsItsProperties() {
+    Window win;
+    QString error;
+    QVERIFY(win.w.openProject(project_path("lenet-fashion.json"), &error));
+    auto* settingsDock = win.w.findChild<QDockWidget*>("settingsDock");
+    auto* propertiesDock = win.w.findChild<QDockWidget*>("propertiesDock");
+    settingsDock->raise();
+    QCoreApplication::processEvents();
+    QVERIFY(win.w.properties()->visibleRegion().isEmpty());
+    const CompiledProject* cp = win.w.memoryView()->compiled();
+    QVERIFY(cp);
+    const int fc1 = win.doc()->nodeIndex("fc1");
+    // A region owner's link in the Memory view, as a timeline bar asks too.
+    emit win.w.memoryView()->layerRequested(fc1);
+    win.settle();
+    QCOMPARE(win.w.designer()->designerScene()->currentNode(), fc1);
+    QVERIFY(propertiesDock->isVisible());
+    QVERIFY(!win.w.properties()->visibleRegion().isEmpty());
+  }
+
+  void thePaletteForgetsItsEntryAfterADrag() {
+    Window win;
+    PaletteWidget* palette = win.w.palette();
+    QTreeWidgetItem* conv = palette->itemFor(LayerType::Conv2d);
+    QVERIFY(conv);
+    palette->scrollToItem(conv);
+    const QPoint from = palette->visualItemRect(conv).center();
+    // The drag runs its own event loop; the release ends it over the canvas.
+    QTimer::singleShot(150, [&] {
+      QTest::mouseMove(win.w.designer()->viewport(), win.w.designer()->viewport()->rect().center());
+      QTest::mouseRelease(win.w.designer()->viewport(), Qt::LeftButton, {},
+                          win.w.designer()->viewport()->rect().center());
+    });
+    QTest::mousePress(palette->viewport(), Qt::LeftButton, {}, from);
+    QTest::mouseMove(palette->viewport(), from + QPoint(40, 0));
+    QTest::mouseMove(palette->viewport(), from + QPoint(80, 0));
+    win.settle();
+    QVERIFY(palette->selectedItems().isEmpty());
+    QVERIFY(!palette->currentItem());
   }
 
   void helpMenuAndRedoKeys() {
