@@ -69,7 +69,27 @@ int main(int argc, char** argv) {
       QStringLiteral("Write a PNG of each view into DIR (created if missing) and exit."),
       QStringLiteral("DIR"));
   parser.addOption(screenshots);
+  const QCommandLineOption size(
+      QStringLiteral("size"),
+      QStringLiteral("Open the window at WIDTHxHEIGHT pixels (e.g. 1280x800) instead of the "
+                     "remembered size."),
+      QStringLiteral("WxH"));
+  parser.addOption(size);
   parser.process(app);
+  QSize window_size;
+  if (parser.isSet(size)) {
+    const QStringList wh = parser.value(size).split(QLatin1Char('x'));
+    bool ok_w = false, ok_h = false;
+    const int w = wh.size() == 2 ? wh[0].toInt(&ok_w) : 0;
+    const int h = wh.size() == 2 ? wh[1].toInt(&ok_h) : 0;
+    if (!ok_w || !ok_h || w < 640 || h < 480 || w > 16384 || h > 16384) {
+      print_error(QStringLiteral("--size %1: expected WIDTHxHEIGHT, each from 640x480 to "
+                                 "16384x16384 pixels, e.g. 1280x800")
+                      .arg(parser.value(size)));
+      return 2;
+    }
+    window_size = QSize(w, h);
+  }
   if (parser.positionalArguments().size() > 1) {
     print_error(QStringLiteral("give at most one project file, not %1 (see --help)")
                     .arg(parser.positionalArguments().size()));
@@ -78,6 +98,7 @@ int main(int argc, char** argv) {
   const bool shooting = parser.isSet(screenshots);
 
   tr::gui::MainWindow window;
+  if (window_size.isValid()) window.resize(window_size);
   QString path = parser.positionalArguments().value(0);
   QString error;
   if (path.isEmpty() && !shooting) {

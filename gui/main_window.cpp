@@ -58,7 +58,7 @@ namespace tr::gui {
 namespace {
 
 // Bump when docks or toolbars change so an old saved layout is not applied.
-constexpr int kLayoutVersion = 2;
+constexpr int kLayoutVersion = 3;
 constexpr const char* kDefaultProject = "lenet-fashion.json";
 
 // What File > New starts from: no layers, the loader's defaults for the rest.
@@ -580,8 +580,12 @@ void MainWindow::createDocks() {
   // The settings share the right side with the node properties, one tab each.
   tabifyDockWidget(propertiesDock_, settingsDock_);
   propertiesDock_->raise();
-  resizeDocks({paletteDock_, propertiesDock_}, {190, 280}, Qt::Horizontal);
-  resizeDocks({problemsDock_}, {140}, Qt::Vertical);
+  // At 1280x800 the views keep about 800 pixels; an empty problems list
+  // takes a few rows, not a fifth of the height.
+  resizeDocks({paletteDock_, propertiesDock_},
+              {palette_->minimumWidth(), std::max(300, settings_->minimumWidth())},
+              Qt::Horizontal);
+  resizeDocks({problemsDock_}, {96}, Qt::Vertical);
 }
 
 void MainWindow::restoreLayout() {
@@ -897,7 +901,7 @@ bool MainWindow::writeScreenshots(const QString& dir, QString* error, int train_
     // A short profiled run, so the training, timeline and runs views show it.
     TrainingRequest request = training_->requestFromControls();
     request.max_steps = train_steps;
-    request.validate = false;
+    request.validate = true;  // the run ends validated: the confusion matrix shows too
     request.profile_begin = std::min<int64_t>(2, train_steps - 1);
     request.profile_end = std::min<int64_t>(4, train_steps);
     QString why;

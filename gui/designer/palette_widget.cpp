@@ -2,6 +2,7 @@
 #include "palette_widget.h"
 
 #include <QMimeData>
+#include <QStyle>
 #include <map>
 
 #include "designer_view.h"
@@ -52,6 +53,11 @@ PaletteWidget::PaletteWidget(QWidget* parent) : QTreeWidget(parent) {
     const QVariant v = item->data(0, kTypeRole);
     if (v.isValid()) emit layerActivated(static_cast<LayerType>(v.toInt()));
   });
+  expandAll();
+  // The dock is at least as wide as the longest name, so none is cut.
+  resizeColumnToContents(0);
+  setMinimumWidth(sizeHintForColumn(0) + indentation() + 2 * frameWidth() +
+                  style()->pixelMetric(QStyle::PM_ScrollBarExtent) + 8);
 }
 
 QTreeWidgetItem* PaletteWidget::itemFor(LayerType type) const {

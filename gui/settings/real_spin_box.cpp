@@ -3,6 +3,7 @@
 #include "real_spin_box.h"
 
 #include <QRegularExpression>
+#include <algorithm>
 #include <cmath>
 
 namespace tr::gui {
@@ -76,6 +77,22 @@ bool RealSpinBox::parse(const QString& text, double& value) const {
   if (!ok || !std::isfinite(v)) return false;
   value = v;
   return true;
+}
+
+QSize RealSpinBox::minimumSizeHint() const {
+  QSize hint = QDoubleSpinBox::minimumSizeHint();
+  const int typical = fontMetrics().horizontalAdvance(QStringLiteral("-0.000123e-300"));
+  const int range = std::max(fontMetrics().horizontalAdvance(textFromValue(minimum())),
+                             fontMetrics().horizontalAdvance(textFromValue(maximum())));
+  // The frame and arrows stay; only the text part shrinks to a typical value.
+  hint.setWidth(hint.width() - std::max(0, range - typical));
+  return hint;
+}
+
+QSize RealSpinBox::sizeHint() const {
+  QSize hint = QDoubleSpinBox::sizeHint();
+  hint.setWidth(std::min(hint.width(), minimumSizeHint().width() + 12));
+  return hint;
 }
 
 }  // namespace tr::gui

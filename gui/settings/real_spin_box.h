@@ -25,6 +25,10 @@ class RealSpinBox : public QDoubleSpinBox {
   QValidator::State validate(QString& text, int& pos) const override;
   void fixup(QString& text) const override;
   void stepBy(int steps) override;
+  // Wide enough for the texts it shows ("0.0005", "1e-08"), not for its
+  // range's ends (1.8e308 written out), which made every form too wide.
+  QSize minimumSizeHint() const override;
+  QSize sizeHint() const override;
 
  private:
   // The value of `text` in the widget's locale or, failing that, in C

@@ -17,6 +17,7 @@
 #include <QScrollArea>
 #include <QSignalBlocker>
 #include <QSpinBox>
+#include <QStyle>
 #include <QUndoStack>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -140,9 +141,13 @@ TrainingSettingsPanel::TrainingSettingsPanel(ProjectDocument* doc, QWidget* pare
   auto* scroll = new QScrollArea(this);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
+  // Rows scroll; a row never does: the panel is as wide as its widest row
+  // needs, and rows wrap (the editor under its label) before that.
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   auto* host = new QWidget(scroll);
   buildForm(host);
   scroll->setWidget(host);
+  host_ = host;
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(scroll);
@@ -151,6 +156,11 @@ TrainingSettingsPanel::TrainingSettingsPanel(ProjectDocument* doc, QWidget* pare
   // Undo and redo of settings and of devices come through here as well.
   connect(doc_, &ProjectDocument::settingsChanged, this, [this] { refresh(false); });
   refresh(true);
+}
+
+QSize TrainingSettingsPanel::minimumSizeHint() const {
+  return {host_->minimumSizeHint().width() + style()->pixelMetric(QStyle::PM_ScrollBarExtent) + 4,
+          120};
 }
 
 QWidget* TrainingSettingsPanel::fieldEditor(const QString& key) const {
@@ -266,6 +276,7 @@ void TrainingSettingsPanel::buildForm(QWidget* host) {
     auto* box = new QGroupBox(title, host);
     auto* form = new QFormLayout(box);
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    form->setRowWrapPolicy(QFormLayout::WrapLongRows);
     column->addWidget(box);
     return form;
   };

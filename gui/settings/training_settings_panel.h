@@ -33,6 +33,8 @@ class TrainingSettingsPanel : public QWidget {
   QWidget* fieldEditor(const QString& key) const;
   // What the form calls that field ("Learning rate"), or empty.
   QString fieldLabel(const QString& key) const;
+  // As wide as the widest row needs (rows scroll vertically, never sideways).
+  QSize minimumSizeHint() const override;
   // The message shown under that field: why what was typed is not applied,
   // or why the project's own value would not load. Empty when none.
   QString fieldMessage(const QString& key) const;
@@ -85,6 +87,7 @@ class TrainingSettingsPanel : public QWidget {
   ProjectSettings shown_;     // what the editors showed after the last refresh
   QLabel* devices_ = nullptr;
   QLabel* dataset_ = nullptr;
+  QWidget* host_ = nullptr;  // the form inside the scroll area
   DatasetProbe probe_;  // the shown settings' dataset, looked at on every refresh
 };
 

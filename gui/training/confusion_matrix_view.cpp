@@ -64,10 +64,17 @@ void ConfusionMatrixView::setMatrix(const std::vector<int64_t>& counts, const QS
     labels << (c < names.size() ? names[c] : tr("class %1").arg(c));
   setRowCount(classes_);
   setColumnCount(classes_ + 1);
-  setVerticalHeaderLabels(labels);
-  QStringList columns = labels;
-  columns << tr("accuracy");
-  setHorizontalHeaderLabels(columns);
+  // Rows carry the names; columns the class numbers (the names as their
+  // tooltips), so ten classes fit the view's width.
+  QStringList rows;
+  for (int c = 0; c < classes_; ++c) rows << QStringLiteral("%1 %2").arg(c).arg(labels[c]);
+  setVerticalHeaderLabels(rows);
+  for (int c = 0; c <= classes_; ++c) {
+    auto* header = new QTableWidgetItem(c < classes_ ? QString::number(c) : tr("accuracy"));
+    header->setToolTip(c < classes_ ? tr("predicted %1").arg(labels[c])
+                                    : tr("share of the class's samples predicted right"));
+    setHorizontalHeaderItem(c, header);
+  }
   const QColor right(0x2e, 0x7d, 0x32), wrong(0xc6, 0x28, 0x28);
   for (int t = 0; t < classes_; ++t) {
     const auto row = counts_.begin() + static_cast<ptrdiff_t>(t) * classes_;

@@ -22,7 +22,7 @@ constexpr double kDefaultSmoothing = 0.6;
 CurvePlot* make_plot(const QString& title, const QString& x_label, const QString& y_label,
                      QWidget* parent) {
   auto* plot = new CurvePlot(parent);
-  plot->setMinimumSize(260, 180);
+  plot->setMinimumSize(220, 140);  // four fit beside the docks at 1280x800
   plot->plotLayout()->insertRow(0);
   plot->plotLayout()->addElement(
       0, 0, new QCPTextElement(plot, title, QFont(QString(), 10, QFont::Bold)));

@@ -5,14 +5,14 @@
 #include <QDir>
 #include <QFileDialog>
 #include <QFormLayout>
-#include <QGroupBox>
+#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
-#include <QSplitter>
+#include <QTabWidget>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <limits>
@@ -125,37 +125,42 @@ void TrainingView::buildControls() {
   buttons->addWidget(epochs_);
   buttons->addWidget(new QLabel(tr("Max steps"), this));
   buttons->addWidget(maxSteps_);
-  buttons->addWidget(validate_);
-  buttons->addWidget(evalEma_);
   buttons->addStretch(1);
+  auto* checks = new QHBoxLayout;
+  checks->addWidget(validate_);
+  checks->addWidget(evalEma_);
+  checks->addStretch(1);
 
-  auto* files = new QHBoxLayout;
-  files->addWidget(new QLabel(tr("Checkpoint folder"), this));
-  files->addWidget(checkpointDir_, 1);
-  files->addWidget(chooseCheckpointDir_);
-  files->addSpacing(16);
-  files->addWidget(chooseResume_);
-  files->addWidget(resumePath_, 1);
+  // Two lines, so the view fits beside the docks at 1280 pixels.
+  auto* files = new QGridLayout;
+  files->addWidget(new QLabel(tr("Checkpoint folder"), this), 0, 0);
+  files->addWidget(checkpointDir_, 0, 1);
+  files->addWidget(chooseCheckpointDir_, 0, 2);
+  files->addWidget(chooseResume_, 1, 0);
+  files->addWidget(resumePath_, 1, 1, 1, 2);
+  files->setColumnStretch(1, 1);
 
-  auto* validation = new QGroupBox(tr("Validation"), this);
+  auto* validation = new QWidget(this);
   auto* validationLayout = new QVBoxLayout(validation);
   validationLayout->addWidget(validationCaption_);
   validationLayout->addWidget(confusion_, 1);
 
-  auto* split = new QSplitter(Qt::Horizontal, this);
-  split->addWidget(charts_);
-  split->addWidget(validation);
-  split->setStretchFactor(0, 3);
-  split->setStretchFactor(1, 2);
+  // The curves and the confusion matrix each get the whole width: beside
+  // each other at 1280 pixels neither was readable (2 of 10 columns).
+  pages_ = new QTabWidget(this);
+  pages_->setObjectName(QStringLiteral("trainingPages"));
+  pages_->addTab(charts_, tr("Curves"));
+  pages_->addTab(validation, tr("Validation"));
 
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(caption_);
   layout->addLayout(buttons);
+  layout->addLayout(checks);
   layout->addLayout(files);
   layout->addWidget(progressBar_);
   layout->addWidget(status_);
   layout->addWidget(error_);
-  layout->addWidget(split, 1);
+  layout->addWidget(pages_, 1);
 }
 
 void TrainingView::setProject(const Project& project) {
@@ -191,6 +196,7 @@ void TrainingView::clearRun() {
   charts_->clear();
   confusion_->clearMatrix();
   validationCaption_->setText(tr("The confusion matrix appears after a validation."));
+  pages_->setTabText(1, tr("Validation"));
   progress_.reset(0, -1);
   progressBar_->setRange(0, 1);
   progressBar_->setValue(0);
@@ -239,6 +245,7 @@ bool TrainingView::start(const Project& project, const TrainingRequest& request,
   charts_->clear();
   confusion_->clearMatrix();
   validationCaption_->setText(tr("The confusion matrix appears after a validation."));
+  pages_->setTabText(1, tr("Validation"));
   setError({});
   showProgress();
   setStatus(tr("Preparing %1: compiling, loading the dataset…")
@@ -354,6 +361,9 @@ void TrainingView::onEpoch(const EpochReport& e) {
                                   .arg(100 * e.val_top5, 0, 'f', 2)
                                   .arg(e.val_loss, 0, 'f', 4)
                                   .arg(confusion_->total()));
+  pages_->setTabText(1, tr("Validation (epoch %1: top-1 %2%)")
+                            .arg(e.epoch + 1)
+                            .arg(100 * e.val_top1, 0, 'f', 1));
 }
 
 void TrainingView::onEnded(const TrainingOutcome& o) {

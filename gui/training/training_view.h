@@ -25,6 +25,7 @@ class QLineEdit;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
+class QTabWidget;
 
 namespace tr::gui {
 
@@ -138,6 +139,7 @@ class TrainingView : public QWidget {
   ConfusionMatrixView* confusion_;
   QString trainBlocked_;
   QLabel* caption_ = nullptr;
+  QTabWidget* pages_ = nullptr;  // the curves, the validation
   QString runProject_;  // the name of the project the shown run trains
   std::function<bool(QString*)> startCheck_;
 };

@@ -8,7 +8,10 @@
 // Train, and fixed from the panel the problem points at; a project's
 // identity: samples that are never overwritten, names that follow the file,
 // recent files, the last session restored, the Help menu.
+#include <QAbstractButton>
+#include <QAbstractSpinBox>
 #include <QAction>
+#include <QLabel>
 #include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
@@ -46,6 +49,7 @@
 #include "settings/training_settings_panel.h"
 #include "timeline/timeline_view.h"
 #include "training/training_charts.h"
+#include "training/confusion_matrix_view.h"
 #include "training/training_view.h"
 
 using namespace tr;
@@ -619,6 +623,92 @@ class TestJourneys : public QObject {
     win.settle();
     QVERIFY(palette->selectedItems().isEmpty());
     QVERIFY(!palette->currentItem());
+  }
+
+  // Readable at 1280x800: in every view, and in both tabs of the right dock,
+  // no text of a visible label, button, check box or box is cut (each shows
+  // at least the width its text needs; a scroll area may hide rows below,
+  // never the right part of a row), and the palette shows its whole names.
+  void everyViewIsReadableAt1280x800() {
+    Window win;
+    QString error;
+    QVERIFY(win.w.openProject(project_path("lenet-fashion.json"), &error));
+    // Every view with content: a short validated, profiled run.
+    TrainingView* training = win.w.trainingView();
+    TrainingRequest request = training->requestFromControls();
+    request.max_steps = 6;
+    request.profile_begin = 2;
+    request.profile_end = 4;
+    QVERIFY2(training->start(win.doc()->project(), request, &error), qPrintable(error));
+    QTRY_VERIFY_WITH_TIMEOUT(!training->isRunning(), 120000);
+    QCOMPARE(training->confusionMatrix()->classes(), 10);
+    win.w.resize(1280, 800);
+    win.settle();
+    if (win.w.size() != QSize(1280, 800)) {
+      for (int i = 0; i < win.w.tabs()->count(); ++i)
+        qWarning() << win.w.tabs()->tabText(i) << "needs" << win.w.tabs()->widget(i)->minimumSizeHint();
+      qWarning() << "palette" << win.w.palette()->minimumSizeHint() << "settings"
+                 << win.w.settingsPanel()->minimumSizeHint() << "properties"
+                 << win.w.properties()->minimumSizeHint();
+    }
+    QCOMPARE(win.w.size(), QSize(1280, 800));
+    QStringList cut;
+    auto check = [&](const QString& where) {
+      for (QWidget* widget : win.w.findChildren<QWidget*>()) {
+        if (!widget->isVisible() || widget->visibleRegion().isEmpty()) continue;
+        int need = 0;
+        QString text;
+        if (auto* label = qobject_cast<QLabel*>(widget)) {
+          if (label->wordWrap() || label->text().isEmpty() || label->textFormat() == Qt::RichText)
+            continue;
+          text = label->text();
+          need = label->fontMetrics().horizontalAdvance(text.split('\n').first());
+        } else if (auto* button = qobject_cast<QAbstractButton*>(widget)) {
+          if (button->text().isEmpty()) continue;
+          text = button->text();
+          need = button->sizeHint().width() - 2;  // the style's own margins count
+        } else if (auto* box = qobject_cast<QAbstractSpinBox*>(widget)) {
+          text = box->text();
+          need = box->minimumSizeHint().width() - 2;
+        } else {
+          continue;
+        }
+        // Shown width: a scroll area or a splitter may hide part of it.
+        const int shown = widget->visibleRegion().boundingRect().width();
+        if (std::min(widget->width(), shown) < need)
+          cut << QStringLiteral("%1: %2 '%3' shows %4 of %5 px, needs %6")
+                     .arg(where, widget->objectName(), text.left(40))
+                     .arg(shown)
+                     .arg(widget->width())
+                     .arg(need);
+      }
+    };
+    for (MainWindow::View v : kViews) {
+      win.visit(v);
+      check(win.w.tabs()->tabText(static_cast<int>(v)));
+    }
+    PaletteWidget* palette = win.w.palette();
+    for (int i = 0; i < palette->topLevelItemCount(); ++i) {
+      QTreeWidgetItem* group = palette->topLevelItem(i);
+      QList<QTreeWidgetItem*> items{group};
+      for (int c = 0; c < group->childCount(); ++c) items << group->child(c);
+      for (QTreeWidgetItem* item : items) {
+        const QRect r = palette->visualItemRect(item);
+        const int need = palette->fontMetrics().horizontalAdvance(item->text(0));
+        const int icon = item->icon(0).isNull() ? 0 : palette->iconSize().width() + 4;
+        const int shows = palette->viewport()->width() - r.left() - icon - 6;
+        if (shows < need)
+          cut << QStringLiteral("palette: '%1' needs %2 px, shows %3")
+                     .arg(item->text(0))
+                     .arg(need)
+                     .arg(shows);
+      }
+    }
+    win.w.findChild<QDockWidget*>("settingsDock")->raise();
+    win.settle();
+    check(QStringLiteral("Training settings"));
+    for (const QString& line : cut) qWarning("%s", qPrintable(line));
+    QVERIFY2(cut.isEmpty(), qPrintable(QStringLiteral("%1 cut, listed above").arg(cut.size())));
   }
 
   void helpMenuAndRedoKeys() {

@@ -237,7 +237,10 @@ class TestTrainingView : public QObject {
     ConfusionMatrixView* m = view.confusionMatrix();
     QCOMPARE(m->classes(), 10);
     QCOMPARE(m->total(), int64_t{2000});  // every validation image, once
-    QCOMPARE(m->verticalHeaderItem(0)->text(), QStringLiteral("T-shirt/top"));
+    // Names on the rows, numbers on the columns (names in their tooltips).
+    QCOMPARE(m->verticalHeaderItem(0)->text(), QStringLiteral("0 T-shirt/top"));
+    QCOMPARE(m->horizontalHeaderItem(9)->text(), QStringLiteral("9"));
+    QCOMPARE(m->horizontalHeaderItem(9)->toolTip(), QStringLiteral("predicted Ankle boot"));
     QCOMPARE(m->horizontalHeaderItem(10)->text(), QStringLiteral("accuracy"));
     int64_t correct = 0;
     for (int c = 0; c < 10; ++c) {
