@@ -3,9 +3,11 @@
 // 300,000 steps long) and one recorded by the real trainer are listed with
 // their values, sort numerically, filter by tag, name and note; tags and
 // notes reach the store; two runs overlay at full resolution while the plot
-// draws a few points per pixel column; x axes, configuration differences,
-// CSV export, deletion (a live run refused), a file that is not a store, and
-// a run recorded elsewhere showing up while the view is open.
+// draws a few points per pixel column; x axes with whole-number ticks, the
+// legend under the plot, configuration differences, CSV export, deletion (a
+// live run refused), a file that is not a store, and a run recorded
+// elsewhere showing up while the view is open.
+#include <QComboBox>
 #include <QFile>
 #include <QLabel>
 #include <QSignalSpy>
@@ -338,6 +340,73 @@ class TestRunsView : public QObject {
     QCOMPARE(plot->seriesX(a), (std::vector<double>{1.0, 2.0}));
     overlay->setAxis(CurveAxis::Step);
     QCOMPARE(plot->seriesX(a), (std::vector<double>{10.0, 20.0}));
+  }
+
+  void legendSitsUnderThePlotAndWraps() {
+    RunsView view;
+    view.resize(1400, 860);
+    view.setStorePath(path_);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.selectRuns({alpha_, beta_, tiny_, gamma_});
+    CurvePlot* plot = view.overlay()->plot();
+    plot->replot();
+    QCPLegend* legend = plot->legend;
+    QVERIFY(legend->visible());
+    // One entry per run; the legend's grid may hold empty cells after the last.
+    std::vector<QCPAbstractLegendItem*> items;
+    for (int i = 0; i < legend->itemCount(); ++i)
+      if (legend->item(i)) items.push_back(legend->item(i));
+    QCOMPARE(items.size(), size_t{4});
+    // Below the axis rect, in the plot's own layout, not inset over the data.
+    const QRect data = plot->axisRect()->outerRect();
+    QVERIFY2(legend->outerRect().top() >= data.bottom(),
+             qPrintable(QStringLiteral("legend top %1, data bottom %2")
+                            .arg(legend->outerRect().top())
+                            .arg(data.bottom())));
+    QVERIFY(!legend->outerRect().intersects(plot->axisRect()->rect()));
+    QVERIFY(legend->outerRect().right() <= plot->width());
+    // Four runs do not fit one row: the last goes on a second.
+    QVERIFY(items[3]->outerRect().top() >= items[0]->outerRect().bottom());
+    QCOMPARE(items[1]->outerRect().top(), items[0]->outerRect().top());
+  }
+
+  void epochAndStepTicksAreWholeNumbers() {
+    RunsView view;
+    view.resize(1400, 860);
+    view.setStorePath(path_);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.selectRuns({alpha_});  // two epochs of ten steps: x from 0.1 to 2 epochs
+    RunOverlay* overlay = view.overlay();
+    CurvePlot* plot = overlay->plot();
+    const auto whole = [&](const QString& what) {
+      plot->replot();
+      const QVector<double> ticks = plot->xAxis->tickVector();
+      QVERIFY2(ticks.size() >= 2, qPrintable(what));
+      for (const double t : ticks)
+        QVERIFY2(t == std::round(t), qPrintable(QStringLiteral("%1: tick %2").arg(what).arg(t)));
+      for (const QString& label : plot->xAxis->tickVectorLabels())
+        QVERIFY2(!label.contains(QLatin1Char('.')),
+                 qPrintable(what + QStringLiteral(": ") + label));
+    };
+    // The user picks Epoch in the x axis chooser, the item after Step.
+    QComboBox* axis = overlay->axisSelector();
+    axis->setFocus();
+    QTest::keyClick(axis, Qt::Key_Down);
+    QCOMPARE(overlay->axis(), CurveAxis::Epoch);
+    QCOMPARE(plot->xAxis->range().lower, 0.1);
+    QCOMPARE(plot->xAxis->range().upper, 2.0);
+    whole(QStringLiteral("epochs"));
+    const QVector<double> ticks = plot->xAxis->tickVector();
+    QVERIFY(ticks.contains(1.0) && ticks.contains(2.0));
+    // Wall time keeps its h:mm:ss ticks; back on steps (0 to 19), whole numbers again.
+    QTest::keyClick(axis, Qt::Key_Down);
+    QCOMPARE(overlay->axis(), CurveAxis::WallTime);
+    QVERIFY(plot->xAxis->ticker().dynamicCast<QCPAxisTickerTime>());
+    QTest::keyClick(axis, Qt::Key_Home);
+    QCOMPARE(overlay->axis(), CurveAxis::Step);
+    whole(QStringLiteral("steps"));
   }
 
   void configurationDiffShowsWhatDiffers() {
