@@ -52,6 +52,8 @@ RunOverlay::RunOverlay(QWidget* parent)
   hint_->setObjectName(QStringLiteral("runsOverlayHint"));
   plot_->setObjectName(QStringLiteral("runsPlot"));
   plot_->setMinimumSize(320, 200);
+  // Under the plot, wrapping into rows as runs are added, so no curve hides behind it.
+  plot_->placeLegendBelow();
   plot_->legend->setVisible(true);
 
   auto* choosers = new QHBoxLayout;
@@ -117,8 +119,10 @@ void RunOverlay::redraw() {
     ticker->setTimeFormat(QStringLiteral("%h:%m:%s"));
     plot_->xAxis->setTicker(ticker);
     plot_->xAxis->setLabel(tr("Wall time since start (h:mm:ss)"));
+    plot_->xAxis->setSubTicks(true);
   } else {
-    plot_->xAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+    // Epochs and steps are counted whole: a tick at 1.5 epochs or 2.5 steps names none.
+    plot_->setIntegerXTicks(true);
     plot_->xAxis->setLabel(x == CurveAxis::Step ? tr("Step") : tr("Epoch"));
   }
   plot_->yAxis->setLabel(m->label);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // RunOverlay: the curves of several runs in one plot, one series per run,
 // with a metric chooser (step and epoch metrics), an x axis chooser (step,
-// epoch, wall time) and smoothing. Every record is handed to the plot; the
+// epoch, wall time; whole-number ticks for steps and epochs) and smoothing;
+// the legend sits under the plot. Every record is handed to the plot; the
 // plot reduces only what it draws, per pixel column.
 #pragma once
 

@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runs/config_diff_model.h"
+#include "runs/config_diff_view.h"
 #include "runs/run_details.h"
 #include "runs/run_overlay.h"
 #include "runs/run_text.h"
@@ -79,8 +80,7 @@ RunsView::RunsView(QWidget* parent)
       overlay_(new RunOverlay(this)),
       tabs_(new QTabWidget(this)),
       compareSummary_(new QLabel(this)),
-      diff_(new ConfigDiffModel(this)),
-      diffTable_(new QTableView(this)),
+      diff_(new ConfigDiffView(this)),
       details_(new QTextBrowser(this)),
       poll_(new QTimer(this)) {
   try {
@@ -120,17 +120,12 @@ RunsView::RunsView(QWidget* parent)
     emit runActivated(index.data(RunsTableModel::RunIdRole).toLongLong());
   });
 
-  diffTable_->setObjectName(QStringLiteral("runsConfigDiff"));
-  diffTable_->setModel(diff_);
-  diffTable_->verticalHeader()->hide();
-  diffTable_->horizontalHeader()->setStretchLastSection(true);
-  diffTable_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   compareSummary_->setObjectName(QStringLiteral("runsCompareSummary"));
   compareSummary_->setWordWrap(true);
   auto* compare = new QWidget(this);
   auto* compareLayout = new QVBoxLayout(compare);
   compareLayout->addWidget(compareSummary_);
-  compareLayout->addWidget(diffTable_, 1);
+  compareLayout->addWidget(diff_, 1);
   details_->setObjectName(QStringLiteral("runsDetails"));
   details_->setOpenLinks(false);
   tabs_->addTab(details_, tr("Details"));
@@ -391,14 +386,11 @@ void RunsView::updateCompare(const QList<qint64>& ids) {
   try {
     const store::RunComparison c = store::compare_runs(*store_, to_ids(ids), metric);
     diff_->setComparison(c);
-    diffTable_->resizeColumnsToContents();
-    QString text = c.differences.empty()
-                       ? tr("The configurations of runs %1 are identical.").arg(id_list(ids))
-                   : c.differences.size() == 1
-                       ? tr("1 configuration entry differs between runs %1.").arg(id_list(ids))
-                       : tr("%1 configuration entries differ between runs %2.")
-                             .arg(c.differences.size())
-                             .arg(id_list(ids));
+    // Counted as the table shows them: a layer is one difference, not one per field.
+    const int n = diff_->model()->differenceCount();
+    QString text = n == 0   ? tr("The configurations of runs %1 are identical.").arg(id_list(ids))
+                   : n == 1 ? tr("1 setting differs between runs %1.").arg(id_list(ids))
+                            : tr("%1 settings differ between runs %2.").arg(n).arg(id_list(ids));
     if (c.best) {
       const std::optional<double> v = c.final_metric[*c.best];
       const QString value = metric.find("top") != std::string::npos ? percent_text(v)
@@ -430,6 +422,10 @@ void RunsView::updateDetails(const QList<qint64>& ids) {
   } catch (const std::exception& e) {
     details_->setPlainText(QString::fromStdString(e.what()));
   }
+}
+
+ConfigDiffModel* RunsView::configDiff() const {
+  return diff_->model();
 }
 
 QString RunsView::compareSummary() const {

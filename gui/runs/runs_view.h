@@ -28,6 +28,7 @@ class QTimer;
 namespace tr::gui {
 
 class ConfigDiffModel;
+class ConfigDiffView;
 class RunOverlay;
 class RunsTableModel;
 
@@ -72,7 +73,9 @@ class RunsView : public QWidget {
   RunsTableModel* runsModel() const { return model_; }
   QSortFilterProxyModel* sortedRuns() const { return proxy_; }
   RunOverlay* overlay() const { return overlay_; }
-  ConfigDiffModel* configDiff() const { return diff_; }
+  ConfigDiffModel* configDiff() const;
+  ConfigDiffView* configDiffView() const { return diff_; }
+  QTabWidget* tabs() const { return tabs_; }
   QString compareSummary() const;
   QString detailsText() const;
 
@@ -136,8 +139,7 @@ class RunsView : public QWidget {
   RunOverlay* overlay_;
   QTabWidget* tabs_;
   QLabel* compareSummary_;
-  ConfigDiffModel* diff_;
-  QTableView* diffTable_;
+  ConfigDiffView* diff_;
   QTextBrowser* details_;
   QTimer* poll_;
 

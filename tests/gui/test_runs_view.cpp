@@ -3,30 +3,42 @@
 // 300,000 steps long) and one recorded by the real trainer are listed with
 // their values, sort numerically, filter by tag, name and note; tags and
 // notes reach the store; two runs overlay at full resolution while the plot
-// draws a few points per pixel column; x axes, configuration differences,
-// CSV export, deletion (a live run refused), a file that is not a store, and
-// a run recorded elsewhere showing up while the view is open.
+// draws a few points per pixel column; x axes with whole-number ticks, the
+// legend under the plot, configuration differences grouped with the runs'
+// values side by side (two different models: layer by layer, compact,
+// filterable, no horizontal scrolling), CSV export, deletion (a live run
+// refused), a file that is not a store, and a run recorded elsewhere
+// showing up while the view is open.
+#include <QComboBox>
 #include <QFile>
+#include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QTreeView>
 #include <QtTest>
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "model/project_io.h"
 #include "plot/curve_plot.h"
 #include "runs/config_diff_model.h"
+#include "runs/config_diff_view.h"
 #include "runs/run_overlay.h"
 #include "runs/runs_table_model.h"
 #include "runs/runs_view.h"
 #include "runtime/trainer.h"
 #include "setup/training_setup.h"
+#include "store/run_compare.h"
 #include "store/run_export.h"
 #include "store/run_store.h"
 #include "store/training_recorder.h"
@@ -91,6 +103,38 @@ int64_t write_run(RunStore& s, const store::RunStart& start, int64_t steps, int6
   s.append(id, curve, epochs);
   s.end_run(id, status, error);
   return id;
+}
+
+// A project file's run configured as the trainer records one: the project
+// as trained, and its training settings with what the run adds.
+store::RunStart start_of_project(const std::string& file) {
+  const Project p = load_project(std::string(TR_PROJECTS_DIR) + "/" + file);
+  store::RunStart s;
+  s.name = p.name;
+  s.project_json = project_to_json(p);
+  nlohmann::json hyper = nlohmann::json::parse(s.project_json).at("training");
+  hyper["validation"] = true;
+  hyper["dataset"] = "Fashion-MNIST (60000 train, 10000 val, 28x28)";
+  s.hyper_json = hyper.dump();
+  s.devices = "cpu:1";
+  s.precision = "fp32";
+  s.seed = 42;
+  return s;
+}
+
+// The layer ids of a project file's model.
+std::set<std::string> layer_ids(const std::string& file) {
+  std::set<std::string> ids;
+  for (const auto& n : load_project(std::string(TR_PROJECTS_DIR) + "/" + file).model.nodes)
+    ids.insert(n.id);
+  return ids;
+}
+
+// The rows a tree view shows (groups and the settings of open groups).
+int shown_rows(const QTreeView& tree) {
+  int n = 0;
+  for (QModelIndex i = tree.model()->index(0, 0); i.isValid(); i = tree.indexBelow(i)) ++n;
+  return n;
 }
 
 // A run of tiny-synthetic recorded by the real trainer (two epochs, validated).
@@ -340,22 +384,244 @@ class TestRunsView : public QObject {
     QCOMPARE(plot->seriesX(a), (std::vector<double>{10.0, 20.0}));
   }
 
+  void legendSitsUnderThePlotAndWraps() {
+    RunsView view;
+    view.resize(1400, 860);
+    view.setStorePath(path_);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.selectRuns({alpha_, beta_, tiny_, gamma_});
+    CurvePlot* plot = view.overlay()->plot();
+    plot->replot();
+    QCPLegend* legend = plot->legend;
+    QVERIFY(legend->visible());
+    // One entry per run; the legend's grid may hold empty cells after the last.
+    std::vector<QCPAbstractLegendItem*> items;
+    for (int i = 0; i < legend->itemCount(); ++i)
+      if (legend->item(i)) items.push_back(legend->item(i));
+    QCOMPARE(items.size(), size_t{4});
+    // Below the axis rect, in the plot's own layout, not inset over the data.
+    const QRect data = plot->axisRect()->outerRect();
+    QVERIFY2(legend->outerRect().top() >= data.bottom(),
+             qPrintable(QStringLiteral("legend top %1, data bottom %2")
+                            .arg(legend->outerRect().top())
+                            .arg(data.bottom())));
+    QVERIFY(!legend->outerRect().intersects(plot->axisRect()->rect()));
+    QVERIFY(legend->outerRect().right() <= plot->width());
+    // Four runs do not fit one row: the last goes on a second.
+    QVERIFY(items[3]->outerRect().top() >= items[0]->outerRect().bottom());
+    QCOMPARE(items[1]->outerRect().top(), items[0]->outerRect().top());
+  }
+
+  void epochAndStepTicksAreWholeNumbers() {
+    RunsView view;
+    view.resize(1400, 860);
+    view.setStorePath(path_);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.selectRuns({alpha_});  // two epochs of ten steps: x from 0.1 to 2 epochs
+    RunOverlay* overlay = view.overlay();
+    CurvePlot* plot = overlay->plot();
+    const auto whole = [&](const QString& what) {
+      plot->replot();
+      const QVector<double> ticks = plot->xAxis->tickVector();
+      QVERIFY2(ticks.size() >= 2, qPrintable(what));
+      for (const double t : ticks)
+        QVERIFY2(t == std::round(t), qPrintable(QStringLiteral("%1: tick %2").arg(what).arg(t)));
+      for (const QString& label : plot->xAxis->tickVectorLabels())
+        QVERIFY2(!label.contains(QLatin1Char('.')),
+                 qPrintable(what + QStringLiteral(": ") + label));
+    };
+    // The user picks Epoch in the x axis chooser, the item after Step.
+    QComboBox* axis = overlay->axisSelector();
+    axis->setFocus();
+    QTest::keyClick(axis, Qt::Key_Down);
+    QCOMPARE(overlay->axis(), CurveAxis::Epoch);
+    QCOMPARE(plot->xAxis->range().lower, 0.1);
+    QCOMPARE(plot->xAxis->range().upper, 2.0);
+    whole(QStringLiteral("epochs"));
+    const QVector<double> ticks = plot->xAxis->tickVector();
+    QVERIFY(ticks.contains(1.0) && ticks.contains(2.0));
+    // Wall time keeps its h:mm:ss ticks; back on steps (0 to 19), whole numbers again.
+    QTest::keyClick(axis, Qt::Key_Down);
+    QCOMPARE(overlay->axis(), CurveAxis::WallTime);
+    QVERIFY(plot->xAxis->ticker().dynamicCast<QCPAxisTickerTime>());
+    QTest::keyClick(axis, Qt::Key_Home);
+    QCOMPARE(overlay->axis(), CurveAxis::Step);
+    whole(QStringLiteral("steps"));
+  }
+
   void configurationDiffShowsWhatDiffers() {
     RunsView view;
     view.setStorePath(path_);
     view.selectRuns({alpha_, beta_});
     ConfigDiffModel* diff = view.configDiff();
-    const int lr = diff->rowOf(QStringLiteral("training/optimizer/lr"));
-    QVERIFY(lr >= 0);
+    const QModelIndex lr = diff->indexOf(QStringLiteral("training/optimizer/lr"));
+    QVERIFY(lr.isValid());
+    QCOMPARE(lr.parent(), diff->groupIndex(QStringLiteral("Training")));
+    QCOMPARE(lr.data().toString(), QStringLiteral("optimizer/lr"));
     QCOMPARE(diff->columnCount(), 3);
-    QCOMPARE(diff->index(lr, 1).data().toString(), QStringLiteral("0.1"));
-    QCOMPARE(diff->index(lr, 2).data().toString(), QStringLiteral("0.01"));
-    QCOMPARE(diff->rowOf(QStringLiteral("training/global_batch")), -1);  // the same in both
+    QCOMPARE(lr.siblingAtColumn(1).data().toString(), QStringLiteral("0.1"));
+    QCOMPARE(lr.siblingAtColumn(2).data().toString(), QStringLiteral("0.01"));
+    QCOMPARE(diff->headerData(1, Qt::Horizontal, Qt::DisplayRole).toString(),
+             QStringLiteral("Run %1\nalpha").arg(alpha_));
+    QCOMPARE(diff->headerData(2, Qt::Horizontal, Qt::DisplayRole).toString(),
+             QStringLiteral("Run %1\nbeta").arg(beta_));
+    QVERIFY(!diff->indexOf(QStringLiteral("training/global_batch")).isValid());  // the same
     QVERIFY2(view.compareSummary().contains(QStringLiteral("run %1").arg(beta_)),
              qPrintable(view.compareSummary()));
     // One run: nothing to compare.
     view.selectRuns({alpha_});
     QCOMPARE(diff->rowCount(), 0);
+  }
+
+  // lenet-fashion against resnet8-fashion: compare_runs() lists the models'
+  // entries by place in the node list (every later layer "differs"); the
+  // Compare tab shows one row per layer, matched by id, in counted groups.
+  void differentModelsDiffLayerByLayerInGroups() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("models.sqlite"));
+    RunStore s(path.toStdString());
+    const int64_t lenet = write_run(s, start_of_project("lenet-fashion.json"), 10, 10, 0.5, {0.8});
+    const int64_t resnet =
+        write_run(s, start_of_project("resnet8-fashion.json"), 10, 10, 0.5, {0.85});
+
+    RunsView view;
+    view.resize(1400, 860);  // the main window's first size
+    view.setStorePath(path);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.selectRuns({lenet, resnet});
+    QCOMPARE(view.tabs()->currentIndex(), 1);  // Compare
+    ConfigDiffModel* diff = view.configDiff();
+
+    QStringList titles;
+    for (int g = 0; g < diff->groupCount(); ++g) titles << diff->groupTitle(g);
+    // The same dataset, so no Dataset group; the project names differ.
+    QCOMPARE(titles, (QStringList{"Model", "Training", "Devices and other"}));
+
+    // The layers in one model only, plus the shared ones that differ: conv1's
+    // parameters, and relu1 and loss fed by other layers (input is the same).
+    const std::set<std::string> a = layer_ids("lenet-fashion.json");
+    const std::set<std::string> b = layer_ids("resnet8-fashion.json");
+    int only_a = 0, only_b = 0;
+    for (const std::string& id : a) only_a += b.count(id) == 0 ? 1 : 0;
+    for (const std::string& id : b) only_b += a.count(id) == 0 ? 1 : 0;
+    QCOMPARE(only_a, 10);
+    QCOMPARE(only_b, 28);
+    const int layers = 3 + only_a + only_b;
+    const QModelIndex model = diff->groupIndex(QStringLiteral("Model"));
+    QCOMPARE(diff->rowCount(model), layers);
+    QCOMPARE(model.data().toString(),
+             QStringLiteral("Model: %1 differences (%2 layers / %3 layers)")
+                 .arg(layers)
+                 .arg(a.size())
+                 .arg(b.size()));
+    QCOMPARE(model.siblingAtColumn(1).data().toString(), QStringLiteral("%1 layers").arg(a.size()));
+    QCOMPARE(model.siblingAtColumn(2).data().toString(), QStringLiteral("%1 layers").arg(b.size()));
+    const QModelIndex training = diff->groupIndex(QStringLiteral("Training"));
+    QCOMPARE(training.data().toString(), QStringLiteral("Training: 1 difference"));
+    QVERIFY(!diff->indexOf(QStringLiteral("model/input")).isValid());
+
+    // A shared layer: only what differs, each run's values in its own column.
+    const QModelIndex conv1 = diff->indexOf(QStringLiteral("model/conv1"));
+    QCOMPARE(conv1.parent(), model);
+    QCOMPARE(conv1.data().toString(), QStringLiteral("conv1"));
+    QCOMPARE(conv1.siblingAtColumn(1).data().toString(),
+             QStringLiteral("out_channels 6, kernel 5, padding 2, bias true"));
+    QCOMPARE(conv1.siblingAtColumn(2).data().toString(),
+             QStringLiteral("out_channels 16, kernel 3, padding 1, bias false"));
+    QCOMPARE(conv1.data(Qt::ToolTipRole).toString(),
+             QStringLiteral("conv1: out_channels 6 → 16, kernel 5 → 3, padding 2 → 1, "
+                            "bias true → false"));
+    const QModelIndex relu1 = diff->indexOf(QStringLiteral("model/relu1"));
+    QCOMPARE(relu1.siblingAtColumn(1).data().toString(), QStringLiteral("from conv1"));
+    QCOMPARE(relu1.siblingAtColumn(2).data().toString(), QStringLiteral("from bn1"));
+    // A layer one model lacks is one line, whatever its fields.
+    const QModelIndex pool1 = diff->indexOf(QStringLiteral("model/pool1"));
+    QCOMPARE(pool1.data().toString(), QStringLiteral("− pool1"));
+    QCOMPARE(pool1.siblingAtColumn(1).data().toString(),
+             QStringLiteral("MaxPool2d(kernel 2, stride 2, padding 0) ← relu1"));
+    QCOMPARE(pool1.siblingAtColumn(2).data().toString(), QStringLiteral("-"));
+    const QModelIndex add = diff->indexOf(QStringLiteral("model/s1b1_add"));
+    QCOMPARE(add.data().toString(), QStringLiteral("+ s1b1_add"));
+    QCOMPARE(add.siblingAtColumn(1).data().toString(), QStringLiteral("-"));
+    QCOMPARE(add.siblingAtColumn(2).data().toString(), QStringLiteral("Add ← s1b1_bn2, relu1"));
+    // The other groups keep their entries, named within the group.
+    const QModelIndex lr = diff->indexOf(QStringLiteral("training/optimizer/lr"));
+    QCOMPARE(lr.parent(), training);
+    QCOMPARE(lr.siblingAtColumn(1).data().toString(), QStringLiteral("0.05"));
+    QCOMPARE(lr.siblingAtColumn(2).data().toString(), QStringLiteral("0.1"));
+    const QModelIndex name = diff->indexOf(QStringLiteral("project/name"));
+    QCOMPARE(name.data().toString(), QStringLiteral("project name"));
+    QCOMPARE(name.siblingAtColumn(2).data().toString(), QStringLiteral("resnet8-fashion"));
+    QVERIFY2(
+        view.compareSummary().startsWith(QStringLiteral("%1 settings differ between runs %2, %3.")
+                                             .arg(diff->differenceCount())
+                                             .arg(lenet)
+                                             .arg(resnet)),
+        qPrintable(view.compareSummary()));
+
+    // The flat list had a row per entry; the tree opens with the long Model
+    // group closed (its row gives the count) and the others open.
+    const int flat = static_cast<int>(store::compare_runs(s, {lenet, resnet}).differences.size());
+    ConfigDiffView* pane = view.configDiffView();
+    QTreeView* tree = pane->tree();
+    QSortFilterProxyModel* shown = pane->filtered();
+    QVERIFY(!tree->isExpanded(shown->index(0, 0)));
+    QVERIFY(tree->isExpanded(shown->index(1, 0)));
+    QVERIFY(tree->isExpanded(shown->index(2, 0)));
+    // Group rows span the run columns, so their titles are not cut to the name column.
+    for (int g = 0; g < shown->rowCount(); ++g) QVERIFY(tree->isFirstColumnSpanned(g, {}));
+    const int rows = shown_rows(*tree);
+    QCOMPARE(rows, diff->groupCount() + diff->differenceCount() - layers);
+    qInfo(
+        "lenet-fashion vs resnet8-fashion: %d flat rows before; now %d rows shown, %d with "
+        "Model open",
+        flat, rows, rows + layers);
+    QVERIFY2(rows < flat / 4, qPrintable(QStringLiteral("%1 of %2").arg(rows).arg(flat)));
+
+    // The runs' columns share the pane's width: nothing to scroll sideways.
+    QHeaderView* header = tree->header();
+    QCOMPARE(tree->horizontalScrollBar()->maximum(), 0);
+    QVERIFY(header->length() <= tree->viewport()->width());
+    QVERIFY2(header->sectionSize(1) >= 100 && header->sectionSize(2) >= 100,
+             qPrintable(
+                 QStringLiteral("%1, %2").arg(header->sectionSize(1)).arg(header->sectionSize(2))));
+
+    // The user opens Model: a click on its row, then the Right key.
+    const QModelIndex modelRow = shown->index(0, 0);
+    QTest::mouseClick(tree->viewport(), Qt::LeftButton, {}, tree->visualRect(modelRow).center());
+    QCOMPARE(tree->currentIndex(), modelRow);
+    QTest::keyClick(tree, Qt::Key_Right);
+    QVERIFY(tree->isExpanded(modelRow));
+    QCOMPARE(shown_rows(*tree), rows + layers);
+    QCOMPARE(tree->horizontalScrollBar()->maximum(), 0);
+    // A whole layer is wider than its column: elided there, whole in its tooltip.
+    const QModelIndex s2 =
+        shown->mapFromSource(diff->indexOf(QStringLiteral("model/s2b1_conv1")).siblingAtColumn(2));
+    const QString value = s2.data().toString();
+    QVERIFY2(tree->fontMetrics().horizontalAdvance(value) > header->sectionSize(2),
+             qPrintable(value));
+    QCOMPARE(s2.data(Qt::ToolTipRole).toString(),
+             QStringLiteral("Run %1: %2").arg(resnet).arg(value));
+
+    // Typing in the filter keeps the rows that mention it, their groups open.
+    QTest::keyClicks(pane->filterEdit(), QStringLiteral("conv1"));
+    QCOMPARE(shown->rowCount(), 1);  // only Model has rows that mention conv1
+    const QModelIndex kept = shown->index(0, 0);
+    QCOMPARE(kept.data().toString(), model.data().toString());
+    QVERIFY(tree->isExpanded(kept));
+    QVERIFY(shown->rowCount(kept) >= 5);  // conv1, relu1, s1b1_conv1, s2b1_conv1, s3b1_conv1
+    for (int r = 0; r < shown->rowCount(kept); ++r) {
+      QString text;
+      for (int c = 0; c < shown->columnCount(); ++c)
+        text += shown->index(r, c, kept).data().toString();
+      QVERIFY2(text.contains(QStringLiteral("conv1")), qPrintable(text));
+    }
+    pane->filterEdit()->clear();
+    QCOMPARE(shown->rowCount(), diff->groupCount());
+    QCOMPARE(shown_rows(*tree), rows);
   }
 
   void exportsCsvOfSeveralRuns() {
