@@ -27,22 +27,20 @@ namespace tr::gui {
 
 namespace {
 
+// One wrapping line of coloured squares and names: as a row of widgets it
+// made the view wider than the window has room for beside the docks.
 QWidget* legend(QWidget* parent) {
-  auto* w = new QWidget(parent);
-  auto* row = new QHBoxLayout(w);
-  row->setContentsMargins(0, 0, 0, 0);
-  const int side = w->fontMetrics().height() - 4;
+  QStringList entries;
   for (int k = 0; k < kNumBarKinds; ++k) {
-    QPixmap swatch(side, side);
-    swatch.fill(bar_kind_color(static_cast<BarKind>(k)));
-    auto* icon = new QLabel(w);
-    icon->setPixmap(swatch);
-    row->addWidget(icon);
-    row->addWidget(new QLabel(bar_kind_name(static_cast<BarKind>(k)), w));
-    row->addSpacing(8);
+    const BarKind kind = static_cast<BarKind>(k);
+    entries << QStringLiteral("<span style=\"color:%1\">&#9632;</span>&nbsp;%2")
+                   .arg(bar_kind_color(kind).name(), bar_kind_name(kind).toHtmlEscaped());
   }
-  row->addStretch(1);
-  return w;
+  auto* label = new QLabel(entries.join(QStringLiteral(" &nbsp; ")), parent);
+  label->setObjectName(QStringLiteral("timelineLegend"));
+  label->setTextFormat(Qt::RichText);
+  label->setWordWrap(true);
+  return label;
 }
 
 }  // namespace
@@ -80,6 +78,7 @@ TimelineView::TimelineView(QWidget* parent)
   auto* layout = new QVBoxLayout(page);
   auto* bar = new QHBoxLayout;
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  summary_->setWordWrap(true);  // a long summary wraps instead of widening the window
   bar->addWidget(summary_, 1);
   bar->addWidget(range_);
   // Room for the widest range text, so the toolbar does not jump while zooming.
