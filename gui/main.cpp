@@ -6,11 +6,13 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QMessageBox>
+#include <QSettings>
 #include <cstdio>
 #include <initializer_list>
 
 #include "main_window.h"
 #include "template_catalog.h"
+#include "theme.h"
 
 namespace {
 
@@ -75,7 +77,25 @@ int main(int argc, char** argv) {
                      "remembered size."),
       QStringLiteral("WxH"));
   parser.addOption(size);
+  const QCommandLineOption theme(
+      QStringLiteral("theme"),
+      QStringLiteral("system (follow the desktop), light or dark for this session; without it, "
+                     "the one chosen in View > Theme."),
+      QStringLiteral("THEME"));
+  parser.addOption(theme);
   parser.process(app);
+  {
+    const QString key = parser.isSet(theme)
+                            ? parser.value(theme)
+                            : QSettings().value(QStringLiteral("view/theme")).toString();
+    const std::optional<tr::gui::Theme> chosen =
+        key.isEmpty() ? std::optional(tr::gui::Theme::System) : tr::gui::theme_from_key(key);
+    if (!chosen && parser.isSet(theme)) {
+      print_error(QStringLiteral("--theme %1: expected system, light or dark").arg(key));
+      return 2;
+    }
+    tr::gui::apply_theme(chosen.value_or(tr::gui::Theme::System));
+  }
   QSize window_size;
   if (parser.isSet(size)) {
     const QStringList wh = parser.value(size).split(QLatin1Char('x'));

@@ -2,6 +2,7 @@
 #include "main_window.h"
 
 #include <QAction>
+#include <QActionGroup>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDialog>
@@ -50,6 +51,7 @@
 #include "settings/set_training_command.h"
 #include "settings/training_settings_panel.h"
 #include "template_catalog.h"
+#include "theme.h"
 #include "timeline/timeline_view.h"
 #include "training/training_view.h"
 
@@ -471,6 +473,25 @@ void MainWindow::createMenus() {
   for (const char* name : {"zoomIn", "zoomOut", "zoomFit", "zoomReset", "arrange"})
     view->addAction(action(name));
   view->addSeparator();
+  QMenu* themes = view->addMenu(tr("T&heme"));
+  themes->setObjectName(QStringLiteral("themeMenu"));
+  auto* group = new QActionGroup(themes);
+  const std::pair<Theme, QString> choices[] = {{Theme::System, tr("&System (follow the desktop)")},
+                                               {Theme::Light, tr("&Light")},
+                                               {Theme::Dark, tr("&Dark")}};
+  for (const auto& [theme, text] : choices) {
+    QAction* a = themes->addAction(text);
+    a->setObjectName(QStringLiteral("theme-") + theme_key(theme));
+    a->setCheckable(true);
+    a->setChecked(theme == current_theme());
+    group->addAction(a);
+    const Theme t = theme;
+    connect(a, &QAction::triggered, this, [t] {
+      apply_theme(t);
+      QSettings().setValue(QStringLiteral("view/theme"), theme_key(t));
+    });
+  }
+  view->addSeparator();
 
   QMenu* build = menuBar()->addMenu(tr("&Build"));
   build->addAction(action("compile"));
@@ -583,8 +604,7 @@ void MainWindow::createDocks() {
   // At 1280x800 the views keep about 800 pixels; an empty problems list
   // takes a few rows, not a fifth of the height.
   resizeDocks({paletteDock_, propertiesDock_},
-              {palette_->minimumWidth(), std::max(300, settings_->minimumWidth())},
-              Qt::Horizontal);
+              {palette_->minimumWidth(), std::max(300, settings_->minimumWidth())}, Qt::Horizontal);
   resizeDocks({problemsDock_}, {96}, Qt::Vertical);
 }
 

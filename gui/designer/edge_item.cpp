@@ -43,7 +43,7 @@ EdgeItem::EdgeItem(int index, NodeItem* from, int fromPort, NodeItem* to, int to
   setPen(QPen(Qt::black, 4));  // not drawn: it widens boundingRect() to the selected stroke
   setZValue(-1);
   QFont f = label_->font();
-  f.setPointSizeF(f.pointSizeF() * 0.8);
+  f.setPointSizeF(f.pointSizeF() * 0.9);
   label_->setFont(f);
   label_->setBrush(QApplication::palette().color(QPalette::Text));
   from->attach(this);

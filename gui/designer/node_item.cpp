@@ -99,10 +99,12 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
   painter->drawRoundedRect(r, 6, 6);
 
   const QColor text = pal.color(QPalette::Text);
+  // Readable at 100% zoom: the title a little above the UI font, details at it.
   QFont title = painter->font();
   title.setBold(true);
+  title.setPointSizeF(title.pointSizeF() * 1.1);
   QFont small = painter->font();
-  small.setPointSizeF(small.pointSizeF() * 0.85);
+  small.setPointSizeF(small.pointSizeF() * 0.95);
   const QFontMetricsF tm(title), sm(small);
 
   painter->setFont(small);

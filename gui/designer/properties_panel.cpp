@@ -15,6 +15,7 @@
 #include "model/project_limits.h"
 #include "model_editor.h"
 #include "project_document.h"
+#include "widgets/tone.h"
 
 namespace tr::gui {
 
@@ -54,7 +55,7 @@ PropertiesPanel::PropertiesPanel(ProjectDocument* doc, ModelEditor* editor, QWid
   info_->setWordWrap(true);
   info_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   problems_->setWordWrap(true);
-  problems_->setStyleSheet(QStringLiteral("color: #c62828"));
+  set_tone(problems_, Tone::Error);
   layout->addWidget(title_);
   layout->addWidget(formHost_);
   layout->addWidget(info_);
@@ -112,7 +113,7 @@ void PropertiesPanel::rebuildForm() {
   form_->addRow(tr("Id"), idEdit_);
   idError_ = new QLabel(formHost_);
   idError_->setWordWrap(true);
-  idError_->setStyleSheet(QStringLiteral("color: #c62828"));
+  set_tone(idError_, Tone::Error);
   idError_->hide();
   form_->addRow(QString(), idError_);
 

@@ -25,6 +25,7 @@
 #include "plan_export.h"
 #include "region_bands.h"
 #include "variant_agreement.h"
+#include "widgets/tone.h"
 
 namespace tr::gui {
 
@@ -72,8 +73,7 @@ MemoryView::MemoryView(QWidget* parent)
   staleBanner_->setText(
       tr("The design changed since this plan was compiled: compile again (F5) "
          "to bring it up to date."));
-  staleBanner_->setStyleSheet(
-      QStringLiteral("background: #fff3cd; color: #5c4400; padding: 4px; border-radius: 3px"));
+  set_tone(staleBanner_, Tone::Banner);
   staleBanner_->setWordWrap(true);
   staleBanner_->hide();
   layout->addWidget(staleBanner_);
@@ -99,6 +99,9 @@ MemoryView::MemoryView(QWidget* parent)
   legend_->setObjectName(QStringLiteral("regionLegend"));
   legend_->setWordWrap(true);
   legend_->setTextFormat(Qt::RichText);
+  QFont small = legend_->font();
+  small.setPointSizeF(small.pointSizeF() * 0.9);
+  legend_->setFont(small);
   layout->addWidget(legend_);
 
   auto* split = new QSplitter(Qt::Vertical, page);
@@ -106,7 +109,7 @@ MemoryView::MemoryView(QWidget* parent)
   scroll->setWidget(bands_);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
-  scroll->setMinimumHeight(280);  // the strip and a dozen bands before scrolling
+  scroll->setMinimumHeight(170);  // the strip and half a dozen bands before scrolling
   split->addWidget(scroll);
 
   owners_->setObjectName(QStringLiteral("regionOwners"));
@@ -265,7 +268,7 @@ void MemoryView::refresh() {
           .arg(cp_->world_size)
           .arg(bytes_text(per_device * static_cast<uint64_t>(cp_->world_size)), fitText_);
   summary_->setText(text);
-  summary_->setStyleSheet(fits_ ? QString() : QStringLiteral("color: #c62828"));
+  set_tone(summary_, fits_ ? Tone::Normal : Tone::Error);
 
   const VariantAgreement agreement = check_variant_agreement(*cp_);
   if (agreement.holds()) {
@@ -273,13 +276,13 @@ void MemoryView::refresh() {
                            "%n variant(s).",
                            nullptr, static_cast<int>(cp_->plans.size()))
                             .arg(agreement.tensors));
-    agreement_->setStyleSheet(QString());
+    set_tone(agreement_, Tone::Normal);
   } else {
     agreement_->setText(tr("Offsets DIFFER between variants for %1 of %2 DTensors (first: id %3)")
                             .arg(agreement.differing.size())
                             .arg(agreement.tensors)
                             .arg(agreement.differing.front()));
-    agreement_->setStyleSheet(QStringLiteral("color: #c62828"));
+    set_tone(agreement_, Tone::Error);
   }
   bands_->setPlan(cp_, v);
   // The engine's region names start with their series letter: say what each means.

@@ -11,7 +11,7 @@ namespace tr::gui {
 
 namespace {
 
-constexpr size_t kMarkedPoints = 40;
+constexpr size_t kMarkedPoints = 12;
 
 }  // namespace
 
@@ -25,6 +25,7 @@ CurvePlot::CurvePlot(QWidget* parent) : QCustomPlot(parent) {
   // a million points; fast polylines draw it in a tenth of that.
   setPlottingHint(QCP::phFastPolylines, true);
   connect(this, &QCustomPlot::beforeReplot, this, &CurvePlot::decimateForReplot);
+  applyPalette();
   // A drag or wheel on the plot means the user wants to look somewhere: stop following.
   connect(this, &QCustomPlot::mousePress, this, [this] { userMovedAxis_ = true; });
   connect(this, &QCustomPlot::mouseWheel, this, [this] { userMovedAxis_ = true; });
@@ -63,6 +64,46 @@ void CurvePlot::clearSeries() {
   // The next data, or none, is not drawn in the last run's ranges.
   xAxis->setRange(0, 1);
   yAxis->setRange(0, 1);
+  requestReplot();
+}
+
+void CurvePlot::setTitle(const QString& title) {
+  plotLayout()->insertRow(0);
+  auto* element = new QCPTextElement(this, title, QFont(QString(), 10, QFont::Bold));
+  element->setTextColor(palette().color(QPalette::Text));
+  plotLayout()->addElement(0, 0, element);
+}
+
+void CurvePlot::changeEvent(QEvent* event) {
+  QCustomPlot::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange || event->type() == QEvent::StyleChange)
+    applyPalette();
+}
+
+void CurvePlot::applyPalette() {
+  const QPalette pal = palette();
+  const QColor base = pal.color(QPalette::Base), text = pal.color(QPalette::Text);
+  QColor grid = text;
+  grid.setAlphaF(0.18);
+  QColor sub = text;
+  sub.setAlphaF(0.08);
+  setBackground(base);
+  for (QCPAxis* axis : {xAxis, yAxis, xAxis2, yAxis2}) {
+    axis->setBasePen(QPen(text, 1));
+    axis->setTickPen(QPen(text, 1));
+    axis->setSubTickPen(QPen(text, 1));
+    axis->setTickLabelColor(text);
+    axis->setLabelColor(text);
+    axis->grid()->setPen(QPen(grid, 1, Qt::DotLine));
+    axis->grid()->setSubGridPen(QPen(sub, 1, Qt::DotLine));
+    axis->grid()->setZeroLinePen(Qt::NoPen);
+  }
+  legend->setBrush(base);
+  legend->setTextColor(text);
+  legend->setBorderPen(legend->layout() == plotLayout() ? QPen(Qt::NoPen) : QPen(grid));
+  for (int i = 0; i < plotLayout()->elementCount(); ++i)
+    if (auto* title = qobject_cast<QCPTextElement*>(plotLayout()->elementAt(i)))
+      title->setTextColor(text);
   requestReplot();
 }
 
@@ -147,7 +188,8 @@ void CurvePlot::fitToData() {
       if (std::isfinite(v)) y_lo = std::min(y_lo, v), y_hi = std::max(y_hi, v);
   }
   if (!std::isfinite(x_lo)) return;
-  if (x_hi <= x_lo) x_hi = x_lo + 1;
+  // One point (one epoch) sits in the middle, not on the plot's edge.
+  if (x_hi <= x_lo) x_lo -= 0.5, x_hi = x_lo + 1;
   if (!std::isfinite(y_lo)) y_lo = 0, y_hi = 1;
   const double pad = y_hi > y_lo ? 0.05 * (y_hi - y_lo) : 0.5;
   xAxis->setRange(x_lo, x_hi);

@@ -39,6 +39,8 @@ class CurvePlot : public QCustomPlot {
   // The smoothed values of a smoothable series (same length as its data).
   const std::vector<double>& smoothedY(int series) const { return series_.at(series).smooth; }
 
+  // A bold title in a row above the plot, coloured by the palette.
+  void setTitle(const QString& title);
   // Whole numbers only on the x axis (epochs): no tick at 1.5 epochs.
   void setIntegerXTicks(bool integer);
   // The legend in a row under the plot instead of over the data.
@@ -53,7 +55,12 @@ class CurvePlot : public QCustomPlot {
   // Queues a replot (coalesced with others in the same event-loop pass).
   void requestReplot();
 
+ protected:
+  // A theme change (light, dark) recolours the axes, grid, text and legend.
+  void changeEvent(QEvent* event) override;
+
  private:
+  void applyPalette();
   struct Series {
     QString name;
     bool smoothable = false;

@@ -36,6 +36,7 @@
 #include "store/run_compare.h"
 #include "store/run_export.h"
 #include "store/store_location.h"
+#include "widgets/tone.h"
 
 namespace tr::gui {
 
@@ -97,7 +98,7 @@ RunsView::RunsView(QWidget* parent)
   errorLabel_->setObjectName(QStringLiteral("runsError"));
   errorLabel_->setWordWrap(true);
   errorLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  errorLabel_->setStyleSheet(QStringLiteral("color: #c62828;"));
+  set_tone(errorLabel_, Tone::Error);
   errorLabel_->hide();
   storeLabel_->setObjectName(QStringLiteral("runsStore"));
   storeLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);

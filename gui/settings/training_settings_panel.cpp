@@ -29,6 +29,7 @@
 #include "model/project_limits.h"
 #include "settings/real_spin_box.h"
 #include "settings/set_training_command.h"
+#include "widgets/tone.h"
 
 namespace tr::gui {
 
@@ -230,7 +231,7 @@ TrainingSettingsPanel::Field& TrainingSettingsPanel::addField(QFormLayout* form,
   f.message->setObjectName(key + QStringLiteral(".message"));
   f.message->setWordWrap(true);
   f.message->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  f.message->setStyleSheet(QStringLiteral("color: #c62828"));
+  set_tone(f.message, Tone::Error);
   f.message->hide();
   column->addWidget(f.message);
 
@@ -717,9 +718,9 @@ void TrainingSettingsPanel::refresh(bool reset) {
   const QLocale c(QLocale::English);
   if (!probe_.ok) {
     dataset_->setText(tr("Cannot be read: %1").arg(QString::fromStdString(probe_.problem)));
-    dataset_->setStyleSheet(QStringLiteral("color: #c62828"));
+    set_tone(dataset_, Tone::Error);
   } else {
-    dataset_->setStyleSheet(QString());
+    set_tone(dataset_, Tone::Normal);
     const QString sizes = tr("%1 training and %2 validation images, %3")
                               .arg(c.toString(static_cast<qlonglong>(probe_.train_size)),
                                    c.toString(static_cast<qlonglong>(probe_.val_size)), shape);

@@ -23,9 +23,7 @@ CurvePlot* make_plot(const QString& title, const QString& x_label, const QString
                      QWidget* parent) {
   auto* plot = new CurvePlot(parent);
   plot->setMinimumSize(220, 140);  // four fit beside the docks at 1280x800
-  plot->plotLayout()->insertRow(0);
-  plot->plotLayout()->addElement(
-      0, 0, new QCPTextElement(plot, title, QFont(QString(), 10, QFont::Bold)));
+  plot->setTitle(title);
   plot->xAxis->setLabel(x_label);
   plot->yAxis->setLabel(y_label);
   return plot;

@@ -20,6 +20,7 @@
 #include "training/class_names.h"
 #include "training/confusion_matrix_view.h"
 #include "training/training_charts.h"
+#include "widgets/tone.h"
 
 namespace tr::gui {
 
@@ -106,7 +107,7 @@ void TrainingView::buildControls() {
   status_->setWordWrap(true);
   error_ = new QLabel(this);
   error_->setObjectName(QStringLiteral("error"));
-  error_->setStyleSheet(QStringLiteral("color: #b71c1c;"));
+  set_tone(error_, Tone::Error);
   error_->setWordWrap(true);
   error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   error_->hide();
@@ -361,9 +362,8 @@ void TrainingView::onEpoch(const EpochReport& e) {
                                   .arg(100 * e.val_top5, 0, 'f', 2)
                                   .arg(e.val_loss, 0, 'f', 4)
                                   .arg(confusion_->total()));
-  pages_->setTabText(1, tr("Validation (epoch %1: top-1 %2%)")
-                            .arg(e.epoch + 1)
-                            .arg(100 * e.val_top1, 0, 'f', 1));
+  pages_->setTabText(
+      1, tr("Validation (epoch %1: top-1 %2%)").arg(e.epoch + 1).arg(100 * e.val_top1, 0, 'f', 1));
 }
 
 void TrainingView::onEnded(const TrainingOutcome& o) {

@@ -47,6 +47,7 @@
 #include "project_document.h"
 #include "settings/set_training_command.h"
 #include "settings/training_settings_panel.h"
+#include "theme.h"
 #include "timeline/timeline_view.h"
 #include "training/confusion_matrix_view.h"
 #include "training/training_charts.h"
@@ -704,6 +705,42 @@ class TestJourneys : public QObject {
     check(QStringLiteral("Training settings"));
     for (const QString& line : cut) qWarning("%s", qPrintable(line));
     QVERIFY2(cut.isEmpty(), qPrintable(QStringLiteral("%1 cut, listed above").arg(cut.size())));
+  }
+
+  void theThemeFollowsTheChoiceAndEveryViewRecolours() {
+    Window win;
+    QString error;
+    QVERIFY(win.w.openProject(project_path("lenet-fashion.json"), &error));
+    const QPalette system = QApplication::palette();
+    auto* menu = win.w.findChild<QMenu*>("themeMenu");
+    QVERIFY(menu);
+    QAction* dark = win.w.findChild<QAction*>("theme-dark");
+    QAction* light = win.w.findChild<QAction*>("theme-light");
+    QAction* followSystem = win.w.findChild<QAction*>("theme-system");
+    QVERIFY(dark && light && followSystem);
+    dark->trigger();
+    win.settle();
+    QVERIFY(is_dark(QApplication::palette()));
+    QVERIFY(dark->isChecked() && !light->isChecked());
+    QCOMPARE(QSettings().value("view/theme").toString(), QStringLiteral("dark"));
+    // The plots take the palette's colours (they paint their own background).
+    CurvePlot* loss = win.w.trainingView()->lossPlot();
+    QCOMPARE(loss->xAxis->tickLabelColor(), QApplication::palette().color(QPalette::Text));
+    const QImage shot = loss->toPixmap(200, 150).toImage();
+    QVERIFY(QColor(shot.pixel(5, shot.height() / 2)).lightness() < 100);
+    // Tones read on the background: the error colour is light on dark.
+    auto* message = win.w.settingsPanel()->findChild<QLabel*>("training.optimizer.lr.message");
+    QVERIFY(message);
+    QCOMPARE(message->property("tone").toString(), QStringLiteral("error"));
+    QVERIFY(message->palette().color(QPalette::WindowText).lightness() > 128);
+    light->trigger();
+    win.settle();
+    QVERIFY(!is_dark(QApplication::palette()));
+    QCOMPARE(loss->xAxis->tickLabelColor(), QApplication::palette().color(QPalette::Text));
+    QVERIFY(message->palette().color(QPalette::WindowText).lightness() < 128);
+    followSystem->trigger();
+    QCOMPARE(QApplication::palette().color(QPalette::Window), system.color(QPalette::Window));
+    QCOMPARE(QSettings().value("view/theme").toString(), QStringLiteral("system"));
   }
 
   void helpMenuAndRedoKeys() {
