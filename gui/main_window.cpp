@@ -166,8 +166,7 @@ MainWindow::MainWindow(QWidget* parent)
   });
   connect(training_, &TrainingView::pausedAt, this, &MainWindow::updateTrainingActions);
   connect(runs_, &RunsView::runActivated, this, [this](qint64 run) {
-    statusBar()->showMessage(tr("Run %1: its curves, configuration and details are below").arg(run),
-                             5000);
+    showStatus(tr("Run %1: its curves, configuration and details are below").arg(run), 5000);
   });
   problems_->setFieldNamer([this](const QString& key) {
     const QString param = param_label(key);
@@ -206,14 +205,14 @@ MainWindow::MainWindow(QWidget* parent)
     designer_->addLayerAtCentre(t);
   });
   connect(devices_, &DeviceSelector::devicesChosen, editor_, &ModelEditor::setDevices);
-  auto say = [this](const QString& text) { statusBar()->showMessage(text, 8000); };
+  auto say = [this](const QString& text) { showStatus(text, 8000); };
   connect(editor_, &ModelEditor::refused, this, say);
   connect(designer_, &DesignerView::refused, this, say);
   auto hover = [this](const QString& text) {
     if (text.isEmpty())
       statusBar()->clearMessage();
     else
-      statusBar()->showMessage(text);
+      showStatus(text);
   };
   connect(memory_, &MemoryView::status, this, hover);
   connect(timeline_, &TimelineView::status, this, hover);
@@ -661,6 +660,16 @@ MainWindow::View MainWindow::currentView() const {
   return View::Design;
 }
 
+void MainWindow::showStatus(const QString& text, int timeout_ms) {
+  // Elided to the room left of the layer/parameter counter, so the two never
+  // overlap; the whole message is the status bar's tooltip.
+  const int room = statusBar()->width() - summary_->width() - 32;
+  const QString shown =
+      statusBar()->fontMetrics().elidedText(text, Qt::ElideRight, std::max(80, room));
+  statusBar()->setToolTip(shown == text ? QString() : text);
+  statusBar()->showMessage(shown, timeout_ms);
+}
+
 void MainWindow::updateTitle() {
   setWindowTitle(tr("%1[*] — Renaissance Workbench").arg(doc_->displayName()));
   setWindowModified(doc_->isModified());
@@ -716,8 +725,7 @@ void MainWindow::requestLayer(const CompiledProject* cp, int layer) {
   if (!cp || layer < 0 || static_cast<size_t>(layer) >= cp->project.model.nodes.size()) return;
   const std::string& id = cp->project.model.nodes[static_cast<size_t>(layer)].id;
   if (node_index(doc_->project(), id) < 0) {
-    statusBar()->showMessage(
-        tr("Layer %1 is no longer in the design").arg(QString::fromStdString(id)), 8000);
+    showStatus(tr("Layer %1 is no longer in the design").arg(QString::fromStdString(id)), 8000);
     return;
   }
   showView(View::Design);
@@ -862,13 +870,13 @@ bool MainWindow::compile(QString* error) {
   scan_ = scan_devices();  // available memory now, not at start-up
   std::shared_ptr<const CompiledProject> cp = compileDesign(error);
   if (!cp) {
-    statusBar()->showMessage(error ? *error : tr("Compile failed"), 8000);
+    showStatus(error ? *error : tr("Compile failed"), 8000);
     problemsDock_->show();
     problemsDock_->raise();
     return false;
   }
   memory_->setCompiled(cp, scan_);
-  statusBar()->showMessage(
+  showStatus(
       tr("Compiled: %1 per device, %n variant(s)", nullptr, static_cast<int>(cp->plans.size()))
           .arg(QString::fromStdString(human_bytes(cp->bytes_per_device()))),
       8000);
@@ -1014,7 +1022,7 @@ bool MainWindow::onSave() {
   if (doc_->filePath().isEmpty()) return onSaveAs();
   QString error;
   if (saveProjectAs(doc_->filePath(), &error)) {
-    statusBar()->showMessage(tr("Saved %1").arg(doc_->filePath()), 5000);
+    showStatus(tr("Saved %1").arg(doc_->filePath()), 5000);
     return true;
   }
   QMessageBox::warning(this, tr("Cannot save the project"), error);
@@ -1031,7 +1039,7 @@ bool MainWindow::onSaveAs() {
   if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".json");
   QString error;
   if (saveProjectAs(path, &error)) {
-    statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
+    showStatus(tr("Saved %1").arg(path), 5000);
     return true;
   }
   QMessageBox::warning(this, tr("Cannot save the project"), error);

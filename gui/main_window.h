@@ -120,6 +120,8 @@ class MainWindow : public QMainWindow {
   void restoreLayout();
   void saveLayout();
   void updateTitle();
+  // A status-bar message that never runs under the counter on its right.
+  void showStatus(const QString& text, int timeout_ms = 0);
   void updateStatusSummary();
   void designChanged();
   void selectionChanged(int node);

@@ -703,6 +703,25 @@ class TestJourneys : public QObject {
     win.w.findChild<QDockWidget*>("settingsDock")->raise();
     win.settle();
     check(QStringLiteral("Training settings"));
+    // Widening the right dock never takes from the palette (it keeps the
+    // width its names need).
+    auto* right = win.w.findChild<QDockWidget*>("propertiesDock");
+    auto* left = win.w.findChild<QDockWidget*>("paletteDock");
+    const int leftWidth = left->width(), rightWidth = right->width();
+    win.w.resizeDocks({right}, {rightWidth + 100}, Qt::Horizontal);
+    win.settle();
+    QVERIFY(right->width() >= rightWidth);
+    QCOMPARE(left->width(), leftWidth);
+    // A long message stops short of the layer/parameter counter.
+    emit win.w.trainingView()->status(QString(400, QLatin1Char('x')));
+    QStatusBar* bar = win.w.statusBar();
+    const QLabel* counter = nullptr;
+    for (QLabel* l : bar->findChildren<QLabel*>())
+      if (l->text().contains("parameters")) counter = l;
+    QVERIFY(counter);
+    QVERIFY(bar->fontMetrics().horizontalAdvance(bar->currentMessage()) <
+            bar->width() - counter->width());
+    QCOMPARE(bar->toolTip(), QString(400, QLatin1Char('x')));
     for (const QString& line : cut) qWarning("%s", qPrintable(line));
     QVERIFY2(cut.isEmpty(), qPrintable(QStringLiteral("%1 cut, listed above").arg(cut.size())));
   }
