@@ -116,6 +116,14 @@ struct Window {
   }
 };
 
+// Types `text` over a spin box's value and presses Enter, as a user edits it.
+void type_into(QAbstractSpinBox* box, const QString& text) {
+  box->setFocus();
+  box->selectAll();
+  QTest::keyClicks(box, text);
+  QTest::keyClick(box, Qt::Key_Return);
+}
+
 }  // namespace
 
 class TestJourneys : public QObject {
@@ -246,10 +254,7 @@ class TestJourneys : public QObject {
     auto* batch =
         qobject_cast<QSpinBox*>(win.w.settingsPanel()->fieldEditor("training.global_batch"));
     QVERIFY(batch);
-    batch->setFocus();
-    batch->selectAll();
-    QTest::keyClicks(batch, QStringLiteral("10000000"));
-    QTest::keyClick(batch, Qt::Key_Return);
+    type_into(batch, QStringLiteral("10000000"));
     QCOMPARE(win.doc()->project().training.global_batch, int64_t{10000000});
     // Listed shortly after the edit, without compiling by hand.
     QTRY_VERIFY2(win.problemAbout("training.global_batch", "Does NOT fit"),
@@ -267,10 +272,7 @@ class TestJourneys : public QObject {
 
     // A batch the memory holds but the dataset does not fill: one problem.
     win.doc()->undoStack()->undo();
-    batch->setFocus();
-    batch->selectAll();
-    QTest::keyClicks(batch, QStringLiteral("60001"));
-    QTest::keyClick(batch, Qt::Key_Return);
+    type_into(batch, QStringLiteral("60001"));
     win.w.checkReadiness();
     QCOMPARE(win.blockingRows().size(), 1);
     QVERIFY(win.problemAbout("training.global_batch", "at most 60000"));
@@ -502,10 +504,7 @@ class TestJourneys : public QObject {
     auto* channels =
         qobject_cast<QSpinBox*>(win.w.properties()->fieldEditor("params.out_channels"));
     QVERIFY(channels);
-    channels->setFocus();
-    channels->selectAll();
-    QTest::keyClicks(channels, QStringLiteral("8"));
-    QTest::keyClick(channels, Qt::Key_Return);
+    type_into(channels, QStringLiteral("8"));
     QCOMPARE(win.w.action("undo")->text(), QStringLiteral("&Undo Set output channels of conv1"));
     // The toolbar keeps its short text (the step is in the tooltip): nothing shifts.
     QVERIFY(undoTool->isEnabled());
@@ -519,10 +518,7 @@ class TestJourneys : public QObject {
     // form does, and clicking it puts the cursor in that field.
     auto* kernel = qobject_cast<QSpinBox*>(win.w.properties()->fieldEditor("params.kernel_h"));
     QVERIFY(kernel);
-    kernel->setFocus();
-    kernel->selectAll();
-    QTest::keyClicks(kernel, QStringLiteral("40"));
-    QTest::keyClick(kernel, Qt::Key_Return);
+    type_into(kernel, QStringLiteral("40"));
     ProblemsPanel* problems = win.w.problems();
     int row = -1;
     for (int i = 0; i < problems->topLevelItemCount(); ++i)
@@ -541,10 +537,7 @@ class TestJourneys : public QObject {
     win.doc()->undoStack()->undo();
     auto* batch =
         qobject_cast<QSpinBox*>(win.w.settingsPanel()->fieldEditor("training.global_batch"));
-    batch->setFocus();
-    batch->selectAll();
-    QTest::keyClicks(batch, QStringLiteral("70000"));
-    QTest::keyClick(batch, Qt::Key_Return);
+    type_into(batch, QStringLiteral("70000"));
     win.w.checkReadiness();
     QVERIFY(win.problemAbout("training.global_batch", "at most 60000"));
     for (int i = 0; i < problems->topLevelItemCount(); ++i)
