@@ -3,7 +3,8 @@
 // lanes per rank, bars in the lane of their rank and stream and mapped to the
 // model layers their graph nodes compute, zoom around the cursor, drag to pan,
 // hover details, highlighted layers, clicks that report a layer, the overlap
-// statistics, and the Chrome trace export with its failures.
+// statistics, and the Chrome trace export with its failures and each span's
+// step.
 #include <QFile>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -560,6 +561,44 @@ class TestTimeline : public QObject {
     }
     // Fitted, every pixel column holds many bars: painting merges them.
     QVERIFY(!canvas()->grab().isNull());
+  }
+
+  // chrome_trace_json writes each span's step into its args and the importer
+  // reads it back; a trace without steps reads as -1, a bad step is refused.
+  void traceEventsCarryTheirStep() {
+    QString error;
+    std::vector<ProfileSpan> read;
+    QVERIFY2(parse_chrome_trace(QByteArray::fromStdString(chrome_trace_json(lenet_.spans)), "lenet",
+                                read, &error),
+             qPrintable(error));
+    QCOMPARE(read.size(), lenet_.spans.size());
+    std::set<int64_t> steps;
+    for (size_t i = 0; i < read.size(); ++i) {
+      QCOMPARE(read[i].step, lenet_.spans[i].step);
+      steps.insert(read[i].step);
+    }
+    QCOMPARE(steps, (std::set<int64_t>{1, 2}));  // the profiled steps of profile_lenet()
+
+    std::vector<ProfileSpan> old = lenet_.spans;
+    for (ProfileSpan& s : old) s.step = -1;
+    const std::string old_json = chrome_trace_json(old);
+    QVERIFY(old_json.find("\"step\"") == std::string::npos);
+    QVERIFY2(parse_chrome_trace(QByteArray::fromStdString(old_json), "old", read, &error),
+             qPrintable(error));
+    QCOMPARE(read.size(), old.size());
+    for (const ProfileSpan& s : read) QCOMPARE(s.step, int64_t{-1});
+
+    for (const char* value : {"\"two\"", "1.5", "-2"}) {
+      const QByteArray trace =
+          QByteArray(R"([{"ph": "X", "name": "k", "pid": 0, "tid": 0, "ts": 1, "dur": 2},
+            {"ph": "X", "name": "odd", "pid": 0, "tid": 1, "ts": 1, "dur": 2, "args": {"step": )") +
+          value + "}}]";
+      QVERIFY(!parse_chrome_trace(trace, "inline", read, &error));
+      QVERIFY2(error.contains(QString("inline: event 1 (\"odd\") has step %1 in its args, not a "
+                                      "step number")
+                                  .arg(value)),
+               qPrintable(error));
+    }
   }
 
   void axisTicksAreRound() {
