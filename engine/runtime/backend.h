@@ -32,6 +32,10 @@ struct ProfileSpan {
   LaunchTag tag;
   double start_us = 0;  // since the backend's clock origin
   double end_us = 0;
+  // The global training step the span belongs to; -1 when unknown (a backend
+  // records none: the trainer stamps what it takes at each step's end, and
+  // traces written before steps were recorded have none).
+  int64_t step = -1;
 };
 
 class Backend {
@@ -101,6 +105,8 @@ class Backend {
   virtual void abort_collectives(const std::string& reason) = 0;
 
   // Profiling: while enabled, every executed launch is recorded as a span.
+  // take_profile hands over (and forgets) the spans recorded so far; it may be
+  // called while profiling stays enabled, e.g. at the end of every step.
   virtual void set_profiling(bool enabled) = 0;
   virtual std::vector<ProfileSpan> take_profile() = 0;
 };

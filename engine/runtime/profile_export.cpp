@@ -76,6 +76,8 @@ std::string chrome_trace_json(const std::vector<ProfileSpan>& spans) {
       e["cat"] = graph_id_name(s.tag.graph);
     }
     args["stream"] = stream_kind_name(s.tag.stream);
+    // An unknown step is left out rather than written as -1.
+    if (s.step >= 0) args["step"] = s.step;
     e["args"] = std::move(args);
     events.push_back(std::move(e));
   }

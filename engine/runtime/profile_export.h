@@ -12,6 +12,8 @@
 
 namespace tr {
 
+// Each span is one complete ("X") event; its args name the stream, the graph
+// and node when it ran in one, and the step when known.
 std::string chrome_trace_json(const std::vector<ProfileSpan>& spans);
 
 struct StreamOverlap {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <exception>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -193,7 +194,9 @@ class RankLoop {
           break;
         }
         const bool profile = step >= options_.profile_begin && step < options_.profile_end;
-        if (step == options_.profile_begin) profile_boundary(true);
+        // The first profiled step this run trains (a resumed run may begin
+        // inside the profiled steps).
+        if (profile && !profiling_) start_profiling();
         const auto t_step = Clock::now();
         const Batch* next = train_->next();
         const double position = static_cast<double>(epoch) +
@@ -218,7 +221,7 @@ class RankLoop {
                                    "now at " +
                                    std::to_string(m.loss_scale) + "; lower the learning rate");
         const double dt = seconds_since(t_step);
-        if (profile && step + 1 == options_.profile_end) profile_boundary(false);
+        if (profile) end_profiled_step(step, step + 1 == options_.profile_end);
         // Read before the release: the producer refills the buffer right away.
         const StepReport sr{step,   epoch, batch->index, batches,        m.loss,
                             m.top1, lr,    dt,           batch->partial, m.loss_scale};
@@ -280,20 +283,33 @@ class RankLoop {
 
   // Profiling is one switch for all ranks: every rank finishes the step
   // before it flips, and none starts the next one until it has.
-  void profile_boundary(bool begin) {
+  void start_profiling() {
+    shared_.barrier.arrive_and_wait();
+    if (rank_ == 0) backend_.set_profiling(true);
+    shared_.barrier.arrive_and_wait();
+    profiling_ = true;
+  }
+
+  // Rank 0 takes every rank's spans once all have finished the step, so each
+  // span is stamped with the step at whose end it was taken; profiling stays
+  // on until the last profiled step, which hands all of them to on_profile.
+  void end_profiled_step(int64_t step, bool last) {
     shared_.barrier.arrive_and_wait();
     if (rank_ == 0) {
-      backend_.set_profiling(begin);
-      if (!begin) {
-        auto spans = backend_.take_profile();
-        {
-          std::lock_guard<std::mutex> lock(shared_.mutex);
-          shared_.report.profile.insert(shared_.report.profile.end(), spans.begin(), spans.end());
-        }
-        if (callbacks_.on_profile) callbacks_.on_profile(spans);
+      if (last) backend_.set_profiling(false);
+      std::vector<ProfileSpan> spans = backend_.take_profile();
+      for (ProfileSpan& s : spans) s.step = step;
+      {
+        std::lock_guard<std::mutex> lock(shared_.mutex);
+        shared_.report.profile.insert(shared_.report.profile.end(),
+                                      std::make_move_iterator(spans.begin()),
+                                      std::make_move_iterator(spans.end()));
       }
+      // Read without the lock: rank 0 is the report's only writer.
+      if (last && callbacks_.on_profile) callbacks_.on_profile(shared_.report.profile);
     }
     shared_.barrier.arrive_and_wait();
+    if (last) profiling_ = false;
   }
 
   // The state is replicated, so global rank 0 speaks for every rank (other
@@ -343,6 +359,7 @@ class RankLoop {
   // After the pipelines: unpinned before their buffers go.
   std::vector<PinnedHost> pinned_;
   int overflow_run_ = 0;  // AMP steps skipped in a row
+  bool profiling_ = false;
 };
 
 }  // namespace
@@ -426,10 +443,15 @@ TrainReport train(const CompiledProject& cp, Backend& backend, const DataSource&
     if (shared.error) std::rethrow_exception(shared.error);
   }
   if (options.profile_begin >= 0) {
-    // Training ended inside the profiled steps: keep what was recorded.
+    // Training ended inside the profiled steps: keep what was recorded after
+    // the last step (its validation, a checkpoint), counted to that step.
     backend.set_profiling(false);
-    auto spans = backend.take_profile();
-    shared.report.profile.insert(shared.report.profile.end(), spans.begin(), spans.end());
+    std::vector<ProfileSpan> spans = backend.take_profile();
+    const int64_t last = shared.report.steps > start.step ? shared.report.steps - 1 : -1;
+    for (ProfileSpan& span : spans) span.step = last;
+    shared.report.profile.insert(shared.report.profile.end(),
+                                 std::make_move_iterator(spans.begin()),
+                                 std::make_move_iterator(spans.end()));
   }
   return std::move(shared.report);
 }

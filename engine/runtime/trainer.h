@@ -71,6 +71,12 @@ struct EpochReport {
 struct TrainReport {
   std::vector<EpochReport> epochs;
   std::vector<double> step_seconds;  // every step's wall time
+  // The profiled steps' spans, every rank's, each stamped with its step:
+  // spans are taken at the end of every profiled step, so work launched in
+  // step k that runs past its end (the next batch's TRANSFER) says k, and
+  // work between two profiled steps (an epoch end's validation, the next
+  // epoch's first transfer) says the step after it. When training ends inside
+  // the profiled steps, what ran after the last one says that last step.
   std::vector<ProfileSpan> profile;
   int64_t steps = 0;                     // global step count reached (a resumed run counts on)
   int64_t first_step = 0;                // where this run began (0, or a checkpoint's step)
@@ -82,8 +88,9 @@ struct TrainReport {
 struct TrainCallbacks {
   std::function<void(const StepReport&)> on_step;
   std::function<void(const EpochReport&)> on_epoch;
-  // On rank 0 when the profiled steps are done, with every rank's spans
-  // (also in TrainReport::profile), so a front end can show them mid-run.
+  // On rank 0 when the profiled steps are done, once, with every rank's spans
+  // of all of them (also in TrainReport::profile), so a front end can show
+  // them mid-run. Not called when training ends inside the profiled steps.
   std::function<void(const std::vector<ProfileSpan>&)> on_profile;
   // On every rank's own thread after each of its steps (the step's device
   // work is done), so tests and tools can inspect per-rank state.

@@ -75,6 +75,7 @@ TimelineModel::TimelineModel(std::vector<ProfileSpan> spans, const CompiledProje
 
   int bad_rank = 0, bad_stream = 0, bad_time = 0, reversed = 0;
   std::set<int> ranks;
+  std::set<int64_t> steps;
   origin_us_ = std::numeric_limits<double>::infinity();
   std::vector<char> usable(spans_.size(), 0);
   for (size_t i = 0; i < spans_.size(); ++i) {
@@ -89,6 +90,10 @@ TimelineModel::TimelineModel(std::vector<ProfileSpan> spans, const CompiledProje
       usable[i] = 1;
       reversed += s.end_us < s.start_us;
       ranks.insert(s.rank);
+      if (s.step >= 0)
+        steps.insert(s.step);
+      else
+        unknown_steps_ = true;
       origin_us_ = std::min(origin_us_, s.start_us);
     }
   }
@@ -102,6 +107,7 @@ TimelineModel::TimelineModel(std::vector<ProfileSpan> spans, const CompiledProje
     origin_us_ = 0;
     return;
   }
+  steps_.assign(steps.begin(), steps.end());
 
   lane_of_rank_.assign(static_cast<size_t>(*ranks.rbegin()) + 1, -1);
   for (int r : ranks) {

@@ -3,11 +3,12 @@
 // lane per (rank, stream), all five streams of every rank that ran work in
 // their fixed order; one bar per span, its time relative to the earliest
 // span, its kind, and the model layer it computed when the compiled project
-// says so.
+// says so; and the training steps the drawn spans say.
 #pragma once
 
 #include <QString>
 #include <QStringList>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -45,6 +46,10 @@ class TimelineModel {
   int rankCount() const { return static_cast<int>(lanes_.size()) / kNumStreams; }
   double durationUs() const { return duration_us_; }
   double originUs() const { return origin_us_; }  // the earliest start, in backend time
+  // The known steps of the drawn spans, ascending; and whether some say none
+  // (-1: a trace written before spans knew their step).
+  const std::vector<int64_t>& steps() const { return steps_; }
+  bool hasUnknownSteps() const { return unknown_steps_; }
 
   // Bars of one lane in start order, and the positions in that list of the
   // bars that reach into [t0_us, t1_us].
@@ -73,6 +78,8 @@ class TimelineModel {
   QStringList problems_;
   QString overlap_;
   double origin_us_ = 0, duration_us_ = 0;
+  std::vector<int64_t> steps_;
+  bool unknown_steps_ = false;
 };
 
 }  // namespace tr::gui

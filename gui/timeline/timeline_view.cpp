@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The timeline view: toolbar, legend, lanes and overlap statistics.
+// The timeline view: caption, toolbar with the step choice, legend, lanes and
+// overlap statistics.
 #include "timeline/timeline_view.h"
 
+#include <QComboBox>
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -12,13 +14,16 @@
 #include <QPushButton>
 #include <QSaveFile>
 #include <QScrollArea>
+#include <QSignalBlocker>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <set>
 
 #include "runtime/profile_export.h"
 #include "timeline/bar_kind.h"
+#include "timeline/profile_steps.h"
 #include "timeline/time_ticks.h"
 #include "timeline/timeline_canvas.h"
 #include "timeline/trace_import.h"
@@ -49,6 +54,8 @@ TimelineView::TimelineView(QWidget* parent)
     : QWidget(parent),
       pages_(new QStackedWidget(this)),
       empty_(new QLabel(this)),
+      caption_(new QLabel(this)),
+      step_choice_(new QComboBox(this)),
       summary_(new QLabel(this)),
       range_(new QLabel(this)),
       fit_(new QPushButton(tr("Fit"), this)),
@@ -76,16 +83,26 @@ TimelineView::TimelineView(QWidget* parent)
 
   auto* page = new QWidget(pages_);
   auto* layout = new QVBoxLayout(page);
+  QFont captionFont = caption_->font();
+  captionFont.setBold(true);
+  caption_->setFont(captionFont);
+  caption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  layout->addWidget(caption_);
   auto* bar = new QHBoxLayout;
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   summary_->setWordWrap(true);  // a long summary wraps instead of widening the window
   bar->addWidget(summary_, 1);
+  step_choice_->setToolTip(tr("Show the bars of one profiled step, or of all of them"));
+  step_choice_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  bar->addWidget(step_choice_);
   bar->addWidget(range_);
   // Room for the widest range text, so the toolbar does not jump while zooming.
   range_->setMinimumWidth(
       range_->fontMetrics().horizontalAdvance(QStringLiteral("showing -888.88 ms – 888.88 ms  ")));
   fit_->setToolTip(tr("Show the whole profile (0)"));
-  export_->setToolTip(tr("Write the spans as Chrome trace JSON (Perfetto, chrome://tracing)"));
+  export_->setToolTip(
+      tr("Write the spans of all profiled steps as Chrome trace JSON (Perfetto, "
+         "chrome://tracing)"));
   bar->addWidget(fit_);
   bar->addWidget(open_);
   bar->addWidget(export_);
@@ -111,6 +128,10 @@ TimelineView::TimelineView(QWidget* parent)
   connect(export_, &QPushButton::clicked, this, &TimelineView::chooseExport);
   connect(open_, &QPushButton::clicked, this, &TimelineView::chooseOpen);
   connect(openEmpty, &QPushButton::clicked, this, &TimelineView::chooseOpen);
+  connect(step_choice_, &QComboBox::currentIndexChanged, this, [this](int index) {
+    const QVariant step = step_choice_->itemData(index);
+    showStep(step.isValid() ? std::optional<int64_t>(step.toLongLong()) : std::nullopt);
+  });
   connect(canvas_, &TimelineCanvas::barClicked, this, &TimelineView::onBarClicked);
   connect(canvas_, &TimelineCanvas::visibleRangeChanged, this, &TimelineView::showRange);
   connect(canvas_, &TimelineCanvas::hovered, this, [this](const QString& text) {
@@ -125,16 +146,60 @@ TimelineView::~TimelineView() {
 }
 
 void TimelineView::setProfile(std::vector<ProfileSpan> spans,
-                              std::shared_ptr<const CompiledProject> cp) {
+                              std::shared_ptr<const CompiledProject> cp, ProfileOrigin origin) {
   cp_ = std::move(cp);
-  TimelineModel model(std::move(spans), cp_.get());
-  if (model.empty()) {
+  // Spans from training come with the project they were profiled with.
+  if (origin.project.isEmpty() && origin.trace_file.isEmpty() && cp_)
+    origin.project = QString::fromStdString(cp_->project.name);
+  QString problems;
+  if (!showProfile(std::move(spans), std::move(origin), &problems)) {
     clear();
-    if (!model.problems().isEmpty())
-      emit status(tr("Nothing to draw in this profile: %1").arg(model.problems()));
-    return;
+    if (!problems.isEmpty()) emit status(tr("Nothing to draw in this profile: %1").arg(problems));
   }
+}
+
+bool TimelineView::showProfile(std::vector<ProfileSpan> spans, ProfileOrigin origin,
+                               QString* problems) {
+  TimelineModel model(spans, cp_.get());
+  if (model.empty()) {
+    *problems = model.problems();
+    return false;
+  }
+  profile_ = std::move(spans);
+  origin_ = std::move(origin);
+  steps_ = model.steps();
+  unknown_steps_ = model.hasUnknownSteps();
+  shown_step_.reset();
+  fillStepChoice();
   showModel(std::move(model));
+  return true;
+}
+
+void TimelineView::fillStepChoice() {
+  const QSignalBlocker block(step_choice_);
+  step_choice_->clear();
+  step_choice_->addItem(tr("All profiled steps"));
+  for (int64_t step : steps_)
+    step_choice_->addItem(tr("Step %1").arg(step), QVariant::fromValue<qlonglong>(step));
+  // One step, or none known (an older trace): nothing to choose.
+  step_choice_->setHidden(steps_.size() < 2);
+}
+
+bool TimelineView::showStep(std::optional<int64_t> step) {
+  if (!hasProfile()) return false;
+  if (step && !std::binary_search(steps_.begin(), steps_.end(), *step)) return false;
+  shown_step_ = step;
+  {
+    const QSignalBlocker block(step_choice_);
+    step_choice_->setCurrentIndex(
+        step ? step_choice_->findData(QVariant::fromValue<qlonglong>(*step)) : 0);
+  }
+  showModel(shownModel());
+  return true;
+}
+
+TimelineModel TimelineView::shownModel() const {
+  return TimelineModel(shown_step_ ? spans_of_step(profile_, *shown_step_) : profile_, cp_.get());
 }
 
 void TimelineView::showModel(TimelineModel model) {
@@ -151,6 +216,13 @@ void TimelineView::showModel(TimelineModel model) {
   if (!cp_) summary += tr(" · no compiled project: bars have no layers");
   if (!model_.problems().isEmpty()) summary += QStringLiteral(" · ") + model_.problems();
   summary_->setText(summary);
+  ProfileContents contents;
+  contents.steps = steps_;
+  contents.unknown_steps = unknown_steps_;
+  contents.shown = shown_step_;
+  contents.ranks.assign(ranks.begin(), ranks.end());
+  caption_->setText(profile_caption(origin_, contents));
+  caption_->setToolTip(origin_.trace_file);
   overlaps_->setPlainText(model_.overlapText());
   export_->setEnabled(true);
   fit_->setEnabled(true);
@@ -160,19 +232,28 @@ void TimelineView::showModel(TimelineModel model) {
 
 void TimelineView::setCompiled(std::shared_ptr<const CompiledProject> cp) {
   if (cp == cp_) return;
-  if (!hasProfile()) {
-    cp_ = std::move(cp);
-    return;
-  }
+  cp_ = std::move(cp);
+  if (!hasProfile()) return;
   const double t0 = visibleStart(), t1 = visibleEnd();
-  std::vector<ProfileSpan> spans = model_.spans();
-  setProfile(std::move(spans), std::move(cp));
+  showModel(shownModel());
   canvas_->setVisibleRange(t0, t1);  // same spans, same times: keep the user's place
 }
 
 void TimelineView::clear() {
   canvas_->setModel(nullptr);
   model_ = TimelineModel();
+  profile_.clear();
+  origin_ = ProfileOrigin();
+  steps_.clear();
+  unknown_steps_ = false;
+  shown_step_.reset();
+  {
+    const QSignalBlocker block(step_choice_);
+    step_choice_->clear();
+  }
+  step_choice_->setHidden(true);
+  caption_->clear();
+  caption_->setToolTip(QString());
   summary_->clear();
   range_->clear();
   overlaps_->clear();
@@ -205,6 +286,9 @@ QString TimelineView::overlapText() const {
 QString TimelineView::summaryText() const {
   return summary_->text();
 }
+QString TimelineView::captionText() const {
+  return caption_->text();
+}
 QString TimelineView::emptyText() const {
   return empty_->text();
 }
@@ -214,12 +298,13 @@ bool TimelineView::exportChromeTrace(const QString& path, QString* error) {
     if (error) *error = why;
     return false;
   };
-  if (model_.empty()) return fail(tr("Nothing to export: profile a few steps first"));
+  if (profile_.empty()) return fail(tr("Nothing to export: profile a few steps first"));
   if (path.isEmpty()) return fail(tr("Nothing written: no file name given"));
   QSaveFile f(path);
   if (!f.open(QIODevice::WriteOnly))
     return fail(tr("Cannot write %1: %2").arg(path, f.errorString()));
-  const std::string json = chrome_trace_json(model_.spans());
+  // Every profiled step, whichever is shown: the trace keeps each span's step.
+  const std::string json = chrome_trace_json(profile_);
   f.write(json.data(), static_cast<qint64>(json.size()));
   if (!f.commit()) return fail(tr("Cannot write %1: %2").arg(path, f.errorString()));
   return true;
@@ -228,12 +313,13 @@ bool TimelineView::exportChromeTrace(const QString& path, QString* error) {
 bool TimelineView::openChromeTrace(const QString& path, QString* error) {
   std::vector<ProfileSpan> spans;
   if (!read_chrome_trace(path, spans, error)) return false;
-  TimelineModel model(std::move(spans), cp_.get());
-  if (model.empty()) {
-    if (error) *error = tr("%1 has no span that can be drawn: %2").arg(path, model.problems());
+  ProfileOrigin origin;
+  origin.trace_file = path;
+  QString problems;
+  if (!showProfile(std::move(spans), std::move(origin), &problems)) {
+    if (error) *error = tr("%1 has no span that can be drawn: %2").arg(path, problems);
     return false;
   }
-  showModel(std::move(model));
   return true;
 }
 

@@ -76,6 +76,13 @@ bool parse_chrome_trace(const QByteArray& text, const QString& source,
       s.tag.graph = graph_named(text_of(*args, "graph"));
       if (const auto n = args->find("node"); n != args->end() && n->is_number_integer())
         s.tag.node = n->get<int>();
+      // Absent in traces written before spans knew their step: unknown (-1).
+      if (const auto st = args->find("step"); st != args->end()) {
+        if (!st->is_number_integer() || st->get<int64_t>() < 0)
+          return bad(tr_("has step %1 in its args, not a step number (a whole number from 0)")
+                         .arg(QString::fromStdString(st->dump())));
+        s.step = st->get<int64_t>();
+      }
     }
     if (s.tag.graph == GraphId::NUM_GRAPH_IDS) s.tag.node = -1;
     out.push_back(std::move(s));

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Reading profiled spans back from Chrome trace JSON as chrome_trace_json
 // writes it (`renaissance-cli train --trace`): pid is the rank, tid the
-// stream, args name the graph and node. Other tools' traces load as far as
+// stream, args name the graph, node and step (a trace without steps, written
+// before spans knew them, loads with step -1). Other tools' traces load as far as
 // they fit that shape; anything that does not is refused with its reason.
 #pragma once
 

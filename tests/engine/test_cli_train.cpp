@@ -5,6 +5,7 @@
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 using nlohmann::json;
 
@@ -66,8 +67,14 @@ class TestCliTrain : public QObject {
     const json t = read_json(trace);
     QVERIFY(t.contains("traceEvents"));
     int spans = 0;
-    for (const json& e : t.at("traceEvents")) spans += e.at("ph") == "X";
+    std::set<int64_t> steps;
+    for (const json& e : t.at("traceEvents"))
+      if (e.at("ph") == "X") {
+        ++spans;
+        steps.insert(e.at("args").at("step").get<int64_t>());
+      }
     QVERIFY(spans > 20);
+    QCOMPARE(steps, (std::set<int64_t>{2, 3}));  // --profile-steps 2:4
   }
 
   void benchPrintsOneJsonLine() {

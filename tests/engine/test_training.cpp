@@ -3,13 +3,14 @@
 // graphs learns, the last partial batch runs through its own variant without
 // recapturing shared graphs, a seed reproduces the curve bit for bit, a stop
 // request ends training within a step, max_steps ends it as an epoch end
-// would, and profiling sees the streams.
+// would, and profiling sees the streams and the step of every span.
 #include <QtTest>
 #include <chrono>
 #include <thread>
 
 #include <atomic>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "backends/cpu/cpu_backend.h"
@@ -263,6 +264,100 @@ class TestTraining : public QObject {
     const std::string trace = chrome_trace_json(r.report.profile);
     QVERIFY(trace.find("\"traceEvents\"") != std::string::npos);
     QVERIFY(trace.find("DEEP_FWD_BWD") != std::string::npos);
+  }
+
+  // Spans are taken at the end of every profiled step: each says its step,
+  // every rank's are there, and all of step k ended before step k+1 began
+  // (every rank finishes a step before the spans are taken). The callback
+  // gets all of them once.
+  void profiledSpansKnowTheirStep() {
+    Project p = small_project();
+    p.training.devices.ids = {0, 1};
+    TrainOptions o;
+    o.epochs = 1;
+    o.validate = false;
+    o.profile_begin = 2;
+    o.profile_end = 5;
+    const CompiledProject cp = compile_project(p);
+    auto data = load_dataset(cp.project.dataset, "", cp.project.training.seed);
+    auto backend = cpu::make_cpu_backend({cp.world_size, true});
+    int calls = 0;
+    std::vector<ProfileSpan> delivered;
+    TrainCallbacks cb;
+    cb.on_profile = [&](const std::vector<ProfileSpan>& spans) {
+      ++calls;
+      delivered = spans;
+    };
+    const TrainReport report = train(cp, *backend, *data, o, cb);
+    QCOMPARE(calls, 1);
+    QCOMPARE(delivered.size(), report.profile.size());
+    std::map<int64_t, std::set<int>> ranks_of_step;
+    std::map<std::pair<int64_t, int>, std::set<GraphId>> graphs;
+    std::map<int64_t, double> first_start, last_end;
+    for (const ProfileSpan& s : report.profile) {
+      ranks_of_step[s.step].insert(s.rank);
+      graphs[{s.step, s.rank}].insert(s.tag.graph);
+      if (!first_start.count(s.step) || s.start_us < first_start[s.step])
+        first_start[s.step] = s.start_us;
+      last_end[s.step] = std::max(last_end[s.step], s.end_us);
+    }
+    QCOMPARE(ranks_of_step.size(), size_t{3});
+    for (int64_t step = 2; step < 5; ++step) {
+      QVERIFY2(ranks_of_step.count(step), qPrintable(QString("no spans of step %1").arg(step)));
+      QCOMPARE(ranks_of_step[step], (std::set<int>{0, 1}));
+      for (int rank = 0; rank < 2; ++rank) {
+        const std::set<GraphId>& g = graphs[{step, rank}];
+        QVERIFY(g.count(GraphId::DEEP_FWD_BWD) && g.count(GraphId::OPTIMIZER));
+        // The next batch's transfer, launched in this step, is this step's.
+        QVERIFY(g.count(GraphId::TRANSFER_A) + g.count(GraphId::TRANSFER_B) == 1);
+      }
+      if (step > 2) QVERIFY(last_end[step - 1] <= first_start[step]);
+    }
+    for (size_t i = 0; i < delivered.size(); ++i)
+      QCOMPARE(delivered[i].step, report.profile[i].step);
+  }
+
+  // Work between two profiled steps (an epoch end's validation) is taken with
+  // the step after it; when training ends inside the profiled steps, what ran
+  // after the last one counts to it, and the callback is not called.
+  void profileAcrossAnEpochEndAndOneCutShort() {
+    auto inference = [](const ProfileSpan& s) {
+      return s.tag.graph == GraphId::INF_MAIN_A || s.tag.graph == GraphId::INF_MAIN_B;
+    };
+    TrainOptions o;
+    o.epochs = 2;
+    o.max_steps = 17;
+    o.profile_begin = 15;  // the last step of epoch 1 (16 batches) and the first of epoch 2
+    o.profile_end = 17;
+    Run r = run(small_project(), o);
+    std::set<int64_t> steps, inference_steps;
+    for (const ProfileSpan& s : r.report.profile) {
+      steps.insert(s.step);
+      if (inference(s)) inference_steps.insert(s.step);
+    }
+    QCOMPARE(steps, (std::set<int64_t>{15, 16}));
+    QCOMPARE(inference_steps, (std::set<int64_t>{16}));
+
+    o.epochs = 1;
+    o.max_steps = 4;
+    o.profile_begin = 2;
+    o.profile_end = 8;
+    const CompiledProject cp = compile_project(small_project());
+    auto data = load_dataset(cp.project.dataset, "", cp.project.training.seed);
+    auto backend = cpu::make_cpu_backend({cp.world_size, true});
+    int calls = 0;
+    TrainCallbacks cb;
+    cb.on_profile = [&](const std::vector<ProfileSpan>&) { ++calls; };
+    const TrainReport report = train(cp, *backend, *data, o, cb);
+    QCOMPARE(calls, 0);
+    steps.clear();
+    inference_steps.clear();
+    for (const ProfileSpan& s : report.profile) {
+      steps.insert(s.step);
+      if (inference(s)) inference_steps.insert(s.step);
+    }
+    QCOMPARE(steps, (std::set<int64_t>{2, 3}));
+    QCOMPARE(inference_steps, (std::set<int64_t>{3}));  // the validation at --max-steps
   }
 
   void nanLossIsReported() {

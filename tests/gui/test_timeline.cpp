@@ -3,7 +3,9 @@
 // lanes per rank, bars in the lane of their rank and stream and mapped to the
 // model layers their graph nodes compute, zoom around the cursor, drag to pan,
 // hover details, highlighted layers, clicks that report a layer, the overlap
-// statistics, and the Chrome trace export with its failures.
+// statistics, the caption (run, project or trace, steps, ranks) and the choice
+// of profiled steps, and the Chrome trace export with its failures.
+#include <QComboBox>
 #include <QFile>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -22,6 +24,8 @@
 #include "setup/training_setup.h"
 #include "timeline/bar_kind.h"
 #include "timeline/overlap_summary.h"
+#include "timeline/profile_origin.h"
+#include "timeline/profile_steps.h"
 #include "timeline/time_ticks.h"
 #include "timeline/timeline_canvas.h"
 #include "timeline/timeline_model.h"
@@ -71,6 +75,13 @@ void frame_bar(TimelineCanvas* c, int bar, double px) {
   const double span = d * c->plotRect().width() / px;
   const double mid = (b.start_us + b.end_us) / 2;
   c->setVisibleRange(mid - span / 2, mid + span / 2);
+}
+
+QString write_file(const QTemporaryDir& dir, const char* name, const QByteArray& text) {
+  QFile f(dir.filePath(name));
+  if (!f.open(QIODevice::WriteOnly)) return {};
+  f.write(text);
+  return f.fileName();
 }
 
 QColor pixel(QWidget* w, QPointF at) {
@@ -560,6 +571,195 @@ class TestTimeline : public QObject {
     }
     // Fitted, every pixel column holds many bars: painting merges them.
     QVERIFY(!canvas()->grab().isNull());
+  }
+
+  // Steps 1 and 2 of two ranks, from training: the caption names the project
+  // (from the compiled one unless the origin says), the run when known, the
+  // steps and the ranks.
+  void theCaptionSaysWhatItShows() {
+    const QString dash = QString(QChar(0x2013));
+    QCOMPARE(view_->steps(), (std::vector<int64_t>{1, 2}));
+    QCOMPARE(view_->captionText(), "lenet-fashion · steps 1" + dash + "2 · ranks 0" + dash + "1");
+    view_->setProfile(lenet_.spans, lenet_.cp, ProfileOrigin{7, "my lenet", {}});
+    QCOMPARE(view_->captionText(),
+             "Run 7 · my lenet · steps 1" + dash + "2 · ranks 0" + dash + "1");
+    // Mapping to another compile keeps what the caption says.
+    view_->setCompiled(nullptr);
+    QVERIFY(view_->captionText().startsWith("Run 7 · my lenet · "));
+    // No project and no origin: the steps and ranks still.
+    view_->setProfile(lenet_.spans, nullptr);
+    QCOMPARE(view_->captionText(), "steps 1" + dash + "2 · ranks 0" + dash + "1");
+
+    ProfileContents c;
+    c.steps = {3, 4, 5, 9};
+    c.ranks = {2};
+    QCOMPARE(profile_caption({}, c), "steps 3" + dash + "5, 9 · rank 2");
+    c.unknown_steps = true;
+    QCOMPARE(profile_caption({}, c),
+             "steps 3" + dash + "5, 9 and spans of no recorded step · rank 2");
+    c.shown = 4;
+    QCOMPARE(profile_caption({0, {}, "/tmp/runs/t.json"}, c),
+             "t.json · step 4 of steps 3" + dash + "5, 9 · rank 2");
+    c = ProfileContents();
+    c.ranks = {0, 1, 3};
+    QCOMPARE(profile_caption({}, c), "steps not recorded · ranks 0" + dash + "1, 3");
+  }
+
+  // Choosing a step shows only its bars: lanes, overlap statistics and the
+  // fitted range follow, the caption says which; back to all shows all.
+  void theStepChoiceShowsOneStep() {
+    QComboBox* choice = view_->stepChoice();
+    QVERIFY(!choice->isHidden());
+    QCOMPARE(choice->count(), 3);
+    QCOMPARE(choice->itemText(0), QString("All profiled steps"));
+    QCOMPARE(choice->itemText(2), QString("Step 2"));
+    const QString all_overlaps = view_->overlapText();
+    const double all_duration = model().durationUs();
+    for (const int64_t step : {int64_t{1}, int64_t{2}}) {
+      choice->setCurrentIndex(static_cast<int>(step));
+      QCOMPARE(view_->shownStep(), std::optional<int64_t>(step));
+      const std::vector<ProfileSpan> mine = spans_of_step(lenet_.spans, step);
+      QVERIFY(!mine.empty() && mine.size() < lenet_.spans.size());
+      QCOMPARE(view_->barCount(), static_cast<int>(mine.size()));
+      for (int i = 0; i < view_->barCount(); ++i) QCOMPARE(span(i).step, step);
+      QCOMPARE(view_->laneCount(), 10);  // both ranks ran every step
+      QCOMPARE(view_->overlapText(), overlap_summary(mine));
+      QVERIFY(view_->overlapText() != all_overlaps);
+      QVERIFY(model().durationUs() < all_duration);
+      // Fitted to the step: its duration and a margin of 1% either side.
+      QVERIFY(qFuzzyCompare(view_->visibleEnd(), 1.01 * model().durationUs()));
+      QVERIFY(qFuzzyCompare(view_->visibleStart(), -0.01 * model().durationUs()));
+      QVERIFY2(view_->captionText().contains(QString("step %1 of steps 1").arg(step)),
+               qPrintable(view_->captionText()));
+      QVERIFY(view_->summaryText().startsWith(QString("%1 span(s)").arg(mine.size())));
+    }
+    // A step the profile does not have changes nothing.
+    QVERIFY(!view_->showStep(7));
+    QCOMPARE(view_->shownStep(), std::optional<int64_t>(2));
+    QCOMPARE(choice->currentIndex(), 2);
+    // The compiled project may change under a chosen step.
+    view_->setCompiled(nullptr);
+    QCOMPARE(view_->shownStep(), std::optional<int64_t>(2));
+    QCOMPARE(view_->barCount(), static_cast<int>(spans_of_step(lenet_.spans, 2).size()));
+    view_->setCompiled(lenet_.cp);
+    QVERIFY(view_->showStep(std::nullopt));
+    QCOMPARE(choice->currentIndex(), 0);
+    QCOMPARE(view_->barCount(), static_cast<int>(lenet_.spans.size()));
+    QCOMPARE(view_->overlapText(), all_overlaps);
+    // One step only: nothing to choose.
+    view_->setProfile(spans_of_step(lenet_.spans, 1), lenet_.cp);
+    QVERIFY(choice->isHidden());
+    QVERIFY2(view_->captionText().contains("· step 1 ·"), qPrintable(view_->captionText()));
+  }
+
+  // clear() (the main window calls it when the project changes) leaves no
+  // caption and no step choice behind; the next profile starts at all steps.
+  void clearForgetsCaptionAndSteps() {
+    QVERIFY(view_->showStep(2));
+    view_->clear();
+    QVERIFY(!view_->hasProfile());
+    QVERIFY(view_->captionText().isEmpty());
+    QVERIFY(view_->steps().empty());
+    QVERIFY(view_->profile().empty());
+    QCOMPARE(view_->shownStep(), std::nullopt);
+    QCOMPARE(view_->stepChoice()->count(), 0);
+    QVERIFY(view_->stepChoice()->isHidden());
+    QCOMPARE(view_->origin().run_id, qint64{0});
+    QVERIFY(!view_->showStep(1));
+    view_->setProfile(lenet_.spans, lenet_.cp, ProfileOrigin{3, "lenet-fashion", {}});
+    QCOMPARE(view_->shownStep(), std::nullopt);
+    QCOMPARE(view_->stepChoice()->currentIndex(), 0);
+    QCOMPARE(view_->barCount(), static_cast<int>(lenet_.spans.size()));
+  }
+
+  // The export writes every step (whichever is shown) with its step number,
+  // and the trace opens with the same steps, its file named in the caption.
+  void aTraceKeepsTheSteps() {
+    QVERIFY(view_->showStep(2));
+    QTemporaryDir dir;
+    const QString path = dir.filePath("lenet-trace.json");
+    QString error;
+    QVERIFY2(view_->exportChromeTrace(path, &error), qPrintable(error));
+    std::vector<ProfileSpan> read;
+    QVERIFY2(read_chrome_trace(path, read, &error), qPrintable(error));
+    QCOMPARE(read.size(), lenet_.spans.size());
+    for (size_t i = 0; i < read.size(); ++i) QCOMPARE(read[i].step, lenet_.spans[i].step);
+
+    TimelineView bare;
+    QVERIFY2(bare.openChromeTrace(path, &error), qPrintable(error));
+    QCOMPARE(bare.steps(), (std::vector<int64_t>{1, 2}));
+    QVERIFY(!bare.stepChoice()->isHidden());
+    QVERIFY2(bare.captionText().startsWith("lenet-trace.json · steps 1"),
+             qPrintable(bare.captionText()));
+    QCOMPARE(bare.origin().trace_file, path);
+    QVERIFY(bare.showStep(1));
+    QCOMPARE(bare.barCount(), static_cast<int>(spans_of_step(lenet_.spans, 1).size()));
+  }
+
+  // A trace written before spans knew their step loads with step -1 and no
+  // step choice; a step that is no step number is refused, naming the event.
+  void anOldTraceHasNoStepChoice() {
+    std::vector<ProfileSpan> old = lenet_.spans;
+    for (ProfileSpan& s : old) s.step = -1;
+    const std::string json = chrome_trace_json(old);
+    QVERIFY(json.find("\"step\"") == std::string::npos);
+    QTemporaryDir dir;
+    const QString path = write_file(dir, "old.json", QByteArray::fromStdString(json));
+    QString error;
+    TimelineView v;
+    QVERIFY2(v.openChromeTrace(path, &error), qPrintable(error));
+    QCOMPARE(v.barCount(), static_cast<int>(old.size()));
+    for (const ProfileSpan& s : v.profile()) QCOMPARE(s.step, int64_t{-1});
+    QVERIFY(v.steps().empty());
+    QVERIFY(v.stepChoice()->isHidden());
+    QVERIFY2(v.captionText().contains("steps not recorded"), qPrintable(v.captionText()));
+
+    const QString bad = write_file(
+        dir, "bad-step.json",
+        R"([{"ph": "X", "name": "odd", "pid": 0, "tid": 1, "ts": 1, "args": {"step": "two"}}])");
+    QVERIFY(!v.openChromeTrace(bad, &error));
+    QVERIFY2(error.contains("event 0 (\"odd\") has step \"two\""), qPrintable(error));
+    // A refused trace leaves the shown one as it was.
+    QCOMPARE(v.origin().trace_file, path);
+    QVERIFY(v.hasProfile());
+  }
+
+  // chrome_trace_json writes each span's step into its args and the importer
+  // reads it back; a trace without steps reads as -1, a bad step is refused.
+  void traceEventsCarryTheirStep() {
+    QString error;
+    std::vector<ProfileSpan> read;
+    QVERIFY2(parse_chrome_trace(QByteArray::fromStdString(chrome_trace_json(lenet_.spans)), "lenet",
+                                read, &error),
+             qPrintable(error));
+    QCOMPARE(read.size(), lenet_.spans.size());
+    std::set<int64_t> steps;
+    for (size_t i = 0; i < read.size(); ++i) {
+      QCOMPARE(read[i].step, lenet_.spans[i].step);
+      steps.insert(read[i].step);
+    }
+    QCOMPARE(steps, (std::set<int64_t>{1, 2}));  // the profiled steps of profile_lenet()
+
+    std::vector<ProfileSpan> old = lenet_.spans;
+    for (ProfileSpan& s : old) s.step = -1;
+    const std::string old_json = chrome_trace_json(old);
+    QVERIFY(old_json.find("\"step\"") == std::string::npos);
+    QVERIFY2(parse_chrome_trace(QByteArray::fromStdString(old_json), "old", read, &error),
+             qPrintable(error));
+    QCOMPARE(read.size(), old.size());
+    for (const ProfileSpan& s : read) QCOMPARE(s.step, int64_t{-1});
+
+    for (const char* value : {"\"two\"", "1.5", "-2"}) {
+      const QByteArray trace =
+          QByteArray(R"([{"ph": "X", "name": "k", "pid": 0, "tid": 0, "ts": 1, "dur": 2},
+            {"ph": "X", "name": "odd", "pid": 0, "tid": 1, "ts": 1, "dur": 2, "args": {"step": )") +
+          value + "}}]";
+      QVERIFY(!parse_chrome_trace(trace, "inline", read, &error));
+      QVERIFY2(error.contains(QString("inline: event 1 (\"odd\") has step %1 in its args, not a "
+                                      "step number")
+                                  .arg(value)),
+               qPrintable(error));
+    }
   }
 
   void axisTicksAreRound() {
