@@ -52,6 +52,7 @@
 #include "settings/training_settings_panel.h"
 #include "template_catalog.h"
 #include "theme.h"
+#include "timeline/profile_origin.h"
 #include "timeline/timeline_view.h"
 #include "training/training_view.h"
 
@@ -155,7 +156,11 @@ MainWindow::MainWindow(QWidget* parent)
           [this](int layer) { requestLayer(memory_->compiled(), layer); });
   connect(training_, &TrainingView::profileReady, this,
           [this](const std::vector<ProfileSpan>& spans, std::shared_ptr<const CompiledProject> cp) {
-            timeline_->setProfile(spans, std::move(cp));
+            // The run is recorded before it trains, so its id is known here.
+            ProfileOrigin origin{training_->lastRunId(),
+                                 cp ? QString::fromStdString(cp->project.name) : QString(),
+                                 {}};
+            timeline_->setProfile(spans, std::move(cp), std::move(origin));
             selectionChanged(designer_->designerScene()->currentNode());
           });
   connect(training_, &TrainingView::stateChanged, this, &MainWindow::updateTrainingActions);

@@ -564,6 +564,11 @@ class TestJourneys : public QObject {
              qPrintable(training->captionText()));
     QVERIFY(training->lossPlot()->pointCount(0) > 0);
     QTRY_VERIFY(win.w.timelineView()->hasProfile());
+    // The timeline names the run, its project and the profiled steps.
+    const QString caption = win.w.timelineView()->captionText();
+    QVERIFY2(caption.contains(QStringLiteral("Run %1").arg(training->lastRunId())) &&
+                 caption.contains("lenet-fashion") && caption.contains("steps 2–3"),
+             qPrintable(caption));
 
     // New: nothing of the old project's run is left on show.
     win.visit(MainWindow::View::Training);
