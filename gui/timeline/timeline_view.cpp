@@ -88,10 +88,12 @@ TimelineView::TimelineView(QWidget* parent)
   caption_->setFont(captionFont);
   caption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   layout->addWidget(caption_);
-  auto* bar = new QHBoxLayout;
+  // The summary has a line of its own (it wraps rather than widening the
+  // window); the controls follow on the next.
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  summary_->setWordWrap(true);  // a long summary wraps instead of widening the window
-  bar->addWidget(summary_, 1);
+  summary_->setWordWrap(true);
+  layout->addWidget(summary_);
+  auto* bar = new QHBoxLayout;
   step_choice_->setToolTip(tr("Show the bars of one profiled step, or of all of them"));
   step_choice_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   bar->addWidget(step_choice_);
@@ -103,6 +105,7 @@ TimelineView::TimelineView(QWidget* parent)
   export_->setToolTip(
       tr("Write the spans of all profiled steps as Chrome trace JSON (Perfetto, "
          "chrome://tracing)"));
+  bar->addStretch(1);
   bar->addWidget(fit_);
   bar->addWidget(open_);
   bar->addWidget(export_);
