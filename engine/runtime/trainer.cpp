@@ -245,7 +245,13 @@ class RankLoop {
         ++step;
         batch = next;
       }
-      if (batch) train_->release(batch);
+      if (batch) {
+        // A halt leaves this batch's transfer in flight (the step before
+        // started it): it lands before its staging buffer goes back to the
+        // pipeline, which refills it or, at the end of the run, frees it.
+        backend_.synchronize(rank_, StreamKind::TRANS);
+        train_->release(batch);
+      }
       er.seconds = std::max(0.0, seconds_since(t_epoch) - callback_seconds);
       // m.samples counts every rank
       er.images_per_s = er.seconds > 0 ? samples / er.seconds : 0;
