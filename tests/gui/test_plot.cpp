@@ -110,6 +110,55 @@ class TestPlot : public QObject {
     QVERIFY(plot.yAxis->range().contains(0.9));
     QCOMPARE(plot.drawnPointCount(), size_t{10});
   }
+
+  // One validated epoch is one point: it is marked (a line needs two) and
+  // sits in the middle of the plot, not on its edge.
+  void aSinglePointShowsInTheMiddle() {
+    CurvePlot plot;
+    plot.resize(600, 300);
+    const int s = plot.addSeries(QStringLiteral("val top-1"), Qt::red);
+    plot.appendPoint(s, 1, 88.5);
+    plot.replot();
+    QVERIFY(plot.graph(0)->scatterStyle().shape() != QCPScatterStyle::ssNone);
+    QCOMPARE(plot.xAxis->range().center(), 1.0);
+    QVERIFY(plot.yAxis->range().contains(88.5));
+    // A long curve is drawn as a line only.
+    for (int i = 2; i < 200; ++i) plot.appendPoint(s, i, 88);
+    plot.replot();
+    QCOMPARE(plot.graph(0)->scatterStyle().shape(), QCPScatterStyle::ssNone);
+  }
+
+  // A new run does not start in the last one's ranges.
+  void clearingForgetsTheRanges() {
+    CurvePlot plot;
+    plot.resize(600, 300);
+    const int s = plot.addSeries(QStringLiteral("loss"), Qt::blue);
+    for (int i = 0; i < 1000; ++i) plot.appendPoint(s, i, 50 + i);
+    plot.replot();
+    plot.clearSeries();
+    QCOMPARE(plot.xAxis->range().upper, 1.0);
+    QCOMPARE(plot.yAxis->range().upper, 1.0);
+  }
+
+  void epochTicksAreWholeNumbersAndTheLegendIsBelow() {
+    CurvePlot plot;
+    plot.resize(600, 300);
+    plot.setIntegerXTicks(true);
+    plot.placeLegendBelow();
+    plot.addSeries(QStringLiteral("train"), Qt::blue);
+    plot.addSeries(QStringLiteral("val"), Qt::red);
+    plot.appendPoint(0, 0.25, 1);
+    plot.appendPoint(0, 2.5, 3);
+    plot.replot();
+    QVector<double> ticks;
+    QVector<QString> labels;
+    plot.xAxis->ticker()->generate(plot.xAxis->range(), QLocale::c(), 'g', 6, ticks, nullptr,
+                                   &labels);
+    QVERIFY(!ticks.isEmpty());
+    for (double t : ticks) QCOMPARE(t, std::round(t));
+    QVERIFY(plot.legend->visible());
+    QVERIFY(plot.legend->outerRect().top() >= plot.axisRect()->outerRect().bottom());
+  }
 };
 
 QTEST_MAIN(TestPlot)

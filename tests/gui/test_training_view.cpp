@@ -429,6 +429,40 @@ class TestTrainingView : public QObject {
     QVERIFY(d.summary.steps >= 3);
     QVERIFY(d.summary.steps < 469);
   }
+
+  // A run stopped partway through an epoch plots that epoch where it stopped.
+  void aPartialEpochIsPlottedWhereItStopped() {
+    TrainingCharts charts;
+    std::vector<StepSample> steps;
+    for (int64_t b = 0; b < 100; ++b) {
+      StepSample x;
+      x.step = b;
+      x.epoch = 0;
+      x.batch = b;
+      x.batches = 400;
+      x.loss = 1;
+      steps.push_back(x);
+    }
+    charts.addSteps(steps);
+    EpochReport e;
+    e.epoch = 0;
+    e.train_top1 = 0.5;
+    charts.addEpoch(e);
+    QCOMPARE(charts.top1Plot()->seriesX(0), std::vector<double>{0.25});
+    // A whole epoch ends at its number.
+    std::vector<StepSample> rest;
+    for (int64_t b = 100; b < 400; ++b) {
+      StepSample x = steps.front();
+      x.step = b;
+      x.batch = b;
+      rest.push_back(x);
+    }
+    charts.clear();
+    charts.addSteps(steps);
+    charts.addSteps(rest);
+    charts.addEpoch(e);
+    QCOMPARE(charts.top1Plot()->seriesX(0), std::vector<double>{1.0});
+  }
 };
 
 QTEST_MAIN(TestTrainingView)
