@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "compile/plan_report.h"
 
+#include "compile/lifetimes.h"
+
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -117,6 +119,12 @@ std::string plan_report_text(const CompiledProject& cp) {
                  static_cast<unsigned long long>(info.base_offset),
                  static_cast<unsigned long long>(info.total_bytes), share, info.tensors.size());
     }
+    // What a plan by lifetime could save: the per-step tensors' slots as laid
+    // out now, against the most of them live at one point of the step.
+    const StepLifetimes life = step_lifetimes(cp, static_cast<int>(vi));
+    out += fmt("  per-step tensors (F, T): %s planned, at most %s live at once (at %s)\n",
+               human_bytes(life.planned_bytes).c_str(), human_bytes(life.peak_bytes).c_str(),
+               life.describe(cp, life.peak_position).c_str());
     out += fmt("  %-5s %-26s %-22s %-20s %-6s %6s %14s %12s\n", "id", "name", "region", "shape",
                "dtype", "pad_c", "offset", "slot_bytes");
     for (const DTensor& t : plan.dtensors()) {
@@ -176,23 +184,34 @@ nlohmann::json plan_report_json(const CompiledProject& cp) {
                          {"bytes", info.total_bytes},
                          {"tensors", info.tensors.size()}});
     }
+    const StepLifetimes life = step_lifetimes(cp, static_cast<int>(vi));
+    std::vector<const TensorLifetime*> lifetime_of(plan.dtensors().size(), nullptr);
+    for (const TensorLifetime& l : life.tensors) lifetime_of[static_cast<size_t>(l.id)] = &l;
     json tensors = json::array();
-    for (const DTensor& t : plan.dtensors())
-      tensors.push_back({{"id", t.id},
-                         {"name", t.name},
-                         {"owner", owner_id(cp, t.owner)},
-                         {"region", region_name(t.region)},
-                         {"shape", t.shape.dims()},
-                         {"dtype", dtype_name(t.dtype)},
-                         {"padded_c", t.padded_c()},
-                         {"offset", t.offset},
-                         {"slot_bytes", t.slot_bytes}});
+    for (const DTensor& t : plan.dtensors()) {
+      json tj = {{"id", t.id},
+                 {"name", t.name},
+                 {"owner", owner_id(cp, t.owner)},
+                 {"region", region_name(t.region)},
+                 {"shape", t.shape.dims()},
+                 {"dtype", dtype_name(t.dtype)},
+                 {"padded_c", t.padded_c()},
+                 {"offset", t.offset},
+                 {"slot_bytes", t.slot_bytes}};
+      // [first, last] positions in the step's node order; null: not touched.
+      if (const TensorLifetime* l = lifetime_of[static_cast<size_t>(t.id)])
+        tj["lifetime"] = l->first >= 0 ? json::array({l->first, l->last}) : json(nullptr);
+      tensors.push_back(std::move(tj));
+    }
     variants.push_back({{"name", var.name},
                         {"kind", variant_kind_name(var.kind)},
                         {"batch", var.batch},
                         {"height", var.height},
                         {"width", var.width},
                         {"total_bytes", plan.total_bytes()},
+                        {"step_local_bytes", life.planned_bytes},
+                        {"peak_live_bytes", life.peak_bytes},
+                        {"peak_at", life.describe(cp, life.peak_position)},
                         {"regions", std::move(regions)},
                         {"tensors", std::move(tensors)}});
   }

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "compile/lifetimes.h"
+
+#include <algorithm>
+
+namespace tr {
+
+namespace {
+
+// The B buffer's graphs repeat the A buffer's with the other input: one
+// stands for both in a step.
+bool is_b_twin(GraphId id) noexcept {
+  return id == GraphId::TRANSFER_B || id == GraphId::FIRST_LAYER_FWD_B ||
+         id == GraphId::FIRST_LAYER_BWD_B || id == GraphId::INF_MAIN_B;
+}
+
+// What a validation pass runs, as against a training step.
+bool is_evaluation(GraphId id) noexcept {
+  return id == GraphId::RESET_METRICS || id == GraphId::UPDATE_BN_INF_PARAMS ||
+         id == GraphId::INF_MAIN_A || id == GraphId::INF_MAIN_B || id == GraphId::VAL_RESULT_COMM;
+}
+
+}  // namespace
+
+bool is_step_local(Region r) noexcept {
+  return r == Region::F_FEATURE_FP32 || r == Region::F_FEATURE_FP16 ||
+         r == Region::F_GRAD_SLOT_FP32 || r == Region::F_GRAD_SLOT_FP16 || r == Region::T_SCRATCH;
+}
+
+StepLifetimes step_lifetimes(const CompiledProject& cp, int variant) {
+  StepLifetimes out;
+  const MemoryPlan& plan = cp.plans.at(static_cast<size_t>(variant));
+  std::vector<int> first(plan.dtensors().size(), -1), last(plan.dtensors().size(), -1);
+  auto touch = [&](DTensorId id, int position) {
+    if (id < 0 || static_cast<size_t>(id) >= first.size()) return;
+    if (!is_step_local(plan.get_dtensor(id).region)) return;
+    const size_t i = static_cast<size_t>(id);
+    if (first[i] < 0) first[i] = position;
+    last[i] = std::max(last[i], position);
+  };
+  const bool evaluation =
+      cp.variants.at(static_cast<size_t>(variant)).kind == VariantKind::Validation;
+  for (int g = 0; g < kNumGraphIds; ++g) {
+    const GraphId id = static_cast<GraphId>(g);
+    if (is_b_twin(id)) continue;
+    // A validation pass transfers its batches and runs the evaluation graphs.
+    if (evaluation ? !is_evaluation(id) && id != GraphId::TRANSFER_A : is_evaluation(id)) continue;
+    const ComputationGraph* graph = cp.find_graph(id, variant);
+    if (!graph) continue;
+    for (size_t n = 0; n < graph->nodes.size(); ++n) {
+      const GraphNode& node = graph->nodes[n];
+      const int position = static_cast<int>(out.order.size());
+      out.order.push_back({id, static_cast<int>(n), node.layer});
+      for (DTensorId t : node.inputs) touch(t, position);
+      for (DTensorId t : node.outputs) touch(t, position);
+      // A RANGE node touches every tensor of the regions it spans.
+      for (const auto* spans : {&node.in_spans, &node.out_spans})
+        for (const RegionSpan& s : *spans)
+          for (int r = region_index(s.first); r <= region_index(s.last); ++r)
+            for (DTensorId t : plan.region(static_cast<Region>(r)).tensors) touch(t, position);
+    }
+  }
+  std::vector<int64_t> delta(out.order.size() + 1, 0);
+  for (const DTensor& t : plan.dtensors()) {
+    if (!is_step_local(t.region)) continue;
+    const size_t i = static_cast<size_t>(t.id);
+    TensorLifetime l{t.id, first[i], last[i], t.device_bytes()};
+    out.planned_bytes += t.slot_bytes;
+    if (l.first >= 0) {
+      delta[static_cast<size_t>(l.first)] += static_cast<int64_t>(l.bytes);
+      delta[static_cast<size_t>(l.last) + 1] -= static_cast<int64_t>(l.bytes);
+    }
+    out.tensors.push_back(l);
+  }
+  int64_t live = 0;
+  for (size_t p = 0; p < out.order.size(); ++p) {
+    live += delta[p];
+    if (static_cast<uint64_t>(live) > out.peak_bytes) {
+      out.peak_bytes = static_cast<uint64_t>(live);
+      out.peak_position = static_cast<int>(p);
+    }
+  }
+  return out;
+}
+
+std::string StepLifetimes::describe(const CompiledProject& cp, int position) const {
+  if (position < 0 || static_cast<size_t>(position) >= order.size()) return "nowhere";
+  const StepPosition& p = order[static_cast<size_t>(position)];
+  std::string s = std::string(graph_id_name(p.graph)) + " #" + std::to_string(p.node);
+  if (p.layer >= 0 && static_cast<size_t>(p.layer) < cp.project.model.nodes.size())
+    s += " (" + cp.project.model.nodes[static_cast<size_t>(p.layer)].id + ")";
+  return s;
+}
+
+}  // namespace tr
