@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // `renaissance-cli plan`: compiles a project and prints its memory plan.
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -13,6 +14,7 @@
 #include "cli/options.h"
 #include "cli/project_overrides.h"
 #include "compile/compiler.h"
+#include "compile/largest_batch.h"
 #include "compile/plan_report.h"
 #include "core/error.h"
 #include "model/project_io.h"
@@ -25,13 +27,79 @@ constexpr const char* kUsage =
     "usage: renaissance-cli plan <project.json> [--json] [--graphs] [--out FILE]\n"
     "                            [--devices cpu:N|cuda:0-3] [--precision fp32|amp] [--batch B]\n"
     "                            [--epochs N] [--seed S] [--rewrites on|off]\n"
+    "                            [--max-batch [--memory BYTES]]\n"
     "  Compiles the project and prints the layers, the region and DTensor tables of\n"
     "  every shape variant, and the bytes each device needs.\n"
     "  --json      machine-readable plan instead of tables\n"
     "  --graphs    also print every ComputationGraph\n"
     "  --out FILE  write to FILE instead of standard output\n"
     "  --devices, --precision, --batch, --epochs, --seed override the project's settings\n"
-    "  --rewrites off  no BN+ReLU fusion and no in-place gradients (default on)\n";
+    "  --rewrites off  no BN+ReLU fusion and no in-place gradients (default on)\n"
+    "  --max-batch  also find the largest global batch whose plan fits the devices:\n"
+    "               the host's available memory shared by the CPU ranks, a CUDA\n"
+    "               device's memory, or --memory BYTES per device (e.g. 16GiB, 512MiB)\n";
+
+// "16GiB", "512MiB", "1.5G", "100000000": bytes.
+uint64_t parse_bytes(const std::string& text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::pair<const char*, double> units[] = {{"", 1},
+                                                  {"b", 1},
+                                                  {"k", 1e3},
+                                                  {"kb", 1e3},
+                                                  {"kib", 1024.0},
+                                                  {"m", 1e6},
+                                                  {"mb", 1e6},
+                                                  {"mib", 1048576.0},
+                                                  {"g", 1e9},
+                                                  {"gb", 1e9},
+                                                  {"gib", 1073741824.0},
+                                                  {"t", 1e12},
+                                                  {"tb", 1e12},
+                                                  {"tib", 1099511627776.0}};
+  for (const auto& [name, scale] : units)
+    if (used > 0 && unit == name && value > 0 && value * scale < 1.8e19)
+      return static_cast<uint64_t>(value * scale);
+  throw UsageError("--memory " + text +
+                   ": expected a positive number of bytes, optionally with a unit (KiB, MiB, "
+                   "GiB, TiB, or k, M, G, T), e.g. 16GiB");
+}
+
+// The bytes one rank may take: --memory, else what this machine has.
+uint64_t memory_budget(const ParsedArgs& a, const CompiledProject& cp, std::string* where) {
+  const DeviceSet& devs = cp.project.training.devices;
+  if (a.values.count("memory")) {
+    *where = "--memory " + a.values.at("memory") + " per device";
+    return parse_bytes(a.values.at("memory"));
+  }
+  const DeviceScan scan = scan_devices();
+  if (devs.kind == DeviceKind::CPU) {
+    const uint64_t per_rank = scan.host_available_bytes / static_cast<uint64_t>(cp.world_size);
+    *where = human_bytes(scan.host_available_bytes) + " of host memory available, " +
+             human_bytes(per_rank) + " per rank";
+    return per_rank;
+  }
+  uint64_t least = 0;
+  for (int id : devs.ids) {
+    const auto it = std::find_if(scan.cuda.begin(), scan.cuda.end(),
+                                 [&](const CudaDeviceInfo& d) { return d.index == id; });
+    if (it == scan.cuda.end())
+      throw UsageError("--max-batch: cannot tell how much memory cuda:" + std::to_string(id) +
+                       " has here (" +
+                       (scan.cuda.empty() ? scan.cuda_status : std::string("no such device")) +
+                       "); give the device's memory with --memory BYTES");
+    if (least == 0 || it->memory_bytes < least) least = it->memory_bytes;
+  }
+  *where = human_bytes(least) + " per device (" + devs.str() + ")";
+  return least;
+}
 
 // Whether the plan fits the project's devices on this machine, with the numbers.
 std::string fit_line(const CompiledProject& cp) {
@@ -64,22 +132,46 @@ int cmd_plan(const std::vector<std::string>& args) {
   std::set<std::string> with_value = override_options();
   with_value.insert("out");
   with_value.insert(kRewritesOption);
-  const ParsedArgs a = parse_args(args, with_value, {"json", "graphs", "help"});
+  with_value.insert("memory");
+  const ParsedArgs a = parse_args(args, with_value, {"json", "graphs", "help", "max-batch"});
   if (const int code = usage_exit_code(a, kUsage, 1); code >= 0) return code;
   Project project = load_project(a.positional[0]);
   apply_overrides(a, project);
 
   const CompiledProject cp = compile_project(project, compile_options_from(a));
+  if (a.values.count("memory") && !a.has("max-batch"))
+    throw UsageError("--memory goes with --max-batch (the budget the search fits the plan to)");
   std::string text;
   const std::string fit = fit_line(cp);
+  BatchSearch search;
+  std::string budget_text;
+  if (a.has("max-batch")) {
+    const uint64_t budget = memory_budget(a, cp, &budget_text);
+    search = largest_fitting_batch(project, budget, compile_options_from(a));
+  }
+  const std::string search_line =
+      !a.has("max-batch") ? std::string()
+      : search.global_batch == 0
+          ? "largest batch that fits (" + budget_text + "): none; at one sample per rank the " +
+                "plan needs " + human_bytes(search.bytes_at_one) +
+                " per device (the largest variant's batch sizes every variant's slots)"
+          : "largest batch that fits (" + budget_text + "): global batch " +
+                std::to_string(search.global_batch) + ", " + human_bytes(search.bytes_per_device) +
+                " per device (" + std::to_string(search.compiles) + " compiles)";
   if (a.has("json")) {
     nlohmann::json j = plan_report_json(cp);
     j["fits"] = fit;
+    if (a.has("max-batch"))
+      j["max_batch"] = {{"global_batch", search.global_batch},
+                        {"bytes_per_device", search.bytes_per_device},
+                        {"budget", budget_text},
+                        {"compiles", search.compiles}};
     if (a.has("graphs")) j["graphs_text"] = graphs_report_text(cp);
     text = j.dump(2) + "\n";
   } else {
     text = plan_report_text(cp);
     text += fit + "\n";
+    if (!search_line.empty()) text += search_line + "\n";
     if (a.has("graphs")) text += "\n" + graphs_report_text(cp);
   }
   if (a.values.count("out")) {

@@ -99,6 +99,42 @@ class TestCliPlan : public QObject {
     QVERIFY(a.at("total_bytes") != json::parse(one.out.toStdString()).at("total_bytes"));
   }
 
+  // The largest global batch that fits a budget: its plan fits, one more
+  // sample per rank does not.
+  void maxBatchFindsTheEdge() {
+    const uint64_t budget = 2ull << 30;
+    for (const char* devices : {"cpu:1", "cpu:2"}) {
+      const Result r = run_cli({"plan", project("cnn-bn-fashion"), "--json", "--max-batch",
+                                "--memory", "2GiB", "--devices", devices});
+      QVERIFY2(r.code == 0, r.err.constData());
+      const json m = json::parse(r.out.toStdString()).at("max_batch");
+      const int64_t batch = m.at("global_batch").get<int64_t>();
+      const int64_t ranks = devices[4] - '0';
+      QVERIFY2(batch > 0 && batch % ranks == 0, m.dump().c_str());
+      QVERIFY(m.at("bytes_per_device").get<uint64_t>() <= budget);
+      auto bytes_at = [&](int64_t b) {
+        const Result p = run_cli({"plan", project("cnn-bn-fashion"), "--json", "--batch",
+                                  QString::number(b), "--devices", devices});
+        return json::parse(p.out.toStdString()).at("bytes_per_device").get<uint64_t>();
+      };
+      QCOMPARE(bytes_at(batch), m.at("bytes_per_device").get<uint64_t>());
+      QVERIFY(bytes_at(batch + ranks) > budget);
+    }
+    // Text, a budget nothing fits (the validation batch sizes the slots), bad input.
+    Result r = run_cli({"plan", project("lenet-fashion"), "--max-batch", "--memory", "50MB"});
+    QCOMPARE(r.code, 0);
+    QVERIFY2(r.out.contains("largest batch that fits (--memory 50MB per device): none; at one "
+                            "sample per rank the plan needs"),
+             r.out.constData());
+    r = run_cli({"plan", project("lenet-fashion"), "--max-batch", "--memory", "lots"});
+    QVERIFY(r.code != 0);
+    QVERIFY2(r.err.contains("--memory lots: expected a positive number of bytes"),
+             r.err.constData());
+    r = run_cli({"plan", project("lenet-fashion"), "--memory", "1GiB"});
+    QVERIFY(r.code != 0);
+    QVERIFY2(r.err.contains("--memory goes with --max-batch"), r.err.constData());
+  }
+
   void badInputFailsClearly() {
     Result r = run_cli({"plan", "/nonexistent/project.json"});
     QCOMPARE(r.code, 2);

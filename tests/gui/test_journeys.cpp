@@ -260,7 +260,8 @@ class TestJourneys : public QObject {
     QTRY_VERIFY2(win.problemAbout("training.global_batch", "Does NOT fit"),
                  qPrintable(win.problemsText()));
     QTreeWidgetItem* fit = win.problemAbout("training.global_batch", "Does NOT fit");
-    QVERIFY2(fit->text(3).contains("host memory available") && fit->text(3).contains("lower"),
+    QVERIFY2(fit->text(3).contains("host memory available") &&
+                 fit->text(3).contains("lower the global batch (the largest that fits is "),
              qPrintable(fit->text(3)));
     QVERIFY(win.problemAbout("training.global_batch", "60000 training images"));
     QVERIFY(win.blockingRows().size() >= 2);
