@@ -787,8 +787,9 @@ void MainWindow::afterLoad() {
   training_->clearRun();
   // A profile of another project's run would name layers this one lacks.
   if (!training_->isRunning()) timeline_->clear();
-  if (doc_->analysis().ok()) compile();
-  checkReadiness();
+  // compile() checks the readiness on success; a design that does not
+  // compile is checked here (its dataset still counts).
+  if (!doc_->analysis().ok() || !compile()) checkReadiness();
   updateTitle();
   designer_->showOverview();
   // The view may not have its final size before the event loop runs.

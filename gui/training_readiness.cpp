@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "training_readiness.h"
 
-#include <algorithm>
 #include <string>
 
 #include "compile/largest_batch.h"
@@ -39,17 +38,9 @@ TrainingReadiness check_training_readiness(const Project& project, const Dataset
   if (plan) {
     const DeviceFit fit = check_device_fit(*plan, scan);
     if (fit.checked && !fit.fits) {
-      // What to lower it to: the largest batch whose plan fits (the host's
-      // memory shared by the CPU ranks, or the smallest device's).
-      uint64_t budget = 0;
-      if (t.devices.kind == DeviceKind::CPU) {
-        budget = scan.host_available_bytes / static_cast<uint64_t>(std::max(1, plan->world_size));
-      } else {
-        for (int id : t.devices.ids)
-          for (const CudaDeviceInfo& d : scan.cuda)
-            if (d.index == id && (budget == 0 || d.memory_bytes < budget)) budget = d.memory_bytes;
-      }
-      const BatchSearch best = largest_fitting_batch(project, budget, plan->options);
+      // What to lower it to: the largest batch whose plan fits.
+      const BatchSearch best =
+          largest_fitting_batch(project, memory_per_rank(t.devices, scan).bytes, plan->options);
       std::string what = fit.text.toStdString() + "; lower the global batch";
       what += best.global_batch > 0
                   ? " (the largest that fits is " + std::to_string(best.global_batch) + ")"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "backends/devices.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -36,6 +37,26 @@ DeviceScan scan_devices() {
   s.cuda_status = "this build has no CUDA backend (configure with -DTR_CUDA=ON where nvcc exists)";
 #endif
   return s;
+}
+
+RankMemory memory_per_rank(const DeviceSet& devices, const DeviceScan& scan) {
+  RankMemory m;
+  if (devices.kind == DeviceKind::CPU) {
+    m.bytes = scan.host_available_bytes / static_cast<uint64_t>(std::max(1, devices.world_size()));
+    return m;
+  }
+  for (int id : devices.ids) {
+    const auto it = std::find_if(scan.cuda.begin(), scan.cuda.end(),
+                                 [&](const CudaDeviceInfo& d) { return d.index == id; });
+    if (it == scan.cuda.end()) {
+      m.bytes = 0;
+      m.missing = "cuda:" + std::to_string(id) + " is not on this machine (" +
+                  (scan.cuda.empty() ? scan.cuda_status : std::string("no such device")) + ")";
+      return m;
+    }
+    if (m.bytes == 0 || it->memory_bytes < m.bytes) m.bytes = it->memory_bytes;
+  }
+  return m;
 }
 
 }  // namespace tr

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "model/project.h"
+
 namespace tr {
 
 struct CudaDeviceInfo {
@@ -28,6 +30,15 @@ struct DeviceScan {
 };
 
 DeviceScan scan_devices();
+
+// The bytes one rank's arena may take here: the host's available memory
+// shared by the CPU ranks, or the smallest chosen CUDA device's memory.
+// 0 with `missing` saying why when a chosen device is not on this machine.
+struct RankMemory {
+  uint64_t bytes = 0;
+  std::string missing;
+};
+RankMemory memory_per_rank(const DeviceSet& devices, const DeviceScan& scan);
 
 // Implemented by the CUDA backend when it is built; fills cuda and cuda_status.
 void scan_cuda_devices(DeviceScan& scan);

@@ -80,25 +80,15 @@ uint64_t memory_budget(const ParsedArgs& a, const CompiledProject& cp, std::stri
     return parse_bytes(a.values.at("memory"));
   }
   const DeviceScan scan = scan_devices();
-  if (devs.kind == DeviceKind::CPU) {
-    const uint64_t per_rank = scan.host_available_bytes / static_cast<uint64_t>(cp.world_size);
-    *where = human_bytes(scan.host_available_bytes) + " of host memory available, " +
-             human_bytes(per_rank) + " per rank";
-    return per_rank;
-  }
-  uint64_t least = 0;
-  for (int id : devs.ids) {
-    const auto it = std::find_if(scan.cuda.begin(), scan.cuda.end(),
-                                 [&](const CudaDeviceInfo& d) { return d.index == id; });
-    if (it == scan.cuda.end())
-      throw UsageError("--max-batch: cannot tell how much memory cuda:" + std::to_string(id) +
-                       " has here (" +
-                       (scan.cuda.empty() ? scan.cuda_status : std::string("no such device")) +
-                       "); give the device's memory with --memory BYTES");
-    if (least == 0 || it->memory_bytes < least) least = it->memory_bytes;
-  }
-  *where = human_bytes(least) + " per device (" + devs.str() + ")";
-  return least;
+  const RankMemory m = memory_per_rank(devs, scan);
+  if (!m.missing.empty())
+    throw UsageError("--max-batch: " + m.missing +
+                     "; give the device's memory with --memory BYTES");
+  *where = devs.kind == DeviceKind::CPU
+               ? human_bytes(scan.host_available_bytes) + " of host memory available, " +
+                     human_bytes(m.bytes) + " per rank"
+               : human_bytes(m.bytes) + " per device (" + devs.str() + ")";
+  return m.bytes;
 }
 
 // Whether the plan fits the project's devices on this machine, with the numbers.
