@@ -21,7 +21,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: renaissance-cli bench <project.json> [--steps N] [--warmup W] [--batch B]\n"
     "         [--threads T] [--devices cpu:N|cuda:I-J] [--precision fp32|amp] [--data DIR]\n"
-    "         [--rewrites on|off] [--streams 5|1] [--capture on|off] [--json]\n"
+    "         [--rewrites on|off] [--memory-packing on|off] [--streams 5|1]\n"
+    "         [--capture on|off] [--json]\n"
     "  Trains W + N steps (no validation) and reports the median time of the last N.\n"
     "  On CUDA devices, --streams 1 runs all five streams' work on one CUDA stream and\n"
     "  --capture off launches each captured graph's work one launch at a time.\n";

@@ -27,6 +27,7 @@ constexpr const char* kUsage =
     "usage: renaissance-cli plan <project.json> [--json] [--graphs] [--out FILE]\n"
     "                            [--devices cpu:N|cuda:0-3] [--precision fp32|amp] [--batch B]\n"
     "                            [--epochs N] [--seed S] [--rewrites on|off]\n"
+    "                            [--memory-packing on|off]\n"
     "                            [--max-batch [--memory BYTES]]\n"
     "  Compiles the project and prints the layers, the region and DTensor tables of\n"
     "  every shape variant, and the bytes each device needs.\n"
@@ -35,6 +36,9 @@ constexpr const char* kUsage =
     "  --out FILE  write to FILE instead of standard output\n"
     "  --devices, --precision, --batch, --epochs, --seed override the project's settings\n"
     "  --rewrites off  no BN+ReLU fusion and no in-place gradients (default on)\n"
+    "  --memory-packing off  every feature, gradient slot and scratch tensor its own\n"
+    "               bytes, sized for the largest variant (default on: tensors whose\n"
+    "               lifetimes over the step do not overlap share bytes)\n"
     "  --max-batch  also find the largest global batch whose plan fits the devices:\n"
     "               the host's available memory shared by the CPU ranks, a CUDA\n"
     "               device's memory, or --memory BYTES per device (e.g. 16GiB, 512MiB)\n";
@@ -122,6 +126,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   std::set<std::string> with_value = override_options();
   with_value.insert("out");
   with_value.insert(kRewritesOption);
+  with_value.insert(kPackingOption);
   with_value.insert("memory");
   const ParsedArgs a = parse_args(args, with_value, {"json", "graphs", "help", "max-batch"});
   if (const int code = usage_exit_code(a, kUsage, 1); code >= 0) return code;

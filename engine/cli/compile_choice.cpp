@@ -5,14 +5,24 @@
 
 namespace tr::cli {
 
+namespace {
+
+// The option's value as a switch; on when it is absent.
+bool switch_value(const ParsedArgs& args, const char* option) {
+  const auto it = args.values.find(option);
+  if (it == args.values.end() || it->second == "on") return true;
+  if (it->second != "off")
+    throw UsageError(std::string("option '--") + option + "' takes on or off, got '" + it->second +
+                     "'");
+  return false;
+}
+
+}  // namespace
+
 CompileOptions compile_options_from(const ParsedArgs& args) {
   CompileOptions o;
-  const auto it = args.values.find(kRewritesOption);
-  if (it == args.values.end() || it->second == "on") return o;
-  if (it->second != "off")
-    throw UsageError("option '--rewrites' takes on or off, got '" + it->second + "'");
-  o.fuse_bn_relu = false;
-  o.in_place_dx = false;
+  o.fuse_bn_relu = o.in_place_dx = switch_value(args, kRewritesOption);
+  o.pack_memory = switch_value(args, kPackingOption);
   return o;
 }
 

@@ -19,6 +19,7 @@ std::set<std::string> setup_options() {
   s.insert("data");
   s.insert("threads");
   s.insert(kRewritesOption);
+  s.insert(kPackingOption);
   return s;
 }
 

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "compile/compiler.h"
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 #include <string>
 
 #include "compile/layer_rewrites.h"
+#include "compile/lifetimes.h"
 #include "compile/stream_policy.h"
 #include "core/error.h"
 
@@ -627,6 +629,49 @@ class GraphEmitter {
   int world_;
 };
 
+// Phase 4 of a packed plan: each variant's step-local tensors go into the
+// pool by their lifetimes over the variant's step.
+void pack_step_local(CompiledProject& cp) {
+  for (const ComputationGraph& g : cp.graphs) {
+    if (g.variant >= 0) continue;
+    for (const GraphNode& n : g.nodes)
+      for (const auto* ids : {&n.inputs, &n.outputs})
+        for (DTensorId id : *ids)
+          if (is_step_local(cp.plans.front().get_dtensor(id).region))
+            throw std::logic_error("compiler: graph " + std::string(graph_id_name(g.id)) +
+                                   ", captured once for every variant, touches the step-local '" +
+                                   cp.plans.front().get_dtensor(id).name + "'");
+  }
+  for (size_t v = 0; v < cp.plans.size(); ++v) {
+    MemoryPlan& plan = cp.plans[v];
+    const StepLifetimes life = step_lifetimes(cp, static_cast<int>(v));
+    std::vector<PoolItem> items;
+    std::vector<DTensorId> ids;
+    for (const TensorLifetime& l : life.tensors) {
+      if (l.first < 0) continue;
+      items.push_back({plan.get_dtensor(l.id).slot_bytes, l.first, l.last});
+      ids.push_back(l.id);
+    }
+    const PoolPacking packing = pack_pool(items);
+    if (const auto bad = pool_conflicts(items, packing.offsets); !bad.empty())
+      throw std::logic_error(
+          "compiler: packing gave '" + plan.get_dtensor(ids[bad.front().first]).name + "' and '" +
+          plan.get_dtensor(ids[bad.front().second]).name + "' the same bytes while both are live");
+    PoolPlacement placement;
+    placement.offsets.assign(plan.dtensors().size(), 0);
+    placement.used.assign(plan.dtensors().size(), false);
+    placement.bytes = packing.bytes;
+    uint64_t slots = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      placement.offsets[static_cast<size_t>(ids[i])] = packing.offsets[i];
+      placement.used[static_cast<size_t>(ids[i])] = true;
+      slots += items[i].bytes;
+    }
+    plan.finalize(placement);
+    cp.pools.push_back({slots, packing.bytes, pool_lower_bound(items), packing.strategy});
+  }
+}
+
 std::string describe(const ResolvedVariant& v) {
   std::string s = "in variant '" + v.name + "' (batch " + std::to_string(v.batch);
   if (v.height > 0) s += ", " + std::to_string(v.height) + "x" + std::to_string(v.width);
@@ -634,6 +679,12 @@ std::string describe(const ResolvedVariant& v) {
 }
 
 }  // namespace
+
+uint64_t CompiledProject::bytes_per_device() const noexcept {
+  uint64_t most = 0;
+  for (const MemoryPlan& p : plans) most = std::max(most, p.total_bytes());
+  return most;
+}
 
 int CompiledProject::variant_index(VariantKind kind) const noexcept {
   for (size_t i = 0; i < variants.size(); ++i)
@@ -672,8 +723,14 @@ CompiledProject compile_project(const Project& project, const CompileOptions& op
     cp.plans.emplace_back(cp.variants[i].name);
     TensorAllocator(project, analyses[i], rewrites, cp.plans.back(), cp.layers, cp.engine).run();
   }
-  finalize_variants(cp.plans);
+  if (!options.pack_memory) {
+    finalize_variants(cp.plans);
+    GraphEmitter(cp).run();
+    return cp;
+  }
+  unify_variants(cp.plans, false);
   GraphEmitter(cp).run();
+  pack_step_local(cp);
   return cp;
 }
 

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The compiler: project -> per-variant MemoryPlans (one blueprint, the same
 // offsets in every variant) plus ComputationGraphs grouped by GraphId.
-// Phase 1 resolves the variants and infers shapes for each, phase 2 and 3
-// allocate every tensor through the same semantic calls per variant and
-// unify the slots, phase 4 emits the graphs.
+// Phase 1 resolves the variants and infers shapes for each, phase 2
+// allocates every tensor through the same semantic calls per variant and
+// unifies the slots that keep one offset, phase 3 emits the graphs, phase 4
+// places the step-local tensors of each variant by their lifetimes and lays
+// the plans out.
 #pragma once
 
 #include <array>
@@ -15,6 +17,7 @@
 #include "model/project.h"
 #include "model/shape_inference.h"
 #include "plan/memory_plan.h"
+#include "plan/pool_packing.h"
 
 namespace tr {
 
@@ -53,7 +56,7 @@ struct EngineTensors {
   DTensorId scalars = kNoTensor;  // see ScalarSlot
   DTensorId result = kNoTensor;
   DTensorId result_accumulated = kNoTensor;
-  DTensorId confusion = kNoTensor;  // validation: counts per (true, predicted) class
+  DTensorId confusion = kNoTensor;               // validation: counts per (true, predicted) class
   DTensorId input[2] = {kNoTensor, kNoTensor};   // A, B
   DTensorId labels[2] = {kNoTensor, kNoTensor};  // A, B
   DTensorId active_labels = kNoTensor;           // copy of the labels of the buffer in use
@@ -91,6 +94,19 @@ struct CompileOptions {
   // dW has read X), when the input's producer does not need its own output in
   // its backward. That feature then has no separate gradient slot.
   bool in_place_dx = true;
+  // Step-local tensors (features, gradient slots, scratch) share bytes where
+  // their lifetimes over the step do not overlap, placed per variant
+  // (MemoryPlan's pool). Off: every tensor its own bytes, one offset per id
+  // in every variant (the plan before lifetimes, for comparison).
+  bool pack_memory = true;
+};
+
+// How a variant's step-local pool came out (packed plans only).
+struct PoolSummary {
+  uint64_t slot_bytes = 0;       // the tensors in use, each in its own slot
+  uint64_t packed_bytes = 0;     // the pool
+  uint64_t peak_live_bytes = 0;  // the most slot bytes live at one point: the floor
+  PackingStrategy strategy = PackingStrategy::GREEDY_BY_SIZE;
 };
 
 struct CompiledProject {
@@ -98,13 +114,15 @@ struct CompiledProject {
   CompileOptions options;
   ModelAnalysis analysis;  // of the train variant
   std::vector<ResolvedVariant> variants;
-  std::vector<MemoryPlan> plans;  // one per variant, same index
+  std::vector<MemoryPlan> plans;   // one per variant, same index
+  std::vector<PoolSummary> pools;  // per variant when packed, else empty
   std::vector<ComputationGraph> graphs;
   std::vector<LayerTensors> layers;  // per model node
   EngineTensors engine;
   int world_size = 1;
 
-  uint64_t bytes_per_device() const noexcept { return plans.front().total_bytes(); }
+  // The arena: the largest variant's bytes.
+  uint64_t bytes_per_device() const noexcept;
   int variant_index(VariantKind kind) const noexcept;  // -1 when absent
   // The graph to run for `id` in `variant` (a shared one if the id is shape-invariant).
   const ComputationGraph* find_graph(GraphId id, int variant) const noexcept;

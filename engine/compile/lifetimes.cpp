@@ -22,11 +22,6 @@ bool is_evaluation(GraphId id) noexcept {
 
 }  // namespace
 
-bool is_step_local(Region r) noexcept {
-  return r == Region::F_FEATURE_FP32 || r == Region::F_FEATURE_FP16 ||
-         r == Region::F_GRAD_SLOT_FP32 || r == Region::F_GRAD_SLOT_FP16 || r == Region::T_SCRATCH;
-}
-
 StepLifetimes step_lifetimes(const CompiledProject& cp, int variant) {
   StepLifetimes out;
   const MemoryPlan& plan = cp.plans.at(static_cast<size_t>(variant));

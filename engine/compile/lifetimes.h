@@ -44,8 +44,6 @@ struct StepLifetimes {
   std::string describe(const CompiledProject& cp, int position) const;
 };
 
-bool is_step_local(Region r) noexcept;  // F features, F gradient slots, T scratch
-
 StepLifetimes step_lifetimes(const CompiledProject& cp, int variant);
 
 }  // namespace tr

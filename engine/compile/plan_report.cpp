@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "compile/plan_report.h"
 
-#include "compile/lifetimes.h"
-
+#include <algorithm>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
+
+#include "compile/lifetimes.h"
 
 namespace tr {
 
@@ -56,7 +57,51 @@ std::string rewrite_note(const CompiledProject& cp, int v) {
   return s;
 }
 
+// Per tensor, the others whose bytes overlap its own in this plan (a packed
+// plan's pool); empty lists for an unpacked plan.
+std::vector<std::vector<DTensorId>> shared_bytes(const MemoryPlan& plan) {
+  std::vector<std::vector<DTensorId>> out(plan.dtensors().size());
+  if (!plan.packed()) return out;
+  std::vector<const DTensor*> pooled;
+  for (const DTensor& t : plan.dtensors())
+    if (is_step_local(t.region) && plan.in_use(t.id)) pooled.push_back(&t);
+  std::sort(pooled.begin(), pooled.end(),
+            [](const DTensor* a, const DTensor* b) { return a->offset < b->offset; });
+  for (size_t i = 0; i < pooled.size(); ++i)
+    for (size_t k = i + 1;
+         k < pooled.size() && pooled[k]->offset < pooled[i]->offset + pooled[i]->slot_bytes; ++k) {
+      out[static_cast<size_t>(pooled[i]->id)].push_back(pooled[k]->id);
+      out[static_cast<size_t>(pooled[k]->id)].push_back(pooled[i]->id);
+    }
+  for (auto& ids : out) std::sort(ids.begin(), ids.end());
+  return out;
+}
+
+nlohmann::json pool_json(const MemoryPlan& plan, const PoolSummary& p) {
+  return {{"offset", plan.pool().offset},
+          {"bytes", p.packed_bytes},
+          {"slot_bytes", p.slot_bytes},
+          {"peak_live_slot_bytes", p.peak_live_bytes},
+          {"bytes_before_packing", plan.pool().offset + p.slot_bytes},
+          {"strategy", packing_strategy_name(p.strategy)}};
+}
+
 }  // namespace
+
+uint64_t unpacked_bytes_per_device(const CompiledProject& cp) {
+  if (cp.pools.empty()) return cp.bytes_per_device();
+  // Every region but the pool is laid out as unpacked; the pool's tensors
+  // would each take their largest slot of any variant.
+  const MemoryPlan& ref = cp.plans.front();
+  uint64_t bytes = ref.pool().offset;
+  for (const DTensor& t : ref.dtensors()) {
+    if (!is_step_local(t.region)) continue;
+    uint64_t slot = 0;
+    for (const MemoryPlan& p : cp.plans) slot = std::max(slot, p.get_dtensor(t.id).slot_bytes);
+    bytes += slot;
+  }
+  return bytes;
+}
 
 std::string human_bytes(uint64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -109,7 +154,12 @@ std::string plan_report_text(const CompiledProject& cp) {
           fmt(", %lldx%lld", static_cast<long long>(var.height), static_cast<long long>(var.width));
     out += fmt("): %s\n", human_bytes(plan.total_bytes()).c_str());
     out += fmt("  %-22s %14s %14s %8s %8s\n", "region", "offset", "bytes", "share", "tensors");
-    for (int r = 0; r < kNumRegions; ++r) {
+    // In address order: a packed plan's pool comes after every other region.
+    std::vector<int> rows;
+    for (int pass = 0; pass < 2; ++pass)
+      for (int r = 0; r < kNumRegions; ++r)
+        if (plan.region(static_cast<Region>(r)).packed == (pass == 1)) rows.push_back(r);
+    for (int r : rows) {
       const RegionInfo& info = plan.region(static_cast<Region>(r));
       if (info.tensors.empty()) continue;
       const double share =
@@ -119,20 +169,42 @@ std::string plan_report_text(const CompiledProject& cp) {
                  static_cast<unsigned long long>(info.base_offset),
                  static_cast<unsigned long long>(info.total_bytes), share, info.tensors.size());
     }
-    // What a plan by lifetime could save: the per-step tensors' slots as laid
-    // out now, against the most of them live at one point of the step.
     const StepLifetimes life = step_lifetimes(cp, static_cast<int>(vi));
-    out += fmt("  per-step tensors (F, T): %s planned, at most %s live at once (at %s)\n",
-               human_bytes(life.planned_bytes).c_str(), human_bytes(life.peak_bytes).c_str(),
-               life.describe(cp, life.peak_position).c_str());
-    out += fmt("  %-5s %-26s %-22s %-20s %-6s %6s %14s %12s\n", "id", "name", "region", "shape",
-               "dtype", "pad_c", "offset", "slot_bytes");
+    if (plan.packed()) {
+      const PoolSummary& pool = cp.pools[vi];
+      out +=
+          fmt("  step-local pool (F, T) at %llu: %s in the tensors' own slots, packed into %s "
+              "(%s)\n",
+              static_cast<unsigned long long>(plan.pool().offset),
+              human_bytes(pool.slot_bytes).c_str(), human_bytes(pool.packed_bytes).c_str(),
+              std::string(packing_strategy_name(pool.strategy)).c_str());
+      out += fmt("  this variant: %s before packing, %s after; at most %s live at once (at %s)\n",
+                 human_bytes(plan.pool().offset + pool.slot_bytes).c_str(),
+                 human_bytes(plan.total_bytes()).c_str(), human_bytes(life.peak_bytes).c_str(),
+                 life.describe(cp, life.peak_position).c_str());
+    } else {
+      out += fmt("  per-step tensors (F, T): %s planned, at most %s live at once (at %s)\n",
+                 human_bytes(life.planned_bytes).c_str(), human_bytes(life.peak_bytes).c_str(),
+                 life.describe(cp, life.peak_position).c_str());
+    }
+    std::vector<const TensorLifetime*> lifetime_of(plan.dtensors().size(), nullptr);
+    for (const TensorLifetime& l : life.tensors) lifetime_of[static_cast<size_t>(l.id)] = &l;
+    out += fmt("  %-5s %-26s %-22s %-20s %-6s %6s %14s %12s  %s\n", "id", "name", "region", "shape",
+               "dtype", "pad_c", "offset", "slot_bytes", "lifetime");
     for (const DTensor& t : plan.dtensors()) {
-      out += fmt("  %-5d %-26s %-22s %-20s %-6s %6lld %14llu %12llu\n", t.id, t.name.c_str(),
-                 std::string(region_name(t.region)).c_str(), t.shape.str().c_str(),
-                 std::string(dtype_name(t.dtype)).c_str(), static_cast<long long>(t.padded_c()),
-                 static_cast<unsigned long long>(t.offset),
-                 static_cast<unsigned long long>(t.slot_bytes));
+      std::string when;
+      if (!plan.in_use(t.id))
+        when = "unused in this variant";
+      else if (const TensorLifetime* l = lifetime_of[static_cast<size_t>(t.id)]; l && l->first >= 0)
+        when = fmt("[%d, %d]", l->first, l->last);
+      std::string line =
+          fmt("  %-5d %-26s %-22s %-20s %-6s %6lld %14llu %12llu  %s", t.id, t.name.c_str(),
+              std::string(region_name(t.region)).c_str(), t.shape.str().c_str(),
+              std::string(dtype_name(t.dtype)).c_str(), static_cast<long long>(t.padded_c()),
+              static_cast<unsigned long long>(t.offset),
+              static_cast<unsigned long long>(t.slot_bytes), when.c_str());
+      line.erase(line.find_last_not_of(' ') + 1);
+      out += line + "\n";
     }
   }
   const uint64_t per_device = cp.bytes_per_device();
@@ -140,6 +212,11 @@ std::string plan_report_text(const CompiledProject& cp) {
              static_cast<unsigned long long>(per_device), human_bytes(per_device).c_str(),
              cp.world_size, cp.world_size > 1 ? "s" : "",
              human_bytes(per_device * static_cast<uint64_t>(cp.world_size)).c_str());
+  if (!cp.pools.empty())
+    out +=
+        fmt("the largest variant's bytes, with step-local tensors packed by lifetime "
+            "(%s with --memory-packing off)\n",
+            human_bytes(unpacked_bytes_per_device(cp)).c_str());
   return out;
 }
 
@@ -150,6 +227,8 @@ nlohmann::json plan_report_json(const CompiledProject& cp) {
   j["project"] = p.name;
   j["total_bytes"] = cp.bytes_per_device();
   j["bytes_per_device"] = cp.bytes_per_device();
+  j["memory_packing"] = !cp.pools.empty();
+  j["unpacked_bytes_per_device"] = unpacked_bytes_per_device(cp);
   j["world_size"] = cp.world_size;
   j["devices"] = p.training.devices.str();
   j["precision"] = precision_name(p.training.precision);
@@ -182,11 +261,14 @@ nlohmann::json plan_report_json(const CompiledProject& cp) {
       regions.push_back({{"name", region_name(static_cast<Region>(r))},
                          {"offset", info.base_offset},
                          {"bytes", info.total_bytes},
+                         {"slot_bytes", info.slot_bytes},
+                         {"packed", info.packed},
                          {"tensors", info.tensors.size()}});
     }
     const StepLifetimes life = step_lifetimes(cp, static_cast<int>(vi));
     std::vector<const TensorLifetime*> lifetime_of(plan.dtensors().size(), nullptr);
     for (const TensorLifetime& l : life.tensors) lifetime_of[static_cast<size_t>(l.id)] = &l;
+    const std::vector<std::vector<DTensorId>> sharing = shared_bytes(plan);
     json tensors = json::array();
     for (const DTensor& t : plan.dtensors()) {
       json tj = {{"id", t.id},
@@ -199,21 +281,28 @@ nlohmann::json plan_report_json(const CompiledProject& cp) {
                  {"offset", t.offset},
                  {"slot_bytes", t.slot_bytes}};
       // [first, last] positions in the step's node order; null: not touched.
-      if (const TensorLifetime* l = lifetime_of[static_cast<size_t>(t.id)])
+      if (const TensorLifetime* l = lifetime_of[static_cast<size_t>(t.id)]) {
         tj["lifetime"] = l->first >= 0 ? json::array({l->first, l->last}) : json(nullptr);
+        tj["in_use"] = plan.in_use(t.id);
+        // The tensors this one shares bytes with (never while both are live).
+        tj["shares_with"] = sharing[static_cast<size_t>(t.id)];
+      }
       tensors.push_back(std::move(tj));
     }
-    variants.push_back({{"name", var.name},
-                        {"kind", variant_kind_name(var.kind)},
-                        {"batch", var.batch},
-                        {"height", var.height},
-                        {"width", var.width},
-                        {"total_bytes", plan.total_bytes()},
-                        {"step_local_bytes", life.planned_bytes},
-                        {"peak_live_bytes", life.peak_bytes},
-                        {"peak_at", life.describe(cp, life.peak_position)},
-                        {"regions", std::move(regions)},
-                        {"tensors", std::move(tensors)}});
+    variants.push_back(
+        {{"name", var.name},
+         {"kind", variant_kind_name(var.kind)},
+         {"batch", var.batch},
+         {"height", var.height},
+         {"width", var.width},
+         {"total_bytes", plan.total_bytes()},
+         {"packed", plan.packed()},
+         {"step_local_bytes", plan.packed() ? cp.pools[vi].slot_bytes : life.planned_bytes},
+         {"pool", plan.packed() ? pool_json(plan, cp.pools[vi]) : json(nullptr)},
+         {"peak_live_bytes", life.peak_bytes},
+         {"peak_at", life.describe(cp, life.peak_position)},
+         {"regions", std::move(regions)},
+         {"tensors", std::move(tensors)}});
   }
   j["variants"] = std::move(variants);
   json graphs = json::array();

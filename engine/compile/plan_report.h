@@ -20,6 +20,10 @@ std::string plan_report_text(const CompiledProject& cp);
 //  "graphs": [...]}
 nlohmann::json plan_report_json(const CompiledProject& cp);
 
+// What the plan would take with --memory-packing off (= bytes_per_device
+// when it is off).
+uint64_t unpacked_bytes_per_device(const CompiledProject& cp);
+
 // All graphs as text, grouped by variant.
 std::string graphs_report_text(const CompiledProject& cp);
 

@@ -139,10 +139,10 @@ void MemoryPlan::raise_slot(DTensorId id, uint64_t slot_bytes) {
   t.slot_bytes = std::max(t.slot_bytes, slot_bytes);
 }
 
-void MemoryPlan::finalize() {
-  if (finalized_) return;
-  uint64_t cursor = 0;
-  for (RegionInfo& info : regions_) {
+void MemoryPlan::lay_out(bool skip_step_local, uint64_t& cursor) {
+  for (int r = 0; r < kNumRegions; ++r) {
+    RegionInfo& info = regions_[static_cast<size_t>(r)];
+    if (skip_step_local && is_step_local(static_cast<Region>(r))) continue;
     info.base_offset = cursor;
     for (DTensorId id : info.tensors) {
       DTensor& t = tensors_[static_cast<size_t>(id)];
@@ -150,9 +150,71 @@ void MemoryPlan::finalize() {
       cursor += t.slot_bytes;
     }
     info.total_bytes = cursor - info.base_offset;
+    info.slot_bytes = info.total_bytes;
   }
+}
+
+void MemoryPlan::finalize() {
+  if (finalized_) return;
+  uint64_t cursor = 0;
+  lay_out(false, cursor);
+  pool_ = {cursor, 0};
   total_bytes_ = cursor;
   finalized_ = true;
+}
+
+void MemoryPlan::finalize(const PoolPlacement& pool) {
+  if (finalized_) throw std::logic_error("MemoryPlan: finalize twice");
+  if (pool.offsets.size() != tensors_.size() || pool.used.size() != tensors_.size())
+    throw std::logic_error("MemoryPlan: a pool placement for " +
+                           std::to_string(pool.offsets.size()) + " tensors, the plan has " +
+                           std::to_string(tensors_.size()));
+  uint64_t cursor = 0;
+  lay_out(true, cursor);
+  pool_ = {cursor, pool.bytes};
+  unused_.assign(tensors_.size(), false);
+  for (int r = 0; r < kNumRegions; ++r) {
+    if (!is_step_local(static_cast<Region>(r))) continue;
+    RegionInfo& info = regions_[static_cast<size_t>(r)];
+    info.packed = true;
+    uint64_t low = pool_.end(), high = pool_.offset;
+    for (DTensorId id : info.tensors) {
+      const auto i = static_cast<size_t>(id);
+      DTensor& t = tensors_[i];
+      t.offset = pool_.offset;
+      if (!pool.used[i]) {
+        unused_[i] = true;
+        continue;
+      }
+      const uint64_t at = pool.offsets[i];
+      if (at % 256 != 0 || at + t.slot_bytes > pool.bytes)
+        throw std::logic_error("MemoryPlan: pool offset " + std::to_string(at) + " of '" + t.name +
+                               "' (" + std::to_string(t.slot_bytes) + " bytes) is unaligned or " +
+                               "outside a pool of " + std::to_string(pool.bytes) + " bytes");
+      t.offset = pool_.offset + at;
+      low = std::min(low, t.offset);
+      high = std::max(high, t.offset + t.slot_bytes);
+      info.slot_bytes += t.slot_bytes;
+    }
+    info.base_offset = low < high ? low : pool_.offset;
+    info.total_bytes = low < high ? high - low : 0;
+  }
+  total_bytes_ = pool_.end();
+  finalized_ = true;
+  packed_ = true;
+}
+
+bool MemoryPlan::in_use(DTensorId id) const {
+  get_dtensor(id);  // range check
+  return unused_.empty() || !unused_[static_cast<size_t>(id)];
+}
+
+uint64_t MemoryPlan::step_local_slot_bytes() const noexcept {
+  uint64_t sum = 0;
+  for (const DTensor& t : tensors_)
+    if (is_step_local(t.region) && (unused_.empty() || !unused_[static_cast<size_t>(t.id)]))
+      sum += t.slot_bytes;
+  return sum;
 }
 
 const DTensor& MemoryPlan::get_dtensor(DTensorId id) const {
@@ -165,12 +227,18 @@ ByteRange MemoryPlan::region_range(Region first, Region last) const {
   if (!finalized_) throw std::logic_error("MemoryPlan: region_range before finalize");
   if (region_index(first) > region_index(last))
     throw std::logic_error("MemoryPlan: region_range with first after last");
+  if (packed_)
+    for (int r = region_index(first); r <= region_index(last); ++r)
+      if (is_step_local(static_cast<Region>(r)))
+        throw std::logic_error("MemoryPlan: a span over " +
+                               std::string(region_name(static_cast<Region>(r))) +
+                               ", whose tensors a packed plan places by lifetime");
   const RegionInfo& a = region(first);
   const RegionInfo& b = region(last);
   return {a.base_offset, b.base_offset + b.total_bytes - a.base_offset};
 }
 
-void finalize_variants(std::vector<MemoryPlan>& plans) {
+void unify_variants(std::vector<MemoryPlan>& plans, bool step_local_too) {
   if (plans.empty()) return;
   const auto& ref = plans.front().dtensors();
   for (const MemoryPlan& p : plans) {
@@ -186,10 +254,15 @@ void finalize_variants(std::vector<MemoryPlan>& plans) {
                                "' in '" + plans.front().variant_name() + "'");
   }
   for (size_t i = 0; i < ref.size(); ++i) {
+    if (!step_local_too && is_step_local(ref[i].region)) continue;
     uint64_t slot = 0;
     for (const MemoryPlan& p : plans) slot = std::max(slot, p.dtensors()[i].slot_bytes);
     for (MemoryPlan& p : plans) p.raise_slot(static_cast<DTensorId>(i), slot);
   }
+}
+
+void finalize_variants(std::vector<MemoryPlan>& plans) {
+  unify_variants(plans, true);
   for (MemoryPlan& p : plans) p.finalize();
 }
 

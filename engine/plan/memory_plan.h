@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // MemoryPlan: the blueprint of one rank's arena for one shape variant.
-// Tensors are requested through semantic calls that pick their Region;
-// finalize() lays the regions out in enum order with one cursor, so there
-// are no gaps and no runtime allocator. finalize_variants() gives every
-// DTensor id the largest slot any variant needs, so an id has the same
-// offset in every variant of a compiled project.
+// Tensors are requested through semantic calls that pick their Region.
+// Unpacked, finalize() lays the regions out in enum order with one cursor
+// (no gaps, no runtime allocator) and unify_variants() gives every DTensor id
+// the largest slot any variant needs, so an id has one offset in every
+// variant. Packed, the step-local regions (F, T) leave the cursor: they form
+// one pool after every other region, where each variant places its own
+// tensors by lifetime (PoolPlacement); every other id keeps one offset in
+// all variants.
 #pragma once
 
 #include <cstdint>
@@ -24,9 +27,21 @@ struct ByteRange {
 };
 
 struct RegionInfo {
+  // Unpacked: the region's bytes. Packed step-local region: from its lowest
+  // tensor to the end of its highest, sharing bytes with the pool's other regions.
   uint64_t base_offset = 0;
   uint64_t total_bytes = 0;
-  std::vector<DTensorId> tensors;  // in allocation order (= address order)
+  uint64_t slot_bytes = 0;         // its tensors' slots added up (= total_bytes unpacked)
+  bool packed = false;             // its tensors live in the step-local pool
+  std::vector<DTensorId> tensors;  // in allocation order (= address order unpacked)
+};
+
+// One variant's step-local tensors inside the pool: offsets from the pool's
+// start, indexed by DTensor id (other regions' entries are ignored).
+struct PoolPlacement {
+  std::vector<uint64_t> offsets;
+  std::vector<bool> used;  // false: the variant never touches the tensor
+  uint64_t bytes = 0;      // the pool's size for this variant
 };
 
 enum class InputBuffer : uint8_t { A, B };
@@ -53,9 +68,18 @@ class MemoryPlan {
   DTensorId alloc_lars_norm(ParamKind kind, std::string name, int owner);
   DTensorId alloc_scratch(const Shape& shape, DType dtype, std::string name, int owner);
 
-  // Lays out all regions. Further allocation is a logic error.
+  // Lays out all regions in enum order. Further allocation is a logic error.
   void finalize();
+  // Lays out every region but the step-local ones in enum order, then the
+  // pool with `pool`'s offsets (multiples of 256, checked).
+  void finalize(const PoolPlacement& pool);
   bool finalized() const noexcept { return finalized_; }
+  bool packed() const noexcept { return packed_; }
+  // The step-local pool ({end of the other regions, 0} when unpacked).
+  ByteRange pool() const noexcept { return pool_; }
+  // False for a step-local tensor of a packed plan that this variant never
+  // touches: it has no bytes of its own (its offset is the pool's start).
+  bool in_use(DTensorId id) const;
 
   const std::string& variant_name() const noexcept { return variant_; }
   const DTensor& get_dtensor(DTensorId id) const;
@@ -69,25 +93,36 @@ class MemoryPlan {
   ByteRange comm_bucket_first() const {
     return region_range(Region::G_BN_BIAS, Region::G_FIRST_CONV);
   }
+  // This variant's bytes: every region, the pool at this variant's size.
   uint64_t total_bytes() const noexcept { return total_bytes_; }
+  // The step-local tensors' slots added up: what the pool would take if no
+  // two of them shared bytes (the tensors in use, when packed).
+  uint64_t step_local_slot_bytes() const noexcept;
 
   // Grows a slot before finalize (used to unify variants); never shrinks.
   void raise_slot(DTensorId id, uint64_t slot_bytes);
 
  private:
   DTensorId alloc(Region region, const Shape& shape, DType dtype, std::string name, int owner);
+  void lay_out(bool skip_step_local, uint64_t& cursor);
 
   std::string variant_;
   std::vector<DTensor> tensors_;
   std::vector<RegionInfo> regions_ = std::vector<RegionInfo>(kNumRegions);
+  std::vector<bool> unused_;  // packed: step-local tensors the variant never touches
+  ByteRange pool_;
   uint64_t total_bytes_ = 0;
   bool finalized_ = false;
+  bool packed_ = false;
 };
 
-// Phase 2 and 3 of compilation: the plans were built by the same sequence of
+// Phase 2 of compilation: the plans were built by the same sequence of
 // semantic calls with each variant's shapes; this checks that they line up
-// tensor by tensor, raises every slot to the maximum across variants and
-// finalizes them all. Afterwards every id has one offset in all plans.
+// tensor by tensor and raises every slot to the maximum across variants (the
+// step-local ones too when `step_local_too`), so that laying them out gives
+// every such id one offset in all plans.
+void unify_variants(std::vector<MemoryPlan>& plans, bool step_local_too);
+// The unpacked plan: unify_variants(plans, true) and finalize() each.
 void finalize_variants(std::vector<MemoryPlan>& plans);
 
 }  // namespace tr

@@ -23,7 +23,7 @@ void DTensorTableModel::setPlan(std::shared_ptr<const CompiledProject> cp, int v
   if (cp_ && variant_ >= 0 && static_cast<size_t>(variant_) < cp_->plans.size()) {
     const MemoryPlan& plan = cp_->plans[static_cast<size_t>(variant_)];
     for (const DTensor& t : plan.dtensors()) {
-      agrees_.push_back(agrees_in_all_variants(*cp_, t.id));
+      agrees_.push_back(placed_per_variant(*cp_, t.id) || agrees_in_all_variants(*cp_, t.id));
       const bool in_region = region_ < 0 || region_index(t.region) == region_;
       const bool of_layer =
           layers_.empty() || std::find(layers_.begin(), layers_.end(), t.owner) != layers_.end();
@@ -106,6 +106,9 @@ QVariant DTensorTableModel::data(const QModelIndex& index, int role) const {
                  : QVariant(c.toString(static_cast<qulonglong>(t.slot_bytes)));
     case Variants:
       if (raw) return agrees;
+      if (placed_per_variant(*cp_, id))
+        return cp_->plans[static_cast<size_t>(variant_)].in_use(id) ? tr("per variant, by lifetime")
+                                                                    : tr("unused here");
       return agrees ? tr("same in all %n", nullptr, static_cast<int>(cp_->plans.size()))
                     : tr("DIFFERS");
   }

@@ -271,7 +271,16 @@ void MemoryView::refresh() {
   set_tone(summary_, fits_ ? Tone::Normal : Tone::Error);
 
   const VariantAgreement agreement = check_variant_agreement(*cp_);
-  if (agreement.holds()) {
+  if (agreement.holds() && agreement.per_variant > 0) {
+    agreement_->setText(
+        tr("Offsets agree: all %1 DTensors outside the step-local pool have the same offset and "
+           "slot in all %n variant(s); the pool's %2 features, gradient slots and scratch "
+           "tensors are placed per variant by their lifetimes.",
+           nullptr, static_cast<int>(cp_->plans.size()))
+            .arg(agreement.tensors)
+            .arg(agreement.per_variant));
+    set_tone(agreement_, Tone::Normal);
+  } else if (agreement.holds()) {
     agreement_->setText(tr("Offsets agree: all %1 DTensors have the same offset and slot in all "
                            "%n variant(s).",
                            nullptr, static_cast<int>(cp_->plans.size()))

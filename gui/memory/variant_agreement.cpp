@@ -16,12 +16,24 @@ bool agrees_in_all_variants(const CompiledProject& cp, DTensorId id) {
   return true;
 }
 
+bool placed_per_variant(const CompiledProject& cp, DTensorId id) {
+  if (cp.plans.empty() || !cp.plans.front().packed() || id < 0) return false;
+  const auto& first = cp.plans.front().dtensors();
+  return static_cast<size_t>(id) < first.size() &&
+         is_step_local(first[static_cast<size_t>(id)].region);
+}
+
 VariantAgreement check_variant_agreement(const CompiledProject& cp) {
   VariantAgreement a;
   if (cp.plans.empty()) return a;
-  a.tensors = static_cast<int>(cp.plans.front().dtensors().size());
-  for (const DTensor& t : cp.plans.front().dtensors())
+  for (const DTensor& t : cp.plans.front().dtensors()) {
+    if (placed_per_variant(cp, t.id)) {
+      ++a.per_variant;
+      continue;
+    }
+    ++a.tensors;
     if (!agrees_in_all_variants(cp, t.id)) a.differing.push_back(t.id);
+  }
   return a;
 }
 

@@ -40,25 +40,54 @@ class TestCliPlan : public QObject {
     const auto& variants = j.at("variants");
     QCOMPARE(variants.size(), size_t{3});
     QCOMPARE(variants[0].at("name").get<std::string>(), std::string("train"));
+    QVERIFY(j.at("memory_packing").get<bool>());
+    uint64_t largest = 0;
     for (const auto& v : variants) {
-      QCOMPARE(v.at("total_bytes").get<uint64_t>(), j.at("total_bytes").get<uint64_t>());
+      largest = std::max(largest, v.at("total_bytes").get<uint64_t>());
+      // The regions that keep their bytes for the run, end to end, then the pool.
       uint64_t cursor = 0;
       for (const auto& reg : v.at("regions")) {
         QVERIFY(reg.contains("name"));
+        if (reg.at("packed").get<bool>()) continue;
         QCOMPARE(reg.at("offset").get<uint64_t>(), cursor);
         cursor += reg.at("bytes").get<uint64_t>();
       }
-      QCOMPARE(cursor, j.at("total_bytes").get<uint64_t>());
+      const auto& pool = v.at("pool");
+      QCOMPARE(pool.at("offset").get<uint64_t>(), cursor);
+      QCOMPARE(cursor + pool.at("bytes").get<uint64_t>(), v.at("total_bytes").get<uint64_t>());
+      QVERIFY(pool.at("bytes").get<uint64_t>() < pool.at("slot_bytes").get<uint64_t>());
+      QVERIFY(pool.at("peak_live_slot_bytes").get<uint64_t>() <= pool.at("bytes").get<uint64_t>());
+      // Tensors that share bytes are never live at the same time.
+      const auto& ts = v.at("tensors");
+      size_t sharing = 0;
+      for (const auto& t : ts) {
+        if (!t.contains("shares_with")) continue;
+        for (const auto& other : t.at("shares_with")) {
+          const auto& o = ts[other.get<size_t>()];
+          ++sharing;
+          QVERIFY(t.at("lifetime").is_array() && o.at("lifetime").is_array());
+          const int a0 = t.at("lifetime")[0], a1 = t.at("lifetime")[1];
+          const int b0 = o.at("lifetime")[0], b1 = o.at("lifetime")[1];
+          QVERIFY2(a1 < b0 || b1 < a0,
+                   (t.at("name").get<std::string>() + " and " + o.at("name").get<std::string>())
+                       .c_str());
+        }
+      }
+      QVERIFY(sharing > 0);
       for (const auto& t : v.at("tensors")) {
         for (const char* key : {"id", "name", "region", "shape", "dtype", "offset", "slot_bytes"})
           QVERIFY2(t.contains(key), key);
         QCOMPARE(t.at("shape").size(), size_t{4});
       }
-      // one blueprint: tensor i has the same offset in every variant
+      // one blueprint: tensor i has the same offset in every variant, but for
+      // the step-local ones, which each variant places by its own lifetimes
       for (size_t i = 0; i < v.at("tensors").size(); ++i)
-        QCOMPARE(v.at("tensors")[i].at("offset").get<uint64_t>(),
-                 variants[0].at("tensors")[i].at("offset").get<uint64_t>());
+        if (!v.at("tensors")[i].contains("shares_with"))
+          QCOMPARE(v.at("tensors")[i].at("offset").get<uint64_t>(),
+                   variants[0].at("tensors")[i].at("offset").get<uint64_t>());
     }
+    QCOMPARE(j.at("bytes_per_device").get<uint64_t>(), largest);
+    QVERIFY(j.at("unpacked_bytes_per_device").get<uint64_t>() > largest);
     QCOMPARE(variants[1].at("batch").get<int64_t>(), int64_t{96});  // 60000 % 128
     // The compiler's rewrites are named per layer.
     int fused = 0, in_place = 0;
@@ -71,6 +100,36 @@ class TestCliPlan : public QObject {
     }
     QCOMPARE(fused, 4);     // the stem's and each block's first BN
     QCOMPARE(in_place, 4);  // the three blocks' inner ReLUs and the global pool
+  }
+
+  // --memory-packing off: the plan before lifetimes, every variant the same
+  // bytes, and the figure the packed plan names for it.
+  void packingOff() {
+    const Result packed = run_cli({"plan", project("resnet8-fashion"), "--json"});
+    const Result off =
+        run_cli({"plan", project("resnet8-fashion"), "--json", "--memory-packing", "off"});
+    QCOMPARE(off.code, 0);
+    const json p = json::parse(packed.out.toStdString());
+    const json j = json::parse(off.out.toStdString());
+    QVERIFY(!j.at("memory_packing").get<bool>());
+    QCOMPARE(j.at("bytes_per_device").get<uint64_t>(),
+             p.at("unpacked_bytes_per_device").get<uint64_t>());
+    QCOMPARE(j.at("unpacked_bytes_per_device"), j.at("bytes_per_device"));
+    for (const auto& v : j.at("variants")) {
+      QCOMPARE(v.at("total_bytes"), j.at("bytes_per_device"));
+      QVERIFY(v.at("pool").is_null());
+      for (const auto& t : v.at("tensors")) QVERIFY(t.value("shares_with", json::array()).empty());
+    }
+    const Result text = run_cli({"plan", project("resnet8-fashion")});
+    QVERIFY2(text.out.contains("step-local pool (F, T) at ") &&
+                 text.out.contains("in the tensors' own slots, packed into") &&
+                 text.out.contains("before packing,") && text.out.contains("live at once (at ") &&
+                 text.out.contains("with --memory-packing off)"),
+             text.out.constData());
+    const Result bad = run_cli({"plan", project("resnet8-fashion"), "--memory-packing", "maybe"});
+    QVERIFY(bad.code != 0);
+    QVERIFY2(bad.err.contains("option '--memory-packing' takes on or off, got 'maybe'"),
+             bad.err.constData());
   }
 
   void textTables() {
@@ -120,10 +179,10 @@ class TestCliPlan : public QObject {
       QCOMPARE(bytes_at(batch), m.at("bytes_per_device").get<uint64_t>());
       QVERIFY(bytes_at(batch + ranks) > budget);
     }
-    // Text, a budget nothing fits (the validation batch sizes the slots), bad input.
-    Result r = run_cli({"plan", project("lenet-fashion"), "--max-batch", "--memory", "50MB"});
+    // Text, a budget nothing fits (the validation batch of 1000 needs more), bad input.
+    Result r = run_cli({"plan", project("lenet-fashion"), "--max-batch", "--memory", "30MB"});
     QCOMPARE(r.code, 0);
-    QVERIFY2(r.out.contains("largest batch that fits (--memory 50MB per device): none; at one "
+    QVERIFY2(r.out.contains("largest batch that fits (--memory 30MB per device): none; at one "
                             "sample per rank the plan needs"),
              r.out.constData());
     r = run_cli({"plan", project("lenet-fashion"), "--max-batch", "--memory", "lots"});

@@ -75,7 +75,9 @@ class TestProjects : public QObject {
              2 * plan.region_range(Region::A_BN_BIAS, Region::A_DEEP_CONV).bytes);
     // 25.6 M parameters in W alone take at least 102 MB
     QVERIFY(plan.region_range(Region::W_BN_BIAS, Region::W_DEEP_CONV).bytes >= 25557032ull * 4);
-    for (const MemoryPlan& mp : cp.plans) QCOMPARE(mp.total_bytes(), cp.bytes_per_device());
+    for (const MemoryPlan& mp : cp.plans) QVERIFY(mp.total_bytes() <= cp.bytes_per_device());
+    // The plan by lifetime fits a 16 GB card: AMP ResNet-50 at batch 256.
+    QVERIFY2(cp.bytes_per_device() <= 14ull << 30, std::to_string(cp.bytes_per_device()).c_str());
   }
 };
 

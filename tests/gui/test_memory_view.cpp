@@ -229,10 +229,18 @@ class TestMemoryView : public QObject {
         model->data(model->index(row, DTensorTableModel::ShapeColumn), Qt::DisplayRole).toString(),
         QString::fromStdString(v.plan(val).get_dtensor(feature).shape.str()));
     QCOMPARE(v.plan(val).get_dtensor(feature).shape.n, int64_t{1000});
-    QCOMPARE(v.plan(val).get_dtensor(feature).offset, v.plan(0).get_dtensor(feature).offset);
-    QVERIFY(model->data(model->index(row, DTensorTableModel::Variants), Qt::DisplayRole)
+    // A feature lives in the step-local pool, placed per variant by lifetime;
+    // a weight keeps its offset in every variant.
+    QCOMPARE(
+        model->data(model->index(row, DTensorTableModel::Variants), Qt::DisplayRole).toString(),
+        QStringLiteral("per variant, by lifetime"));
+    const DTensorId weight = v.cp->layers[1].weight_in(ParamSeries::W);
+    QCOMPARE(v.plan(val).get_dtensor(weight).offset, v.plan(0).get_dtensor(weight).offset);
+    const int wrow = v.view.tensorModel()->rowOf(weight);
+    QVERIFY(model->data(model->index(wrow, DTensorTableModel::Variants), Qt::DisplayRole)
                 .toString()
                 .startsWith("same in all 3"));
+    QVERIFY(v.view.agreementText().contains("outside the step-local pool"));
   }
 
   void ranksAndFit() {
