@@ -165,18 +165,31 @@ void MemoryPlan::finalize() {
 
 void MemoryPlan::finalize(const PoolPlacement& pool) {
   if (finalized_) throw std::logic_error("MemoryPlan: finalize twice");
+  uint64_t cursor = 0;
+  lay_out(true, cursor);
+  pool_ = {cursor, 0};
+  place(pool);
+  finalized_ = true;
+  packed_ = true;
+}
+
+void MemoryPlan::replace_pool(const PoolPlacement& pool) {
+  if (!packed_) throw std::logic_error("MemoryPlan: replace_pool on a plan that is not packed");
+  place(pool);
+}
+
+void MemoryPlan::place(const PoolPlacement& pool) {
   if (pool.offsets.size() != tensors_.size() || pool.used.size() != tensors_.size())
     throw std::logic_error("MemoryPlan: a pool placement for " +
                            std::to_string(pool.offsets.size()) + " tensors, the plan has " +
                            std::to_string(tensors_.size()));
-  uint64_t cursor = 0;
-  lay_out(true, cursor);
-  pool_ = {cursor, pool.bytes};
+  pool_.bytes = pool.bytes;
   unused_.assign(tensors_.size(), false);
   for (int r = 0; r < kNumRegions; ++r) {
     if (!is_step_local(static_cast<Region>(r))) continue;
     RegionInfo& info = regions_[static_cast<size_t>(r)];
     info.packed = true;
+    info.slot_bytes = 0;
     uint64_t low = pool_.end(), high = pool_.offset;
     for (DTensorId id : info.tensors) {
       const auto i = static_cast<size_t>(id);
@@ -200,8 +213,20 @@ void MemoryPlan::finalize(const PoolPlacement& pool) {
     info.total_bytes = low < high ? high - low : 0;
   }
   total_bytes_ = pool_.end();
-  finalized_ = true;
-  packed_ = true;
+}
+
+PoolPlacement MemoryPlan::pool_placement() const {
+  PoolPlacement p;
+  p.offsets.assign(tensors_.size(), 0);
+  p.used.assign(tensors_.size(), false);
+  p.bytes = pool_.bytes;
+  if (!packed_) return p;
+  for (const DTensor& t : tensors_)
+    if (is_step_local(t.region) && !unused_[static_cast<size_t>(t.id)]) {
+      p.offsets[static_cast<size_t>(t.id)] = t.offset - pool_.offset;
+      p.used[static_cast<size_t>(t.id)] = true;
+    }
+  return p;
 }
 
 bool MemoryPlan::in_use(DTensorId id) const {

@@ -73,6 +73,12 @@ class MemoryPlan {
   // Lays out every region but the step-local ones in enum order, then the
   // pool with `pool`'s offsets (multiples of 256, checked).
   void finalize(const PoolPlacement& pool);
+  // A packed plan's pool placed anew, with finalize's checks (alignment,
+  // bounds) and nothing about lifetimes: for comparing placements, and for
+  // tests that prove a wrong one is caught where it is used.
+  void replace_pool(const PoolPlacement& pool);
+  // The placement a packed plan has now.
+  PoolPlacement pool_placement() const;
   bool finalized() const noexcept { return finalized_; }
   bool packed() const noexcept { return packed_; }
   // The step-local pool ({end of the other regions, 0} when unpacked).
@@ -105,6 +111,7 @@ class MemoryPlan {
  private:
   DTensorId alloc(Region region, const Shape& shape, DType dtype, std::string name, int owner);
   void lay_out(bool skip_step_local, uint64_t& cursor);
+  void place(const PoolPlacement& pool);
 
   std::string variant_;
   std::vector<DTensor> tensors_;

@@ -31,23 +31,26 @@ SpanArg span_arg(const MemoryPlan& plan, uint8_t* arena, const RegionSpan& s) {
 // Which of a forked backward op's tensors each part touches: inputs are
 // [x, w, dy], outputs [dw, (db), dx].
 Footprint part_footprint(const GraphNode& n, const MemoryPlan& plan, BwdPart part) {
-  auto r = [&](DTensorId id) { return slot(plan.get_dtensor(id)); };
-  const bool bias = n.outputs.size() == 3;
   Footprint f;
+  auto read = [&](DTensorId id) { f.read(slot(plan.get_dtensor(id)), &plan.get_dtensor(id)); };
+  auto write = [&](DTensorId id) { f.write(slot(plan.get_dtensor(id)), &plan.get_dtensor(id)); };
+  const bool bias = n.outputs.size() == 3;
   switch (part) {
     case BwdPart::DW:
-      f.reads = {r(n.inputs[0]), r(n.inputs[2])};
-      f.writes = {r(n.outputs[0])};
+      read(n.inputs[0]);
+      read(n.inputs[2]);
+      write(n.outputs[0]);
       break;
     case BwdPart::DB:
-      f.reads = {r(n.inputs[2])};
-      if (bias) f.writes = {r(n.outputs[1])};
+      read(n.inputs[2]);
+      if (bias) write(n.outputs[1]);
       break;
     case BwdPart::DX:
-      f.reads = {r(n.inputs[1]), r(n.inputs[2])};
-      f.writes = {r(n.outputs.back())};
+      read(n.inputs[1]);
+      read(n.inputs[2]);
       // accumulating into dx also reads it
-      if (n.accumulate_mask >> (n.outputs.size() - 1) & 1u) f.reads.push_back(f.writes.back());
+      if (n.accumulate_mask >> (n.outputs.size() - 1) & 1u) read(n.outputs.back());
+      write(n.outputs.back());
       break;
   }
   return f;
@@ -77,21 +80,22 @@ ResolvedGraph resolve_graph(const CompiledProject& cp, const ComputationGraph& g
     a.world = world;
     for (DTensorId id : n.inputs) {
       a.in.push_back(tensor_arg(plan, arena, id));
-      rn.footprint.reads.push_back(slot(plan.get_dtensor(id)));
+      rn.footprint.read(slot(plan.get_dtensor(id)), &plan.get_dtensor(id));
     }
     for (size_t i = 0; i < n.outputs.size(); ++i) {
       const DTensorId id = n.outputs[i];
       a.out.push_back(tensor_arg(plan, arena, id));
-      rn.footprint.writes.push_back(slot(plan.get_dtensor(id)));
-      if (n.accumulate_mask >> i & 1u) rn.footprint.reads.push_back(slot(plan.get_dtensor(id)));
+      rn.footprint.write(slot(plan.get_dtensor(id)), &plan.get_dtensor(id));
+      if (n.accumulate_mask >> i & 1u)
+        rn.footprint.read(slot(plan.get_dtensor(id)), &plan.get_dtensor(id));
     }
     for (const RegionSpan& s : n.in_spans) {
       a.in_spans.push_back(span_arg(plan, arena, s));
-      rn.footprint.reads.push_back(plan.region_range(s.first, s.last));
+      rn.footprint.read(plan.region_range(s.first, s.last));
     }
     for (const RegionSpan& s : n.out_spans) {
       a.out_spans.push_back(span_arg(plan, arena, s));
-      rn.footprint.writes.push_back(plan.region_range(s.first, s.last));
+      rn.footprint.write(plan.region_range(s.first, s.last));
     }
     for (size_t k = 0; k < n.fork.size(); ++k) {
       KernelArgs pa = a;
@@ -138,7 +142,7 @@ std::vector<Launch> node_launches(const CompiledProject& cp, const ResolvedGraph
         l.pitch = static_cast<uint64_t>(t.padded_c()) * esize;
         l.bytes = l.rows * static_cast<uint64_t>(t.shape.c) * esize;
       }
-      l.footprint.writes = {{t.offset, t.slot_bytes}};
+      l.footprint.write({t.offset, t.slot_bytes}, &t);
       l.tag = tag(i == 0 ? "H2D data" : "H2D labels", -1);
       out.push_back(std::move(l));
     }

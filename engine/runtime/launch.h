@@ -21,6 +21,18 @@ enum class LaunchKind : uint8_t { KERNEL, COPY_H2D, COPY_D2H, COLLECTIVE, HOST_F
 struct Footprint {
   std::vector<ByteRange> reads;
   std::vector<ByteRange> writes;
+  // The tensor each entry holds, for a checker that follows which tensor the
+  // bytes hold (same length as reads/writes; nullptr for a span of regions).
+  std::vector<const DTensor*> read_tensors;
+  std::vector<const DTensor*> write_tensors;
+  void read(ByteRange r, const DTensor* t = nullptr) {
+    reads.push_back(r);
+    read_tensors.push_back(t);
+  }
+  void write(ByteRange r, const DTensor* t = nullptr) {
+    writes.push_back(r);
+    write_tensors.push_back(t);
+  }
   // True when this footprint and `later` touch the same bytes in a way that
   // orders them: read-after-write, write-after-read or write-after-write.
   bool conflicts_with(const Footprint& later) const;

@@ -84,6 +84,7 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
 #endif
   cpu::CpuBackendOptions o;
   o.world = out.compiled->world_size;
+  o.check_step_schedule = options.check_step_schedule;
   out.backend = cpu::make_cpu_backend(o);
   return out;
 }

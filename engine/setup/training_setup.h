@@ -25,6 +25,9 @@ struct SetupOptions {
   // --streams and --capture); UsageError when the run is not on CUDA.
   int cuda_streams = 5;
   bool cuda_capture = true;
+  // The CPU backend's check of the step schedule (CpuBackendOptions): for
+  // tests; it costs time on every step.
+  bool check_step_schedule = false;
 };
 
 struct TrainingSetup {

@@ -77,6 +77,62 @@ class TestCpuBackend : public QObject {
     QVERIFY(ran);
   }
 
+  // Across graphs and direct launches: two pieces of work that no stream
+  // order, event or host wait orders must not touch the same bytes.
+  void unorderedWorkOnTheSameBytesIsCaught() {
+    auto touching = [](ByteRange r, bool writes, std::string label) {
+      Launch l = host([] {}, std::move(label));
+      if (writes)
+        l.footprint.write(r);
+      else
+        l.footprint.read(r);
+      return l;
+    };
+    {
+      auto b = cpu::make_cpu_backend({});
+      b->allocate_arenas(4096);
+      b->enqueue(0, StreamKind::COMP_1, touching({0, 512}, true, "producer"));
+      try {
+        b->enqueue(0, StreamKind::UPDATE, touching({256, 512}, false, "consumer"));
+        QFAIL("a read racing a write on another stream was not caught");
+      } catch (const std::logic_error& e) {
+        const QString m = QString::fromUtf8(e.what());
+        QVERIFY2(m.contains("consumer on UPDATE and producer on COMP_1 may run at the same time") &&
+                     m.contains("[256, 512)"),
+                 e.what());
+      }
+      b->synchronize(0);
+    }
+    {
+      // An event orders them; the same stream does; so does the host's wait.
+      auto b = cpu::make_cpu_backend({});
+      b->allocate_arenas(4096);
+      const EventId e = b->create_event(0);
+      b->enqueue(0, StreamKind::COMP_1, touching({0, 512}, true, "producer"));
+      b->record(0, StreamKind::COMP_1, e);
+      b->wait(0, StreamKind::UPDATE, e);
+      b->enqueue(0, StreamKind::UPDATE, touching({0, 512}, false, "consumer"));
+      b->enqueue(0, StreamKind::UPDATE, touching({0, 512}, true, "overwriter"));
+      b->synchronize(0, StreamKind::UPDATE);
+      b->enqueue(0, StreamKind::COMP_2, touching({0, 512}, true, "after the host's wait"));
+      // Reads on two streams at once are fine.
+      b->synchronize(0);
+      b->enqueue(0, StreamKind::COMP_1, touching({0, 512}, false, "reader 1"));
+      b->enqueue(0, StreamKind::COMP_2, touching({0, 512}, false, "reader 2"));
+      b->synchronize(0);
+    }
+    {
+      // Off, nothing is checked.
+      cpu::CpuBackendOptions o;
+      o.check_step_schedule = false;
+      auto b = cpu::make_cpu_backend(o);
+      b->allocate_arenas(4096);
+      b->enqueue(0, StreamKind::COMP_1, touching({0, 512}, true, "producer"));
+      b->enqueue(0, StreamKind::UPDATE, touching({0, 512}, true, "racer"));
+      b->synchronize(0);
+    }
+  }
+
   void errorsSurfaceAtSynchronize() {
     auto b = cpu::make_cpu_backend({});
     b->enqueue(0, StreamKind::TRANS, host([] { throw std::runtime_error("kernel failed"); }));

@@ -19,6 +19,7 @@
 #include "backends/cpu/collectives.h"
 #include "backends/cpu/cpu_graph.h"
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/step_checker.h"
 #include "backends/cpu/stream_worker.h"
 #include "backends/cpu/stream_workspace.h"
 
@@ -74,6 +75,8 @@ struct Rank {
   std::deque<KernelArgs> bound_args;
   std::unique_ptr<CollectiveRankSum> rank_sum;  // SyncBatchNorm's in-kernel sums
   std::array<uint64_t, kNumStreams> capture_need{};
+  std::unique_ptr<StepChecker> checker;  // CpuBackendOptions::check_step_schedule
+  std::mutex checker_mutex;
 };
 
 // A launch enqueued outside capture, with the args copy its workspace binding needs.
@@ -94,6 +97,8 @@ class CpuBackend final : public Backend {
     for (size_t i = 0; i < ranks_.size(); ++i) {
       for (auto& s : ranks_[i].streams) s = std::make_unique<StreamWorker>();
       ranks_[i].rank_sum = std::make_unique<CollectiveRankSum>(collectives_, static_cast<int>(i));
+      if (o.check_step_schedule)
+        ranks_[i].checker = std::make_unique<StepChecker>(static_cast<int>(i));
     }
     origin_ = std::chrono::steady_clock::now();
   }
@@ -143,6 +148,7 @@ class CpuBackend final : public Backend {
       e.nodes = cs.frontier;
       return;
     }
+    check(r, [&](StepChecker& c) { c.record(stream, id); });
     uint64_t generation;
     {
       std::lock_guard<std::mutex> lock(e.mutex);
@@ -179,6 +185,7 @@ class CpuBackend final : public Backend {
       target = e.recorded;
     }
     if (target == 0) return;  // never recorded: nothing to wait for, as in CUDA
+    check(r, [&](StepChecker& c) { c.wait(stream, id); });
     r.streams[si(stream)]->enqueue([&e, target] {
       std::unique_lock<std::mutex> lock(e.mutex);
       e.done.wait(lock, [&] { return e.completed >= target; });
@@ -186,10 +193,16 @@ class CpuBackend final : public Backend {
   }
 
   void synchronize(int rank, StreamKind stream) override {
-    at(rank).streams[si(stream)]->synchronize();
+    Rank& r = at(rank);
+    r.streams[si(stream)]->synchronize();
+    check(r, [&](StepChecker& c) { c.host_waits_for(stream); });
   }
   void synchronize(int rank) override {
-    for (auto& s : at(rank).streams) s->synchronize();
+    Rank& r = at(rank);
+    for (auto& s : r.streams) s->synchronize();
+    check(r, [&](StepChecker& c) {
+      for (int s = 0; s < kNumStreams; ++s) c.host_waits_for(static_cast<StreamKind>(s));
+    });
   }
 
   void enqueue(int rank, StreamKind stream, Launch launch) override {
@@ -209,6 +222,7 @@ class CpuBackend final : public Backend {
       throw std::logic_error("CPU backend: collective outside the capture while capturing");
     auto task = std::make_shared<DirectLaunch>();
     task->launch = std::move(launch);
+    check(r, [&](StepChecker& c) { c.issue(stream, {&task->launch}, task->launch.tag.label); });
     if (StreamWorkspaces::need(task->launch) || needs_rank_sum(task->launch))
       bind(r, stream, task->launch, task->args.emplace(*task->launch.args));
     r.streams[si(stream)]->enqueue([this, rank, task] { execute(rank, task->launch); });
@@ -259,6 +273,17 @@ class CpuBackend final : public Backend {
     if (r.capture[si(stream)].active)
       throw std::logic_error("CPU backend: graph launch inside a capture");
     const CpuGraph* g = r.graphs[static_cast<size_t>(handle)].get();
+    check(r, [&](StepChecker& c) {
+      std::vector<const Launch*> launches;
+      std::string label = "a graph";
+      for (const CapturedNode& n : g->nodes) {
+        if (n.empty) continue;
+        if (launches.empty() && n.launch.tag.graph != GraphId::NUM_GRAPH_IDS)
+          label = std::string(graph_id_name(n.launch.tag.graph));
+        launches.push_back(&n.launch);
+      }
+      c.issue(stream, launches, label);
+    });
     // Capture order is a topological order of the recorded edges, so running
     // the nodes in index order honours every dependency.
     r.streams[si(stream)]->enqueue([this, rank, g] {
@@ -325,6 +350,12 @@ class CpuBackend final : public Backend {
     if (rank < 0 || rank >= options_.world)
       throw std::out_of_range("CPU backend: no rank " + std::to_string(rank));
     return ranks_[static_cast<size_t>(rank)];
+  }
+  template <class F>
+  static void check(Rank& r, F&& f) {
+    if (!r.checker) return;
+    std::lock_guard<std::mutex> lock(r.checker_mutex);
+    f(*r.checker);
   }
   static Event& event(Rank& r, EventId id) {
     if (id < 0 || static_cast<size_t>(id) >= r.events.size())

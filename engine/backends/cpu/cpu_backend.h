@@ -17,6 +17,11 @@ struct CpuBackendOptions {
   // Prove at every end_capture that the recorded edges order each pair of
   // launches touching the same bytes (a missing barrier throws).
   bool check_dependencies = true;
+  // Prove, as the host issues work, that units no stream or event orders
+  // touch disjoint bytes, and that every read of a step-local tensor finds
+  // the bytes last written as that tensor (StepChecker). On in tests; a
+  // training run switches it off, since it costs time on every step.
+  bool check_step_schedule = true;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options);
