@@ -7,7 +7,7 @@
 #include <string>
 
 #include "compile/layer_rewrites.h"
-#include "compile/lifetimes.h"
+#include "compile/step_packing.h"
 #include "compile/stream_policy.h"
 #include "core/error.h"
 
@@ -405,9 +405,10 @@ class GraphEmitter {
                       {t.weight_in(gs), t.bias_in(gs), dx}, v);
         break;
       case LayerType::ReLU:
-        // The mask comes from the input: the output may already hold the
-        // next layer's in-place dX.
-        n = compute(ComputeOp::RELU_BWD, {x, t.grad}, {dx}, v);
+        // y > 0 exactly where x > 0, so either carries the mask. The output
+        // does unless it already holds the next layer's in-place dX: then
+        // the input must live into the backward, else it dies at the forward.
+        n = compute(ComputeOp::RELU_BWD, {t.grad_in_place ? x : t.out, t.grad}, {dx}, v);
         break;
       case LayerType::Tanh:
         n = compute(ComputeOp::TANH_BWD, {t.out, t.grad}, {dx}, v);
@@ -628,49 +629,6 @@ class GraphEmitter {
   bool amp_;
   int world_;
 };
-
-// Phase 4 of a packed plan: each variant's step-local tensors go into the
-// pool by their lifetimes over the variant's step.
-void pack_step_local(CompiledProject& cp) {
-  for (const ComputationGraph& g : cp.graphs) {
-    if (g.variant >= 0) continue;
-    for (const GraphNode& n : g.nodes)
-      for (const auto* ids : {&n.inputs, &n.outputs})
-        for (DTensorId id : *ids)
-          if (is_step_local(cp.plans.front().get_dtensor(id).region))
-            throw std::logic_error("compiler: graph " + std::string(graph_id_name(g.id)) +
-                                   ", captured once for every variant, touches the step-local '" +
-                                   cp.plans.front().get_dtensor(id).name + "'");
-  }
-  for (size_t v = 0; v < cp.plans.size(); ++v) {
-    MemoryPlan& plan = cp.plans[v];
-    const StepLifetimes life = step_lifetimes(cp, static_cast<int>(v));
-    std::vector<PoolItem> items;
-    std::vector<DTensorId> ids;
-    for (const TensorLifetime& l : life.tensors) {
-      if (l.first < 0) continue;
-      items.push_back({plan.get_dtensor(l.id).slot_bytes, l.first, l.last});
-      ids.push_back(l.id);
-    }
-    const PoolPacking packing = pack_pool(items);
-    if (const auto bad = pool_conflicts(items, packing.offsets); !bad.empty())
-      throw std::logic_error(
-          "compiler: packing gave '" + plan.get_dtensor(ids[bad.front().first]).name + "' and '" +
-          plan.get_dtensor(ids[bad.front().second]).name + "' the same bytes while both are live");
-    PoolPlacement placement;
-    placement.offsets.assign(plan.dtensors().size(), 0);
-    placement.used.assign(plan.dtensors().size(), false);
-    placement.bytes = packing.bytes;
-    uint64_t slots = 0;
-    for (size_t i = 0; i < ids.size(); ++i) {
-      placement.offsets[static_cast<size_t>(ids[i])] = packing.offsets[i];
-      placement.used[static_cast<size_t>(ids[i])] = true;
-      slots += items[i].bytes;
-    }
-    plan.finalize(placement);
-    cp.pools.push_back({slots, packing.bytes, pool_lower_bound(items), packing.strategy});
-  }
-}
 
 std::string describe(const ResolvedVariant& v) {
   std::string s = "in variant '" + v.name + "' (batch " + std::to_string(v.batch);

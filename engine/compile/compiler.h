@@ -106,6 +106,7 @@ struct PoolSummary {
   uint64_t slot_bytes = 0;       // the tensors in use, each in its own slot
   uint64_t packed_bytes = 0;     // the pool
   uint64_t peak_live_bytes = 0;  // the most slot bytes live at one point: the floor
+  int peak_position = -1;        // where, in the step's node order (first such)
   PackingStrategy strategy = PackingStrategy::GREEDY_BY_SIZE;
 };
 

@@ -7,8 +7,10 @@ namespace {
 
 // Whether the backward of a layer of this type reads the layer's own output.
 // If it does, that output cannot be overwritten by the next layer's dX.
-// ReLU's backward takes its mask from the layer input (x > 0 exactly where
-// relu(x) > 0), and the fused BN+ReLU recomputes it from the BN input.
+// ReLU's backward can take its mask from the layer input (x > 0 exactly
+// where relu(x) > 0): it does when its output takes the gradient in place,
+// and reads the output otherwise, so that the input dies at the forward. The
+// fused BN+ReLU recomputes the mask from the BN input.
 bool backward_reads_own_output(LayerType t) {
   switch (t) {
     case LayerType::Tanh:

@@ -180,8 +180,8 @@ std::string plan_report_text(const CompiledProject& cp) {
               std::string(packing_strategy_name(pool.strategy)).c_str());
       out += fmt("  this variant: %s before packing, %s after; at most %s live at once (at %s)\n",
                  human_bytes(plan.pool().offset + pool.slot_bytes).c_str(),
-                 human_bytes(plan.total_bytes()).c_str(), human_bytes(life.peak_bytes).c_str(),
-                 life.describe(cp, life.peak_position).c_str());
+                 human_bytes(plan.total_bytes()).c_str(), human_bytes(pool.peak_live_bytes).c_str(),
+                 life.describe(cp, pool.peak_position).c_str());
     } else {
       out += fmt("  per-step tensors (F, T): %s planned, at most %s live at once (at %s)\n",
                  human_bytes(life.planned_bytes).c_str(), human_bytes(life.peak_bytes).c_str(),
@@ -299,8 +299,10 @@ nlohmann::json plan_report_json(const CompiledProject& cp) {
          {"packed", plan.packed()},
          {"step_local_bytes", plan.packed() ? cp.pools[vi].slot_bytes : life.planned_bytes},
          {"pool", plan.packed() ? pool_json(plan, cp.pools[vi]) : json(nullptr)},
-         {"peak_live_bytes", life.peak_bytes},
-         {"peak_at", life.describe(cp, life.peak_position)},
+         // Packed: outputs written in place share their input's bytes.
+         {"peak_live_bytes", plan.packed() ? cp.pools[vi].peak_live_bytes : life.peak_bytes},
+         {"peak_at",
+          life.describe(cp, plan.packed() ? cp.pools[vi].peak_position : life.peak_position)},
          {"regions", std::move(regions)},
          {"tensors", std::move(tensors)}});
   }

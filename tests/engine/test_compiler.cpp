@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compile/compiler.h"
+#include "compile/step_packing.h"
 #include "compile/stream_policy.h"
 #include "core/error.h"
 #include "model/project_io.h"
@@ -1461,15 +1462,21 @@ class TestCompiler : public QObject {
     QVERIFY(!layer(le, "pool1").grad_in_place);
     QVERIFY(layer(le, "flatten").grad_in_place);
     QVERIFY(layer(le, "relu3").grad_in_place);
-    // ReLU's backward takes its mask from its input, which stays intact.
-    int relu_bwd = 0;
+    // ReLU's backward takes its mask from its input where its output holds
+    // the next layer's dX (in place), else from its output, so that its
+    // input can die at the forward.
+    int relu_bwd = 0, from_input = 0;
     for (const GraphNode& n : graph_in(le, GraphId::DEEP_FWD_BWD, 0)->nodes)
       if (n.op == ComputeOp::RELU_BWD) {
         ++relu_bwd;
+        const LayerTensors& t = le.layers[static_cast<size_t>(n.layer)];
         const int producer = le.analysis.source_of(n.layer, 0).node;
-        QCOMPARE(n.inputs.front(), le.layers[static_cast<size_t>(producer)].out);
+        QCOMPARE(n.inputs.front(),
+                 t.grad_in_place ? le.layers[static_cast<size_t>(producer)].out : t.out);
+        from_input += t.grad_in_place;
       }
     QCOMPARE(relu_bwd, 4);
+    QCOMPARE(from_input, 2);  // relu3 and relu4, before the FC layers
   }
 
   void inPlaceNeedsAnOutputTheBackwardDoesNotRead() {
@@ -1501,6 +1508,28 @@ class TestCompiler : public QObject {
     QVERIFY(!layer(cp, "c1").grad_in_place);  // Tanh's input: Tanh is not a conv
     const CompiledProject off = compile_or_fail(b.build(), CompileOptions{true, false});
     QVERIFY(!layer(off, "flat").grad_in_place);
+  }
+
+  // A ReLU whose input dies at it writes its output over the input, in
+  // every variant; where the input lives on (the residual sum's inputs, a
+  // feature two layers read) it does not.
+  void inPlaceOutputsShareTheirInputsBytes() {
+    const CompiledProject le = compile_or_fail(load("lenet-fashion"));
+    for (const MemoryPlan& plan : le.plans)
+      QCOMPARE(plan.get_dtensor(layer(le, "relu1").out).offset,
+               plan.get_dtensor(layer(le, "conv1").out).offset);
+    const CompiledProject unpacked = compile_or_fail(load("lenet-fashion"), kUnpacked);
+    QVERIFY(unpacked.plans[0].get_dtensor(layer(unpacked, "relu1").out).offset !=
+            unpacked.plans[0].get_dtensor(layer(unpacked, "conv1").out).offset);
+    // resnet8: the stem ReLU's output feeds a conv and a shortcut; the sum
+    // of a block feeds its ReLU only.
+    const CompiledProject r8 = compile_or_fail(load("resnet8-fashion"));
+    for (const MemoryPlan& plan : r8.plans) {
+      QCOMPARE(plan.get_dtensor(layer(r8, "s1b1_relu").out).offset,
+               plan.get_dtensor(layer(r8, "s1b1_add").out).offset);
+    }
+    QVERIFY(may_write_in_place(ComputeOp::RELU_FWD));
+    QVERIFY(!may_write_in_place(ComputeOp::CONV_FWD));
   }
 
   void rewritesShrinkThePlan() {

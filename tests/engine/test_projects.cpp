@@ -76,8 +76,8 @@ class TestProjects : public QObject {
     // 25.6 M parameters in W alone take at least 102 MB
     QVERIFY(plan.region_range(Region::W_BN_BIAS, Region::W_DEEP_CONV).bytes >= 25557032ull * 4);
     for (const MemoryPlan& mp : cp.plans) QVERIFY(mp.total_bytes() <= cp.bytes_per_device());
-    // The plan by lifetime fits a 16 GB card: AMP ResNet-50 at batch 256.
-    QVERIFY2(cp.bytes_per_device() <= 14ull << 30, std::to_string(cp.bytes_per_device()).c_str());
+    // The plan by lifetime fits a 12 GB card: AMP ResNet-50 at batch 256.
+    QVERIFY2(cp.bytes_per_device() <= 12ull << 30, std::to_string(cp.bytes_per_device()).c_str());
   }
 };
 
