@@ -23,19 +23,13 @@
 #include "device_fit.h"
 #include "dtensor_table_model.h"
 #include "plan_export.h"
+#include "pool_band.h"
 #include "region_bands.h"
 #include "variant_agreement.h"
+#include "widgets/bytes_text.h"
 #include "widgets/tone.h"
 
 namespace tr::gui {
-
-namespace {
-
-QString bytes_text(uint64_t b) {
-  return QString::fromStdString(human_bytes(b));
-}
-
-}  // namespace
 
 MemoryView::MemoryView(QWidget* parent)
     : QWidget(parent),
@@ -259,12 +253,23 @@ void MemoryView::refresh() {
   const int v = std::max(0, variant_->currentIndex());
   const MemoryPlan& plan = cp_->plans[static_cast<size_t>(v)];
   const uint64_t per_device = cp_->bytes_per_device();
+  // Packed, each figure says what packing saved: the variant as the CLI puts
+  // it (every step-local tensor in its own slot), the arena as with packing off.
+  const QString variantBytes =
+      plan.packed() ? tr("%1 (%2 before packing)")
+                          .arg(bytes_text(plan.total_bytes()),
+                               bytes_text(plan.pool().offset + plan.step_local_slot_bytes()))
+                    : bytes_text(plan.total_bytes());
+  const QString largest = plan.packed()
+                              ? tr("the largest variant, packed by lifetime; %1 with packing off")
+                                    .arg(bytes_text(unpacked_bytes_per_device(*cp_)))
+                              : tr("the largest variant");
   QString text =
-      tr("Plan of %1, compiled at %2. This variant: %3 · per device: %4 (the largest variant) · "
-         "%5 rank(s): %6 in all.\n%7")
+      tr("Plan of %1, compiled at %2. This variant: %3 · per device: %4 (%5) · "
+         "%6 rank(s): %7 in all.\n%8")
           .arg(QString::fromStdString(cp_->project.name),
-               compiledAt_.toString(QStringLiteral("HH:mm:ss")))
-          .arg(bytes_text(plan.total_bytes()), bytes_text(per_device))
+               compiledAt_.toString(QStringLiteral("HH:mm:ss")), variantBytes,
+               bytes_text(per_device), largest)
           .arg(cp_->world_size)
           .arg(bytes_text(per_device * static_cast<uint64_t>(cp_->world_size)), fitText_);
   summary_->setText(text);
@@ -294,9 +299,21 @@ void MemoryView::refresh() {
     set_tone(agreement_, Tone::Error);
   }
   bands_->setPlan(cp_, v);
-  // The engine's region names start with their series letter: say what each means.
+  // The engine's region names start with their series letter: say what each
+  // means, the pool's F and T included.
+  std::vector<Region> named;
+  for (int b : bands_->shownBands()) {
+    if (b != kPoolBand) {
+      named.push_back(static_cast<Region>(b));
+      continue;
+    }
+    for (int r = 0; r < kNumRegions; ++r)
+      if (is_step_local(static_cast<Region>(r)) &&
+          !plan.region(static_cast<Region>(r)).tensors.empty())
+        named.push_back(static_cast<Region>(r));
+  }
   QStringList series;
-  for (Region r : bands_->shownRegions()) {
+  for (Region r : named) {
     const char s = region_series(r);
     const QString entry =
         QStringLiteral("<b>%1</b> %2")
@@ -320,6 +337,13 @@ void MemoryView::refreshTensors() {
         tr("All %1 DTensors of variant %2")
             .arg(plan.dtensors().size())
             .arg(QString::fromStdString(cp_->variants[static_cast<size_t>(v)].name)));
+  } else if (region == kPoolBand) {
+    tensorsTitle_->setText(
+        tr("%1: %2 DTensor(s) in use, offset %3, %4 (%5 before packing)")
+            .arg(band_title(region))
+            .arg(model_->rowCount())
+            .arg(plan.pool().offset)
+            .arg(bytes_text(plan.pool().bytes), bytes_text(plan.step_local_slot_bytes())));
   } else {
     const RegionInfo& info = plan.region(static_cast<Region>(region));
     tensorsTitle_->setText(
@@ -338,8 +362,7 @@ void MemoryView::refreshTensors() {
     QString title = tr("%n DTensor(s) of %1 in variant %2", nullptr, model_->rowCount())
                         .arg(names.join(QStringLiteral(", ")),
                              QString::fromStdString(cp_->variants[static_cast<size_t>(v)].name));
-    if (region >= 0)
-      title += tr(", region %1").arg(region_title(static_cast<Region>(region)).data());
+    if (region >= 0) title += tr(", region %1").arg(band_title(region));
     tensorsTitle_->setText(title);
   }
   allRegions_->setEnabled(region >= 0 || !layers.empty());
@@ -350,10 +373,8 @@ QList<int> MemoryView::regionOwners(int region) const {
   QList<int> owners;
   if (!cp_ || region < 0) return owners;
   const MemoryPlan& plan = cp_->plans[static_cast<size_t>(std::max(0, variant()))];
-  for (DTensorId id : plan.region(static_cast<Region>(region)).tensors) {
-    const int owner = plan.get_dtensor(id).owner;
-    if (!owners.contains(owner)) owners << owner;
-  }
+  for (const DTensor& t : plan.dtensors())
+    if (in_band(plan, t, region) && !owners.contains(t.owner)) owners << t.owner;
   std::sort(owners.begin(), owners.end());
   return owners;
 }
@@ -381,9 +402,11 @@ void MemoryView::refreshOwners() {
     links << QStringLiteral("<a href=\"layer:%1\">%2</a>").arg(owner).arg(id);
   }
   if (engine) links << tr("the engine");
+  const QString engineName =
+      region == kPoolBand ? tr("F and T, in use in this variant")
+                          : QString::fromUtf8(region_name(static_cast<Region>(region)).data());
   owners_->setText(tr("Tensors of %1 (%2) belong to: %3")
-                       .arg(QString::fromUtf8(region_title(static_cast<Region>(region)).data()),
-                            QString::fromUtf8(region_name(static_cast<Region>(region)).data()),
+                       .arg(band_title(region), engineName,
                             links.isEmpty() ? tr("nobody") : links.join(QStringLiteral(", "))));
 }
 

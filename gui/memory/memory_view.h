@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// MemoryView: the compiled MemoryPlan. Per variant: the regions as bands to
-// scale (linear or log), their DTensors in a table, and whether every
-// tensor keeps its offset across variants; per rank: the arenas (identical
-// by design); in all: the bytes per device and whether they fit the chosen
-// devices. Exports the plan as JSON or CSV. Linked to the designer: the
-// selected nodes' tensors are marked and listed, a region names the nodes
-// owning its tensors, and clicking one of them asks for that node.
+// MemoryView: the compiled MemoryPlan. Per variant: the regions (and a
+// packed plan's step-local pool) as bands to scale (linear or log), their
+// DTensors in a table, and whether every tensor keeps its offset across
+// variants; per rank: the arenas (identical by design); in all: the bytes
+// per device and whether they fit the chosen devices. Exports the plan as
+// JSON or CSV. Linked to the designer: the selected nodes' tensors are
+// marked and listed, a band names the nodes owning its tensors, and clicking
+// one of them asks for that node.
 #pragma once
 
 #include <QTime>
@@ -44,7 +45,7 @@ class MemoryView : public QWidget {
 
   int variant() const;
   void setVariant(int index);
-  // Lists the tensors of one region (-1: all).
+  // Lists the tensors of one band (-1: all): a region, or kPoolBand.
   void showRegion(int region);
   // Selects the tensor's row (showing its region if it is filtered out).
   void showTensor(DTensorId id);
@@ -52,7 +53,7 @@ class MemoryView : public QWidget {
   // Marks the tensors of these model nodes and lists only theirs (empty: all).
   void highlightLayers(const QList<int>& layers);
   QList<int> highlightedLayers() const;
-  // The model nodes owning the tensors of a region, as the owners line shows them.
+  // The model nodes owning the tensors of a band, as the owners line shows them.
   QList<int> regionOwners(int region) const;
   QString ownersText() const;
 
