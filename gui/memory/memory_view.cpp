@@ -13,6 +13,7 @@
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStackedWidget>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTime>
 #include <QTreeWidget>
@@ -22,8 +23,10 @@
 #include "compile/plan_report.h"
 #include "device_fit.h"
 #include "dtensor_table_model.h"
+#include "lifetime_chart.h"
 #include "plan_export.h"
 #include "pool_band.h"
+#include "pool_blocks.h"
 #include "region_bands.h"
 #include "variant_agreement.h"
 #include "widgets/bytes_text.h"
@@ -43,7 +46,9 @@ MemoryView::MemoryView(QWidget* parent)
       summary_(new QLabel(this)),
       agreement_(new QLabel(this)),
       legend_(new QLabel(this)),
+      tabs_(new QTabWidget(this)),
       bands_(new RegionBands(this)),
+      chart_(new LifetimeChart(this)),
       owners_(new QLabel(this)),
       tensorsTitle_(new QLabel(this)),
       allRegions_(new QPushButton(tr("All regions"), this)),
@@ -98,13 +103,19 @@ MemoryView::MemoryView(QWidget* parent)
   legend_->setFont(small);
   layout->addWidget(legend_);
 
+  // The bands and the chart share one pane: both are the arena, one by
+  // region and one by time, and the table under them wants the height.
   auto* split = new QSplitter(Qt::Vertical, page);
-  auto* scroll = new QScrollArea(split);
+  auto* scroll = new QScrollArea(tabs_);
   scroll->setWidget(bands_);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
   scroll->setMinimumHeight(170);  // the strip and half a dozen bands before scrolling
-  split->addWidget(scroll);
+  tabs_->setDocumentMode(true);
+  tabs_->addTab(scroll, tr("Arena"));
+  tabs_->addTab(chart_, tr("Step lifetimes"));
+  tabs_->setTabToolTip(1, tr("The step-local tensors over one step, at their bytes in the pool"));
+  split->addWidget(tabs_);
 
   owners_->setObjectName(QStringLiteral("regionOwners"));
   owners_->setWordWrap(true);
@@ -154,6 +165,21 @@ MemoryView::MemoryView(QWidget* parent)
   connect(bands_, &RegionBands::regionClicked, this, &MemoryView::showRegion);
   connect(bands_, &RegionBands::tensorClicked, this, &MemoryView::showTensor);
   connect(bands_, &RegionBands::hovered, this, &MemoryView::status);
+  // A block clicked goes the strip's way: its band, then its row.
+  connect(chart_, &LifetimeChart::tensorClicked, this, [this](DTensorId id) {
+    if (!cp_) return;
+    const MemoryPlan& plan = cp_->plans[static_cast<size_t>(std::max(0, variant()))];
+    showRegion(band_of(plan, plan.get_dtensor(id)));
+    showTensor(id);
+  });
+  connect(chart_, &LifetimeChart::tensorActivated, this, [this](DTensorId id) {
+    if (!cp_) return;
+    const int owner = cp_->plans[static_cast<size_t>(std::max(0, variant()))].get_dtensor(id).owner;
+    if (owner >= 0) emit layerRequested(owner);
+  });
+  connect(chart_, &LifetimeChart::hovered, this, &MemoryView::status);
+  connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+          [this] { chart_->setSelectedTensor(selectedTensor()); });
   connect(allRegions_, &QPushButton::clicked, this, [this] {
     model_->setLayerFilter({});
     bands_->setHighlightedLayers({});
@@ -188,6 +214,7 @@ void MemoryView::setCompiled(std::shared_ptr<const CompiledProject> cp, const De
   if (!cp_) {
     pages_->setCurrentWidget(empty_);
     bands_->setPlan(nullptr, 0);
+    chart_->setPlan(nullptr, 0);
     model_->setPlan(nullptr, 0, -1);
     return;
   }
@@ -298,7 +325,10 @@ void MemoryView::refresh() {
                             .arg(agreement.differing.front()));
     set_tone(agreement_, Tone::Error);
   }
-  bands_->setPlan(cp_, v);
+  // One lifetime analysis for the strip's pool and the chart.
+  auto blocks = std::make_shared<const PoolBlocks>(*cp_, v);
+  bands_->setPlan(cp_, v, blocks);
+  chart_->setPlan(cp_, v, std::move(blocks));
   // The engine's region names start with their series letter: say what each
   // means, the pool's F and T included.
   std::vector<Region> named;
@@ -332,6 +362,7 @@ void MemoryView::refreshTensors() {
   const int region = bands_->selectedRegion();
   model_->setPlan(cp_, v, region);
   const MemoryPlan& plan = cp_->plans[static_cast<size_t>(v)];
+  chart_->setSelectedTensor(kNoTensor);  // the rows are new: nothing is selected
   if (region < 0) {
     tensorsTitle_->setText(
         tr("All %1 DTensors of variant %2")
