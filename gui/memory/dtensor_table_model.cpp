@@ -6,6 +6,7 @@
 #include <QLocale>
 #include <algorithm>
 
+#include "pool_band.h"
 #include "variant_agreement.h"
 
 namespace tr::gui {
@@ -24,7 +25,7 @@ void DTensorTableModel::setPlan(std::shared_ptr<const CompiledProject> cp, int v
     const MemoryPlan& plan = cp_->plans[static_cast<size_t>(variant_)];
     for (const DTensor& t : plan.dtensors()) {
       agrees_.push_back(placed_per_variant(*cp_, t.id) || agrees_in_all_variants(*cp_, t.id));
-      const bool in_region = region_ < 0 || region_index(t.region) == region_;
+      const bool in_region = in_band(plan, t, region_);
       const bool of_layer =
           layers_.empty() || std::find(layers_.begin(), layers_.end(), t.owner) != layers_.end();
       if (in_region && of_layer) rows_.push_back(t.id);

@@ -37,7 +37,7 @@ class DTensorTableModel : public QAbstractTableModel {
 
   // Shares the plan's ownership: the rows never outlive the tensors they
   // name, whatever the view asks for while a new plan is being set. Region
-  // -1 lists every tensor.
+  // -1 lists every tensor, kPoolBand (pool_band.h) the step-local pool's.
   void setPlan(std::shared_ptr<const CompiledProject> cp, int variant, int region);
   int region() const { return region_; }
   // Only the tensors these model nodes own (empty: no filter). Applies from

@@ -13,6 +13,7 @@
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStackedWidget>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTime>
 #include <QTreeWidget>
@@ -22,20 +23,16 @@
 #include "compile/plan_report.h"
 #include "device_fit.h"
 #include "dtensor_table_model.h"
+#include "lifetime_chart.h"
 #include "plan_export.h"
+#include "pool_band.h"
+#include "pool_blocks.h"
 #include "region_bands.h"
 #include "variant_agreement.h"
+#include "widgets/bytes_text.h"
 #include "widgets/tone.h"
 
 namespace tr::gui {
-
-namespace {
-
-QString bytes_text(uint64_t b) {
-  return QString::fromStdString(human_bytes(b));
-}
-
-}  // namespace
 
 MemoryView::MemoryView(QWidget* parent)
     : QWidget(parent),
@@ -49,7 +46,9 @@ MemoryView::MemoryView(QWidget* parent)
       summary_(new QLabel(this)),
       agreement_(new QLabel(this)),
       legend_(new QLabel(this)),
+      tabs_(new QTabWidget(this)),
       bands_(new RegionBands(this)),
+      chart_(new LifetimeChart(this)),
       owners_(new QLabel(this)),
       tensorsTitle_(new QLabel(this)),
       allRegions_(new QPushButton(tr("All regions"), this)),
@@ -104,13 +103,19 @@ MemoryView::MemoryView(QWidget* parent)
   legend_->setFont(small);
   layout->addWidget(legend_);
 
+  // The bands and the chart share one pane: both are the arena, one by
+  // region and one by time, and the table under them wants the height.
   auto* split = new QSplitter(Qt::Vertical, page);
-  auto* scroll = new QScrollArea(split);
+  auto* scroll = new QScrollArea(tabs_);
   scroll->setWidget(bands_);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
   scroll->setMinimumHeight(170);  // the strip and half a dozen bands before scrolling
-  split->addWidget(scroll);
+  tabs_->setDocumentMode(true);
+  tabs_->addTab(scroll, tr("Arena"));
+  tabs_->addTab(chart_, tr("Step lifetimes"));
+  tabs_->setTabToolTip(1, tr("The step-local tensors over one step, at their bytes in the pool"));
+  split->addWidget(tabs_);
 
   owners_->setObjectName(QStringLiteral("regionOwners"));
   owners_->setWordWrap(true);
@@ -160,6 +165,21 @@ MemoryView::MemoryView(QWidget* parent)
   connect(bands_, &RegionBands::regionClicked, this, &MemoryView::showRegion);
   connect(bands_, &RegionBands::tensorClicked, this, &MemoryView::showTensor);
   connect(bands_, &RegionBands::hovered, this, &MemoryView::status);
+  // A block clicked goes the strip's way: its band, then its row.
+  connect(chart_, &LifetimeChart::tensorClicked, this, [this](DTensorId id) {
+    if (!cp_) return;
+    const MemoryPlan& plan = cp_->plans[static_cast<size_t>(std::max(0, variant()))];
+    showRegion(band_of(plan, plan.get_dtensor(id)));
+    showTensor(id);
+  });
+  connect(chart_, &LifetimeChart::tensorActivated, this, [this](DTensorId id) {
+    if (!cp_) return;
+    const int owner = cp_->plans[static_cast<size_t>(std::max(0, variant()))].get_dtensor(id).owner;
+    if (owner >= 0) emit layerRequested(owner);
+  });
+  connect(chart_, &LifetimeChart::hovered, this, &MemoryView::status);
+  connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+          [this] { chart_->setSelectedTensor(selectedTensor()); });
   connect(allRegions_, &QPushButton::clicked, this, [this] {
     model_->setLayerFilter({});
     bands_->setHighlightedLayers({});
@@ -194,6 +214,7 @@ void MemoryView::setCompiled(std::shared_ptr<const CompiledProject> cp, const De
   if (!cp_) {
     pages_->setCurrentWidget(empty_);
     bands_->setPlan(nullptr, 0);
+    chart_->setPlan(nullptr, 0);
     model_->setPlan(nullptr, 0, -1);
     return;
   }
@@ -259,12 +280,23 @@ void MemoryView::refresh() {
   const int v = std::max(0, variant_->currentIndex());
   const MemoryPlan& plan = cp_->plans[static_cast<size_t>(v)];
   const uint64_t per_device = cp_->bytes_per_device();
+  // Packed, each figure says what packing saved: the variant as the CLI puts
+  // it (every step-local tensor in its own slot), the arena as with packing off.
+  const QString variantBytes =
+      plan.packed() ? tr("%1 (%2 before packing)")
+                          .arg(bytes_text(plan.total_bytes()),
+                               bytes_text(plan.pool().offset + plan.step_local_slot_bytes()))
+                    : bytes_text(plan.total_bytes());
+  const QString largest = plan.packed()
+                              ? tr("the largest variant, packed by lifetime; %1 with packing off")
+                                    .arg(bytes_text(unpacked_bytes_per_device(*cp_)))
+                              : tr("the largest variant");
   QString text =
-      tr("Plan of %1, compiled at %2. This variant: %3 · per device: %4 (the largest variant) · "
-         "%5 rank(s): %6 in all.\n%7")
+      tr("Plan of %1, compiled at %2. This variant: %3 · per device: %4 (%5) · "
+         "%6 rank(s): %7 in all.\n%8")
           .arg(QString::fromStdString(cp_->project.name),
-               compiledAt_.toString(QStringLiteral("HH:mm:ss")))
-          .arg(bytes_text(plan.total_bytes()), bytes_text(per_device))
+               compiledAt_.toString(QStringLiteral("HH:mm:ss")), variantBytes,
+               bytes_text(per_device), largest)
           .arg(cp_->world_size)
           .arg(bytes_text(per_device * static_cast<uint64_t>(cp_->world_size)), fitText_);
   summary_->setText(text);
@@ -293,10 +325,25 @@ void MemoryView::refresh() {
                             .arg(agreement.differing.front()));
     set_tone(agreement_, Tone::Error);
   }
-  bands_->setPlan(cp_, v);
-  // The engine's region names start with their series letter: say what each means.
+  // One lifetime analysis for the strip's pool and the chart.
+  auto blocks = std::make_shared<const PoolBlocks>(*cp_, v);
+  bands_->setPlan(cp_, v, blocks);
+  chart_->setPlan(cp_, v, std::move(blocks));
+  // The engine's region names start with their series letter: say what each
+  // means, the pool's F and T included.
+  std::vector<Region> named;
+  for (int b : bands_->shownBands()) {
+    if (b != kPoolBand) {
+      named.push_back(static_cast<Region>(b));
+      continue;
+    }
+    for (int r = 0; r < kNumRegions; ++r)
+      if (is_step_local(static_cast<Region>(r)) &&
+          !plan.region(static_cast<Region>(r)).tensors.empty())
+        named.push_back(static_cast<Region>(r));
+  }
   QStringList series;
-  for (Region r : bands_->shownRegions()) {
+  for (Region r : named) {
     const char s = region_series(r);
     const QString entry =
         QStringLiteral("<b>%1</b> %2")
@@ -315,11 +362,19 @@ void MemoryView::refreshTensors() {
   const int region = bands_->selectedRegion();
   model_->setPlan(cp_, v, region);
   const MemoryPlan& plan = cp_->plans[static_cast<size_t>(v)];
+  chart_->setSelectedTensor(kNoTensor);  // the rows are new: nothing is selected
   if (region < 0) {
     tensorsTitle_->setText(
         tr("All %1 DTensors of variant %2")
             .arg(plan.dtensors().size())
             .arg(QString::fromStdString(cp_->variants[static_cast<size_t>(v)].name)));
+  } else if (region == kPoolBand) {
+    tensorsTitle_->setText(
+        tr("%1: %2 DTensor(s) in use, offset %3, %4 (%5 before packing)")
+            .arg(band_title(region))
+            .arg(model_->rowCount())
+            .arg(plan.pool().offset)
+            .arg(bytes_text(plan.pool().bytes), bytes_text(plan.step_local_slot_bytes())));
   } else {
     const RegionInfo& info = plan.region(static_cast<Region>(region));
     tensorsTitle_->setText(
@@ -338,8 +393,7 @@ void MemoryView::refreshTensors() {
     QString title = tr("%n DTensor(s) of %1 in variant %2", nullptr, model_->rowCount())
                         .arg(names.join(QStringLiteral(", ")),
                              QString::fromStdString(cp_->variants[static_cast<size_t>(v)].name));
-    if (region >= 0)
-      title += tr(", region %1").arg(region_title(static_cast<Region>(region)).data());
+    if (region >= 0) title += tr(", region %1").arg(band_title(region));
     tensorsTitle_->setText(title);
   }
   allRegions_->setEnabled(region >= 0 || !layers.empty());
@@ -350,10 +404,8 @@ QList<int> MemoryView::regionOwners(int region) const {
   QList<int> owners;
   if (!cp_ || region < 0) return owners;
   const MemoryPlan& plan = cp_->plans[static_cast<size_t>(std::max(0, variant()))];
-  for (DTensorId id : plan.region(static_cast<Region>(region)).tensors) {
-    const int owner = plan.get_dtensor(id).owner;
-    if (!owners.contains(owner)) owners << owner;
-  }
+  for (const DTensor& t : plan.dtensors())
+    if (in_band(plan, t, region) && !owners.contains(t.owner)) owners << t.owner;
   std::sort(owners.begin(), owners.end());
   return owners;
 }
@@ -381,9 +433,11 @@ void MemoryView::refreshOwners() {
     links << QStringLiteral("<a href=\"layer:%1\">%2</a>").arg(owner).arg(id);
   }
   if (engine) links << tr("the engine");
+  const QString engineName =
+      region == kPoolBand ? tr("F and T, in use in this variant")
+                          : QString::fromUtf8(region_name(static_cast<Region>(region)).data());
   owners_->setText(tr("Tensors of %1 (%2) belong to: %3")
-                       .arg(QString::fromUtf8(region_title(static_cast<Region>(region)).data()),
-                            QString::fromUtf8(region_name(static_cast<Region>(region)).data()),
+                       .arg(band_title(region), engineName,
                             links.isEmpty() ? tr("nobody") : links.join(QStringLiteral(", "))));
 }
 

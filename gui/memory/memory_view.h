@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// MemoryView: the compiled MemoryPlan. Per variant: the regions as bands to
-// scale (linear or log), their DTensors in a table, and whether every
-// tensor keeps its offset across variants; per rank: the arenas (identical
-// by design); in all: the bytes per device and whether they fit the chosen
-// devices. Exports the plan as JSON or CSV. Linked to the designer: the
-// selected nodes' tensors are marked and listed, a region names the nodes
-// owning its tensors, and clicking one of them asks for that node.
+// MemoryView: the compiled MemoryPlan. Per variant: the regions (and a
+// packed plan's step-local pool) as bands to scale (linear or log), the
+// pool's tensors over the step as a lifetime chart, their DTensors in a
+// table, and whether every tensor keeps its offset across variants; per
+// rank: the arenas (identical by design); in all: the bytes per device and
+// whether they fit the chosen devices. Exports the plan as JSON or CSV.
+// Linked to the designer: the selected nodes' tensors are marked and listed,
+// a band names the nodes owning its tensors, and clicking one of them (or
+// double-clicking a tensor's row or block) asks for that node.
 #pragma once
 
 #include <QTime>
@@ -20,12 +22,14 @@ class QLabel;
 class QPushButton;
 class QSortFilterProxyModel;
 class QStackedWidget;
+class QTabWidget;
 class QTableView;
 class QTreeWidget;
 
 namespace tr::gui {
 
 class DTensorTableModel;
+class LifetimeChart;
 class RegionBands;
 
 class MemoryView : public QWidget {
@@ -44,7 +48,7 @@ class MemoryView : public QWidget {
 
   int variant() const;
   void setVariant(int index);
-  // Lists the tensors of one region (-1: all).
+  // Lists the tensors of one band (-1: all): a region, or kPoolBand.
   void showRegion(int region);
   // Selects the tensor's row (showing its region if it is filtered out).
   void showTensor(DTensorId id);
@@ -52,7 +56,7 @@ class MemoryView : public QWidget {
   // Marks the tensors of these model nodes and lists only theirs (empty: all).
   void highlightLayers(const QList<int>& layers);
   QList<int> highlightedLayers() const;
-  // The model nodes owning the tensors of a region, as the owners line shows them.
+  // The model nodes owning the tensors of a band, as the owners line shows them.
   QList<int> regionOwners(int region) const;
   QString ownersText() const;
 
@@ -61,6 +65,9 @@ class MemoryView : public QWidget {
 
   // For tests and screenshots.
   RegionBands* bands() const { return bands_; }
+  LifetimeChart* lifetimeChart() const { return chart_; }
+  // "Arena" (the bands) and "Step lifetimes" (the chart).
+  QTabWidget* arenaTabs() const { return tabs_; }
   QComboBox* variantSelector() const { return variant_; }
   QComboBox* scaleSelector() const { return scale_; }
   QTableView* tensorTable() const { return table_; }
@@ -99,7 +106,9 @@ class MemoryView : public QWidget {
   QLabel* summary_;
   QLabel* agreement_;
   QLabel* legend_;
+  QTabWidget* tabs_;
   RegionBands* bands_;
+  LifetimeChart* chart_;
   QLabel* owners_;
   QLabel* tensorsTitle_;
   QPushButton* allRegions_;

@@ -7,7 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "compile/plan_report.h"
+#include "pool_blocks.h"
+#include "widgets/bytes_text.h"
 #include "widgets/hover_tooltip.h"
 
 namespace tr::gui {
@@ -53,23 +54,26 @@ QColor series_colour(char series) {
   }
 }
 
-QString bytes_text(uint64_t b) {
-  return QString::fromStdString(human_bytes(b));
-}
-
 QString number(uint64_t n) {
   return QLocale(QLocale::English).toString(static_cast<qulonglong>(n));
-}
-
-// What people call the region; its engine name is in the hover text.
-QString region_text(Region r) {
-  const std::string_view n = region_title(r);
-  return QString::fromUtf8(n.data(), static_cast<int>(n.size()));
 }
 
 QString engine_name(Region r) {
   const std::string_view n = region_name(r);
   return QString::fromUtf8(n.data(), static_cast<int>(n.size()));
+}
+
+// The pool holds features and gradient slots above all: it takes the F colour.
+QColor band_colour(int band) {
+  return series_colour(band == kPoolBand ? 'F' : region_series(static_cast<Region>(band)));
+}
+
+// "conv1.out [0, 5]": a tensor with its lifetime over the step.
+QString with_lifetime(const MemoryPlan& plan, const PoolBlock& b) {
+  return QStringLiteral("%1 [%2, %3]")
+      .arg(QString::fromStdString(plan.get_dtensor(b.id).name))
+      .arg(b.first)
+      .arg(b.last);
 }
 
 }  // namespace
@@ -84,16 +88,26 @@ const MemoryPlan* RegionBands::plan() const {
   return &cp_->plans[static_cast<size_t>(variant_)];
 }
 
-void RegionBands::setPlan(std::shared_ptr<const CompiledProject> cp, int variant) {
+void RegionBands::setPlan(std::shared_ptr<const CompiledProject> cp, int variant,
+                          std::shared_ptr<const PoolBlocks> blocks) {
   cp_ = std::move(cp);
   variant_ = variant;
+  blocks_.reset();
   shown_.clear();
-  if (const MemoryPlan* p = plan())
+  if (const MemoryPlan* p = plan()) {
+    // A packed plan lays the pool out after every other region.
     for (int r = 0; r < kNumRegions; ++r)
-      if (p->region(static_cast<Region>(r)).total_bytes > 0)
-        shown_.push_back(static_cast<Region>(r));
-  if (selected_ >= 0 &&
-      std::find(shown_.begin(), shown_.end(), static_cast<Region>(selected_)) == shown_.end())
+      if (p->region(static_cast<Region>(r)).total_bytes > 0 &&
+          !(p->packed() && is_step_local(static_cast<Region>(r))))
+        shown_.push_back(r);
+    if (p->packed() && p->pool().bytes > 0) {
+      shown_.push_back(kPoolBand);
+      blocks_ = blocks && blocks->variant() == variant
+                    ? std::move(blocks)
+                    : std::make_shared<const PoolBlocks>(*cp_, variant);
+    }
+  }
+  if (selected_ >= 0 && std::find(shown_.begin(), shown_.end(), selected_) == shown_.end())
     selected_ = -1;
   hovered_ = -1;
   layoutStrip();
@@ -122,15 +136,15 @@ void RegionBands::collectMarks() {
 
 QRectF RegionBands::tensorMark(DTensorId id) const {
   const MemoryPlan* p = plan();
-  if (!p) return {};
+  if (!p || !p->in_use(id)) return {};
   const DTensor& t = p->get_dtensor(id);
+  const int band = band_of(*p, t);
   const QRect strip = stripRect();
   for (const Segment& s : segments_) {
-    if (s.region != t.region) continue;
-    const RegionInfo& info = p->region(s.region);
+    if (s.band != band) continue;
     const double per_byte =
-        (s.x1 - s.x0) / std::max<double>(1.0, static_cast<double>(info.total_bytes));
-    const double x0 = s.x0 + static_cast<double>(t.offset - info.base_offset) * per_byte;
+        (s.x1 - s.x0) / std::max<double>(1.0, static_cast<double>(bandBytes(band)));
+    const double x0 = s.x0 + static_cast<double>(t.offset - bandOffset(band)) * per_byte;
     // Small tensors stay visible as a 2-pixel tick.
     const double w = std::max(2.0, static_cast<double>(t.slot_bytes) * per_byte);
     return QRectF(x0, strip.top(), w, strip.height());
@@ -149,6 +163,22 @@ void RegionBands::setSelectedRegion(int region) {
   update();
 }
 
+bool RegionBands::showsPool() const {
+  return std::find(shown_.begin(), shown_.end(), kPoolBand) != shown_.end();
+}
+
+uint64_t RegionBands::bandOffset(int band) const {
+  const MemoryPlan* p = plan();
+  if (!p) return 0;
+  return band == kPoolBand ? p->pool().offset : p->region(static_cast<Region>(band)).base_offset;
+}
+
+uint64_t RegionBands::bandBytes(int band) const {
+  const MemoryPlan* p = plan();
+  if (!p) return 0;
+  return band == kPoolBand ? p->pool().bytes : p->region(static_cast<Region>(band)).total_bytes;
+}
+
 double RegionBands::weight(uint64_t bytes) const {
   return scale_ == Scale::Linear ? static_cast<double>(bytes)
                                  : std::log2(1.0 + static_cast<double>(bytes));
@@ -156,9 +186,9 @@ double RegionBands::weight(uint64_t bytes) const {
 
 int RegionBands::labelWidth() const {
   int widest = fontMetrics().horizontalAdvance(QStringLiteral("● Scratch"));
-  for (Region r : shown_)
+  for (int b : shown_)
     widest =
-        std::max(widest, fontMetrics().horizontalAdvance(QStringLiteral("● ") + region_text(r)));
+        std::max(widest, fontMetrics().horizontalAdvance(QStringLiteral("● ") + band_title(b)));
   // The bars keep at least two thirds of the row.
   return std::min(widest + 12, std::max(80, width() / 3));
 }
@@ -167,39 +197,45 @@ QRect RegionBands::stripRect() const {
   return QRect(kMargin, kMargin, std::max(10, width() - 2 * kMargin), kStripHeight);
 }
 
+QRectF RegionBands::segmentRect(int band) const {
+  const QRect strip = stripRect();
+  for (const Segment& s : segments_)
+    if (s.band == band) return QRectF(s.x0, strip.top(), s.x1 - s.x0, strip.height());
+  return {};
+}
+
 void RegionBands::layoutStrip() {
   segments_.clear();
   const MemoryPlan* p = plan();
   if (!p) return;
   const QRect strip = stripRect();
   double total = 0;
-  for (Region r : shown_) total += weight(p->region(r).total_bytes);
+  for (int b : shown_) total += weight(bandBytes(b));
   if (total <= 0) return;
   double x = strip.left();
-  for (Region r : shown_) {
-    const double w = weight(p->region(r).total_bytes) / total * strip.width();
-    segments_.push_back({r, x, x + w});
+  for (int b : shown_) {
+    const double w = weight(bandBytes(b)) / total * strip.width();
+    segments_.push_back({b, x, x + w});
     x += w;
   }
 }
 
-QRect RegionBands::rowRect(Region r) const {
-  const auto it = std::find(shown_.begin(), shown_.end(), r);
+QRect RegionBands::rowRect(int band) const {
+  const auto it = std::find(shown_.begin(), shown_.end(), band);
   if (it == shown_.end()) return {};
   const int row = static_cast<int>(it - shown_.begin());
   return QRect(kMargin, kMargin + kStripHeight + kGap + row * kRowHeight, width() - 2 * kMargin,
                kRowHeight);
 }
 
-QRect RegionBands::barRect(Region r) const {
-  const MemoryPlan* p = plan();
-  const QRect row = rowRect(r);
-  if (!p || row.isEmpty()) return {};
+QRect RegionBands::barRect(int band) const {
+  const QRect row = rowRect(band);
+  if (!plan() || row.isEmpty()) return {};
   uint64_t largest = 0;
-  for (Region s : shown_) largest = std::max(largest, p->region(s).total_bytes);
+  for (int s : shown_) largest = std::max(largest, bandBytes(s));
   const int left = row.left() + labelWidth();
   const int span = std::max(10, row.width() - labelWidth() - kTextWidth);
-  const double fraction = weight(p->region(r).total_bytes) / weight(largest);
+  const double fraction = weight(bandBytes(band)) / weight(largest);
   const int w = std::max(2, static_cast<int>(std::lround(fraction * span)));
   return QRect(left, row.top() + 3, w, row.height() - 6);
 }
@@ -207,46 +243,80 @@ QRect RegionBands::barRect(Region r) const {
 int RegionBands::regionAt(QPoint pt) const {
   if (stripRect().contains(pt)) {
     for (const Segment& s : segments_)
-      if (pt.x() >= s.x0 && pt.x() < s.x1) return region_index(s.region);
+      if (pt.x() >= s.x0 && pt.x() < s.x1) return s.band;
     return -1;
   }
-  for (Region r : shown_)
-    if (rowRect(r).contains(pt)) return region_index(r);
+  for (int b : shown_)
+    if (rowRect(b).contains(pt)) return b;
   return -1;
 }
 
-DTensorId RegionBands::tensorAt(QPoint pt) const {
+std::vector<DTensorId> RegionBands::tensorsAt(QPoint pt) const {
   const MemoryPlan* p = plan();
-  if (!p || !stripRect().contains(pt)) return kNoTensor;
+  if (!p || !stripRect().contains(pt)) return {};
   for (const Segment& s : segments_) {
     if (pt.x() < s.x0 || pt.x() >= s.x1) continue;
-    const RegionInfo& info = p->region(s.region);
     const double f = (pt.x() - s.x0) / std::max(1e-9, s.x1 - s.x0);
-    const uint64_t at = info.base_offset + static_cast<uint64_t>(f * info.total_bytes);
+    const uint64_t within = static_cast<uint64_t>(f * static_cast<double>(bandBytes(s.band)));
+    if (s.band == kPoolBand) {
+      std::vector<DTensorId> ids;
+      if (blocks_)
+        for (int i : blocks_->at(within))
+          ids.push_back(blocks_->blocks()[static_cast<size_t>(i)].id);
+      return ids;
+    }
+    const RegionInfo& info = p->region(static_cast<Region>(s.band));
+    const uint64_t at = info.base_offset + within;
     for (DTensorId id : info.tensors) {
       const DTensor& t = p->get_dtensor(id);
-      if (at >= t.offset && at < t.offset + t.slot_bytes) return id;
+      if (at >= t.offset && at < t.offset + t.slot_bytes) return {id};
     }
-    return info.tensors.empty() ? kNoTensor : info.tensors.back();
+    if (info.tensors.empty()) return {};
+    return {info.tensors.back()};
   }
-  return kNoTensor;
+  return {};
+}
+
+DTensorId RegionBands::tensorAt(QPoint pt) const {
+  const std::vector<DTensorId> ids = tensorsAt(pt);
+  return ids.empty() ? kNoTensor : ids.front();
 }
 
 QString RegionBands::describeAt(QPoint pt) const {
   const MemoryPlan* p = plan();
-  const int r = regionAt(pt);
-  if (!p || r < 0) return {};
-  const Region region = static_cast<Region>(r);
-  const RegionInfo& info = p->region(region);
-  const double share = 100.0 * static_cast<double>(info.total_bytes) /
+  const int band = regionAt(pt);
+  if (!p || band < 0) return {};
+  const double share = 100.0 * static_cast<double>(bandBytes(band)) /
                        static_cast<double>(std::max<uint64_t>(1, p->total_bytes()));
-  QString text = tr("%1 (%2): offset %3, %4 (%5 bytes, %6% of the arena), %7 tensor(s)")
-                     .arg(region_text(region), engine_name(region), number(info.base_offset),
-                          bytes_text(info.total_bytes), number(info.total_bytes))
-                     .arg(share, 0, 'f', 2)
-                     .arg(info.tensors.size());
-  const DTensorId id = tensorAt(pt);
-  if (id != kNoTensor) {
+  QString text;
+  if (band == kPoolBand) {
+    text = tr("%1: offset %2, %3 (%4 bytes, %5% of the arena), %6 tensor(s) in use, %7 before "
+              "packing")
+               .arg(pool_band_long_title(), number(bandOffset(band)), bytes_text(bandBytes(band)),
+                    number(bandBytes(band)))
+               .arg(share, 0, 'f', 2)
+               .arg(blocks_ ? blocks_->blocks().size() : 0)
+               .arg(bytes_text(blocks_ ? blocks_->slotBytes() : 0));
+  } else {
+    const Region region = static_cast<Region>(band);
+    const RegionInfo& info = p->region(region);
+    text = tr("%1 (%2): offset %3, %4 (%5 bytes, %6% of the arena), %7 tensor(s)")
+               .arg(band_title(band), engine_name(region), number(info.base_offset),
+                    bytes_text(info.total_bytes), number(info.total_bytes))
+               .arg(share, 0, 'f', 2)
+               .arg(info.tensors.size());
+  }
+  const std::vector<DTensorId> ids = tensorsAt(pt);
+  if (ids.size() > 1 && blocks_) {
+    QStringList names;
+    for (DTensorId other : ids)
+      names << with_lifetime(*p, blocks_->blocks()[static_cast<size_t>(blocks_->indexOf(other))]);
+    text += tr("\n%1 tensors share these bytes at different times: %2")
+                .arg(ids.size())
+                .arg(names.join(QStringLiteral(", ")));
+  }
+  if (!ids.empty()) {
+    const DTensorId id = ids.front();
     const DTensor& t = p->get_dtensor(id);
     const QString layer =
         t.owner >= 0
@@ -258,6 +328,10 @@ QString RegionBands::describeAt(QPoint pt) const {
                      QString::fromUtf8(dtype_name(t.dtype).data()))
                 .arg(t.padded_c())
                 .arg(number(t.offset), number(t.slot_bytes));
+    if (const int i = blocks_ ? blocks_->indexOf(id) : -1; i >= 0) {
+      const PoolBlock& b = blocks_->blocks()[static_cast<size_t>(i)];
+      text += tr(", live [%1, %2]").arg(b.first).arg(b.last);
+    }
   }
   return text;
 }
@@ -282,18 +356,19 @@ void RegionBands::paintEvent(QPaintEvent*) {
   painter.drawRect(strip.adjusted(0, 0, -1, -1));
   for (const Segment& s : segments_) {
     const QRectF seg(s.x0, strip.top(), std::max(1.0, s.x1 - s.x0), strip.height());
-    QColor c = series_colour(region_series(s.region));
-    if (region_index(s.region) != selected_ && selected_ >= 0) c.setAlpha(110);
+    QColor c = band_colour(s.band);
+    if (s.band != selected_ && selected_ >= 0) c.setAlpha(110);
     painter.fillRect(seg, c);
     painter.setPen(pal.color(QPalette::Base));
     painter.drawLine(seg.topLeft(), seg.bottomLeft());
     if (seg.width() > 60) {
       painter.setPen(Qt::black);
-      painter.drawText(seg.adjusted(3, 0, -3, 0), Qt::AlignLeft | Qt::AlignVCenter,
-                       fontMetrics().elidedText(region_text(s.region), Qt::ElideRight,
-                                                static_cast<int>(seg.width()) - 6));
+      const QString name = s.band == kPoolBand ? pool_band_long_title() : band_title(s.band);
+      painter.drawText(
+          seg.adjusted(3, 0, -3, 0), Qt::AlignLeft | Qt::AlignVCenter,
+          fontMetrics().elidedText(name, Qt::ElideRight, static_cast<int>(seg.width()) - 6));
     }
-    if (region_index(s.region) == hovered_ || region_index(s.region) == selected_) {
+    if (s.band == hovered_ || s.band == selected_) {
       painter.setPen(QPen(pal.color(QPalette::Highlight), 2));
       painter.setBrush(Qt::NoBrush);
       painter.drawRect(seg.adjusted(1, 1, -1, -1));
@@ -307,14 +382,13 @@ void RegionBands::paintEvent(QPaintEvent*) {
     painter.fillRect(m.adjusted(0, 4, 0, -4), QColor(0x21, 0x21, 0x21, 200));
   }
 
-  for (Region r : shown_) {
-    const QRect row = rowRect(r);
-    const RegionInfo& info = p->region(r);
+  for (int b : shown_) {
+    const QRect row = rowRect(b);
     int marks = 0;
-    for (DTensorId id : marked_) marks += p->get_dtensor(id).region == r ? 1 : 0;
-    if (region_index(r) == selected_)
+    for (DTensorId id : marked_) marks += band_of(*p, p->get_dtensor(id)) == b ? 1 : 0;
+    if (b == selected_)
       painter.fillRect(row, pal.color(QPalette::Highlight).lighter(170));
-    else if (region_index(r) == hovered_)
+    else if (b == hovered_)
       painter.fillRect(row, pal.color(QPalette::AlternateBase));
     painter.setPen(pal.color(QPalette::Text));
     QFont label_font = font();
@@ -323,16 +397,16 @@ void RegionBands::paintEvent(QPaintEvent*) {
     const QRect label(row.left() + 4, row.top(), labelWidth() - 8, row.height());
     painter.drawText(
         label, Qt::AlignLeft | Qt::AlignVCenter,
-        fontMetrics().elidedText(marks > 0 ? QStringLiteral("● ") + region_text(r) : region_text(r),
+        fontMetrics().elidedText(marks > 0 ? QStringLiteral("● ") + band_title(b) : band_title(b),
                                  Qt::ElideRight, label.width()));
     painter.setFont(font());
-    painter.fillRect(barRect(r), series_colour(region_series(r)));
-    const double share = 100.0 * static_cast<double>(info.total_bytes) /
+    painter.fillRect(barRect(b), band_colour(b));
+    const double share = 100.0 * static_cast<double>(bandBytes(b)) /
                          static_cast<double>(std::max<uint64_t>(1, p->total_bytes()));
     const QString text = tr("%1 · %2% · offset %3")
-                             .arg(bytes_text(info.total_bytes))
+                             .arg(bytes_text(bandBytes(b)))
                              .arg(share, 0, 'f', 2)
-                             .arg(number(info.base_offset));
+                             .arg(number(bandOffset(b)));
     painter.drawText(QRect(row.right() - kTextWidth + 8, row.top(), kTextWidth - 8, row.height()),
                      Qt::AlignLeft | Qt::AlignVCenter, text);
   }

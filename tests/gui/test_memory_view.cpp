@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The memory view on real compiled plans: bands to scale (linear and log),
-// hover and click down to DTensors, the variant selector with its offset
-// check, per-rank arenas, the fit verdict, and the JSON and CSV exports.
+// a packed plan's step-local pool as one band, hover and click down to
+// DTensors, the variant selector with its offset check, per-rank arenas, the
+// summary and fit verdict, and the JSON and CSV exports.
 #include <QComboBox>
 #include <QFile>
 #include <QLabel>
@@ -15,9 +16,12 @@
 #include <nlohmann/json.hpp>
 
 #include "compile/compiler.h"
+#include "compile/lifetimes.h"
+#include "compile/plan_report.h"
 #include "memory/dtensor_table_model.h"
 #include "memory/memory_view.h"
 #include "memory/plan_export.h"
+#include "memory/pool_band.h"
 #include "memory/region_bands.h"
 #include "memory/variant_agreement.h"
 #include "model/project_io.h"
@@ -27,13 +31,24 @@ using namespace tr::gui;
 
 namespace {
 
-std::shared_ptr<const CompiledProject> compiled(const char* name, const char* devices = nullptr) {
+std::shared_ptr<const CompiledProject> compiled(const char* name, const char* devices = nullptr,
+                                                bool pack = true) {
   Project p = load_project(std::string(TR_PROJECTS_DIR) + "/" + name + ".json");
   if (devices) {
     std::string error;
     if (!parse_device_set(devices, p.training.devices, error)) return nullptr;
   }
-  return std::make_shared<const CompiledProject>(compile_project(p));
+  CompileOptions options;
+  options.pack_memory = pack;
+  return std::make_shared<const CompiledProject>(compile_project(p, options));
+}
+
+std::shared_ptr<const CompiledProject> unpacked(const char* name) {
+  return compiled(name, nullptr, false);
+}
+
+QString bytes(uint64_t b) {
+  return QString::fromStdString(human_bytes(b));
 }
 
 DeviceScan roomy_host() {
@@ -77,23 +92,38 @@ class TestMemoryView : public QObject {
   void bandsShowEveryRegionToScale() {
     View v(compiled("lenet-fashion"));
     RegionBands* bands = v.view.bands();
-    std::vector<Region> expected;
+    // Packed: the regions that keep their bytes for the run, then the pool
+    // standing for the F and T regions whose bytes it shares out.
+    QVERIFY(v.plan().packed());
+    std::vector<int> expected;
     for (int r = 0; r < kNumRegions; ++r)
-      if (v.plan().region(static_cast<Region>(r)).total_bytes > 0)
-        expected.push_back(static_cast<Region>(r));
-    QCOMPARE(bands->shownRegions(), expected);
+      if (v.plan().region(static_cast<Region>(r)).total_bytes > 0 &&
+          !is_step_local(static_cast<Region>(r)))
+        expected.push_back(r);
+    expected.push_back(kPoolBand);
+    QCOMPARE(bands->shownBands(), expected);
+    auto bandBytes = [&](int b) {
+      return b == kPoolBand ? v.plan().pool().bytes
+                            : v.plan().region(static_cast<Region>(b)).total_bytes;
+    };
     // Linear: bar lengths proportional to bytes (within a pixel of rounding).
-    Region largest = expected.front(), smallest = expected.front();
-    for (Region r : expected) {
-      if (v.plan().region(r).total_bytes > v.plan().region(largest).total_bytes) largest = r;
-      if (v.plan().region(r).total_bytes < v.plan().region(smallest).total_bytes) smallest = r;
+    int largest = expected.front(), smallest = expected.front();
+    for (int b : expected) {
+      if (bandBytes(b) > bandBytes(largest)) largest = b;
+      if (bandBytes(b) < bandBytes(smallest)) smallest = b;
     }
-    const Region w_fc = Region::W_FC_WEIGHT;
-    const double expectedRatio = static_cast<double>(v.plan().region(w_fc).total_bytes) /
-                                 static_cast<double>(v.plan().region(largest).total_bytes);
+    QCOMPARE(largest, kPoolBand);  // LeNet's features and gradients, even packed
+    const int w_fc = region_index(Region::W_FC_WEIGHT);
+    const double expectedRatio =
+        static_cast<double>(bandBytes(w_fc)) / static_cast<double>(bandBytes(largest));
     const double ratio =
         static_cast<double>(bands->barRect(w_fc).width()) / bands->barRect(largest).width();
     QVERIFY2(qAbs(ratio - expectedRatio) < 0.01, qPrintable(QString::number(ratio)));
+    // The strip is the arena: the pool's segment covers its share of it.
+    const double poolShare =
+        static_cast<double>(v.plan().pool().bytes) / static_cast<double>(v.plan().total_bytes());
+    QVERIFY(qAbs(bands->segmentRect(kPoolBand).width() / bands->stripRect().width() - poolShare) <
+            0.01);
     const int linearSmall = bands->barRect(smallest).width();
     // Log: small regions become visible.
     v.view.scaleSelector()->setCurrentIndex(1);
@@ -101,10 +131,108 @@ class TestMemoryView : public QObject {
     QVERIFY(bands->barRect(smallest).width() > linearSmall * 4);
     // The strip covers the arena in address order.
     const QRect strip = bands->stripRect();
-    QCOMPARE(bands->regionAt(QPoint(strip.left() + 1, strip.center().y())),
-             region_index(expected.front()));
-    QCOMPARE(bands->regionAt(QPoint(strip.right() - 1, strip.center().y())),
-             region_index(expected.back()));
+    QCOMPARE(bands->regionAt(QPoint(strip.left() + 1, strip.center().y())), expected.front());
+    QCOMPARE(bands->regionAt(QPoint(strip.right() - 1, strip.center().y())), kPoolBand);
+  }
+
+  void unpackedPlanKeepsOneBandPerRegion() {
+    View v(unpacked("lenet-fashion"));
+    RegionBands* bands = v.view.bands();
+    QVERIFY(!v.plan().packed());
+    QVERIFY(!bands->showsPool());
+    std::vector<int> expected;
+    for (int r = 0; r < kNumRegions; ++r)
+      if (v.plan().region(static_cast<Region>(r)).total_bytes > 0) expected.push_back(r);
+    QCOMPARE(bands->shownBands(), expected);
+    QVERIFY(std::count(expected.begin(), expected.end(), region_index(Region::F_FEATURE_FP32)));
+    QVERIFY(std::count(expected.begin(), expected.end(), region_index(Region::F_GRAD_SLOT_FP32)));
+    // The strip in address order (log widths: the scalars after F are 512
+    // bytes), a feature at its own bytes in its region.
+    const QRect strip = bands->stripRect();
+    v.view.scaleSelector()->setCurrentIndex(1);
+    QCOMPARE(bands->regionAt(QPoint(strip.right() - 1, strip.center().y())), expected.back());
+    const DTensorId feature = v.cp->layers[1].out;  // conv1's output
+    const QRectF mark = bands->tensorMark(feature);
+    QVERIFY(!mark.isEmpty());
+    const QPoint inside(static_cast<int>(std::ceil(mark.left())), strip.center().y());
+    QCOMPARE(bands->regionAt(inside), region_index(Region::F_FEATURE_FP32));
+    QCOMPARE(bands->tensorsAt(inside), std::vector<DTensorId>{feature});
+    QVERIFY(!bands->describeAt(inside).contains("share these bytes"));
+    QVERIFY(!v.view.summaryText().contains("packing"));
+  }
+
+  void poolBandShowsTheTensorsSharingAnAddress() {
+    View v(compiled("lenet-fashion"));
+    RegionBands* bands = v.view.bands();
+    const MemoryPlan& plan = v.plan();
+    // The two step-local tensors sharing the most bytes: their overlap is
+    // pixels wide on the strip.
+    std::vector<const DTensor*> pool;
+    for (const DTensor& t : plan.dtensors())
+      if (is_step_local(t.region) && plan.in_use(t.id)) pool.push_back(&t);
+    uint64_t lo = 0, hi = 0;
+    for (const DTensor* a : pool)
+      for (const DTensor* b : pool) {
+        if (a->id >= b->id) continue;
+        const uint64_t l = std::max(a->offset, b->offset);
+        const uint64_t h = std::min(a->offset + a->slot_bytes, b->offset + b->slot_bytes);
+        if (h > l && h - l > hi - lo) lo = l, hi = h;
+      }
+    QVERIFY2(hi > lo, "packing shares no bytes in LeNet");
+    const QRectF seg = bands->segmentRect(kPoolBand);
+    const uint64_t address = (lo + hi) / 2;
+    const double x = seg.left() + static_cast<double>(address - plan.pool().offset) /
+                                      static_cast<double>(plan.pool().bytes) * seg.width();
+    const QPoint pt(static_cast<int>(x), seg.center().y());
+    // The byte the pixel starts at, as the strip maps it.
+    const uint64_t at =
+        plan.pool().offset + static_cast<uint64_t>((pt.x() - seg.left()) / seg.width() *
+                                                   static_cast<double>(plan.pool().bytes));
+    std::vector<DTensorId> holders;
+    for (const DTensor* t : pool)
+      if (at >= t->offset && at < t->offset + t->slot_bytes) holders.push_back(t->id);
+    QVERIFY(holders.size() >= 2);
+    std::vector<DTensorId> found = bands->tensorsAt(pt);
+    QCOMPARE(found.size(), holders.size());
+    const StepLifetimes life = step_lifetimes(*v.cp, 0);
+    auto first_use = [&](DTensorId id) {
+      for (const TensorLifetime& l : life.tensors)
+        if (l.id == id) return l.first;
+      return -1;
+    };
+    for (size_t i = 1; i < found.size(); ++i)
+      QVERIFY(first_use(found[i - 1]) <= first_use(found[i]));
+    std::sort(found.begin(), found.end());
+    QCOMPARE(found, holders);
+    // The tooltip names them all with their lifetimes, the first in detail.
+    const QString text = bands->describeAt(pt);
+    QVERIFY2(text.startsWith(pool_band_long_title()), qPrintable(text));
+    QVERIFY2(
+        text.contains(
+            QStringLiteral("%1 tensors share these bytes at different times").arg(holders.size())),
+        qPrintable(text));
+    for (DTensorId id : holders) {
+      const TensorLifetime* l = nullptr;
+      for (const TensorLifetime& t : life.tensors)
+        if (t.id == id) l = &t;
+      QVERIFY2(text.contains(QStringLiteral("%1 [%2, %3]")
+                                 .arg(QString::fromStdString(plan.get_dtensor(id).name))
+                                 .arg(l->first)
+                                 .arg(l->last)),
+               qPrintable(text));
+    }
+    const DTensorId first = bands->tensorAt(pt);
+    QVERIFY(text.contains(QStringLiteral("DTensor %1 ").arg(first)));
+    // Clicking selects the pool, lists its tensors and picks the first user.
+    QTest::mouseClick(bands, Qt::LeftButton, Qt::NoModifier, pt);
+    QCOMPARE(bands->selectedRegion(), kPoolBand);
+    QCOMPARE(v.view.tensorTable()->model()->rowCount(), static_cast<int>(pool.size()));
+    QCOMPARE(v.view.selectedTensor(), first);
+    QVERIFY2(v.view.ownersText().contains("Step-local pool (F, T)"),
+             qPrintable(v.view.ownersText()));
+    QVERIFY(v.view.ownersText().contains("conv1"));
+    // The legend still says what F is, though no band is named after it.
+    QVERIFY2(v.view.legendText().contains("<b>F</b>"), qPrintable(v.view.legendText()));
   }
 
   void clickRegionListsItsTensors() {
@@ -161,12 +289,14 @@ class TestMemoryView : public QObject {
     QCOMPARE(bands->highlightedTensors().size(), owned.size());
     // Log widths, so every region (a bias region too) is pixels wide.
     v.view.scaleSelector()->setCurrentIndex(1);
+    // A feature's mark lies in the pool, a weight's in its region.
     for (DTensorId id : owned) {
       const QRectF mark = bands->tensorMark(id);
       QVERIFY(!mark.isEmpty());
+      const DTensor& t = v.plan().get_dtensor(id);
       QCOMPARE(bands->regionAt(QPoint(static_cast<int>(std::ceil(mark.left())),
                                       static_cast<int>(mark.center().y()))),
-               region_index(v.plan().get_dtensor(id).region));
+               is_step_local(t.region) ? kPoolBand : region_index(t.region));
     }
     // Cleared: every tensor again, nothing marked.
     v.view.highlightLayers({});
@@ -195,12 +325,11 @@ class TestMemoryView : public QObject {
   void hoverAndClickOnTheStripFindTheTensor() {
     View v(compiled("lenet-fashion"));
     RegionBands* bands = v.view.bands();
-    // The widest region on the strip: a feature region for LeNet.
-    const QRect strip = bands->stripRect();
-    int x = strip.left() + strip.width() / 2;
-    const QPoint pt(x, strip.center().y());
+    // The widest region on the strip but the pool: LeNet's first input buffer.
+    const QRectF seg = bands->segmentRect(region_index(Region::I_A_DATA));
+    const QPoint pt(static_cast<int>(seg.center().x()), static_cast<int>(seg.center().y()));
     const DTensorId id = bands->tensorAt(pt);
-    QVERIFY(id != kNoTensor);
+    QCOMPARE(id, v.cp->engine.input[0]);
     const DTensor& t = v.plan().get_dtensor(id);
     const QString text = bands->describeAt(pt);
     QVERIFY(text.contains(QString::fromUtf8(region_name(t.region).data())));
@@ -241,6 +370,40 @@ class TestMemoryView : public QObject {
                 .toString()
                 .startsWith("same in all 3"));
     QVERIFY(v.view.agreementText().contains("outside the step-local pool"));
+  }
+
+  void summarySaysWhatPackingSaved() {
+    View v(compiled("lenet-fashion"));
+    const CompiledProject& cp = *v.cp;
+    for (int i = 0; i < static_cast<int>(cp.variants.size()); ++i) {
+      v.view.setVariant(i);
+      const MemoryPlan& plan = v.plan(i);
+      // As `renaissance-cli plan` puts it: the pool's tensors each in their own slot.
+      const QString expected =
+          QStringLiteral("This variant: %1 (%2 before packing)")
+              .arg(bytes(plan.total_bytes()),
+                   bytes(plan.pool().offset + cp.pools[static_cast<size_t>(i)].slot_bytes));
+      QVERIFY2(v.view.summaryText().contains(expected), qPrintable(v.view.summaryText()));
+    }
+    QVERIFY2(v.view.summaryText().contains(
+                 QStringLiteral("per device: %1 (the largest variant, packed by lifetime; %2 with "
+                                "packing off)")
+                     .arg(bytes(cp.bytes_per_device()), bytes(unpacked_bytes_per_device(cp)))),
+             qPrintable(v.view.summaryText()));
+    QVERIFY(cp.bytes_per_device() < unpacked_bytes_per_device(cp));
+  }
+
+  void fitVerdictUsesThePackedArena() {
+    // Memory for the packed arena, not for the unpacked one: it fits.
+    const auto cp = compiled("lenet-fashion");
+    DeviceScan between = roomy_host();
+    between.host_available_bytes = (cp->bytes_per_device() + unpacked_bytes_per_device(*cp)) / 2;
+    View v(cp, between);
+    QVERIFY2(v.view.fits(), qPrintable(v.view.summaryText()));
+    QVERIFY(v.view.summaryText().contains(
+        QStringLiteral("Fits cpu:1: %1 for 1 rank arena(s)").arg(bytes(cp->bytes_per_device()))));
+    View off(unpacked("lenet-fashion"), between);
+    QVERIFY(!off.view.fits());
   }
 
   void ranksAndFit() {

@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "lifetime_chart.h"
+
+#include <QLocale>
+#include <QMouseEvent>
+#include <QPainter>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "pool_blocks.h"
+#include "widgets/bytes_text.h"
+#include "widgets/hover_tooltip.h"
+
+namespace tr::gui {
+
+namespace {
+
+constexpr int kMargin = 8;
+constexpr int kTickLabelGap = 8;  // px between two graph names on one row
+constexpr int kMaxShared = 8;     // tensors named in a tooltip before "and N more"
+
+// Mid-tone colours that read on a light and on a dark base alike; features in
+// the F series' orange (the strip's pool), gradients in the G series' red.
+QColor kind_colour(BlockKind kind) {
+  switch (kind) {
+    case BlockKind::FeatureFp32:
+      return QColor(0xfb, 0x8c, 0x00);
+    case BlockKind::FeatureFp16:
+      return QColor(0xfd, 0xd8, 0x35);
+    case BlockKind::GradSlot:
+      return QColor(0xe5, 0x39, 0x35);
+    case BlockKind::Scratch:
+      return QColor(0x78, 0x90, 0x9c);
+  }
+  return {};
+}
+
+QColor mix(const QColor& a, const QColor& b, double t) {
+  auto channel = [t](int x, int y) { return static_cast<int>(std::lround(x * (1 - t) + y * t)); };
+  return QColor(channel(a.red(), b.red()), channel(a.green(), b.green()),
+                channel(a.blue(), b.blue()));
+}
+
+QString number(uint64_t n) {
+  return QLocale(QLocale::English).toString(static_cast<qulonglong>(n));
+}
+
+QFont small_font(const QFont& f) {
+  QFont s = f;
+  s.setPointSizeF(f.pointSizeF() * 0.85);
+  return s;
+}
+
+}  // namespace
+
+LifetimeChart::LifetimeChart(QWidget* parent) : QWidget(parent) {
+  setMouseTracking(true);
+  setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
+}
+
+LifetimeChart::~LifetimeChart() = default;
+
+void LifetimeChart::setPlan(std::shared_ptr<const CompiledProject> cp, int variant,
+                            std::shared_ptr<const PoolBlocks> blocks) {
+  cp_ = std::move(cp);
+  blocks_.reset();
+  ticks_.clear();
+  hovered_ = -1;
+  hoveredShares_.clear();
+  if (cp_ && variant >= 0 && static_cast<size_t>(variant) < cp_->plans.size()) {
+    blocks_ = blocks && blocks->variant() == variant
+                  ? std::move(blocks)
+                  : std::make_shared<const PoolBlocks>(*cp_, variant);
+    const std::vector<StepPosition>& order = blocks_->lifetimes().order;
+    for (size_t p = 0; p < order.size(); ++p)
+      if (p == 0 || order[p].graph != order[p - 1].graph)
+        ticks_.push_back({static_cast<int>(p), QString::fromUtf8(graph_id_name(order[p].graph))});
+  }
+  if (blocks_ && blocks_->indexOf(selected_) < 0) selected_ = kNoTensor;
+  relayout();
+  update();
+}
+
+void LifetimeChart::setSelectedTensor(DTensorId id) {
+  if (id == selected_) return;
+  selected_ = id;
+  update();
+}
+
+QString LifetimeChart::legendText() const {
+  if (!blocks_) return {};
+  if (blocks_->blocks().empty()) return tr("No features, gradient slots or scratch in this step");
+  if (blocks_->packed())
+    return tr("pool %1, peak live %2, %3 before packing")
+        .arg(bytes_text(blocks_->bytes()), bytes_text(blocks_->peakLiveBytes()),
+             bytes_text(blocks_->slotBytes()));
+  return tr("packing off: %1, every tensor its own bytes; peak live %2")
+      .arg(bytes_text(blocks_->bytes()), bytes_text(blocks_->peakLiveBytes()));
+}
+
+int LifetimeChart::legendHeight() const {
+  return 2 * fontMetrics().height() + 8;
+}
+
+int LifetimeChart::axisHeight() const {
+  return 2 * QFontMetrics(small_font(font())).height() + 8;
+}
+
+int LifetimeChart::axisLabelWidth() const {
+  return QFontMetrics(small_font(font())).horizontalAdvance(QStringLiteral("888.88 MiB")) + 10;
+}
+
+QRect LifetimeChart::plotRect() const {
+  const int left = kMargin + axisLabelWidth();
+  const int top = kMargin + legendHeight();
+  return QRect(left, top, std::max(10, width() - left - kMargin),
+               std::max(10, height() - top - axisHeight() - kMargin));
+}
+
+double LifetimeChart::yMax() const {
+  if (!blocks_) return 1;
+  // Head room over the pool line for its label.
+  const double top = static_cast<double>(std::max(blocks_->bytes(), blocks_->peakLiveBytes()));
+  return std::max(1.0, top * 1.1);
+}
+
+double LifetimeChart::xAt(double position) const {
+  const QRect plot = plotRect();
+  const int n = blocks_ ? std::max(1, blocks_->positions()) : 1;
+  return plot.left() + position / n * plot.width();
+}
+
+double LifetimeChart::yAt(double bytes) const {
+  const QRect plot = plotRect();
+  return plot.top() + plot.height() - bytes / yMax() * plot.height();
+}
+
+void LifetimeChart::relayout() {
+  rects_.clear();
+  labels_.clear();
+  yTicks_.clear();
+  if (!blocks_) return;
+  for (const PoolBlock& b : blocks_->blocks()) {
+    const double x0 = xAt(b.first), x1 = xAt(b.last + 1);
+    const double y0 = yAt(static_cast<double>(b.end())), y1 = yAt(static_cast<double>(b.offset));
+    // A pixel at least each way, so the smallest scratch stays findable.
+    rects_.emplace_back(x0, y0, std::max(1.0, x1 - x0), std::max(1.0, y1 - y0));
+  }
+  // Byte ticks a power of two apart, four to eight of them.
+  uint64_t step = 1;
+  while (static_cast<double>(step) * 6 < yMax()) step *= 2;
+  // None so near the top that its label would run into the legend.
+  const double top = plotRect().top() + QFontMetrics(small_font(font())).height() / 2.0;
+  for (uint64_t y = step; static_cast<double>(y) < yMax() && yAt(static_cast<double>(y)) >= top;
+       y += step)
+    yTicks_.push_back(y);
+  // Graph names on two rows, the longest graphs first (DEEP_FWD_BWD before a
+  // two-node TRANSFER_A), each centred under its span when it fits there;
+  // one that finds no room on either row is left to the tooltip.
+  const QFontMetrics fm(small_font(font()));
+  const QRect plot = plotRect();
+  std::vector<size_t> byLength(ticks_.size());
+  for (size_t i = 0; i < ticks_.size(); ++i) byLength[i] = i;
+  auto endOf = [this](size_t i) {
+    return i + 1 < ticks_.size() ? ticks_[i + 1].position : blocks_->positions();
+  };
+  std::stable_sort(byLength.begin(), byLength.end(), [&](size_t a, size_t b) {
+    return endOf(a) - ticks_[a].position > endOf(b) - ticks_[b].position;
+  });
+  for (size_t i : byLength) {
+    const int w = fm.horizontalAdvance(ticks_[i].name);
+    const double x0 = xAt(ticks_[i].position), x1 = xAt(endOf(i));
+    const bool centred = x1 - x0 >= w + kTickLabelGap;
+    int x = static_cast<int>(std::lround(centred ? (x0 + x1 - w) / 2 : x0 + 2));
+    x = std::clamp(x, plot.left(), std::max(plot.left(), width() - kMargin - w));
+    for (int row = 0; row < 2; ++row) {
+      const QRect r(x, plot.bottom() + 4 + row * fm.height(), w, fm.height());
+      const bool free = std::none_of(labels_.begin(), labels_.end(), [&](const TickLabel& l) {
+        return l.rect.top() == r.top() && r.left() < l.rect.right() + kTickLabelGap &&
+               l.rect.left() < r.right() + kTickLabelGap;
+      });
+      if (!free) continue;
+      labels_.push_back({r, static_cast<int>(i), centred});
+      break;
+    }
+  }
+}
+
+QRectF LifetimeChart::blockRect(int block) const {
+  return block >= 0 && static_cast<size_t>(block) < rects_.size()
+             ? rects_[static_cast<size_t>(block)]
+             : QRectF();
+}
+
+int LifetimeChart::blockAt(QPoint p) const {
+  if (!plotRect().contains(p)) return -1;
+  // Blocks never overlap, but their one-pixel minimum can: the smallest wins.
+  const QPointF at(p.x() + 0.5, p.y() + 0.5);
+  int best = -1;
+  double area = 0;
+  for (size_t i = 0; i < rects_.size(); ++i) {
+    const QRectF& r = rects_[i];
+    if (!r.adjusted(-0.5, -0.5, 0.5, 0.5).contains(at)) continue;
+    const double a = r.width() * r.height();
+    if (best < 0 || a < area) {
+      best = static_cast<int>(i);
+      area = a;
+    }
+  }
+  return best;
+}
+
+QString LifetimeChart::lifetimeText(int block) const {
+  const PoolBlock& b = blocks_->blocks()[static_cast<size_t>(block)];
+  return QStringLiteral("%1 [%2, %3]")
+      .arg(QString::fromStdString(
+          cp_->plans[static_cast<size_t>(blocks_->variant())].get_dtensor(b.id).name))
+      .arg(b.first)
+      .arg(b.last);
+}
+
+QString LifetimeChart::describeBlock(int block) const {
+  if (!blocks_ || block < 0 || static_cast<size_t>(block) >= blocks_->blocks().size()) return {};
+  const PoolBlock& b = blocks_->blocks()[static_cast<size_t>(block)];
+  const DTensor& t = cp_->plans[static_cast<size_t>(blocks_->variant())].get_dtensor(b.id);
+  const auto& nodes = cp_->project.model.nodes;
+  const QString layer = t.owner >= 0 && static_cast<size_t>(t.owner) < nodes.size()
+                            ? QString::fromStdString(nodes[static_cast<size_t>(t.owner)].id)
+                            : tr("engine");
+  const StepLifetimes& life = blocks_->lifetimes();
+  QString text =
+      tr("%1 (layer %2), %3: %4 %5\nlive [%6, %7]: from %8 to %9\n%10 (%11 bytes) at %12 %13")
+          .arg(QString::fromStdString(t.name), layer, block_kind_name(b.kind),
+               QString::fromStdString(t.shape.str()), QString::fromUtf8(dtype_name(t.dtype).data()))
+          .arg(b.first)
+          .arg(b.last)
+          .arg(QString::fromStdString(life.describe(*cp_, b.first)),
+               QString::fromStdString(life.describe(*cp_, b.last)), bytes_text(b.bytes),
+               number(b.bytes), blocks_->packed() ? tr("pool offset") : tr("offset"),
+               number(blocks_->packed() ? b.offset : b.offset + blocks_->base()));
+  const std::vector<int> shares = blocks_->sharing(block);
+  if (shares.empty()) {
+    if (blocks_->packed()) text += tr("\nits bytes are its own for the whole step");
+    return text;
+  }
+  QStringList names;
+  for (size_t i = 0; i < shares.size() && i < kMaxShared; ++i) names << lifetimeText(shares[i]);
+  if (shares.size() > kMaxShared)
+    names << tr("and %1 more").arg(shares.size() - static_cast<size_t>(kMaxShared));
+  text += tr("\nshares its bytes with %n tensor(s) at other times: %1", nullptr,
+             static_cast<int>(shares.size()))
+              .arg(names.join(QStringLiteral(", ")));
+  return text;
+}
+
+QString LifetimeChart::describeAt(QPoint p) const {
+  if (!blocks_) return {};
+  const int block = blockAt(p);
+  if (block >= 0) return describeBlock(block);
+  const QRect plot = plotRect();
+  if (!plot.contains(p) || blocks_->positions() == 0) return {};
+  const int position =
+      std::clamp(static_cast<int>((p.x() - plot.left()) *
+                                  static_cast<double>(blocks_->positions()) / plot.width()),
+                 0, blocks_->positions() - 1);
+  return tr("%1 (position %2): %3 live")
+      .arg(QString::fromStdString(blocks_->lifetimes().describe(*cp_, position)))
+      .arg(position)
+      .arg(bytes_text(blocks_->liveBytes()[static_cast<size_t>(position)]));
+}
+
+QSize LifetimeChart::sizeHint() const {
+  // No taller than the bands' pane, so the table below keeps its rows.
+  return QSize(720, 190);
+}
+
+QSize LifetimeChart::minimumSizeHint() const {
+  return QSize(320, legendHeight() + axisHeight() + 2 * kMargin + 80);
+}
+
+void LifetimeChart::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  const QPalette pal = palette();
+  const QColor base = pal.color(QPalette::Base), text = pal.color(QPalette::Text);
+  p.fillRect(rect(), base);
+  if (!blocks_) return;
+  const QRect plot = plotRect();
+  const QFontMetrics fm = fontMetrics();
+  const QFont small = small_font(font());
+  const QFontMetrics sfm(small);
+
+  // Legend: the figures, then what the colours and lines mean.
+  p.setPen(text);
+  p.drawText(QRect(kMargin, kMargin, width() - 2 * kMargin, fm.height()),
+             Qt::AlignLeft | Qt::AlignVCenter, legendText());
+  int x = kMargin;
+  const int swatchY = kMargin + fm.height() + 4;
+  bool present[kNumBlockKinds] = {};
+  for (const PoolBlock& b : blocks_->blocks()) present[static_cast<int>(b.kind)] = true;
+  for (int k = 0; k < kNumBlockKinds; ++k) {
+    if (!present[k]) continue;
+    const QString name = block_kind_name(static_cast<BlockKind>(k));
+    p.fillRect(QRect(x, swatchY + fm.height() / 2 - 5, 10, 10),
+               kind_colour(static_cast<BlockKind>(k)));
+    p.drawText(QPoint(x + 14, swatchY + fm.ascent()), name);
+    x += 14 + fm.horizontalAdvance(name) + 14;
+  }
+  const int lineY = swatchY + fm.height() / 2;
+  p.setPen(QPen(text, 1.5));
+  p.drawLine(x, lineY, x + 18, lineY);
+  const QString poolName = blocks_->packed() ? tr("pool") : tr("span");
+  p.drawText(QPoint(x + 22, swatchY + fm.ascent()), poolName);
+  x += 22 + fm.horizontalAdvance(poolName) + 14;
+  p.setPen(QPen(text, 1.5, Qt::DashLine));
+  p.drawLine(x, lineY, x + 18, lineY);
+  p.setPen(text);
+  p.drawText(QPoint(x + 22, swatchY + fm.ascent()), tr("peak live"));
+
+  // Grid: a line per byte tick and at every graph's start.
+  const QColor grid = mix(base, text, 0.14);
+  p.setFont(small);
+  for (uint64_t y : yTicks_) {
+    const double py = yAt(static_cast<double>(y));
+    p.setPen(grid);
+    p.drawLine(QPointF(plot.left(), py), QPointF(plot.right(), py));
+    p.setPen(text);
+    p.drawText(QRectF(kMargin, py - sfm.height() / 2.0, axisLabelWidth() - 6, sfm.height()),
+               Qt::AlignRight | Qt::AlignVCenter, bytes_text(y));
+  }
+  p.setPen(grid);
+  for (const GraphTick& t : ticks_) {
+    const double px = xAt(t.position);
+    p.drawLine(QPointF(px, plot.top()), QPointF(px, plot.bottom()));
+  }
+  p.setPen(text);
+  for (const GraphTick& t : ticks_) {
+    const double px = xAt(t.position);
+    p.drawLine(QPointF(px, plot.bottom()), QPointF(px, plot.bottom() + 4));
+  }
+  for (const TickLabel& l : labels_) {
+    const double px = xAt(ticks_[static_cast<size_t>(l.tick)].position);
+    // A name beside its tick hangs from it; a centred one sits under its span.
+    if (!l.centred) p.drawLine(QPointF(px, plot.bottom()), QPointF(px, l.rect.center().y()));
+    // Unclipped: a small font's underscores fall below its line height.
+    p.drawText(l.rect, Qt::AlignLeft | Qt::AlignVCenter | Qt::TextDontClip,
+               ticks_[static_cast<size_t>(l.tick)].name);
+  }
+  p.setFont(font());
+
+  // The blocks: a pixel of base between neighbours where they are big enough.
+  p.setClipRect(plot.adjusted(0, -1, 1, 1));
+  for (size_t i = 0; i < rects_.size(); ++i) {
+    const QRectF& r = rects_[i];
+    const QColor c = kind_colour(blocks_->blocks()[i].kind);
+    p.fillRect(r.width() > 3 && r.height() > 3 ? r.adjusted(0, 0, -1, -1) : r, c);
+  }
+  p.setBrush(Qt::NoBrush);
+  if (hovered_ >= 0) {
+    p.setPen(QPen(text, 1, Qt::DashLine));
+    for (int i : hoveredShares_) p.drawRect(rects_[static_cast<size_t>(i)].adjusted(0, 0, -1, -1));
+    p.setPen(QPen(text, 1.5));
+    p.drawRect(rects_[static_cast<size_t>(hovered_)].adjusted(0, 0, -1, -1));
+  }
+  if (const int s = blocks_->indexOf(selected_); s >= 0) {
+    p.setPen(QPen(pal.color(QPalette::Highlight), 2.5));
+    p.drawRect(rects_[static_cast<size_t>(s)].adjusted(-1, -1, 0, 0));
+  }
+  p.setClipping(false);
+
+  // The pool's size and the floor any packing has: the most bytes live at once.
+  const double poolY = yAt(static_cast<double>(blocks_->bytes()));
+  const double peakY = yAt(static_cast<double>(blocks_->peakLiveBytes()));
+  p.setPen(QPen(text, 1.5));
+  p.drawLine(QPointF(plot.left(), poolY), QPointF(plot.right(), poolY));
+  p.setPen(QPen(text, 1.5, Qt::DashLine));
+  p.drawLine(QPointF(plot.left(), peakY), QPointF(plot.right(), peakY));
+  p.setPen(text);
+  p.setFont(small);
+  p.drawText(QRectF(plot.left(), poolY - sfm.height() - 1, plot.width() - 4, sfm.height()),
+             Qt::AlignRight | Qt::AlignVCenter,
+             tr("%1 %2").arg(poolName, bytes_text(blocks_->bytes())));
+  p.setFont(font());
+  p.setPen(mix(base, text, 0.5));
+  p.drawRect(plot.adjusted(0, 0, -1, -1));
+}
+
+void LifetimeChart::resizeEvent(QResizeEvent* event) {
+  relayout();
+  QWidget::resizeEvent(event);
+}
+
+void LifetimeChart::changeEvent(QEvent* event) {
+  if (event->type() == QEvent::FontChange) relayout();
+  QWidget::changeEvent(event);
+}
+
+void LifetimeChart::setHovered(int block) {
+  if (block == hovered_) return;
+  hovered_ = block;
+  hoveredShares_ = block >= 0 && blocks_ ? blocks_->sharing(block) : std::vector<int>{};
+  update();
+}
+
+void LifetimeChart::mouseMoveEvent(QMouseEvent* event) {
+  const QPoint pt = event->position().toPoint();
+  setHovered(blockAt(pt));
+  emit hovered(describeAt(pt).replace(QLatin1Char('\n'), QStringLiteral(" · ")));
+}
+
+void LifetimeChart::mousePressEvent(QMouseEvent* event) {
+  if (event->button() != Qt::LeftButton || !blocks_) return;
+  const int block = blockAt(event->position().toPoint());
+  if (block < 0) return;
+  const DTensorId id = blocks_->blocks()[static_cast<size_t>(block)].id;
+  setSelectedTensor(id);
+  emit tensorClicked(id);
+}
+
+void LifetimeChart::mouseDoubleClickEvent(QMouseEvent* event) {
+  if (event->button() != Qt::LeftButton || !blocks_) return;
+  const int block = blockAt(event->position().toPoint());
+  if (block >= 0) emit tensorActivated(blocks_->blocks()[static_cast<size_t>(block)].id);
+}
+
+void LifetimeChart::leaveEvent(QEvent* event) {
+  setHovered(-1);
+  emit hovered(QString());
+  QWidget::leaveEvent(event);
+}
+
+bool LifetimeChart::event(QEvent* event) {
+  if (show_hover_tooltip(this, event, [this](QPoint p) { return describeAt(p); })) return true;
+  return QWidget::event(event);
+}
+
+}  // namespace tr::gui

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "pool_band.h"
+
+#include <QCoreApplication>
+
+namespace tr::gui {
+
+bool in_band(const MemoryPlan& plan, const DTensor& t, int band) {
+  if (band < 0) return true;
+  if (band == kPoolBand) return plan.packed() && is_step_local(t.region) && plan.in_use(t.id);
+  return region_index(t.region) == band;
+}
+
+int band_of(const MemoryPlan& plan, const DTensor& t) {
+  return plan.packed() && is_step_local(t.region) ? kPoolBand : region_index(t.region);
+}
+
+QString band_title(int band) {
+  if (band == kPoolBand) return QCoreApplication::translate("PoolBand", "Step-local pool (F, T)");
+  if (band < 0 || band >= kNumRegions) return {};
+  const std::string_view n = region_title(static_cast<Region>(band));
+  return QString::fromUtf8(n.data(), static_cast<qsizetype>(n.size()));
+}
+
+QString pool_band_long_title() {
+  return QCoreApplication::translate(
+      "PoolBand", "Step-local pool (F, T): features, gradient slots, scratch — packed by lifetime");
+}
+
+}  // namespace tr::gui
