@@ -4,6 +4,7 @@
 #include <QCoreApplication>
 #include <algorithm>
 #include <limits>
+#include <set>
 
 namespace tr::gui {
 
@@ -64,9 +65,15 @@ PoolBlocks::PoolBlocks(const CompiledProject& cp, int variant)
   }
   for (PoolBlock& b : blocks_) b.offset -= base_;
 
+  // An output written in place over its input takes no bytes of its own at
+  // the node where one ends and the other begins.
+  std::set<std::pair<uint64_t, int>> ends;  // (offset, last)
+  for (const PoolBlock& b : blocks_) ends.emplace(b.offset, b.last);
   std::vector<int64_t> delta(static_cast<size_t>(positions()) + 1, 0);
   for (const PoolBlock& b : blocks_) {
-    delta[static_cast<size_t>(b.first)] += static_cast<int64_t>(b.bytes);
+    const int from = packed_ && ends.count({b.offset, b.first}) ? b.first + 1 : b.first;
+    if (from > b.last) continue;
+    delta[static_cast<size_t>(from)] += static_cast<int64_t>(b.bytes);
     delta[static_cast<size_t>(b.last) + 1] -= static_cast<int64_t>(b.bytes);
   }
   live_.assign(static_cast<size_t>(positions()), 0);
