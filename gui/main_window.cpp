@@ -972,9 +972,14 @@ bool MainWindow::writeScreenshots(const QString& dir, QString* error, int train_
   for (View v : {View::Design, View::Memory, View::Timeline, View::Training, View::Runs}) {
     showView(v);
     if (v == View::Design) designer_->showOverview();
+    // The plan by lifetime is what the Memory view shows that no other tool does.
+    const int arena_tab = memory_->arenaTabs()->currentIndex();
+    if (v == View::Memory) memory_->arenaTabs()->setCurrentIndex(1);
     QCoreApplication::processEvents();
     const QString path = QDir(dir).filePath(screenshot_name(v));
-    if (!grab().save(path, "PNG")) {
+    const bool saved = grab().save(path, "PNG");
+    memory_->arenaTabs()->setCurrentIndex(arena_tab);
+    if (!saved) {
       if (error) *error = tr("Cannot write '%1'; is the folder writable?").arg(path);
       showView(before);
       return false;
