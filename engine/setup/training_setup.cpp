@@ -8,6 +8,7 @@
 #include "backends/devices.h"
 #include "core/error.h"
 #include "data/dataset.h"
+#include "setup/plan_fit.h"
 #ifdef TR_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"
 #endif
@@ -68,6 +69,9 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
   const uint64_t seed = project.training.seed;
   out.compiled =
       std::make_unique<CompiledProject>(compile_for_nodes(project, options.compile, options.nodes));
+  // Refused before any allocation, with both numbers.
+  if (const std::string problem = plan_fit_problem(*out.compiled, scan_devices()); !problem.empty())
+    throw UsageError("project '" + project.name + "' does not fit: " + problem);
   out.data = load_dataset(out.compiled->project.dataset, options.data_dir, seed);
 #ifdef TR_HAVE_CUDA
   if (on_cuda) {

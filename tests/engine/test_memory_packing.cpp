@@ -11,11 +11,13 @@
 #include "backends/cpu/cpu_backend.h"
 #include "compile/compiler.h"
 #include "compile/lifetimes.h"
+#include "compile/plan_report.h"
 #include "data/dataset.h"
 #include "model/project_io.h"
 #include "runtime/checkpoint_state.h"
 #include "runtime/trainer.h"
 #include "runtime/training_session.h"
+#include "setup/plan_fit.h"
 
 using namespace tr;
 
@@ -112,6 +114,39 @@ class TestMemoryPacking : public QObject {
     QVERIFY(same_bits(packed.weights, unpacked.weights));
     QVERIFY2(packed.arena * 2 < unpacked.arena,
              qPrintable(QStringLiteral("%1 packed, %2 not").arg(packed.arena).arg(unpacked.arena)));
+  }
+
+  // A plan larger than the devices' memory is refused before anything is
+  // allocated, with both numbers and the largest batch that fits.
+  void aPlanThatDoesNotFitNamesTheLargestBatchThatDoes() {
+    const CompiledProject cp = compile_project(project("cnn-bn-fashion", 2, Precision::FP32));
+    DeviceScan scan;
+    scan.host_available_bytes = 2 * cp.bytes_per_device();
+    QVERIFY(plan_fit_problem(cp, scan).empty());
+    scan.host_available_bytes = cp.bytes_per_device();  // half a rank's need each
+    const QString p = QString::fromStdString(plan_fit_problem(cp, scan));
+    QVERIFY2(p.startsWith(QStringLiteral("the plan needs %1 per device, and cpu:2 has %2 per rank")
+                              .arg(QString::fromStdString(human_bytes(cp.bytes_per_device())))
+                              .arg(QString::fromStdString(human_bytes(cp.bytes_per_device() / 2)))),
+             qPrintable(p));
+    QVERIFY2(p.contains("shared by 2 ranks"), qPrintable(p));
+    // The validation batch of 1000 per rank needs more than half its bytes:
+    // no training batch can make up for it.
+    QVERIFY2(p.contains("not even one sample per rank fits"), qPrintable(p));
+    // Room for validation but not for this training batch: a batch is named.
+    Project q = project("cnn-bn-fashion", 1, Precision::FP32);
+    q.variants.back().batch = 100;
+    q.training.global_batch = 512;
+    q.dataset.train_size = 4096;
+    const CompiledProject big = compile_project(q);
+    scan.host_available_bytes = big.bytes_per_device() / 2;
+    const std::string text = plan_fit_problem(big, scan);
+    const size_t at = text.find("the largest global batch that fits is ");
+    QVERIFY2(at != std::string::npos, text.c_str());
+    const int64_t batch = std::stoll(text.substr(at + 38));
+    QVERIFY2(batch > 0 && batch < 512, text.c_str());
+    q.training.global_batch = batch;
+    QVERIFY(compile_project(q).bytes_per_device() <= scan.host_available_bytes);
   }
 
   // Two tensors live at once given the same bytes: the CPU backend's check
