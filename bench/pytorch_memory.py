@@ -50,31 +50,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROJECTS = os.path.join(os.path.dirname(HERE), "projects")
 
 
-# Thread counts must be in the environment before torch (and OpenBLAS) load.
-def _early_threads(argv):
-    for i, a in enumerate(argv):
-        if a == "--threads" and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith("--threads="):
-            return a.split("=", 1)[1]
-    return "2"
-
-
-_t = _early_threads(sys.argv[1:])
-os.environ.setdefault("OPENBLAS_NUM_THREADS", _t)
-os.environ.setdefault("OMP_NUM_THREADS", _t)
-
-try:
-    import torch
-    from torch import nn
-except ImportError as e:
-    sys.exit("pytorch_memory.py: cannot import torch (%s); install it with "
-             "`apt-get install python3-torch python3-torchvision` and run this with "
-             "/usr/bin/python3" % e)
+# Thread counts must be in the environment before torch (and OpenBLAS) load:
+# pytorch_models sets them from --threads when it is imported; two by default.
+if not any(a == "--threads" or a.startswith("--threads=") for a in sys.argv[1:]):
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
+    os.environ.setdefault("OMP_NUM_THREADS", "2")
 
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True  # no bench/__pycache__ from importing the twins
-import pytorch_models  # noqa: E402  (the Fashion-MNIST twins; needs torch, imported above)
+import pytorch_models  # noqa: E402  (the Fashion-MNIST twins; imports torch or says how to get it)
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
 
 RESNET50_PROJECT = "resnet50.json"
 RESNET50_INPUT = (3, 224, 224)

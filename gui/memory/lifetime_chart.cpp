@@ -352,7 +352,8 @@ void LifetimeChart::paintEvent(QPaintEvent*) {
   p.setClipRect(plot.adjusted(0, -1, 1, 1));
   for (size_t i = 0; i < rects_.size(); ++i) {
     const QRectF& r = rects_[i];
-    const QColor c = kind_colour(blocks_->blocks()[i].kind);
+    QColor c = kind_colour(blocks_->blocks()[i].kind);
+    if (isFaded(static_cast<int>(i))) c = mix(base, c, 0.25);
     p.fillRect(r.width() > 3 && r.height() > 3 ? r.adjusted(0, 0, -1, -1) : r, c);
   }
   p.setBrush(Qt::NoBrush);
@@ -383,6 +384,20 @@ void LifetimeChart::paintEvent(QPaintEvent*) {
   p.setFont(font());
   p.setPen(mix(base, text, 0.5));
   p.drawRect(plot.adjusted(0, 0, -1, -1));
+}
+
+void LifetimeChart::setHighlightedLayers(std::vector<int> layers) {
+  highlighted_ = std::move(layers);
+  update();
+}
+
+bool LifetimeChart::isFaded(int block) const {
+  if (highlighted_.empty() || !blocks_ || !cp_ || block < 0 ||
+      static_cast<size_t>(block) >= blocks_->blocks().size())
+    return false;
+  const DTensor& t = cp_->plans[static_cast<size_t>(blocks_->variant())].get_dtensor(
+      blocks_->blocks()[static_cast<size_t>(block)].id);
+  return std::find(highlighted_.begin(), highlighted_.end(), t.owner) == highlighted_.end();
 }
 
 void LifetimeChart::resizeEvent(QResizeEvent* event) {

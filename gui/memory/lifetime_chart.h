@@ -43,6 +43,10 @@ class LifetimeChart : public QWidget {
   // Outlines the tensor's block (kNoTensor, or a tensor with none: no outline).
   void setSelectedTensor(DTensorId id);
   DTensorId selectedTensor() const { return selected_; }
+  // The layers selected elsewhere (the designer): their tensors' blocks keep
+  // their colour, the others fade. Empty: none fades.
+  void setHighlightedLayers(std::vector<int> layers);
+  bool isFaded(int block) const;
 
   const std::vector<GraphTick>& graphTicks() const { return ticks_; }
   // "pool 8.09 MiB, peak live 8.04 MiB, 14.37 MiB before packing"
@@ -95,6 +99,7 @@ class LifetimeChart : public QWidget {
   std::vector<TickLabel> labels_;
   std::vector<uint64_t> yTicks_;
   DTensorId selected_ = kNoTensor;
+  std::vector<int> highlighted_;
   int hovered_ = -1;
   std::vector<int> hoveredShares_;
 };

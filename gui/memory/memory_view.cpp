@@ -183,6 +183,7 @@ MemoryView::MemoryView(QWidget* parent)
   connect(allRegions_, &QPushButton::clicked, this, [this] {
     model_->setLayerFilter({});
     bands_->setHighlightedLayers({});
+    chart_->setHighlightedLayers({});
     showRegion(-1);
   });
   connect(owners_, &QLabel::linkActivated, this, [this](const QString& link) {
@@ -444,6 +445,7 @@ void MemoryView::refreshOwners() {
 void MemoryView::highlightLayers(const QList<int>& layers) {
   std::vector<int> v(layers.begin(), layers.end());
   model_->setLayerFilter(v);
+  chart_->setHighlightedLayers(v);
   bands_->setHighlightedLayers(std::move(v));
   if (!layers.isEmpty()) bands_->setSelectedRegion(-1);
   refreshTensors();

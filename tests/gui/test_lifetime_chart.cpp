@@ -23,6 +23,7 @@
 #include "memory/pool_blocks.h"
 #include "memory/region_bands.h"
 #include "model/project_io.h"
+#include "roomy_host.h"
 
 using namespace tr;
 using namespace tr::gui;
@@ -34,14 +35,6 @@ std::shared_ptr<const CompiledProject> compiled(const char* name, bool pack = tr
   CompileOptions options;
   options.pack_memory = pack;
   return std::make_shared<const CompiledProject>(compile_project(p, options));
-}
-
-DeviceScan roomy_host() {
-  DeviceScan s;
-  s.host_available_bytes = uint64_t{64} << 30;
-  s.host_memory_bytes = uint64_t{64} << 30;
-  s.cuda_status = "no CUDA here";
-  return s;
 }
 
 struct View {
@@ -318,6 +311,24 @@ class TestLifetimeChart : public QObject {
       QVERIFY(blocks->sharing(static_cast<int>(i)).empty());
     }
     QVERIFY(blocks->peakLiveBytes() < blocks->slotBytes());
+  }
+  // A layer selected in the designer: its tensors' blocks keep their colour.
+  void designerSelectionFadesTheOtherLayers() {
+    View v(compiled("lenet-fashion"));
+    LifetimeChart* chart = v.chart();
+    const int conv1 = v.layer("conv1");
+    for (int b = 0; b < static_cast<int>(chart->blocks()->blocks().size()); ++b)
+      QVERIFY(!chart->isFaded(b));
+    v.view.highlightLayers({conv1});
+    int kept = 0;
+    for (int b = 0; b < static_cast<int>(chart->blocks()->blocks().size()); ++b) {
+      const DTensor& t = v.plan().get_dtensor(chart->blocks()->blocks()[static_cast<size_t>(b)].id);
+      QCOMPARE(chart->isFaded(b), t.owner != conv1);
+      kept += !chart->isFaded(b);
+    }
+    QVERIFY(kept >= 2);  // conv1's output and its gradient slot
+    v.view.highlightLayers({});
+    QVERIFY(!chart->isFaded(0));
   }
 };
 

@@ -25,6 +25,7 @@
 #include "memory/region_bands.h"
 #include "memory/variant_agreement.h"
 #include "model/project_io.h"
+#include "roomy_host.h"
 
 using namespace tr;
 using namespace tr::gui;
@@ -49,14 +50,6 @@ std::shared_ptr<const CompiledProject> unpacked(const char* name) {
 
 QString bytes(uint64_t b) {
   return QString::fromStdString(human_bytes(b));
-}
-
-DeviceScan roomy_host() {
-  DeviceScan s;
-  s.host_available_bytes = uint64_t{64} << 30;
-  s.host_memory_bytes = uint64_t{64} << 30;
-  s.cuda_status = "no CUDA here";
-  return s;
 }
 
 struct View {
