@@ -22,10 +22,13 @@ constexpr const char* kUsage =
     "usage: renaissance-cli bench <project.json> [--steps N] [--warmup W] [--batch B]\n"
     "         [--threads T] [--devices cpu:N|cuda:I-J] [--precision fp32|amp] [--data DIR]\n"
     "         [--rewrites on|off] [--memory-packing on|off] [--streams 5|1]\n"
-    "         [--capture on|off] [--json]\n"
+    "         [--capture on|off] [--allow-fallback] [--json]\n"
     "  Trains W + N steps (no validation) and reports the median time of the last N.\n"
     "  On CUDA devices, --streams 1 runs all five streams' work on one CUDA stream and\n"
-    "  --capture off launches each captured graph's work one launch at a time.\n";
+    "  --capture off launches each captured graph's work one launch at a time.\n"
+    "  CUDA devices that are not usable here are an error (a figure for them must not\n"
+    "  come from the CPU); --allow-fallback measures as many CPU ranks instead, and the\n"
+    "  JSON's \"backend\" says which ran.\n";
 
 }  // namespace
 
@@ -34,14 +37,15 @@ int cmd_bench(const std::vector<std::string>& args) {
   with_value.insert("steps");
   with_value.insert("warmup");
   for (const std::string& o : cuda_measure_options()) with_value.insert(o);
-  const ParsedArgs a = parse_args(args, with_value, {"json", "help"});
+  const ParsedArgs a = parse_args(args, with_value, {"json", "help", "allow-fallback"});
   if (const int code = usage_exit_code(a, kUsage, 1); code >= 0) return code;
   const int64_t steps =
       a.values.count("steps") ? positive_integer("steps", a.values.at("steps")) : 20;
   const int64_t warmup =
       a.values.count("warmup") ? positive_integer("warmup", a.values.at("warmup")) : 3;
-  TrainingSetup setup = prepare_training(a.positional[0], a);
+  TrainingSetup setup = prepare_training(a.positional[0], a, a.has("allow-fallback"));
   const CompiledProject& cp = *setup.compiled;
+  if (!setup.device_note.empty()) std::fprintf(stderr, "note: %s\n", setup.device_note.c_str());
   TrainOptions options;
   // Only the steps are timed. The step limit would end the run with a
   // validation (after the last timed step, so the figures would not change,
@@ -66,6 +70,8 @@ int cmd_bench(const std::vector<std::string>& args) {
                       {"streams", a.values.count("streams") ? a.values.at("streams") : "5"},
                       {"capture", a.values.count("capture") ? a.values.at("capture") : "on"},
                       {"devices", cp.project.training.devices.str()},
+                      {"fell_back", setup.fell_back},
+                      {"plan_bytes_per_device", cp.bytes_per_device()},
                       {"threads", cpu::cpu_threads()},
                       {"batch", cp.project.training.global_batch},
                       {"steps", steps},

@@ -73,10 +73,12 @@ MultiNodeOptions read_node_options(const ParsedArgs& a) {
   return n;
 }
 
-TrainingSetup prepare_training(const std::string& project_path, const ParsedArgs& a) {
+TrainingSetup prepare_training(const std::string& project_path, const ParsedArgs& a,
+                               bool allow_cpu_fallback) {
   Project project = load_project(project_path);
   apply_overrides(a, project);
   SetupOptions options;
+  options.allow_cpu_fallback = allow_cpu_fallback;
   options.nodes = read_node_options(a);
   // Before the dataset loads: CPU ranks cannot train across machines.
   check_multi_node(options.nodes, project.training.devices);

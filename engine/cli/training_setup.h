@@ -32,7 +32,9 @@ std::set<std::string> node_options();
 MultiNodeOptions read_node_options(const ParsedArgs& args);
 
 // The project file with the command line's overrides, through tr::prepare_training.
-TrainingSetup prepare_training(const std::string& project_path, const ParsedArgs& args);
+// `allow_cpu_fallback`: see SetupOptions (bench: only with --allow-fallback).
+TrainingSetup prepare_training(const std::string& project_path, const ParsedArgs& args,
+                               bool allow_cpu_fallback = true);
 
 // `train`'s state options: --checkpoint-dir DIR, --resume FILE (read and
 // checked for damage here, against the project when training starts) and

@@ -87,6 +87,11 @@ class Backend {
   // Ends the capture and instantiates the graph; throws std::logic_error when a
   // stream that joined the capture was not joined back into `primary`.
   virtual GraphHandle end_capture(int rank, StreamKind primary) = 0;
+  // Ends a capture that failed part-way (a launcher threw): discards what was
+  // captured and leaves every stream of the rank out of capture, so the
+  // original error is what the caller sees and later calls work. Nothing
+  // happens when no capture is under way.
+  virtual void abort_capture(int rank) noexcept = 0;
   virtual void launch_graph(int rank, StreamKind stream, GraphHandle graph) = 0;
 
   // Collectives the host issues outside captured graphs (initial weights,

@@ -22,15 +22,15 @@ size_t capture_events_needed(const ComputationGraph& graph) {
   return n;
 }
 
-GraphHandle capture_graph(Backend& backend, const CompiledProject& cp, const ResolvedGraph& rg,
+namespace {
+
+// Everything between begin_capture and end_capture.
+GraphHandle capture_nodes(Backend& backend, const CompiledProject& cp, const ResolvedGraph& rg,
                           EventPool& events, const TransferHost& host,
                           const CaptureOptions& options) {
   const ComputationGraph& g = *rg.graph;
   const int rank = rg.rank;
   const StreamKind primary = g.stream;
-  events.reset();
-
-  backend.begin_capture(rank, primary);
   const EventId fork = events.take();
   backend.record(rank, primary, fork);
   for (int s = 0; s < kNumStreams; ++s)
@@ -76,6 +76,26 @@ GraphHandle capture_graph(Backend& backend, const CompiledProject& cp, const Res
     backend.wait(rank, primary, last);
   }
   return backend.end_capture(rank, primary);
+}
+
+}  // namespace
+
+GraphHandle capture_graph(Backend& backend, const CompiledProject& cp, const ResolvedGraph& rg,
+                          EventPool& events, const TransferHost& host,
+                          const CaptureOptions& options) {
+  const ComputationGraph& g = *rg.graph;
+  const int rank = rg.rank;
+  const StreamKind primary = g.stream;
+  events.reset();
+
+  backend.begin_capture(rank, primary);
+  try {
+    return capture_nodes(backend, cp, rg, events, host, options);
+  } catch (...) {
+    // The original error, and no stream left capturing.
+    backend.abort_capture(rank);
+    throw;
+  }
 }
 
 }  // namespace tr

@@ -48,8 +48,13 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
     on_cuda = why.empty();
     if (on_cuda) {
       out.device_note = "training on " + project.training.devices.str() + ": " + device_list(scan);
+    } else if (!options.allow_cpu_fallback) {
+      throw UsageError(project.training.devices.str() + " requested, but " + why +
+                       "; a measurement of these devices will not run on the CPU instead "
+                       "(--allow-fallback measures the CPU ranks and says so)");
     } else {
       // The same plan trains on as many CPU ranks, and the user is told so.
+      out.fell_back = true;
       const int world = project.training.devices.world_size();
       out.device_note = project.training.devices.str() + " requested; " + why +
                         "; training on cpu:" + std::to_string(world) + " instead";

@@ -25,6 +25,10 @@ struct SetupOptions {
   // --streams and --capture); UsageError when the run is not on CUDA.
   int cuda_streams = 5;
   bool cuda_capture = true;
+  // CUDA devices asked for but not usable here: train on as many CPU ranks
+  // with a note (true), or refuse with UsageError (false: a measurement must
+  // not report the CPU as the GPU).
+  bool allow_cpu_fallback = true;
   // The CPU backend's check of the step schedule (CpuBackendOptions): for
   // tests; it costs time on every step.
   bool check_step_schedule = false;
@@ -35,6 +39,7 @@ struct TrainingSetup {
   std::unique_ptr<DataSource> data;
   std::unique_ptr<Backend> backend;
   std::string device_note;  // e.g. why CUDA devices fell back to the CPU backend
+  bool fell_back = false;   // CUDA devices were asked for; CPU ranks train instead
 };
 
 // Throws UsageError (or CompileError) naming what is wrong with the project,

@@ -84,6 +84,7 @@ class TestCliTrain : public QObject {
     QVERIFY(j.at("median_ms_per_step").get<double>() > 0);
     QVERIFY(j.at("images_per_s").get<double>() > 0);
     QCOMPARE(j.at("steps").get<int>(), 5);
+    QVERIFY(!j.at("fell_back").get<bool>());
   }
 
   void mixedPrecisionTrains() {
@@ -109,7 +110,22 @@ class TestCliTrain : public QObject {
     if (!r.err.contains("training on cpu:1 instead"))
       QSKIP("this machine trains cuda:0 on a GPU; the fallback is for machines without one");
     QVERIFY2(r.out.contains("epoch 1/1"), qPrintable(r.out));
-    r = run_cli({"bench", tiny(), "--devices", "cuda:0", "--streams", "1", "--steps", "2"});
+    // A benchmark of cuda:0 must not report the CPU as the GPU: refused,
+    // unless --allow-fallback, and then its JSON says so.
+    r = run_cli({"bench", tiny(), "--devices", "cuda:0", "--steps", "2"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("cuda:0 requested, but ") && r.err.contains("--allow-fallback"),
+             qPrintable(r.err));
+    r = run_cli({"bench", tiny(), "--devices", "cuda:0", "--steps", "2", "--warmup", "1",
+                 "--allow-fallback", "--json"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.err.contains("training on cpu:1 instead"), qPrintable(r.err));
+    const json j = json::parse(r.out.trimmed().split('\n').last().toStdString());
+    QCOMPARE(j.at("backend").get<std::string>(), std::string("cpu"));
+    QVERIFY(j.at("fell_back").get<bool>());
+    QVERIFY(j.at("plan_bytes_per_device").get<uint64_t>() > 0);
+    r = run_cli({"bench", tiny(), "--devices", "cuda:0", "--streams", "1", "--steps", "2",
+                 "--allow-fallback"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("measure the CUDA backend"), qPrintable(r.err));
   }

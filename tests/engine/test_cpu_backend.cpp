@@ -257,6 +257,32 @@ class TestCpuBackend : public QObject {
     capture_graph(*b, cp, rg, pool);
   }
 
+  // A capture that fails part-way (here: too few events) reports its own
+  // error and leaves no stream capturing: the next capture and plain work go on.
+  void aFailedCaptureLeavesNoStreamCapturing() {
+    const CompiledProject cp = compile("lenet-fashion");
+    auto b = cpu::make_cpu_backend({});
+    b->allocate_arenas(cp.bytes_per_device());
+    const ComputationGraph* g = cp.find_graph(GraphId::DEEP_FWD_BWD, 0);
+    QVERIFY(g);
+    const ResolvedGraph rg = resolve_graph(cp, *g, 0, b->arena(0), 0, 1);
+    EventPool few(*b, 0, 3);
+    QString message;
+    try {
+      capture_graph(*b, cp, rg, few);
+    } catch (const std::logic_error& e) {
+      message = QString::fromUtf8(e.what());
+    }
+    QVERIFY2(message.contains("needs more events than were created"), qPrintable(message));
+    bool ran = false;
+    b->enqueue(0, StreamKind::COMP_2, host([&] { ran = true; }));
+    b->synchronize(0);
+    QVERIFY(ran);  // run, not captured
+    EventPool enough(*b, 0, capture_events_needed(*g));
+    QVERIFY(cpu::captured_graph(*b, 0, capture_graph(*b, cp, rg, enough)) != nullptr);
+    b->abort_capture(0);  // nothing under way: nothing happens
+  }
+
   void dxWaitsForDw() {
     const CompiledProject cp = compile("lenet-fashion");
     auto b = cpu::make_cpu_backend({});

@@ -82,6 +82,7 @@ class NodeView final : public Backend {
   void enqueue(int r, StreamKind s, Launch l) override { c_.all.enqueue(g(r), s, std::move(l)); }
   void begin_capture(int r, StreamKind s) override { c_.all.begin_capture(g(r), s); }
   GraphHandle end_capture(int r, StreamKind s) override { return c_.all.end_capture(g(r), s); }
+  void abort_capture(int r) noexcept override { c_.all.abort_capture(g(r)); }
   void launch_graph(int r, StreamKind s, GraphHandle h) override {
     c_.all.launch_graph(g(r), s, h);
   }

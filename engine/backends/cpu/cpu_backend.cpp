@@ -266,6 +266,15 @@ class CpuBackend final : public Backend {
     return static_cast<GraphHandle>(r.graphs.size() - 1);
   }
 
+  void abort_capture(int rank) noexcept override {
+    if (rank < 0 || rank >= options_.world) return;
+    Rank& r = ranks_[static_cast<size_t>(rank)];
+    if (r.capture_id < 0) return;
+    r.building.reset();
+    r.bound_args.clear();
+    reset_capture(r);
+  }
+
   void launch_graph(int rank, StreamKind stream, GraphHandle handle) override {
     Rank& r = at(rank);
     if (handle < 0 || static_cast<size_t>(handle) >= r.graphs.size())

@@ -195,9 +195,11 @@ class CudaBackend final : public Backend {
         TR_CUDA_CHECK(cudaEventCreate(&r.origin), d);
       }
       std::vector<ncclComm_t> comms(devices_.size());
+      // A world of one has nothing to communicate: no NCCL at all, so one GPU
+      // trains where NCCL is missing or broken.
       if (o.nodes.across_nodes())
         init_across_nodes(o, comms);
-      else
+      else if (devices_.size() > 1)
         TR_NCCL_CHECK(
             ncclCommInitAll(comms.data(), static_cast<int>(devices_.size()), devices_.data()),
             devices_.front());
@@ -456,6 +458,38 @@ class CudaBackend final : public Backend {
     return static_cast<GraphHandle>(r.graphs.size() - 1);
   }
 
+  void abort_capture(int rank) noexcept override {
+    if (rank < 0 || static_cast<size_t>(rank) >= ranks_.size() ||
+        !ranks_[static_cast<size_t>(rank)])
+      return;
+    Rank& r = *ranks_[static_cast<size_t>(rank)];
+    if (!r.capturing) return;
+    r.capturing = false;
+    if (r.recording) {
+      r.recording = false;
+      r.recorded.clear();
+      return;
+    }
+    DeviceScope scope(r.device);
+    // Join every stream that forked into the capture back into the primary,
+    // so that ending it ends the whole capture sequence.
+    cudaStream_t primary = r.streams[si(r.primary)];
+    for (cudaStream_t s : distinct_streams(r)) {
+      cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+      if (s == primary || cudaStreamIsCapturing(s, &status) != cudaSuccess ||
+          status != cudaStreamCaptureStatusActive)
+        continue;
+      cudaEvent_t join = nullptr;
+      if (cudaEventCreateWithFlags(&join, cudaEventDisableTiming) != cudaSuccess) continue;
+      if (cudaEventRecord(join, s) == cudaSuccess) (void)cudaStreamWaitEvent(primary, join, 0);
+      (void)cudaEventDestroy(join);
+    }
+    cudaGraph_t graph = nullptr;
+    (void)cudaStreamEndCapture(primary, &graph);
+    if (graph) (void)cudaGraphDestroy(graph);
+    (void)cudaGetLastError();  // the capture's error is not the caller's
+  }
+
   void launch_graph(int rank, StreamKind stream, GraphHandle handle) override {
     Rank& r = ready(rank);
     if (handle < 0 || static_cast<size_t>(handle) >= r.graphs.size())
@@ -484,6 +518,7 @@ class CudaBackend final : public Backend {
     if (range.bytes % 4 != 0)
       throw std::invalid_argument("CUDA backend: an all-reduce of " + std::to_string(range.bytes) +
                                   " bytes is not a whole number of floats");
+    if (global_world() == 1) return;  // the sum and the mean of one rank's bytes are those bytes
     host_collective(r, stream,
                     {op == ReduceOp::MEAN ? HostCollectiveKind::ALL_REDUCE_MEAN
                                           : HostCollectiveKind::ALL_REDUCE_SUM,
@@ -496,6 +531,7 @@ class CudaBackend final : public Backend {
     if (root < 0 || root >= global_world())
       throw std::out_of_range("CUDA backend: broadcast from rank " + std::to_string(root) +
                               " in a world of " + std::to_string(global_world()));
+    if (global_world() == 1) return;  // the root's bytes are already everyone's
     host_collective(r, stream,
                     {HostCollectiveKind::BROADCAST, r.arena + range.offset, range.bytes, root});
   }
@@ -820,6 +856,7 @@ class CudaBackend final : public Backend {
     if (!l.args || !l.args->node)
       throw std::invalid_argument("CUDA backend: a collective launch without its node");
     const ncclRedOp_t op = l.args->node->range_op == RangeOp::ALLREDUCE_MEAN ? ncclAvg : ncclSum;
+    if (global_world() == 1) return;  // the compiler emits none for one rank; nothing to do
     ncclComm_t c = comm(r);
     TR_NCCL_CHECK(ncclGroupStart(), r.device);
     for (const SpanArg& span : l.args->in_spans)
