@@ -135,6 +135,8 @@ def main():
         "median_ms_per_step": median_ms,
         "min_ms_per_step": min(times),
         "images_per_s": a.batch / (median_ms / 1000.0),
+        # What PyTorch's caching allocator handed out at most: beside our plan's bytes.
+        "max_memory_allocated_bytes": torch.cuda.max_memory_allocated(device),
     }), flush=True)
 
 
