@@ -198,12 +198,21 @@ class RankLoop {
         // inside the profiled steps).
         if (profile && !profiling_) start_profiling();
         const auto t_step = Clock::now();
+        // This batch is on the device once its transfer (launched by the
+        // step before) has landed: its staging buffer goes back to the
+        // pipeline now, so filling the batch after next overlaps this step.
+        const int64_t index = batch->index;
+        const bool partial = batch->partial;
+        const int variant = variant_of(*batch), buffer = batch->buffer;
+        backend_.synchronize(rank_, StreamKind::TRANS);
+        train_->release(batch);
+        batch = nullptr;
         const Batch* next = train_->next();
-        const double position = static_cast<double>(epoch) +
-                                static_cast<double>(batch->index) / static_cast<double>(batches);
+        const double position =
+            static_cast<double>(epoch) + static_cast<double>(index) / static_cast<double>(batches);
         const double lr = learning_rate(cp_.project.training.optimizer,
                                         cp_.project.training.schedule, epochs, position);
-        const StepMetrics m = session_.train_step(rank_, variant_of(*batch), batch->buffer, next,
+        const StepMetrics m = session_.train_step(rank_, variant, buffer, next,
                                                   next ? variant_of(*next) : 0, lr, step);
         if (m.overflow && cp_.project.training.precision == Precision::FP32)
           throw std::runtime_error("the loss or a gradient became NaN or infinite at step " +
@@ -222,10 +231,8 @@ class RankLoop {
                                    std::to_string(m.loss_scale) + "; lower the learning rate");
         const double dt = seconds_since(t_step);
         if (profile) end_profiled_step(step, step + 1 == options_.profile_end);
-        // Read before the release: the producer refills the buffer right away.
-        const StepReport sr{step,   epoch, batch->index, batches,        m.loss,
-                            m.top1, lr,    dt,           batch->partial, m.loss_scale};
-        train_->release(batch);
+        const StepReport sr{step,   epoch, index, batches, m.loss,
+                            m.top1, lr,    dt,    partial, m.loss_scale};
         loss_sum += m.loss * m.samples;
         top1_sum += m.top1 * m.samples;
         samples += m.samples;
