@@ -5,6 +5,7 @@
 #include <chrono>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <mutex>
@@ -426,27 +427,25 @@ TrainReport train(const CompiledProject& cp, Backend& backend, const DataSource&
   Shared shared(local);
   shared.report.first_step = start.step;
   shared.report.steps = start.step;
-  std::vector<std::unique_ptr<RankLoop>> loops;
-  for (int r = 0; r < local; ++r) {
-    loops.push_back(std::make_unique<RankLoop>(cp, backend, session, data, options, callbacks,
-                                               shared, r, start));
-  }
-  if (local == 1) {
-    loops[0]->run();
-  } else {
+  // Work on every rank at once, one host thread each: a rank that fails
+  // releases the others from collectives and barriers, and its error is
+  // the one reported.
+  auto on_every_rank = [&](const std::function<void(int)>& work) {
+    if (local == 1) {
+      work(0);
+      return;
+    }
     std::vector<std::thread> threads;
     for (int r = 0; r < local; ++r)
-      threads.emplace_back([&shared, &backend, r, l = loops[static_cast<size_t>(r)].get()] {
+      threads.emplace_back([&shared, &backend, &work, r] {
         try {
-          l->run();
+          work(r);
         } catch (...) {
           const std::exception_ptr e = std::current_exception();
           {
             std::lock_guard<std::mutex> lock(shared.mutex);
             if (!shared.error) shared.error = e;
           }
-          // The other ranks may be waiting for this one in a collective or
-          // at a barrier: release them, they stop with an error too.
           const std::string why = "rank " + std::to_string(r) + " failed: " + message_of(e);
           backend.abort_collectives(why);
           shared.barrier.abort(why);
@@ -454,7 +453,15 @@ TrainReport train(const CompiledProject& cp, Backend& backend, const DataSource&
       });
     for (std::thread& t : threads) t.join();
     if (shared.error) std::rethrow_exception(shared.error);
-  }
+  };
+  // The ranks capture their graphs together: a captured NCCL group end on
+  // one rank waits for its peers to reach theirs (NCCL connects lazily).
+  std::vector<std::unique_ptr<RankLoop>> loops(static_cast<size_t>(local));
+  on_every_rank([&](int r) {
+    loops[static_cast<size_t>(r)] = std::make_unique<RankLoop>(cp, backend, session, data, options,
+                                                               callbacks, shared, r, start);
+  });
+  on_every_rank([&](int r) { loops[static_cast<size_t>(r)]->run(); });
   if (options.profile_begin >= 0) {
     // Training ended inside the profiled steps: keep what was recorded after
     // the last step (its validation, a checkpoint), counted to that step.

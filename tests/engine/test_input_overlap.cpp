@@ -16,6 +16,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "compile/compiler.h"
 #include "data/dataset.h"
+#include "forwarding_backend.h"
 #include "model_builder.h"
 #include "runtime/trainer.h"
 
@@ -56,39 +57,28 @@ class CountingSource final : public DataSource {
 
 // The CPU backend, but a launch of DEEP_FWD_BWD first waits for the source
 // to be read past the batch after the one this step trains.
-class WatchingBackend final : public Backend {
+class WatchingBackend final : public ForwardingBackend {
  public:
   explicit WatchingBackend(const CountingSource& source)
-      : cpu_(cpu::make_cpu_backend({})), source_(source) {}
+      : ForwardingBackend(cpu::make_cpu_backend({})), source_(source) {}
 
   int overlapped = 0, steps = 0;
 
-  std::string name() const override { return cpu_->name(); }
-  int world_size() const override { return 1; }
-  void allocate_arenas(uint64_t bytes) override { cpu_->allocate_arenas(bytes); }
-  uint8_t* arena(int r) override { return cpu_->arena(r); }
-  uint64_t arena_bytes() const override { return cpu_->arena_bytes(); }
-  EventId create_event(int r) override { return cpu_->create_event(r); }
-  void record(int r, StreamKind s, EventId e) override { cpu_->record(r, s, e); }
-  void wait(int r, StreamKind s, EventId e) override { cpu_->wait(r, s, e); }
-  void synchronize(int r, StreamKind s) override { cpu_->synchronize(r, s); }
-  void synchronize(int r) override { cpu_->synchronize(r); }
   void enqueue(int r, StreamKind s, Launch l) override {
     if (capturing_ && l.tag.graph == GraphId::DEEP_FWD_BWD) deep_ = true;
-    cpu_->enqueue(r, s, std::move(l));
+    ForwardingBackend::enqueue(r, s, std::move(l));
   }
   void begin_capture(int r, StreamKind s) override {
     capturing_ = true;
     deep_ = false;
-    cpu_->begin_capture(r, s);
+    ForwardingBackend::begin_capture(r, s);
   }
   GraphHandle end_capture(int r, StreamKind s) override {
     capturing_ = false;
-    const GraphHandle h = cpu_->end_capture(r, s);
+    const GraphHandle h = ForwardingBackend::end_capture(r, s);
     if (deep_) deep_graphs_.push_back(h);
     return h;
   }
-  void abort_capture(int r) noexcept override { cpu_->abort_capture(r); }
   void launch_graph(int r, StreamKind s, GraphHandle h) override {
     if (std::find(deep_graphs_.begin(), deep_graphs_.end(), h) != deep_graphs_.end()) {
       // Step k trains batch k; batches 0..k+1 are read already (k+1 is the
@@ -97,22 +87,10 @@ class WatchingBackend final : public Backend {
       if (k + 3 <= 8 && source_.wait_beyond((k + 2) * kBatch, std::chrono::seconds(10)))
         ++overlapped;
     }
-    cpu_->launch_graph(r, s, h);
+    ForwardingBackend::launch_graph(r, s, h);
   }
-  void all_reduce(int r, StreamKind s, ByteRange range, ReduceOp op) override {
-    cpu_->all_reduce(r, s, range, op);
-  }
-  void broadcast(int r, StreamKind s, ByteRange range, int root) override {
-    cpu_->broadcast(r, s, range, root);
-  }
-  void group_start(int r) override { cpu_->group_start(r); }
-  void group_end(int r) override { cpu_->group_end(r); }
-  void abort_collectives(const std::string& why) override { cpu_->abort_collectives(why); }
-  void set_profiling(bool on) override { cpu_->set_profiling(on); }
-  std::vector<ProfileSpan> take_profile() override { return cpu_->take_profile(); }
 
  private:
-  std::unique_ptr<Backend> cpu_;
   const CountingSource& source_;
   bool capturing_ = false, deep_ = false;
   std::vector<GraphHandle> deep_graphs_;

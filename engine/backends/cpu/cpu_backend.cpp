@@ -528,7 +528,7 @@ class CpuBackend final : public Backend {
   Collectives collectives_;
   std::vector<Rank> ranks_;
   uint64_t arena_bytes_ = 0;
-  int next_capture_ = 0;
+  std::atomic<int> next_capture_{0};  // ranks may capture at once, on their own threads
   std::chrono::steady_clock::time_point origin_;
   std::mutex profile_mutex_;
   std::atomic<bool> profiling_{false};

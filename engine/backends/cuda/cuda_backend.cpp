@@ -32,6 +32,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "backends/cuda/cuda_check.h"
@@ -492,6 +493,12 @@ class CudaBackend final : public Backend {
 
   void launch_graph(int rank, StreamKind stream, GraphHandle handle) override {
     Rank& r = ready(rank);
+    // After an abort the communicators are gone: no graph (which may hold
+    // NCCL kernels) runs again.
+    if (aborted_) {
+      std::lock_guard<std::mutex> lock(abort_mutex_);
+      throw std::runtime_error(abort_reason_);
+    }
     if (handle < 0 || static_cast<size_t>(handle) >= r.graphs.size())
       throw std::out_of_range("CUDA backend: no graph " + std::to_string(handle));
     if (r.capturing) throw std::logic_error("CUDA backend: graph launch inside a capture");
@@ -561,16 +568,19 @@ class CudaBackend final : public Backend {
     rendezvous_.abort(abort_reason_);
     // ncclCommAbort stops the NCCL kernels in flight, so streams waiting on
     // a missing rank drain and the next synchronize reports the reason.
-    for (auto& r : ranks_) {
-      if (r->bn_comm) {
-        (void)ncclCommAbort(r->bn_comm);
-        r->bn_comm = nullptr;
+    // ncclCommAbort sets the abort flag at once but then waits, as a
+    // destroy does, for every captured graph holding the communicator's
+    // kernels to be destroyed (release() destroys them first): one thread
+    // per communicator, so no abort waits behind another, joined in release().
+    std::lock_guard<std::mutex> lock(abort_mutex_);
+    for (auto& r : ranks_)
+      for (ncclComm_t* c : {&r->bn_comm, &r->comm}) {
+        if (!*c) continue;
+        aborting_.emplace_back([comm = std::exchange(*c, nullptr), device = r->device] {
+          (void)cudaSetDevice(device);
+          (void)ncclCommAbort(comm);
+        });
       }
-      if (r->comm) {
-        (void)ncclCommAbort(r->comm);
-        r->comm = nullptr;
-      }
-    }
   }
 
   void set_profiling(bool enabled) override {
@@ -966,19 +976,37 @@ class CudaBackend final : public Backend {
   void release() noexcept {
     int previous = 0;
     const bool restore = cudaGetDevice(&previous) == cudaSuccess;
+    // Every rank's graphs go before any communicator: NCCL's destroy waits
+    // for the graph executables that hold its kernels, on every rank.
     for (auto& rp : ranks_) {
       Rank& r = *rp;
       if (cudaSetDevice(r.device) != cudaSuccess) continue;
       for (cudaStream_t s : r.streams)
         if (s) (void)cudaStreamSynchronize(s);
+      for (GraphSlot& g : r.graphs)
+        if (g.exec) (void)cudaGraphExecDestroy(g.exec);
+      r.graphs.clear();
+    }
+    {
+      // Aborted communicators finish aborting once their graphs are gone.
+      std::lock_guard<std::mutex> lock(abort_mutex_);
+      for (std::thread& t : aborting_)
+        if (t.joinable()) t.join();
+      aborting_.clear();
+    }
+    for (auto& rp : ranks_) {
+      Rank& r = *rp;
+      if (cudaSetDevice(r.device) != cudaSuccess) continue;
       if (r.bn_comm) (void)ncclCommDestroy(r.bn_comm);
       r.bn_comm = nullptr;
       if (r.comm) (void)ncclCommDestroy(r.comm);
       r.comm = nullptr;
+    }
+    for (auto& rp : ranks_) {
+      Rank& r = *rp;
+      if (cudaSetDevice(r.device) != cudaSuccess) continue;
       if (r.vote) (void)cudaFree(r.vote);
       r.handles.reset();  // the streams have drained; the handles go before them
-      for (GraphSlot& g : r.graphs)
-        if (g.exec) (void)cudaGraphExecDestroy(g.exec);
       for (cudaEvent_t e : r.events) (void)cudaEventDestroy(e);
       for (Timed& t : r.timed) {
         (void)cudaEventDestroy(t.start);
@@ -1006,8 +1034,9 @@ class CudaBackend final : public Backend {
   std::set<const void*> pinned_;  // host memory this backend page-locked
   std::vector<std::unique_ptr<Rank>> ranks_;
   HostRendezvous rendezvous_;
-  int global_world_ = 0;  // across nodes; 0: this process is the world
-  int first_rank_ = 0;    // the global rank of local rank 0
+  int global_world_ = 0;               // across nodes; 0: this process is the world
+  std::vector<std::thread> aborting_;  // ncclCommAbort of each aborted communicator
+  int first_rank_ = 0;                 // the global rank of local rank 0
   uint64_t arena_bytes_ = 0;
   std::chrono::steady_clock::time_point origin_;
   std::atomic<bool> profiling_{false};
