@@ -83,6 +83,15 @@ class Backend {
 
   virtual void enqueue(int rank, StreamKind stream, Launch launch) = 0;
 
+  // Before a capture, once for every launch it will record (on `stream`): a
+  // GPU backend chooses its library algorithms and sizes the stream's
+  // workspace here, so that nothing inside the capture allocates or asks a
+  // library to choose. The CPU backend needs nothing.
+  virtual void prepare_launch(int rank, StreamKind stream, const Launch& launch) {
+    (void)rank;
+    (void)stream;
+    (void)launch;
+  }
   virtual void begin_capture(int rank, StreamKind primary) = 0;
   // Ends the capture and instantiates the graph; throws std::logic_error when a
   // stream that joined the capture was not joined back into `primary`.

@@ -87,6 +87,10 @@ GraphHandle capture_graph(Backend& backend, const CompiledProject& cp, const Res
   const int rank = rg.rank;
   const StreamKind primary = g.stream;
   events.reset();
+  // Algorithms and workspaces first: nothing may allocate inside the capture.
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const Launch& l : node_launches(cp, rg, i, host))
+      backend.prepare_launch(rank, l.tag.stream, l);
 
   backend.begin_capture(rank, primary);
   try {

@@ -27,6 +27,9 @@ class ForwardingBackend : public tr::Backend {
   void enqueue(int r, tr::StreamKind s, tr::Launch l) override {
     inner_->enqueue(r, s, std::move(l));
   }
+  void prepare_launch(int r, tr::StreamKind s, const tr::Launch& l) override {
+    inner_->prepare_launch(r, s, l);
+  }
   void begin_capture(int r, tr::StreamKind s) override { inner_->begin_capture(r, s); }
   tr::GraphHandle end_capture(int r, tr::StreamKind s) override {
     return inner_->end_capture(r, s);

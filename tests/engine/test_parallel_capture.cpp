@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The ranks capture their graphs together. NCCL connects lazily, so a
-// captured group end on one GPU waits for its peers to reach theirs; a
-// capture one rank after the other would hang. The backend below behaves
-// that way (a capture with a collective ends only once every rank has
-// captured one, or fails after 10 s), and training on two ranks gets through.
+// What the capture protocol promises a GPU backend, shown on the CPU:
+//  - the ranks capture their graphs together. NCCL connects lazily, so a
+//    captured group end on one GPU waits for its peers to reach theirs; a
+//    capture one rank after the other would hang. The backend below behaves
+//    that way (a capture with a collective ends only once every rank has
+//    captured one, or fails after 10 s), and training on two ranks gets
+//    through;
+//  - every launch a capture records was handed to prepare_launch before the
+//    capture began, so a GPU backend chooses algorithms and allocates
+//    workspaces outside it.
 #include <QtTest>
 
 #include <chrono>
@@ -60,6 +65,44 @@ class LazyConnectBackend final : public ForwardingBackend {
   bool with_collective_[2] = {false, false};
 };
 
+// Notes which launches were prepared, and fails a capture that records one
+// that was not, or a preparation made while capturing.
+class PreparedOnlyBackend final : public ForwardingBackend {
+ public:
+  PreparedOnlyBackend() : ForwardingBackend(cpu::make_cpu_backend({})) {}
+  int captured = 0;
+
+  void prepare_launch(int r, StreamKind s, const Launch& l) override {
+    if (capturing_) throw std::logic_error("prepare_launch inside a capture: " + l.tag.label);
+    prepared_.push_back(key(s, l));
+    ForwardingBackend::prepare_launch(r, s, l);
+  }
+  void begin_capture(int r, StreamKind s) override {
+    capturing_ = true;
+    ForwardingBackend::begin_capture(r, s);
+  }
+  GraphHandle end_capture(int r, StreamKind s) override {
+    capturing_ = false;
+    prepared_.clear();
+    return ForwardingBackend::end_capture(r, s);
+  }
+  void enqueue(int r, StreamKind s, Launch l) override {
+    if (capturing_) {
+      ++captured;
+      if (std::find(prepared_.begin(), prepared_.end(), key(s, l)) == prepared_.end())
+        throw std::logic_error("captured a launch nobody prepared: " + l.tag.label);
+    }
+    ForwardingBackend::enqueue(r, s, std::move(l));
+  }
+
+ private:
+  static std::string key(StreamKind s, const Launch& l) {
+    return std::string(stream_kind_name(s)) + " " + l.tag.label;
+  }
+  bool capturing_ = false;
+  std::vector<std::string> prepared_;
+};
+
 }  // namespace
 
 class TestParallelCapture : public QObject {
@@ -74,6 +117,16 @@ class TestParallelCapture : public QObject {
     o.max_steps = 2;
     o.validate = false;
     QCOMPARE(train(cp, backend, *data, o).steps, int64_t{2});
+  }
+
+  void everyCapturedLaunchWasPreparedFirst() {
+    const CompiledProject cp = compile_project(rank_runs::synthetic(1, true));
+    auto data = load_dataset(cp.project.dataset, "", cp.project.training.seed);
+    PreparedOnlyBackend backend;
+    TrainOptions o;
+    o.max_steps = 2;
+    QCOMPARE(train(cp, backend, *data, o).steps, int64_t{2});
+    QVERIFY(backend.captured > 20);
   }
 };
 

@@ -414,6 +414,15 @@ class CudaBackend final : public Backend {
   // rank threads capture side by side, which global mode would turn into
   // errors on each other's unsafe calls. Nothing here synchronises a
   // capturing stream, which relaxed mode no longer catches.
+  void prepare_launch(int rank, StreamKind stream, const Launch& l) override {
+    if (l.kind != LaunchKind::KERNEL || !l.args || !l.args->node) return;
+    Rank& r = at(rank);
+    DeviceScope scope(r.device);
+    // Chooses (and caches) the launch's algorithms; the capture finds them.
+    const uint64_t need = cuda_workspace_bytes(*l.args, r.streams[si(stream)]);
+    if (need) reserve_workspace(r, stream, need);
+  }
+
   void begin_capture(int rank, StreamKind primary) override {
     Rank& r = ready(rank);
     if (r.capturing) throw std::logic_error("CUDA backend: capture already in progress");

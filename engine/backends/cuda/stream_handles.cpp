@@ -86,6 +86,17 @@ void StreamHandles::adopt(cudaStream_t stream) {
   if (!r.entries.try_emplace(stream, Entry{device_, nullptr, nullptr}).second)
     throw std::logic_error("stream handles: a stream was adopted twice");
   streams_.push_back(stream);
+  // Both handles now, with the stream: creating one allocates and may
+  // synchronise, which would invalidate a capture under way.
+  Entry& e = r.entries.at(stream);
+  cublasHandle_t blas = nullptr;
+  check_cublas(cublasCreate(&blas), "cublasCreate", device_);
+  e.blas = blas;  // owned from here: the destructor frees it on any failure below
+  check_cublas(cublasSetStream(blas, stream), "cublasSetStream", device_);
+  cudnnHandle_t dnn = nullptr;
+  check_cudnn(cudnnCreate(&dnn), "cudnnCreate", device_);
+  e.dnn = dnn;
+  check_cudnn(cudnnSetStream(dnn, stream), "cudnnSetStream", device_);
 }
 
 cublasHandle_t cublas_handle(cudaStream_t stream, const StreamWorkspace& workspace) {
@@ -93,15 +104,7 @@ cublasHandle_t cublas_handle(cudaStream_t stream, const StreamWorkspace& workspa
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   Entry& e = entry_of(r, stream, device);
-  if (!e.blas) {
-    cublasHandle_t h = nullptr;
-    check_cublas(cublasCreate(&h), "cublasCreate", device);
-    // Bound once: cublasSetStream also resets the workspace, set below.
-    const cublasStatus_t bound = cublasSetStream(h, stream);
-    if (bound != CUBLAS_STATUS_SUCCESS) (void)cublasDestroy(h);
-    check_cublas(bound, "cublasSetStream", device);
-    e.blas = h;
-  }
+  if (!e.blas) throw std::logic_error("stream handles: no cuBLAS handle for an adopted stream");
   // Every call: the stream's workspace may have been replaced by a larger one.
   check_cublas(cublasSetWorkspace(e.blas, workspace.data, workspace.bytes), "cublasSetWorkspace",
                device);
@@ -113,14 +116,7 @@ cudnnHandle_t cudnn_handle(cudaStream_t stream) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   Entry& e = entry_of(r, stream, device);
-  if (!e.dnn) {
-    cudnnHandle_t h = nullptr;
-    check_cudnn(cudnnCreate(&h), "cudnnCreate", device);
-    const cudnnStatus_t bound = cudnnSetStream(h, stream);
-    if (bound != CUDNN_STATUS_SUCCESS) (void)cudnnDestroy(h);
-    check_cudnn(bound, "cudnnSetStream", device);
-    e.dnn = h;
-  }
+  if (!e.dnn) throw std::logic_error("stream handles: no cuDNN handle for an adopted stream");
   return e.dnn;
 }
 

@@ -6,9 +6,9 @@
 //
 // The backend owns one StreamHandles per device and adopts its streams; a
 // launcher, which only sees its stream, finds the handles through
-// cublas_handle(stream) and cudnn_handle(stream). Handles are created on
-// first use, so a run without linear layers never loads cuBLAS and one
-// without convolutions never loads cuDNN.
+// cublas_handle(stream) and cudnn_handle(stream). Handles are created when
+// a stream is adopted, never later: creating one allocates and may
+// synchronise, which would invalidate a stream capture under way.
 #pragma once
 
 #include <cublas_v2.h>
@@ -29,8 +29,8 @@ class StreamHandles {
   StreamHandles(const StreamHandles&) = delete;
   StreamHandles& operator=(const StreamHandles&) = delete;
 
-  // Launches on `stream` (a stream of this object's device) find their
-  // handles here until this object goes.
+  // Creates `stream`'s cuBLAS and cuDNN handles (on this object's device,
+  // which must be current); launches on it find them here until this object goes.
   void adopt(cudaStream_t stream);
 
  private:
@@ -38,14 +38,14 @@ class StreamHandles {
   std::vector<cudaStream_t> streams_;
 };
 
-// The cuBLAS handle of `stream`, created on first use, with its workspace set
+// The cuBLAS handle of `stream`, with its workspace set
 // to the stream's workspace. Throws std::logic_error for a stream no
 // StreamHandles adopted, or one used from another device; std::runtime_error
 // when cuBLAS fails.
 cublasHandle_t cublas_handle(cudaStream_t stream, const StreamWorkspace& workspace);
 
-// The cuDNN handle of `stream`, created on first use (cuDNN takes its
-// workspace per call). Throws as cublas_handle does.
+// The cuDNN handle of `stream` (cuDNN takes its workspace per call). Throws
+// as cublas_handle does.
 cudnnHandle_t cudnn_handle(cudaStream_t stream);
 
 // Stream workspace bytes to ask for a cuBLAS call: NVIDIA's recommendation
