@@ -23,6 +23,10 @@ struct BatchSpec {
   DType dtype = DType::FP32;  // FP32 or FP16
   bool drop_last = false;     // skip the last partial batch instead of yielding it
   int fill_threads = 1;       // threads that decode one batch (results do not depend on it)
+  // Channels per pixel in the staging images, when the device pads them (FP16
+  // inputs to 4): the padding lanes stay zero and one contiguous copy moves a
+  // batch. 0: the sample's own channels.
+  int64_t padded_channels = 0;
 };
 
 // Training: shuffle plus the dataset's augmentation; validation: fixed
@@ -34,7 +38,7 @@ BatchSpec make_batch_spec(const DatasetSpec& dataset, Split split, int64_t globa
 // capacity so they are allocated (and, on CUDA, page-locked) once; a partial
 // last batch fills only the first `size` rows, the rest hold stale data.
 struct Batch {
-  Tensor images;      // [local_batch, H, W, C], dtype of the spec, normalised
+  Tensor images;      // [local_batch, H, W, C or padded_channels], dtype of the spec, normalised
   Tensor labels;      // INT32 [local_batch, 1, 1, 1]
   int64_t size = 0;   // valid samples on this rank
   int64_t index = 0;  // batch number within the epoch

@@ -32,14 +32,15 @@ BatchPipeline::BatchPipeline(const DataSource& source, Split split, BatchSpec sp
       world_(world_size),
       rank_(rank),
       transform_(source.sample_shape(), spec_.mean, spec_.std, spec_.random_crop_padding,
-                 spec_.random_flip, spec_.seed),
+                 spec_.random_flip, spec_.seed, spec_.padded_channels),
       plan_(source.size(split), spec_.batch, world_size, rank, spec_.drop_last, spec_.shuffle,
             spec_.seed, spec_.epoch) {
   const Shape s = source.sample_shape();
   const int64_t local = plan_.local_batch();
   for (int i = 0; i < 2; ++i) {
     // Zero-filled once so no row (e.g. past a partial batch) is ever uninitialised memory.
-    buffers_[static_cast<size_t>(i)].images = Tensor({local, s.h, s.w, s.c}, spec_.dtype);
+    const int64_t c = spec_.padded_channels > 0 ? spec_.padded_channels : s.c;
+    buffers_[static_cast<size_t>(i)].images = Tensor({local, s.h, s.w, c}, spec_.dtype);
     buffers_[static_cast<size_t>(i)].labels = Tensor({local, 1, 1, 1}, DType::INT32);
     buffers_[static_cast<size_t>(i)].buffer = i;
   }
@@ -131,8 +132,8 @@ bool BatchPipeline::fill(Batch& batch, const EpochPlan& plan, int64_t index, uin
 
 void BatchPipeline::fill_range(Batch& batch, const EpochPlan& plan, int64_t index, int64_t begin,
                                int64_t end, uint64_t generation) {
-  const int64_t per_sample = transform_.sample().per_sample();
-  std::vector<uint8_t> pixels(static_cast<size_t>(per_sample));
+  const int64_t per_sample = transform_.out_per_sample();
+  std::vector<uint8_t> pixels(static_cast<size_t>(transform_.sample().per_sample()));
   int32_t* labels = batch.labels.data<int32_t>();
   for (int64_t i = begin; i < end; ++i) {
     if (cancelled(generation)) return;

@@ -2,6 +2,8 @@
 // Normalisation tables, crop/flip draws and the per-sample copy loop.
 #include "data/sample_transform.h"
 
+#include <stdexcept>
+
 #include <cmath>
 #include <string>
 
@@ -29,8 +31,15 @@ void check_count(const std::vector<double>& v, int64_t channels, const char* fie
 
 SampleTransform::SampleTransform(Shape sample, const std::vector<double>& mean,
                                  const std::vector<double>& std, int64_t crop_padding, bool flip,
-                                 uint64_t seed)
-    : sample_{1, sample.h, sample.w, sample.c}, padding_(crop_padding), flip_(flip), seed_(seed) {
+                                 uint64_t seed, int64_t out_channels)
+    : sample_{1, sample.h, sample.w, sample.c},
+      out_c_(out_channels > 0 ? out_channels : sample.c),
+      padding_(crop_padding),
+      flip_(flip),
+      seed_(seed) {
+  if (out_c_ < sample.c)
+    throw std::invalid_argument("SampleTransform: " + std::to_string(out_c_) +
+                                " output channels for samples of " + std::to_string(sample.c));
   check_count(mean, sample.c, "mean");
   check_count(std, sample.c, "std");
   if (crop_padding < 0) {
@@ -80,7 +89,7 @@ void SampleTransform::run(const uint8_t* hwc, const Augmentation& aug, const T* 
     const bool row_inside = sy >= 0 && sy < H;
     for (int64_t x = 0; x < W; ++x) {
       const int64_t sx = (aug.flip ? W - 1 - x : x) + ox;
-      T* dst = out + (y * W + x) * C;
+      T* dst = out + (y * W + x) * out_c_;
       if (row_inside && sx >= 0 && sx < W) {
         const uint8_t* src = hwc + (sy * W + sx) * C;
         for (int64_t c = 0; c < C; ++c) dst[c] = lut[c * 256 + src[c]];

@@ -22,20 +22,23 @@ class SampleTransform {
  public:
   // mean/std: one value per channel, or one value for all channels. Throws
   // UsageError on a count mismatch, a non-positive std or negative padding.
+  // `out_channels` (>= the sample's, 0: the same) is the pixel stride of
+  // the output; the lanes past the sample's channels are left as they are.
   SampleTransform(Shape sample, const std::vector<double>& mean, const std::vector<double>& std,
-                  int64_t crop_padding, bool flip, uint64_t seed);
+                  int64_t crop_padding, bool flip, uint64_t seed, int64_t out_channels = 0);
 
   // Depends on the sample index, not on its batch or rank, so any world
   // size augments a sample identically.
   Augmentation draw(int64_t epoch, int64_t index) const noexcept;
 
-  // Writes sample().per_sample() values. The crop pads with black (pixel 0,
+  // Writes out_per_sample() values. The crop pads with black (pixel 0,
   // i.e. -mean/std after normalisation), like torchvision's RandomCrop.
   void apply(const uint8_t* hwc, const Augmentation& aug, float* out) const noexcept;
   // FP16 bits; exactly fp32_to_fp16 of the FP32 result.
   void apply(const uint8_t* hwc, const Augmentation& aug, uint16_t* out) const noexcept;
 
   const Shape& sample() const noexcept { return sample_; }
+  int64_t out_per_sample() const noexcept { return sample_.h * sample_.w * out_c_; }
   // The normalised value of pixel value v in channel c.
   float normalised(int64_t c, uint8_t v) const noexcept { return lut32_[c * 256 + v]; }
 
@@ -44,6 +47,7 @@ class SampleTransform {
   void run(const uint8_t* hwc, const Augmentation& aug, const T* lut, T* out) const noexcept;
 
   Shape sample_;
+  int64_t out_c_;
   int64_t padding_;
   bool flip_;
   uint64_t seed_;

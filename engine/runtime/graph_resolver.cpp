@@ -134,14 +134,9 @@ std::vector<Launch> node_launches(const CompiledProject& cp, const ResolvedGraph
       l.kind = LaunchKind::COPY_H2D;
       l.offset = t.offset;
       l.host = const_cast<void*>(sources[i]);
+      // Host batches have the device's layout (the pipeline pads C, FP16
+      // input buffers to 4, with zero lanes): one contiguous copy.
       l.bytes = t.device_bytes();
-      if (!t.is_compact()) {
-        // Host batches are compact; the device pads C (FP16 input buffers to 4).
-        const uint64_t esize = dtype_size(t.dtype);
-        l.rows = static_cast<uint64_t>(t.shape.n * t.shape.h * t.shape.w);
-        l.pitch = static_cast<uint64_t>(t.padded_c()) * esize;
-        l.bytes = l.rows * static_cast<uint64_t>(t.shape.c) * esize;
-      }
       l.footprint.write({t.offset, t.slot_bytes}, &t);
       l.tag = tag(i == 0 ? "H2D data" : "H2D labels", -1);
       out.push_back(std::move(l));

@@ -129,8 +129,12 @@ class RankLoop {
         val_variant_(cp.variant_index(VariantKind::Validation)) {
     const Project& p = cp.project;
     const DType dtype = p.training.precision == Precision::AMP ? DType::FP16 : DType::FP32;
+    // The host batches take the device's layout (FP16 inputs padded to 4
+    // channels), so a transfer is one contiguous copy.
+    const int64_t padded_c = cp.plans.front().get_dtensor(cp.engine.input[0]).padded_c();
     BatchSpec spec =
         make_batch_spec(p.dataset, Split::Train, p.training.global_batch, p.training.seed, dtype);
+    spec.padded_channels = padded_c;
     spec.epoch = start.epoch;  // the per-epoch order is a function of (seed, epoch)
     // The global batch splits over the ranks of every node.
     train_ = std::make_unique<BatchPipeline>(data, Split::Train, spec, cp.world_size, global_rank_);
@@ -147,10 +151,11 @@ class RankLoop {
             "the validation set's " + std::to_string(data.size(Split::Val)) +
             " samples do not split into batches of " + std::to_string(val_global) +
             " (validation batch x devices); choose a validation batch that divides it");
-      val_ = std::make_unique<BatchPipeline>(
-          data, Split::Val,
-          make_batch_spec(p.dataset, Split::Val, val_global, p.training.seed, dtype), cp.world_size,
-          global_rank_);
+      BatchSpec val_spec =
+          make_batch_spec(p.dataset, Split::Val, val_global, p.training.seed, dtype);
+      val_spec.padded_channels = padded_c;
+      val_ =
+          std::make_unique<BatchPipeline>(data, Split::Val, val_spec, cp.world_size, global_rank_);
     }
     for (const BatchPipeline* src : {train_.get(), val_.get()})
       for (int buffer = 0; src && buffer < 2; ++buffer)

@@ -440,6 +440,36 @@ class TestDataPipeline : public QObject {
     QCOMPARE(batches, 5);
   }
 
+  // The device pads FP16 input channels (1 to 4): with padded_channels the
+  // staging images have that layout, the extra lanes zero, the real ones
+  // the compact pipeline's values, so one contiguous copy moves a batch.
+  void paddedChannelsGiveTheDeviceLayout() {
+    CountingSource src(40, 5, 3, 1);
+    BatchSpec compact = spec(8, false);
+    compact.dtype = DType::FP16;
+    BatchSpec padded = compact;
+    padded.padded_channels = 4;
+    BatchPipeline a(src, Split::Train, compact, 1, 0);
+    BatchPipeline b(src, Split::Train, padded, 1, 0);
+    int batches = 0;
+    while (const Batch* x = a.next()) {
+      const Batch* y = b.next();
+      QVERIFY(y);
+      QCOMPARE(y->images.shape(), (Shape{8, 5, 3, 4}));
+      QCOMPARE(y->image_bytes(), 4 * x->image_bytes());
+      const auto* cx = x->images.data<uint16_t>();
+      const auto* cy = y->images.data<uint16_t>();
+      for (int64_t px = 0; px < x->size * 5 * 3; ++px) {
+        QCOMPARE(cy[px * 4], cx[px]);
+        for (int lane = 1; lane < 4; ++lane) QCOMPARE(cy[px * 4 + lane], uint16_t{0});
+      }
+      a.release(x);
+      b.release(y);
+      ++batches;
+    }
+    QCOMPARE(batches, 5);
+  }
+
   void partialLastBatchThroughThePipeline() {
     const CountingSource src(110, 2, 2, 1);
     BatchPipeline p(src, Split::Train, spec(20), 4, 3);
