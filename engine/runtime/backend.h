@@ -92,6 +92,10 @@ class Backend {
     (void)stream;
     (void)launch;
   }
+  // Whether the runtime should run each compute graph once, uncaptured,
+  // before capturing it (the CUDA-graph recipe: libraries and lazily loaded
+  // kernels do their first-use work outside any capture).
+  virtual bool warm_up_before_capture() const { return false; }
   virtual void begin_capture(int rank, StreamKind primary) = 0;
   // Ends the capture and instantiates the graph; throws std::logic_error when a
   // stream that joined the capture was not joined back into `primary`.

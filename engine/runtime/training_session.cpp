@@ -133,6 +133,23 @@ std::vector<DTensorId> persistent_tensors(const CompiledProject& cp) {
   return out;
 }
 
+void TrainingSession::warm_up(const ResolvedGraph& rg) {
+  // The compute graphs only: they write features, gradients, batch
+  // statistics, masks and per-batch results, which every step and
+  // validation writes again before it reads them (and, under AMP, the FP16
+  // weights are still zero). Transfers, collectives and updates of the
+  // weights, moments or running statistics never run here.
+  const GraphId id = rg.graph->id;
+  if (id != GraphId::FIRST_LAYER_FWD_A && id != GraphId::DEEP_FWD_BWD &&
+      id != GraphId::FIRST_LAYER_BWD_A && id != GraphId::INF_MAIN_A)
+    return;
+  // One stream in capture order, a topological order of the graph.
+  for (size_t i = 0; i < rg.nodes.size(); ++i)
+    for (Launch& l : node_launches(cp_, rg, i, {}))
+      backend_.enqueue(rg.rank, rg.graph->stream, std::move(l));
+  backend_.synchronize(rg.rank);
+}
+
 void TrainingSession::capture(int rank, const RankStaging& staging) {
   RankState& rs = *ranks_[static_cast<size_t>(rank)];
   for (const ComputationGraph& g : cp_.graphs) {
@@ -151,6 +168,7 @@ void TrainingSession::capture(int rank, const RankStaging& staging) {
       host = staging.per_variant[static_cast<size_t>(variant)][g.id == GraphId::TRANSFER_B];
       if (!host.data) continue;
     }
+    if (backend_.warm_up_before_capture()) warm_up(slot->resolved);
     slot->handle = capture_graph(backend_, cp_, slot->resolved, *rs.capture_events, host);
     rs.atlas->put(g.id, g.variant, std::move(slot));
   }

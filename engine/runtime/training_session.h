@@ -92,6 +92,8 @@ class TrainingSession {
   std::vector<int64_t> read_confusion(int rank);
 
  private:
+  // Runs a compute graph once, uncaptured (Backend::warm_up_before_capture).
+  void warm_up(const ResolvedGraph& rg);
   struct RankState;
   void launch(int rank, GraphId id, int variant, StreamKind stream);
   void launch_if(int rank, GraphId id, int variant, StreamKind stream);

@@ -30,6 +30,7 @@ class ForwardingBackend : public tr::Backend {
   void prepare_launch(int r, tr::StreamKind s, const tr::Launch& l) override {
     inner_->prepare_launch(r, s, l);
   }
+  bool warm_up_before_capture() const override { return inner_->warm_up_before_capture(); }
   void begin_capture(int r, tr::StreamKind s) override { inner_->begin_capture(r, s); }
   tr::GraphHandle end_capture(int r, tr::StreamKind s) override {
     return inner_->end_capture(r, s);

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 
 #include "backends/cpu/cpu_backend.h"
@@ -103,6 +104,33 @@ class PreparedOnlyBackend final : public ForwardingBackend {
   std::vector<std::string> prepared_;
 };
 
+// Counts the deep graph's launches that run uncaptured (the warm-up's).
+class WarmUpCounter final : public ForwardingBackend {
+ public:
+  explicit WarmUpCounter(bool warm)
+      : ForwardingBackend(cpu::make_cpu_backend([&] {
+          cpu::CpuBackendOptions o;
+          o.warm_up_before_capture = warm;
+          return o;
+        }())) {}
+  int uncaptured_deep = 0;
+  void begin_capture(int r, StreamKind s) override {
+    capturing_ = true;
+    ForwardingBackend::begin_capture(r, s);
+  }
+  GraphHandle end_capture(int r, StreamKind s) override {
+    capturing_ = false;
+    return ForwardingBackend::end_capture(r, s);
+  }
+  void enqueue(int r, StreamKind s, Launch l) override {
+    if (!capturing_ && l.tag.graph == GraphId::DEEP_FWD_BWD) ++uncaptured_deep;
+    ForwardingBackend::enqueue(r, s, std::move(l));
+  }
+
+ private:
+  bool capturing_ = false;
+};
+
 }  // namespace
 
 class TestParallelCapture : public QObject {
@@ -117,6 +145,43 @@ class TestParallelCapture : public QObject {
     o.max_steps = 2;
     o.validate = false;
     QCOMPARE(train(cp, backend, *data, o).steps, int64_t{2});
+  }
+
+  // The warm-up before capture (what the CUDA backend asks for) runs the
+  // compute graphs once and changes no result: losses and weights bit for
+  // bit, FP32 and AMP, with BN and dropout.
+  void aWarmUpBeforeCaptureChangesNothing_data() {
+    QTest::addColumn<bool>("amp");
+    QTest::newRow("fp32") << false;
+    QTest::newRow("amp") << true;
+  }
+  void aWarmUpBeforeCaptureChangesNothing() {
+    QFETCH(bool, amp);
+    Project p = rank_runs::synthetic(1, true, true);
+    if (amp) p.training.precision = Precision::AMP;
+    const CompiledProject cp = compile_project(p);
+    auto data = load_dataset(cp.project.dataset, "", cp.project.training.seed);
+    std::vector<std::vector<double>> losses(2);
+    std::vector<std::vector<float>> weights(2);
+    for (int warm = 0; warm < 2; ++warm) {
+      auto backend = std::make_unique<WarmUpCounter>(warm == 1);
+      QCOMPARE(backend->warm_up_before_capture(), warm == 1);
+      TrainCallbacks cb;
+      cb.on_step = [&](const StepReport& s) {
+        losses[static_cast<size_t>(warm)].push_back(s.loss);
+      };
+      cb.on_rank_step = [&](int, const StepReport&, TrainingSession& session) {
+        weights[static_cast<size_t>(warm)] = rank_runs::weights(session, 0);
+      };
+      TrainOptions t;
+      t.max_steps = 4;
+      train(cp, *backend, *data, t, cb);
+      // The warm-up ran the deep graph of the train and the last-batch variants.
+      QVERIFY(warm == 1 ? backend->uncaptured_deep > 10 : backend->uncaptured_deep == 0);
+    }
+    QCOMPARE(losses[0].size(), size_t{4});
+    QVERIFY(std::memcmp(losses[0].data(), losses[1].data(), 4 * sizeof(double)) == 0);
+    QVERIFY(rank_runs::same_bits(weights[0], weights[1]));
   }
 
   void everyCapturedLaunchWasPreparedFirst() {

@@ -110,6 +110,7 @@ class CpuBackend final : public Backend {
   }
 
   std::string name() const override { return "cpu"; }
+  bool warm_up_before_capture() const override { return options_.warm_up_before_capture; }
   int world_size() const override { return options_.world; }
 
   void allocate_arenas(uint64_t bytes) override {

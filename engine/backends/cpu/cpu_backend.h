@@ -22,6 +22,10 @@ struct CpuBackendOptions {
   // the bytes last written as that tensor (StepChecker). On in tests; a
   // training run switches it off, since it costs time on every step.
   bool check_step_schedule = true;
+  // Run each compute graph once before capturing it, as the CUDA backend
+  // does (Backend::warm_up_before_capture): for tests that show it changes
+  // no result.
+  bool warm_up_before_capture = false;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options);

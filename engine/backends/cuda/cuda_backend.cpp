@@ -216,6 +216,8 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override { release(); }
 
   std::string name() const override { return "cuda"; }
+  // Captured graphs only; the uncaptured mode's first step is its warm-up.
+  bool warm_up_before_capture() const override { return capture_; }
   int world_size() const override { return static_cast<int>(ranks_.size()); }
   int global_world() const override { return global_world_ ? global_world_ : world_size(); }
   int global_rank(int local_rank) const override { return first_rank_ + local_rank; }
