@@ -326,14 +326,21 @@ const StreamWorkspace& workspace_of(const KernelArgs& a) {
   return a.workspace ? *a.workspace : none;
 }
 
-// The bias gradient through the deterministic double-precision column sums
-// the linear layers use (the CPU twin's order), over dy's rows of pixels.
+// The bias gradient: deterministic double-precision column sums over dy's
+// rows of pixels, in slices side by side (a row per output pixel is far
+// too many for one block per column tile), partials in the workspace.
 void bias_grad(const char* op, const KernelArgs& a, const Geom& g, const TensorArg& dy,
                const TensorArg& db, cudaStream_t stream) {
   const Elem e = common_elem(op, a, {{&dy, "dy"}, {&db, "db"}});
-  check_cuda(
-      launch_column_sums(e, dy.data, dy.desc->padded_c(), g.n * g.ho * g.wo, g.co, db.data, stream),
-      "convolution bias gradient", current_device());
+  const int64_t rows = g.n * g.ho * g.wo;
+  const StreamWorkspace& w = workspace_of(a);
+  if (w.bytes < column_sum_workspace_bytes(rows, g.co))
+    throw std::logic_error("convolution bias gradient: a workspace of " + std::to_string(w.bytes) +
+                           " bytes, it needs " +
+                           std::to_string(column_sum_workspace_bytes(rows, g.co)));
+  check_cuda(launch_column_sums_sliced(e, dy.data, dy.desc->padded_c(), rows, g.co, db.data, w.data,
+                                       stream),
+             "convolution bias gradient", current_device());
 }
 
 // The weight (and bias) gradient shared by bwd and bwd_first.
@@ -429,7 +436,6 @@ void bwd_first(const KernelArgs& a, cudaStream_t stream) {
 
 uint64_t workspace_bytes(const KernelArgs& a, cudaStream_t stream) {
   if (!a.node || a.node->kind != NodeKind::COMPUTE || !is_conv(a.node->op)) return 0;
-  if (a.node->op != ComputeOp::CONV_FWD && a.part == static_cast<int>(BwdPart::DB)) return 0;
   constexpr const char* op = "convolution";
   // Malformed operands are reported by the launch itself, with its checks.
   try {
@@ -450,8 +456,15 @@ uint64_t workspace_bytes(const KernelArgs& a, cudaStream_t stream) {
       if (!t->desc) return 0;
     const Geom g = geom(op, a, x.shape(), dw.shape(), dy.shape());
     uint64_t need = 0;
+    // The bias partials (the DB part, or the whole op): they and cuDNN's
+    // calls take the workspace in turn, on one stream.
+    const bool bias = a.out.size() == (first ? 2u : 3u);
+    if (bias && a.runs(BwdPart::DB)) need = column_sum_workspace_bytes(g.n * g.ho * g.wo, g.co);
+    if (a.part == static_cast<int>(BwdPart::DB)) return need;
     if (a.runs(BwdPart::DW))
-      need = plan_for(layout_of(op, a, g, x, dw, dy, Direction::BWD_FILTER), stream).workspace();
+      need = std::max(
+          need,
+          plan_for(layout_of(op, a, g, x, dw, dy, Direction::BWD_FILTER), stream).workspace());
     const size_t dx_index = a.out.size() - 1;
     if (!first && a.runs(BwdPart::DX) && has_out(a, dx_index) && a.out[dx_index].desc)
       need = std::max(

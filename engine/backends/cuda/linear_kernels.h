@@ -25,7 +25,15 @@ cudaError_t launch_bias_rows(Elem e, void* y, int64_t stride, const void* b, int
 // share the storage type `e`.
 cudaError_t launch_column_sums(Elem e, const void* m, int64_t stride, int64_t rows, int64_t cols,
                                void* out, cudaStream_t stream);
-// Compact FP32 (the convolutions' bias gradient).
+// The same sums for many rows (a convolution's bias gradient: a row per
+// output pixel): the rows split into slices summed side by side into double
+// partials in `partials` (column_sum_workspace_bytes), then the slices summed
+// in order, so the result is the same at every run. The slicing depends on
+// the row count alone.
+uint64_t column_sum_workspace_bytes(int64_t rows, int64_t cols);
+cudaError_t launch_column_sums_sliced(Elem e, const void* m, int64_t stride, int64_t rows,
+                                      int64_t cols, void* out, void* partials, cudaStream_t stream);
+// Compact FP32.
 inline cudaError_t launch_column_sums(const float* m, int64_t rows, int64_t cols, float* out,
                                       cudaStream_t stream) {
   return launch_column_sums(Elem::F32, m, cols, rows, cols, out, stream);
