@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The memory view's lifetime chart on real compiled plans: one block per
 // step-local tensor in use, at its lifetime and its bytes in the pool; no two
-// blocks overlapping; tooltips naming a block's tensor and the tensors it
-// shares bytes with; clicks selecting in the view (and the view's selection
-// outlining a block); per variant; and unpacked plans.
+// blocks overlapping but an output written in place over its dying input;
+// tooltips naming a block's tensor and the tensors it shares bytes with;
+// clicks selecting in the view (and the view's selection outlining a block);
+// the designer's layers keeping their colour; per variant; and unpacked plans.
 #include <QApplication>
 #include <QComboBox>
 #include <QHelpEvent>
