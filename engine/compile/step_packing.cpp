@@ -72,9 +72,10 @@ void pack_step_local(CompiledProject& cp) {
     std::iota(blocks.parent.begin(), blocks.parent.end(), size_t{0});
     std::vector<int> block_last(life.tensors.size());
     for (size_t i = 0; i < life.tensors.size(); ++i) block_last[i] = life.tensors[i].last;
+    const ComputationGraph* g = nullptr;  // a graph's positions come one after another
     for (size_t p = 0; p < life.order.size(); ++p) {
       const StepPosition& at = life.order[p];
-      const ComputationGraph* g = cp.find_graph(at.graph, static_cast<int>(v));
+      if (!g || g->id != at.graph) g = cp.find_graph(at.graph, static_cast<int>(v));
       const GraphNode& n = g->nodes[static_cast<size_t>(at.node)];
       if (n.kind != NodeKind::COMPUTE || !may_write_in_place(n.op) || n.outputs.empty() ||
           n.accumulate_mask)

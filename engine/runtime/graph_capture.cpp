@@ -2,6 +2,7 @@
 #include "runtime/graph_capture.h"
 
 #include <stdexcept>
+#include <vector>
 
 namespace tr {
 
@@ -24,9 +25,9 @@ size_t capture_events_needed(const ComputationGraph& graph) {
 
 namespace {
 
-// Everything between begin_capture and end_capture.
-GraphHandle capture_nodes(Backend& backend, const CompiledProject& cp, const ResolvedGraph& rg,
-                          EventPool& events, const TransferHost& host,
+// Everything between begin_capture and end_capture; `launches` per node.
+GraphHandle capture_nodes(Backend& backend, const ResolvedGraph& rg,
+                          std::vector<std::vector<Launch>>& launches_of, EventPool& events,
                           const CaptureOptions& options) {
   const ComputationGraph& g = *rg.graph;
   const int rank = rg.rank;
@@ -43,7 +44,7 @@ GraphHandle capture_nodes(Backend& backend, const CompiledProject& cp, const Res
     const StreamKind rep = node.stream;
     const bool skip = options.skip_barrier_before == static_cast<int>(i);
     if (i > 0 && rep != prev_stream && !skip) backend.wait(rank, rep, prev_event);
-    std::vector<Launch> launches = node_launches(cp, rg, i, host);
+    std::vector<Launch>& launches = launches_of[i];
     if (node.fork.empty()) {
       for (Launch& l : launches) backend.enqueue(rank, rep, std::move(l));
     } else {
@@ -87,14 +88,17 @@ GraphHandle capture_graph(Backend& backend, const CompiledProject& cp, const Res
   const int rank = rg.rank;
   const StreamKind primary = g.stream;
   events.reset();
-  // Algorithms and workspaces first: nothing may allocate inside the capture.
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (const Launch& l : node_launches(cp, rg, i, host))
-      backend.prepare_launch(rank, l.tag.stream, l);
+  // The launches once; algorithms and workspaces first, as nothing may
+  // allocate inside the capture.
+  std::vector<std::vector<Launch>> launches(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    launches[i] = node_launches(cp, rg, i, host);
+    for (const Launch& l : launches[i]) backend.prepare_launch(rank, l.tag.stream, l);
+  }
 
   backend.begin_capture(rank, primary);
   try {
-    return capture_nodes(backend, cp, rg, events, host, options);
+    return capture_nodes(backend, rg, launches, events, options);
   } catch (...) {
     // The original error, and no stream left capturing.
     backend.abort_capture(rank);

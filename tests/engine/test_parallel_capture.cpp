@@ -131,6 +131,16 @@ class WarmUpCounter final : public ForwardingBackend {
   bool capturing_ = false;
 };
 
+// Trains `p` for two steps on `backend`; the steps it trained.
+int64_t two_steps(const Project& p, Backend& backend, bool validate) {
+  const CompiledProject cp = compile_project(p);
+  auto data = load_dataset(cp.project.dataset, "", cp.project.training.seed);
+  TrainOptions o;
+  o.max_steps = 2;
+  o.validate = validate;
+  return train(cp, backend, *data, o).steps;
+}
+
 }  // namespace
 
 class TestParallelCapture : public QObject {
@@ -138,13 +148,8 @@ class TestParallelCapture : public QObject {
 
  private slots:
   void ranksCaptureTogether() {
-    const CompiledProject cp = compile_project(rank_runs::synthetic(2, true));
-    auto data = load_dataset(cp.project.dataset, "", cp.project.training.seed);
     LazyConnectBackend backend;
-    TrainOptions o;
-    o.max_steps = 2;
-    o.validate = false;
-    QCOMPARE(train(cp, backend, *data, o).steps, int64_t{2});
+    QCOMPARE(two_steps(rank_runs::synthetic(2, true), backend, false), int64_t{2});
   }
 
   // The warm-up before capture (what the CUDA backend asks for) runs the
@@ -185,12 +190,8 @@ class TestParallelCapture : public QObject {
   }
 
   void everyCapturedLaunchWasPreparedFirst() {
-    const CompiledProject cp = compile_project(rank_runs::synthetic(1, true));
-    auto data = load_dataset(cp.project.dataset, "", cp.project.training.seed);
     PreparedOnlyBackend backend;
-    TrainOptions o;
-    o.max_steps = 2;
-    QCOMPARE(train(cp, backend, *data, o).steps, int64_t{2});
+    QCOMPARE(two_steps(rank_runs::synthetic(1, true), backend, true), int64_t{2});
     QVERIFY(backend.captured > 20);
   }
 };

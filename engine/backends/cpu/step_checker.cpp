@@ -47,14 +47,14 @@ bool intersect(const std::vector<ByteRange>& a, const std::vector<ByteRange>& b,
   return false;
 }
 
-// A copy's bytes, when its launch came without a footprint.
-Footprint footprint_of(const Launch& l) {
+// The launch's footprint, or a copy's bytes in `derived` when its launch
+// came without one.
+const Footprint& footprint_of(const Launch& l, Footprint& derived) {
   if (!l.footprint.reads.empty() || !l.footprint.writes.empty()) return l.footprint;
-  Footprint f;
   const ByteRange r{l.offset, l.rows ? l.rows * l.pitch : l.bytes};
-  if (l.kind == LaunchKind::COPY_H2D) f.write(r);
-  if (l.kind == LaunchKind::COPY_D2H) f.read(r);
-  return f;
+  if (l.kind == LaunchKind::COPY_H2D) derived.write(r);
+  if (l.kind == LaunchKind::COPY_D2H) derived.read(r);
+  return derived;
 }
 
 std::string label_of(const Launch& l) {
@@ -95,10 +95,13 @@ void StepChecker::issue(StreamKind stream, const std::vector<const Launch*>& lau
   for (size_t s = 0; s < c.size(); ++s) c[s] = std::max(c[s], host_[s]);
   ++c[si(stream)];
   Unit u{stream, c, std::move(label), {}, {}};
-  for (const Launch* l : launches) {
-    const Footprint f = footprint_of(*l);
-    merge_into(u.reads, f.reads);
-    merge_into(u.writes, f.writes);
+  // Each launch's footprint once: for the unit's bytes and for following it.
+  std::vector<Footprint> derived(launches.size());
+  std::vector<const Footprint*> prints(launches.size());
+  for (size_t i = 0; i < launches.size(); ++i) {
+    prints[i] = &footprint_of(*launches[i], derived[i]);
+    merge_into(u.reads, prints[i]->reads);
+    merge_into(u.writes, prints[i]->writes);
   }
   u.reads = merged(std::move(u.reads));
   u.writes = merged(std::move(u.writes));
@@ -114,12 +117,11 @@ void StepChecker::issue(StreamKind stream, const std::vector<const Launch*>& lau
                              " may run at the same time and both touch bytes " + range_text(at) +
                              ", one of them writing (no event orders them)");
   }
-  for (const Launch* l : launches) follow(*l);
+  for (size_t i = 0; i < launches.size(); ++i) follow(*launches[i], *prints[i]);
   window_.push_back(std::move(u));
 }
 
-void StepChecker::follow(const Launch& l) {
-  const Footprint f = footprint_of(l);
+void StepChecker::follow(const Launch& l, const Footprint& f) {
   for (size_t i = 0; i < f.reads.size(); ++i) {
     const DTensor* t = i < f.read_tensors.size() ? f.read_tensors[i] : nullptr;
     if (t && is_step_local(t->region)) check_read(f.reads[i], *t, l);

@@ -47,7 +47,7 @@ class StepChecker {
     std::string writer;
   };
 
-  void follow(const Launch& l);
+  void follow(const Launch& l, const Footprint& f);
   void own(ByteRange r, const DTensor* t, const std::string& writer);
   void check_read(ByteRange r, const DTensor& t, const Launch& reader) const;
 
