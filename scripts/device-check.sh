@@ -103,9 +103,12 @@ if [ "$mode" = bundle ]; then
   mkdir -p "$stage/bin" "$stage/lib"
   cp "$build/bin/renaissance-cli" "$stage/bin/"
   for t in $(cuda_tests); do cp "$build/tests/$t" "$stage/bin/"; done
+  # The engine and its CUDA backend, which the engine loads from its own folder.
+  cp "$build"/lib/librenaissance-engine.so "$build"/lib/librenaissance-cuda.so "$stage/lib/" ||
+    die "no engine or CUDA backend library in $build/lib"
   # Every library the programs load except the C runtime and CUDA's own,
   # which must match the GPU machine's driver and come from there.
-  for f in "$stage"/bin/*; do
+  for f in "$stage"/bin/* "$stage"/lib/librenaissance-cuda.so; do
     ldd "$f" | awk '$3 ~ /^\// {print $3}'
   done | sort -u | grep -Ev '/(libc|libm|libdl|libpthread|librt|libgcc_s|libstdc\+\+|ld-linux[^/]*)\.so' |
     grep -Ev '/lib(cuda|cudart|cublas|cublasLt|cudnn[a-z_]*|nccl)\.so' |
@@ -201,9 +204,10 @@ for s in site.getsitepackages():
 print(":".join(sorted(set(dirs))))' 2>/dev/null)
   # For our programs only: PyTorch must keep its own libstdc++ and CUDA libraries.
   our_libs="$unpacked/lib:${cuda_libs}:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
-  for t in renaissance-cli $(cuda_tests); do
-    missing=$(LD_LIBRARY_PATH=$our_libs ldd "$bin/$t" | awk '/not found/ {print $1}' | paste -sd' ')
-    [ -z "$missing" ] || die "$t cannot find: $missing (searched $our_libs)"
+  for f in "$bin/renaissance-cli" $(for t in $(cuda_tests); do echo "$bin/$t"; done) \
+    "$unpacked/lib/librenaissance-cuda.so"; do
+    missing=$(LD_LIBRARY_PATH=$our_libs ldd "$f" | awk '/not found/ {print $1}' | paste -sd' ')
+    [ -z "$missing" ] || die "$(basename "$f") cannot find: $missing (searched $our_libs)"
   done
   build_status="unpacked $(basename "$bundle")"
 elif [ "$dry" = 1 ]; then

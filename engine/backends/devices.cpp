@@ -6,6 +6,8 @@
 #include <sstream>
 #include <thread>
 
+#include "backends/cuda_plugin.h"
+
 namespace tr {
 
 namespace {
@@ -30,12 +32,14 @@ DeviceScan scan_devices() {
   s.host_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   s.host_memory_bytes = meminfo_kib("MemTotal") * 1024;
   s.host_available_bytes = meminfo_kib("MemAvailable") * 1024;
-#ifdef TR_HAVE_CUDA
-  s.cuda_built = true;
-  scan_cuda_devices(s);
-#else
-  s.cuda_status = "this build has no CUDA backend (configure with -DTR_CUDA=ON where nvcc exists)";
-#endif
+  const CudaPlugin& cuda = cuda_plugin();
+  s.cuda_backend_path = cuda.path;
+  if (cuda.table) {
+    s.cuda_backend_loaded = true;
+    cuda.table->scan_devices(s);
+  } else {
+    s.cuda_status = cuda.problem;
+  }
   return s;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // What the machine offers: host threads and memory, and the CUDA devices the
-// driver reports (or why there are none), so the CLI and the workbench can
+// driver reports (or why there are none: no CUDA backend installed, its
+// libraries missing, no driver, no device), so the CLI and the workbench can
 // offer devices and check that a plan fits before allocating anything.
 #pragma once
 
@@ -24,7 +25,8 @@ struct DeviceScan {
   int host_threads = 1;
   uint64_t host_memory_bytes = 0;     // MemTotal
   uint64_t host_available_bytes = 0;  // MemAvailable
-  bool cuda_built = false;            // this build has the CUDA backend
+  bool cuda_backend_loaded = false;   // the CUDA backend's library is here and loaded
+  std::string cuda_backend_path;      // where it was looked for
   std::vector<CudaDeviceInfo> cuda;
   std::string cuda_status;  // why there are no CUDA devices, or the driver/runtime versions
 };
@@ -39,8 +41,5 @@ struct RankMemory {
   std::string missing;
 };
 RankMemory memory_per_rank(const DeviceSet& devices, const DeviceScan& scan);
-
-// Implemented by the CUDA backend when it is built; fills cuda and cuda_status.
-void scan_cuda_devices(DeviceScan& scan);
 
 }  // namespace tr

@@ -20,7 +20,7 @@ int cmd_devices(const std::vector<std::string>& args) {
     j["cpu"] = {{"threads", s.host_threads},
                 {"memory_bytes", s.host_memory_bytes},
                 {"available_bytes", s.host_available_bytes}};
-    j["cuda_built"] = s.cuda_built;
+    j["cuda_backend"] = {{"loaded", s.cuda_backend_loaded}, {"path", s.cuda_backend_path}};
     j["cuda_status"] = s.cuda_status;
     j["cuda"] = nlohmann::json::array();
     for (const CudaDeviceInfo& d : s.cuda)
@@ -41,7 +41,8 @@ int cmd_devices(const std::vector<std::string>& args) {
   for (const CudaDeviceInfo& d : s.cuda)
     std::printf("cuda:%d   %s, %s, compute capability %d.%d, %d SMs\n", d.index, d.name.c_str(),
                 human_bytes(d.memory_bytes).c_str(), d.cc_major, d.cc_minor, d.multiprocessors);
-  if (!s.cuda.empty()) std::printf("         (%s)\n", s.cuda_status.c_str());
+  if (!s.cuda.empty())
+    std::printf("         (%s; backend %s)\n", s.cuda_status.c_str(), s.cuda_backend_path.c_str());
   return 0;
 }
 

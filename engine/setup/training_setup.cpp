@@ -5,13 +5,11 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_threads.h"
+#include "backends/cuda_plugin.h"
 #include "backends/devices.h"
 #include "core/error.h"
 #include "data/dataset.h"
 #include "setup/plan_fit.h"
-#ifdef TR_HAVE_CUDA
-#include "backends/cuda/cuda_backend.h"
-#endif
 
 namespace tr {
 
@@ -25,10 +23,9 @@ std::string device_list(const DeviceScan& scan) {
 }
 
 // Why the requested CUDA devices cannot be used, empty when they can. A
-// machine without any (or a build without CUDA) falls back to the CPU; one
-// that has devices but not the requested ones is a mistake to report.
+// machine without any (or without the CUDA backend) falls back to the CPU;
+// one that has devices but not the requested ones is a mistake to report.
 std::string cuda_unavailable(const DeviceSet& devices, const DeviceScan& scan) {
-  if (!scan.cuda_built) return "this build has no CUDA backend (configure with -DTR_CUDA=ON)";
   if (scan.cuda.empty()) return scan.cuda_status;
   for (int id : devices.ids)
     if (id < 0 || id >= static_cast<int>(scan.cuda.size()))
@@ -78,7 +75,6 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
   if (const std::string problem = plan_fit_problem(*out.compiled, scan_devices()); !problem.empty())
     throw UsageError("project '" + project.name + "' does not fit: " + problem);
   out.data = load_dataset(out.compiled->project.dataset, options.data_dir, seed);
-#ifdef TR_HAVE_CUDA
   if (on_cuda) {
     cuda::CudaBackendOptions o;
     o.devices = out.compiled->project.training.devices.ids;
@@ -87,10 +83,10 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
     o.capture = options.cuda_capture;
     o.sync_batch_norm = out.compiled->project.training.sync_batch_norm;
     if (options.nodes.across_nodes()) o.fingerprint = plan_fingerprint(*out.compiled);
-    out.backend = cuda::make_cuda_backend(o);
+    // on_cuda means the scan found devices, so the backend is loaded.
+    out.backend = cuda_plugin().table->make_backend(o);
     return out;
   }
-#endif
   cpu::CpuBackendOptions o;
   o.world = out.compiled->world_size;
   o.check_step_schedule = options.check_step_schedule;

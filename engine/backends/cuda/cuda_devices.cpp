@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "backends/cuda/cuda_backend.h"
 #include "backends/devices.h"
 
 namespace tr {

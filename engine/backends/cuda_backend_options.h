@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// What a CUDA backend is made with: the devices, and the measuring modes.
+// Engine-side (no CUDA headers), because the engine hands it across to the
+// CUDA backend's library (backends/cuda_plugin.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "net/multi_node.h"
+
+namespace tr::cuda {
+
+struct CudaBackendOptions {
+  std::vector<int> devices{0};  // rank r runs on devices[r]
+  bool profiling = false;       // same as set_profiling(true) right after creation
+  // More than one node: this process's devices are the ranks from its
+  // node's first global rank on, of a world over every node.
+  MultiNodeOptions nodes;
+  std::string fingerprint;  // across nodes: every node's must match (plan_fingerprint)
+  // For measurements (the device check's "five streams vs one", "captured
+  // vs uncaptured"); training results are the same either way:
+  // 1 runs every StreamKind on one CUDA stream, so nothing overlaps;
+  int streams = 5;
+  // false records each "captured" graph as a list of launches and replays
+  // it by launching them one by one, as a framework without graphs would.
+  bool capture = true;
+  // The plan uses SyncBatchNorm: a second communicator for the BN layers'
+  // in-graph sums (only with more than one rank in the world).
+  bool sync_batch_norm = false;
+};
+
+}  // namespace tr::cuda
