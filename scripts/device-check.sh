@@ -86,9 +86,10 @@ cuda_tests() { (cd "$root/tests/cuda" && ls test_cuda_*.cpp | sed 's/\.cpp$//');
 
 configure_and_build() {  # $1: CUDA architectures
   if [ ! -f "$build/build.ninja" ]; then
+    mkdir -p "$build"
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTR_GUI=OFF -DTR_CUDA=ON \
-      -DCMAKE_CUDA_ARCHITECTURES="$1" -DTR_WERROR=OFF >"$build.configure.log" 2>&1 ||
-      { cat "$build.configure.log"; die "cmake failed (log above)"; }
+      -DCMAKE_CUDA_ARCHITECTURES="$1" -DTR_WERROR=OFF >"$build/configure.log" 2>&1 ||
+      { cat "$build/configure.log"; die "cmake failed (log above)"; }
   fi
   # shellcheck disable=SC2046
   cmake --build "$build" -j "$jobs" --target renaissance-cli $(cuda_tests) ||
