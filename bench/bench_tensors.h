@@ -7,6 +7,8 @@
 #include <random>
 #include <vector>
 
+#include "compile/node_params.h"
+#include "model/project.h"
 #include "runtime/kernel_args.h"
 
 namespace tr::bench {
@@ -27,7 +29,8 @@ class Tensors {
   KernelArgs args(const std::vector<size_t>& ins, const std::vector<size_t>& outs,
                   const LayerNode& layer, const GraphNode& node, int part = -1) {
     KernelArgs a;
-    a.layer = &layer;
+    layer_params_.push_back(std::make_unique<NodeParams>(layer_node_params(layer)));
+    a.layer_params = layer_params_.back().get();
     a.node = &node;
     a.part = part;
     for (size_t i : ins) a.in.push_back({data_[i].data(), descs_[i].get()});
@@ -37,6 +40,7 @@ class Tensors {
 
  private:
   std::vector<std::unique_ptr<DTensor>> descs_;
+  std::vector<std::unique_ptr<NodeParams>> layer_params_;
   std::vector<std::vector<float>> data_;
 };
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "net/multi_node.h"
+#include "net/multi_node_options.h"
 
 namespace tr::cuda {
 

@@ -656,6 +656,17 @@ const ComputationGraph* CompiledProject::find_graph(GraphId id, int variant) con
   return nullptr;
 }
 
+namespace {
+
+// The graphs, each node with the settings its kernel runs with.
+void emit_graphs(CompiledProject& cp) {
+  GraphEmitter(cp).run();
+  resolve_node_params(cp.graphs, cp.project.model);
+  cp.constants = training_constants(cp.project.training);
+}
+
+}  // namespace
+
 CompiledProject compile_project(const Project& project, const CompileOptions& options) {
   CompiledProject cp;
   cp.project = project;
@@ -683,11 +694,11 @@ CompiledProject compile_project(const Project& project, const CompileOptions& op
   }
   if (!options.pack_memory) {
     finalize_variants(cp.plans);
-    GraphEmitter(cp).run();
+    emit_graphs(cp);
     return cp;
   }
   unify_variants(cp.plans, false);
-  GraphEmitter(cp).run();
+  emit_graphs(cp);
   pack_step_local(cp);
   return cp;
 }

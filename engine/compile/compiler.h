@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "compile/computation_graph.h"
+#include "compile/node_params.h"
+#include "compile/scalar_slot.h"
 #include "model/project.h"
 #include "model/shape_inference.h"
 #include "plan/memory_plan.h"
@@ -62,26 +64,6 @@ struct EngineTensors {
   DTensorId active_labels = kNoTensor;           // copy of the labels of the buffer in use
 };
 
-// Positions inside the S_SCALARS tensor. The host writes the first three
-// (HOST_WRITTEN) with one small copy at the start of every step; the rest
-// live on the device (the loss scale moves there under AMP).
-enum class ScalarSlot : int {
-  LR,
-  STEP,
-  OVERFLOW,
-  LOSS_SCALE,
-  INV_LOSS_SCALE,
-  CLEAN_STEPS,
-  ADAM_CORR1,
-  ADAM_CORR2,
-  // Optimizer updates applied, this step's included: a step AMP skips for an
-  // overflow does not count, so Adam's bias correction and the first-step
-  // momentum follow the updates that happened (as with torch's GradScaler).
-  UPDATES,
-  COUNT
-};
-inline constexpr int kHostWrittenScalars = 3;
-
 // Memory-saving rewrites the compiler applies where they are safe. Both are
 // on by default; switching them off gives the plain one-kernel-per-layer,
 // one-slot-per-gradient program (for comparison and for tests).
@@ -118,6 +100,7 @@ struct CompiledProject {
   std::vector<MemoryPlan> plans;   // one per variant, same index
   std::vector<PoolSummary> pools;  // per variant when packed, else empty
   std::vector<ComputationGraph> graphs;
+  TrainingConstants constants;       // what every graph's kernels read of the training settings
   std::vector<LayerTensors> layers;  // per model node
   EngineTensors engine;
   int world_size = 1;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compile/graph_id.h"
+#include "compile/node_params.h"
 #include "compile/ops.h"
 #include "compile/stream_kind.h"
 #include "plan/dtensor.h"
@@ -48,6 +49,7 @@ struct GraphNode {
   uint8_t accumulate_mask = 0;
   StreamKind stream = StreamKind::COMP_1;  // representative stream
   std::vector<ForkPart> fork;              // non-empty for forked backward ops
+  NodeParams params;                       // resolved by the compiler (resolve_node_params)
 };
 
 struct ComputationGraph {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/training_values.h"
 #include "model/layer_type.h"
 
 namespace tr {
@@ -66,20 +67,8 @@ struct DatasetSpec {
   bool random_flip = false;
 };
 
-enum class OptimizerKind { SGD, Adam, LARS };
 enum class ScheduleKind { Constant, Step, Cosine };
-enum class Precision { FP32, AMP };
 enum class DeviceKind { CPU, CUDA };
-
-struct OptimizerSpec {
-  OptimizerKind kind = OptimizerKind::SGD;
-  double lr = 0.05;
-  double momentum = 0.9;  // SGD, LARS
-  double weight_decay = 5e-4;
-  bool nesterov = false;                               // SGD
-  double beta1 = 0.9, beta2 = 0.999, adam_eps = 1e-8;  // Adam
-  double trust_coefficient = 0.001;                    // LARS
-};
 
 struct ScheduleSpec {
   ScheduleKind kind = ScheduleKind::Cosine;

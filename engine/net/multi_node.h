@@ -6,21 +6,13 @@
 // rendezvous and creates the communicators (docs/multi-node.md).
 #pragma once
 
-#include <chrono>
 #include <string>
 
 #include "compile/compiler.h"
 #include "model/project.h"
+#include "net/multi_node_options.h"
 
 namespace tr {
-
-struct MultiNodeOptions {
-  int nodes = 1;           // machines, one process each; 1: everything in this process
-  int node_rank = 0;       // 0..nodes-1; node 0 listens for the others
-  std::string rendezvous;  // HOST:PORT of node 0
-  std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // for every node to join
-  bool across_nodes() const noexcept { return nodes > 1; }
-};
 
 // Throws UsageError when the options do not fit together, or when `devices`
 // cannot train across machines (CPU ranks collect in one process);

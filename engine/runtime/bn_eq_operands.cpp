@@ -35,9 +35,7 @@ std::vector<BnEqLayer> bn_eq_layers(const KernelArgs& a) {
     l.scale = out.f32_at(*scale_t);
     l.bias = out.f32_at(*bias_t);
     l.channels = scale_t->shape.elements();
-    l.eps = a.model && owner >= 0 && static_cast<size_t>(owner) < a.model->nodes.size()
-                ? a.model->nodes[static_cast<size_t>(owner)].params.eps
-                : LayerParams{}.eps;
+    l.eps = a.params().eps_of(owner);
     layers.push_back(l);
   }
   return layers;

@@ -3,7 +3,7 @@
 
 namespace tr {
 
-bool conv_geometry(const LayerParams& p, const Shape& x, const Shape& w, const Shape& y,
+bool conv_geometry(const NodeParams& p, const Shape& x, const Shape& w, const Shape& y,
                    ConvGeometry& g, std::string& error) {
   g = {x.n, x.h, x.w, x.c, w.n, w.h, w.w, p.stride_h, p.stride_w, p.pad_h, p.pad_w, y.h, y.w};
   if (w.c != x.c) {

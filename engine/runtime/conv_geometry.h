@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "compile/node_params.h"
 #include "core/shape.h"
-#include "model/project.h"
 
 namespace tr {
 
@@ -18,7 +18,7 @@ struct ConvGeometry {
 
 // The geometry, or (returning false) what does not fit in `error`, for the
 // caller to report with its own op and layer names.
-bool conv_geometry(const LayerParams& p, const Shape& x, const Shape& w, const Shape& y,
+bool conv_geometry(const NodeParams& p, const Shape& x, const Shape& w, const Shape& y,
                    ConvGeometry& out, std::string& error);
 
 }  // namespace tr

@@ -71,9 +71,8 @@ ResolvedGraph resolve_graph(const CompiledProject& cp, const ComputationGraph& g
     ResolvedNode rn;
     KernelArgs& a = rn.args;
     a.node = &n;
-    a.layer = n.layer >= 0 ? &cp.project.model.nodes[static_cast<size_t>(n.layer)] : nullptr;
-    a.model = &cp.project.model;
-    a.training = &cp.project.training;
+    a.layer_params = &n.params;
+    a.training = &cp.constants;
     a.scalars = scalars;
     a.seed = cp.project.training.seed;
     a.rank = rank;

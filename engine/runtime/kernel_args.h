@@ -6,11 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
-#include "compile/compiler.h"
 #include "compile/computation_graph.h"
-#include "model/project.h"
+#include "compile/node_params.h"
+#include "compile/scalar_slot.h"
 #include "plan/dtensor.h"
 
 namespace tr {
@@ -61,9 +62,10 @@ class RankSum {
 
 struct KernelArgs {
   const GraphNode* node = nullptr;
-  const LayerNode* layer = nullptr;        // the model node, null for engine work
-  const ModelGraph* model = nullptr;       // owners of span tensors (e.g. BN eps per layer)
-  const TrainingSpec* training = nullptr;  // optimizer constants
+  // The node's resolved settings (GraphNode::params) and the run's
+  // constants; null reads the defaults (params(), constants()).
+  const NodeParams* layer_params = nullptr;
+  const TrainingConstants* training = nullptr;
   std::vector<TensorArg> in, out;
   std::vector<SpanArg> in_spans, out_spans;
   float* scalars = nullptr;  // S_SCALARS of this rank, indexed by ScalarSlot
@@ -80,6 +82,18 @@ struct KernelArgs {
     return node && (node->accumulate_mask >> out_index) & 1u;
   }
   bool runs(BwdPart p) const { return part < 0 || part == static_cast<int>(p); }
+  const NodeParams& params() const {
+    static const NodeParams defaults;
+    return layer_params ? *layer_params : defaults;
+  }
+  const TrainingConstants& constants() const {
+    static const TrainingConstants defaults;
+    return training ? *training : defaults;
+  }
+  // " of layer 'conv1' (Conv2d)", or nothing for engine work: for messages.
+  std::string where() const {
+    return layer_params && !layer_params->label.empty() ? " of layer " + layer_params->label : "";
+  }
   float scalar(ScalarSlot s) const { return scalars[static_cast<int>(s)]; }
 };
 

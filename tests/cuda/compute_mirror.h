@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "../engine/resolved_params.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/kernels/half_convert.h"
 #include "backends/cuda/cuda_kernels.h"
@@ -207,7 +208,7 @@ class ComputeMirror {
                   const GraphNode* node, const LayerNode* layer = nullptr) const {
     KernelArgs a;
     a.node = node;
-    a.layer = layer;
+    a.layer_params = test::resolved(layer);
     for (size_t i : ins) a.in.push_back(arg(on_device, i));
     for (size_t i : outs) a.out.push_back(arg(on_device, i));
     a.scalars = on_device ? device_scalars_ : const_cast<float*>(host_scalars_.data());

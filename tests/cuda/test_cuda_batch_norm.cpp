@@ -298,7 +298,7 @@ class TestCudaBatchNorm : public QObject {
       GraphNode n = node_for(op);
       KernelArgs a;
       a.node = &n;
-      a.layer = &layer;
+      a.layer_params = test::resolved(layer);
       for (int i = 0; i < 5; ++i) a.in.push_back({nullptr, i == 0 ? &x : &c});
       for (int i = 0; i < 4; ++i) a.out.push_back({reinterpret_cast<void*>(256), i == 0 ? &x : &c});
       a.rank_sum = &rank_sum;
@@ -587,7 +587,7 @@ void TestCudaBatchNorm::eqParamsMatchCpu() {
   };
   auto make = [&](bool d) {
     KernelArgs a;
-    a.model = &model;
+    a.layer_params = test::resolved_bn_eq(model);
     a.in_spans = {span(d, 0, weights_at), span(d, weights_at, out_at)};
     a.out_spans = {span(d, out_at, bytes)};
     return a;

@@ -127,7 +127,7 @@ class TestCudaComputeKernels : public QObject {
     GraphNode n = node_for(ComputeOp::RELU_FWD);
     KernelArgs a;
     a.node = &n;
-    a.layer = &layer;
+    a.layer_params = test::resolved(layer);
     auto refused = [&](const TensorArg& x, const TensorArg& y, const char* why) {
       a.in = {x};
       a.out = {y};
@@ -458,7 +458,7 @@ class TestCudaComputeKernels : public QObject {
         m.run(
             [&](bool d) {
               KernelArgs a = m.args(d, {logits, labels}, {result, grad}, &n);
-              a.training = &training;
+              a.training = test::resolved(training);
               return a;
             },
             ComputeOp::SOFTMAX_CE_FWD_BWD);
@@ -701,7 +701,7 @@ class TestCudaComputeKernels : public QObject {
         m.run(
             [&](bool d) {
               KernelArgs a = m.args(d, {logits, labels}, {result, grad}, &n);
-              a.training = &training;
+              a.training = test::resolved(training);
               return a;
             },
             ComputeOp::SOFTMAX_CE_FWD_BWD);

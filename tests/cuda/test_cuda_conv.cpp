@@ -183,7 +183,7 @@ class TestCudaConv : public QObject {
     GraphNode n = node_for(ComputeOp::CONV_FWD);
     KernelArgs a;
     a.node = &n;
-    a.layer = &layer;
+    a.layer_params = test::resolved(layer);
     a.in = {{dummy, &x}, {dummy, &w}};
     a.out = {{dummy, &y}};
     y.shape = {2, 7, 8, 4};  // wrong output height
@@ -197,11 +197,11 @@ class TestCudaConv : public QObject {
     y.dtype = DType::INT32;
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, cuda::conv::fwd(a, nullptr));
     y.dtype = DType::FP32;
-    a.layer = nullptr;  // stride and padding come from the layer
+    a.layer_params = nullptr;  // stride and padding come from the layer
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, cuda::conv::fwd(a, nullptr));
     // Malformed operands ask for no workspace: the launch reports them.
     y.shape = {2, 7, 8, 4};
-    a.layer = &layer;
+    a.layer_params = test::resolved(layer);
     QCOMPARE(cuda::conv::workspace_bytes(a, nullptr), uint64_t{0});
   }
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "../engine/resolved_params.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cuda/cuda_kernels.h"
 #include "cuda_test_util.h"
@@ -113,7 +114,7 @@ KernelArgs args_of(std::vector<SpanArg> in, std::vector<SpanArg> out, float* sca
   a.in_spans = std::move(in);
   a.out_spans = std::move(out);
   a.scalars = scalars;
-  a.training = training;
+  a.training = test::resolved(training);
   return a;
 }
 

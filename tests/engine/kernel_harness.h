@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "resolved_params.h"
 #include "runtime/kernel_args.h"
 
 namespace tr::test {
@@ -42,7 +43,7 @@ class KernelHarness {
                   const GraphNode* node = nullptr, const LayerNode* layer = nullptr) {
     KernelArgs a;
     a.node = node;
-    a.layer = layer;
+    a.layer_params = resolved(layer);
     for (size_t i : ins) a.in.push_back({storage_[i].data(), descs_[i].get()});
     for (size_t i : outs) a.out.push_back({storage_[i].data(), descs_[i].get()});
     a.scalars = scalars_.data();

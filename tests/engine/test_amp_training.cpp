@@ -202,8 +202,7 @@ class TestAmpTraining : public QObject {
       if (step == 0) {
         scale = 256.0f;
         scalar(b, cp, ScalarSlot::INV_LOSS_SCALE) = 1.0f / 256.0f;
-        scalar(b, cp, ScalarSlot::CLEAN_STEPS) =
-            static_cast<float>(cpu::kLossScaleGrowthInterval - 1);
+        scalar(b, cp, ScalarSlot::CLEAN_STEPS) = static_cast<float>(kLossScaleGrowthInterval - 1);
       } else {
         QCOMPARE(scalar(b, cp, ScalarSlot::OVERFLOW), 0.0f);
         QCOMPARE(scale, 512.0f);

@@ -864,6 +864,48 @@ class TestCompiler : public QObject {
       QVERIFY(graphs_of(one, id).empty());
   }
 
+  // Every node carries what its kernel runs with, resolved from its layer
+  // (GraphNode::params), and the compiled project the run's constants: a
+  // kernel reads these, never the project.
+  void nodesCarryTheirResolvedSettings() {
+    Project p = load("cnn-bn-fashion");
+    const int bn = p.model.find("bn1");
+    QVERIFY(bn >= 0);
+    p.model.nodes[static_cast<size_t>(bn)].params.eps = 1e-3;
+    p.training.optimizer.momentum = 0.8;
+    p.training.ema_decay = 0.99;
+    p.training.precision = Precision::AMP;
+    const CompiledProject cp = compile_or_fail(p);
+    size_t layer_nodes = 0, bn_eq_nodes = 0;
+    for (const ComputationGraph& g : cp.graphs)
+      for (const GraphNode& n : g.nodes) {
+        if (n.layer >= 0) {
+          const LayerNode& l = cp.project.model.nodes[static_cast<size_t>(n.layer)];
+          QCOMPARE(n.params.label, l.label());
+          QCOMPARE(n.params.kernel_h, l.params.kernel_h);
+          QCOMPARE(n.params.stride_w, l.params.stride_w);
+          QCOMPARE(n.params.pad_h, l.params.pad_h);
+          QCOMPARE(n.params.eps, l.params.eps);
+          QCOMPARE(n.params.momentum, l.params.momentum);
+          QCOMPARE(n.params.p, l.params.p);
+          ++layer_nodes;
+        } else {
+          QVERIFY(n.params.label.empty());
+        }
+        if (n.kind == NodeKind::RANGE && n.range_op == RangeOp::BN_EQ_PARAMS) {
+          QCOMPARE(n.params.eps_of(bn), 1e-3);
+          QCOMPARE(n.params.eps_of(p.model.find("bn2")), 1e-5);
+          ++bn_eq_nodes;
+        }
+      }
+    QVERIFY(layer_nodes > 20);
+    QCOMPARE(bn_eq_nodes, size_t{1});
+    QCOMPARE(cp.constants.optimizer.momentum, 0.8);
+    QCOMPARE(cp.constants.ema_decay, 0.99);
+    QVERIFY(cp.constants.amp());
+    QCOMPARE(cp.constants.sync_batch_norm, cp.project.training.sync_batch_norm);
+  }
+
   void batchNormStatisticsGraphs() {
     const CompiledProject one = compile_or_fail(load("cnn-bn-fashion"));
     QVERIFY(graphs_of(one, GraphId::STATS_COMM).empty());

@@ -29,6 +29,7 @@
 #include "backends/cpu/kernels/half_convert.h"
 #include "backends/cpu/kernels/pooling.h"
 #include "backends/cpu/kernels/softmax_ce.h"
+#include "resolved_params.h"
 
 using namespace tr;
 using cpu::float_to_half_bits;
@@ -263,7 +264,7 @@ Outcome run_case(const Case& c, unsigned seed) {
   node.kind = NodeKind::COMPUTE;
   node.layer = 1;
   node.accumulate_mask = c.accumulate;
-  TrainingSpec fp32_training, amp_training;
+  TrainingConstants fp32_training, amp_training;
   amp_training.precision = Precision::AMP;
   std::vector<float> scalars32(static_cast<size_t>(ScalarSlot::COUNT), 0.0f);
   std::vector<float> scalars16 = scalars32;
@@ -275,7 +276,7 @@ Outcome run_case(const Case& c, unsigned seed) {
                   std::vector<float>& scalars) {
     KernelArgs a;
     a.node = &node;
-    a.layer = &c.layer;
+    a.layer_params = test::resolved(c.layer);
     a.training = &fp32_training;
     a.scalars = scalars.data();
     a.seed = 99;
@@ -652,7 +653,7 @@ class TestCpuAmpKernels : public QObject {
     node.op = ComputeOp::CONV_FWD;
     KernelArgs a;
     a.node = &node;
-    a.layer = &c.layer;
+    a.layer_params = test::resolved(c.layer);
     for (size_t i : ids) a.in.push_back(t.arg(i));
     a.out.push_back(t.arg(y));
     // x [2,6,6,5], w [3,3,3,5], y [2,3,3,3] as FP32, each rounded up to 64 bytes

@@ -618,7 +618,7 @@ class TestCpuDenseKernels : public QObject {
     y.shape = {conv.n, conv.ho(), conv.wo(), conv.co};
     const LayerNode layer = conv_layer(conv, bias);
     KernelArgs a;
-    a.layer = &layer;
+    a.layer_params = test::resolved(layer);
     a.in = {{nullptr, &x}, {nullptr, &w}};
     if (bias) a.in.push_back({nullptr, &b});
     a.out = {{nullptr, &y}};

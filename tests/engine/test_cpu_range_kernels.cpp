@@ -21,6 +21,7 @@
 #include "backends/cpu/kernels/range_ops.h"
 #include "compile/compiler.h"
 #include "model_builder.h"
+#include "resolved_params.h"
 
 using namespace tr;
 
@@ -68,8 +69,8 @@ struct Arena {
     a.in_spans = std::move(in);
     a.out_spans = std::move(out);
     a.scalars = scalars.data();
-    a.model = model;
-    a.training = training;
+    a.layer_params = model ? test::resolved_bn_eq(*model) : nullptr;
+    a.training = test::resolved(training);
     return a;
   }
   // The KernelArgs of a compiled RANGE or scalar node.
@@ -618,7 +619,7 @@ class TestCpuRangeKernels : public QObject {
     QCOMPARE(slot(s, ScalarSlot::LOSS_SCALE), 1.0f);  // never below 1
     slot(s, ScalarSlot::OVERFLOW) = 0.0f;
     slot(s, ScalarSlot::LOSS_SCALE) = 1024.0f;
-    for (int i = 0; i < cpu::kLossScaleGrowthInterval - 1; ++i) cpu::loss_scale_update(a);
+    for (int i = 0; i < kLossScaleGrowthInterval - 1; ++i) cpu::loss_scale_update(a);
     QCOMPARE(slot(s, ScalarSlot::LOSS_SCALE), 1024.0f);
     QCOMPARE(slot(s, ScalarSlot::CLEAN_STEPS), 1999.0f);
     cpu::loss_scale_update(a);

@@ -71,9 +71,8 @@ int64_t rows_of(const Shape& s) {
   return s.n * s.h * s.w;
 }
 
-const LayerParams& layer_params(const KernelArgs& a) {
-  static const LayerParams defaults{};
-  return a.layer ? a.layer->params : defaults;
+const NodeParams& layer_params(const KernelArgs& a) {
+  return a.params();
 }
 
 void* workspace_of(const KernelArgs& a, const Shape& s, const char* op) {

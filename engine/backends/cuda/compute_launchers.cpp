@@ -27,9 +27,8 @@ uint64_t elements(const TensorArg& t) {
   return static_cast<uint64_t>(t.shape().elements());
 }
 
-const LayerParams& layer_params(const KernelArgs& a) {
-  static const LayerParams defaults{};
-  return a.layer ? a.layer->params : defaults;
+const NodeParams& layer_params(const KernelArgs& a) {
+  return a.params();
 }
 
 const float* scalar_at(const KernelArgs& a, ScalarSlot s) {
@@ -120,7 +119,7 @@ float keep_scale(double p) {
   return p >= 1.0 ? 0.0f : static_cast<float>(1.0 / (1.0 - p));
 }
 
-PoolGeometry geometry(const Shape& in, const Shape& out, const LayerParams& p) {
+PoolGeometry geometry(const Shape& in, const Shape& out, const NodeParams& p) {
   PoolGeometry g;
   g.n = in.n;
   g.h = in.h;
@@ -140,7 +139,7 @@ PoolGeometry geometry(const Shape& in, const Shape& out, const LayerParams& p) {
 
 // The storage and channel stride every operand of a pooling op shares.
 PoolGeometry pool_geometry(const KernelArgs& a, const Shape& in, const Shape& out,
-                           const LayerParams& p, std::initializer_list<Operand> operands,
+                           const NodeParams& p, std::initializer_list<Operand> operands,
                            const char* op) {
   PoolGeometry g = geometry(in, out, p);
   g.elem = common_elem(op, a, operands);
@@ -183,8 +182,7 @@ void softmax_ce(const KernelArgs& a, bool backward, cudaStream_t stream, const c
   c.accumulate = a.accumulate(1);
   c.inv_n = 1.0f / static_cast<float>(s.n);
   // Under AMP the gradient is of the scaled loss, the scale read on the device.
-  if (a.training && a.training->precision == Precision::AMP)
-    c.loss_scale = scalar_at(a, ScalarSlot::LOSS_SCALE);
+  if (a.constants().amp()) c.loss_scale = scalar_at(a, ScalarSlot::LOSS_SCALE);
   const uint64_t need = softmax_ce_workspace_bytes(s.n);
   if (!a.workspace || a.workspace->bytes < need)
     throw std::logic_error(std::string("CUDA backend: ") + op + " launched without its workspace");
@@ -334,7 +332,7 @@ void gap_fwd(const KernelArgs& a, cudaStream_t stream) {
   constexpr const char* op = "GAP_FWD";
   const Shape& s = a.in[0].shape();
   const PoolGeometry g =
-      pool_geometry(a, s, s, LayerParams{}, {{&a.in[0], "x"}, {&a.out[0], "y"}}, op);
+      pool_geometry(a, s, s, NodeParams{}, {{&a.in[0], "x"}, {&a.out[0], "y"}}, op);
   launched(launch_gap_fwd(g, a.in[0].data, a.out[0].data, stream), op);
 }
 
@@ -343,7 +341,7 @@ void gap_bwd(const KernelArgs& a, cudaStream_t stream) {
   if (!has_out(a, 0)) return;
   const Shape& s = a.out[0].shape();
   const PoolGeometry g =
-      pool_geometry(a, s, s, LayerParams{}, {{&a.in[0], "dy"}, {&a.out[0], "dx"}}, op);
+      pool_geometry(a, s, s, NodeParams{}, {{&a.in[0], "dy"}, {&a.out[0], "dx"}}, op);
   launched(launch_gap_bwd(g, a.in[0].data, a.out[0].data, a.accumulate(0), stream), op);
 }
 

@@ -44,10 +44,11 @@ constexpr uint64_t kWorkspaceCap = uint64_t{512} << 20;
 using Geom = ConvGeometry;
 
 Geom geom(const char* op, const KernelArgs& a, const Shape& x, const Shape& w, const Shape& y) {
-  if (!a.layer) fail_operand(op, a, "no layer to read the stride and padding from");
+  if (!a.layer_params)
+    fail_operand(op, a, "no layer parameters to read the stride and padding from");
   Geom g{};
   std::string error;
-  if (!conv_geometry(a.layer->params, x, w, y, g, error)) fail_operand(op, a, error);
+  if (!conv_geometry(*a.layer_params, x, w, y, g, error)) fail_operand(op, a, error);
   return g;
 }
 

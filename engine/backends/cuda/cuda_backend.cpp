@@ -728,7 +728,7 @@ class CudaBackend final : public Backend {
 
   // SyncBatchNorm's training kernels sum their statistics across ranks.
   bool needs_rank_sum(const KernelArgs& a) const {
-    return global_world() > 1 && a.training && a.training->sync_batch_norm && a.node &&
+    return global_world() > 1 && a.constants().sync_batch_norm && a.node &&
            a.node->kind == NodeKind::COMPUTE && is_bn_training(a.node->op);
   }
 

@@ -10,7 +10,6 @@
 #include <string_view>
 #include <vector>
 
-#include "backends/cpu/kernels/optimizers.h"
 #include "backends/cuda/bn_launchers.h"
 #include "backends/cuda/compute_launchers.h"
 #include "backends/cuda/conv_launchers.h"
@@ -50,8 +49,7 @@ const float* scalar_at(const KernelArgs& a, ScalarSlot s) {
 }
 
 const OptimizerSpec& optimizer_of(const KernelArgs& a) {
-  static const OptimizerSpec defaults{};
-  return a.training ? a.training->optimizer : defaults;
+  return a.constants().optimizer;
 }
 
 uint64_t common_floats(const SpanArg& x, const SpanArg& y) {
@@ -126,7 +124,7 @@ void cast_fp16_to_fp32(const KernelArgs& a, cudaStream_t stream) {
 }
 
 void ema_update(const KernelArgs& a, cudaStream_t stream) {
-  const double decay = a.training ? a.training->ema_decay : TrainingSpec{}.ema_decay;
+  const double decay = a.constants().ema_decay;
   // 1 - d in double, as on the CPU: 1.0f - 0.999f is off by 1e-5 relative.
   launched(launch_ema(a.out_spans[0].f32(), a.in_spans[0].f32(),
                       common_floats(a.in_spans[0], a.out_spans[0]), static_cast<float>(decay),
@@ -223,9 +221,8 @@ void lars_update(const KernelArgs& a, cudaStream_t stream) {
 }
 
 void loss_scale_update(const KernelArgs& a, cudaStream_t stream) {
-  launched(
-      launch_loss_scale_update(a.scalars, scalar_slots(), cpu::kLossScaleGrowthInterval, stream),
-      "LOSS_SCALE_UPDATE");
+  launched(launch_loss_scale_update(a.scalars, scalar_slots(), kLossScaleGrowthInterval, stream),
+           "LOSS_SCALE_UPDATE");
 }
 
 void adam_bias_correction(const KernelArgs& a, cudaStream_t stream) {

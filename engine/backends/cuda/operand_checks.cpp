@@ -7,9 +7,7 @@
 namespace tr::cuda {
 
 void fail_operand(const char* op, const KernelArgs& a, const std::string& what) {
-  std::string where = std::string("CUDA ") + op;
-  if (a.layer) where += " of layer " + a.layer->label();
-  throw std::invalid_argument(where + ": " + what);
+  throw std::invalid_argument(std::string("CUDA ") + op + a.where() + ": " + what);
 }
 
 void check_counts(const char* op, const KernelArgs& a, size_t ins_min, size_t ins_max,

@@ -224,7 +224,7 @@ void bn_train(const KernelArgs& a) {
   const Shape& s = a.in[0].shape();
   const int64_t C = s.c;
   const int64_t M = s.n * s.h * s.w;
-  const LayerParams& pr = layer_params(a);
+  const NodeParams& pr = layer_params(a);
   const double eps = pr.eps;
   const double momentum = pr.momentum;
 

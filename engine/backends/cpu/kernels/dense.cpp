@@ -44,9 +44,7 @@ using Tag = memory::format_tag;
 using DT = memory::data_type;
 
 [[noreturn]] void fail(const char* kernel, const KernelArgs& a, const std::string& what) {
-  std::string where = kernel;
-  if (a.layer) where += " of layer " + a.layer->label();
-  throw std::invalid_argument(where + ": " + what);
+  throw std::invalid_argument(kernel + a.where() + ": " + what);
 }
 
 void check_f32(const char* kernel, const KernelArgs& a, const TensorArg& t, const char* name) {
@@ -74,7 +72,8 @@ void check_counts(const char* kernel, const KernelArgs& a, size_t ins_min, size_
     fail(kernel, a,
          "got " + std::to_string(a.in.size()) + " inputs and " + std::to_string(a.out.size()) +
              " outputs");
-  if (!a.layer) fail(kernel, a, "needs the layer's parameters (KernelArgs::layer is null)");
+  if (!a.layer_params)
+    fail(kernel, a, "needs the layer's parameters (KernelArgs::layer_params is null)");
 }
 
 // ---------------------------------------------------------------------------
@@ -165,7 +164,7 @@ ConvGeom conv_geom(const char* kernel, const KernelArgs& a, const Shape& x, cons
                    const Shape& y) {
   ConvGeom g{};
   std::string error;
-  if (!conv_geometry(a.layer->params, x, w, y, g, error)) fail(kernel, a, error);
+  if (!conv_geometry(*a.layer_params, x, w, y, g, error)) fail(kernel, a, error);
   return g;
 }
 

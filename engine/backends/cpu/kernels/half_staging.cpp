@@ -93,7 +93,8 @@ uint64_t stage_bytes(const DTensor& t) {
   std::string where = "fp16 staging";
   if (a.node && a.node->kind == NodeKind::COMPUTE)
     where += " of " + std::string(compute_op_name(a.node->op));
-  if (a.layer) where += " for layer " + a.layer->label();
+  if (a.layer_params && !a.layer_params->label.empty())
+    where += " for layer " + a.layer_params->label;
   throw std::invalid_argument(where + ": " + what);
 }
 
@@ -190,8 +191,7 @@ bool run_fp16_staged(const KernelArgs& a, Fp32Kernel kernel) {
   st.used = 0;
   KernelArgs& f = st.args;
   f.node = a.node;
-  f.layer = a.layer;
-  f.model = a.model;
+  f.layer_params = a.layer_params;
   f.training = a.training;
   f.in_spans = a.in_spans;
   f.out_spans = a.out_spans;

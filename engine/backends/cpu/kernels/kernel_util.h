@@ -33,9 +33,8 @@ inline void store(bool accumulate, float* out, int64_t n, F f) {
 
 // The node's model layer parameters, or the defaults when a kernel is called
 // without one (tests of engine-only paths).
-inline const LayerParams& layer_params(const KernelArgs& a) {
-  static const LayerParams defaults{};
-  return a.layer ? a.layer->params : defaults;
+inline const NodeParams& layer_params(const KernelArgs& a) {
+  return a.params();
 }
 
 }  // namespace tr::cpu::detail

@@ -23,8 +23,7 @@ using detail::reduction_parts;
 namespace {
 
 const OptimizerSpec& optimizer_of(const KernelArgs& a) {
-  static const OptimizerSpec defaults{};
-  return a.training ? a.training->optimizer : defaults;
+  return a.constants().optimizer;
 }
 
 bool overflowed(const KernelArgs& a) {

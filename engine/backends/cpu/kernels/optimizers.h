@@ -22,7 +22,4 @@ void adam_bias_correction(const KernelArgs& a);
 // scalars: UPDATES += 1 unless OVERFLOW is set
 void count_update(const KernelArgs& a);
 
-// Clean steps after which the AMP loss scale doubles (torch GradScaler's growth_interval).
-inline constexpr int kLossScaleGrowthInterval = 2000;
-
 }  // namespace tr::cpu

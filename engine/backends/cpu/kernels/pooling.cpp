@@ -28,7 +28,7 @@ struct Window {
   int64_t oh, ow;      // output
   int64_t kh, kw, sh, sw, ph, pw;
 
-  Window(const Shape& in, const Shape& out, const LayerParams& p)
+  Window(const Shape& in, const Shape& out, const NodeParams& p)
       : n(in.n),
         h(in.h),
         w(in.w),

@@ -134,7 +134,7 @@ void range_bn_eq_params(const KernelArgs& a) {
 void range_ema_update(const KernelArgs& a) {
   // A step AMP skipped left the weights as they were; the average stays too.
   if (a.scalars && a.scalar(ScalarSlot::OVERFLOW) != 0.0f) return;
-  const double decay = a.training ? a.training->ema_decay : TrainingSpec{}.ema_decay;
+  const double decay = a.constants().ema_decay;
   const float d = static_cast<float>(decay);
   // 1 - d in double: 1.0f - 0.999f is off by 1e-5 relative.
   const float keep_new = static_cast<float>(1.0 - decay);

@@ -41,7 +41,7 @@ void softmax_ce(const KernelArgs& a, bool backward) {
   // Under AMP the gradient is of the loss times the loss scale, so that small
   // FP16 gradients downstream stay above the subnormals; the FP32 gradients
   // are divided by it again before the update. Exactly 1 / N otherwise.
-  const bool amp = a.training && a.training->precision == Precision::AMP && a.scalars;
+  const bool amp = a.constants().amp() && a.scalars;
   const float inv_n =
       (1.0f / static_cast<float>(N)) * (amp ? a.scalar(ScalarSlot::LOSS_SCALE) : 1.0f);
 

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The training settings kernels read as well as the project: the precision
+// and the optimizer's constants. Plain values below the model, so a kernel's
+// arguments (compile/node_params.h) need nothing of the project.
+#pragma once
+
+namespace tr {
+
+enum class OptimizerKind { SGD, Adam, LARS };
+enum class Precision { FP32, AMP };
+
+struct OptimizerSpec {
+  OptimizerKind kind = OptimizerKind::SGD;
+  double lr = 0.05;
+  double momentum = 0.9;  // SGD, LARS
+  double weight_decay = 5e-4;
+  bool nesterov = false;                               // SGD
+  double beta1 = 0.9, beta2 = 0.999, adam_eps = 1e-8;  // Adam
+  double trust_coefficient = 0.001;                    // LARS
+};
+
+}  // namespace tr
