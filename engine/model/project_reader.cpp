@@ -1,0 +1,828 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/project_reader.h"
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+#include <map>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "model/json_text.h"
+#include "model/project_io.h"
+#include "model/project_limits.h"
+
+namespace tr {
+
+namespace {
+
+using json = nlohmann::json;
+using namespace json_text;
+using namespace limits;
+
+// A hostile file can produce one problem per node; past this many the rest
+// are counted instead of listed so the message stays readable.
+constexpr size_t kMaxDiagnostics = 200;
+constexpr int64_t kMaxPort = std::numeric_limits<int>::max();
+constexpr int kFormat = kProjectFormat;
+
+// Validation of the DOM into a Project, collecting every problem.
+
+// Which node a problem is about and the path its fields hang from.
+struct Scope {
+  std::string node;     // label, or empty
+  std::string node_id;  // bare id, or empty
+  std::string base;     // path prefix: "" for node-relative fields, "training", ...
+};
+
+std::vector<std::string_view> params_of(LayerType t) {
+  switch (t) {
+    case LayerType::Input:
+      return {"height", "width", "channels"};
+    case LayerType::Conv2d:
+      return {"out_channels", "kernel", "stride", "padding", "bias"};
+    case LayerType::BatchNorm2d:
+      return {"eps", "momentum"};
+    case LayerType::MaxPool2d:
+    case LayerType::AvgPool2d:
+      return {"kernel", "stride", "padding"};
+    case LayerType::Dropout:
+      return {"p"};
+    case LayerType::Linear:
+      return {"out_features", "bias"};
+    default:
+      return {};
+  }
+}
+
+bool valid_node_id(const std::string& id) {
+  if (id.empty() || id.size() > kMaxNodeIdLength) return false;
+  for (unsigned char c : id)
+    if (!std::isalnum(c) && c != '_' && c != '-' && c != '.') return false;
+  return true;
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+
+  Project read(const json& root);
+  std::vector<Diagnostic> take_diagnostics() {
+    if (dropped_ > 0) {
+      Diagnostic d;
+      d.file = file_;
+      d.message = "and " + std::to_string(dropped_) + " more problems not listed";
+      diags_.push_back(std::move(d));
+    }
+    return std::move(diags_);
+  }
+  void add_duplicate_key(const std::string& path) {
+    size_t dot = path.find_last_of(".");
+    std::string key = dot == std::string::npos ? path : path.substr(dot + 1);
+    error({}, path, "duplicate key " + quote(key) + "; each key may appear only once");
+  }
+
+ private:
+  void error(const Scope& s, std::string_view field, std::string message) {
+    if (diags_.size() >= kMaxDiagnostics) {
+      ++dropped_;
+      return;
+    }
+    Diagnostic d;
+    d.file = file_;
+    d.node = s.node;
+    d.node_id = s.node_id;
+    d.field = join_path(s.base, field);
+    d.message = std::move(message);
+    diags_.push_back(std::move(d));
+  }
+
+  bool expect_object(const json& v, const Scope& s, std::string_view field) {
+    if (v.is_object()) return true;
+    error(s, field, "expected an object, got " + describe(v));
+    return false;
+  }
+
+  void check_keys(const json& obj, const Scope& s, std::string_view path,
+                  const std::vector<std::string_view>& known, const std::string& hint = {}) {
+    for (const auto& item : obj.items()) {
+      const std::string& k = item.key();
+      if (std::find(known.begin(), known.end(), k) != known.end()) continue;
+      std::string msg = "unknown key " + quote(k);
+      std::string_view near = closest(k, known);
+      if (!near.empty()) {
+        msg += "; did you mean " + quote(near) + "?";
+      } else if (!hint.empty()) {
+        msg += "; " + hint;
+      }
+      error(s, join_path(path, k), std::move(msg));
+    }
+  }
+
+  // Member readers. `path` is the object's path within the scope; each
+  // returns true when it stored a value.
+  bool read_int(const json& obj, const Scope& s, std::string_view path, const char* key, int64_t lo,
+                int64_t hi, int64_t& out, bool required = false) {
+    const json* v = member(obj, key);
+    std::string field = join_path(path, key);
+    if (!v) {
+      if (required) error(s, field, "missing; expected " + int_phrase(lo, hi));
+      return false;
+    }
+    return int_value(*v, s, field, lo, hi, out);
+  }
+
+  bool int_value(const json& v, const Scope& s, const std::string& field, int64_t lo, int64_t hi,
+                 int64_t& out) {
+    int64_t x = 0;
+    if (!to_int(v, x) || x < lo || x > hi) {
+      error(s, field, "expected " + int_phrase(lo, hi) + ", got " + describe(v));
+      return false;
+    }
+    out = x;
+    return true;
+  }
+
+  bool read_number(const json& obj, const Scope& s, std::string_view path, const char* key,
+                   const Range& r, double& out) {
+    const json* v = member(obj, key);
+    if (!v) return false;
+    return number_value(*v, s, join_path(path, key), r, out);
+  }
+
+  bool number_value(const json& v, const Scope& s, const std::string& field, const Range& r,
+                    double& out) {
+    if (!v.is_number() || !r.contains(v.get<double>())) {
+      error(s, field, "expected " + r.phrase() + ", got " + describe(v));
+      return false;
+    }
+    out = v.get<double>();
+    return true;
+  }
+
+  bool read_bool(const json& obj, const Scope& s, std::string_view path, const char* key,
+                 bool& out) {
+    const json* v = member(obj, key);
+    if (!v) return false;
+    if (!v->is_boolean()) {
+      error(s, join_path(path, key), "expected true or false, got " + describe(*v));
+      return false;
+    }
+    out = v->get<bool>();
+    return true;
+  }
+
+  bool read_string(const json& obj, const Scope& s, std::string_view path, const char* key,
+                   std::string& out, bool required, bool allow_empty) {
+    const json* v = member(obj, key);
+    std::string field = join_path(path, key);
+    const char* what = allow_empty ? "a string" : "a non-empty string";
+    if (!v) {
+      if (required) error(s, field, std::string("missing; expected ") + what);
+      return false;
+    }
+    if (!v->is_string() || (!allow_empty && v->get_ref<const std::string&>().empty())) {
+      error(s, field, std::string("expected ") + what + ", got " + describe(*v));
+      return false;
+    }
+    out = v->get<std::string>();
+    return true;
+  }
+
+  template <typename Enum>
+  bool read_choice(const json& obj, const Scope& s, std::string_view path, const char* key,
+                   const char* what, std::initializer_list<Choice<Enum>> choices, Enum& out,
+                   bool required = false) {
+    const json* v = member(obj, key);
+    std::string field = join_path(path, key);
+    std::vector<std::string_view> names;
+    for (const auto& c : choices) names.push_back(c.name);
+    std::string expected = "expected one of " + list_names(names);
+    if (!v) {
+      if (required) error(s, field, "missing; " + expected);
+      return false;
+    }
+    if (!v->is_string()) {
+      error(s, field, expected + ", got " + describe(*v));
+      return false;
+    }
+    const std::string& text = v->get_ref<const std::string&>();
+    for (const auto& c : choices) {
+      if (c.name == text) {
+        out = c.value;
+        return true;
+      }
+    }
+    std::string msg = "unknown " + std::string(what) + " " + quote(text) + "; " + expected;
+    std::string_view near = closest(text, names);
+    if (!near.empty()) msg += "; did you mean " + quote(near) + "?";
+    error(s, field, std::move(msg));
+    return false;
+  }
+
+  // An integer or a pair [h, w] (kernel, stride, padding).
+  bool read_hw(const json& obj, const Scope& s, std::string_view path, const char* key, int64_t lo,
+               int64_t hi, int64_t& h, int64_t& w, bool required) {
+    const json* v = member(obj, key);
+    std::string field = join_path(path, key);
+    std::string expected = int_phrase(lo, hi) + " or a pair [h, w] of them";
+    if (!v) {
+      if (required) error(s, field, "missing; expected " + expected);
+      return false;
+    }
+    int64_t x = 0;
+    if (to_int(*v, x)) {
+      if (x < lo || x > hi) {
+        error(s, field, "expected " + expected + ", got " + describe(*v));
+        return false;
+      }
+      h = w = x;
+      return true;
+    }
+    if (!v->is_array()) {
+      error(s, field, "expected " + expected + ", got " + describe(*v));
+      return false;
+    }
+    if (v->size() != 2) {
+      error(s, field,
+            "expected " + expected + ", got an array of " + std::to_string(v->size()) + " values");
+      return false;
+    }
+    int64_t a = 0, b = 0;
+    bool ok = int_value((*v)[0], s, field + "[0]", lo, hi, a);
+    ok = int_value((*v)[1], s, field + "[1]", lo, hi, b) && ok;
+    if (!ok) return false;
+    h = a;
+    w = b;
+    return true;
+  }
+
+  void read_model(const json& m, Project& p);
+  void read_node(const json& n, size_t index, Project& p);
+  void read_params(const json& params, LayerType t, const Scope& s, LayerParams& lp);
+  void read_edges(const json& edges, Project& p);
+  void read_dataset(const json& d, DatasetSpec& ds);
+  bool read_values(const json& obj, const Scope& s, const char* key, const Range& r,
+                   std::vector<double>& out);
+  bool read_training(const json& t, TrainingSpec& ts);
+  void read_variants(const json* v, Project& p, bool derive_ok);
+
+  std::string file_;
+  std::vector<Diagnostic> diags_;
+  size_t dropped_ = 0;
+  // Every node that declared a string id, even a broken one, so an edge to it
+  // is not reported a second time as pointing nowhere.
+  struct Declared {
+    int index;        // into Project::model.nodes
+    size_t position;  // in the file's node array, for messages
+    bool type_known;
+  };
+  std::unordered_map<std::string, Declared> declared_;
+};
+
+Project Reader::read(const json& root) {
+  Project p;
+  const Scope top;
+  if (!root.is_object()) {
+    error(top, "", "expected a JSON object at the top level, got " + describe(root));
+    return p;
+  }
+  // A newer format is reported alone: its other keys would only be noise.
+  if (const json* f = member(root, "format")) {
+    int64_t v = 0;
+    if (!to_int(*f, v)) {
+      error(top, "format", "expected the integer 1, got " + describe(*f));
+    } else if (v > kFormat) {
+      error(top, "format",
+            "format " + std::to_string(v) + " is newer than this version reads (" +
+                std::to_string(kFormat) + ")");
+      return p;
+    } else if (v != kFormat) {
+      error(top, "format", "expected 1, got " + std::to_string(v));
+    }
+  } else {
+    error(top, "format", "missing; expected 1");
+  }
+  check_keys(root, top, "",
+             {"format", "name", "description", "model", "dataset", "training", "variants"});
+  read_string(root, top, "", "name", p.name, true, false);
+  read_string(root, top, "", "description", p.description, false, true);
+
+  if (const json* m = member(root, "model")) {
+    if (expect_object(*m, top, "model")) read_model(*m, p);
+  } else {
+    error(top, "model", "missing; expected an object with \"nodes\" and \"edges\"");
+  }
+  if (const json* d = member(root, "dataset"))
+    if (expect_object(*d, top, "dataset")) read_dataset(*d, p.dataset);
+  bool training_ok = true;
+  if (const json* t = member(root, "training")) {
+    if (expect_object(*t, top, "training"))
+      training_ok = read_training(*t, p.training);
+    else
+      training_ok = false;
+  }
+  read_variants(member(root, "variants"), p, training_ok);
+  return p;
+}
+
+void Reader::read_model(const json& m, Project& p) {
+  const Scope s;
+  check_keys(m, s, "model", {"nodes", "edges"});
+  if (const json* nodes = member(m, "nodes")) {
+    if (!nodes->is_array()) {
+      error(s, "model.nodes", "expected an array of nodes, got " + describe(*nodes));
+    } else {
+      for (size_t i = 0; i < nodes->size(); ++i) read_node((*nodes)[i], i, p);
+    }
+  }
+  if (const json* edges = member(m, "edges")) read_edges(*edges, p);
+}
+
+void Reader::read_node(const json& n, size_t index, Project& p) {
+  const std::string path = index_path("model.nodes", index);
+  Scope s{"", "", path};
+  if (!n.is_object()) {
+    error(s, "", "expected a node object, got " + describe(n));
+    return;
+  }
+  LayerNode node;
+  bool id_ok = false;
+  bool has_string_id = false;
+  if (const json* id = member(n, "id")) {
+    if (!id->is_string()) {
+      error(s, "id", "expected a node id (a string), got " + describe(*id));
+    } else {
+      node.id = id->get<std::string>();
+      has_string_id = true;
+      if (valid_node_id(node.id)) {
+        id_ok = true;
+        // Fields of a named node are reported relative to it, as the designer shows them.
+        s = Scope{"'" + node.id + "'", node.id, ""};
+      } else {
+        error(s, "id",
+              "invalid node id " + quote(node.id) + "; expected 1 to " +
+                  std::to_string(kMaxNodeIdLength) + " letters, digits, '_', '-' or '.'");
+      }
+    }
+  } else {
+    error(s, "id", "missing; expected a node id (letters, digits, '_', '-' or '.')");
+  }
+
+  bool type_ok = false;
+  if (const json* t = member(n, "type")) {
+    std::vector<std::string_view> names;
+    for (LayerType lt : kAllLayerTypes) names.push_back(layer_type_name(lt));
+    if (!t->is_string()) {
+      error(s, "type",
+            "expected a layer type name, one of " + list_names(names) + ", got " + describe(*t));
+    } else if (auto lt = layer_type_from_name(t->get_ref<const std::string&>())) {
+      node.type = *lt;
+      type_ok = true;
+      if (id_ok) s.node = node.label();
+    } else {
+      const std::string& text = t->get_ref<const std::string&>();
+      std::string msg =
+          "unknown layer type " + quote(text) + "; expected one of " + list_names(names);
+      std::string_view near = closest(text, names);
+      if (near.empty()) {
+        // Case slips ("conv2d") are far in edit distance but obvious.
+        for (std::string_view name : names) {
+          if (name.size() == text.size() &&
+              std::equal(name.begin(), name.end(), text.begin(), [](char a, char b) {
+                return std::tolower(static_cast<unsigned char>(a)) ==
+                       std::tolower(static_cast<unsigned char>(b));
+              }))
+            near = name;
+        }
+      }
+      if (!near.empty()) msg += "; did you mean " + quote(near) + "?";
+      error(s, "type", std::move(msg));
+    }
+  } else {
+    error(s, "type", "missing; expected a layer type name");
+  }
+
+  if (has_string_id) {
+    auto [it, inserted] = declared_.try_emplace(
+        node.id, Declared{static_cast<int>(p.model.nodes.size()), index, type_ok});
+    if (!inserted)
+      error(s, "id",
+            "duplicate node id " + quote(node.id) + "; " +
+                index_path("model.nodes", it->second.position) + " already has it");
+  }
+
+  check_keys(n, s, "", {"id", "type", "params", "pos"});
+
+  const json* params = member(n, "params");
+  if (params && !expect_object(*params, s, "params")) params = nullptr;
+  if (type_ok) {
+    static const json kNoParams = json::object();
+    read_params(params ? *params : kNoParams, node.type, s, node.params);
+  }
+
+  if (const json* pos = member(n, "pos")) {
+    if (pos->is_array() && pos->size() == 2 && (*pos)[0].is_number() && (*pos)[1].is_number()) {
+      node.x = (*pos)[0].get<double>();
+      node.y = (*pos)[1].get<double>();
+      node.has_position = true;
+    } else {
+      error(s, "pos", "expected a pair [x, y] of numbers, got " + describe(*pos));
+    }
+  }
+  p.model.nodes.push_back(std::move(node));
+}
+
+void Reader::read_params(const json& params, LayerType t, const Scope& s, LayerParams& lp) {
+  const std::vector<std::string_view> known = params_of(t);
+  std::string type_name(layer_type_name(t));
+  std::string hint = known.empty() ? type_name + " takes no parameters"
+                                   : type_name + " takes " + list_names(known);
+  check_keys(params, s, "params", known, hint);
+  const char* P = "params";
+  switch (t) {
+    case LayerType::Input:
+      read_int(params, s, P, "height", 1, kMaxExtent, lp.height, true);
+      read_int(params, s, P, "width", 1, kMaxExtent, lp.width, true);
+      read_int(params, s, P, "channels", 1, kMaxExtent, lp.channels, true);
+      break;
+    case LayerType::Conv2d:
+      read_int(params, s, P, "out_channels", 1, kMaxFeatures, lp.out_channels, true);
+      read_hw(params, s, P, "kernel", 1, kMaxKernel, lp.kernel_h, lp.kernel_w, true);
+      read_hw(params, s, P, "stride", 1, kMaxStride, lp.stride_h, lp.stride_w, false);
+      read_hw(params, s, P, "padding", 0, kMaxPadding, lp.pad_h, lp.pad_w, false);
+      read_bool(params, s, P, "bias", lp.bias);
+      break;
+    case LayerType::BatchNorm2d:
+      read_number(params, s, P, "eps", kPositive, lp.eps);
+      read_number(params, s, P, "momentum", kUnitClosed, lp.momentum);
+      break;
+    case LayerType::MaxPool2d:
+    case LayerType::AvgPool2d:
+      read_hw(params, s, P, "kernel", 1, kMaxKernel, lp.kernel_h, lp.kernel_w, true);
+      if (!read_hw(params, s, P, "stride", 1, kMaxStride, lp.stride_h, lp.stride_w, false)) {
+        lp.stride_h = lp.kernel_h;
+        lp.stride_w = lp.kernel_w;
+      }
+      read_hw(params, s, P, "padding", 0, kMaxPadding, lp.pad_h, lp.pad_w, false);
+      break;
+    case LayerType::Dropout:
+      read_number(params, s, P, "p", kUnitHalfOpen, lp.p);
+      break;
+    case LayerType::Linear:
+      read_int(params, s, P, "out_features", 1, kMaxFeatures, lp.out_channels, true);
+      read_bool(params, s, P, "bias", lp.bias);
+      break;
+    default:
+      break;
+  }
+}
+
+void Reader::read_edges(const json& edges, Project& p) {
+  const Scope top;
+  if (!edges.is_array()) {
+    error(top, "model.edges", "expected an array of edges, got " + describe(edges));
+    return;
+  }
+  struct Feed {
+    size_t edge;
+    std::string from;
+  };
+  std::map<std::pair<int, int64_t>, Feed> fed;  // (node, input port) -> first edge into it
+  for (size_t i = 0; i < edges.size(); ++i) {
+    const json& e = edges[i];
+    const std::string path = index_path("model.edges", i);
+    if (!e.is_object()) {
+      error(top, path, "expected an edge object {\"from\": ID, \"to\": ID}, got " + describe(e));
+      continue;
+    }
+    check_keys(e, top, path, {"from", "to", "from_port", "to_port"});
+    // Resolves one end; -1 when it names no usable node.
+    auto end = [&](const char* key, bool& known_type) -> int {
+      known_type = false;
+      const json* v = member(e, key);
+      std::string field = join_path(path, key);
+      if (!v) {
+        error(top, field, "missing; expected a node id");
+        return -1;
+      }
+      if (!v->is_string()) {
+        error(top, field, "expected a node id (a string), got " + describe(*v));
+        return -1;
+      }
+      auto it = declared_.find(v->get_ref<const std::string&>());
+      if (it == declared_.end()) {
+        error(top, field, "no node with id " + describe(*v));
+        return -1;
+      }
+      known_type = it->second.type_known;
+      return it->second.index;
+    };
+    bool from_typed = false, to_typed = false;
+    int from = end("from", from_typed);
+    int to = end("to", to_typed);
+    int64_t from_port = 0, to_port = 0;
+    bool ports_ok = true;
+    if (member(e, "from_port") && !read_int(e, top, path, "from_port", 0, kMaxPort, from_port))
+      ports_ok = false;
+    if (member(e, "to_port") && !read_int(e, top, path, "to_port", 0, kMaxPort, to_port))
+      ports_ok = false;
+
+    if (from >= 0 && from_typed && ports_ok) {
+      const LayerNode& n = p.model.nodes[static_cast<size_t>(from)];
+      int outputs = layer_output_ports(n.type);
+      if (from_port >= outputs) {
+        Scope s{n.label(), n.id, path};
+        std::string field = member(e, "from_port") ? "from_port" : "from";
+        if (outputs == 0) {
+          error(s, field, n.label() + " has no output ports; it cannot feed another node");
+        } else {
+          error(s, field,
+                "expected an output port of " + n.label() + " in 0.." +
+                    std::to_string(outputs - 1) + ", got " + std::to_string(from_port));
+        }
+        ports_ok = false;
+      }
+    }
+    if (to >= 0 && to_typed && ports_ok) {
+      const LayerNode& n = p.model.nodes[static_cast<size_t>(to)];
+      int inputs = layer_input_ports(n.type);
+      Scope s{n.label(), n.id, path};
+      std::string field = member(e, "to_port") ? "to_port" : "to";
+      if (to_port >= inputs) {
+        if (inputs == 0) {
+          error(s, field, n.label() + " has no input ports; nothing can feed it");
+        } else {
+          error(s, field,
+                "expected an input port of " + n.label() + " in 0.." + std::to_string(inputs - 1) +
+                    ", got " + std::to_string(to_port));
+        }
+        ports_ok = false;
+      } else {
+        std::string source = from >= 0
+                                 ? (from_typed ? p.model.nodes[static_cast<size_t>(from)].label()
+                                               : quote(p.model.nodes[static_cast<size_t>(from)].id))
+                                 : std::string("?");
+        auto [it, inserted] = fed.try_emplace({to, to_port}, Feed{i, source});
+        if (!inserted) {
+          error(s, field,
+                "input port " + std::to_string(to_port) + " of " + n.label() +
+                    " already receives an edge from " + it->second.from + " (" +
+                    index_path("model.edges", it->second.edge) + "); this second edge comes from " +
+                    source + "; an input port takes exactly one edge");
+          ports_ok = false;
+        }
+      }
+    }
+    if (from >= 0 && to >= 0 && ports_ok)
+      p.model.edges.push_back(
+          Edge{from, static_cast<int>(from_port), to, static_cast<int>(to_port)});
+  }
+}
+
+bool Reader::read_values(const json& obj, const Scope& s, const char* key, const Range& r,
+                         std::vector<double>& out) {
+  const json* v = member(obj, key);
+  if (!v) return false;
+  std::string field = join_path("dataset", key);
+  if (!v->is_array() || v->empty()) {
+    error(s, field, "expected an array of numbers, one per channel, got " + describe(*v));
+    return false;
+  }
+  std::vector<double> values;
+  bool ok = true;
+  for (size_t i = 0; i < v->size(); ++i) {
+    double d = 0;
+    if (number_value((*v)[i], s, index_path(field, i), r, d))
+      values.push_back(d);
+    else
+      ok = false;
+  }
+  if (ok) out = std::move(values);
+  return ok;
+}
+
+void Reader::read_dataset(const json& d, DatasetSpec& ds) {
+  const Scope s;
+  static const char* const kSyntheticOnly[] = {"height",  "width",      "channels",
+                                               "classes", "train_size", "val_size"};
+  check_keys(d, s, "dataset",
+             {"kind", "path", "height", "width", "channels", "classes", "train_size", "val_size",
+              "mean", "std", "random_crop_padding", "random_flip"});
+  read_choice<DatasetKind>(
+      d, s, "dataset", "kind", "dataset kind",
+      {{"fashion-mnist", DatasetKind::FashionMnist}, {"synthetic", DatasetKind::Synthetic}},
+      ds.kind);
+  bool channels_ok = true;
+  if (ds.kind == DatasetKind::Synthetic) {
+    if (member(d, "path"))
+      error(s, "dataset.path", "only for fashion-mnist datasets; a synthetic dataset has no files");
+    read_int(d, s, "dataset", "height", 1, kMaxExtent, ds.height);
+    read_int(d, s, "dataset", "width", 1, kMaxExtent, ds.width);
+    const json* c = member(d, "channels");
+    if (c) channels_ok = read_int(d, s, "dataset", "channels", 1, kMaxExtent, ds.channels);
+    read_int(d, s, "dataset", "classes", 2, kMaxFeatures, ds.classes);
+    read_int(d, s, "dataset", "train_size", 1, kMaxSamples, ds.train_size);
+    read_int(d, s, "dataset", "val_size", 1, kMaxSamples, ds.val_size);
+  } else {
+    for (const char* key : kSyntheticOnly) {
+      if (member(d, key))
+        error(s, join_path("dataset", key),
+              "only for synthetic datasets; Fashion-MNIST is always 28x28x1 with 10 classes, "
+              "60000 training and 10000 validation images");
+    }
+    read_string(d, s, "dataset", "path", ds.path, false, true);
+    ds.height = 28;
+    ds.width = 28;
+    ds.channels = 1;
+    ds.classes = 10;
+    ds.train_size = 60000;
+    ds.val_size = 10000;
+  }
+  // Absent statistics repeat the default for every channel.
+  const DatasetSpec defaults;
+  size_t channels = static_cast<size_t>(ds.channels);
+  ds.mean.assign(channels, defaults.mean.front());
+  ds.std.assign(channels, defaults.std.front());
+  const std::pair<const char*, std::vector<double>*> stats[] = {{"mean", &ds.mean},
+                                                                {"std", &ds.std}};
+  for (const auto& [key, values] : stats) {
+    std::vector<double> read;
+    if (!read_values(d, s, key, std::string_view(key) == "std" ? kPositive : kAnyNumber, read))
+      continue;
+    if (channels_ok && read.size() != channels) {
+      error(s, join_path("dataset", key),
+            "expected " + std::to_string(channels) + " value" + (channels == 1 ? "" : "s") +
+                " (one per channel), got " + std::to_string(read.size()));
+      continue;
+    }
+    *values = std::move(read);
+  }
+  read_int(d, s, "dataset", "random_crop_padding", 0, kMaxPadding, ds.random_crop_padding);
+  read_bool(d, s, "dataset", "random_flip", ds.random_flip);
+}
+
+bool Reader::read_training(const json& t, TrainingSpec& ts) {
+  const Scope s;
+  bool ok = true;
+  check_keys(t, s, "training",
+             {"optimizer", "schedule", "epochs", "global_batch", "devices", "precision", "seed",
+              "ema", "sync_batch_norm"});
+  if (const json* o = member(t, "optimizer"); o && expect_object(*o, s, "training.optimizer")) {
+    // Every optimizer accepts every optimizer key: the writer stores them all,
+    // so switching the type in the designer keeps the other settings.
+    const char* P = "training.optimizer";
+    OptimizerSpec& op = ts.optimizer;
+    check_keys(*o, s, P,
+               {"type", "lr", "momentum", "weight_decay", "nesterov", "beta1", "beta2", "eps",
+                "trust_coefficient"});
+    read_choice<OptimizerKind>(
+        *o, s, P, "type", "optimizer",
+        {{"sgd", OptimizerKind::SGD}, {"adam", OptimizerKind::Adam}, {"lars", OptimizerKind::LARS}},
+        op.kind);
+    read_number(*o, s, P, "lr", kPositive, op.lr);
+    read_number(*o, s, P, "momentum", kUnitHalfOpen, op.momentum);
+    read_number(*o, s, P, "weight_decay", kNonNegative, op.weight_decay);
+    read_bool(*o, s, P, "nesterov", op.nesterov);
+    read_number(*o, s, P, "beta1", kUnitHalfOpen, op.beta1);
+    read_number(*o, s, P, "beta2", kUnitHalfOpen, op.beta2);
+    read_number(*o, s, P, "eps", kPositive, op.adam_eps);
+    read_number(*o, s, P, "trust_coefficient", kPositive, op.trust_coefficient);
+  }
+  if (const json* c = member(t, "schedule"); c && expect_object(*c, s, "training.schedule")) {
+    const char* P = "training.schedule";
+    ScheduleSpec& sc = ts.schedule;
+    check_keys(*c, s, P, {"type", "warmup_epochs", "min_lr", "step_epochs", "gamma"});
+    read_choice<ScheduleKind>(*c, s, P, "type", "schedule",
+                              {{"constant", ScheduleKind::Constant},
+                               {"step", ScheduleKind::Step},
+                               {"cosine", ScheduleKind::Cosine}},
+                              sc.kind);
+    read_number(*c, s, P, "warmup_epochs", kNonNegative, sc.warmup_epochs);
+    read_number(*c, s, P, "min_lr", kNonNegative, sc.min_lr);
+    read_int(*c, s, P, "step_epochs", 1, kMaxEpochs, sc.step_epochs);
+    read_number(*c, s, P, "gamma", kPositive, sc.gamma);
+  }
+  const char* P = "training";
+  read_int(t, s, P, "epochs", 1, kMaxEpochs, ts.epochs);
+  bool batch_ok = !member(t, "global_batch") ||
+                  read_int(t, s, P, "global_batch", 1, kMaxBatch, ts.global_batch);
+  bool devices_ok = true;
+  if (const json* d = member(t, "devices")) {
+    std::string why;
+    if (!d->is_string()) {
+      error(s, "training.devices",
+            "expected a device string such as \"cpu:2\" or \"cuda:0-3\", got " + describe(*d));
+      devices_ok = false;
+    } else if (!parse_device_set(d->get_ref<const std::string&>(), ts.devices, why)) {
+      error(s, "training.devices", why);
+      devices_ok = false;
+    }
+  }
+  if (batch_ok && devices_ok && ts.global_batch % ts.devices.world_size() != 0) {
+    error(s, "training.global_batch",
+          "global_batch " + std::to_string(ts.global_batch) + " is not divisible by the " +
+              std::to_string(ts.devices.world_size()) + " ranks of " + ts.devices.str() +
+              "; every rank takes the same share");
+    batch_ok = false;
+  }
+  ok = batch_ok && devices_ok;
+  read_choice<Precision>(t, s, P, "precision", "precision",
+                         {{"fp32", Precision::FP32}, {"amp", Precision::AMP}}, ts.precision);
+  if (const json* seed = member(t, "seed")) {
+    if (!to_uint64(*seed, ts.seed))
+      error(
+          s, "training.seed",
+          "expected a non-negative integer (at most 18446744073709551615), got " + describe(*seed));
+  }
+  if (const json* e = member(t, "ema"); e && expect_object(*e, s, "training.ema")) {
+    check_keys(*e, s, "training.ema", {"enabled", "decay"});
+    read_bool(*e, s, "training.ema", "enabled", ts.ema);
+    read_number(*e, s, "training.ema", "decay", kUnitOpen, ts.ema_decay);
+  }
+  read_bool(t, s, "training", "sync_batch_norm", ts.sync_batch_norm);
+  return ok;
+}
+
+void Reader::read_variants(const json* v, Project& p, bool derive_ok) {
+  const Scope s;
+  if (!v) {
+    int64_t world = std::max(1, p.training.devices.world_size());
+    int64_t val_batch = derive_ok ? p.training.global_batch / world : 0;
+    // Validation has no partial last batch: take the largest batch up to the
+    // training one that splits the validation set evenly over the ranks.
+    const int64_t val_size = p.dataset.val_size;
+    if (val_batch > 0 && val_size > 0 && val_size % world == 0)
+      while (val_size % (val_batch * world) != 0) --val_batch;
+    p.variants = {{"train", VariantKind::Train, 0, 0, 0},
+                  {"last", VariantKind::LastBatch, 0, 0, 0},
+                  {"val", VariantKind::Validation, std::max<int64_t>(val_batch, 1), 0, 0}};
+    return;
+  }
+  if (!v->is_array()) {
+    error(s, "variants", "expected an array of variants, got " + describe(*v));
+    return;
+  }
+  std::unordered_map<std::string, size_t> names;
+  std::optional<size_t> train_at, last_at;
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& item = (*v)[i];
+    const std::string path = index_path("variants", i);
+    if (!item.is_object()) {
+      error(s, path, "expected a variant object, got " + describe(item));
+      continue;
+    }
+    check_keys(item, s, path, {"name", "kind", "batch", "height", "width"});
+    VariantSpec vs;
+    if (read_string(item, s, path, "name", vs.name, true, false)) {
+      auto [it, inserted] = names.try_emplace(vs.name, i);
+      if (!inserted)
+        error(s, join_path(path, "name"),
+              "duplicate variant name " + quote(vs.name) + "; " +
+                  index_path("variants", it->second) + " has it already");
+    }
+    bool kind_ok = read_choice<VariantKind>(item, s, path, "kind", "variant kind",
+                                            {{"train", VariantKind::Train},
+                                             {"last_batch", VariantKind::LastBatch},
+                                             {"validation", VariantKind::Validation}},
+                                            vs.kind, true);
+    bool has_batch = member(item, "batch") != nullptr;
+    read_int(item, s, path, "batch", 1, kMaxBatch, vs.batch);
+    read_int(item, s, path, "height", 1, kMaxExtent, vs.height);
+    read_int(item, s, path, "width", 1, kMaxExtent, vs.width);
+    if (kind_ok) {
+      if (vs.kind == VariantKind::Validation && !has_batch)
+        error(s, join_path(path, "batch"),
+              "missing; a validation variant needs its per-device batch (a positive integer)");
+      std::optional<size_t>* first = vs.kind == VariantKind::Train       ? &train_at
+                                     : vs.kind == VariantKind::LastBatch ? &last_at
+                                                                         : nullptr;
+      if (first && *first) {
+        error(s, join_path(path, "kind"),
+              "a second " + std::string(variant_kind_name(vs.kind)) + " variant; " +
+                  index_path("variants", **first) + " is one already and only one is allowed");
+      } else if (first) {
+        *first = i;
+      }
+    }
+    p.variants.push_back(std::move(vs));
+  }
+  if (!train_at) error(s, "variants", "expected exactly one variant of kind \"train\", found none");
+}
+
+}  // namespace
+
+Project read_project(const JsonDom& dom, const std::string& file) {
+  Reader reader(file);
+  for (const std::string& path : dom.duplicate_keys) reader.add_duplicate_key(path);
+  Project project = reader.read(dom.root);
+  std::vector<Diagnostic> diags = reader.take_diagnostics();
+  if (!diags.empty()) throw ProjectError(std::move(diags));
+  return project;
+}
+
+}  // namespace tr
