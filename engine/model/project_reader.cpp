@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "model/json_text.h"
+#include "model/layer_spec.h"
 #include "model/project_io.h"
 #include "model/project_limits.h"
 
@@ -40,23 +41,9 @@ struct Scope {
 };
 
 std::vector<std::string_view> params_of(LayerType t) {
-  switch (t) {
-    case LayerType::Input:
-      return {"height", "width", "channels"};
-    case LayerType::Conv2d:
-      return {"out_channels", "kernel", "stride", "padding", "bias"};
-    case LayerType::BatchNorm2d:
-      return {"eps", "momentum"};
-    case LayerType::MaxPool2d:
-    case LayerType::AvgPool2d:
-      return {"kernel", "stride", "padding"};
-    case LayerType::Dropout:
-      return {"p"};
-    case LayerType::Linear:
-      return {"out_features", "bias"};
-    default:
-      return {};
-  }
+  std::vector<std::string_view> keys;
+  for (const ParamSpec& p : layer_spec(t).params) keys.push_back(p.key);
+  return keys;
 }
 
 bool valid_node_id(const std::string& id) {
@@ -444,41 +431,28 @@ void Reader::read_params(const json& params, LayerType t, const Scope& s, LayerP
                                    : type_name + " takes " + list_names(known);
   check_keys(params, s, "params", known, hint);
   const char* P = "params";
-  switch (t) {
-    case LayerType::Input:
-      read_int(params, s, P, "height", 1, kMaxExtent, lp.height, true);
-      read_int(params, s, P, "width", 1, kMaxExtent, lp.width, true);
-      read_int(params, s, P, "channels", 1, kMaxExtent, lp.channels, true);
-      break;
-    case LayerType::Conv2d:
-      read_int(params, s, P, "out_channels", 1, kMaxFeatures, lp.out_channels, true);
-      read_hw(params, s, P, "kernel", 1, kMaxKernel, lp.kernel_h, lp.kernel_w, true);
-      read_hw(params, s, P, "stride", 1, kMaxStride, lp.stride_h, lp.stride_w, false);
-      read_hw(params, s, P, "padding", 0, kMaxPadding, lp.pad_h, lp.pad_w, false);
-      read_bool(params, s, P, "bias", lp.bias);
-      break;
-    case LayerType::BatchNorm2d:
-      read_number(params, s, P, "eps", kPositive, lp.eps);
-      read_number(params, s, P, "momentum", kUnitClosed, lp.momentum);
-      break;
-    case LayerType::MaxPool2d:
-    case LayerType::AvgPool2d:
-      read_hw(params, s, P, "kernel", 1, kMaxKernel, lp.kernel_h, lp.kernel_w, true);
-      if (!read_hw(params, s, P, "stride", 1, kMaxStride, lp.stride_h, lp.stride_w, false)) {
-        lp.stride_h = lp.kernel_h;
-        lp.stride_w = lp.kernel_w;
-      }
-      read_hw(params, s, P, "padding", 0, kMaxPadding, lp.pad_h, lp.pad_w, false);
-      break;
-    case LayerType::Dropout:
-      read_number(params, s, P, "p", kUnitHalfOpen, lp.p);
-      break;
-    case LayerType::Linear:
-      read_int(params, s, P, "out_features", 1, kMaxFeatures, lp.out_channels, true);
-      read_bool(params, s, P, "bias", lp.bias);
-      break;
-    default:
-      break;
+  const LayerSpec& spec = layer_spec(t);
+  for (const ParamSpec& p : spec.params) {
+    const char* key = p.key.data();  // the table's keys are literals
+    switch (p.kind) {
+      case LayerParamKind::Int:
+        read_int(params, s, P, key, p.min, p.max, lp.*p.int_field, p.required);
+        break;
+      case LayerParamKind::Window:
+        if (!read_hw(params, s, P, key, p.min, p.max, lp.*p.int_field, lp.*p.int_field_w,
+                     p.required) &&
+            spec.stride_defaults_to_kernel && p.int_field == &LayerParams::stride_h) {
+          lp.stride_h = lp.kernel_h;
+          lp.stride_w = lp.kernel_w;
+        }
+        break;
+      case LayerParamKind::Number:
+        read_number(params, s, P, key, Range{p.lo, p.lo_open, p.hi, p.hi_open}, lp.*p.number_field);
+        break;
+      case LayerParamKind::Bool:
+        read_bool(params, s, P, key, lp.*p.bool_field);
+        break;
+    }
   }
 }
 

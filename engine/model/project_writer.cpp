@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "model/json_text.h"
+#include "model/layer_spec.h"
 #include "model/project_io.h"
 #include "model/project_reader.h"
 
@@ -100,38 +101,22 @@ ojson hw_json(int64_t h, int64_t w) {
 ojson params_json(const LayerNode& n) {
   const LayerParams& lp = n.params;
   ojson o = ojson::object();
-  switch (n.type) {
-    case LayerType::Input:
-      o["height"] = lp.height;
-      o["width"] = lp.width;
-      o["channels"] = lp.channels;
-      break;
-    case LayerType::Conv2d:
-      o["out_channels"] = lp.out_channels;
-      o["kernel"] = hw_json(lp.kernel_h, lp.kernel_w);
-      o["stride"] = hw_json(lp.stride_h, lp.stride_w);
-      o["padding"] = hw_json(lp.pad_h, lp.pad_w);
-      o["bias"] = lp.bias;
-      break;
-    case LayerType::BatchNorm2d:
-      o["eps"] = lp.eps;
-      o["momentum"] = lp.momentum;
-      break;
-    case LayerType::MaxPool2d:
-    case LayerType::AvgPool2d:
-      o["kernel"] = hw_json(lp.kernel_h, lp.kernel_w);
-      o["stride"] = hw_json(lp.stride_h, lp.stride_w);
-      o["padding"] = hw_json(lp.pad_h, lp.pad_w);
-      break;
-    case LayerType::Dropout:
-      o["p"] = lp.p;
-      break;
-    case LayerType::Linear:
-      o["out_features"] = lp.out_channels;
-      o["bias"] = lp.bias;
-      break;
-    default:
-      break;
+  for (const ParamSpec& p : layer_spec(n.type).params) {
+    const std::string key(p.key);
+    switch (p.kind) {
+      case LayerParamKind::Int:
+        o[key] = lp.*p.int_field;
+        break;
+      case LayerParamKind::Window:
+        o[key] = hw_json(lp.*p.int_field, lp.*p.int_field_w);
+        break;
+      case LayerParamKind::Number:
+        o[key] = lp.*p.number_field;
+        break;
+      case LayerParamKind::Bool:
+        o[key] = lp.*p.bool_field;
+        break;
+    }
   }
   return o;
 }

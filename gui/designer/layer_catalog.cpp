@@ -19,30 +19,7 @@ QString hw(int64_t h, int64_t w) {
 }  // namespace
 
 LayerGroup layer_group(LayerType t) {
-  switch (t) {
-    case LayerType::Input:
-    case LayerType::SoftmaxCrossEntropy:
-      return LayerGroup::InputOutput;
-    case LayerType::Conv2d:
-      return LayerGroup::Convolution;
-    case LayerType::BatchNorm2d:
-    case LayerType::Dropout:
-      return LayerGroup::Normalisation;
-    case LayerType::ReLU:
-    case LayerType::Tanh:
-    case LayerType::SiLU:
-      return LayerGroup::Activation;
-    case LayerType::MaxPool2d:
-    case LayerType::AvgPool2d:
-    case LayerType::GlobalAvgPool:
-      return LayerGroup::Pooling;
-    case LayerType::Flatten:
-    case LayerType::Linear:
-      return LayerGroup::Dense;
-    case LayerType::Add:
-      return LayerGroup::Merge;
-  }
-  return LayerGroup::Dense;
+  return layer_spec(t).group;
 }
 
 QString layer_group_name(LayerGroup g) {
@@ -66,65 +43,13 @@ QString layer_group_name(LayerGroup g) {
 }
 
 QString layer_description(LayerType t) {
-  switch (t) {
-    case LayerType::Input:
-      return tr_("The batch of images the model reads (height, width, channels); exactly one.");
-    case LayerType::Conv2d:
-      return tr_("2-D convolution: output channels, kernel, stride, padding, bias.");
-    case LayerType::BatchNorm2d:
-      return tr_("Batch normalisation over each channel (scale and shift are trained).");
-    case LayerType::ReLU:
-      return tr_("max(0, x)");
-    case LayerType::Tanh:
-      return tr_("Hyperbolic tangent.");
-    case LayerType::SiLU:
-      return tr_("x · sigmoid(x)");
-    case LayerType::MaxPool2d:
-      return tr_("Maximum over a window: kernel, stride, padding.");
-    case LayerType::AvgPool2d:
-      return tr_("Average over a window: kernel, stride, padding.");
-    case LayerType::GlobalAvgPool:
-      return tr_("Average over the whole height and width: [N,H,W,C] -> [N,1,1,C].");
-    case LayerType::Dropout:
-      return tr_("Zeroes each value with probability p while training.");
-    case LayerType::Flatten:
-      return tr_("[N,H,W,C] -> [N,1,1,H·W·C] in NHWC order.");
-    case LayerType::Linear:
-      return tr_("Fully connected layer: output features, bias.");
-    case LayerType::Add:
-      return tr_("Adds two inputs of the same shape (residual connections).");
-    case LayerType::SoftmaxCrossEntropy:
-      return tr_("The loss: softmax and cross-entropy over the classes; exactly one.");
-  }
-  return {};
+  return QCoreApplication::translate("LayerCatalog", layer_spec(t).description.data());
 }
 
 LayerNode default_layer(LayerType t) {
   LayerNode n;
   n.type = t;
-  LayerParams& p = n.params;
-  switch (t) {
-    case LayerType::Input:
-      p.height = 28;
-      p.width = 28;
-      p.channels = 1;
-      break;
-    case LayerType::Conv2d:
-      p.out_channels = 16;
-      p.kernel_h = p.kernel_w = 3;
-      p.pad_h = p.pad_w = 1;
-      break;
-    case LayerType::MaxPool2d:
-    case LayerType::AvgPool2d:
-      p.kernel_h = p.kernel_w = 2;
-      p.stride_h = p.stride_w = 2;
-      break;
-    case LayerType::Linear:
-      p.out_channels = 10;
-      break;
-    default:
-      break;
-  }
+  n.params = layer_spec(t).defaults;
   return n;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// What the designer knows about each layer type beyond the engine's port
-// counts: its palette group, the parameters a freshly dropped node starts
-// with (valid ones, so a new node never makes the file unloadable), its
+// What the designer shows of each layer type, from the engine's layer table
+// (model/layer_spec.h): its palette group and description, a freshly dropped
+// node (valid parameters, so a new node never makes the file unloadable), its
 // colour and a one-line summary of its parameters.
 #pragma once
 
@@ -10,19 +10,10 @@
 #include <string>
 
 #include "core/shape.h"
+#include "model/layer_spec.h"
 #include "model/project.h"
 
 namespace tr::gui {
-
-enum class LayerGroup {
-  InputOutput,
-  Convolution,
-  Normalisation,
-  Activation,
-  Pooling,
-  Dense,
-  Merge
-};
 
 LayerGroup layer_group(LayerType t);
 QString layer_group_name(LayerGroup g);

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <set>
 
+#include "model/layer_spec.h"
 #include "model/project_limits.h"
 
 namespace tr::gui {
@@ -46,37 +47,7 @@ std::string unique_node_id(const ModelGraph& g, std::string_view base) {
 }
 
 std::string node_id_base(LayerType t) {
-  switch (t) {
-    case LayerType::Input:
-      return "input";
-    case LayerType::Conv2d:
-      return "conv";
-    case LayerType::BatchNorm2d:
-      return "bn";
-    case LayerType::ReLU:
-      return "relu";
-    case LayerType::Tanh:
-      return "tanh";
-    case LayerType::SiLU:
-      return "silu";
-    case LayerType::MaxPool2d:
-      return "maxpool";
-    case LayerType::AvgPool2d:
-      return "avgpool";
-    case LayerType::GlobalAvgPool:
-      return "gap";
-    case LayerType::Dropout:
-      return "dropout";
-    case LayerType::Flatten:
-      return "flatten";
-    case LayerType::Linear:
-      return "fc";
-    case LayerType::Add:
-      return "add";
-    case LayerType::SoftmaxCrossEntropy:
-      return "loss";
-  }
-  return "node";
+  return std::string(layer_spec(t).id_base);
 }
 
 ModelGraph with_fragment(const ModelGraph& g, const ModelGraph& fragment, double dx, double dy,

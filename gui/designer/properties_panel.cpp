@@ -12,7 +12,7 @@
 
 #include "designer/param_names.h"
 #include "layer_catalog.h"
-#include "model/project_limits.h"
+#include "model/layer_spec.h"
 #include "model_editor.h"
 #include "project_document.h"
 #include "widgets/tone.h"
@@ -20,13 +20,6 @@
 namespace tr::gui {
 
 namespace {
-
-// The loader's limits, so every value the panel accepts also loads back.
-constexpr int kMaxExtent = static_cast<int>(limits::kMaxExtent);
-constexpr int kMaxFeatures = static_cast<int>(limits::kMaxFeatures);
-constexpr int kMaxKernel = static_cast<int>(limits::kMaxKernel);
-constexpr int kMaxStride = static_cast<int>(limits::kMaxStride);
-constexpr int kMaxPadding = static_cast<int>(limits::kMaxPadding);
 
 QString flops_text(int64_t flops) {
   const double f = static_cast<double>(flops);
@@ -131,56 +124,39 @@ void PropertiesPanel::rebuildForm() {
   auto setReal = [](double LayerParams::*m) {
     return std::function<void(LayerParams&, double)>([m](LayerParams& p, double v) { p.*m = v; });
   };
-  auto intField = [&](const char* key, int min, int max, int64_t LayerParams::*m) {
-    const QString k = QString::fromLatin1(key);
+  auto intField = [&](const QString& k, int64_t min, int64_t max, int64_t LayerParams::*m) {
     fields_.push_back(
         {k, param_label(k), Kind::Int, double(min), double(max), i64(m), set64(m), nullptr});
   };
-  auto realField = [&](const char* key, double min, double max, double LayerParams::*m) {
-    const QString k = QString::fromLatin1(key);
+  auto realField = [&](const QString& k, double min, double max, double LayerParams::*m) {
     fields_.push_back({k, param_label(k), Kind::Real, min, max, real(m), setReal(m), nullptr});
   };
-  auto biasField = [&] {
-    fields_.push_back({QStringLiteral("params.bias"), param_label(QStringLiteral("params.bias")),
-                       Kind::Bool, 0, 1, [](const LayerParams& p) { return p.bias ? 1.0 : 0.0; },
-                       [](LayerParams& p, double v) { p.bias = v != 0; }, nullptr});
+  auto boolField = [&](const QString& k, bool LayerParams::*m) {
+    fields_.push_back({k, param_label(k), Kind::Bool, 0, 1,
+                       [m](const LayerParams& p) { return p.*m ? 1.0 : 0.0; },
+                       [m](LayerParams& p, double v) { p.*m = v != 0; }, nullptr});
   };
-  auto windowFields = [&] {
-    intField("params.kernel_h", 1, kMaxKernel, &LayerParams::kernel_h);
-    intField("params.kernel_w", 1, kMaxKernel, &LayerParams::kernel_w);
-    intField("params.stride_h", 1, kMaxStride, &LayerParams::stride_h);
-    intField("params.stride_w", 1, kMaxStride, &LayerParams::stride_w);
-    intField("params.pad_h", 0, kMaxPadding, &LayerParams::pad_h);
-    intField("params.pad_w", 0, kMaxPadding, &LayerParams::pad_w);
-  };
-  switch (n.type) {
-    case LayerType::Input:
-      intField("params.height", 1, kMaxExtent, &LayerParams::height);
-      intField("params.width", 1, kMaxExtent, &LayerParams::width);
-      intField("params.channels", 1, kMaxExtent, &LayerParams::channels);
-      break;
-    case LayerType::Conv2d:
-      intField("params.out_channels", 1, kMaxFeatures, &LayerParams::out_channels);
-      windowFields();
-      biasField();
-      break;
-    case LayerType::MaxPool2d:
-    case LayerType::AvgPool2d:
-      windowFields();
-      break;
-    case LayerType::Linear:
-      intField("params.out_features", 1, kMaxFeatures, &LayerParams::out_channels);
-      biasField();
-      break;
-    case LayerType::BatchNorm2d:
-      realField("params.eps", 1e-10, 1.0, &LayerParams::eps);
-      realField("params.momentum", 0.0, 1.0, &LayerParams::momentum);
-      break;
-    case LayerType::Dropout:
-      realField("params.p", 0.0, 0.99, &LayerParams::p);
-      break;
-    default:
-      break;
+  // The layer table's parameters, with the loader's own bounds (so every
+  // value the panel accepts also loads back), a window as height and width.
+  for (const ParamSpec& p : layer_spec(n.type).params) {
+    const QString key = QStringLiteral("params.") + QString::fromLatin1(p.key);
+    switch (p.kind) {
+      case LayerParamKind::Int:
+        intField(key, p.min, p.max, p.int_field);
+        break;
+      case LayerParamKind::Window:
+        intField(QStringLiteral("params.") + QString::fromLatin1(p.field_h), p.min, p.max,
+                 p.int_field);
+        intField(QStringLiteral("params.") + QString::fromLatin1(p.field_w), p.min, p.max,
+                 p.int_field_w);
+        break;
+      case LayerParamKind::Number:
+        realField(key, p.edit_lo, p.edit_hi, p.number_field);
+        break;
+      case LayerParamKind::Bool:
+        boolField(key, p.bool_field);
+        break;
+    }
   }
   for (Field& f : fields_) {
     const Field* field = &f;

@@ -3,7 +3,6 @@
 
 #include <QThread>
 
-#include "store/sqlite_db.h"
 #include "store/store_location.h"
 #include "training/request_checks.h"
 #include "training/run_control.h"

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/layer_spec.h"
+
+#include <limits>
+
+#include "model/project_limits.h"
+
+namespace tr {
+
+namespace {
+
+using namespace limits;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+constexpr ParamSpec int_param(std::string_view key, int64_t lo, int64_t hi,
+                              int64_t LayerParams::*field, std::string_view what) {
+  ParamSpec p;
+  p.key = key;
+  p.kind = LayerParamKind::Int;
+  p.required = true;
+  p.min = lo;
+  p.max = hi;
+  p.int_field = field;
+  p.description = what;
+  return p;
+}
+
+constexpr ParamSpec window_param(std::string_view key, bool required, int64_t lo, int64_t hi,
+                                 int64_t LayerParams::*h, int64_t LayerParams::*w,
+                                 std::string_view field_h, std::string_view field_w,
+                                 std::string_view what) {
+  ParamSpec p;
+  p.key = key;
+  p.kind = LayerParamKind::Window;
+  p.required = required;
+  p.min = lo;
+  p.max = hi;
+  p.int_field = h;
+  p.int_field_w = w;
+  p.field_h = field_h;
+  p.field_w = field_w;
+  p.description = what;
+  return p;
+}
+
+constexpr ParamSpec number_param(std::string_view key, double lo, bool lo_open, double hi,
+                                 bool hi_open, double edit_lo, double edit_hi,
+                                 double LayerParams::*field, std::string_view what) {
+  ParamSpec p;
+  p.key = key;
+  p.kind = LayerParamKind::Number;
+  p.lo = lo;
+  p.lo_open = lo_open;
+  p.hi = hi;
+  p.hi_open = hi_open;
+  p.edit_lo = edit_lo;
+  p.edit_hi = edit_hi;
+  p.number_field = field;
+  p.description = what;
+  return p;
+}
+
+constexpr ParamSpec bias_param() {
+  ParamSpec p;
+  p.key = "bias";
+  p.kind = LayerParamKind::Bool;
+  p.bool_field = &LayerParams::bias;
+  p.description = "adds a trained bias per output";
+  return p;
+}
+
+constexpr ParamSpec kInputParams[] = {
+    int_param("height", 1, kMaxExtent, &LayerParams::height, "image height in pixels"),
+    int_param("width", 1, kMaxExtent, &LayerParams::width, "image width in pixels"),
+    int_param("channels", 1, kMaxExtent, &LayerParams::channels, "colour channels"),
+};
+
+constexpr ParamSpec kKernel =
+    window_param("kernel", true, 1, kMaxKernel, &LayerParams::kernel_h, &LayerParams::kernel_w,
+                 "kernel_h", "kernel_w", "window height and width");
+constexpr ParamSpec kStride =
+    window_param("stride", false, 1, kMaxStride, &LayerParams::stride_h, &LayerParams::stride_w,
+                 "stride_h", "stride_w", "step between windows");
+constexpr ParamSpec kPadding =
+    window_param("padding", false, 0, kMaxPadding, &LayerParams::pad_h, &LayerParams::pad_w,
+                 "pad_h", "pad_w", "zeros added on each side");
+
+constexpr ParamSpec kConvParams[] = {
+    int_param("out_channels", 1, kMaxFeatures, &LayerParams::out_channels, "output channels"),
+    kKernel,
+    kStride,
+    kPadding,
+    bias_param(),
+};
+
+constexpr ParamSpec kBatchNormParams[] = {
+    number_param("eps", 0, true, kInf, false, 1e-10, 1.0, &LayerParams::eps,
+                 "added to the variance before the square root"),
+    number_param("momentum", 0, false, 1, false, 0.0, 1.0, &LayerParams::momentum,
+                 "weight of the new batch in the running statistics"),
+};
+
+constexpr ParamSpec kPoolParams[] = {kKernel, kStride, kPadding};
+
+constexpr ParamSpec kDropoutParams[] = {
+    number_param("p", 0, false, 1, true, 0.0, 0.99, &LayerParams::p,
+                 "probability of zeroing each value while training"),
+};
+
+constexpr ParamSpec kLinearParams[] = {
+    int_param("out_features", 1, kMaxFeatures, &LayerParams::out_channels, "output features"),
+    bias_param(),
+};
+
+constexpr LayerParams input_defaults() {
+  LayerParams p;
+  p.height = 28;
+  p.width = 28;
+  p.channels = 1;
+  return p;
+}
+
+constexpr LayerParams conv_defaults() {
+  LayerParams p;
+  p.out_channels = 16;
+  p.kernel_h = p.kernel_w = 3;
+  p.pad_h = p.pad_w = 1;
+  return p;
+}
+
+constexpr LayerParams pool_defaults() {
+  LayerParams p;
+  p.kernel_h = p.kernel_w = 2;
+  p.stride_h = p.stride_w = 2;
+  return p;
+}
+
+constexpr LayerParams linear_defaults() {
+  LayerParams p;
+  p.out_channels = 10;
+  return p;
+}
+
+constexpr LayerSpec spec(LayerType type, std::string_view name, std::string_view id_base,
+                         int inputs, int outputs, bool weights, LayerGroup group,
+                         std::string_view description, std::span<const ParamSpec> params = {},
+                         LayerParams defaults = {}, bool stride_defaults_to_kernel = false) {
+  LayerSpec s;
+  s.type = type;
+  s.name = name;
+  s.id_base = id_base;
+  s.inputs = inputs;
+  s.outputs = outputs;
+  s.has_weights = weights;
+  s.group = group;
+  s.description = description;
+  s.params = params;
+  s.defaults = defaults;
+  s.stride_defaults_to_kernel = stride_defaults_to_kernel;
+  return s;
+}
+
+// In LayerType order.
+constexpr LayerSpec kSpecs[] = {
+    spec(LayerType::Input, "Input", "input", 0, 1, false, LayerGroup::InputOutput,
+         "The batch of images the model reads (height, width, channels); exactly one.",
+         kInputParams, input_defaults()),
+    spec(LayerType::Conv2d, "Conv2d", "conv", 1, 1, true, LayerGroup::Convolution,
+         "2-D convolution: output channels, kernel, stride, padding, bias.", kConvParams,
+         conv_defaults()),
+    spec(LayerType::BatchNorm2d, "BatchNorm2d", "bn", 1, 1, true, LayerGroup::Normalisation,
+         "Batch normalisation over each channel (scale and shift are trained).", kBatchNormParams),
+    spec(LayerType::ReLU, "ReLU", "relu", 1, 1, false, LayerGroup::Activation, "max(0, x)"),
+    spec(LayerType::Tanh, "Tanh", "tanh", 1, 1, false, LayerGroup::Activation,
+         "Hyperbolic tangent."),
+    spec(LayerType::SiLU, "SiLU", "silu", 1, 1, false, LayerGroup::Activation, "x · sigmoid(x)"),
+    spec(LayerType::MaxPool2d, "MaxPool2d", "maxpool", 1, 1, false, LayerGroup::Pooling,
+         "Maximum over a window: kernel, stride, padding.", kPoolParams, pool_defaults(), true),
+    spec(LayerType::AvgPool2d, "AvgPool2d", "avgpool", 1, 1, false, LayerGroup::Pooling,
+         "Average over a window: kernel, stride, padding.", kPoolParams, pool_defaults(), true),
+    spec(LayerType::GlobalAvgPool, "GlobalAvgPool", "gap", 1, 1, false, LayerGroup::Pooling,
+         "Average over the whole height and width: [N,H,W,C] -> [N,1,1,C]."),
+    spec(LayerType::Dropout, "Dropout", "dropout", 1, 1, false, LayerGroup::Normalisation,
+         "Zeroes each value with probability p while training.", kDropoutParams),
+    spec(LayerType::Flatten, "Flatten", "flatten", 1, 1, false, LayerGroup::Dense,
+         "[N,H,W,C] -> [N,1,1,H·W·C] in NHWC order."),
+    spec(LayerType::Linear, "Linear", "fc", 1, 1, true, LayerGroup::Dense,
+         "Fully connected layer: output features, bias.", kLinearParams, linear_defaults()),
+    spec(LayerType::Add, "Add", "add", 2, 1, false, LayerGroup::Merge,
+         "Adds two inputs of the same shape (residual connections)."),
+    spec(LayerType::SoftmaxCrossEntropy, "SoftmaxCrossEntropy", "loss", 1, 0, false,
+         LayerGroup::InputOutput,
+         "The loss: softmax and cross-entropy over the classes; exactly one."),
+};
+
+constexpr bool in_type_order() {
+  for (size_t i = 0; i < std::size(kSpecs); ++i)
+    if (static_cast<size_t>(kSpecs[i].type) != i || kAllLayerTypes[i] != kSpecs[i].type)
+      return false;
+  return true;
+}
+static_assert(std::size(kSpecs) == std::size(kAllLayerTypes),
+              "every LayerType needs its entry in kSpecs");
+static_assert(in_type_order(), "kSpecs lists the layer types in their enum order");
+
+}  // namespace
+
+const LayerSpec& layer_spec(LayerType t) noexcept {
+  return kSpecs[static_cast<size_t>(t)];
+}
+
+std::span<const LayerSpec> layer_specs() noexcept {
+  return kSpecs;
+}
+
+}  // namespace tr

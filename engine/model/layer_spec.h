@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// One table entry per layer type: its name in the project file, its ports,
+// whether it owns weights, its palette group and description, its parameters
+// (file key, kind, bounds, where each lives in LayerParams, what it means),
+// the id base and the parameters of a freshly placed node. The loader, the
+// writer, the layer-type queries and the designer's palette and property
+// editor read this table instead of switching over LayerType.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "model/project.h"
+
+namespace tr {
+
+enum class LayerGroup {
+  InputOutput,
+  Convolution,
+  Normalisation,
+  Activation,
+  Pooling,
+  Dense,
+  Merge
+};
+
+enum class LayerParamKind {
+  Int,     // one integer
+  Window,  // an integer or [height, width] (two LayerParams fields)
+  Number,  // a real number
+  Bool,
+};
+
+struct ParamSpec {
+  std::string_view key;  // in the file's "params"
+  LayerParamKind kind = LayerParamKind::Int;
+  bool required = false;
+  // Int and Window: the integers allowed.
+  int64_t min = 0, max = 0;
+  // Number: the values allowed (an open end excludes its bound) and the
+  // finite range the designer's editor offers inside them.
+  double lo = 0, hi = 0;
+  bool lo_open = false, hi_open = false;
+  double edit_lo = 0, edit_hi = 0;
+  // Where the value lives. Window: int_field is the height, int_field_w
+  // the width, and field_h/field_w their names in the designer.
+  int64_t LayerParams::*int_field = nullptr;
+  int64_t LayerParams::*int_field_w = nullptr;
+  double LayerParams::*number_field = nullptr;
+  bool LayerParams::*bool_field = nullptr;
+  std::string_view field_h, field_w;
+  std::string_view description;
+};
+
+struct LayerSpec {
+  LayerType type = LayerType::Input;
+  std::string_view name;     // in the project file
+  std::string_view id_base;  // a new node's id: "conv" -> conv1, conv2, ...
+  int inputs = 1, outputs = 1;
+  bool has_weights = false;
+  LayerGroup group = LayerGroup::Dense;
+  std::string_view description;  // one sentence, for the palette and the docs
+  std::span<const ParamSpec> params;
+  LayerParams defaults;  // a freshly placed node's (valid) parameters
+  // Pooling: a missing stride is the kernel (as in PyTorch), not 1.
+  bool stride_defaults_to_kernel = false;
+};
+
+// The entry of `t`; every LayerType has one (checked at compile time).
+const LayerSpec& layer_spec(LayerType t) noexcept;
+std::span<const LayerSpec> layer_specs() noexcept;
+
+}  // namespace tr
