@@ -13,5 +13,6 @@ int cmd_devices(const std::vector<std::string>& args);
 int cmd_train(const std::vector<std::string>& args);
 int cmd_bench(const std::vector<std::string>& args);
 int cmd_runs(const std::vector<std::string>& args);
+int cmd_layers(const std::vector<std::string>& args);
 
 }  // namespace tr::cli

@@ -21,6 +21,7 @@ constexpr const char* kUsage =
     "  bench <project.json>  time training steps, one JSON line with --json\n"
     "  runs <subcommand>     the run history: list, show, compare, export, note, tag, delete\n"
     "  devices               list the CPU and the CUDA devices this machine offers\n"
+    "  layers                the layer types a project may use, with their parameters\n"
     "  version               print the engine version\n";
 
 }  // namespace
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
     if (command == "train") return tr::cli::cmd_train(args);
     if (command == "bench") return tr::cli::cmd_bench(args);
     if (command == "runs") return tr::cli::cmd_runs(args);
+    if (command == "layers") return tr::cli::cmd_layers(args);
     if (command == "version") {
       std::printf("renaissance-cli %s\n", TR_VERSION);
       return 0;

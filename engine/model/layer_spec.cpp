@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/layer_spec.h"
 
+#include <cstdio>
 #include <limits>
 
 #include "model/project_limits.h"
@@ -203,7 +204,59 @@ static_assert(std::size(kSpecs) == std::size(kAllLayerTypes),
               "every LayerType needs its entry in kSpecs");
 static_assert(in_type_order(), "kSpecs lists the layer types in their enum order");
 
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// "`stride` (1; 1..65536): step between windows"
+std::string param_cell(const LayerSpec& spec, const ParamSpec& p) {
+  static const LayerParams file_defaults{};
+  std::string s = "`" + std::string(p.key) + "` (";
+  switch (p.kind) {
+    case LayerParamKind::Int:
+    case LayerParamKind::Window:
+      if (p.required)
+        s += "**required**";
+      else if (spec.stride_defaults_to_kernel && p.int_field == &LayerParams::stride_h)
+        s += "= kernel";
+      else
+        s += std::to_string(file_defaults.*p.int_field);
+      s += "; " + std::to_string(p.min) + ".." + std::to_string(p.max);
+      if (p.kind == LayerParamKind::Window) s += ", or `[h, w]`";
+      break;
+    case LayerParamKind::Number:
+      s += number(file_defaults.*p.number_field) + "; ";
+      if (p.hi == kInf)
+        s += std::string(p.lo_open ? "> " : ">= ") + number(p.lo);
+      else
+        s += std::string("in ") + (p.lo_open ? "(" : "[") + number(p.lo) + ", " + number(p.hi) +
+             (p.hi_open ? ")" : "]");
+      break;
+    case LayerParamKind::Bool:
+      s += file_defaults.*p.bool_field ? "true" : "false";
+      break;
+  }
+  return s + "): " + std::string(p.description);
+}
+
 }  // namespace
+
+std::string layer_table_markdown() {
+  std::string out =
+      "| type | ports in/out | weights | params (default; allowed) | what it does |\n";
+  out += "|---|---|---|---|---|\n";
+  for (const LayerSpec& spec : kSpecs) {
+    std::string params;
+    for (const ParamSpec& p : spec.params)
+      params += (params.empty() ? "" : "; ") + param_cell(spec, p);
+    out += "| `" + std::string(spec.name) + "` | " + std::to_string(spec.inputs) + "/" +
+           std::to_string(spec.outputs) + " | " + (spec.has_weights ? "yes" : "") + " | " +
+           (params.empty() ? "none" : params) + " | " + std::string(spec.description) + " |\n";
+  }
+  return out;
+}
 
 const LayerSpec& layer_spec(LayerType t) noexcept {
   return kSpecs[static_cast<size_t>(t)];

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "model/project.h"
@@ -70,5 +71,9 @@ struct LayerSpec {
 // The entry of `t`; every LayerType has one (checked at compile time).
 const LayerSpec& layer_spec(LayerType t) noexcept;
 std::span<const LayerSpec> layer_specs() noexcept;
+
+// The table as docs/project-format.md shows it (Markdown, one row a type):
+// `renaissance-cli layers` prints it, and a test keeps the document equal.
+std::string layer_table_markdown();
 
 }  // namespace tr

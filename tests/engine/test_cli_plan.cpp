@@ -31,6 +31,16 @@ class TestCliPlan : public QObject {
   Q_OBJECT
 
  private slots:
+  void layersPrintsTheLayerTable() {
+    const Result r = run_cli({"layers"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(r.out.startsWith("| type | ports in/out |"));
+    QVERIFY(r.out.contains("| `Conv2d` | 1/1 | yes | `out_channels` (**required**"));
+    const Result bad = run_cli({"layers", "extra"});
+    QCOMPARE(bad.code, 2);
+    QVERIFY2(bad.err.contains("layers takes no arguments"), bad.err.constData());
+  }
+
   void jsonSchema() {
     const Result r = run_cli({"plan", project("resnet8-fashion"), "--json"});
     QCOMPARE(r.code, 0);

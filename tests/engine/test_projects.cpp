@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The ready-made projects load, compile and have exactly the architectures
-// (parameter counts) other frameworks are compared against.
+// (parameter counts) other frameworks are compared against; the layer
+// table in docs/project-format.md is the engine's own.
 #include <QtTest>
 
+#include <fstream>
+#include <sstream>
+
 #include "compile/compiler.h"
+#include "model/layer_spec.h"
 #include "model/project_io.h"
 
 using namespace tr;
@@ -20,6 +25,25 @@ class TestProjects : public QObject {
   Q_OBJECT
 
  private slots:
+  // The document shows what `renaissance-cli layers` prints, so a layer
+  // added to model/layer_spec.cpp without regenerating the docs fails here.
+  void documentedLayerTableIsTheEngines() {
+    std::ifstream f(std::string(TR_PROJECTS_DIR) + "/../docs/project-format.md");
+    QVERIFY(f);
+    std::stringstream text;
+    text << f.rdbuf();
+    const std::string doc = text.str();
+    const std::string begin = "engine.projects checks it -->\n";
+    const std::string end = "<!-- end of layers -->";
+    const size_t a = doc.find(begin), b = doc.find(end);
+    QVERIFY2(a != std::string::npos && b != std::string::npos && a < b,
+             "docs/project-format.md lacks the generated layer table's markers");
+    const std::string shown = doc.substr(a + begin.size(), b - a - begin.size());
+    QVERIFY2(shown == layer_table_markdown(),
+             "docs/project-format.md's layer table is out of date: replace it with the output "
+             "of `renaissance-cli layers`");
+  }
+
   void parameterCounts_data() {
     QTest::addColumn<QString>("name");
     QTest::addColumn<qlonglong>("params");

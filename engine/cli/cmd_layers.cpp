@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// `renaissance-cli layers`: the layer types a project may use, from the
+// engine's layer table, as the Markdown table docs/project-format.md shows.
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "core/error.h"
+#include "model/layer_spec.h"
+
+namespace tr::cli {
+
+int cmd_layers(const std::vector<std::string>& args) {
+  const ParsedArgs a = parse_args(args, {}, {});
+  if (!a.positional.empty()) throw UsageError("layers takes no arguments");
+  std::fputs(layer_table_markdown().c_str(), stdout);
+  return 0;
+}
+
+}  // namespace tr::cli
