@@ -143,13 +143,14 @@ constexpr LayerParams linear_defaults() {
 }
 
 constexpr LayerSpec spec(LayerType type, std::string_view name, std::string_view id_base,
-                         int inputs, int outputs, bool weights, LayerGroup group,
+                         ShapeRule shape, int inputs, int outputs, bool weights, LayerGroup group,
                          std::string_view description, std::span<const ParamSpec> params = {},
                          LayerParams defaults = {}, bool stride_defaults_to_kernel = false) {
   LayerSpec s;
   s.type = type;
   s.name = name;
   s.id_base = id_base;
+  s.shape = shape;
   s.inputs = inputs;
   s.outputs = outputs;
   s.has_weights = weights;
@@ -163,46 +164,54 @@ constexpr LayerSpec spec(LayerType type, std::string_view name, std::string_view
 
 // In LayerType order.
 constexpr LayerSpec kSpecs[] = {
-    spec(LayerType::Input, "Input", "input", 0, 1, false, LayerGroup::InputOutput,
+    spec(LayerType::Input, "Input", "input", &input_shape, 0, 1, false, LayerGroup::InputOutput,
          "The batch of images the model reads (height, width, channels); exactly one.",
          kInputParams, input_defaults()),
-    spec(LayerType::Conv2d, "Conv2d", "conv", 1, 1, true, LayerGroup::Convolution,
+    spec(LayerType::Conv2d, "Conv2d", "conv", &conv_shape, 1, 1, true, LayerGroup::Convolution,
          "2-D convolution: output channels, kernel, stride, padding, bias.", kConvParams,
          conv_defaults()),
-    spec(LayerType::BatchNorm2d, "BatchNorm2d", "bn", 1, 1, true, LayerGroup::Normalisation,
+    spec(LayerType::BatchNorm2d, "BatchNorm2d", "bn", &batch_norm_shape, 1, 1, true,
+         LayerGroup::Normalisation,
          "Batch normalisation over each channel (scale and shift are trained).", kBatchNormParams),
-    spec(LayerType::ReLU, "ReLU", "relu", 1, 1, false, LayerGroup::Activation, "max(0, x)"),
-    spec(LayerType::Tanh, "Tanh", "tanh", 1, 1, false, LayerGroup::Activation,
+    spec(LayerType::ReLU, "ReLU", "relu", &elementwise_shape, 1, 1, false, LayerGroup::Activation,
+         "max(0, x)"),
+    spec(LayerType::Tanh, "Tanh", "tanh", &elementwise_shape, 1, 1, false, LayerGroup::Activation,
          "Hyperbolic tangent."),
-    spec(LayerType::SiLU, "SiLU", "silu", 1, 1, false, LayerGroup::Activation, "x · sigmoid(x)"),
-    spec(LayerType::MaxPool2d, "MaxPool2d", "maxpool", 1, 1, false, LayerGroup::Pooling,
-         "Maximum over a window: kernel, stride, padding.", kPoolParams, pool_defaults(), true),
-    spec(LayerType::AvgPool2d, "AvgPool2d", "avgpool", 1, 1, false, LayerGroup::Pooling,
-         "Average over a window: kernel, stride, padding.", kPoolParams, pool_defaults(), true),
-    spec(LayerType::GlobalAvgPool, "GlobalAvgPool", "gap", 1, 1, false, LayerGroup::Pooling,
-         "Average over the whole height and width: [N,H,W,C] -> [N,1,1,C]."),
-    spec(LayerType::Dropout, "Dropout", "dropout", 1, 1, false, LayerGroup::Normalisation,
-         "Zeroes each value with probability p while training.", kDropoutParams),
-    spec(LayerType::Flatten, "Flatten", "flatten", 1, 1, false, LayerGroup::Dense,
+    spec(LayerType::SiLU, "SiLU", "silu", &elementwise_shape, 1, 1, false, LayerGroup::Activation,
+         "x · sigmoid(x)"),
+    spec(LayerType::MaxPool2d, "MaxPool2d", "maxpool", &pool_shape, 1, 1, false,
+         LayerGroup::Pooling, "Maximum over a window: kernel, stride, padding.", kPoolParams,
+         pool_defaults(), true),
+    spec(LayerType::AvgPool2d, "AvgPool2d", "avgpool", &pool_shape, 1, 1, false,
+         LayerGroup::Pooling, "Average over a window: kernel, stride, padding.", kPoolParams,
+         pool_defaults(), true),
+    spec(LayerType::GlobalAvgPool, "GlobalAvgPool", "gap", &global_pool_shape, 1, 1, false,
+         LayerGroup::Pooling, "Average over the whole height and width: [N,H,W,C] -> [N,1,1,C]."),
+    spec(LayerType::Dropout, "Dropout", "dropout", &elementwise_shape, 1, 1, false,
+         LayerGroup::Normalisation, "Zeroes each value with probability p while training.",
+         kDropoutParams),
+    spec(LayerType::Flatten, "Flatten", "flatten", &flatten_shape, 1, 1, false, LayerGroup::Dense,
          "[N,H,W,C] -> [N,1,1,H·W·C] in NHWC order."),
-    spec(LayerType::Linear, "Linear", "fc", 1, 1, true, LayerGroup::Dense,
+    spec(LayerType::Linear, "Linear", "fc", &linear_shape, 1, 1, true, LayerGroup::Dense,
          "Fully connected layer: output features, bias.", kLinearParams, linear_defaults()),
-    spec(LayerType::Add, "Add", "add", 2, 1, false, LayerGroup::Merge,
+    spec(LayerType::Add, "Add", "add", &add_shape, 2, 1, false, LayerGroup::Merge,
          "Adds two inputs of the same shape (residual connections)."),
-    spec(LayerType::SoftmaxCrossEntropy, "SoftmaxCrossEntropy", "loss", 1, 0, false,
+    spec(LayerType::SoftmaxCrossEntropy, "SoftmaxCrossEntropy", "loss", &loss_shape, 1, 0, false,
          LayerGroup::InputOutput,
          "The loss: softmax and cross-entropy over the classes; exactly one."),
 };
 
 constexpr bool in_type_order() {
   for (size_t i = 0; i < std::size(kSpecs); ++i)
-    if (static_cast<size_t>(kSpecs[i].type) != i || kAllLayerTypes[i] != kSpecs[i].type)
+    if (static_cast<size_t>(kSpecs[i].type) != i || kAllLayerTypes[i] != kSpecs[i].type ||
+        !kSpecs[i].shape)
       return false;
   return true;
 }
 static_assert(std::size(kSpecs) == std::size(kAllLayerTypes),
               "every LayerType needs its entry in kSpecs");
-static_assert(in_type_order(), "kSpecs lists the layer types in their enum order");
+static_assert(in_type_order(),
+              "kSpecs lists the layer types in their enum order, each with its shape rule");
 
 std::string number(double v) {
   char buf[32];

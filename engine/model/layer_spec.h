@@ -2,7 +2,7 @@
 // One table entry per layer type: its name in the project file, its ports,
 // whether it owns weights, its palette group and description, its parameters
 // (file key, kind, bounds, where each lives in LayerParams, what it means),
-// the id base and the parameters of a freshly placed node. The loader, the
+// the id base, the parameters of a freshly placed node and its shape rule. The loader, the
 // writer, the layer-type queries and the designer's palette and property
 // editor read this table instead of switching over LayerType.
 #pragma once
@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "model/layer_shapes.h"
 #include "model/project.h"
 
 namespace tr {
@@ -66,6 +67,8 @@ struct LayerSpec {
   LayerParams defaults;  // a freshly placed node's (valid) parameters
   // Pooling: a missing stride is the kernel (as in PyTorch), not 1.
   bool stride_defaults_to_kernel = false;
+  // Output shape, parameter count and FLOPs (model/layer_shapes.h).
+  ShapeRule shape = nullptr;
 };
 
 // The entry of `t`; every LayerType has one (checked at compile time).

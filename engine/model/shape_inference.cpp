@@ -4,13 +4,12 @@
 #include <algorithm>
 #include <string>
 
+#include "model/layer_shapes.h"
+#include "model/layer_spec.h"
+
 namespace tr {
 
 namespace {
-
-std::string dims(const Shape& s) {
-  return "[N," + std::to_string(s.h) + "," + std::to_string(s.w) + "," + std::to_string(s.c) + "]";
-}
 
 class Analyzer {
  public:
@@ -162,129 +161,20 @@ class Analyzer {
       if (src.node < 0 || !a_.nodes[static_cast<size_t>(src.node)].known) return;
       na.inputs.push_back(a_.nodes[static_cast<size_t>(src.node)].output);
     }
-    const Shape in = ports > 0 ? na.inputs[0] : Shape{};
-    Shape out = in;
-    switch (node.type) {
-      case LayerType::Input:
-        out = {batch_, height_ > 0 ? height_ : pr.height, width_ > 0 ? width_ : pr.width,
-               pr.channels};
-        if (out.h < 1 || out.w < 1 || out.c < 1) {
-          problem(v,
-                  "needs a positive height, width and channels, not " + std::to_string(out.h) +
-                      "x" + std::to_string(out.w) + "x" + std::to_string(out.c),
-                  "params");
-          return;
-        }
-        break;
-      case LayerType::Conv2d: {
-        if (!positive_outputs(v, pr, "params.out_channels")) return;
-        if (!window(v, in, pr, out, "kernel")) return;
-        out.c = pr.out_channels;
-        const int64_t k = pr.kernel_h * pr.kernel_w * in.c;
-        na.params = k * pr.out_channels + (pr.bias ? pr.out_channels : 0);
-        na.flops = 2 * out.elements() * k + (pr.bias ? out.elements() : 0);
-        break;
-      }
-      case LayerType::BatchNorm2d:
-        na.params = 2 * in.c;
-        na.flops = 4 * in.elements();
-        break;
-      case LayerType::ReLU:
-      case LayerType::Tanh:
-      case LayerType::SiLU:
-      case LayerType::Dropout:
-        na.flops = in.elements();
-        break;
-      case LayerType::MaxPool2d:
-      case LayerType::AvgPool2d:
-        if (pr.pad_h * 2 > pr.kernel_h || pr.pad_w * 2 > pr.kernel_w) {
-          problem(v,
-                  "padding " + std::to_string(pr.pad_h) + "x" + std::to_string(pr.pad_w) +
-                      " is more than half the kernel " + std::to_string(pr.kernel_h) + "x" +
-                      std::to_string(pr.kernel_w) + "; use at most kernel/2",
-                  "params.padding");
-          return;
-        }
-        if (!window(v, in, pr, out, "kernel")) return;
-        na.flops = out.elements() * pr.kernel_h * pr.kernel_w;
-        break;
-      case LayerType::GlobalAvgPool:
-        out = {in.n, 1, 1, in.c};
-        na.flops = in.elements();
-        break;
-      case LayerType::Flatten:
-        out = {in.n, 1, 1, in.per_sample()};
-        break;
-      case LayerType::Linear: {
-        if (!positive_outputs(v, pr, "params.out_features")) return;
-        const int64_t k = in.per_sample();
-        out = {in.n, 1, 1, pr.out_channels};
-        na.params = k * pr.out_channels + (pr.bias ? pr.out_channels : 0);
-        na.flops = 2 * in.n * k * pr.out_channels + (pr.bias ? out.elements() : 0);
-        break;
-      }
-      case LayerType::Add:
-        if (!(na.inputs[0] == na.inputs[1])) {
-          problem(v, "input shapes differ: port 0 gets " + dims(na.inputs[0]) + ", port 1 gets " +
-                         dims(na.inputs[1]) + "; both branches must end in the same shape");
-          return;
-        }
-        na.flops = in.elements();
-        break;
-      case LayerType::SoftmaxCrossEntropy:
-        if (!in.is_flat()) {
-          problem(v, "expects a flat input [N,1,1,classes] but gets " + dims(in) +
-                         "; add Flatten or GlobalAvgPool and a Linear layer before it");
-          return;
-        }
-        if (in.c != p_.dataset.classes) {
-          problem(v, "receives " + std::to_string(in.c) +
-                         " scores per sample but the dataset has " +
-                         std::to_string(p_.dataset.classes) +
-                         " classes; make the last Linear layer output " +
-                         std::to_string(p_.dataset.classes));
-          return;
-        }
-        na.flops = 5 * in.elements();
-        break;
+    ShapeQuery q(pr, na.inputs);
+    q.batch = batch_;
+    q.height = height_;
+    q.width = width_;
+    q.classes = p_.dataset.classes;
+    q.out = ports > 0 ? na.inputs[0] : Shape{};
+    if (!layer_spec(node.type).shape(q)) {
+      problem(v, std::move(q.problem), std::move(q.field));
+      return;
     }
-    na.output = out;
+    na.output = q.out;
+    na.params = q.param_count;
+    na.flops = q.flops;
     na.known = true;
-  }
-
-  // Conv2d/Linear: false (with a problem) without outputs, e.g. a node just dropped in.
-  bool positive_outputs(int v, const LayerParams& pr, const char* field) {
-    if (pr.out_channels >= 1) return true;
-    problem(v, "needs a positive number of outputs, not " + std::to_string(pr.out_channels), field);
-    return false;
-  }
-
-  // Conv/pool output extent; false (with a problem) when the window does not fit.
-  bool window(int v, const Shape& in, const LayerParams& pr, Shape& out, const char* field) {
-    if (pr.kernel_h < 1 || pr.kernel_w < 1 || pr.stride_h < 1 || pr.stride_w < 1 || pr.pad_h < 0 ||
-        pr.pad_w < 0) {
-      problem(v,
-              "kernel " + std::to_string(pr.kernel_h) + "x" + std::to_string(pr.kernel_w) +
-                  ", stride " + std::to_string(pr.stride_h) + "x" + std::to_string(pr.stride_w) +
-                  ", padding " + std::to_string(pr.pad_h) + "x" + std::to_string(pr.pad_w) +
-                  ": kernel and stride must be at least 1 and padding at least 0",
-              "params");
-      return false;
-    }
-    const int64_t oh = (in.h + 2 * pr.pad_h - pr.kernel_h) / pr.stride_h + 1;
-    const int64_t ow = (in.w + 2 * pr.pad_w - pr.kernel_w) / pr.stride_w + 1;
-    if (in.h + 2 * pr.pad_h < pr.kernel_h || in.w + 2 * pr.pad_w < pr.kernel_w || oh < 1 ||
-        ow < 1) {
-      problem(v,
-              "kernel " + std::to_string(pr.kernel_h) + "x" + std::to_string(pr.kernel_w) +
-                  " with padding " + std::to_string(pr.pad_h) + "x" + std::to_string(pr.pad_w) +
-                  " does not fit the " + std::to_string(in.h) + "x" + std::to_string(in.w) +
-                  " input; use a smaller kernel or more padding",
-              std::string("params.") + field);
-      return false;
-    }
-    out = {in.n, oh, ow, in.c};
-    return true;
   }
 
   void check_usage() {

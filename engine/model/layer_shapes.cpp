@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/layer_shapes.h"
+
+namespace tr {
+
+namespace {
+
+bool refuse(ShapeQuery& q, std::string problem, std::string field = {}) {
+  q.problem = std::move(problem);
+  q.field = std::move(field);
+  return false;
+}
+
+// Conv2d/Linear: false without outputs, e.g. a node just dropped in.
+bool positive_outputs(ShapeQuery& q, const char* field) {
+  if (q.params.out_channels >= 1) return true;
+  return refuse(
+      q, "needs a positive number of outputs, not " + std::to_string(q.params.out_channels), field);
+}
+
+// Conv/pool output extent; false when the window does not fit.
+bool window(ShapeQuery& q, const char* field) {
+  const LayerParams& pr = q.params;
+  const Shape& in = q.inputs[0];
+  if (pr.kernel_h < 1 || pr.kernel_w < 1 || pr.stride_h < 1 || pr.stride_w < 1 || pr.pad_h < 0 ||
+      pr.pad_w < 0)
+    return refuse(q,
+                  "kernel " + std::to_string(pr.kernel_h) + "x" + std::to_string(pr.kernel_w) +
+                      ", stride " + std::to_string(pr.stride_h) + "x" +
+                      std::to_string(pr.stride_w) + ", padding " + std::to_string(pr.pad_h) + "x" +
+                      std::to_string(pr.pad_w) +
+                      ": kernel and stride must be at least 1 and padding at least 0",
+                  "params");
+  const int64_t oh = (in.h + 2 * pr.pad_h - pr.kernel_h) / pr.stride_h + 1;
+  const int64_t ow = (in.w + 2 * pr.pad_w - pr.kernel_w) / pr.stride_w + 1;
+  if (in.h + 2 * pr.pad_h < pr.kernel_h || in.w + 2 * pr.pad_w < pr.kernel_w || oh < 1 || ow < 1)
+    return refuse(q,
+                  "kernel " + std::to_string(pr.kernel_h) + "x" + std::to_string(pr.kernel_w) +
+                      " with padding " + std::to_string(pr.pad_h) + "x" + std::to_string(pr.pad_w) +
+                      " does not fit the " + std::to_string(in.h) + "x" + std::to_string(in.w) +
+                      " input; use a smaller kernel or more padding",
+                  std::string("params.") + field);
+  q.out = {in.n, oh, ow, in.c};
+  return true;
+}
+
+}  // namespace
+
+std::string dims(const Shape& s) {
+  return "[N," + std::to_string(s.h) + "," + std::to_string(s.w) + "," + std::to_string(s.c) + "]";
+}
+
+bool input_shape(ShapeQuery& q) {
+  const LayerParams& pr = q.params;
+  q.out = {q.batch, q.height > 0 ? q.height : pr.height, q.width > 0 ? q.width : pr.width,
+           pr.channels};
+  if (q.out.h < 1 || q.out.w < 1 || q.out.c < 1)
+    return refuse(q,
+                  "needs a positive height, width and channels, not " + std::to_string(q.out.h) +
+                      "x" + std::to_string(q.out.w) + "x" + std::to_string(q.out.c),
+                  "params");
+  return true;
+}
+
+bool conv_shape(ShapeQuery& q) {
+  const LayerParams& pr = q.params;
+  if (!positive_outputs(q, "params.out_channels") || !window(q, "kernel")) return false;
+  q.out.c = pr.out_channels;
+  const int64_t k = pr.kernel_h * pr.kernel_w * q.inputs[0].c;
+  q.param_count = k * pr.out_channels + (pr.bias ? pr.out_channels : 0);
+  q.flops = 2 * q.out.elements() * k + (pr.bias ? q.out.elements() : 0);
+  return true;
+}
+
+bool batch_norm_shape(ShapeQuery& q) {
+  q.param_count = 2 * q.inputs[0].c;
+  q.flops = 4 * q.inputs[0].elements();
+  return true;
+}
+
+bool elementwise_shape(ShapeQuery& q) {
+  q.flops = q.inputs[0].elements();
+  return true;
+}
+
+bool pool_shape(ShapeQuery& q) {
+  const LayerParams& pr = q.params;
+  if (pr.pad_h * 2 > pr.kernel_h || pr.pad_w * 2 > pr.kernel_w)
+    return refuse(q,
+                  "padding " + std::to_string(pr.pad_h) + "x" + std::to_string(pr.pad_w) +
+                      " is more than half the kernel " + std::to_string(pr.kernel_h) + "x" +
+                      std::to_string(pr.kernel_w) + "; use at most kernel/2",
+                  "params.padding");
+  if (!window(q, "kernel")) return false;
+  q.flops = q.out.elements() * pr.kernel_h * pr.kernel_w;
+  return true;
+}
+
+bool global_pool_shape(ShapeQuery& q) {
+  const Shape& in = q.inputs[0];
+  q.out = {in.n, 1, 1, in.c};
+  q.flops = in.elements();
+  return true;
+}
+
+bool flatten_shape(ShapeQuery& q) {
+  const Shape& in = q.inputs[0];
+  q.out = {in.n, 1, 1, in.per_sample()};
+  return true;
+}
+
+bool linear_shape(ShapeQuery& q) {
+  const LayerParams& pr = q.params;
+  if (!positive_outputs(q, "params.out_features")) return false;
+  const Shape& in = q.inputs[0];
+  const int64_t k = in.per_sample();
+  q.out = {in.n, 1, 1, pr.out_channels};
+  q.param_count = k * pr.out_channels + (pr.bias ? pr.out_channels : 0);
+  q.flops = 2 * in.n * k * pr.out_channels + (pr.bias ? q.out.elements() : 0);
+  return true;
+}
+
+bool add_shape(ShapeQuery& q) {
+  if (!(q.inputs[0] == q.inputs[1]))
+    return refuse(q, "input shapes differ: port 0 gets " + dims(q.inputs[0]) + ", port 1 gets " +
+                         dims(q.inputs[1]) + "; both branches must end in the same shape");
+  q.flops = q.inputs[0].elements();
+  return true;
+}
+
+bool loss_shape(ShapeQuery& q) {
+  const Shape& in = q.inputs[0];
+  if (!in.is_flat())
+    return refuse(q, "expects a flat input [N,1,1,classes] but gets " + dims(in) +
+                         "; add Flatten or GlobalAvgPool and a Linear layer before it");
+  if (in.c != q.classes)
+    return refuse(q, "receives " + std::to_string(in.c) +
+                         " scores per sample but the dataset has " + std::to_string(q.classes) +
+                         " classes; make the last Linear layer output " +
+                         std::to_string(q.classes));
+  q.flops = 5 * in.elements();
+  return true;
+}
+
+}  // namespace tr
