@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compile/lifetimes.h"
+#include "model/layer_spec.h"
 
 namespace tr {
 
@@ -23,28 +24,7 @@ std::string owner_id(const CompiledProject& cp, int owner) {
 }
 
 std::string layer_params(const LayerNode& n) {
-  const LayerParams& p = n.params;
-  auto hw = [](int64_t a, int64_t b) {
-    return a == b ? std::to_string(a) : std::to_string(a) + "x" + std::to_string(b);
-  };
-  switch (n.type) {
-    case LayerType::Input:
-      return std::to_string(p.height) + "x" + std::to_string(p.width) + "x" +
-             std::to_string(p.channels);
-    case LayerType::Conv2d:
-      return std::to_string(p.out_channels) + " k" + hw(p.kernel_h, p.kernel_w) + " s" +
-             hw(p.stride_h, p.stride_w) + " p" + hw(p.pad_h, p.pad_w) + (p.bias ? "" : " no-bias");
-    case LayerType::MaxPool2d:
-    case LayerType::AvgPool2d:
-      return "k" + hw(p.kernel_h, p.kernel_w) + " s" + hw(p.stride_h, p.stride_w) + " p" +
-             hw(p.pad_h, p.pad_w);
-    case LayerType::Linear:
-      return std::to_string(p.out_channels) + (p.bias ? "" : " no-bias");
-    case LayerType::Dropout:
-      return fmt("p=%g", p.p);
-    default:
-      return "";
-  }
+  return layer_summary(n);
 }
 
 // What the compiler's rewrites did to a layer, in a few words ("" if nothing).

@@ -26,10 +26,10 @@ constexpr ParamSpec int_param(std::string_view key, int64_t lo, int64_t hi,
   return p;
 }
 
-constexpr ParamSpec window_param(std::string_view key, bool required, int64_t lo, int64_t hi,
-                                 int64_t LayerParams::*h, int64_t LayerParams::*w,
-                                 std::string_view field_h, std::string_view field_w,
-                                 std::string_view what) {
+constexpr ParamSpec window_param(std::string_view key, std::string_view tag, bool required,
+                                 int64_t lo, int64_t hi, int64_t LayerParams::*h,
+                                 int64_t LayerParams::*w, std::string_view field_h,
+                                 std::string_view field_w, std::string_view what) {
   ParamSpec p;
   p.key = key;
   p.kind = LayerParamKind::Window;
@@ -41,12 +41,15 @@ constexpr ParamSpec window_param(std::string_view key, bool required, int64_t lo
   p.field_h = field_h;
   p.field_w = field_w;
   p.description = what;
+  p.tag = tag;
   return p;
 }
 
-constexpr ParamSpec number_param(std::string_view key, double lo, bool lo_open, double hi,
-                                 bool hi_open, double edit_lo, double edit_hi,
-                                 double LayerParams::*field, std::string_view what) {
+// A number the summary shows under `tag`, or (empty tag) not at all.
+constexpr ParamSpec number_param(std::string_view key, std::string_view tag, double lo,
+                                 bool lo_open, double hi, bool hi_open, double edit_lo,
+                                 double edit_hi, double LayerParams::*field,
+                                 std::string_view what) {
   ParamSpec p;
   p.key = key;
   p.kind = LayerParamKind::Number;
@@ -58,6 +61,8 @@ constexpr ParamSpec number_param(std::string_view key, double lo, bool lo_open, 
   p.edit_hi = edit_hi;
   p.number_field = field;
   p.description = what;
+  p.tag = tag;
+  p.summarised = !tag.empty();
   return p;
 }
 
@@ -77,13 +82,13 @@ constexpr ParamSpec kInputParams[] = {
 };
 
 constexpr ParamSpec kKernel =
-    window_param("kernel", true, 1, kMaxKernel, &LayerParams::kernel_h, &LayerParams::kernel_w,
+    window_param("kernel", "k", true, 1, kMaxKernel, &LayerParams::kernel_h, &LayerParams::kernel_w,
                  "kernel_h", "kernel_w", "window height and width");
 constexpr ParamSpec kStride =
-    window_param("stride", false, 1, kMaxStride, &LayerParams::stride_h, &LayerParams::stride_w,
-                 "stride_h", "stride_w", "step between windows");
+    window_param("stride", "s", false, 1, kMaxStride, &LayerParams::stride_h,
+                 &LayerParams::stride_w, "stride_h", "stride_w", "step between windows");
 constexpr ParamSpec kPadding =
-    window_param("padding", false, 0, kMaxPadding, &LayerParams::pad_h, &LayerParams::pad_w,
+    window_param("padding", "p", false, 0, kMaxPadding, &LayerParams::pad_h, &LayerParams::pad_w,
                  "pad_h", "pad_w", "zeros added on each side");
 
 constexpr ParamSpec kConvParams[] = {
@@ -95,16 +100,16 @@ constexpr ParamSpec kConvParams[] = {
 };
 
 constexpr ParamSpec kBatchNormParams[] = {
-    number_param("eps", 0, true, kInf, false, 1e-10, 1.0, &LayerParams::eps,
+    number_param("eps", "", 0, true, kInf, false, 1e-10, 1.0, &LayerParams::eps,
                  "added to the variance before the square root"),
-    number_param("momentum", 0, false, 1, false, 0.0, 1.0, &LayerParams::momentum,
+    number_param("momentum", "", 0, false, 1, false, 0.0, 1.0, &LayerParams::momentum,
                  "weight of the new batch in the running statistics"),
 };
 
 constexpr ParamSpec kPoolParams[] = {kKernel, kStride, kPadding};
 
 constexpr ParamSpec kDropoutParams[] = {
-    number_param("p", 0, false, 1, true, 0.0, 0.99, &LayerParams::p,
+    number_param("p", "p", 0, false, 1, true, 0.0, 0.99, &LayerParams::p,
                  "probability of zeroing each value while training"),
 };
 
@@ -251,6 +256,45 @@ std::string param_cell(const LayerSpec& spec, const ParamSpec& p) {
 }
 
 }  // namespace
+
+std::string layer_summary(const LayerNode& node, const SummaryStyle& style) {
+  const LayerParams& lp = node.params;
+  auto size = [&](int64_t h, int64_t w) {
+    return h == w ? std::to_string(h)
+                  : std::to_string(h) + std::string(style.times) + std::to_string(w);
+  };
+  std::string out;
+  bool after_int = false;  // consecutive integers are one size: 28x28x1
+  for (const ParamSpec& p : layer_spec(node.type).params) {
+    if (!p.summarised) continue;
+    std::string part;
+    switch (p.kind) {
+      case LayerParamKind::Int:
+        if (after_int) {
+          out += std::string(style.times) + std::to_string(lp.*p.int_field);
+          continue;
+        }
+        part = std::to_string(lp.*p.int_field);
+        break;
+      case LayerParamKind::Window:
+        part = std::string(p.tag) + size(lp.*p.int_field, lp.*p.int_field_w);
+        break;
+      case LayerParamKind::Number:
+        part = std::string(p.tag) + std::string(style.number_tag) + number(lp.*p.number_field);
+        break;
+      case LayerParamKind::Bool:
+        if (lp.*p.bool_field) {
+          after_int = false;
+          continue;
+        }
+        part = std::string(style.negation) + std::string(p.key);
+        break;
+    }
+    after_int = p.kind == LayerParamKind::Int;
+    out += (out.empty() ? "" : std::string(style.separator)) + part;
+  }
+  return out;
+}
 
 std::string layer_table_markdown() {
   std::string out =

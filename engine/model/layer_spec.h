@@ -53,6 +53,10 @@ struct ParamSpec {
   bool LayerParams::*bool_field = nullptr;
   std::string_view field_h, field_w;
   std::string_view description;
+  // How a one-line summary shows it ("k3", "s2", "p=0.5"); not at all when
+  // summarised is false. A Bool shows only when false ("no-bias").
+  std::string_view tag;
+  bool summarised = true;
 };
 
 struct LayerSpec {
@@ -74,6 +78,16 @@ struct LayerSpec {
 // The entry of `t`; every LayerType has one (checked at compile time).
 const LayerSpec& layer_spec(LayerType t) noexcept;
 std::span<const LayerSpec> layer_specs() noexcept;
+
+// A layer's parameters in a few characters: "16 k3 s1 p1", "28x28x1",
+// "p=0.5" (the plan's tables) or, in the designer's style, "16 · k3 · s1 · p1".
+struct SummaryStyle {
+  std::string_view separator = " ";
+  std::string_view times = "x";       // between the parts of a size
+  std::string_view number_tag = "=";  // between a number's tag and its value
+  std::string_view negation = "no-";  // before a Bool that is off
+};
+std::string layer_summary(const LayerNode& node, const SummaryStyle& style = {});
 
 // The table as docs/project-format.md shows it (Markdown, one row a type):
 // `renaissance-cli layers` prints it, and a test keeps the document equal.

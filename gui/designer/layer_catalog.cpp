@@ -12,10 +12,6 @@ QString tr_(const char* text) {
   return QCoreApplication::translate("LayerCatalog", text);
 }
 
-QString hw(int64_t h, int64_t w) {
-  return h == w ? QString::number(h) : QStringLiteral("%1×%2").arg(h).arg(w);
-}
-
 }  // namespace
 
 LayerGroup layer_group(LayerType t) {
@@ -73,27 +69,9 @@ QColor layer_colour(LayerType t) {
   return Qt::white;
 }
 
-QString layer_summary(const LayerNode& node) {
-  const LayerParams& p = node.params;
-  switch (node.type) {
-    case LayerType::Input:
-      return QStringLiteral("%1×%2×%3").arg(p.height).arg(p.width).arg(p.channels);
-    case LayerType::Conv2d:
-      return QStringLiteral("%1 · k%2 · s%3 · p%4%5")
-          .arg(p.out_channels)
-          .arg(hw(p.kernel_h, p.kernel_w), hw(p.stride_h, p.stride_w), hw(p.pad_h, p.pad_w),
-               p.bias ? QString() : tr_(" · no bias"));
-    case LayerType::MaxPool2d:
-    case LayerType::AvgPool2d:
-      return QStringLiteral("k%1 · s%2 · p%3")
-          .arg(hw(p.kernel_h, p.kernel_w), hw(p.stride_h, p.stride_w), hw(p.pad_h, p.pad_w));
-    case LayerType::Linear:
-      return QStringLiteral("%1%2").arg(p.out_channels).arg(p.bias ? QString() : tr_(" · no bias"));
-    case LayerType::Dropout:
-      return QStringLiteral("p %1").arg(p.p);
-    default:
-      return {};
-  }
+QString designer_summary(const LayerNode& node) {
+  static const SummaryStyle designer{" · ", "×", " ", "no "};
+  return QString::fromStdString(tr::layer_summary(node, designer));
 }
 
 QString shape_text(const Shape& s) {

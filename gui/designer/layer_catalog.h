@@ -27,7 +27,7 @@ LayerNode default_layer(LayerType t);
 QColor layer_colour(LayerType t);
 
 // "6 · 5×5 · s1 · p2", "p 0.5", "28×28×1", or empty.
-QString layer_summary(const LayerNode& node);
+QString designer_summary(const LayerNode& node);
 
 // "[128,28,28,6]"
 QString shape_text(const Shape& s);

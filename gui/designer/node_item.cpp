@@ -46,7 +46,7 @@ void NodeItem::setInfo(const LayerNode& node, const NodeAnalysis* analysis,
   id_ = QString::fromStdString(node.id);
   typeName_ = QString::fromUtf8(layer_type_name(node.type).data(),
                                 static_cast<int>(layer_type_name(node.type).size()));
-  summary_ = layer_summary(node);
+  summary_ = designer_summary(node);
   details_.clear();
   if (analysis && analysis->known) {
     if (layer_has_weights(node.type) || analysis->params > 0)
