@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "compile/layer_lowering.h"
 #include "compile/layer_rewrites.h"
 #include "compile/step_packing.h"
 #include "compile/stream_policy.h"
@@ -272,13 +273,7 @@ class GraphEmitter {
 
   static GraphNode compute(ComputeOp op, std::vector<DTensorId> in, std::vector<DTensorId> out,
                            int layer) {
-    GraphNode n;
-    n.kind = NodeKind::COMPUTE;
-    n.op = op;
-    n.inputs = std::move(in);
-    n.outputs = std::move(out);
-    n.layer = layer;
-    return n;
+    return compute_node(op, std::move(in), std::move(out), layer);
   }
 
   static GraphNode range(RangeOp op, std::vector<RegionSpan> in, std::vector<RegionSpan> out,
@@ -309,62 +304,29 @@ class GraphEmitter {
     add(g, compute(ComputeOp::H2D_INPUT, {}, {cp_.engine.input[buf], cp_.engine.labels[buf]}, -1));
   }
 
-  GraphNode forward_node(int v, bool training, int buf) const {
+  // What the lowering table needs of node v, reading buffer `buf`.
+  LoweringInputs lowering_inputs(int v, bool training, int buf) const {
     const LayerNode& node = p_.model.nodes[static_cast<size_t>(v)];
-    const LayerTensors& t = L(v);
-    const ParamSeries ws = fwd_series();
-    const DTensorId x = layer_input_ports(node.type) > 0 ? input_of(v, 0, buf) : kNoTensor;
-    auto with_bias = [&](std::vector<DTensorId> ids) {
-      if (t.bias_in(ws) != kNoTensor) ids.push_back(t.bias_in(ws));
-      return ids;
-    };
-    switch (node.type) {
-      case LayerType::Conv2d:
-        return compute(ComputeOp::CONV_FWD, with_bias({x, t.weight_in(ws)}), {t.out}, v);
-      case LayerType::Linear:
-        return compute(ComputeOp::LINEAR_FWD, with_bias({x, t.weight_in(ws)}), {t.out}, v);
-      case LayerType::BatchNorm2d: {
-        const bool relu = t.fused_relu >= 0;
-        if (!training)
-          return compute(relu ? ComputeOp::BN_RELU_FWD_INFER : ComputeOp::BN_FWD_INFER,
-                         {x, t.eq_scale, t.eq_bias}, {t.out}, v);
-        return compute(relu ? ComputeOp::BN_RELU_FWD_TRAIN : ComputeOp::BN_FWD_TRAIN,
-                       {x, t.weight_in(ws), t.bias_in(ws), t.prev_mean, t.prev_var},
-                       {t.out, t.saved, t.next_mean, t.next_var}, v);
-      }
-      case LayerType::ReLU:
-        return compute(ComputeOp::RELU_FWD, {x}, {t.out}, v);
-      case LayerType::Tanh:
-        return compute(ComputeOp::TANH_FWD, {x}, {t.out}, v);
-      case LayerType::SiLU:
-        return compute(ComputeOp::SILU_FWD, {x}, {t.out}, v);
-      case LayerType::MaxPool2d:
-        return compute(ComputeOp::MAXPOOL_FWD, {x}, {t.out}, v);
-      case LayerType::AvgPool2d:
-        return compute(ComputeOp::AVGPOOL_FWD, {x}, {t.out}, v);
-      case LayerType::GlobalAvgPool:
-        return compute(ComputeOp::GAP_FWD, {x}, {t.out}, v);
-      case LayerType::Flatten:
-        return compute(ComputeOp::FLATTEN_FWD, {x}, {t.out}, v);
-      case LayerType::Dropout:
-        if (!training) return compute(ComputeOp::IDENTITY, {x}, {t.out}, v);
-        return compute(ComputeOp::DROPOUT_FWD, {x}, {t.out, t.mask}, v);
-      case LayerType::Add:
-        return compute(ComputeOp::ADD_FWD, {x, input_of(v, 1, buf)}, {t.out}, v);
-      case LayerType::SoftmaxCrossEntropy:
-        if (!training) {
-          // The confusion counts add up over the validation batches.
-          GraphNode n = compute(ComputeOp::SOFTMAX_CE_FWD, {x, cp_.engine.labels[buf]},
-                                {cp_.engine.result, cp_.engine.confusion}, v);
-          n.accumulate_mask = 0b10;
-          return n;
-        }
-        return compute(ComputeOp::SOFTMAX_CE_FWD_BWD, {x, cp_.engine.active_labels},
-                       {cp_.engine.result, input_grad_of(v, 0)}, v);
-      case LayerType::Input:
-        break;
-    }
-    return compute(ComputeOp::IDENTITY, {}, {}, v);
+    const int ports = layer_input_ports(node.type);
+    LoweringInputs in;
+    in.layer = v;
+    in.t = &L(v);
+    in.weights = fwd_series();
+    in.grads = grad_series();
+    in.training = training;
+    in.x = ports > 0 ? input_of(v, 0, buf) : kNoTensor;
+    in.x1 = ports > 1 ? input_of(v, 1, buf) : kNoTensor;
+    in.dx = ports > 0 ? input_grad_of(v, 0) : kNoTensor;
+    in.dx1 = ports > 1 ? input_grad_of(v, 1) : kNoTensor;
+    in.engine = &cp_.engine;
+    in.buffer = buf;
+    return in;
+  }
+
+  GraphNode forward_node(int v, bool training, int buf) const {
+    const LayerLowering& l = layer_lowering(p_.model.nodes[static_cast<size_t>(v)].type);
+    if (!l.forward) return compute(ComputeOp::IDENTITY, {}, {}, v);
+    return l.forward(lowering_inputs(v, training, buf));
   }
 
   void first_forward(int v, int buf) {
@@ -377,67 +339,8 @@ class GraphEmitter {
   // Backward of one node; `written` tracks which gradient slots already hold
   // a value this step, so a second consumer of a tensor accumulates.
   GraphNode backward_node(int v, std::set<DTensorId>& written) const {
-    const LayerNode& node = p_.model.nodes[static_cast<size_t>(v)];
-    const LayerTensors& t = L(v);
-    const ParamSeries gs = grad_series();
-    const ParamSeries ws = fwd_series();
-    const DTensorId x = input_of(v, 0, 0);
-    const DTensorId dx = input_grad_of(v, 0);
-    GraphNode n;
-    switch (node.type) {
-      case LayerType::Conv2d:
-      case LayerType::Linear: {
-        const bool conv = node.type == LayerType::Conv2d;
-        std::vector<DTensorId> out{t.weight_in(gs)};
-        if (t.bias_in(gs) != kNoTensor) out.push_back(t.bias_in(gs));
-        out.push_back(dx);
-        n = compute(conv ? ComputeOp::CONV_BWD : ComputeOp::LINEAR_BWD,
-                    {x, t.weight_in(ws), t.grad}, out, v);
-        n.fork = fork_parts(n.op, t.bias_in(gs) != kNoTensor);
-        break;
-      }
-      case LayerType::BatchNorm2d:
-        if (t.fused_relu >= 0)
-          n = compute(ComputeOp::BN_RELU_BWD, {x, t.weight_in(ws), t.bias_in(ws), t.saved, t.grad},
-                      {t.weight_in(gs), t.bias_in(gs), dx}, v);
-        else
-          n = compute(ComputeOp::BN_BWD, {x, t.weight_in(ws), t.saved, t.grad},
-                      {t.weight_in(gs), t.bias_in(gs), dx}, v);
-        break;
-      case LayerType::ReLU:
-        // y > 0 exactly where x > 0, so either carries the mask. The output
-        // does unless it already holds the next layer's in-place dX: then
-        // the input must live into the backward, else it dies at the forward.
-        n = compute(ComputeOp::RELU_BWD, {t.grad_in_place ? x : t.out, t.grad}, {dx}, v);
-        break;
-      case LayerType::Tanh:
-        n = compute(ComputeOp::TANH_BWD, {t.out, t.grad}, {dx}, v);
-        break;
-      case LayerType::SiLU:
-        n = compute(ComputeOp::SILU_BWD, {x, t.grad}, {dx}, v);
-        break;
-      case LayerType::MaxPool2d:
-        n = compute(ComputeOp::MAXPOOL_BWD, {x, t.out, t.grad}, {dx}, v);
-        break;
-      case LayerType::AvgPool2d:
-        n = compute(ComputeOp::AVGPOOL_BWD, {t.grad}, {dx}, v);
-        break;
-      case LayerType::GlobalAvgPool:
-        n = compute(ComputeOp::GAP_BWD, {t.grad}, {dx}, v);
-        break;
-      case LayerType::Flatten:
-        n = compute(ComputeOp::FLATTEN_BWD, {t.grad}, {dx}, v);
-        break;
-      case LayerType::Dropout:
-        n = compute(ComputeOp::DROPOUT_BWD, {t.mask, t.grad}, {dx}, v);
-        break;
-      case LayerType::Add:
-        n = compute(ComputeOp::ADD_BWD, {t.grad}, {dx, input_grad_of(v, 1)}, v);
-        break;
-      case LayerType::Input:
-      case LayerType::SoftmaxCrossEntropy:
-        break;
-    }
+    const LayerLowering& l = layer_lowering(p_.model.nodes[static_cast<size_t>(v)].type);
+    GraphNode n = l.backward ? l.backward(lowering_inputs(v, true, 0)) : GraphNode{};
     // Only feature gradients can be written twice (fan-out); weight
     // gradients belong to one layer.
     for (size_t i = 0; i < n.outputs.size(); ++i) {

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "compile/layer_lowering.h"
+
+#include "compile/stream_policy.h"
+
+namespace tr {
+
+GraphNode compute_node(ComputeOp op, std::vector<DTensorId> in, std::vector<DTensorId> out,
+                       int layer) {
+  GraphNode n;
+  n.kind = NodeKind::COMPUTE;
+  n.op = op;
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  n.layer = layer;
+  return n;
+}
+
+namespace {
+
+// A one-input, one-output op: the forward x -> out.
+template <ComputeOp Op>
+GraphNode unary_forward(const LoweringInputs& in) {
+  return compute_node(Op, {in.x}, {in.t->out}, in.layer);
+}
+
+// A backward that reads only the output's gradient: grad -> dx.
+template <ComputeOp Op>
+GraphNode grad_only_backward(const LoweringInputs& in) {
+  return compute_node(Op, {in.t->grad}, {in.dx}, in.layer);
+}
+
+// Conv2d and Linear: x, weights (and bias) -> out.
+template <ComputeOp Op>
+GraphNode weighted_forward(const LoweringInputs& in) {
+  const LayerTensors& t = *in.t;
+  std::vector<DTensorId> ids{in.x, t.weight_in(in.weights)};
+  if (t.bias_in(in.weights) != kNoTensor) ids.push_back(t.bias_in(in.weights));
+  return compute_node(Op, ids, {t.out}, in.layer);
+}
+
+// Their backward, forked: dW, (dB,) dX.
+template <ComputeOp Op>
+GraphNode weighted_backward(const LoweringInputs& in) {
+  const LayerTensors& t = *in.t;
+  const bool bias = t.bias_in(in.grads) != kNoTensor;
+  std::vector<DTensorId> out{t.weight_in(in.grads)};
+  if (bias) out.push_back(t.bias_in(in.grads));
+  out.push_back(in.dx);
+  GraphNode n = compute_node(Op, {in.x, t.weight_in(in.weights), t.grad}, out, in.layer);
+  n.fork = fork_parts(n.op, bias);
+  return n;
+}
+
+GraphNode batch_norm_forward(const LoweringInputs& in) {
+  const LayerTensors& t = *in.t;
+  const bool relu = t.fused_relu >= 0;
+  if (!in.training)
+    return compute_node(relu ? ComputeOp::BN_RELU_FWD_INFER : ComputeOp::BN_FWD_INFER,
+                        {in.x, t.eq_scale, t.eq_bias}, {t.out}, in.layer);
+  return compute_node(
+      relu ? ComputeOp::BN_RELU_FWD_TRAIN : ComputeOp::BN_FWD_TRAIN,
+      {in.x, t.weight_in(in.weights), t.bias_in(in.weights), t.prev_mean, t.prev_var},
+      {t.out, t.saved, t.next_mean, t.next_var}, in.layer);
+}
+
+GraphNode batch_norm_backward(const LoweringInputs& in) {
+  const LayerTensors& t = *in.t;
+  if (t.fused_relu >= 0)
+    return compute_node(ComputeOp::BN_RELU_BWD,
+                        {in.x, t.weight_in(in.weights), t.bias_in(in.weights), t.saved, t.grad},
+                        {t.weight_in(in.grads), t.bias_in(in.grads), in.dx}, in.layer);
+  return compute_node(ComputeOp::BN_BWD, {in.x, t.weight_in(in.weights), t.saved, t.grad},
+                      {t.weight_in(in.grads), t.bias_in(in.grads), in.dx}, in.layer);
+}
+
+GraphNode relu_backward(const LoweringInputs& in) {
+  // y > 0 exactly where x > 0, so either carries the mask. The output does
+  // unless it already holds the next layer's in-place dX: then the input
+  // must live into the backward, else it dies at the forward.
+  const LayerTensors& t = *in.t;
+  return compute_node(ComputeOp::RELU_BWD, {t.grad_in_place ? in.x : t.out, t.grad}, {in.dx},
+                      in.layer);
+}
+
+GraphNode tanh_backward(const LoweringInputs& in) {
+  return compute_node(ComputeOp::TANH_BWD, {in.t->out, in.t->grad}, {in.dx}, in.layer);
+}
+
+GraphNode silu_backward(const LoweringInputs& in) {
+  return compute_node(ComputeOp::SILU_BWD, {in.x, in.t->grad}, {in.dx}, in.layer);
+}
+
+GraphNode maxpool_backward(const LoweringInputs& in) {
+  return compute_node(ComputeOp::MAXPOOL_BWD, {in.x, in.t->out, in.t->grad}, {in.dx}, in.layer);
+}
+
+GraphNode dropout_forward(const LoweringInputs& in) {
+  if (!in.training) return compute_node(ComputeOp::IDENTITY, {in.x}, {in.t->out}, in.layer);
+  return compute_node(ComputeOp::DROPOUT_FWD, {in.x}, {in.t->out, in.t->mask}, in.layer);
+}
+
+GraphNode dropout_backward(const LoweringInputs& in) {
+  return compute_node(ComputeOp::DROPOUT_BWD, {in.t->mask, in.t->grad}, {in.dx}, in.layer);
+}
+
+GraphNode add_forward(const LoweringInputs& in) {
+  return compute_node(ComputeOp::ADD_FWD, {in.x, in.x1}, {in.t->out}, in.layer);
+}
+
+GraphNode add_backward(const LoweringInputs& in) {
+  return compute_node(ComputeOp::ADD_BWD, {in.t->grad}, {in.dx, in.dx1}, in.layer);
+}
+
+GraphNode loss_forward(const LoweringInputs& in) {
+  const EngineTensors& e = *in.engine;
+  if (!in.training) {
+    // The confusion counts add up over the validation batches.
+    GraphNode n = compute_node(ComputeOp::SOFTMAX_CE_FWD, {in.x, e.labels[in.buffer]},
+                               {e.result, e.confusion}, in.layer);
+    n.accumulate_mask = 0b10;
+    return n;
+  }
+  return compute_node(ComputeOp::SOFTMAX_CE_FWD_BWD, {in.x, e.active_labels}, {e.result, in.dx},
+                      in.layer);
+}
+
+// In LayerType order (model/layer_type.h).
+constexpr LayerLowering kLowerings[] = {
+    {nullptr, nullptr},  // Input
+    {&weighted_forward<ComputeOp::CONV_FWD>, &weighted_backward<ComputeOp::CONV_BWD>},
+    {&batch_norm_forward, &batch_norm_backward},
+    {&unary_forward<ComputeOp::RELU_FWD>, &relu_backward},
+    {&unary_forward<ComputeOp::TANH_FWD>, &tanh_backward},
+    {&unary_forward<ComputeOp::SILU_FWD>, &silu_backward},
+    {&unary_forward<ComputeOp::MAXPOOL_FWD>, &maxpool_backward},
+    {&unary_forward<ComputeOp::AVGPOOL_FWD>, &grad_only_backward<ComputeOp::AVGPOOL_BWD>},
+    {&unary_forward<ComputeOp::GAP_FWD>, &grad_only_backward<ComputeOp::GAP_BWD>},
+    {&dropout_forward, &dropout_backward},
+    {&unary_forward<ComputeOp::FLATTEN_FWD>, &grad_only_backward<ComputeOp::FLATTEN_BWD>},
+    {&weighted_forward<ComputeOp::LINEAR_FWD>, &weighted_backward<ComputeOp::LINEAR_BWD>},
+    {&add_forward, &add_backward},
+    {&loss_forward, nullptr},  // SoftmaxCrossEntropy: its forward writes the logits' gradient
+};
+static_assert(std::size(kLowerings) == std::size(kAllLayerTypes),
+              "every LayerType needs its lowering, in enum order");
+
+}  // namespace
+
+const LayerLowering& layer_lowering(LayerType t) noexcept {
+  return kLowerings[static_cast<size_t>(t)];
+}
+
+}  // namespace tr

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The compiler's half of each layer type's table entry: which graph node its
+// forward and its backward become, given the layer's tensors. The model's
+// half (model/layer_spec.h: name, parameters, shape rule) cannot name graph
+// ops, so this table follows it entry for entry, in LayerType order, checked
+// when the engine is built.
+#pragma once
+
+#include "compile/compiler.h"
+
+namespace tr {
+
+struct LoweringInputs {
+  int layer = -1;  // the model node
+  const LayerTensors* t = nullptr;
+  ParamSeries weights = ParamSeries::W;  // the series the forward reads
+  ParamSeries grads = ParamSeries::G;    // the series the backward writes
+  bool training = true;
+  DTensorId x = kNoTensor, x1 = kNoTensor;    // the inputs on ports 0 and 1
+  DTensorId dx = kNoTensor, dx1 = kNoTensor;  // their gradients (none for the Input's)
+  const EngineTensors* engine = nullptr;
+  int buffer = 0;  // the input buffer the forward reads (A or B)
+};
+
+struct LayerLowering {
+  GraphNode (*forward)(const LoweringInputs& in) = nullptr;   // null: no kernel (Input)
+  GraphNode (*backward)(const LoweringInputs& in) = nullptr;  // null: no backward
+};
+
+const LayerLowering& layer_lowering(LayerType t) noexcept;
+
+// A COMPUTE node of `op` for model node `layer` (-1 for engine work).
+GraphNode compute_node(ComputeOp op, std::vector<DTensorId> in, std::vector<DTensorId> out,
+                       int layer);
+
+}  // namespace tr
