@@ -15,34 +15,30 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 constexpr ParamSpec int_param(std::string_view key, int64_t lo, int64_t hi,
                               int64_t LayerParams::*field, std::string_view what) {
-  ParamSpec p;
-  p.key = key;
-  p.kind = LayerParamKind::Int;
-  p.required = true;
-  p.min = lo;
-  p.max = hi;
-  p.int_field = field;
-  p.description = what;
-  return p;
+  return {.key = key,
+          .kind = LayerParamKind::Int,
+          .required = true,
+          .min = lo,
+          .max = hi,
+          .int_field = field,
+          .description = what};
 }
 
 constexpr ParamSpec window_param(std::string_view key, std::string_view tag, bool required,
                                  int64_t lo, int64_t hi, int64_t LayerParams::*h,
                                  int64_t LayerParams::*w, std::string_view field_h,
                                  std::string_view field_w, std::string_view what) {
-  ParamSpec p;
-  p.key = key;
-  p.kind = LayerParamKind::Window;
-  p.required = required;
-  p.min = lo;
-  p.max = hi;
-  p.int_field = h;
-  p.int_field_w = w;
-  p.field_h = field_h;
-  p.field_w = field_w;
-  p.description = what;
-  p.tag = tag;
-  return p;
+  return {.key = key,
+          .kind = LayerParamKind::Window,
+          .required = required,
+          .min = lo,
+          .max = hi,
+          .int_field = h,
+          .int_field_w = w,
+          .field_h = field_h,
+          .field_w = field_w,
+          .description = what,
+          .tag = tag};
 }
 
 // A number the summary shows under `tag`, or (empty tag) not at all.
@@ -50,29 +46,26 @@ constexpr ParamSpec number_param(std::string_view key, std::string_view tag, dou
                                  bool lo_open, double hi, bool hi_open, double edit_lo,
                                  double edit_hi, double LayerParams::*field,
                                  std::string_view what) {
-  ParamSpec p;
-  p.key = key;
-  p.kind = LayerParamKind::Number;
-  p.lo = lo;
-  p.lo_open = lo_open;
-  p.hi = hi;
-  p.hi_open = hi_open;
-  p.edit_lo = edit_lo;
-  p.edit_hi = edit_hi;
-  p.number_field = field;
-  p.description = what;
-  p.tag = tag;
-  p.summarised = !tag.empty();
-  return p;
+  return {.key = key,
+          .kind = LayerParamKind::Number,
+          .lo = lo,
+          .hi = hi,
+          .lo_open = lo_open,
+          .hi_open = hi_open,
+          .edit_lo = edit_lo,
+          .edit_hi = edit_hi,
+          .number_field = field,
+          .description = what,
+          .tag = tag,
+          .summarised = !tag.empty()};
 }
 
 constexpr ParamSpec bias_param() {
-  ParamSpec p;
-  p.key = "bias";
-  p.kind = LayerParamKind::Bool;
-  p.bool_field = &LayerParams::bias;
-  p.description = "adds a trained bias per output";
-  return p;
+  return {.key = "bias",
+          .kind = LayerParamKind::Bool,
+          .bool_field = &LayerParams::bias,
+          .description = "adds a trained bias per output",
+          .summarised = true};
 }
 
 constexpr ParamSpec kInputParams[] = {

@@ -35,7 +35,7 @@ enum class LayerParamKind {
 };
 
 struct ParamSpec {
-  std::string_view key;  // in the file's "params"
+  std::string_view key{};  // in the file's "params"
   LayerParamKind kind = LayerParamKind::Int;
   bool required = false;
   // Int and Window: the integers allowed.
@@ -51,11 +51,11 @@ struct ParamSpec {
   int64_t LayerParams::*int_field_w = nullptr;
   double LayerParams::*number_field = nullptr;
   bool LayerParams::*bool_field = nullptr;
-  std::string_view field_h, field_w;
-  std::string_view description;
+  std::string_view field_h{}, field_w{};
+  std::string_view description{};
   // How a one-line summary shows it ("k3", "s2", "p=0.5"); not at all when
   // summarised is false. A Bool shows only when false ("no-bias").
-  std::string_view tag;
+  std::string_view tag{};
   bool summarised = true;
 };
 
