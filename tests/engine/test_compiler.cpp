@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "compile/compiler.h"
+#include "compile/layer_lowering.h"
 #include "compile/step_packing.h"
 #include "compile/stream_policy.h"
 #include "core/error.h"
+#include "model/layer_spec.h"
 #include "model/project_io.h"
 #include "model_builder.h"
 #include "plan/memory_plan.h"
@@ -904,6 +906,21 @@ class TestCompiler : public QObject {
     QCOMPARE(cp.constants.ema_decay, 0.99);
     QVERIFY(cp.constants.amp());
     QCOMPARE(cp.constants.sync_batch_norm, cp.project.training.sync_batch_norm);
+  }
+
+  // Both halves of every layer type's table entry are there: its shape rule
+  // (model/layer_spec.h) and, unless it runs no kernel, its lowering.
+  void everyLayerTypeHasItsTableEntries() {
+    for (LayerType t : kAllLayerTypes) {
+      const LayerSpec& spec = layer_spec(t);
+      QCOMPARE(spec.type, t);
+      QVERIFY2(spec.shape != nullptr, spec.name.data());
+      QVERIFY2(!spec.name.empty() && !spec.id_base.empty() && !spec.description.empty(),
+               spec.name.data());
+      const LayerLowering& l = layer_lowering(t);
+      QCOMPARE(l.forward != nullptr, t != LayerType::Input);
+      QCOMPARE(l.backward != nullptr, t != LayerType::Input && t != LayerType::SoftmaxCrossEntropy);
+    }
   }
 
   void batchNormStatisticsGraphs() {
