@@ -23,10 +23,6 @@ std::string owner_id(const CompiledProject& cp, int owner) {
   return owner >= 0 ? cp.project.model.nodes[static_cast<size_t>(owner)].id : std::string();
 }
 
-std::string layer_params(const LayerNode& n) {
-  return layer_summary(n);
-}
-
 // What the compiler's rewrites did to a layer, in a few words ("" if nothing).
 std::string rewrite_note(const CompiledProject& cp, int v) {
   const LayerTensors& t = cp.layers[static_cast<size_t>(v)];
@@ -114,7 +110,7 @@ std::string plan_report_text(const CompiledProject& cp) {
     const NodeAnalysis& na = cp.analysis.nodes[static_cast<size_t>(v)];
     const std::string shape = layer_output_ports(n.type) > 0 ? na.output.str() : "loss";
     std::string line = fmt("  %-18s %-20s %-22s %-20s %12lld %16lld  %s", n.id.c_str(),
-                           std::string(layer_type_name(n.type)).c_str(), layer_params(n).c_str(),
+                           std::string(layer_type_name(n.type)).c_str(), layer_summary(n).c_str(),
                            shape.c_str(), static_cast<long long>(na.params),
                            static_cast<long long>(na.flops), rewrite_note(cp, v).c_str());
     line.erase(line.find_last_not_of(' ') + 1);

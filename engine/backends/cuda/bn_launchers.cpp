@@ -71,10 +71,6 @@ int64_t rows_of(const Shape& s) {
   return s.n * s.h * s.w;
 }
 
-const NodeParams& layer_params(const KernelArgs& a) {
-  return a.params();
-}
-
 void* workspace_of(const KernelArgs& a, const Shape& s, const char* op) {
   const uint64_t need = bn_workspace_bytes(rows_of(s), s.c);
   if (need == 0) return nullptr;
@@ -104,8 +100,8 @@ void train(const KernelArgs& a, bool relu, cudaStream_t stream, const char* op) 
   b.rows = rows_of(s);
   b.channels = s.c;
   b.stride = a.in[0].desc->padded_c();
-  b.eps = layer_params(a).eps;
-  b.momentum = layer_params(a).momentum;
+  b.eps = a.params().eps;
+  b.momentum = a.params().momentum;
   b.relu = relu;
   b.workspace = workspace_of(a, s, op);
   launched(launch_bn_train(b, stream), op);

@@ -27,10 +27,6 @@ uint64_t elements(const TensorArg& t) {
   return static_cast<uint64_t>(t.shape().elements());
 }
 
-const NodeParams& layer_params(const KernelArgs& a) {
-  return a.params();
-}
-
 const float* scalar_at(const KernelArgs& a, ScalarSlot s) {
   return a.scalars ? a.scalars + static_cast<int>(s) : nullptr;
 }
@@ -268,7 +264,7 @@ void dropout_fwd(const KernelArgs& a, cudaStream_t stream) {
   if (a.out[0].shape() != a.in[0].shape() || a.out[0].desc->padded_c() != a.in[0].desc->padded_c())
     fail_operand(op, a, "x and y should have one shape");
   const Shape& s = a.in[0].shape();
-  const double p = layer_params(a).p;
+  const double p = a.params().p;
   DropoutDraw d;
   d.seed = a.seed;
   d.layer = a.node ? a.node->layer : -1;
@@ -290,14 +286,14 @@ void dropout_bwd(const KernelArgs& a, cudaStream_t stream) {
   if (a.out[0].shape() != a.in[1].shape() || a.out[0].desc->padded_c() != a.in[1].desc->padded_c())
     fail_operand(op, a, "dy and dx should have one shape");
   launched(launch_dropout_bwd(e, a.in[0].i8(), a.in[1].data, a.out[0].data,
-                              rows_of(a, a.in[1], a.in[0], op), keep_scale(layer_params(a).p),
+                              rows_of(a, a.in[1], a.in[0], op), keep_scale(a.params().p),
                               a.accumulate(0), stream),
            op);
 }
 
 void maxpool_fwd(const KernelArgs& a, cudaStream_t stream) {
   constexpr const char* op = "MAXPOOL_FWD";
-  const PoolGeometry g = pool_geometry(a, a.in[0].shape(), a.out[0].shape(), layer_params(a),
+  const PoolGeometry g = pool_geometry(a, a.in[0].shape(), a.out[0].shape(), a.params(),
                                        {{&a.in[0], "x"}, {&a.out[0], "y"}}, op);
   launched(launch_maxpool_fwd(g, a.in[0].data, a.out[0].data, stream), op);
 }
@@ -306,7 +302,7 @@ void maxpool_bwd(const KernelArgs& a, cudaStream_t stream) {
   constexpr const char* op = "MAXPOOL_BWD";
   if (!has_out(a, 0)) return;
   const PoolGeometry g =
-      pool_geometry(a, a.in[0].shape(), a.in[1].shape(), layer_params(a),
+      pool_geometry(a, a.in[0].shape(), a.in[1].shape(), a.params(),
                     {{&a.in[0], "x"}, {&a.in[1], "y"}, {&a.in[2], "dy"}, {&a.out[0], "dx"}}, op);
   launched(launch_maxpool_bwd(g, a.in[0].data, a.in[1].data, a.in[2].data, a.out[0].data,
                               a.accumulate(0), stream),
@@ -315,7 +311,7 @@ void maxpool_bwd(const KernelArgs& a, cudaStream_t stream) {
 
 void avgpool_fwd(const KernelArgs& a, cudaStream_t stream) {
   constexpr const char* op = "AVGPOOL_FWD";
-  const PoolGeometry g = pool_geometry(a, a.in[0].shape(), a.out[0].shape(), layer_params(a),
+  const PoolGeometry g = pool_geometry(a, a.in[0].shape(), a.out[0].shape(), a.params(),
                                        {{&a.in[0], "x"}, {&a.out[0], "y"}}, op);
   launched(launch_avgpool_fwd(g, a.in[0].data, a.out[0].data, stream), op);
 }
@@ -323,7 +319,7 @@ void avgpool_fwd(const KernelArgs& a, cudaStream_t stream) {
 void avgpool_bwd(const KernelArgs& a, cudaStream_t stream) {
   constexpr const char* op = "AVGPOOL_BWD";
   if (!has_out(a, 0)) return;
-  const PoolGeometry g = pool_geometry(a, a.out[0].shape(), a.in[0].shape(), layer_params(a),
+  const PoolGeometry g = pool_geometry(a, a.out[0].shape(), a.in[0].shape(), a.params(),
                                        {{&a.in[0], "dy"}, {&a.out[0], "dx"}}, op);
   launched(launch_avgpool_bwd(g, a.in[0].data, a.out[0].data, a.accumulate(0), stream), op);
 }

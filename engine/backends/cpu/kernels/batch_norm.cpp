@@ -18,7 +18,6 @@ using detail::for_each_part;
 using detail::has_out;
 using detail::kChannelBlock;
 using detail::kMaxParts;
-using detail::layer_params;
 using detail::parallel_ranges;
 using detail::part_begin;
 using detail::reduction_parts;
@@ -224,7 +223,7 @@ void bn_train(const KernelArgs& a) {
   const Shape& s = a.in[0].shape();
   const int64_t C = s.c;
   const int64_t M = s.n * s.h * s.w;
-  const NodeParams& pr = layer_params(a);
+  const NodeParams& pr = a.params();
   const double eps = pr.eps;
   const double momentum = pr.momentum;
 

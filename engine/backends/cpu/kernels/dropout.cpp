@@ -12,7 +12,6 @@
 namespace tr::cpu {
 
 using detail::has_out;
-using detail::layer_params;
 using detail::parallel_ranges;
 using detail::store;
 
@@ -87,7 +86,7 @@ void dropout_fwd(const KernelArgs& a) {
   int8_t* mask = a.out[1].i8();
   // The mask lives in S_MASK with its channels padded for the GPU; y does not.
   const Rows rows = rows_of(s, a.out[1].desc->padded_c());
-  const double p = layer_params(a).p;
+  const double p = a.params().p;
   const uint64_t threshold = drop_threshold(p);
   const float scale = keep_scale(p);
   const uint64_t key = stream_key(a.seed, step_of(a), a.node ? a.node->layer : -1);
@@ -131,7 +130,7 @@ void dropout_bwd(const KernelArgs& a) {
   const Rows rows = rows_of(a.in[1].shape(), a.in[0].desc->padded_c());
   const float* dy = a.in[1].f32();
   float* dx = a.out[0].f32();
-  const float scale = keep_scale(layer_params(a).p);
+  const float scale = keep_scale(a.params().p);
   const bool acc = a.accumulate(0);
   const int64_t len = rows.len;
   auto run = [&](int64_t r, int64_t lo, int64_t hi) {

@@ -31,10 +31,4 @@ inline void store(bool accumulate, float* out, int64_t n, F f) {
   }
 }
 
-// The node's model layer parameters, or the defaults when a kernel is called
-// without one (tests of engine-only paths).
-inline const NodeParams& layer_params(const KernelArgs& a) {
-  return a.params();
-}
-
 }  // namespace tr::cpu::detail

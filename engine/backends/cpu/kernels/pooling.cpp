@@ -15,7 +15,6 @@ namespace tr::cpu {
 
 using detail::has_out;
 using detail::kChannelBlock;
-using detail::layer_params;
 using detail::parallel_ranges;
 
 namespace {
@@ -204,7 +203,7 @@ void maxpool_bwd_tiled(const KernelArgs& a, const Window& g) {
 
 void maxpool_fwd(const KernelArgs& a) {
   if (detail::run_fp16_staged(a, maxpool_fwd)) return;
-  const Window g(a.in[0].shape(), a.out[0].shape(), layer_params(a));
+  const Window g(a.in[0].shape(), a.out[0].shape(), a.params());
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
   if (g.kh == 2 && g.kw == 2 && g.ph == 0 && g.pw == 0) {
@@ -237,7 +236,7 @@ void maxpool_fwd(const KernelArgs& a) {
 void maxpool_bwd(const KernelArgs& a) {
   if (!has_out(a, 0)) return;
   if (detail::run_fp16_staged(a, maxpool_bwd)) return;
-  const Window g(a.in[0].shape(), a.in[1].shape(), layer_params(a));
+  const Window g(a.in[0].shape(), a.in[1].shape(), a.params());
   if (g.sh == g.kh && g.sw == g.kw && g.ph == 0 && g.pw == 0 && g.oh > 0 && g.ow > 0) {
     if (a.accumulate(0))
       maxpool_bwd_tiled<true>(a, g);
@@ -285,7 +284,7 @@ void maxpool_bwd(const KernelArgs& a) {
 
 void avgpool_fwd(const KernelArgs& a) {
   if (detail::run_fp16_staged(a, avgpool_fwd)) return;
-  const Window g(a.in[0].shape(), a.out[0].shape(), layer_params(a));
+  const Window g(a.in[0].shape(), a.out[0].shape(), a.params());
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
   per_output_row(g, [&](int64_t b, int64_t yo) {
@@ -309,7 +308,7 @@ void avgpool_fwd(const KernelArgs& a) {
 void avgpool_bwd(const KernelArgs& a) {
   if (!has_out(a, 0)) return;
   if (detail::run_fp16_staged(a, avgpool_bwd)) return;
-  const Window g(a.out[0].shape(), a.in[0].shape(), layer_params(a));
+  const Window g(a.out[0].shape(), a.in[0].shape(), a.params());
   const float* dy = a.in[0].f32();
   float* dx = a.out[0].f32();
   const bool acc = a.accumulate(0);
