@@ -2,7 +2,7 @@
 // The engine finds its CUDA backend at run time (backends/cuda_plugin.h):
 // each kind of file it may meet instead gets a message naming the file and
 // what is wrong, and a faithful backend is reached through the device scan
-// and the training setup. Stand-in libraries (plugins/fake_cuda_plugin.cpp)
+// and the training setup. Stand-in libraries (tests/fixtures/fake_cuda_plugin.cpp)
 // play the backend; where the real one was built, it is loaded too.
 #include <QtTest>
 
