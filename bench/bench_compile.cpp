@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "compile/compiler.h"
-#include "core/error.h"
-#include "model/project_io.h"
+#include <renaissance/compiled_plan.h>
+#include <renaissance/error.h>
+#include <renaissance/project_io.h>
 
 int main(int argc, char** argv) {
   int repeat = 50;
@@ -37,10 +37,10 @@ int main(int argc, char** argv) {
       uint64_t bytes = 0;
       for (int r = 0; r < repeat; ++r) {
         const auto t0 = clock::now();
-        const tr::CompiledProject cp = tr::compile_project(project);
+        const tr::CompiledPlan cp = tr::compile_plan(project);
         ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
-        graphs = cp.graphs.size();
-        tensors = cp.plans.front().dtensors().size();
+        graphs = cp.graph_count();
+        tensors = cp.plans().front().dtensors().size();
         bytes = cp.bytes_per_device();
       }
       std::sort(ms.begin(), ms.end());

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "model/project_io.h"
+#include <renaissance/project_io.h>
+#include <renaissance/store_location.h>
 #include "plot/curve_plot.h"
-#include "store/store_location.h"
 #include "training/training_charts.h"
 #include "training/training_view.h"
 

@@ -19,9 +19,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/project_io.h"
-#include "store/run_recorder.h"
-#include "store/run_store.h"
+#include <renaissance/project_io.h>
+#include <renaissance/run_recorder.h>
+#include <renaissance/run_store.h>
 
 namespace {
 

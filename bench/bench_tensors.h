@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
+#include <renaissance/project.h>
 #include "compile/node_params.h"
-#include "model/project.h"
 #include "runtime/kernel_args.h"
 
 namespace tr::bench {

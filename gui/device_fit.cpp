@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "compile/plan_report.h"
+#include <renaissance/plan_report.h>
 
 namespace tr::gui {
 
@@ -15,19 +15,19 @@ QString bytes(uint64_t b) {
 
 }  // namespace
 
-DeviceFit check_device_fit(const CompiledProject& cp, const DeviceScan& scan) {
-  const DeviceSet& devs = cp.project.training.devices;
+DeviceFit check_device_fit(const CompiledPlan& cp, const DeviceScan& scan) {
+  const DeviceSet& devs = cp.project().training.devices;
   const QString name = QString::fromStdString(devs.str());
   const uint64_t need = cp.bytes_per_device();
   DeviceFit fit;
   if (devs.kind == DeviceKind::CPU) {
-    const uint64_t all = need * static_cast<uint64_t>(cp.world_size);
+    const uint64_t all = need * static_cast<uint64_t>(cp.world_size());
     fit.checked = true;
     fit.fits = all <= scan.host_available_bytes;
     fit.text =
         QStringLiteral("%1 %2: %3 for %4 rank arena(s), %5 of host memory available")
             .arg(fit.fits ? QStringLiteral("Fits") : QStringLiteral("Does NOT fit"), name,
-                 bytes(all), QString::number(cp.world_size), bytes(scan.host_available_bytes));
+                 bytes(all), QString::number(cp.world_size()), bytes(scan.host_available_bytes));
     return fit;
   }
   if (scan.cuda.empty()) {

@@ -6,8 +6,8 @@
 
 #include <QString>
 
-#include "backends/devices.h"
-#include "compile/compiler.h"
+#include <renaissance/compiled_plan.h>
+#include <renaissance/devices.h>
 
 namespace tr::gui {
 
@@ -17,6 +17,6 @@ struct DeviceFit {
   QString text;  // "fits cpu:2: yes (2.4 MiB for 2 rank arenas, 20 GiB of host memory available)"
 };
 
-DeviceFit check_device_fit(const CompiledProject& cp, const DeviceScan& scan);
+DeviceFit check_device_fit(const CompiledPlan& cp, const DeviceScan& scan);
 
 }  // namespace tr::gui

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "device_selector.h"
 
-#include "compile/plan_report.h"
-#include "model/project_io.h"
+#include <renaissance/plan_report.h>
+#include <renaissance/project_io.h>
 
 namespace tr::gui {
 

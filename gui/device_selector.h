@@ -7,8 +7,8 @@
 
 #include <QComboBox>
 
-#include "backends/devices.h"
-#include "model/project.h"
+#include <renaissance/devices.h>
+#include <renaissance/project.h>
 
 namespace tr::gui {
 

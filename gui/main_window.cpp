@@ -29,11 +29,12 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
-#include "data/dataset_probe.h"
+#include <renaissance/dataset_probe.h>
 
-#include "compile/compiler.h"
-#include "compile/plan_report.h"
-#include "core/error.h"
+#include <renaissance/compiled_plan.h>
+#include <renaissance/error.h>
+#include <renaissance/plan_report.h>
+#include <renaissance/project_io.h>
 #include "designer/auto_layout.h"
 #include "designer/designer_scene.h"
 #include "designer/designer_view.h"
@@ -44,7 +45,6 @@
 #include "designer/properties_panel.h"
 #include "device_selector.h"
 #include "memory/memory_view.h"
-#include "model/project_io.h"
 #include "problems_panel.h"
 #include "project_document.h"
 #include "runs/runs_view.h"
@@ -94,9 +94,9 @@ int node_index(const Project& project, const std::string& id) {
 
 // The layer index in `cp` of the document's node `node` (matched by id, as
 // the design may have changed since `cp` was compiled), -1 when absent.
-int layer_in(const CompiledProject* cp, const Project& doc, int node) {
+int layer_in(const CompiledPlan* cp, const Project& doc, int node) {
   if (!cp || node < 0 || static_cast<size_t>(node) >= doc.model.nodes.size()) return -1;
-  return node_index(cp->project, doc.model.nodes[static_cast<size_t>(node)].id);
+  return node_index(cp->project(), doc.model.nodes[static_cast<size_t>(node)].id);
 }
 
 }  // namespace
@@ -155,10 +155,10 @@ MainWindow::MainWindow(QWidget* parent)
   connect(memory_, &MemoryView::layerRequested, this,
           [this](int layer) { requestLayer(memory_->compiled(), layer); });
   connect(training_, &TrainingView::profileReady, this,
-          [this](const std::vector<ProfileSpan>& spans, std::shared_ptr<const CompiledProject> cp) {
+          [this](const std::vector<ProfileSpan>& spans, std::shared_ptr<const CompiledPlan> cp) {
             // The run is recorded before it trains, so its id is known here.
             ProfileOrigin origin{training_->lastRunId(),
-                                 cp ? QString::fromStdString(cp->project.name) : QString(),
+                                 cp ? QString::fromStdString(cp->project().name) : QString(),
                                  {}};
             timeline_->setProfile(spans, std::move(cp), std::move(origin));
             selectionChanged(designer_->designerScene()->currentNode());
@@ -698,7 +698,7 @@ void MainWindow::designChanged() {
 
 const TrainingReadiness& MainWindow::checkReadiness() {
   readinessTimer_->stop();
-  std::shared_ptr<const CompiledProject> plan;
+  std::shared_ptr<const CompiledPlan> plan;
   if (doc_->analysis().ok()) plan = compileDesign(nullptr);
   readiness_ = check_training_readiness(doc_->project(), probe_dataset(doc_->project().dataset),
                                         plan.get(), scan_);
@@ -726,9 +726,9 @@ void MainWindow::selectionChanged(int node) {
   timeline_->highlightLayers(in_profile);
 }
 
-void MainWindow::requestLayer(const CompiledProject* cp, int layer) {
-  if (!cp || layer < 0 || static_cast<size_t>(layer) >= cp->project.model.nodes.size()) return;
-  const std::string& id = cp->project.model.nodes[static_cast<size_t>(layer)].id;
+void MainWindow::requestLayer(const CompiledPlan* cp, int layer) {
+  if (!cp || layer < 0 || static_cast<size_t>(layer) >= cp->project().model.nodes.size()) return;
+  const std::string& id = cp->project().model.nodes[static_cast<size_t>(layer)].id;
   if (node_index(doc_->project(), id) < 0) {
     showStatus(tr("Layer %1 is no longer in the design").arg(QString::fromStdString(id)), 8000);
     return;
@@ -874,7 +874,7 @@ bool MainWindow::saveProjectAs(const QString& path, QString* error) {
 
 bool MainWindow::compile(QString* error) {
   scan_ = scan_devices();  // available memory now, not at start-up
-  std::shared_ptr<const CompiledProject> cp = compileDesign(error);
+  std::shared_ptr<const CompiledPlan> cp = compileDesign(error);
   if (!cp) {
     showStatus(error ? *error : tr("Compile failed"), 8000);
     problemsDock_->show();
@@ -883,17 +883,17 @@ bool MainWindow::compile(QString* error) {
   }
   memory_->setCompiled(cp, scan_);
   showStatus(
-      tr("Compiled: %1 per device, %n variant(s)", nullptr, static_cast<int>(cp->plans.size()))
+      tr("Compiled: %1 per device, %n variant(s)", nullptr, static_cast<int>(cp->plans().size()))
           .arg(QString::fromStdString(human_bytes(cp->bytes_per_device()))),
       8000);
   checkReadiness();
   return true;
 }
 
-std::shared_ptr<const CompiledProject> MainWindow::compileDesign(QString* error) {
+std::shared_ptr<const CompiledPlan> MainWindow::compileDesign(QString* error) {
   if (memory_->compiled() && !memory_->isStale()) return memory_->plan();
   try {
-    auto cp = std::make_shared<const CompiledProject>(compile_project(doc_->project()));
+    auto cp = std::make_shared<const CompiledPlan>(compile_plan(doc_->project()));
     problems_->setCompileProblems({});
     return cp;
   } catch (const ProjectError& e) {

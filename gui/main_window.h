@@ -11,8 +11,8 @@
 #include <QMainWindow>
 #include <memory>
 
-#include "backends/devices.h"
-#include "compile/compiler.h"
+#include <renaissance/compiled_plan.h>
+#include <renaissance/devices.h>
 #include "training_readiness.h"
 
 class QAction;
@@ -126,11 +126,11 @@ class MainWindow : public QMainWindow {
   void designChanged();
   void selectionChanged(int node);
   // Selects, in the designer, the node a compiled project's layer index names.
-  void requestLayer(const CompiledProject* cp, int layer);
+  void requestLayer(const CompiledPlan* cp, int layer);
   void updateTrainingActions();
   // The design compiled as it is now, or null with the compiler's problems
   // listed; the memory view's plan when that is current.
-  std::shared_ptr<const CompiledProject> compileDesign(QString* error);
+  std::shared_ptr<const CompiledPlan> compileDesign(QString* error);
   // Why Train would be refused now; empty when it would start.
   QString trainBlockedReason() const;
   void afterLoad();

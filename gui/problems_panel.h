@@ -10,7 +10,7 @@
 #include <functional>
 #include <vector>
 
-#include "core/error.h"
+#include <renaissance/error.h>
 
 namespace tr::gui {
 

@@ -10,8 +10,8 @@
 #include <QUndoStack>
 #include <vector>
 
-#include "model/project.h"
-#include "model/shape_inference.h"
+#include <renaissance/project.h>
+#include <renaissance/shape_inference.h>
 
 namespace tr::gui {
 

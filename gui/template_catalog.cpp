@@ -4,8 +4,8 @@
 #include <QCoreApplication>
 #include <QFile>
 
-#include "core/error.h"
-#include "model/project_io.h"
+#include <renaissance/error.h>
+#include <renaissance/project_io.h>
 
 namespace tr::gui {
 

@@ -7,7 +7,7 @@
 #include <QString>
 #include <vector>
 
-#include "model/project.h"
+#include <renaissance/project.h>
 
 namespace tr::gui {
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "compile/largest_batch.h"
+#include <renaissance/largest_batch.h>
 #include "device_fit.h"
 
 namespace tr::gui {
@@ -21,7 +21,7 @@ Diagnostic about(const Project& project, const std::string& field, std::string m
 }  // namespace
 
 TrainingReadiness check_training_readiness(const Project& project, const DatasetProbe& probe,
-                                           const CompiledProject* plan, const DeviceScan& scan) {
+                                           const CompiledPlan* plan, const DeviceScan& scan) {
   TrainingReadiness r;
   const TrainingSpec& t = project.training;
   if (!probe.ok) {
@@ -40,7 +40,7 @@ TrainingReadiness check_training_readiness(const Project& project, const Dataset
     if (fit.checked && !fit.fits) {
       // What to lower it to: the largest batch whose plan fits.
       const BatchSearch best =
-          largest_fitting_batch(project, memory_per_rank(t.devices, scan).bytes, plan->options);
+          largest_fitting_batch(project, memory_per_rank(t.devices, scan).bytes, plan->options());
       std::string what = fit.text.toStdString() + "; lower the global batch";
       what += best.global_batch > 0
                   ? " (the largest that fits is " + std::to_string(best.global_batch) + ")"

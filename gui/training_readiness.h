@@ -8,11 +8,11 @@
 
 #include <vector>
 
-#include "backends/devices.h"
-#include "compile/compiler.h"
-#include "core/error.h"
-#include "data/dataset_probe.h"
-#include "model/project.h"
+#include <renaissance/compiled_plan.h>
+#include <renaissance/dataset_probe.h>
+#include <renaissance/devices.h>
+#include <renaissance/error.h>
+#include <renaissance/project.h>
 
 namespace tr::gui {
 
@@ -26,6 +26,6 @@ struct TrainingReadiness {
 // as it is now, or null when it does not compile (the compiler's problems
 // are listed elsewhere).
 TrainingReadiness check_training_readiness(const Project& project, const DatasetProbe& probe,
-                                           const CompiledProject* plan, const DeviceScan& scan);
+                                           const CompiledPlan* plan, const DeviceScan& scan);
 
 }  // namespace tr::gui

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "net/multi_node_options.h"
+#include <renaissance/multi_node_options.h>
 
 namespace tr::cuda {
 

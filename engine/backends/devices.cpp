@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "backends/devices.h"
+#include <renaissance/devices.h>
 
 #include <algorithm>
 #include <fstream>

@@ -8,11 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backends/cpu/cpu_threads.h"
-#include "cli/commands.h"
-#include "cli/training_setup.h"
-#include "core/error.h"
-#include "runtime/trainer.h"
+#include <renaissance/error.h>
+#include <renaissance/training.h>
+#include "commands.h"
+#include "training_setup.h"
 
 namespace tr::cli {
 
@@ -43,9 +42,9 @@ int cmd_bench(const std::vector<std::string>& args) {
       a.values.count("steps") ? positive_integer("steps", a.values.at("steps")) : 20;
   const int64_t warmup =
       a.values.count("warmup") ? positive_integer("warmup", a.values.at("warmup")) : 3;
-  TrainingSetup setup = prepare_training(a.positional[0], a, a.has("allow-fallback"));
-  const CompiledProject& cp = *setup.compiled;
-  if (!setup.device_note.empty()) std::fprintf(stderr, "note: %s\n", setup.device_note.c_str());
+  TrainingJob job = prepare_training(a.positional[0], a, a.has("allow-fallback"));
+  const CompiledPlan& cp = job.plan();
+  if (!job.device_note().empty()) std::fprintf(stderr, "note: %s\n", job.device_note().c_str());
   TrainOptions options;
   // Only the steps are timed. The step limit would end the run with a
   // validation (after the last timed step, so the figures would not change,
@@ -53,7 +52,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   options.validate = false;
   options.max_steps = warmup + steps;
   options.epochs = 1000000;  // max_steps ends it
-  const TrainReport report = train(cp, *setup.backend, *setup.data, options);
+  const TrainReport report = job.train(options);
   // Steps run on across epochs, so only a stop can leave fewer.
   if (static_cast<int64_t>(report.step_seconds.size()) < warmup + steps)
     throw std::runtime_error("training stopped after " +
@@ -62,18 +61,18 @@ int cmd_bench(const std::vector<std::string>& args) {
   std::vector<double> timed(report.step_seconds.begin() + warmup, report.step_seconds.end());
   std::sort(timed.begin(), timed.end());
   const double median_ms = 1000 * timed[timed.size() / 2];
-  const double batch = static_cast<double>(cp.project.training.global_batch);
+  const double batch = static_cast<double>(cp.project().training.global_batch);
   const double flops_per_step =
-      3.0 * static_cast<double>(cp.analysis.total_flops) * static_cast<double>(cp.world_size);
-  nlohmann::json j = {{"project", cp.project.name},
-                      {"backend", setup.backend->name()},
+      3.0 * static_cast<double>(cp.analysis().total_flops) * static_cast<double>(cp.world_size());
+  nlohmann::json j = {{"project", cp.project().name},
+                      {"backend", job.context().backend},
                       {"streams", a.values.count("streams") ? a.values.at("streams") : "5"},
                       {"capture", a.values.count("capture") ? a.values.at("capture") : "on"},
-                      {"devices", cp.project.training.devices.str()},
-                      {"fell_back", setup.fell_back},
+                      {"devices", cp.project().training.devices.str()},
+                      {"fell_back", job.fell_back()},
                       {"plan_bytes_per_device", cp.bytes_per_device()},
-                      {"threads", cpu::cpu_threads()},
-                      {"batch", cp.project.training.global_batch},
+                      {"threads", job.context().cpu_threads},
+                      {"batch", cp.project().training.global_batch},
                       {"steps", steps},
                       {"warmup", warmup},
                       {"median_ms_per_step", median_ms},
@@ -84,7 +83,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("%s: %.2f ms/step (median of %lld), %.0f images/s, %.1f GFLOP/s\n",
-                cp.project.name.c_str(), median_ms, static_cast<long long>(steps),
+                cp.project().name.c_str(), median_ms, static_cast<long long>(steps),
                 j["images_per_s"].get<double>(), j["train_gflop_per_s"].get<double>());
   }
   return 0;

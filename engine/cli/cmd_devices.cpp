@@ -4,10 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backends/devices.h"
-#include "cli/commands.h"
-#include "cli/options.h"
-#include "compile/plan_report.h"
+#include <renaissance/devices.h>
+#include <renaissance/plan_report.h>
+#include "commands.h"
+#include "options.h"
 
 namespace tr::cli {
 

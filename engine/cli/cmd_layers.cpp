@@ -3,10 +3,10 @@
 // engine's layer table, as the Markdown table docs/project-format.md shows.
 #include <cstdio>
 
-#include "cli/commands.h"
-#include "cli/options.h"
-#include "core/error.h"
-#include "model/layer_spec.h"
+#include <renaissance/error.h>
+#include <renaissance/layer_spec.h>
+#include "commands.h"
+#include "options.h"
 
 namespace tr::cli {
 

@@ -8,16 +8,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backends/devices.h"
-#include "cli/commands.h"
-#include "cli/compile_choice.h"
-#include "cli/options.h"
-#include "cli/project_overrides.h"
-#include "compile/compiler.h"
-#include "compile/largest_batch.h"
-#include "compile/plan_report.h"
-#include "core/error.h"
-#include "model/project_io.h"
+#include <renaissance/compiled_plan.h>
+#include <renaissance/devices.h>
+#include <renaissance/error.h>
+#include <renaissance/largest_batch.h>
+#include <renaissance/plan_report.h>
+#include <renaissance/project_io.h>
+#include "commands.h"
+#include "compile_choice.h"
+#include "options.h"
+#include "project_overrides.h"
 
 namespace tr::cli {
 
@@ -77,8 +77,8 @@ uint64_t parse_bytes(const std::string& text) {
 }
 
 // The bytes one rank may take: --memory, else what this machine has.
-uint64_t memory_budget(const ParsedArgs& a, const CompiledProject& cp, std::string* where) {
-  const DeviceSet& devs = cp.project.training.devices;
+uint64_t memory_budget(const ParsedArgs& a, const CompiledPlan& cp, std::string* where) {
+  const DeviceSet& devs = cp.project().training.devices;
   if (a.values.count("memory")) {
     *where = "--memory " + a.values.at("memory") + " per device";
     return parse_bytes(a.values.at("memory"));
@@ -96,15 +96,15 @@ uint64_t memory_budget(const ParsedArgs& a, const CompiledProject& cp, std::stri
 }
 
 // Whether the plan fits the project's devices on this machine, with the numbers.
-std::string fit_line(const CompiledProject& cp) {
+std::string fit_line(const CompiledPlan& cp) {
   const DeviceScan scan = scan_devices();
-  const DeviceSet& devs = cp.project.training.devices;
+  const DeviceSet& devs = cp.project().training.devices;
   const uint64_t need = cp.bytes_per_device();
   if (devs.kind == DeviceKind::CPU) {
-    const uint64_t all = need * static_cast<uint64_t>(cp.world_size);
+    const uint64_t all = need * static_cast<uint64_t>(cp.world_size());
     return "fits " + devs.str() + ": " +
            std::string(all <= scan.host_available_bytes ? "yes" : "NO") + " (" + human_bytes(all) +
-           " for " + std::to_string(cp.world_size) + " rank arena(s), " +
+           " for " + std::to_string(cp.world_size()) + " rank arena(s), " +
            human_bytes(scan.host_available_bytes) + " of host memory available)";
   }
   std::string out = "fits " + devs.str() + ": ";
@@ -133,7 +133,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   Project project = load_project(a.positional[0]);
   apply_overrides(a, project);
 
-  const CompiledProject cp = compile_project(project, compile_options_from(a));
+  const CompiledPlan cp = compile_plan(project, compile_options_from(a));
   if (a.values.count("memory") && !a.has("max-batch"))
     throw UsageError("--memory goes with --max-batch (the budget the search fits the plan to)");
   std::string text;

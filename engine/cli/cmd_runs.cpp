@@ -11,15 +11,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
-#include "cli/options.h"
-#include "cli/terminal_width.h"
-#include "cli/text_table.h"
-#include "core/error.h"
-#include "store/run_compare.h"
-#include "store/run_export.h"
-#include "store/run_store.h"
-#include "store/store_location.h"
+#include <renaissance/error.h>
+#include <renaissance/run_compare.h>
+#include <renaissance/run_export.h>
+#include <renaissance/run_store.h>
+#include <renaissance/store_location.h>
+#include "commands.h"
+#include "options.h"
+#include "terminal_width.h"
+#include "text_table.h"
 
 namespace tr::cli {
 

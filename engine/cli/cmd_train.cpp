@@ -8,13 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
-#include "cli/run_recording.h"
-#include "cli/stop_signals.h"
-#include "cli/training_setup.h"
-#include "core/error.h"
-#include "runtime/profile_export.h"
-#include "runtime/trainer.h"
+#include <renaissance/error.h>
+#include <renaissance/profile_export.h>
+#include <renaissance/training.h>
+#include "commands.h"
+#include "run_recording.h"
+#include "stop_signals.h"
+#include "training_setup.h"
 
 namespace tr::cli {
 
@@ -111,24 +111,22 @@ int cmd_train(const std::vector<std::string>& args) {
     options.profile_end = 3;
   }
 
-  TrainingSetup setup = prepare_training(a.positional[0], a);
-  const CompiledProject& cp = *setup.compiled;
-  if (!setup.device_note.empty()) std::fprintf(stderr, "note: %s\n", setup.device_note.c_str());
+  TrainingJob job = prepare_training(a.positional[0], a);
+  const CompiledPlan& cp = job.plan();
+  const TrainingContext& context = job.context();
+  if (!job.device_note().empty()) std::fprintf(stderr, "note: %s\n", job.device_note().c_str());
   read_checkpoint_options(a, options);
-  const int64_t epochs = cp.project.training.epochs;
+  const int64_t epochs = cp.project().training.epochs;
   std::printf("training %s: %lld parameters, %s, global batch %lld on %s, %lld epoch%s\n",
-              cp.project.name.c_str(), static_cast<long long>(cp.analysis.total_params),
-              setup.data->describe().c_str(),
-              static_cast<long long>(cp.project.training.global_batch),
-              cp.project.training.devices.str().c_str(), static_cast<long long>(epochs),
+              cp.project().name.c_str(), static_cast<long long>(cp.analysis().total_params),
+              context.dataset.c_str(), static_cast<long long>(cp.project().training.global_batch),
+              cp.project().training.devices.str().c_str(), static_cast<long long>(epochs),
               epochs == 1 ? "" : "s");
-  const Backend& backend = *setup.backend;
-  if (backend.global_world() != backend.world_size()) {
-    const int first = backend.global_rank(0);
-    std::printf("global ranks %d-%d of %d on this node%s\n", first,
-                first + backend.world_size() - 1, backend.global_world(),
-                backend.leads() ? "; this node saves checkpoints and records the run"
-                                : "; node 0 saves checkpoints and records the run");
+  if (context.global_world != context.ranks) {
+    std::printf("global ranks %d-%d of %d on this node%s\n", context.first_rank,
+                context.first_rank + context.ranks - 1, context.global_world,
+                context.leads ? "; this node saves checkpoints and records the run"
+                              : "; node 0 saves checkpoints and records the run");
   }
   std::fflush(stdout);
 
@@ -148,7 +146,7 @@ int cmd_train(const std::vector<std::string>& args) {
                 clock_text(eta).c_str());
     std::fflush(stdout);
   };
-  RunRecording recording(a, cp, *setup.data, options, backend.leads());
+  RunRecording recording(a, cp, context, options, context.leads);
   recording.attach(cb);
   // From here to the end a signal stops training at a step boundary and the
   // run is still recorded; before, there is nothing to save and the default
@@ -157,7 +155,7 @@ int cmd_train(const std::vector<std::string>& args) {
   options.stop = signals.flag();
   TrainReport report;
   try {
-    report = train(cp, *setup.backend, *setup.data, options, cb);
+    report = job.train(options, cb);
   } catch (const std::exception& e) {
     recording.failed(e.what());
     throw;
@@ -165,7 +163,7 @@ int cmd_train(const std::vector<std::string>& args) {
   recording.ended(report);
   for (const std::string& path : report.checkpoints) std::printf("checkpoint %s\n", path.c_str());
   if (report.stopped)
-    print_stop(report, signals.received(), options, backend.leads());
+    print_stop(report, signals.received(), options, context.leads);
   else if (report.reached_max_steps)
     std::printf("finished at --max-steps %lld\n", static_cast<long long>(report.steps));
 
@@ -185,7 +183,7 @@ int cmd_train(const std::vector<std::string>& args) {
   }
   if (a.values.count("summary")) {
     nlohmann::json s;
-    s["project"] = cp.project.name;
+    s["project"] = cp.project().name;
     s["epochs"] = nlohmann::json::array();
     for (const EpochReport& e : report.epochs) {
       nlohmann::json j = {{"epoch", e.epoch + 1},

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "cli/compile_choice.h"
+#include "compile_choice.h"
 
-#include "core/error.h"
+#include <renaissance/error.h>
 
 namespace tr::cli {
 

@@ -4,8 +4,8 @@
 // and whether it shares step-local bytes by lifetime (see CompileOptions).
 #pragma once
 
-#include "cli/options.h"
-#include "compile/compiler.h"
+#include <renaissance/compiled_plan.h>
+#include "options.h"
 
 namespace tr::cli {
 

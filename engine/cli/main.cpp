@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/commands.h"
-#include "core/error.h"
+#include <renaissance/error.h>
+#include "commands.h"
 
 namespace {
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "cli/options.h"
+#include "options.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
-#include "core/error.h"
+#include <renaissance/error.h>
 
 namespace tr::cli {
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "cli/project_overrides.h"
+#include "project_overrides.h"
 
-#include "core/error.h"
-#include "model/project_io.h"
+#include <renaissance/error.h>
+#include <renaissance/project_io.h>
 
 namespace tr::cli {
 

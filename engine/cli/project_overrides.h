@@ -7,8 +7,8 @@
 #include <set>
 #include <string>
 
-#include "cli/options.h"
-#include "model/project.h"
+#include <renaissance/project.h>
+#include "options.h"
 
 namespace tr::cli {
 

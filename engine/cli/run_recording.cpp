@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "cli/run_recording.h"
+#include "run_recording.h"
 
 #include <cstdio>
 
-#include "core/error.h"
-#include "store/store_location.h"
+#include <renaissance/error.h>
+#include <renaissance/store_location.h>
 
 namespace tr::cli {
 
-RunRecording::RunRecording(const ParsedArgs& a, const CompiledProject& cp, const DataSource& data,
-                           const TrainOptions& options, bool here) {
+RunRecording::RunRecording(const ParsedArgs& a, const CompiledPlan& plan,
+                           const TrainingContext& context, const TrainOptions& options, bool here) {
   if (a.has("no-store")) {
     if (a.values.count("store"))
       throw UsageError("options '--store' and '--no-store' contradict each other; give one");
@@ -18,7 +18,7 @@ RunRecording::RunRecording(const ParsedArgs& a, const CompiledProject& cp, const
   if (!here) return;
   const std::string path =
       store::resolve_store_path(a.values.count("store") ? a.values.at("store") : std::string());
-  recorder_ = std::make_unique<store::TrainingRecorder>(path, cp, data, options);
+  recorder_ = std::make_unique<store::TrainingRecorder>(path, plan, context, options);
   std::printf("recording run %lld in %s\n", static_cast<long long>(recorder_->run_id()),
               path.c_str());
   std::fflush(stdout);

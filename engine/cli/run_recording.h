@@ -6,8 +6,8 @@
 
 #include <memory>
 
-#include "cli/options.h"
-#include "store/training_recorder.h"
+#include <renaissance/training_recorder.h>
+#include "options.h"
 
 namespace tr::cli {
 
@@ -16,7 +16,7 @@ class RunRecording {
   // Starts the run in the store unless --no-store, or unless `here` is
   // false (a node other than 0 of a run across machines: node 0 records it);
   // a store that cannot be used fails here, before training starts.
-  RunRecording(const ParsedArgs& args, const CompiledProject& cp, const DataSource& data,
+  RunRecording(const ParsedArgs& args, const CompiledPlan& plan, const TrainingContext& context,
                const TrainOptions& options, bool here = true);
 
   void attach(TrainCallbacks& callbacks);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "cli/stop_signals.h"
+#include "stop_signals.h"
 
 #include <signal.h>
 #include <time.h>

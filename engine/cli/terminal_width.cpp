@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "cli/terminal_width.h"
+#include "terminal_width.h"
 
 #include <sys/ioctl.h>
 #include <unistd.h>

@@ -1,16 +1,15 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "cli/training_setup.h"
+#include "training_setup.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
-#include "cli/compile_choice.h"
-#include "cli/project_overrides.h"
-#include "core/error.h"
-#include "model/project_io.h"
-#include "net/tcp_rendezvous.h"
-#include "runtime/checkpoint.h"
+#include <renaissance/checkpoint.h>
+#include <renaissance/error.h>
+#include <renaissance/project_io.h>
+#include "compile_choice.h"
+#include "project_overrides.h"
 
 namespace tr::cli {
 
@@ -63,7 +62,7 @@ MultiNodeOptions read_node_options(const ParsedArgs& a) {
                      " nodes needs --rendezvous HOST:PORT: node 0's address and a free port, "
                      "the same on every node");
   n.rendezvous = a.values.at("rendezvous");
-  (void)net::parse_endpoint(n.rendezvous);
+  check_rendezvous_address(n.rendezvous);
   if (a.values.count("rendezvous-timeout")) {
     const long long s = positive_integer("rendezvous-timeout", a.values.at("rendezvous-timeout"));
     if (s > 7 * 24 * 3600)
@@ -73,8 +72,8 @@ MultiNodeOptions read_node_options(const ParsedArgs& a) {
   return n;
 }
 
-TrainingSetup prepare_training(const std::string& project_path, const ParsedArgs& a,
-                               bool allow_cpu_fallback) {
+TrainingJob prepare_training(const std::string& project_path, const ParsedArgs& a,
+                             bool allow_cpu_fallback) {
   Project project = load_project(project_path);
   apply_overrides(a, project);
   SetupOptions options;
@@ -104,7 +103,7 @@ TrainingSetup prepare_training(const std::string& project_path, const ParsedArgs
     options.cuda_capture = v == "on";
   }
   options.compile = compile_options_from(a);
-  return tr::prepare_training(std::move(project), options);
+  return TrainingJob(std::move(project), options);
 }
 
 void read_checkpoint_options(const ParsedArgs& a, TrainOptions& options) {

@@ -7,13 +7,12 @@
 #include <memory>
 #include <string>
 
-#include "cli/options.h"
-#include "compile/compiler.h"
-#include "data/data_source.h"
-#include "net/multi_node.h"
-#include "runtime/backend.h"
-#include "runtime/trainer.h"
-#include "setup/training_setup.h"
+#include <renaissance/compiled_plan.h>
+#include <renaissance/multi_node_options.h>
+#include <renaissance/profile.h>
+#include <renaissance/training.h>
+#include <renaissance/training_job.h>
+#include "options.h"
 
 namespace tr::cli {
 
@@ -31,10 +30,10 @@ std::set<std::string> node_options();
 // without --nodes, one node.
 MultiNodeOptions read_node_options(const ParsedArgs& args);
 
-// The project file with the command line's overrides, through tr::prepare_training.
+// The project file with the command line's overrides, ready to train.
 // `allow_cpu_fallback`: see SetupOptions (bench: only with --allow-fallback).
-TrainingSetup prepare_training(const std::string& project_path, const ParsedArgs& args,
-                               bool allow_cpu_fallback = true);
+TrainingJob prepare_training(const std::string& project_path, const ParsedArgs& args,
+                             bool allow_cpu_fallback = true);
 
 // `train`'s state options: --checkpoint-dir DIR, --resume FILE (read and
 // checked for damage here, against the project when training starts) and

@@ -6,11 +6,11 @@
 #include <stdexcept>
 #include <string>
 
+#include <renaissance/error.h>
 #include "compile/layer_lowering.h"
 #include "compile/layer_rewrites.h"
 #include "compile/step_packing.h"
 #include "compile/stream_policy.h"
-#include "core/error.h"
 
 namespace tr {
 

@@ -13,22 +13,16 @@
 #include <string>
 #include <vector>
 
+#include <renaissance/compiled_plan.h>
+
+#include <renaissance/memory_plan.h>
+#include <renaissance/project.h>
+#include <renaissance/shape_inference.h>
 #include "compile/computation_graph.h"
 #include "compile/node_params.h"
 #include "compile/scalar_slot.h"
-#include "model/project.h"
-#include "model/shape_inference.h"
-#include "plan/memory_plan.h"
-#include "plan/pool_packing.h"
 
 namespace tr {
-
-struct ResolvedVariant {
-  std::string name;
-  VariantKind kind = VariantKind::Train;
-  int64_t batch = 0;  // per device
-  int64_t height = 0, width = 0;
-};
 
 // Where a model node's tensors live. Parameter ids are per series (W, E, A,
 // G, H, M, V); kNoTensor where the series is not used by this project.
@@ -62,34 +56,6 @@ struct EngineTensors {
   DTensorId input[2] = {kNoTensor, kNoTensor};   // A, B
   DTensorId labels[2] = {kNoTensor, kNoTensor};  // A, B
   DTensorId active_labels = kNoTensor;           // copy of the labels of the buffer in use
-};
-
-// Memory-saving rewrites the compiler applies where they are safe. Both are
-// on by default; switching them off gives the plain one-kernel-per-layer,
-// one-slot-per-gradient program (for comparison and for tests).
-struct CompileOptions {
-  // BatchNorm2d whose only consumer is a ReLU: one fused kernel each way; the
-  // BN output (and its gradient slot) is never allocated.
-  bool fuse_bn_relu = true;
-  // A conv or FC layer (not the first) that is the only reader of its input
-  // writes the input's gradient over the input itself (ENGINE.md §4: dX after
-  // dW has read X), when the input's producer does not need its own output in
-  // its backward. That feature then has no separate gradient slot.
-  bool in_place_dx = true;
-  // Step-local tensors (features, gradient slots, scratch) share bytes where
-  // their lifetimes over the step do not overlap, placed per variant
-  // (MemoryPlan's pool). Off: every tensor its own bytes, one offset per id
-  // in every variant (the plan before lifetimes, for comparison).
-  bool pack_memory = true;
-};
-
-// How a variant's step-local pool came out (packed plans only).
-struct PoolSummary {
-  uint64_t slot_bytes = 0;       // the tensors in use, each in its own slot
-  uint64_t packed_bytes = 0;     // the pool
-  uint64_t peak_live_bytes = 0;  // the most slot bytes live at one point: the floor
-  int peak_position = -1;        // where, in the step's node order (first such)
-  PackingStrategy strategy = PackingStrategy::GREEDY_BY_SIZE;
 };
 
 struct CompiledProject {

@@ -3,8 +3,8 @@
 
 #include <cstdio>
 
-#include "model/project.h"
-#include "plan/memory_plan.h"
+#include <renaissance/memory_plan.h>
+#include <renaissance/project.h>
 
 namespace tr {
 

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "compile/graph_id.h"
+#include <renaissance/dtensor.h>
+#include <renaissance/graph_id.h>
+#include <renaissance/region.h>
+#include <renaissance/stream_kind.h>
 #include "compile/node_params.h"
 #include "compile/ops.h"
-#include "compile/stream_kind.h"
-#include "plan/dtensor.h"
-#include "plan/region.h"
 
 namespace tr {
 

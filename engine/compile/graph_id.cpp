@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "compile/graph_id.h"
+#include <renaissance/graph_id.h>
 
 #include <array>
 

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "compile/largest_batch.h"
+#include <renaissance/largest_batch.h>
 
 #include <algorithm>
 
-#include "core/error.h"
-#include "model/project_limits.h"
+#include <renaissance/error.h>
+#include <renaissance/project_limits.h>
+
+#include "compile/compiler.h"
 
 namespace tr {
 

@@ -6,9 +6,9 @@
 
 #include <vector>
 
+#include <renaissance/project.h>
+#include <renaissance/shape_inference.h>
 #include "compile/compiler.h"
-#include "model/project.h"
-#include "model/shape_inference.h"
 
 namespace tr {
 

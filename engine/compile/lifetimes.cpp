@@ -78,13 +78,17 @@ StepLifetimes step_lifetimes(const CompiledProject& cp, int variant) {
   return out;
 }
 
-std::string StepLifetimes::describe(const CompiledProject& cp, int position) const {
+std::string StepLifetimes::describe(const Project& project, int position) const {
   if (position < 0 || static_cast<size_t>(position) >= order.size()) return "nowhere";
   const StepPosition& p = order[static_cast<size_t>(position)];
   std::string s = std::string(graph_id_name(p.graph)) + " #" + std::to_string(p.node);
-  if (p.layer >= 0 && static_cast<size_t>(p.layer) < cp.project.model.nodes.size())
-    s += " (" + cp.project.model.nodes[static_cast<size_t>(p.layer)].id + ")";
+  if (p.layer >= 0 && static_cast<size_t>(p.layer) < project.model.nodes.size())
+    s += " (" + project.model.nodes[static_cast<size_t>(p.layer)].id + ")";
   return s;
+}
+
+StepLifetimes step_lifetimes(const CompiledPlan& plan, int variant) {
+  return step_lifetimes(plan.program(), variant);
 }
 
 }  // namespace tr

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "compile/node_params.h"
 
+#include <renaissance/project.h>
 #include "compile/computation_graph.h"
-#include "model/project.h"
 
 namespace tr {
 

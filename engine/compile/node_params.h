@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/training_values.h"
+#include <renaissance/training_values.h>
 
 namespace tr {
 

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <renaissance/layer_spec.h>
 #include "compile/lifetimes.h"
-#include "model/layer_spec.h"
 
 namespace tr {
 
@@ -157,11 +157,11 @@ std::string plan_report_text(const CompiledProject& cp) {
       out += fmt("  this variant: %s before packing, %s after; at most %s live at once (at %s)\n",
                  human_bytes(plan.pool().offset + pool.slot_bytes).c_str(),
                  human_bytes(plan.total_bytes()).c_str(), human_bytes(pool.peak_live_bytes).c_str(),
-                 life.describe(cp, pool.peak_position).c_str());
+                 life.describe(cp.project, pool.peak_position).c_str());
     } else {
       out += fmt("  per-step tensors (F, T): %s planned, at most %s live at once (at %s)\n",
                  human_bytes(life.planned_bytes).c_str(), human_bytes(life.peak_bytes).c_str(),
-                 life.describe(cp, life.peak_position).c_str());
+                 life.describe(cp.project, life.peak_position).c_str());
     }
     std::vector<const TensorLifetime*> lifetime_of(plan.dtensors().size(), nullptr);
     for (const TensorLifetime& l : life.tensors) lifetime_of[static_cast<size_t>(l.id)] = &l;
@@ -277,8 +277,8 @@ nlohmann::json plan_report_json(const CompiledProject& cp) {
          {"pool", plan.packed() ? pool_json(plan, cp.pools[vi]) : json(nullptr)},
          // Packed: outputs written in place share their input's bytes.
          {"peak_live_bytes", plan.packed() ? cp.pools[vi].peak_live_bytes : life.peak_bytes},
-         {"peak_at",
-          life.describe(cp, plan.packed() ? cp.pools[vi].peak_position : life.peak_position)},
+         {"peak_at", life.describe(cp.project, plan.packed() ? cp.pools[vi].peak_position
+                                                             : life.peak_position)},
          {"regions", std::move(regions)},
          {"tensors", std::move(tensors)}});
   }
@@ -302,6 +302,22 @@ std::string graphs_report_text(const CompiledProject& cp) {
     out += graph_to_text(g, cp.plans[vi], cp.project.model, cp.variants[vi].name) + "\n";
   }
   return out;
+}
+
+std::string plan_report_text(const CompiledPlan& plan) {
+  return plan_report_text(plan.program());
+}
+
+nlohmann::json plan_report_json(const CompiledPlan& plan) {
+  return plan_report_json(plan.program());
+}
+
+uint64_t unpacked_bytes_per_device(const CompiledPlan& plan) {
+  return unpacked_bytes_per_device(plan.program());
+}
+
+std::string graphs_report_text(const CompiledPlan& plan) {
+  return graphs_report_text(plan.program());
 }
 
 }  // namespace tr

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "core/error.h"
+#include <renaissance/error.h>
 
 namespace tr {
 

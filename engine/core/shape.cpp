@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "core/shape.h"
+#include <renaissance/shape.h>
 
 namespace tr {
 

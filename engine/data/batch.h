@@ -5,10 +5,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/dtype.h"
+#include <renaissance/dtype.h>
+#include <renaissance/project.h>
 #include "data/data_source.h"
 #include "data/host_tensor.h"
-#include "model/project.h"
 
 namespace tr {
 

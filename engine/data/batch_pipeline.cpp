@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.h"
+#include <renaissance/error.h>
 
 namespace tr {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/shape.h"
+#include <renaissance/shape.h>
 
 namespace tr {
 

@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "core/error.h"
+#include <renaissance/error.h>
 #include "data/fashion_mnist.h"
 #include "data/synthetic.h"
 

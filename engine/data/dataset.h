@@ -7,13 +7,13 @@
 #include <memory>
 #include <string>
 
+#include <renaissance/dataset_probe.h>
+
+#include <renaissance/project.h>
 #include "data/data_source.h"
-#include "model/project.h"
 
 namespace tr {
 
-inline constexpr const char* kFashionMnistEnvVar = "TR_FASHION_MNIST_DIR";
-inline constexpr const char* kFashionMnistDefaultDir = "/usr/share/datasets/fashion-mnist";
 // DatasetSpec has no seed of its own; callers that want the data to follow
 // the training seed pass Project::training.seed instead.
 inline constexpr uint64_t kDefaultSyntheticSeed = 0x5EED'DA7A;

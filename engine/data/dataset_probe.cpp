@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The header-only look at a dataset: the same files and the same messages
 // as load_dataset, without decoding the payloads.
-#include "data/dataset_probe.h"
+#include <renaissance/dataset_probe.h>
 
 #include <filesystem>
 #include <system_error>
 
-#include "core/error.h"
+#include <renaissance/error.h>
 #include "data/dataset.h"
 #include "data/fashion_mnist.h"
 #include "data/idx_reader.h"

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/error.h"
+#include <renaissance/error.h>
 
 namespace tr {
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "core/error.h"
+#include <renaissance/error.h>
 #include "data/idx_reader.h"
 
 namespace tr {

@@ -8,8 +8,8 @@
 #include <memory>
 #include <type_traits>
 
-#include "core/dtype.h"
-#include "core/shape.h"
+#include <renaissance/dtype.h>
+#include <renaissance/shape.h>
 
 namespace tr {
 

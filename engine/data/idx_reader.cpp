@@ -16,7 +16,7 @@
 #include <system_error>
 #include <vector>
 
-#include "core/error.h"
+#include <renaissance/error.h>
 
 namespace tr {
 

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <string>
 
+#include <renaissance/error.h>
 #include "core/counter_rng.h"
-#include "core/error.h"
 #include "data/half.h"
 
 namespace tr {

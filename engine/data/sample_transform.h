@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/shape.h"
+#include <renaissance/shape.h>
 
 namespace tr {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <renaissance/error.h>
 #include "core/counter_rng.h"
-#include "core/error.h"
 
 namespace tr {
 

@@ -3,9 +3,9 @@
 #include <string>
 #include <string_view>
 
+#include <renaissance/project_io.h>
+#include <renaissance/project_limits.h>
 #include "model/json_text.h"
-#include "model/project_io.h"
-#include "model/project_limits.h"
 
 namespace tr {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "core/error.h"
+#include <renaissance/error.h>
 #include "model/json_text.h"
 
 namespace tr {

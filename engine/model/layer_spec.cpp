@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "model/layer_spec.h"
+#include <renaissance/layer_spec.h>
 
 #include <cstdio>
 #include <limits>
 
-#include "model/project_limits.h"
+#include <renaissance/project_limits.h>
+
+#include "model/layer_shapes.h"
 
 namespace tr {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "model/layer_type.h"
+#include <renaissance/layer_type.h>
 
-#include "model/layer_spec.h"
+#include <renaissance/layer_spec.h>
 
 namespace tr {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Project: node labels, id lookup, device-set text and the enum names used in files.
-#include "model/project.h"
+#include <renaissance/project.h>
 
 namespace tr {
 

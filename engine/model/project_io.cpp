@@ -2,13 +2,13 @@
 // Reading project files: the bytes from disk, then JSON (model/json_dom.h),
 // then the validating reader (model/project_reader.h). Writing is in
 // project_writer.cpp, device strings in device_text.cpp.
-#include "model/project_io.h"
+#include <renaissance/project_io.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
-#include "core/error.h"
+#include <renaissance/error.h>
 #include "model/json_dom.h"
 #include "model/project_reader.h"
 

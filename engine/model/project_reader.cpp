@@ -11,11 +11,11 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.h"
+#include <renaissance/error.h>
+#include <renaissance/layer_spec.h>
+#include <renaissance/project_io.h>
+#include <renaissance/project_limits.h>
 #include "model/json_text.h"
-#include "model/layer_spec.h"
-#include "model/project_io.h"
-#include "model/project_limits.h"
 
 namespace tr {
 

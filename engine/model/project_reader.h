@@ -5,8 +5,8 @@
 
 #include <string>
 
+#include <renaissance/project.h>
 #include "model/json_dom.h"
-#include "model/project.h"
 
 namespace tr {
 

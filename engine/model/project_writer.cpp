@@ -11,10 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include <renaissance/error.h>
+#include <renaissance/layer_spec.h>
+#include <renaissance/project_io.h>
 #include "model/json_text.h"
-#include "model/layer_spec.h"
-#include "model/project_io.h"
 #include "model/project_reader.h"
 
 namespace tr {

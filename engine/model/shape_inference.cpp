@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "model/shape_inference.h"
+#include <renaissance/shape_inference.h>
 
 #include <algorithm>
 #include <string>
 
+#include <renaissance/layer_spec.h>
 #include "model/layer_shapes.h"
-#include "model/layer_spec.h"
 
 namespace tr {
 

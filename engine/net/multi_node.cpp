@@ -6,9 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <renaissance/error.h>
+#include <renaissance/project_io.h>
 #include "compile/plan_report.h"
-#include "core/error.h"
-#include "model/project_io.h"
 #include "net/tcp_rendezvous.h"
 
 namespace tr {
@@ -73,6 +73,10 @@ std::string plan_fingerprint(const CompiledProject& cp) {
   char out[17];
   std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
   return out;
+}
+
+void check_rendezvous_address(const std::string& address, const std::string& option) {
+  (void)net::parse_endpoint(address, option);
 }
 
 }  // namespace tr

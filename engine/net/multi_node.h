@@ -8,17 +8,12 @@
 
 #include <string>
 
+#include <renaissance/multi_node_options.h>
+#include <renaissance/project.h>
+
 #include "compile/compiler.h"
-#include "model/project.h"
-#include "net/multi_node_options.h"
 
 namespace tr {
-
-// Throws UsageError when the options do not fit together, or when `devices`
-// cannot train across machines (CPU ranks collect in one process);
-// `device_note` says why CUDA devices fell back to the CPU, if they did.
-void check_multi_node(const MultiNodeOptions& nodes, const DeviceSet& devices,
-                      const std::string& device_note = {});
 
 // The project compiled for every node's ranks: nodes x this node's devices
 // share the global batch. The compiled project keeps this node's device

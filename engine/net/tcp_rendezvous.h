@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include <renaissance/error.h>
 
 namespace tr::net {
 

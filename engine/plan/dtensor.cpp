@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "plan/dtensor.h"
+#include <renaissance/dtensor.h>
 
 #include "core/align.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "plan/memory_plan.h"
+#include <renaissance/memory_plan.h>
 
 #include <algorithm>
 #include <stdexcept>

@@ -9,21 +9,14 @@
 #include <string_view>
 #include <vector>
 
+#include <renaissance/memory_plan.h>
+
 namespace tr {
 
 struct PoolItem {
   uint64_t bytes = 0;       // a multiple of the pool's alignment
   int first = 0, last = 0;  // live over [first, last]
 };
-
-enum class PackingStrategy : uint8_t {
-  // Largest first, each into the smallest gap that fits among the items it
-  // overlaps in time (the arena planners of TFLite and ExecuTorch).
-  GREEDY_BY_SIZE,
-  // In order of first use, each into the lowest gap that fits.
-  FIRST_FIT_BY_START,
-};
-std::string_view packing_strategy_name(PackingStrategy s) noexcept;
 
 struct PoolPacking {
   std::vector<uint64_t> offsets;  // per item, from the start of the pool

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "plan/region.h"
+#include <renaissance/region.h>
 
 #include <array>
 

@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "compile/stream_kind.h"
+#include <renaissance/profile.h>
+#include <renaissance/stream_kind.h>
+
 #include "runtime/launch.h"
 
 namespace tr {
@@ -25,18 +27,6 @@ using EventId = int32_t;
 using GraphHandle = int32_t;
 
 enum class ReduceOp : uint8_t { SUM, MEAN };
-
-// A span of work the profiler saw: one launch executed on one rank.
-struct ProfileSpan {
-  int rank = 0;
-  LaunchTag tag;
-  double start_us = 0;  // since the backend's clock origin
-  double end_us = 0;
-  // The global training step the span belongs to; -1 when unknown (a backend
-  // records none: the trainer stamps what it takes at each step's end, and
-  // traces written before steps were recorded have none).
-  int64_t step = -1;
-};
 
 class Backend {
  public:

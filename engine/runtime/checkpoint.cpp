@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "runtime/checkpoint.h"
+#include <renaissance/checkpoint.h>
 
 #include <zlib.h>
 
@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include <renaissance/error.h>
 
 namespace tr {
 

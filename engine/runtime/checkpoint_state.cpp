@@ -4,8 +4,8 @@
 #include <map>
 #include <utility>
 
-#include "core/error.h"
-#include "model/project_io.h"
+#include <renaissance/error.h>
+#include <renaissance/project_io.h>
 
 namespace tr {
 

@@ -6,8 +6,8 @@
 
 #include <string>
 
+#include <renaissance/checkpoint.h>
 #include "compile/compiler.h"
-#include "runtime/checkpoint.h"
 #include "runtime/training_session.h"
 
 namespace tr {

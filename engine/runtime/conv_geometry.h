@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include <renaissance/shape.h>
 #include "compile/node_params.h"
-#include "core/shape.h"
 
 namespace tr {
 

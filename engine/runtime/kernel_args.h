@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <renaissance/dtensor.h>
 #include "compile/computation_graph.h"
 #include "compile/node_params.h"
 #include "compile/scalar_slot.h"
-#include "plan/dtensor.h"
 
 namespace tr {
 

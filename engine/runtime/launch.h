@@ -9,9 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "compile/graph_id.h"
-#include "compile/stream_kind.h"
-#include "plan/memory_plan.h"
+#include <renaissance/graph_id.h>
+#include <renaissance/memory_plan.h>
+#include <renaissance/profile.h>
+#include <renaissance/stream_kind.h>
 #include "runtime/kernel_args.h"
 
 namespace tr {
@@ -36,15 +37,6 @@ struct Footprint {
   // True when this footprint and `later` touch the same bytes in a way that
   // orders them: read-after-write, write-after-read or write-after-write.
   bool conflicts_with(const Footprint& later) const;
-};
-
-// Where a launch came from, for the profiler and for messages.
-struct LaunchTag {
-  GraphId graph = GraphId::NUM_GRAPH_IDS;  // NUM_GRAPH_IDS: not from a graph
-  int node = -1;
-  int part = -1;  // BwdPart of a forked op, -1 otherwise
-  StreamKind stream = StreamKind::COMP_1;
-  std::string label;  // "DEEP_FWD_BWD#3 CONV_BWD conv2 dW"
 };
 
 struct Launch {

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "model/project.h"
+#include <renaissance/project.h>
 
 namespace tr {
 

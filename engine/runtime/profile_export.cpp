@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "runtime/profile_export.h"
+#include <renaissance/profile_export.h>
 
 #include <algorithm>
 #include <map>

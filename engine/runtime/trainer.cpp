@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.h"
+#include <renaissance/error.h>
 #include "data/batch_pipeline.h"
 #include "runtime/checkpoint_state.h"
 #include "runtime/lr_schedule.h"

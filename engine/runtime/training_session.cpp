@@ -4,7 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "core/error.h"
+#include <renaissance/error.h>
 #include "runtime/weight_init.h"
 
 namespace tr {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "setup/plan_fit.h"
 
-#include "compile/largest_batch.h"
+#include <renaissance/largest_batch.h>
 #include "compile/plan_report.h"
 
 namespace tr {

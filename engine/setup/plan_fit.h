@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "backends/devices.h"
+#include <renaissance/devices.h>
 #include "compile/compiler.h"
 
 namespace tr {

@@ -3,12 +3,13 @@
 
 #include <string>
 
+#include <renaissance/devices.h>
+#include <renaissance/error.h>
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_threads.h"
 #include "backends/cuda_plugin.h"
-#include "backends/devices.h"
-#include "core/error.h"
 #include "data/dataset.h"
+#include "net/multi_node.h"
 #include "setup/plan_fit.h"
 
 namespace tr {

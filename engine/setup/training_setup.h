@@ -8,34 +8,16 @@
 #include <memory>
 #include <string>
 
+#include <renaissance/training_job.h>
+
 #include "compile/compiler.h"
 #include "data/data_source.h"
-#include "model/project.h"
-#include "net/multi_node.h"
 #include "runtime/backend.h"
 
 namespace tr {
 
-struct SetupOptions {
-  std::string data_dir;  // empty: the dataset's default folder
-  int cpu_threads = 0;   // 0: keep the current setting
-  CompileOptions compile;
-  MultiNodeOptions nodes;  // training across machines (CUDA devices only)
-  // The CUDA backend's measuring modes (CudaBackendOptions: `bench`'s
-  // --streams and --capture); UsageError when the run is not on CUDA.
-  int cuda_streams = 5;
-  bool cuda_capture = true;
-  // CUDA devices asked for but not usable here: train on as many CPU ranks
-  // with a note (true), or refuse with UsageError (false: a measurement must
-  // not report the CPU as the GPU).
-  bool allow_cpu_fallback = true;
-  // The CPU backend's check of the step schedule (CpuBackendOptions): for
-  // tests; it costs time on every step.
-  bool check_step_schedule = false;
-};
-
 struct TrainingSetup {
-  std::unique_ptr<CompiledProject> compiled;
+  std::shared_ptr<const CompiledProject> compiled;
   std::unique_ptr<DataSource> data;
   std::unique_ptr<Backend> backend;
   std::string device_note;  // e.g. why CUDA devices fell back to the CPU backend

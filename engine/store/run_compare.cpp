@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "store/run_compare.h"
+#include <renaissance/run_compare.h>
 
 #include <map>
 #include <set>

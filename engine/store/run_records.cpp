@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "store/run_records.h"
+#include <renaissance/run_records.h>
 
 #include <cmath>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "store/run_store.h"
+#include <renaissance/run_store.h>
 
 #include <sqlite3.h>
 
@@ -10,7 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "store/build_info.h"
+#include "store/process_identity.h"
 #include "store/schema.h"
+#include "store/sqlite_db.h"
 
 namespace tr::store {
 
@@ -171,6 +173,10 @@ struct RunStore::AppendStatements {
 
 RunStore::~RunStore() = default;
 
+const std::string& RunStore::path() const noexcept {
+  return db_->path();
+}
+
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -189,35 +195,35 @@ RunStore::RunStore(const std::string& path) {
       throw StoreError("cannot create the folder '" + p.parent_path().string() +
                        "' for the run store: " + ec.message());
   }
-  db_ = SqliteDb(path,
-                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (created ? SQLITE_OPEN_CREATE : 0));
-  sqlite3_busy_timeout(db_.handle(), kBusyTimeoutMs);
+  db_ = std::make_unique<SqliteDb>(
+      path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (created ? SQLITE_OPEN_CREATE : 0));
+  sqlite3_busy_timeout(db_->handle(), kBusyTimeoutMs);
   check_and_prepare();
   mark_dead_writers();
 }
 
 void RunStore::check_and_prepare() {
-  const FileHeader first = read_header(db_);
-  const bool empty = check_header(first, db_.path());
+  const FileHeader first = read_header(*db_);
+  const bool empty = check_header(first, db_->path());
   opened_version_ = static_cast<int>(first.version);
   // Only now, with the file known to be ours (or empty), may anything write.
-  db_.exec("PRAGMA journal_mode = WAL");
-  db_.exec("PRAGMA synchronous = NORMAL");
-  db_.exec("PRAGMA foreign_keys = ON");
+  db_->exec("PRAGMA journal_mode = WAL");
+  db_->exec("PRAGMA synchronous = NORMAL");
+  db_->exec("PRAGMA foreign_keys = ON");
   if (!empty && first.version == kStoreSchemaVersion) return;
-  Transaction t(db_);
+  Transaction t(*db_);
   // Another process may have initialised or migrated it meanwhile.
-  const FileHeader h = read_header(db_);
-  check_header(h, db_.path());
-  if (h.version < kStoreSchemaVersion) migrate_store(db_, static_cast<int>(h.version));
+  const FileHeader h = read_header(*db_);
+  check_header(h, db_->path());
+  if (h.version < kStoreSchemaVersion) migrate_store(*db_, static_cast<int>(h.version));
   t.commit();
 }
 
 void RunStore::mark_dead_writers() {
-  if (sqlite3_db_readonly(db_.handle(), "main") == 1) return;  // a reader on read-only media
+  if (sqlite3_db_readonly(db_->handle(), "main") == 1) return;  // a reader on read-only media
   std::vector<std::pair<int64_t, ProcessIdentity>> dead;
   {
-    Statement q(db_,
+    Statement q(*db_,
                 "SELECT id, writer_host, writer_pid, writer_start FROM runs "
                 "WHERE status = 'running'");
     while (q.step()) {
@@ -226,22 +232,22 @@ void RunStore::mark_dead_writers() {
     }
   }
   if (dead.empty()) return;
-  Transaction t(db_);
-  Statement u(db_,
+  Transaction t(*db_);
+  Statement u(*db_,
               "UPDATE runs SET status = 'interrupted', ended_at = updated_at, error = ?2 "
               "WHERE id = ?1 AND status = 'running'");
   for (const auto& [id, w] : dead) {
     u.bind(1, id).bind(2, "the writing process (pid " + std::to_string(w.pid) + " on " + w.host +
                               ") ended without closing the run");
     u.run();
-    if (sqlite3_changes(db_.handle()) > 0) interrupted_.push_back(id);
+    if (sqlite3_changes(db_->handle()) > 0) interrupted_.push_back(id);
     u.reset();
   }
   t.commit();
 }
 
 int RunStore::schema_version() const {
-  Statement s(db_, "PRAGMA user_version");
+  Statement s(*db_, "PRAGMA user_version");
   s.step();
   return static_cast<int>(s.int64(0));
 }
@@ -249,8 +255,8 @@ int RunStore::schema_version() const {
 int64_t RunStore::begin_run(const RunStart& start) {
   const ProcessIdentity me = current_process();
   const double now = unix_now();
-  Transaction t(db_);
-  Statement s(db_,
+  Transaction t(*db_);
+  Statement s(*db_,
               "INSERT INTO runs (name, status, started_at, updated_at, devices, world_size, "
               "precision, seed, engine_version, git_commit, writer_host, writer_pid, "
               "writer_start) VALUES (?1, 'running', ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
@@ -266,8 +272,8 @@ int64_t RunStore::begin_run(const RunStart& start) {
       .bind(10, me.pid)
       .bind(11, me.start);
   s.run();
-  const int64_t id = sqlite3_last_insert_rowid(db_.handle());
-  Statement c(db_,
+  const int64_t id = sqlite3_last_insert_rowid(db_->handle());
+  Statement c(*db_,
               "INSERT INTO run_configs (run_id, hyper_json, project_json) VALUES (?1, ?2, ?3)");
   c.bind(1, id)
       .bind(2, start.hyper_json.empty() ? std::string("{}") : start.hyper_json)
@@ -280,10 +286,10 @@ int64_t RunStore::begin_run(const RunStart& start) {
 void RunStore::append(int64_t run, std::span<const StepRecord> steps,
                       std::span<const EpochRecord> epochs) {
   if (steps.empty() && epochs.empty()) return;
-  if (!append_) append_ = std::make_unique<AppendStatements>(db_);
+  if (!append_) append_ = std::make_unique<AppendStatements>(*db_);
   AppendStatements& st = *append_;
   const double now = unix_now();
-  Transaction t(db_);
+  Transaction t(*db_);
   int64_t next_step = 0;
   for (const StepRecord& r : steps) {
     st.step.reset();
@@ -357,7 +363,7 @@ void RunStore::end_run(int64_t run, RunStatus status, const std::string& error) 
   if (status == RunStatus::Running || status == RunStatus::Interrupted)
     throw std::logic_error("end_run takes finished, stopped or failed");
   const double now = unix_now();
-  Statement s(db_,
+  Statement s(*db_,
               "UPDATE runs SET status = ?2, ended_at = ?3, updated_at = ?3, error = ?4 "
               "WHERE id = ?1");
   s.bind(1, run).bind(2, run_status_name(status)).bind(3, now);
@@ -373,14 +379,14 @@ void RunStore::require_run(int64_t run) const {
 }
 
 void RunStore::no_such_run(int64_t run) const {
-  throw StoreError("there is no run " + std::to_string(run) + " in the run store '" + db_.path() +
+  throw StoreError("there is no run " + std::to_string(run) + " in the run store '" + db_->path() +
                    "' (renaissance-cli runs list shows the ids)");
 }
 
 int64_t RunStore::add_checkpoint(int64_t run, const CheckpointRecord& c) {
   require_run(run);
   if (c.path.empty()) throw StoreError("a checkpoint record needs the checkpoint's path");
-  Statement s(db_,
+  Statement s(*db_,
               "INSERT INTO checkpoints (run_id, path, epoch, step, metrics_json, created_at) "
               "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
   s.bind(1, run).bind(2, c.path);
@@ -398,23 +404,23 @@ int64_t RunStore::add_checkpoint(int64_t run, const CheckpointRecord& c) {
     s.bind(5, c.metrics_json);
   s.bind(6, c.created_at > 0 ? c.created_at : unix_now());
   s.run();
-  return sqlite3_last_insert_rowid(db_.handle());
+  return sqlite3_last_insert_rowid(db_->handle());
 }
 
 void RunStore::add_tag(int64_t run, const std::string& tag) {
   check_tag(tag);
   require_run(run);
-  Statement s(db_, "INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?1, ?2)");
+  Statement s(*db_, "INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?1, ?2)");
   s.bind(1, run).bind(2, tag);
   s.run();
 }
 
 void RunStore::remove_tag(int64_t run, const std::string& tag) {
   require_run(run);
-  Statement s(db_, "DELETE FROM tags WHERE run_id = ?1 AND tag = ?2");
+  Statement s(*db_, "DELETE FROM tags WHERE run_id = ?1 AND tag = ?2");
   s.bind(1, run).bind(2, tag);
   s.run();
-  if (sqlite3_changes(db_.handle()) == 0)
+  if (sqlite3_changes(db_->handle()) == 0)
     throw StoreError("run " + std::to_string(run) + " has no tag '" + tag + "'");
 }
 
@@ -422,10 +428,10 @@ int64_t RunStore::add_note(int64_t run, const std::string& text) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw StoreError("a note needs some text");
   require_run(run);
-  Statement s(db_, "INSERT INTO notes (run_id, text, created_at) VALUES (?1, ?2, ?3)");
+  Statement s(*db_, "INSERT INTO notes (run_id, text, created_at) VALUES (?1, ?2, ?3)");
   s.bind(1, run).bind(2, text).bind(3, unix_now());
   s.run();
-  return sqlite3_last_insert_rowid(db_.handle());
+  return sqlite3_last_insert_rowid(db_->handle());
 }
 
 void RunStore::delete_run(int64_t run) {
@@ -435,13 +441,13 @@ void RunStore::delete_run(int64_t run) {
     throw StoreError("run " + std::to_string(run) + " is still being recorded by process " +
                      std::to_string(d.writer_pid) + " on " + d.writer_host +
                      "; stop that training first");
-  Transaction t(db_);
+  Transaction t(*db_);
   for (const char* sql :
        {"DELETE FROM step_metrics WHERE run_id = ?1", "DELETE FROM epoch_metrics WHERE run_id = ?1",
         "DELETE FROM checkpoints WHERE run_id = ?1", "DELETE FROM tags WHERE run_id = ?1",
         "DELETE FROM notes WHERE run_id = ?1", "DELETE FROM run_configs WHERE run_id = ?1",
         "DELETE FROM runs WHERE id = ?1"}) {
-    Statement s(db_, sql);
+    Statement s(*db_, sql);
     s.bind(1, run);
     s.run();
   }
@@ -449,15 +455,15 @@ void RunStore::delete_run(int64_t run) {
 }
 
 std::vector<RunSummary> RunStore::list_runs(const std::string& filter) const {
-  Statement s(db_, "SELECT " TR_SUMMARY_COLUMNS
-                   " FROM runs r WHERE ?1 = '' OR r.name LIKE ?2 ESCAPE '\\' "
-                   "OR r.status LIKE ?2 ESCAPE '\\' OR r.devices LIKE ?2 ESCAPE '\\' "
-                   "OR r.precision LIKE ?2 ESCAPE '\\' OR r.git_commit LIKE ?2 ESCAPE '\\' "
-                   "OR EXISTS (SELECT 1 FROM tags t WHERE t.run_id = r.id "
-                   "AND t.tag LIKE ?2 ESCAPE '\\') "
-                   "OR EXISTS (SELECT 1 FROM notes n WHERE n.run_id = r.id "
-                   "AND n.text LIKE ?2 ESCAPE '\\') "
-                   "ORDER BY r.id");
+  Statement s(*db_, "SELECT " TR_SUMMARY_COLUMNS
+                    " FROM runs r WHERE ?1 = '' OR r.name LIKE ?2 ESCAPE '\\' "
+                    "OR r.status LIKE ?2 ESCAPE '\\' OR r.devices LIKE ?2 ESCAPE '\\' "
+                    "OR r.precision LIKE ?2 ESCAPE '\\' OR r.git_commit LIKE ?2 ESCAPE '\\' "
+                    "OR EXISTS (SELECT 1 FROM tags t WHERE t.run_id = r.id "
+                    "AND t.tag LIKE ?2 ESCAPE '\\') "
+                    "OR EXISTS (SELECT 1 FROM notes n WHERE n.run_id = r.id "
+                    "AND n.text LIKE ?2 ESCAPE '\\') "
+                    "ORDER BY r.id");
   s.bind(1, filter).bind(2, like_pattern(filter));
   std::vector<RunSummary> out;
   while (s.step()) out.push_back(read_summary(s));
@@ -465,16 +471,16 @@ std::vector<RunSummary> RunStore::list_runs(const std::string& filter) const {
 }
 
 bool RunStore::has_run(int64_t run) const {
-  Statement s(db_, "SELECT 1 FROM runs WHERE id = ?1");
+  Statement s(*db_, "SELECT 1 FROM runs WHERE id = ?1");
   s.bind(1, run);
   return s.step();
 }
 
 RunDetail RunStore::run(int64_t run) const {
-  Statement s(db_, "SELECT " TR_SUMMARY_COLUMNS
-                   ", r.engine_version, r.git_commit, r.writer_host, r.writer_pid, "
-                   "r.writer_start, r.error, c.hyper_json, c.project_json "
-                   "FROM runs r LEFT JOIN run_configs c ON c.run_id = r.id WHERE r.id = ?1");
+  Statement s(*db_, "SELECT " TR_SUMMARY_COLUMNS
+                    ", r.engine_version, r.git_commit, r.writer_host, r.writer_pid, "
+                    "r.writer_start, r.error, c.hyper_json, c.project_json "
+                    "FROM runs r LEFT JOIN run_configs c ON c.run_id = r.id WHERE r.id = ?1");
   s.bind(1, run);
   if (!s.step()) no_such_run(run);
   RunDetail d;
@@ -492,7 +498,7 @@ RunDetail RunStore::run(int64_t run) const {
 }
 
 std::vector<StepRecord> RunStore::step_curve(int64_t run) const {
-  Statement s(db_,
+  Statement s(*db_,
               "SELECT step, epoch, loss, top1, lr, loss_scale, images_per_s FROM step_metrics "
               "WHERE run_id = ?1 ORDER BY step");
   s.bind(1, run);
@@ -512,7 +518,7 @@ std::vector<StepRecord> RunStore::step_curve(int64_t run) const {
 }
 
 std::vector<EpochRecord> RunStore::epochs(int64_t run) const {
-  Statement s(db_,
+  Statement s(*db_,
               "SELECT epoch, train_loss, train_top1, val_loss, val_top1, val_top5, "
               "images_per_s, seconds, ended_at, per_class_accuracy, confusion "
               "FROM epoch_metrics WHERE run_id = ?1 ORDER BY epoch");
@@ -546,7 +552,7 @@ std::vector<EpochRecord> RunStore::epochs(int64_t run) const {
 }
 
 std::vector<CheckpointRecord> RunStore::checkpoints(int64_t run) const {
-  Statement s(db_,
+  Statement s(*db_,
               "SELECT id, path, epoch, step, metrics_json, created_at FROM checkpoints "
               "WHERE run_id = ?1 ORDER BY id");
   s.bind(1, run);
@@ -565,7 +571,7 @@ std::vector<CheckpointRecord> RunStore::checkpoints(int64_t run) const {
 }
 
 std::vector<std::string> RunStore::tags(int64_t run) const {
-  Statement s(db_, "SELECT tag FROM tags WHERE run_id = ?1 ORDER BY tag");
+  Statement s(*db_, "SELECT tag FROM tags WHERE run_id = ?1 ORDER BY tag");
   s.bind(1, run);
   std::vector<std::string> out;
   while (s.step()) out.push_back(s.text(0));
@@ -573,7 +579,7 @@ std::vector<std::string> RunStore::tags(int64_t run) const {
 }
 
 std::vector<NoteRecord> RunStore::notes(int64_t run) const {
-  Statement s(db_, "SELECT id, text, created_at FROM notes WHERE run_id = ?1 ORDER BY id");
+  Statement s(*db_, "SELECT id, text, created_at FROM notes WHERE run_id = ?1 ORDER BY id");
   s.bind(1, run);
   std::vector<NoteRecord> out;
   while (s.step()) out.push_back({s.int64(0), s.text(1), s.real(2)});

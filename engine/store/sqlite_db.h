@@ -10,16 +10,12 @@
 #include <string>
 #include <string_view>
 
+#include <renaissance/run_records.h>
+
 struct sqlite3;
 struct sqlite3_stmt;
 
 namespace tr::store {
-
-// A run store that cannot be opened, read or written; the message names the file.
-class StoreError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 class SqliteDb {
  public:

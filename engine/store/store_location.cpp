@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "store/store_location.h"
+#include <renaissance/store_location.h>
 
 #include <cstdlib>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "store/training_recorder.h"
+#include <renaissance/training_recorder.h>
 
 #include <cctype>
 #include <cstdlib>
@@ -8,8 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backends/cpu/cpu_threads.h"
-#include "model/project_io.h"
+#include <renaissance/project_io.h>
 
 namespace tr::store {
 
@@ -31,36 +30,37 @@ std::optional<int64_t> checkpoint_number(const std::string& path, std::string_vi
 
 }  // namespace
 
-RunStart run_start_of(const CompiledProject& cp, const DataSource& data,
+RunStart run_start_of(const CompiledPlan& plan, const TrainingContext& context,
                       const TrainOptions& options) {
-  const TrainingSpec& t = cp.project.training;
+  const Project& project = plan.project();
+  const TrainingSpec& t = project.training;
   RunStart start;
-  start.name = cp.project.name;
-  start.project_json = project_to_json(cp.project);
+  start.name = project.name;
+  start.project_json = project_to_json(project);
   nlohmann::json hyper = nlohmann::json::parse(start.project_json).at("training");
   hyper["max_steps"] = options.max_steps >= 0 ? nlohmann::json(options.max_steps) : nullptr;
   hyper["validation"] = options.validate;
   hyper["eval_ema"] = options.eval_ema;
   if (!options.resume_source.empty()) hyper["resumed_from"] = options.resume_source;
-  hyper["cpu_threads"] = cpu::cpu_threads();
-  hyper["dataset"] = data.describe();
+  hyper["cpu_threads"] = context.cpu_threads;
+  hyper["dataset"] = context.dataset;
   start.hyper_json = hyper.dump();
   start.devices = t.devices.str();
-  start.world_size = cp.world_size;
+  start.world_size = plan.world_size();
   start.precision = std::string(precision_name(t.precision));
   start.seed = t.seed;
   return start;
 }
 
-TrainingRecorder::TrainingRecorder(const std::string& store_path, const CompiledProject& cp,
-                                   const DataSource& data, const TrainOptions& options,
+TrainingRecorder::TrainingRecorder(const std::string& store_path, const CompiledPlan& plan,
+                                   const TrainingContext& context, const TrainOptions& options,
                                    RecorderOptions recorder_options)
-    : recorder_(store_path, run_start_of(cp, data, options), recorder_options) {
-  const int64_t global = cp.project.training.global_batch;
-  const int64_t world = cp.world_size;
+    : recorder_(store_path, run_start_of(plan, context, options), recorder_options) {
+  const int64_t global = plan.project().training.global_batch;
+  const int64_t world = plan.world_size();
   batch_images_ = static_cast<double>(global);
   // The last batch holds the remainder, cut to a multiple of the world size.
-  last_images_ = static_cast<double>(data.size(Split::Train) % global / world * world);
+  last_images_ = static_cast<double>(context.train_samples % global / world * world);
 }
 
 void TrainingRecorder::attach(TrainCallbacks& cb) {

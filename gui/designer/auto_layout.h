@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "model/project.h"
+#include <renaissance/project.h>
 #include "project_document.h"
 
 namespace tr::gui {

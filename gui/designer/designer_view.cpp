@@ -12,9 +12,9 @@
 #include <cmath>
 #include <optional>
 
-#include "core/error.h"
+#include <renaissance/error.h>
+#include <renaissance/project_io.h>
 #include "designer_scene.h"
-#include "model/project_io.h"
 #include "model_editor.h"
 #include "model_edits.h"
 #include "node_item.h"

@@ -8,7 +8,7 @@
 #include <QGraphicsView>
 #include <QPoint>
 
-#include "model/layer_type.h"
+#include <renaissance/layer_type.h>
 
 namespace tr::gui {
 

@@ -7,7 +7,7 @@
 #include <QString>
 #include <QUndoCommand>
 
-#include "model/project.h"
+#include <renaissance/project.h>
 
 namespace tr::gui {
 

@@ -6,7 +6,7 @@
 
 #include <QUndoCommand>
 
-#include "model/project.h"
+#include <renaissance/project.h>
 
 namespace tr::gui {
 

@@ -9,9 +9,9 @@
 #include <QString>
 #include <string>
 
-#include "core/shape.h"
-#include "model/layer_spec.h"
-#include "model/project.h"
+#include <renaissance/layer_spec.h>
+#include <renaissance/project.h>
+#include <renaissance/shape.h>
 
 namespace tr::gui {
 

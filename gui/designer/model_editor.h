@@ -11,7 +11,7 @@
 #include <QString>
 #include <vector>
 
-#include "model/project.h"
+#include <renaissance/project.h>
 #include "project_document.h"
 
 namespace tr::gui {

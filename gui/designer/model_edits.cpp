@@ -5,8 +5,8 @@
 #include <cctype>
 #include <set>
 
-#include "model/layer_spec.h"
-#include "model/project_limits.h"
+#include <renaissance/layer_spec.h>
+#include <renaissance/project_limits.h>
 
 namespace tr::gui {
 

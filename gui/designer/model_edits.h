@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/project.h"
+#include <renaissance/project.h>
 
 namespace tr::gui {
 

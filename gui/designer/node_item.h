@@ -8,8 +8,8 @@
 #include <QStringList>
 #include <vector>
 
-#include "model/project.h"
-#include "model/shape_inference.h"
+#include <renaissance/project.h>
+#include <renaissance/shape_inference.h>
 
 namespace tr::gui {
 

@@ -5,7 +5,7 @@
 
 #include <QTreeWidget>
 
-#include "model/layer_type.h"
+#include <renaissance/layer_type.h>
 
 namespace tr::gui {
 

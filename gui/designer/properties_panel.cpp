@@ -10,9 +10,9 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include <renaissance/layer_spec.h>
 #include "designer/param_names.h"
 #include "layer_catalog.h"
-#include "model/layer_spec.h"
 #include "model_editor.h"
 #include "project_document.h"
 #include "widgets/tone.h"

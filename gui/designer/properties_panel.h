@@ -8,7 +8,7 @@
 #include <functional>
 #include <vector>
 
-#include "model/project.h"
+#include <renaissance/project.h>
 
 class QCheckBox;
 class QDoubleSpinBox;

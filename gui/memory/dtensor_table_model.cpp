@@ -13,16 +13,15 @@ namespace tr::gui {
 
 DTensorTableModel::DTensorTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void DTensorTableModel::setPlan(std::shared_ptr<const CompiledProject> cp, int variant,
-                                int region) {
+void DTensorTableModel::setPlan(std::shared_ptr<const CompiledPlan> cp, int variant, int region) {
   beginResetModel();
   cp_ = std::move(cp);
   variant_ = variant;
   region_ = region;
   rows_.clear();
   agrees_.clear();
-  if (cp_ && variant_ >= 0 && static_cast<size_t>(variant_) < cp_->plans.size()) {
-    const MemoryPlan& plan = cp_->plans[static_cast<size_t>(variant_)];
+  if (cp_ && variant_ >= 0 && static_cast<size_t>(variant_) < cp_->plans().size()) {
+    const MemoryPlan& plan = cp_->plans()[static_cast<size_t>(variant_)];
     for (const DTensor& t : plan.dtensors()) {
       agrees_.push_back(placed_per_variant(*cp_, t.id) || agrees_in_all_variants(*cp_, t.id));
       const bool in_region = in_band(plan, t, region_);
@@ -59,7 +58,7 @@ int DTensorTableModel::columnCount(const QModelIndex& parent) const {
 QVariant DTensorTableModel::data(const QModelIndex& index, int role) const {
   const DTensorId id = tensorAt(index.row());
   if (id == kNoTensor || !cp_) return {};
-  const DTensor& t = cp_->plans[static_cast<size_t>(variant_)].get_dtensor(id);
+  const DTensor& t = cp_->plans()[static_cast<size_t>(variant_)].get_dtensor(id);
   const bool agrees = static_cast<size_t>(id) < agrees_.size() && agrees_[static_cast<size_t>(id)];
   const QLocale c(QLocale::English);
   if (role == Qt::TextAlignmentRole) {
@@ -86,9 +85,9 @@ QVariant DTensorTableModel::data(const QModelIndex& index, int role) const {
     case Name:
       return QString::fromStdString(t.name);
     case Layer:
-      return t.owner >= 0
-                 ? QString::fromStdString(cp_->project.model.nodes[static_cast<size_t>(t.owner)].id)
-                 : tr("(engine)");
+      return t.owner >= 0 ? QString::fromStdString(
+                                cp_->project().model.nodes[static_cast<size_t>(t.owner)].id)
+                          : tr("(engine)");
     case RegionColumn:
       return raw ? QVariant(region_index(t.region))
                  : QVariant(QString::fromUtf8(region_title(t.region).data()));
@@ -108,9 +107,10 @@ QVariant DTensorTableModel::data(const QModelIndex& index, int role) const {
     case Variants:
       if (raw) return agrees;
       if (placed_per_variant(*cp_, id))
-        return cp_->plans[static_cast<size_t>(variant_)].in_use(id) ? tr("per variant, by lifetime")
-                                                                    : tr("unused here");
-      return agrees ? tr("same in all %n", nullptr, static_cast<int>(cp_->plans.size()))
+        return cp_->plans()[static_cast<size_t>(variant_)].in_use(id)
+                   ? tr("per variant, by lifetime")
+                   : tr("unused here");
+      return agrees ? tr("same in all %n", nullptr, static_cast<int>(cp_->plans().size()))
                     : tr("DIFFERS");
   }
   return {};

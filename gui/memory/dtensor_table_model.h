@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "compile/compiler.h"
+#include <renaissance/compiled_plan.h>
 
 namespace tr::gui {
 
@@ -38,7 +38,7 @@ class DTensorTableModel : public QAbstractTableModel {
   // Shares the plan's ownership: the rows never outlive the tensors they
   // name, whatever the view asks for while a new plan is being set. Region
   // -1 lists every tensor, kPoolBand (pool_band.h) the step-local pool's.
-  void setPlan(std::shared_ptr<const CompiledProject> cp, int variant, int region);
+  void setPlan(std::shared_ptr<const CompiledPlan> cp, int variant, int region);
   int region() const { return region_; }
   // Only the tensors these model nodes own (empty: no filter). Applies from
   // the next setPlan.
@@ -53,7 +53,7 @@ class DTensorTableModel : public QAbstractTableModel {
   QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
 
  private:
-  std::shared_ptr<const CompiledProject> cp_;
+  std::shared_ptr<const CompiledPlan> cp_;
   int variant_ = 0;
   int region_ = -1;
   std::vector<int> layers_;

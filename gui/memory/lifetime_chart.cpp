@@ -61,14 +61,14 @@ LifetimeChart::LifetimeChart(QWidget* parent) : QWidget(parent) {
 
 LifetimeChart::~LifetimeChart() = default;
 
-void LifetimeChart::setPlan(std::shared_ptr<const CompiledProject> cp, int variant,
+void LifetimeChart::setPlan(std::shared_ptr<const CompiledPlan> cp, int variant,
                             std::shared_ptr<const PoolBlocks> blocks) {
   cp_ = std::move(cp);
   blocks_.reset();
   ticks_.clear();
   hovered_ = -1;
   hoveredShares_.clear();
-  if (cp_ && variant >= 0 && static_cast<size_t>(variant) < cp_->plans.size()) {
+  if (cp_ && variant >= 0 && static_cast<size_t>(variant) < cp_->plans().size()) {
     blocks_ = blocks && blocks->variant() == variant
                   ? std::move(blocks)
                   : std::make_shared<const PoolBlocks>(*cp_, variant);
@@ -215,7 +215,7 @@ QString LifetimeChart::lifetimeText(int block) const {
   const PoolBlock& b = blocks_->blocks()[static_cast<size_t>(block)];
   return QStringLiteral("%1 [%2, %3]")
       .arg(QString::fromStdString(
-          cp_->plans[static_cast<size_t>(blocks_->variant())].get_dtensor(b.id).name))
+          cp_->plans()[static_cast<size_t>(blocks_->variant())].get_dtensor(b.id).name))
       .arg(b.first)
       .arg(b.last);
 }
@@ -223,8 +223,8 @@ QString LifetimeChart::lifetimeText(int block) const {
 QString LifetimeChart::describeBlock(int block) const {
   if (!blocks_ || block < 0 || static_cast<size_t>(block) >= blocks_->blocks().size()) return {};
   const PoolBlock& b = blocks_->blocks()[static_cast<size_t>(block)];
-  const DTensor& t = cp_->plans[static_cast<size_t>(blocks_->variant())].get_dtensor(b.id);
-  const auto& nodes = cp_->project.model.nodes;
+  const DTensor& t = cp_->plans()[static_cast<size_t>(blocks_->variant())].get_dtensor(b.id);
+  const auto& nodes = cp_->project().model.nodes;
   const QString layer = t.owner >= 0 && static_cast<size_t>(t.owner) < nodes.size()
                             ? QString::fromStdString(nodes[static_cast<size_t>(t.owner)].id)
                             : tr("engine");
@@ -235,8 +235,8 @@ QString LifetimeChart::describeBlock(int block) const {
                QString::fromStdString(t.shape.str()), QString::fromUtf8(dtype_name(t.dtype).data()))
           .arg(b.first)
           .arg(b.last)
-          .arg(QString::fromStdString(life.describe(*cp_, b.first)),
-               QString::fromStdString(life.describe(*cp_, b.last)), bytes_text(b.bytes),
+          .arg(QString::fromStdString(life.describe(cp_->project(), b.first)),
+               QString::fromStdString(life.describe(cp_->project(), b.last)), bytes_text(b.bytes),
                number(b.bytes), blocks_->packed() ? tr("pool offset") : tr("offset"),
                number(blocks_->packed() ? b.offset : b.offset + blocks_->base()));
   const std::vector<int> shares = blocks_->sharing(block);
@@ -265,7 +265,7 @@ QString LifetimeChart::describeAt(QPoint p) const {
                                   static_cast<double>(blocks_->positions()) / plot.width()),
                  0, blocks_->positions() - 1);
   return tr("%1 (position %2): %3 live")
-      .arg(QString::fromStdString(blocks_->lifetimes().describe(*cp_, position)))
+      .arg(QString::fromStdString(blocks_->lifetimes().describe(cp_->project(), position)))
       .arg(position)
       .arg(bytes_text(blocks_->liveBytes()[static_cast<size_t>(position)]));
 }
@@ -395,7 +395,7 @@ bool LifetimeChart::isFaded(int block) const {
   if (highlighted_.empty() || !blocks_ || !cp_ || block < 0 ||
       static_cast<size_t>(block) >= blocks_->blocks().size())
     return false;
-  const DTensor& t = cp_->plans[static_cast<size_t>(blocks_->variant())].get_dtensor(
+  const DTensor& t = cp_->plans()[static_cast<size_t>(blocks_->variant())].get_dtensor(
       blocks_->blocks()[static_cast<size_t>(block)].id);
   return std::find(highlighted_.begin(), highlighted_.end(), t.owner) == highlighted_.end();
 }

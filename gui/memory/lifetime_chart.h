@@ -17,7 +17,7 @@
 #include <memory>
 #include <vector>
 
-#include "compile/compiler.h"
+#include <renaissance/compiled_plan.h>
 
 namespace tr::gui {
 
@@ -37,7 +37,7 @@ class LifetimeChart : public QWidget {
 
   // Shares the plan's ownership; null clears. `blocks` is built here when
   // null or for another variant.
-  void setPlan(std::shared_ptr<const CompiledProject> cp, int variant,
+  void setPlan(std::shared_ptr<const CompiledPlan> cp, int variant,
                std::shared_ptr<const PoolBlocks> blocks = nullptr);
   const PoolBlocks* blocks() const { return blocks_.get(); }
   // Outlines the tensor's block (kNoTensor, or a tensor with none: no outline).
@@ -91,7 +91,7 @@ class LifetimeChart : public QWidget {
   void setHovered(int block);
   QString lifetimeText(int block) const;
 
-  std::shared_ptr<const CompiledProject> cp_;
+  std::shared_ptr<const CompiledPlan> cp_;
   std::shared_ptr<const PoolBlocks> blocks_;
   std::vector<GraphTick> ticks_;
   // Laid out by relayout(): per block, and the tick labels that have room.

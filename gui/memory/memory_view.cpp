@@ -20,7 +20,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
-#include "compile/plan_report.h"
+#include <renaissance/plan_report.h>
 #include "device_fit.h"
 #include "dtensor_table_model.h"
 #include "lifetime_chart.h"
@@ -168,13 +168,14 @@ MemoryView::MemoryView(QWidget* parent)
   // A block clicked goes the strip's way: its band, then its row.
   connect(chart_, &LifetimeChart::tensorClicked, this, [this](DTensorId id) {
     if (!cp_) return;
-    const MemoryPlan& plan = cp_->plans[static_cast<size_t>(std::max(0, variant()))];
+    const MemoryPlan& plan = cp_->plans()[static_cast<size_t>(std::max(0, variant()))];
     showRegion(band_of(plan, plan.get_dtensor(id)));
     showTensor(id);
   });
   connect(chart_, &LifetimeChart::tensorActivated, this, [this](DTensorId id) {
     if (!cp_) return;
-    const int owner = cp_->plans[static_cast<size_t>(std::max(0, variant()))].get_dtensor(id).owner;
+    const int owner =
+        cp_->plans()[static_cast<size_t>(std::max(0, variant()))].get_dtensor(id).owner;
     if (owner >= 0) emit layerRequested(owner);
   });
   connect(chart_, &LifetimeChart::hovered, this, &MemoryView::status);
@@ -195,7 +196,8 @@ MemoryView::MemoryView(QWidget* parent)
     if (!cp_) return;
     const DTensorId id = model_->tensorAt(proxy_->mapToSource(index).row());
     if (id == kNoTensor) return;
-    const int owner = cp_->plans[static_cast<size_t>(std::max(0, variant()))].get_dtensor(id).owner;
+    const int owner =
+        cp_->plans()[static_cast<size_t>(std::max(0, variant()))].get_dtensor(id).owner;
     if (owner >= 0) emit layerRequested(owner);
   });
   connect(exportJson_, &QPushButton::clicked, this, [this] { chooseExport(true); });
@@ -205,7 +207,7 @@ MemoryView::MemoryView(QWidget* parent)
 
 MemoryView::~MemoryView() = default;
 
-void MemoryView::setCompiled(std::shared_ptr<const CompiledProject> cp, const DeviceScan& scan) {
+void MemoryView::setCompiled(std::shared_ptr<const CompiledPlan> cp, const DeviceScan& scan) {
   const int previous = variant_->currentIndex();
   if (cp != cp_) compiledAt_ = QTime::currentTime();
   cp_ = std::move(cp);
@@ -225,7 +227,7 @@ void MemoryView::setCompiled(std::shared_ptr<const CompiledProject> cp, const De
   {
     const QSignalBlocker block(variant_);
     variant_->clear();
-    for (const ResolvedVariant& v : cp_->variants) {
+    for (const ResolvedVariant& v : cp_->variants()) {
       QString label = tr("%1 (%2, batch %3)")
                           .arg(QString::fromStdString(v.name),
                                QString::fromUtf8(variant_kind_name(v.kind).data()))
@@ -236,8 +238,8 @@ void MemoryView::setCompiled(std::shared_ptr<const CompiledProject> cp, const De
     variant_->setCurrentIndex(previous >= 0 && previous < variant_->count() ? previous : 0);
   }
   arenas_->clear();
-  const DeviceSet& devs = cp_->project.training.devices;
-  for (int rank = 0; rank < cp_->world_size; ++rank) {
+  const DeviceSet& devs = cp_->project().training.devices;
+  for (int rank = 0; rank < cp_->world_size(); ++rank) {
     const int id = rank < devs.world_size() ? devs.ids[static_cast<size_t>(rank)] : rank;
     const QString device = devs.kind == DeviceKind::CPU ? tr("cpu rank %1").arg(rank)
                                                         : QStringLiteral("cuda:%1").arg(id);
@@ -279,7 +281,7 @@ QString MemoryView::agreementText() const {
 void MemoryView::refresh() {
   if (!cp_) return;
   const int v = std::max(0, variant_->currentIndex());
-  const MemoryPlan& plan = cp_->plans[static_cast<size_t>(v)];
+  const MemoryPlan& plan = cp_->plans()[static_cast<size_t>(v)];
   const uint64_t per_device = cp_->bytes_per_device();
   // Packed, each figure says what packing saved: the variant as the CLI puts
   // it (every step-local tensor in its own slot), the arena as with packing off.
@@ -295,11 +297,11 @@ void MemoryView::refresh() {
   QString text =
       tr("Plan of %1, compiled at %2. This variant: %3 · per device: %4 (%5) · "
          "%6 rank(s): %7 in all.\n%8")
-          .arg(QString::fromStdString(cp_->project.name),
+          .arg(QString::fromStdString(cp_->project().name),
                compiledAt_.toString(QStringLiteral("HH:mm:ss")), variantBytes,
                bytes_text(per_device), largest)
-          .arg(cp_->world_size)
-          .arg(bytes_text(per_device * static_cast<uint64_t>(cp_->world_size)), fitText_);
+          .arg(cp_->world_size())
+          .arg(bytes_text(per_device * static_cast<uint64_t>(cp_->world_size())), fitText_);
   summary_->setText(text);
   set_tone(summary_, fits_ ? Tone::Normal : Tone::Error);
 
@@ -309,14 +311,14 @@ void MemoryView::refresh() {
         tr("Offsets agree: all %1 DTensors outside the step-local pool have the same offset and "
            "slot in all %n variant(s); the pool's %2 features, gradient slots and scratch "
            "tensors are placed per variant by their lifetimes.",
-           nullptr, static_cast<int>(cp_->plans.size()))
+           nullptr, static_cast<int>(cp_->plans().size()))
             .arg(agreement.tensors)
             .arg(agreement.per_variant));
     set_tone(agreement_, Tone::Normal);
   } else if (agreement.holds()) {
     agreement_->setText(tr("Offsets agree: all %1 DTensors have the same offset and slot in all "
                            "%n variant(s).",
-                           nullptr, static_cast<int>(cp_->plans.size()))
+                           nullptr, static_cast<int>(cp_->plans().size()))
                             .arg(agreement.tensors));
     set_tone(agreement_, Tone::Normal);
   } else {
@@ -362,13 +364,13 @@ void MemoryView::refreshTensors() {
   const int v = std::max(0, variant_->currentIndex());
   const int region = bands_->selectedRegion();
   model_->setPlan(cp_, v, region);
-  const MemoryPlan& plan = cp_->plans[static_cast<size_t>(v)];
+  const MemoryPlan& plan = cp_->plans()[static_cast<size_t>(v)];
   chart_->setSelectedTensor(kNoTensor);  // the rows are new: nothing is selected
   if (region < 0) {
     tensorsTitle_->setText(
         tr("All %1 DTensors of variant %2")
             .arg(plan.dtensors().size())
-            .arg(QString::fromStdString(cp_->variants[static_cast<size_t>(v)].name)));
+            .arg(QString::fromStdString(cp_->variants()[static_cast<size_t>(v)].name)));
   } else if (region == kPoolBand) {
     tensorsTitle_->setText(
         tr("%1: %2 DTensor(s) in use, offset %3, %4 (%5 before packing)")
@@ -389,11 +391,11 @@ void MemoryView::refreshTensors() {
   if (!layers.empty()) {
     QStringList names;
     for (int l : layers)
-      if (l >= 0 && static_cast<size_t>(l) < cp_->project.model.nodes.size())
-        names << QString::fromStdString(cp_->project.model.nodes[static_cast<size_t>(l)].id);
+      if (l >= 0 && static_cast<size_t>(l) < cp_->project().model.nodes.size())
+        names << QString::fromStdString(cp_->project().model.nodes[static_cast<size_t>(l)].id);
     QString title = tr("%n DTensor(s) of %1 in variant %2", nullptr, model_->rowCount())
                         .arg(names.join(QStringLiteral(", ")),
-                             QString::fromStdString(cp_->variants[static_cast<size_t>(v)].name));
+                             QString::fromStdString(cp_->variants()[static_cast<size_t>(v)].name));
     if (region >= 0) title += tr(", region %1").arg(band_title(region));
     tensorsTitle_->setText(title);
   }
@@ -404,7 +406,7 @@ void MemoryView::refreshTensors() {
 QList<int> MemoryView::regionOwners(int region) const {
   QList<int> owners;
   if (!cp_ || region < 0) return owners;
-  const MemoryPlan& plan = cp_->plans[static_cast<size_t>(std::max(0, variant()))];
+  const MemoryPlan& plan = cp_->plans()[static_cast<size_t>(std::max(0, variant()))];
   for (const DTensor& t : plan.dtensors())
     if (in_band(plan, t, region) && !owners.contains(t.owner)) owners << t.owner;
   std::sort(owners.begin(), owners.end());
@@ -424,12 +426,12 @@ void MemoryView::refreshOwners() {
   QStringList links;
   bool engine = false;
   for (int owner : regionOwners(region)) {
-    if (owner < 0 || static_cast<size_t>(owner) >= cp_->project.model.nodes.size()) {
+    if (owner < 0 || static_cast<size_t>(owner) >= cp_->project().model.nodes.size()) {
       engine = true;
       continue;
     }
     const QString id =
-        QString::fromStdString(cp_->project.model.nodes[static_cast<size_t>(owner)].id)
+        QString::fromStdString(cp_->project().model.nodes[static_cast<size_t>(owner)].id)
             .toHtmlEscaped();
     links << QStringLiteral("<a href=\"layer:%1\">%2</a>").arg(owner).arg(id);
   }
@@ -494,7 +496,7 @@ bool MemoryView::exportCsv(const QString& path, QString* error) {
 }
 
 void MemoryView::chooseExport(bool json) {
-  const QString name = QString::fromStdString(cp_ ? cp_->project.name : std::string("plan")) +
+  const QString name = QString::fromStdString(cp_ ? cp_->project().name : std::string("plan")) +
                        (json ? QStringLiteral("-plan.json") : QStringLiteral("-plan.csv"));
   const QString path = QFileDialog::getSaveFileName(
       this, json ? tr("Export the plan as JSON") : tr("Export the plan as CSV"), name,

@@ -14,8 +14,8 @@
 #include <QWidget>
 #include <memory>
 
-#include "backends/devices.h"
-#include "compile/compiler.h"
+#include <renaissance/compiled_plan.h>
+#include <renaissance/devices.h>
 
 class QComboBox;
 class QLabel;
@@ -39,9 +39,9 @@ class MemoryView : public QWidget {
   explicit MemoryView(QWidget* parent = nullptr);
   ~MemoryView() override;
 
-  void setCompiled(std::shared_ptr<const CompiledProject> cp, const DeviceScan& scan);
-  const CompiledProject* compiled() const { return cp_.get(); }
-  const std::shared_ptr<const CompiledProject>& plan() const { return cp_; }
+  void setCompiled(std::shared_ptr<const CompiledPlan> cp, const DeviceScan& scan);
+  const CompiledPlan* compiled() const { return cp_.get(); }
+  const std::shared_ptr<const CompiledPlan>& plan() const { return cp_; }
   // The design changed since this plan was compiled.
   void setStale(bool stale);
   bool isStale() const { return stale_; }
@@ -89,7 +89,7 @@ class MemoryView : public QWidget {
   void refreshOwners();
   void chooseExport(bool json);
 
-  std::shared_ptr<const CompiledProject> cp_;
+  std::shared_ptr<const CompiledPlan> cp_;
   DeviceScan scan_;
   bool stale_ = false;
   bool fits_ = false;

@@ -5,7 +5,7 @@
 #include <QSaveFile>
 #include <nlohmann/json.hpp>
 
-#include "compile/plan_report.h"
+#include <renaissance/plan_report.h>
 
 namespace tr::gui {
 
@@ -23,19 +23,19 @@ QByteArray csv_field(const std::string& s) {
 
 }  // namespace
 
-QByteArray plan_json(const CompiledProject& cp, const QString& fits) {
+QByteArray plan_json(const CompiledPlan& cp, const QString& fits) {
   nlohmann::json j = plan_report_json(cp);
   j["fits"] = fits.toStdString();
   return QByteArray::fromStdString(j.dump(2) + "\n");
 }
 
-QByteArray plan_csv(const CompiledProject& cp) {
+QByteArray plan_csv(const CompiledPlan& cp) {
   QByteArray out = "variant,id,name,layer,region,shape,dtype,padded_c,offset,slot_bytes\n";
-  for (size_t v = 0; v < cp.plans.size(); ++v) {
-    const std::string& variant = cp.variants[v].name;
-    for (const DTensor& t : cp.plans[v].dtensors()) {
+  for (size_t v = 0; v < cp.plans().size(); ++v) {
+    const std::string& variant = cp.variants()[v].name;
+    for (const DTensor& t : cp.plans()[v].dtensors()) {
       const std::string layer =
-          t.owner >= 0 ? cp.project.model.nodes[static_cast<size_t>(t.owner)].id : std::string();
+          t.owner >= 0 ? cp.project().model.nodes[static_cast<size_t>(t.owner)].id : std::string();
       const std::string shape = std::to_string(t.shape.n) + "x" + std::to_string(t.shape.h) + "x" +
                                 std::to_string(t.shape.w) + "x" + std::to_string(t.shape.c);
       out += csv_field(variant) + ',' + QByteArray::number(t.id) + ',' + csv_field(t.name) + ',' +

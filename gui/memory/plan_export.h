@@ -7,13 +7,13 @@
 #include <QByteArray>
 #include <QString>
 
-#include "compile/compiler.h"
+#include <renaissance/compiled_plan.h>
 
 namespace tr::gui {
 
-QByteArray plan_json(const CompiledProject& cp, const QString& fits);
+QByteArray plan_json(const CompiledPlan& cp, const QString& fits);
 // Header: variant,id,name,layer,region,shape,dtype,padded_c,offset,slot_bytes
-QByteArray plan_csv(const CompiledProject& cp);
+QByteArray plan_csv(const CompiledPlan& cp);
 // Writes the whole file or nothing; false with `error` saying what and where.
 bool write_export(const QString& path, const QByteArray& data, QString* error);
 

@@ -7,7 +7,7 @@
 
 #include <QString>
 
-#include "plan/memory_plan.h"
+#include <renaissance/memory_plan.h>
 
 namespace tr::gui {
 

@@ -40,9 +40,9 @@ QString block_kind_name(BlockKind kind) {
   return {};
 }
 
-PoolBlocks::PoolBlocks(const CompiledProject& cp, int variant)
+PoolBlocks::PoolBlocks(const CompiledPlan& cp, int variant)
     : variant_(variant), lifetimes_(step_lifetimes(cp, variant)) {
-  const MemoryPlan& plan = cp.plans.at(static_cast<size_t>(variant));
+  const MemoryPlan& plan = cp.plans().at(static_cast<size_t>(variant));
   packed_ = plan.packed();
   index_of_.assign(plan.dtensors().size(), -1);
   uint64_t low = std::numeric_limits<uint64_t>::max(), high = 0;

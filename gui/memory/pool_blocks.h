@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "compile/compiler.h"
-#include "compile/lifetimes.h"
+#include <renaissance/compiled_plan.h>
+#include <renaissance/step_lifetimes.h>
 
 namespace tr::gui {
 
@@ -34,7 +34,7 @@ struct PoolBlock {
 class PoolBlocks {
  public:
   PoolBlocks() = default;
-  PoolBlocks(const CompiledProject& cp, int variant);
+  PoolBlocks(const CompiledPlan& cp, int variant);
 
   int variant() const { return variant_; }
   bool packed() const { return packed_; }

@@ -84,11 +84,11 @@ RegionBands::RegionBands(QWidget* parent) : QWidget(parent) {
 }
 
 const MemoryPlan* RegionBands::plan() const {
-  if (!cp_ || variant_ < 0 || static_cast<size_t>(variant_) >= cp_->plans.size()) return nullptr;
-  return &cp_->plans[static_cast<size_t>(variant_)];
+  if (!cp_ || variant_ < 0 || static_cast<size_t>(variant_) >= cp_->plans().size()) return nullptr;
+  return &cp_->plans()[static_cast<size_t>(variant_)];
 }
 
-void RegionBands::setPlan(std::shared_ptr<const CompiledProject> cp, int variant,
+void RegionBands::setPlan(std::shared_ptr<const CompiledPlan> cp, int variant,
                           std::shared_ptr<const PoolBlocks> blocks) {
   cp_ = std::move(cp);
   variant_ = variant;
@@ -320,7 +320,7 @@ QString RegionBands::describeAt(QPoint pt) const {
     const DTensor& t = p->get_dtensor(id);
     const QString layer =
         t.owner >= 0
-            ? QString::fromStdString(cp_->project.model.nodes[static_cast<size_t>(t.owner)].id)
+            ? QString::fromStdString(cp_->project().model.nodes[static_cast<size_t>(t.owner)].id)
             : tr("engine");
     text += tr("\nDTensor %1 %2 (layer %3): %4 %5, padded C %6, offset %7, slot %8 bytes")
                 .arg(t.id)

@@ -14,7 +14,7 @@
 #include <memory>
 #include <vector>
 
-#include "compile/compiler.h"
+#include <renaissance/compiled_plan.h>
 #include "pool_band.h"
 
 namespace tr::gui {
@@ -32,7 +32,7 @@ class RegionBands : public QWidget {
   // Shares the plan's ownership, so the bands never outlive it; null clears
   // the view. A packed plan's pool asks `blocks` (built here when null)
   // which tensors hold an address.
-  void setPlan(std::shared_ptr<const CompiledProject> cp, int variant,
+  void setPlan(std::shared_ptr<const CompiledPlan> cp, int variant,
                std::shared_ptr<const PoolBlocks> blocks = nullptr);
   void setScale(Scale scale);
   Scale scale() const { return scale_; }
@@ -90,7 +90,7 @@ class RegionBands : public QWidget {
   void collectMarks();
   int labelWidth() const;
 
-  std::shared_ptr<const CompiledProject> cp_;
+  std::shared_ptr<const CompiledPlan> cp_;
   std::shared_ptr<const PoolBlocks> blocks_;  // packed plans only
   int variant_ = 0;
   Scale scale_ = Scale::Linear;

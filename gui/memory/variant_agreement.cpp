@@ -3,12 +3,12 @@
 
 namespace tr::gui {
 
-bool agrees_in_all_variants(const CompiledProject& cp, DTensorId id) {
-  if (cp.plans.empty() || id < 0) return false;
-  const auto& first = cp.plans.front().dtensors();
+bool agrees_in_all_variants(const CompiledPlan& cp, DTensorId id) {
+  if (cp.plans().empty() || id < 0) return false;
+  const auto& first = cp.plans().front().dtensors();
   if (static_cast<size_t>(id) >= first.size()) return false;
   const DTensor& t = first[static_cast<size_t>(id)];
-  for (const MemoryPlan& plan : cp.plans) {
+  for (const MemoryPlan& plan : cp.plans()) {
     if (static_cast<size_t>(id) >= plan.dtensors().size()) return false;
     const DTensor& u = plan.dtensors()[static_cast<size_t>(id)];
     if (u.offset != t.offset || u.slot_bytes != t.slot_bytes || u.region != t.region) return false;
@@ -16,17 +16,17 @@ bool agrees_in_all_variants(const CompiledProject& cp, DTensorId id) {
   return true;
 }
 
-bool placed_per_variant(const CompiledProject& cp, DTensorId id) {
-  if (cp.plans.empty() || !cp.plans.front().packed() || id < 0) return false;
-  const auto& first = cp.plans.front().dtensors();
+bool placed_per_variant(const CompiledPlan& cp, DTensorId id) {
+  if (cp.plans().empty() || !cp.plans().front().packed() || id < 0) return false;
+  const auto& first = cp.plans().front().dtensors();
   return static_cast<size_t>(id) < first.size() &&
          is_step_local(first[static_cast<size_t>(id)].region);
 }
 
-VariantAgreement check_variant_agreement(const CompiledProject& cp) {
+VariantAgreement check_variant_agreement(const CompiledPlan& cp) {
   VariantAgreement a;
-  if (cp.plans.empty()) return a;
-  for (const DTensor& t : cp.plans.front().dtensors()) {
+  if (cp.plans().empty()) return a;
+  for (const DTensor& t : cp.plans().front().dtensors()) {
     if (placed_per_variant(cp, t.id)) {
       ++a.per_variant;
       continue;

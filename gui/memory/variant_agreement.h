@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "compile/compiler.h"
+#include <renaissance/compiled_plan.h>
 
 namespace tr::gui {
 
@@ -18,11 +18,11 @@ struct VariantAgreement {
   bool holds() const { return differing.empty(); }
 };
 
-VariantAgreement check_variant_agreement(const CompiledProject& cp);
+VariantAgreement check_variant_agreement(const CompiledPlan& cp);
 
 // True when tensor `id` has the same offset and slot in every variant.
-bool agrees_in_all_variants(const CompiledProject& cp, DTensorId id);
+bool agrees_in_all_variants(const CompiledPlan& cp, DTensorId id);
 // True when the plan is packed and `id` lives in its step-local pool.
-bool placed_per_variant(const CompiledProject& cp, DTensorId id);
+bool placed_per_variant(const CompiledPlan& cp, DTensorId id);
 
 }  // namespace tr::gui

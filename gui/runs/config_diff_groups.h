@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "store/run_compare.h"
+#include <renaissance/run_compare.h>
 
 namespace tr::gui {
 

@@ -10,8 +10,8 @@
 #include <QString>
 #include <vector>
 
+#include <renaissance/run_compare.h>
 #include "runs/config_diff_groups.h"
-#include "store/run_compare.h"
 
 namespace tr::gui {
 

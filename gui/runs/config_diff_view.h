@@ -7,7 +7,7 @@
 
 #include <QWidget>
 
-#include "store/run_compare.h"
+#include <renaissance/run_compare.h>
 
 class QLineEdit;
 class QSortFilterProxyModel;

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "store/run_compare.h"
+#include <renaissance/run_compare.h>
 
 namespace tr::gui {
 

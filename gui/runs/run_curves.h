@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "store/run_store.h"
+#include <renaissance/run_store.h>
 
 namespace tr::gui {
 

@@ -8,7 +8,7 @@
 #include <QString>
 #include <cstdint>
 
-#include "store/run_store.h"
+#include <renaissance/run_store.h>
 
 namespace tr::gui {
 

@@ -6,7 +6,7 @@
 #include <QString>
 #include <optional>
 
-#include "store/run_records.h"
+#include <renaissance/run_records.h>
 
 namespace tr::gui {
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "store/run_records.h"
+#include <renaissance/run_records.h>
 
 namespace tr::gui {
 

@@ -27,15 +27,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <renaissance/run_compare.h>
+#include <renaissance/run_export.h>
+#include <renaissance/store_location.h>
 #include "runs/config_diff_model.h"
 #include "runs/config_diff_view.h"
 #include "runs/run_details.h"
 #include "runs/run_overlay.h"
 #include "runs/run_text.h"
 #include "runs/runs_table_model.h"
-#include "store/run_compare.h"
-#include "store/run_export.h"
-#include "store/store_location.h"
 #include "widgets/tone.h"
 
 namespace tr::gui {

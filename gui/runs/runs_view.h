@@ -13,8 +13,8 @@
 #include <map>
 #include <memory>
 
+#include <renaissance/run_store.h>
 #include "runs/run_curves.h"
-#include "store/run_store.h"
 
 class QAction;
 class QLabel;

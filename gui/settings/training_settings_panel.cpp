@@ -25,8 +25,7 @@
 #include <limits>
 #include <string>
 
-#include "data/dataset.h"
-#include "model/project_limits.h"
+#include <renaissance/project_limits.h>
 #include "settings/real_spin_box.h"
 #include "settings/set_training_command.h"
 #include "widgets/tone.h"

@@ -14,7 +14,7 @@
 #include <deque>
 #include <functional>
 
-#include "data/dataset_probe.h"
+#include <renaissance/dataset_probe.h>
 #include "project_document.h"
 
 class QFormLayout;
@@ -88,7 +88,7 @@ class TrainingSettingsPanel : public QWidget {
   QLabel* devices_ = nullptr;
   QLabel* dataset_ = nullptr;
   QWidget* host_ = nullptr;  // the form inside the scroll area
-  DatasetProbe probe_;  // the shown settings' dataset, looked at on every refresh
+  DatasetProbe probe_;       // the shown settings' dataset, looked at on every refresh
 };
 
 }  // namespace tr::gui

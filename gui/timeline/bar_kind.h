@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "compile/graph_id.h"
+#include <renaissance/graph_id.h>
 
 namespace tr::gui {
 

@@ -6,7 +6,7 @@
 #include <QStringList>
 #include <map>
 
-#include "runtime/profile_export.h"
+#include <renaissance/profile_export.h>
 #include "timeline/time_ticks.h"
 
 namespace tr::gui {

@@ -7,7 +7,7 @@
 #include <QString>
 #include <vector>
 
-#include "runtime/backend.h"
+#include <renaissance/profile.h>
 
 namespace tr::gui {
 

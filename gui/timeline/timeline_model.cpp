@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string_view>
 
@@ -31,10 +32,6 @@ std::string_view label_op(std::string_view label) {
   return label.substr(a + 1, b == std::string_view::npos ? std::string_view::npos : b - a - 1);
 }
 
-std::string_view node_op(const GraphNode& n) {
-  return n.kind == NodeKind::RANGE ? range_op_name(n.range_op) : compute_op_name(n.op);
-}
-
 bool validation_graph(GraphId g) {
   return g == GraphId::INF_MAIN_A || g == GraphId::INF_MAIN_B || g == GraphId::VAL_RESULT_COMM ||
          g == GraphId::UPDATE_BN_INF_PARAMS;
@@ -44,33 +41,30 @@ bool validation_graph(GraphId g) {
 // the variant, so try the variants that graph runs in, the likely one first,
 // and trust a node only when the label's op agrees with it (spans from another
 // compile of the project must not point at the wrong layer).
-const GraphNode* node_of(const CompiledProject& cp, const LaunchTag& tag) {
-  if (tag.graph == GraphId::NUM_GRAPH_IDS || tag.node < 0) return nullptr;
+std::optional<PlanNode> node_of(const CompiledPlan& cp, const LaunchTag& tag) {
+  if (tag.graph == GraphId::NUM_GRAPH_IDS || tag.node < 0) return std::nullopt;
   std::vector<int> order;
   const int preferred =
       cp.variant_index(validation_graph(tag.graph) ? VariantKind::Validation : VariantKind::Train);
   if (preferred >= 0) order.push_back(preferred);
-  for (int v = 0; v < static_cast<int>(cp.variants.size()); ++v)
+  for (int v = 0; v < static_cast<int>(cp.variants().size()); ++v)
     if (v != preferred) order.push_back(v);
   const std::string_view op = label_op(tag.label);
   for (int v : order) {
-    const ComputationGraph* g = cp.find_graph(tag.graph, v);
-    if (!g || static_cast<size_t>(tag.node) >= g->nodes.size()) continue;
-    const GraphNode& n = g->nodes[static_cast<size_t>(tag.node)];
+    std::optional<PlanNode> n = cp.node(tag.graph, v, tag.node);
+    if (!n) continue;
     // The input copy is labelled "H2D data" / "H2D labels", not by its op.
-    const bool input_copy =
-        n.kind == NodeKind::COMPUTE && n.op == ComputeOp::H2D_INPUT && op == "H2D";
-    if (op.empty() || node_op(n) == op || input_copy) return &n;
+    if (op.empty() || n->op == op || (n->input_copy && op == "H2D")) return n;
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 }  // namespace
 
-TimelineModel::TimelineModel(std::vector<ProfileSpan> spans, const CompiledProject* cp)
+TimelineModel::TimelineModel(std::vector<ProfileSpan> spans, const CompiledPlan* cp)
     : spans_(std::move(spans)) {
   if (cp)
-    for (const LayerNode& n : cp->project.model.nodes)
+    for (const LayerNode& n : cp->project().model.nodes)
       layer_names_ << QString::fromStdString(n.label());
 
   int bad_rank = 0, bad_stream = 0, bad_time = 0, reversed = 0;
@@ -125,9 +119,10 @@ TimelineModel::TimelineModel(std::vector<ProfileSpan> spans, const CompiledProje
     b.end_us = std::max(s.end_us, s.start_us) - origin_us_;
     b.lane = laneOf(s.rank, s.tag.stream);
     b.span = static_cast<int>(i);
-    const GraphNode* node = cp ? node_of(*cp, s.tag) : nullptr;
+    const std::optional<PlanNode> node = cp ? node_of(*cp, s.tag) : std::nullopt;
     if (node) b.layer = node->layer;
-    b.kind = bar_kind_of(s.tag.graph, node ? node_op(*node) : label_op(s.tag.label), s.tag.label);
+    b.kind = bar_kind_of(s.tag.graph, node ? std::string_view(node->op) : label_op(s.tag.label),
+                         s.tag.label);
     duration_us_ = std::max(duration_us_, b.end_us);
     lane_bars_[static_cast<size_t>(b.lane)].push_back(static_cast<int>(bars_.size()));
     bars_.push_back(b);

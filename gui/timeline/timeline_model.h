@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "compile/compiler.h"
-#include "runtime/backend.h"
+#include <renaissance/compiled_plan.h>
+#include <renaissance/profile.h>
 #include "timeline/bar_kind.h"
 
 namespace tr::gui {
@@ -36,7 +36,7 @@ class TimelineModel {
   TimelineModel() = default;
   // `cp` (may be null) is only read here: the project the spans were
   // profiled with, which maps graph nodes to model layers.
-  TimelineModel(std::vector<ProfileSpan> spans, const CompiledProject* cp);
+  TimelineModel(std::vector<ProfileSpan> spans, const CompiledPlan* cp);
 
   bool empty() const { return bars_.empty(); }
   const std::vector<ProfileSpan>& spans() const { return spans_; }

@@ -21,7 +21,7 @@
 #include <algorithm>
 #include <set>
 
-#include "runtime/profile_export.h"
+#include <renaissance/profile_export.h>
 #include "timeline/bar_kind.h"
 #include "timeline/profile_steps.h"
 #include "timeline/time_ticks.h"
@@ -149,11 +149,11 @@ TimelineView::~TimelineView() {
 }
 
 void TimelineView::setProfile(std::vector<ProfileSpan> spans,
-                              std::shared_ptr<const CompiledProject> cp, ProfileOrigin origin) {
+                              std::shared_ptr<const CompiledPlan> cp, ProfileOrigin origin) {
   cp_ = std::move(cp);
   // Spans from training come with the project they were profiled with.
   if (origin.project.isEmpty() && origin.trace_file.isEmpty() && cp_)
-    origin.project = QString::fromStdString(cp_->project.name);
+    origin.project = QString::fromStdString(cp_->project().name);
   QString problems;
   if (!showProfile(std::move(spans), std::move(origin), &problems)) {
     clear();
@@ -233,7 +233,7 @@ void TimelineView::showModel(TimelineModel model) {
   showRange(canvas_->visibleStart(), canvas_->visibleEnd());
 }
 
-void TimelineView::setCompiled(std::shared_ptr<const CompiledProject> cp) {
+void TimelineView::setCompiled(std::shared_ptr<const CompiledPlan> cp) {
   if (cp == cp_) return;
   cp_ = std::move(cp);
   if (!hasProfile()) return;
@@ -339,7 +339,7 @@ void TimelineView::chooseOpen() {
 
 void TimelineView::chooseExport() {
   const QString name =
-      QString::fromStdString(cp_ ? cp_->project.name : std::string("profile")) + "-trace.json";
+      QString::fromStdString(cp_ ? cp_->project().name : std::string("profile")) + "-trace.json";
   const QString path = QFileDialog::getSaveFileName(this, tr("Export the profile as Chrome trace"),
                                                     name, tr("Chrome trace JSON (*.json)"));
   if (path.isEmpty()) return;

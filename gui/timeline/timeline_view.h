@@ -15,8 +15,8 @@
 #include <optional>
 #include <vector>
 
-#include "compile/compiler.h"
-#include "runtime/backend.h"
+#include <renaissance/compiled_plan.h>
+#include <renaissance/profile.h>
 #include "timeline/profile_origin.h"
 #include "timeline/timeline_model.h"
 
@@ -41,12 +41,12 @@ class TimelineView : public QWidget {
   // it bars have no layers. `origin` names the run and project for the
   // caption; without a project name there, cp's is used. Shows all profiled
   // steps; no spans: the empty state.
-  void setProfile(std::vector<ProfileSpan> spans, std::shared_ptr<const CompiledProject> cp,
+  void setProfile(std::vector<ProfileSpan> spans, std::shared_ptr<const CompiledPlan> cp,
                   ProfileOrigin origin = {});
   // The project to map the shown (or next opened) trace to, e.g. after the
   // design was compiled; bars whose ops it does not have keep no layer. The
   // caption, the step shown and the visible range stay.
-  void setCompiled(std::shared_ptr<const CompiledProject> cp);
+  void setCompiled(std::shared_ptr<const CompiledPlan> cp);
   // Drops the profile, its caption and step choice (not the compiled
   // project): the empty state.
   void clear();
@@ -55,7 +55,7 @@ class TimelineView : public QWidget {
   bool openChromeTrace(const QString& path, QString* error);
   bool hasProfile() const { return !model_.empty(); }
   const TimelineModel& model() const { return model_; }
-  const CompiledProject* compiled() const { return cp_.get(); }
+  const CompiledPlan* compiled() const { return cp_.get(); }
   const ProfileOrigin& origin() const { return origin_; }
   // Every span of the profile, whichever step is shown.
   const std::vector<ProfileSpan>& profile() const { return profile_; }
@@ -110,7 +110,7 @@ class TimelineView : public QWidget {
   void showRange(double t0_us, double t1_us);
 
   TimelineModel model_;
-  std::shared_ptr<const CompiledProject> cp_;
+  std::shared_ptr<const CompiledPlan> cp_;
   std::vector<ProfileSpan> profile_;  // all steps; model_ holds the shown ones
   ProfileOrigin origin_;
   std::vector<int64_t> steps_;

@@ -5,7 +5,7 @@
 
 #include <QStringList>
 
-#include "model/project.h"
+#include <renaissance/project.h>
 
 namespace tr::gui {
 

@@ -4,7 +4,7 @@
 #include <QHeaderView>
 #include <numeric>
 
-#include "store/run_records.h"
+#include <renaissance/run_records.h>
 
 namespace tr::gui {
 

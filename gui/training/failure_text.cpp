@@ -3,8 +3,8 @@
 
 #include <QCoreApplication>
 
-#include "core/error.h"
-#include "store/store_location.h"
+#include <renaissance/error.h>
+#include <renaissance/store_location.h>
 
 namespace tr::gui {
 

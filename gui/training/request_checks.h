@@ -7,7 +7,7 @@
 
 #include <QString>
 
-#include "model/project.h"
+#include <renaissance/project.h>
 #include "training/training_request.h"
 
 namespace tr::gui {

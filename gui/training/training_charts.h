@@ -9,7 +9,7 @@
 #include <QWidget>
 #include <vector>
 
-#include "runtime/trainer.h"
+#include <renaissance/training.h>
 #include "training/step_sample.h"
 
 class QLabel;

@@ -3,7 +3,7 @@
 
 #include <QThread>
 
-#include "store/store_location.h"
+#include <renaissance/store_location.h>
 #include "training/request_checks.h"
 #include "training/run_control.h"
 #include "training/training_worker.h"

@@ -10,10 +10,10 @@
 #include <memory>
 #include <vector>
 
-#include "compile/compiler.h"
-#include "model/project.h"
-#include "runtime/backend.h"
-#include "runtime/trainer.h"
+#include <renaissance/compiled_plan.h>
+#include <renaissance/profile.h>
+#include <renaissance/project.h>
+#include <renaissance/training.h>
 #include "training/step_sample.h"
 #include "training/training_outcome.h"
 #include "training/training_request.h"
@@ -69,7 +69,7 @@ class TrainingController : public QObject {
   void epochDone(const tr::EpochReport& epoch);
   void pausedAt(qint64 step);
   void profileReady(const std::vector<tr::ProfileSpan>& spans,
-                    std::shared_ptr<const tr::CompiledProject> compiled);
+                    std::shared_ptr<const tr::CompiledPlan> compiled);
   // The run is over and its thread joined: start() may be called again.
   void runEnded(const tr::gui::TrainingOutcome& outcome);
 

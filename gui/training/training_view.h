@@ -12,9 +12,9 @@
 #include <optional>
 #include <vector>
 
-#include "compile/compiler.h"
-#include "model/project.h"
-#include "runtime/backend.h"
+#include <renaissance/compiled_plan.h>
+#include <renaissance/profile.h>
+#include <renaissance/project.h>
 #include "training/progress_estimate.h"
 #include "training/training_controller.h"
 #include "training/training_request.h"
@@ -93,7 +93,7 @@ class TrainingView : public QWidget {
   // The run waits after this (global, 0-based) step until resume() or stop().
   void pausedAt(qint64 step);
   void profileReady(const std::vector<tr::ProfileSpan>& spans,
-                    std::shared_ptr<const tr::CompiledProject> compiled);
+                    std::shared_ptr<const tr::CompiledPlan> compiled);
   void status(const QString& text);
   void runningChanged(bool running);
   // Every change of the run's state (preparing, running, paused, stopping,
@@ -140,7 +140,7 @@ class TrainingView : public QWidget {
   QString trainBlocked_;
   QLabel* caption_ = nullptr;
   QTabWidget* pages_ = nullptr;  // the curves, the validation
-  QString runProject_;  // the name of the project the shown run trains
+  QString runProject_;           // the name of the project the shown run trains
   std::function<bool(QString*)> startCheck_;
 };
 

@@ -2,11 +2,12 @@
 #include "training/training_worker.h"
 
 #include <chrono>
+#include <optional>
 #include <utility>
 
-#include "runtime/checkpoint.h"
-#include "setup/training_setup.h"
-#include "store/training_recorder.h"
+#include <renaissance/checkpoint.h>
+#include <renaissance/training_job.h>
+#include <renaissance/training_recorder.h>
 #include "training/failure_text.h"
 #include "training/step_throttle.h"
 
@@ -35,13 +36,13 @@ TrainOptions options_of(const TrainingRequest& r) {
   return o;
 }
 
-QString description_of(const CompiledProject& cp, const DataSource& data,
+QString description_of(const CompiledPlan& cp, const TrainingContext& context,
                        const std::string& device_note, int64_t epochs) {
-  const TrainingSpec& t = cp.project.training;
+  const TrainingSpec& t = cp.project().training;
   QString text = QStringLiteral("%1: %2 parameters, %3, global batch %4 on %5, %6 epoch%7")
-                     .arg(QString::fromStdString(cp.project.name))
-                     .arg(cp.analysis.total_params)
-                     .arg(QString::fromStdString(data.describe()))
+                     .arg(QString::fromStdString(cp.project().name))
+                     .arg(cp.analysis().total_params)
+                     .arg(QString::fromStdString(context.dataset))
                      .arg(t.global_batch)
                      .arg(QString::fromStdString(t.devices.str()))
                      .arg(epochs)
@@ -80,16 +81,16 @@ TrainingOutcome TrainingWorker::runTraining() {
     return out;
   };
 
-  TrainingSetup setup;
+  std::optional<TrainingJob> job;
   try {
-    setup = prepare_training(project_);
+    job.emplace(project_);
   } catch (const std::exception& e) {
     return fail(TrainingStage::Setup, e);
   } catch (...) {
     return fail(TrainingStage::Setup, UnknownError());
   }
-  const std::shared_ptr<const CompiledProject> cp(std::move(setup.compiled));
-  const DataSource& data = *setup.data;
+  const auto cp = std::make_shared<const CompiledPlan>(job->plan());
+  const TrainingContext& context = job->context();
 
   TrainOptions options = options_of(request_);
   if (!request_.resume_path.isEmpty()) {
@@ -108,19 +109,19 @@ TrainingOutcome TrainingWorker::runTraining() {
 
   std::unique_ptr<store::TrainingRecorder> recorder;
   try {
-    recorder = std::make_unique<store::TrainingRecorder>(storePath_, *cp, data, options);
+    recorder = std::make_unique<store::TrainingRecorder>(storePath_, *cp, context, options);
   } catch (const std::exception& e) {
     return fail(TrainingStage::Store, e);
   }
   out.run_id = recorder->run_id();
-  const int64_t epochs = options.epochs > 0 ? options.epochs : cp->project.training.epochs;
-  emit started(out.run_id, description_of(*cp, data, setup.device_note, epochs));
+  const int64_t epochs = options.epochs > 0 ? options.epochs : cp->project().training.epochs;
+  emit started(out.run_id, description_of(*cp, context, job->device_note(), epochs));
 
   // Images per step as the recorder counts them, so the view and the store agree.
-  const int64_t global = cp->project.training.global_batch;
-  const int64_t world = cp->world_size;
+  const int64_t global = cp->project().training.global_batch;
+  const int64_t world = cp->world_size();
   const double batch_images = static_cast<double>(global);
-  const double last_images = static_cast<double>(data.size(Split::Train) % global / world * world);
+  const double last_images = static_cast<double>(context.train_samples % global / world * world);
 
   // The callbacks run on the rank-0 training thread, one at a time.
   StepThrottle throttle;
@@ -168,7 +169,7 @@ TrainingOutcome TrainingWorker::runTraining() {
 
   TrainReport report;
   try {
-    report = tr::train(*cp, *setup.backend, data, options, callbacks);
+    report = job->train(options, callbacks);
   } catch (const std::exception& e) {
     flush();
     out.record_warning = QString::fromStdString(recorder->failed(e.what()));

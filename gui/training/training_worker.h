@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "compile/compiler.h"
-#include "model/project.h"
-#include "runtime/backend.h"
-#include "runtime/trainer.h"
+#include <renaissance/compiled_plan.h>
+#include <renaissance/profile.h>
+#include <renaissance/project.h>
+#include <renaissance/training.h>
 #include "training/run_control.h"
 #include "training/step_sample.h"
 #include "training/training_outcome.h"
@@ -43,7 +43,7 @@ class TrainingWorker : public QObject {
   // The run waits at the pause gate after this step.
   void pausedAt(qint64 step);
   void profileReady(const std::vector<tr::ProfileSpan>& spans,
-                    std::shared_ptr<const tr::CompiledProject> compiled);
+                    std::shared_ptr<const tr::CompiledPlan> compiled);
   // Always the last signal, also when the run could not start.
   void ended(const tr::gui::TrainingOutcome& outcome);
 

@@ -6,7 +6,7 @@
 #include <QString>
 #include <cstdint>
 
-#include "compile/plan_report.h"
+#include <renaissance/plan_report.h>
 
 namespace tr::gui {
 

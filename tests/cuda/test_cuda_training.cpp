@@ -20,13 +20,13 @@
 #include <string>
 #include <vector>
 
+#include <renaissance/project_io.h>
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/linear_launchers.h"
 #include "compile/compiler.h"
 #include "cuda_test_util.h"
 #include "data/dataset.h"
-#include "model/project_io.h"
 #include "runtime/trainer.h"
 
 using namespace tr;

@@ -10,8 +10,8 @@
 #include <initializer_list>
 #include <string>
 
-#include "core/shape.h"
-#include "model/project.h"
+#include <renaissance/project.h>
+#include <renaissance/shape.h>
 
 namespace tr {
 // Lets QCOMPARE print shapes on failure (found by argument-dependent lookup).

@@ -7,8 +7,8 @@
 #include <deque>
 #include <mutex>
 
+#include <renaissance/project.h>
 #include "compile/node_params.h"
-#include "model/project.h"
 
 namespace tr::test {
 

@@ -8,9 +8,9 @@
 
 #include <fstream>
 
-#include "core/error.h"
+#include <renaissance/checkpoint.h>
+#include <renaissance/error.h>
 #include "rank_runs.h"
-#include "runtime/checkpoint.h"
 
 using namespace tr;
 using rank_runs::relative_difference;

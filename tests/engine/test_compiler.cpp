@@ -8,15 +8,15 @@
 #include <string>
 #include <vector>
 
+#include <renaissance/error.h>
+#include <renaissance/layer_spec.h>
+#include <renaissance/memory_plan.h>
+#include <renaissance/project_io.h>
 #include "compile/compiler.h"
 #include "compile/layer_lowering.h"
 #include "compile/step_packing.h"
 #include "compile/stream_policy.h"
-#include "core/error.h"
-#include "model/layer_spec.h"
-#include "model/project_io.h"
 #include "model_builder.h"
-#include "plan/memory_plan.h"
 
 using namespace tr;
 

@@ -8,10 +8,10 @@
 #include <chrono>
 #include <thread>
 
+#include <renaissance/project_io.h>
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_graph.h"
 #include "compile/compiler.h"
-#include "model/project_io.h"
 #include "runtime/graph_capture.h"
 
 using namespace tr;

@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <fstream>
 
+#include <renaissance/devices.h>
+#include <renaissance/project_io.h>
 #include "backends/cuda_plugin.h"
-#include "backends/devices.h"
-#include "model/project_io.h"
 #include "runtime/backend.h"
 #include "setup/training_setup.h"
 

@@ -12,10 +12,10 @@
 #include <cmath>
 #include <set>
 
-#include "core/error.h"
+#include <renaissance/error.h>
+#include <renaissance/profile_export.h>
 #include "data/epoch_plan.h"
 #include "rank_runs.h"
-#include "runtime/profile_export.h"
 
 using namespace tr;
 using rank_runs::relative_difference;

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/error.h"
+#include <renaissance/error.h>
 #include "data/batch_pipeline.h"
 #include "data/epoch_plan.h"
 #include "data/half.h"

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include <renaissance/dataset_probe.h>
+#include <renaissance/error.h>
 #include "data/dataset.h"
-#include "data/dataset_probe.h"
 #include "data/fashion_mnist.h"
 #include "data/idx_reader.h"
 #include "data/synthetic.h"

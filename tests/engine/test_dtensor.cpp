@@ -3,8 +3,8 @@
 // stride sets and the slot-byte formulas.
 #include <QtTest>
 
+#include <renaissance/dtensor.h>
 #include "core/align.h"
-#include "plan/dtensor.h"
 
 using namespace tr;
 

@@ -6,9 +6,9 @@
 #include <QtTest>
 #include <string>
 
+#include <renaissance/project_io.h>
 #include "compile/compiler.h"
 #include "compile/lifetimes.h"
-#include "model/project_io.h"
 
 using namespace tr;
 
@@ -112,8 +112,8 @@ class TestLifetimes : public QObject {
       QCOMPARE(life.peak_position, at);
       QVERIFY(life.peak_bytes > 0);
       QVERIFY(life.peak_bytes <= life.planned_bytes);
-      QVERIFY(life.describe(cp, at).find(
-                  graph_id_name(life.order[static_cast<size_t>(at)].graph)) == 0);
+      QVERIFY(life.describe(cp.project, at)
+                  .find(graph_id_name(life.order[static_cast<size_t>(at)].graph)) == 0);
     }
     // What a plan by lifetime can save: the training step's peak is well
     // below the slots the unpacked plan gives its per-step tensors.

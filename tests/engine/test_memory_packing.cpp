@@ -8,12 +8,12 @@
 #include <cstring>
 #include <string>
 
+#include <renaissance/project_io.h>
 #include "backends/cpu/cpu_backend.h"
 #include "compile/compiler.h"
 #include "compile/lifetimes.h"
 #include "compile/plan_report.h"
 #include "data/dataset.h"
-#include "model/project_io.h"
 #include "runtime/checkpoint_state.h"
 #include "runtime/trainer.h"
 #include "runtime/training_session.h"

@@ -5,7 +5,7 @@
 #include <QtTest>
 #include <set>
 
-#include "plan/memory_plan.h"
+#include <renaissance/memory_plan.h>
 
 using namespace tr;
 

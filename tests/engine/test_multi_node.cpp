@@ -15,7 +15,7 @@
 #include <mutex>
 #include <thread>
 
-#include "core/error.h"
+#include <renaissance/error.h>
 #include "net/multi_node.h"
 #include "rank_runs.h"
 #include "runtime/rank_barrier.h"

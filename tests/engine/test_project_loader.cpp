@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "model/project.h"
-#include "model/project_io.h"
+#include <renaissance/error.h>
+#include <renaissance/project.h>
+#include <renaissance/project_io.h>
 
 using namespace tr;
 

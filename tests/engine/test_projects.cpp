@@ -7,9 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <renaissance/layer_spec.h>
+#include <renaissance/project_io.h>
 #include "compile/compiler.h"
-#include "model/layer_spec.h"
-#include "model/project_io.h"
 
 using namespace tr;
 

@@ -20,12 +20,13 @@
 #include <sstream>
 #include <thread>
 
-#include "store/run_compare.h"
-#include "store/run_export.h"
-#include "store/run_recorder.h"
-#include "store/run_store.h"
+#include <renaissance/run_compare.h>
+#include <renaissance/run_export.h>
+#include <renaissance/run_recorder.h>
+#include <renaissance/run_store.h>
+#include <renaissance/store_location.h>
+#include "store/process_identity.h"
 #include "store/schema.h"
-#include "store/store_location.h"
 
 using namespace tr::store;
 

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "model/project.h"
-#include "model/project_io.h"
-#include "model/shape_inference.h"
+#include <renaissance/error.h>
+#include <renaissance/project.h>
+#include <renaissance/project_io.h>
+#include <renaissance/shape_inference.h>
 #include "model_builder.h"
 
 using namespace tr;

@@ -13,11 +13,11 @@
 #include <map>
 #include <set>
 
+#include <renaissance/profile_export.h>
 #include "backends/cpu/cpu_backend.h"
 #include "compile/compiler.h"
 #include "data/dataset.h"
 #include "model_builder.h"
-#include "runtime/profile_export.h"
 #include "runtime/trainer.h"
 
 using namespace tr;

@@ -8,13 +8,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <renaissance/project_io.h>
+#include <renaissance/run_store.h>
+#include <renaissance/training_recorder.h>
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_threads.h"
 #include "compile/compiler.h"
 #include "data/dataset.h"
-#include "model/project_io.h"
 #include "runtime/trainer.h"
-#include "store/run_store.h"
-#include "store/training_recorder.h"
 
 using namespace tr;
 
@@ -26,15 +27,26 @@ struct Trained {
   int64_t run = 0;
 };
 
+// What the recorder is told of the data, as TrainingJob tells it.
+TrainingContext context_of(const DataSource& data) {
+  TrainingContext c;
+  c.dataset = data.describe();
+  c.train_samples = data.size(Split::Train);
+  c.validation_samples = data.size(Split::Val);
+  c.cpu_threads = cpu::cpu_threads();
+  return c;
+}
+
 // tiny-synthetic: 600 samples in batches of 64, so 9 full steps and a partial one of 24.
 Trained train_tiny(const std::string& store_path, TrainOptions options,
                    Precision precision = Precision::FP32) {
   Project p = load_project(TR_TEST_DATA "/projects/tiny-synthetic.json");
   p.training.precision = precision;
-  const CompiledProject cp = compile_project(p);
+  const CompiledPlan plan = compile_plan(p);
+  const CompiledProject& cp = plan.program();
   auto data = load_dataset(cp.project.dataset, "", cp.project.training.seed);
   auto backend = cpu::make_cpu_backend({cp.world_size, true});
-  store::TrainingRecorder recorder(store_path, cp, *data, options);
+  store::TrainingRecorder recorder(store_path, plan, context_of(*data), options);
   Trained t;
   TrainCallbacks cb;
   cb.on_step = [&](const StepReport& s) { t.steps.push_back(s); };
@@ -165,10 +177,11 @@ class TestTrainingRecorder : public QObject {
     options.stop = &stop;
     options.checkpoint_dir = dir.filePath("ckpt").toStdString();
     Project p = load_project(TR_TEST_DATA "/projects/tiny-synthetic.json");
-    const CompiledProject cp = compile_project(p);
+    const CompiledPlan plan = compile_plan(p);
+    const CompiledProject& cp = plan.program();
     auto data = load_dataset(cp.project.dataset, "", cp.project.training.seed);
     auto backend = cpu::make_cpu_backend({cp.world_size, true});
-    store::TrainingRecorder recorder(path, cp, *data, options);
+    store::TrainingRecorder recorder(path, plan, context_of(*data), options);
     TrainCallbacks cb;
     cb.on_step = [&](const StepReport& st) {
       if (st.step == 3) stop = true;

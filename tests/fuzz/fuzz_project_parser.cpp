@@ -5,8 +5,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/error.h"
-#include "model/project_io.h"
+#include <renaissance/error.h>
+#include <renaissance/project_io.h>
 
 // A violated expectation stops the run like a crash, so libFuzzer keeps the input.
 #define FUZZ_CHECK(condition)           \

@@ -3,7 +3,7 @@
 // verdict then depends on the plan alone, not on the machine running CI.
 #pragma once
 
-#include "backends/devices.h"
+#include <renaissance/devices.h>
 
 inline tr::DeviceScan roomy_host() {
   tr::DeviceScan s;

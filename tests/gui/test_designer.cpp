@@ -13,6 +13,7 @@
 #include <cmath>
 #include <memory>
 
+#include <renaissance/project_io.h>
 #include "canvas_driver.h"
 #include "designer/auto_layout.h"
 #include "designer/designer_scene.h"
@@ -23,7 +24,6 @@
 #include "designer/palette_widget.h"
 #include "designer/port_item.h"
 #include "designer/properties_panel.h"
-#include "model/project_io.h"
 #include "project_document.h"
 
 using namespace tr;

@@ -31,7 +31,9 @@
 #include <QTreeWidget>
 #include <QtTest>
 
-#include "data/dataset.h"
+#include <renaissance/dataset_probe.h>
+
+#include <renaissance/project_io.h>
 #include "designer/designer_scene.h"
 #include "designer/designer_view.h"
 #include "designer/model_editor.h"
@@ -41,7 +43,6 @@
 #include "main_window.h"
 #include "memory/dtensor_table_model.h"
 #include "memory/memory_view.h"
-#include "model/project_io.h"
 #include "plot/curve_plot.h"
 #include "problems_panel.h"
 #include "project_document.h"
@@ -187,10 +188,10 @@ class TestJourneys : public QObject {
                  qPrintable(name + ": " + error));
         win.settle();
         QVERIFY2(win.w.memoryView()->compiled(), qPrintable(name));
-        const CompiledProject* cp = win.w.memoryView()->compiled();
+        const CompiledPlan* cp = win.w.memoryView()->compiled();
         // The table lists the new plan's tensors, never the old one's.
         QCOMPARE(static_cast<size_t>(win.w.memoryView()->tensorModel()->rowCount()),
-                 cp->plans.front().dtensors().size());
+                 cp->plans().front().dtensors().size());
         win.visit(MainWindow::View::Memory);
         win.visit(v);
       }
@@ -316,7 +317,7 @@ class TestJourneys : public QObject {
     auto* folder = qobject_cast<QLineEdit*>(settings->fieldEditor("dataset.path"));
     QVERIFY(folder);
     QCOMPARE(QApplication::focusWidget(), folder);
-    const QString real = QString::fromStdString(resolve_fashion_mnist_dir(DatasetSpec{}, "").dir);
+    const QString real = QString::fromStdString(probe_dataset(DatasetSpec{}).dir);
     QVERIFY2(QFileInfo(real).isDir(), qPrintable(real + " (the Debian package's data)"));
     auto* browse = settings->findChild<QPushButton*>("dataset.path.browse");
     QVERIFY(browse);
@@ -593,7 +594,7 @@ class TestJourneys : public QObject {
     settingsDock->raise();
     QCoreApplication::processEvents();
     QVERIFY(win.w.properties()->visibleRegion().isEmpty());
-    const CompiledProject* cp = win.w.memoryView()->compiled();
+    const CompiledPlan* cp = win.w.memoryView()->compiled();
     QVERIFY(cp);
     const int fc1 = win.doc()->nodeIndex("fc1");
     // A region owner's link in the Memory view, as a timeline bar asks too.

@@ -15,15 +15,16 @@
 #include <QtTest>
 #include <memory>
 
+#include <renaissance/compiled_plan.h>
+#include <renaissance/plan_report.h>
+#include <renaissance/project_io.h>
+#include <renaissance/step_lifetimes.h>
 #include "compile/compiler.h"
-#include "compile/lifetimes.h"
-#include "compile/plan_report.h"
 #include "memory/lifetime_chart.h"
 #include "memory/memory_view.h"
 #include "memory/pool_band.h"
 #include "memory/pool_blocks.h"
 #include "memory/region_bands.h"
-#include "model/project_io.h"
 #include "roomy_host.h"
 
 using namespace tr;
@@ -31,25 +32,25 @@ using namespace tr::gui;
 
 namespace {
 
-std::shared_ptr<const CompiledProject> compiled(const char* name, bool pack = true) {
+std::shared_ptr<const CompiledPlan> compiled(const char* name, bool pack = true) {
   Project p = load_project(std::string(TR_PROJECTS_DIR) + "/" + name + ".json");
   CompileOptions options;
   options.pack_memory = pack;
-  return std::make_shared<const CompiledProject>(compile_project(p, options));
+  return std::make_shared<const CompiledPlan>(compile_plan(p, options));
 }
 
 struct View {
   MemoryView view;
-  std::shared_ptr<const CompiledProject> cp;
-  explicit View(std::shared_ptr<const CompiledProject> c) : cp(std::move(c)) {
+  std::shared_ptr<const CompiledPlan> cp;
+  explicit View(std::shared_ptr<const CompiledPlan> c) : cp(std::move(c)) {
     view.resize(1200, 900);
     view.setCompiled(cp, roomy_host());
     view.show();
     view.arenaTabs()->setCurrentWidget(view.lifetimeChart());
   }
   LifetimeChart* chart() const { return view.lifetimeChart(); }
-  const MemoryPlan& plan(int v = 0) const { return cp->plans[static_cast<size_t>(v)]; }
-  int layer(const char* id) const { return cp->project.model.find(id); }
+  const MemoryPlan& plan(int v = 0) const { return cp->plans()[static_cast<size_t>(v)]; }
+  int layer(const char* id) const { return cp->project().model.find(id); }
 };
 
 const TensorLifetime& lifetime_of(const StepLifetimes& life, DTensorId id) {
@@ -93,7 +94,7 @@ class TestLifetimeChart : public QObject {
     // conv1's output: written by the first layer's forward, last read by
     // relu1's backward (ReLU's gradient reads its input) in the deep graph.
     const int conv1 = v.layer("conv1");
-    const DTensorId out = v.cp->layers[static_cast<size_t>(conv1)].out;
+    const DTensorId out = v.cp->program().layers[static_cast<size_t>(conv1)].out;
     const TensorLifetime& l = lifetime_of(life, out);
     QCOMPARE(life.order[static_cast<size_t>(l.first)].graph, GraphId::FIRST_LAYER_FWD_A);
     QCOMPARE(life.order[static_cast<size_t>(l.first)].layer, conv1);
@@ -118,7 +119,7 @@ class TestLifetimeChart : public QObject {
     QVERIFY(r.width() > 10 && r.height() > 10);
 
     // The figures the compiler found for the pool.
-    const PoolSummary& pool = v.cp->pools[0];
+    const PoolSummary& pool = v.cp->pools()[0];
     QCOMPARE(blocks->bytes(), pool.packed_bytes);
     QCOMPARE(blocks->slotBytes(), pool.slot_bytes);
     QCOMPARE(blocks->peakLiveBytes(), pool.peak_live_bytes);
@@ -144,7 +145,7 @@ class TestLifetimeChart : public QObject {
     // The packing's promise, read back from what the chart draws.
     for (const char* name : {"lenet-fashion", "resnet8-fashion"}) {
       View v(compiled(name));
-      for (int variant = 0; variant < static_cast<int>(v.cp->variants.size()); ++variant) {
+      for (int variant = 0; variant < static_cast<int>(v.cp->variants().size()); ++variant) {
         v.view.setVariant(variant);
         const PoolBlocks* blocks = v.chart()->blocks();
         QCOMPARE(blocks->variant(), variant);
@@ -178,7 +179,7 @@ class TestLifetimeChart : public QObject {
     View v(compiled("lenet-fashion"));
     LifetimeChart* chart = v.chart();
     // relu1's output: written over conv1's, which dies at relu1, in place.
-    const DTensorId out = v.cp->layers[static_cast<size_t>(v.layer("relu1"))].out;
+    const DTensorId out = v.cp->program().layers[static_cast<size_t>(v.layer("relu1"))].out;
     const int i = chart->blocks()->indexOf(out);
     const QPoint pt = centre(chart->blockRect(i));
     QCOMPARE(chart->blockAt(pt), i);
@@ -193,13 +194,13 @@ class TestLifetimeChart : public QObject {
     for (const QString& part : {QStringLiteral("relu1.out (layer relu1), feature FP32"),
                                 QString::fromStdString(t.shape.str()), QStringLiteral("fp32"),
                                 QStringLiteral("live [%1, %2]").arg(b.first).arg(b.last),
-                                QString::fromStdString(life.describe(*v.cp, b.first)),
-                                QString::fromStdString(life.describe(*v.cp, b.last)),
+                                QString::fromStdString(life.describe(v.cp->project(), b.first)),
+                                QString::fromStdString(life.describe(v.cp->project(), b.last)),
                                 QString::fromStdString(human_bytes(t.slot_bytes))})
       QVERIFY2(text.contains(part), qPrintable(text + " lacks " + part));
     // It names the tensors living in its bytes at other times.
     const std::vector<int> shares = chart->blocks()->sharing(i);
-    const DTensorId conv1_out = v.cp->layers[static_cast<size_t>(v.layer("conv1"))].out;
+    const DTensorId conv1_out = v.cp->program().layers[static_cast<size_t>(v.layer("conv1"))].out;
     QCOMPARE(std::count(shares.begin(), shares.end(), chart->blocks()->indexOf(conv1_out)), 1);
     QVERIFY2(
         text.contains(
@@ -221,7 +222,7 @@ class TestLifetimeChart : public QObject {
     View v(compiled("lenet-fashion"));
     LifetimeChart* chart = v.chart();
     const int fc1 = v.layer("fc1");
-    const DTensorId out = v.cp->layers[static_cast<size_t>(fc1)].out;
+    const DTensorId out = v.cp->program().layers[static_cast<size_t>(fc1)].out;
     const int i = chart->blocks()->indexOf(out);
     QVERIFY(i >= 0);
     QTest::mouseClick(chart, Qt::LeftButton, Qt::NoModifier, centre(chart->blockRect(i)));
@@ -230,15 +231,15 @@ class TestLifetimeChart : public QObject {
     QCOMPARE(v.view.bands()->selectedRegion(), kPoolBand);
     QCOMPARE(chart->selectedTensor(), out);
     // Selected elsewhere (the table, the strip): the chart follows.
-    const DTensorId other = v.cp->layers[static_cast<size_t>(v.layer("conv2"))].out;
+    const DTensorId other = v.cp->program().layers[static_cast<size_t>(v.layer("conv2"))].out;
     v.view.showTensor(other);
     QCOMPARE(v.view.selectedTensor(), other);
     QCOMPARE(chart->selectedTensor(), other);
     // A weight has no block: nothing outlined.
     v.view.showRegion(-1);
-    v.view.showTensor(v.cp->layers[static_cast<size_t>(fc1)].weight_in(ParamSeries::W));
+    v.view.showTensor(v.cp->program().layers[static_cast<size_t>(fc1)].weight_in(ParamSeries::W));
     QCOMPARE(chart->selectedTensor(),
-             v.cp->layers[static_cast<size_t>(fc1)].weight_in(ParamSeries::W));
+             v.cp->program().layers[static_cast<size_t>(fc1)].weight_in(ParamSeries::W));
     QCOMPARE(chart->blocks()->indexOf(chart->selectedTensor()), -1);
     // Double-clicking asks for the owning layer, as a row does.
     QSignalSpy requested(&v.view, &MemoryView::layerRequested);
@@ -262,7 +263,7 @@ class TestLifetimeChart : public QObject {
     };
     QVERIFY(has_kind(BlockKind::GradSlot));
     QVERIFY(tick_names().contains("DEEP_FWD_BWD"));
-    const DTensorId out = v.cp->layers[1].out;
+    const DTensorId out = v.cp->program().layers[1].out;
     const uint64_t trainBytes =
         chart->blocks()->blocks()[static_cast<size_t>(chart->blocks()->indexOf(out))].bytes;
 
@@ -282,7 +283,7 @@ class TestLifetimeChart : public QObject {
     QCOMPARE(chart->blocks()->blocks()[static_cast<size_t>(i)].bytes,
              v.plan(val).get_dtensor(out).slot_bytes);
     QVERIFY(chart->blocks()->blocks()[static_cast<size_t>(i)].bytes > trainBytes);  // batch 1000
-    QCOMPARE(chart->blocks()->bytes(), v.cp->pools[static_cast<size_t>(val)].packed_bytes);
+    QCOMPARE(chart->blocks()->bytes(), v.cp->pools()[static_cast<size_t>(val)].packed_bytes);
     // The strip shows that variant's pool too.
     QCOMPARE(v.view.bands()->segmentRect(kPoolBand).isEmpty(), false);
   }

@@ -20,6 +20,9 @@
 #include <QTreeWidget>
 #include <QtTest>
 
+#include <renaissance/project_io.h>
+#include <renaissance/run_store.h>
+#include <renaissance/store_location.h>
 #include "canvas_driver.h"
 #include "designer/designer_scene.h"
 #include "designer/designer_view.h"
@@ -31,14 +34,11 @@
 #include "main_window.h"
 #include "memory/memory_view.h"
 #include "memory/region_bands.h"
-#include "model/project_io.h"
 #include "plot/curve_plot.h"
 #include "problems_panel.h"
 #include "project_document.h"
 #include "runs/runs_table_model.h"
 #include "runs/runs_view.h"
-#include "store/run_store.h"
-#include "store/store_location.h"
 #include "template_catalog.h"
 #include "timeline/timeline_canvas.h"
 #include "timeline/timeline_model.h"

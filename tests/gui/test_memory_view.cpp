@@ -15,16 +15,17 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include <renaissance/compiled_plan.h>
+#include <renaissance/plan_report.h>
+#include <renaissance/project_io.h>
+#include <renaissance/step_lifetimes.h>
 #include "compile/compiler.h"
-#include "compile/lifetimes.h"
-#include "compile/plan_report.h"
 #include "memory/dtensor_table_model.h"
 #include "memory/memory_view.h"
 #include "memory/plan_export.h"
 #include "memory/pool_band.h"
 #include "memory/region_bands.h"
 #include "memory/variant_agreement.h"
-#include "model/project_io.h"
 #include "roomy_host.h"
 
 using namespace tr;
@@ -32,8 +33,8 @@ using namespace tr::gui;
 
 namespace {
 
-std::shared_ptr<const CompiledProject> compiled(const char* name, const char* devices = nullptr,
-                                                bool pack = true) {
+std::shared_ptr<const CompiledPlan> compiled(const char* name, const char* devices = nullptr,
+                                             bool pack = true) {
   Project p = load_project(std::string(TR_PROJECTS_DIR) + "/" + name + ".json");
   if (devices) {
     std::string error;
@@ -41,10 +42,10 @@ std::shared_ptr<const CompiledProject> compiled(const char* name, const char* de
   }
   CompileOptions options;
   options.pack_memory = pack;
-  return std::make_shared<const CompiledProject>(compile_project(p, options));
+  return std::make_shared<const CompiledPlan>(compile_plan(p, options));
 }
 
-std::shared_ptr<const CompiledProject> unpacked(const char* name) {
+std::shared_ptr<const CompiledPlan> unpacked(const char* name) {
   return compiled(name, nullptr, false);
 }
 
@@ -54,14 +55,14 @@ QString bytes(uint64_t b) {
 
 struct View {
   MemoryView view;
-  std::shared_ptr<const CompiledProject> cp;
-  explicit View(std::shared_ptr<const CompiledProject> c, const DeviceScan& scan = roomy_host())
+  std::shared_ptr<const CompiledPlan> cp;
+  explicit View(std::shared_ptr<const CompiledPlan> c, const DeviceScan& scan = roomy_host())
       : cp(std::move(c)) {
     view.resize(1200, 900);
     view.setCompiled(cp, scan);
     view.show();
   }
-  const MemoryPlan& plan(int v = 0) const { return cp->plans[static_cast<size_t>(v)]; }
+  const MemoryPlan& plan(int v = 0) const { return cp->plans()[static_cast<size_t>(v)]; }
   QString cell(int row, int column) const {
     auto* m = view.tensorTable()->model();
     return m->data(m->index(row, column)).toString();
@@ -144,7 +145,7 @@ class TestMemoryView : public QObject {
     const QRect strip = bands->stripRect();
     v.view.scaleSelector()->setCurrentIndex(1);
     QCOMPARE(bands->regionAt(QPoint(strip.right() - 1, strip.center().y())), expected.back());
-    const DTensorId feature = v.cp->layers[1].out;  // conv1's output
+    const DTensorId feature = v.cp->program().layers[1].out;  // conv1's output
     const QRectF mark = bands->tensorMark(feature);
     QVERIFY(!mark.isEmpty());
     const QPoint inside(static_cast<int>(std::ceil(mark.left())), strip.center().y());
@@ -266,7 +267,7 @@ class TestMemoryView : public QObject {
 
   void highlightedLayersAreMarkedAndListed() {
     View v(compiled("lenet-fashion"));
-    const int fc1 = v.view.compiled()->project.model.find("fc1");
+    const int fc1 = v.view.compiled()->project().model.find("fc1");
     QVERIFY(fc1 >= 0);
     v.view.highlightLayers({fc1});
     // Only fc1's tensors are listed, and each is marked on the strip inside
@@ -300,7 +301,7 @@ class TestMemoryView : public QObject {
 
   void regionOwnersAreLinks() {
     View v(compiled("lenet-fashion"));
-    const auto& nodes = v.view.compiled()->project.model;
+    const auto& nodes = v.view.compiled()->project().model;
     QSignalSpy requested(&v.view, &MemoryView::layerRequested);
     v.view.showRegion(region_index(Region::W_FC_WEIGHT));
     QCOMPARE(v.view.regionOwners(region_index(Region::W_FC_WEIGHT)),
@@ -322,7 +323,7 @@ class TestMemoryView : public QObject {
     const QRectF seg = bands->segmentRect(region_index(Region::I_A_DATA));
     const QPoint pt(static_cast<int>(seg.center().x()), static_cast<int>(seg.center().y()));
     const DTensorId id = bands->tensorAt(pt);
-    QCOMPARE(id, v.cp->engine.input[0]);
+    QCOMPARE(id, v.cp->program().engine.input[0]);
     const DTensor& t = v.plan().get_dtensor(id);
     const QString text = bands->describeAt(pt);
     QVERIFY(text.contains(QString::fromUtf8(region_name(t.region).data())));
@@ -335,14 +336,14 @@ class TestMemoryView : public QObject {
 
   void variantsKeepOffsets() {
     View v(compiled("lenet-fashion"));
-    QCOMPARE(v.view.variantSelector()->count(), static_cast<int>(v.cp->variants.size()));
-    QCOMPARE(v.cp->variants.size(), size_t{3});
+    QCOMPARE(v.view.variantSelector()->count(), static_cast<int>(v.cp->variants().size()));
+    QCOMPARE(v.cp->variants().size(), size_t{3});
     QVERIFY(v.view.agreementText().startsWith("Offsets agree"));
     QVERIFY(check_variant_agreement(*v.cp).holds());
     const int val = v.cp->variant_index(VariantKind::Validation);
     v.view.setVariant(val);
     // The first feature of the validation variant: batch 1000, same offset as in train.
-    const DTensorId feature = v.cp->layers[1].out;  // conv1's output
+    const DTensorId feature = v.cp->program().layers[1].out;  // conv1's output
     v.view.showTensor(feature);
     QCOMPARE(v.view.selectedTensor(), feature);
     const int row = v.view.tensorModel()->rowOf(feature);
@@ -356,7 +357,7 @@ class TestMemoryView : public QObject {
     QCOMPARE(
         model->data(model->index(row, DTensorTableModel::Variants), Qt::DisplayRole).toString(),
         QStringLiteral("per variant, by lifetime"));
-    const DTensorId weight = v.cp->layers[1].weight_in(ParamSeries::W);
+    const DTensorId weight = v.cp->program().layers[1].weight_in(ParamSeries::W);
     QCOMPARE(v.plan(val).get_dtensor(weight).offset, v.plan(0).get_dtensor(weight).offset);
     const int wrow = v.view.tensorModel()->rowOf(weight);
     QVERIFY(model->data(model->index(wrow, DTensorTableModel::Variants), Qt::DisplayRole)
@@ -367,15 +368,15 @@ class TestMemoryView : public QObject {
 
   void summarySaysWhatPackingSaved() {
     View v(compiled("lenet-fashion"));
-    const CompiledProject& cp = *v.cp;
-    for (int i = 0; i < static_cast<int>(cp.variants.size()); ++i) {
+    const CompiledPlan& cp = *v.cp;
+    for (int i = 0; i < static_cast<int>(cp.variants().size()); ++i) {
       v.view.setVariant(i);
       const MemoryPlan& plan = v.plan(i);
       // As `renaissance-cli plan` puts it: the pool's tensors each in their own slot.
       const QString expected =
           QStringLiteral("This variant: %1 (%2 before packing)")
               .arg(bytes(plan.total_bytes()),
-                   bytes(plan.pool().offset + cp.pools[static_cast<size_t>(i)].slot_bytes));
+                   bytes(plan.pool().offset + cp.pools()[static_cast<size_t>(i)].slot_bytes));
       QVERIFY2(v.view.summaryText().contains(expected), qPrintable(v.view.summaryText()));
     }
     QVERIFY2(v.view.summaryText().contains(
@@ -406,7 +407,7 @@ class TestMemoryView : public QObject {
     QVERIFY(one.view.summaryText().contains("Fits cpu:1"));
 
     View two(compiled("lenet-fashion", "cpu:2"));
-    QCOMPARE(two.cp->world_size, 2);
+    QCOMPARE(two.cp->world_size(), 2);
     QTreeWidget* arenas = two.view.arenaTable();
     QCOMPARE(arenas->topLevelItemCount(), 2);
     QCOMPARE(arenas->topLevelItem(1)->text(3), QStringLiteral("identical to rank 0"));
@@ -435,7 +436,7 @@ class TestMemoryView : public QObject {
     QVERIFY(jf.open(QIODevice::ReadOnly));
     const nlohmann::json j = nlohmann::json::parse(jf.readAll().toStdString());
     QCOMPARE(j["total_bytes"].get<uint64_t>(), v.cp->bytes_per_device());
-    QCOMPARE(j["variants"].size(), v.cp->variants.size());
+    QCOMPARE(j["variants"].size(), v.cp->variants().size());
     QCOMPARE(j["parameters"].get<int64_t>(), int64_t{77754});
     QVERIFY(j["fits"].get<std::string>().find("Fits cpu:1") == 0);
 
@@ -447,11 +448,11 @@ class TestMemoryView : public QObject {
     QCOMPARE(lines.front(),
              QByteArray("variant,id,name,layer,region,shape,dtype,padded_c,offset,slot_bytes"));
     size_t rows = 0;
-    for (const MemoryPlan& p : v.cp->plans) rows += p.dtensors().size();
+    for (const MemoryPlan& p : v.cp->plans()) rows += p.dtensors().size();
     QCOMPARE(static_cast<size_t>(lines.size()), rows + 2);  // header, rows, final newline
     const DTensor& t = v.plan().get_dtensor(0);
     const QList<QByteArray> first = lines[1].split(',');
-    QCOMPARE(first[0], QByteArray::fromStdString(v.cp->variants[0].name));
+    QCOMPARE(first[0], QByteArray::fromStdString(v.cp->variants()[0].name));
     QCOMPARE(first[1].toInt(), t.id);
     QCOMPARE(first[8].toULongLong(), static_cast<qulonglong>(t.offset));
     QCOMPARE(first[9].toULongLong(), static_cast<qulonglong>(t.slot_bytes));

@@ -29,19 +29,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/project_io.h"
+#include <renaissance/project_io.h>
+#include <renaissance/run_compare.h>
+#include <renaissance/run_export.h>
+#include <renaissance/run_store.h>
+#include <renaissance/training.h>
+#include <renaissance/training_job.h>
+#include <renaissance/training_recorder.h>
 #include "plot/curve_plot.h"
 #include "runs/config_diff_model.h"
 #include "runs/config_diff_view.h"
 #include "runs/run_overlay.h"
 #include "runs/runs_table_model.h"
 #include "runs/runs_view.h"
-#include "runtime/trainer.h"
-#include "setup/training_setup.h"
-#include "store/run_compare.h"
-#include "store/run_export.h"
-#include "store/run_store.h"
-#include "store/training_recorder.h"
 
 using namespace tr;
 using namespace tr::gui;
@@ -139,13 +139,12 @@ int shown_rows(const QTreeView& tree) {
 
 // A run of tiny-synthetic recorded by the real trainer (two epochs, validated).
 int64_t train_tiny(const std::string& store_path) {
-  TrainingSetup setup =
-      prepare_training(load_project(TR_TEST_DATA "/projects/tiny-synthetic.json"));
+  TrainingJob job(load_project(TR_TEST_DATA "/projects/tiny-synthetic.json"));
   TrainOptions options;
-  store::TrainingRecorder recorder(store_path, *setup.compiled, *setup.data, options);
+  store::TrainingRecorder recorder(store_path, job.plan(), job.context(), options);
   TrainCallbacks cb;
   recorder.attach(cb);
-  const TrainReport report = train(*setup.compiled, *setup.backend, *setup.data, options, cb);
+  const TrainReport report = job.train(options, cb);
   const std::string problem = recorder.ended(report);
   if (!problem.empty()) throw std::runtime_error(problem);
   return recorder.run_id();

@@ -18,10 +18,10 @@
 #include <random>
 #include <set>
 
-#include "model/project_io.h"
-#include "runtime/profile_export.h"
-#include "runtime/trainer.h"
-#include "setup/training_setup.h"
+#include <renaissance/profile_export.h>
+#include <renaissance/project_io.h>
+#include <renaissance/training.h>
+#include <renaissance/training_job.h>
 #include "timeline/bar_kind.h"
 #include "timeline/overlap_summary.h"
 #include "timeline/profile_origin.h"
@@ -39,7 +39,7 @@ namespace {
 
 struct Profile {
   std::vector<ProfileSpan> spans;
-  std::shared_ptr<const CompiledProject> cp;
+  std::shared_ptr<const CompiledPlan> cp;
 };
 
 // Steps 1 and 2 of a two-rank lenet run, profiled.
@@ -47,15 +47,14 @@ Profile profile_lenet() {
   Project p = load_project(std::string(TR_PROJECTS_DIR) + "/lenet-fashion.json");
   std::string error;
   if (!parse_device_set("cpu:2", p.training.devices, error)) throw std::runtime_error(error);
-  TrainingSetup setup = prepare_training(std::move(p));
+  TrainingJob job(std::move(p));
   TrainOptions o;
   o.max_steps = 3;
   o.validate = false;
   o.profile_begin = 1;
   o.profile_end = 3;
-  TrainReport report = train(*setup.compiled, *setup.backend, *setup.data, o);
-  return {std::move(report.profile),
-          std::shared_ptr<const CompiledProject>(std::move(setup.compiled))};
+  TrainReport report = job.train(o);
+  return {std::move(report.profile), std::make_shared<const CompiledPlan>(job.plan())};
 }
 
 QString last_word(const std::string& label) {
@@ -182,7 +181,7 @@ class TestTimeline : public QObject {
   }
 
   void barsMapToTheLayersTheirNodesCompute() {
-    const ModelGraph& m = lenet_.cp->project.model;
+    const ModelGraph& m = lenet_.cp->project().model;
     int with_layer = 0;
     std::set<int> layers;
     for (int i = 0; i < view_->barCount(); ++i) {
@@ -293,7 +292,7 @@ class TestTimeline : public QObject {
     QCOMPARE(text.section('\n', 0, 0), QString::fromStdString(s.tag.label));
     QVERIFY(text.contains("DEEP_FWD_BWD"));
     QVERIFY(text.contains(QString::fromStdString(
-        lenet_.cp->project.model.nodes[static_cast<size_t>(model().bars()[bar].layer)].label())));
+        lenet_.cp->project().model.nodes[static_cast<size_t>(model().bars()[bar].layer)].label())));
     QVERIFY(text.contains(
         QString("rank 1 · %1").arg(QString::fromUtf8(stream_kind_name(s.tag.stream).data()))));
     QVERIFY(text.contains(duration_text(s.end_us - s.start_us)));
@@ -364,7 +363,7 @@ class TestTimeline : public QObject {
     QCOMPARE(clicked.count(), 1);
     QCOMPARE(clicked.front().front().toInt(), model().bars()[static_cast<size_t>(bar)].layer);
     QCOMPARE(model().bars()[static_cast<size_t>(bar)].layer,
-             lenet_.cp->project.model.find("conv1"));
+             lenet_.cp->project().model.find("conv1"));
 
     frame_bar(c, engine, 100);
     QTest::mouseClick(c, Qt::LeftButton, {}, c->barRect(engine).center().toPoint());

@@ -13,8 +13,8 @@
 #include <QUndoStack>
 #include <QtTest>
 
-#include "core/error.h"
-#include "model/project_io.h"
+#include <renaissance/error.h>
+#include <renaissance/project_io.h>
 #include "project_document.h"
 #include "set_devices_command.h"
 #include "settings/set_training_command.h"

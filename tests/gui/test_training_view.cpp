@@ -16,10 +16,10 @@
 #include <algorithm>
 #include <memory>
 
-#include "model/project_io.h"
+#include <renaissance/project_io.h>
+#include <renaissance/run_store.h>
+#include <renaissance/store_location.h>
 #include "plot/curve_plot.h"
-#include "store/run_store.h"
-#include "store/store_location.h"
 #include "training/confusion_matrix_view.h"
 #include "training/progress_estimate.h"
 #include "training/step_throttle.h"
@@ -273,7 +273,7 @@ class TestTrainingView : public QObject {
     QCOMPARE(profile.count(), 1);
     const auto spans = profile[0][0].value<std::vector<ProfileSpan>>();
     QVERIFY(!spans.empty());
-    QVERIFY(profile[0][1].value<std::shared_ptr<const CompiledProject>>() != nullptr);
+    QVERIFY(profile[0][1].value<std::shared_ptr<const CompiledPlan>>() != nullptr);
     QVERIFY2(probe.worstMs() < 2000, qPrintable(QString::number(probe.worstMs())));
   }
 

@@ -8,7 +8,7 @@
 #include <array>
 #include <cstdint>
 
-#include "compile/stream_kind.h"
+#include <renaissance/stream_kind.h>
 #include "runtime/launch.h"
 
 namespace tr::cpu {

@@ -5,8 +5,8 @@
 
 #include <string>
 
+#include <renaissance/devices.h>
 #include "backends/cuda/cuda_backend.h"
-#include "backends/devices.h"
 
 namespace tr {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "compile/stream_kind.h"
+#include <renaissance/stream_kind.h>
 
 namespace tr::cuda {
 

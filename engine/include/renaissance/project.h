@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/training_values.h"
-#include "model/layer_type.h"
+#include <renaissance/layer_type.h>
+#include <renaissance/training_values.h>
 
 namespace tr {
 

@@ -8,10 +8,9 @@
 #include <cstdint>
 #include <string>
 
-#include "compile/compiler.h"
-#include "data/data_source.h"
-#include "runtime/trainer.h"
-#include "store/run_recorder.h"
+#include <renaissance/compiled_plan.h>
+#include <renaissance/run_recorder.h>
+#include <renaissance/training.h>
 
 namespace tr::store {
 
@@ -19,15 +18,16 @@ namespace tr::store {
 // and, as hyper-parameters, its training settings plus what the options and
 // the machine add (max_steps, validation, eval_ema, resumed_from, cpu_threads,
 // dataset).
-RunStart run_start_of(const CompiledProject& cp, const DataSource& data,
+RunStart run_start_of(const CompiledPlan& plan, const TrainingContext& context,
                       const TrainOptions& options);
 
 class TrainingRecorder {
  public:
   // Opens (or creates) the store and records the run as running; throws
   // StoreError before any training when the store cannot be used.
-  TrainingRecorder(const std::string& store_path, const CompiledProject& cp, const DataSource& data,
-                   const TrainOptions& options, RecorderOptions recorder_options = {});
+  TrainingRecorder(const std::string& store_path, const CompiledPlan& plan,
+                   const TrainingContext& context, const TrainOptions& options,
+                   RecorderOptions recorder_options = {});
 
   int64_t run_id() const noexcept { return recorder_.run_id(); }
   const std::string& store_path() const noexcept { return recorder_.store_path(); }

@@ -12,12 +12,23 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "plan/dtensor.h"
-#include "plan/region.h"
+#include <renaissance/dtensor.h>
+#include <renaissance/region.h>
 
 namespace tr {
+
+// How a variant's step-local tensors are packed into its pool (plan/pool_packing.h).
+enum class PackingStrategy : uint8_t {
+  // Largest first, each into the smallest gap that fits among the items it
+  // overlaps in time (the arena planners of TFLite and ExecuTorch).
+  GREEDY_BY_SIZE,
+  // In order of first use, each into the lowest gap that fits.
+  FIRST_FIT_BY_START,
+};
+std::string_view packing_strategy_name(PackingStrategy s) noexcept;
 
 struct ByteRange {
   uint64_t offset = 0;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/shape.h"
+#include <renaissance/shape.h>
 
 namespace tr {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "model/project.h"
+#include <renaissance/project.h>
 
 namespace tr {
 

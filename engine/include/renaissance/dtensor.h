@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <string>
 
-#include "core/dtype.h"
-#include "core/shape.h"
-#include "plan/region.h"
+#include <renaissance/dtype.h>
+#include <renaissance/region.h>
+#include <renaissance/shape.h>
 
 namespace tr {
 

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "store/process_identity.h"
-#include "store/run_records.h"
-#include "store/sqlite_db.h"
+#include <renaissance/run_records.h>
 
 namespace tr::store {
+
+class SqliteDb;
 
 class RunStore {
  public:
@@ -30,7 +30,7 @@ class RunStore {
   RunStore& operator=(const RunStore&) = delete;
   ~RunStore();
 
-  const std::string& path() const noexcept { return db_.path(); }
+  const std::string& path() const noexcept;
   int schema_version() const;
   // The schema version the file had before this open migrated it.
   int opened_version() const noexcept { return opened_version_; }
@@ -76,7 +76,7 @@ class RunStore {
 
   struct AppendStatements;
 
-  SqliteDb db_;
+  std::unique_ptr<SqliteDb> db_;
   std::unique_ptr<AppendStatements> append_;  // prepared on first append(), before db_ closes
   int opened_version_ = 0;
   std::vector<int64_t> interrupted_;

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "model/project.h"
+#include <renaissance/project.h>
 
 namespace tr {
 

@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/error.h"
-#include "core/shape.h"
-#include "model/project.h"
+#include <renaissance/error.h>
+#include <renaissance/project.h>
+#include <renaissance/shape.h>
 
 namespace tr {
 

@@ -7,7 +7,7 @@
 #include <ostream>
 #include <vector>
 
-#include "store/run_store.h"
+#include <renaissance/run_store.h>
 
 namespace tr::store {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/backend.h"
+#include <renaissance/profile.h>
 
 namespace tr {
 

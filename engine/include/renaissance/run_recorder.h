@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "store/run_store.h"
+#include <renaissance/run_store.h>
 
 namespace tr::store {
 

@@ -6,11 +6,18 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace tr::store {
+
+// A run store that cannot be opened, read or written; the message names the file.
+class StoreError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // Interrupted is never written by a trainer: it is what a later open finds
 // for a run whose writer died while the run was still running.

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "compile/compiler.h"
+#include <renaissance/compiled_plan.h>
 
 namespace tr {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "store/run_store.h"
+#include <renaissance/run_store.h>
 
 namespace tr::store {
 

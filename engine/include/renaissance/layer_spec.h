@@ -11,11 +11,32 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
-#include "model/layer_shapes.h"
-#include "model/project.h"
+#include <renaissance/project.h>
+#include <renaissance/shape.h>
 
 namespace tr {
+
+// What a shape rule is asked and answers (the rules: model/layer_shapes.h).
+struct ShapeQuery {
+  ShapeQuery(const LayerParams& p, const std::vector<Shape>& in) : params(p), inputs(in) {}
+
+  const LayerParams& params;
+  const std::vector<Shape>& inputs;  // one per input port, all known
+  int64_t batch = 0;
+  int64_t height = 0, width = 0;  // Input: other than 0, the variant's resolution
+  int64_t classes = 0;            // the dataset's, for the loss
+  // The answer: out starts as inputs[0] (or empty for Input).
+  Shape out;
+  int64_t param_count = 0;
+  int64_t flops = 0;  // a multiply-add is 2
+  // When the rule returns false: what is wrong, and the field it is about.
+  std::string problem;
+  std::string field;
+};
+
+using ShapeRule = bool (*)(ShapeQuery& q);
 
 enum class LayerGroup {
   InputOutput,

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The front ends' handle on a compiled program (renaissance/compiled_plan.h).
+#include <renaissance/compiled_plan.h>
+
+#include <utility>
+
+#include "compile/compiler.h"
+#include "compile/ops.h"
+
+namespace tr {
+
+CompiledPlan::CompiledPlan(std::shared_ptr<const CompiledProject> program) noexcept
+    : program_(std::move(program)) {}
+
+const Project& CompiledPlan::project() const {
+  return program_->project;
+}
+const CompileOptions& CompiledPlan::options() const {
+  return program_->options;
+}
+const ModelAnalysis& CompiledPlan::analysis() const {
+  return program_->analysis;
+}
+const std::vector<ResolvedVariant>& CompiledPlan::variants() const {
+  return program_->variants;
+}
+const std::vector<MemoryPlan>& CompiledPlan::plans() const {
+  return program_->plans;
+}
+const std::vector<PoolSummary>& CompiledPlan::pools() const {
+  return program_->pools;
+}
+int CompiledPlan::world_size() const {
+  return program_->world_size;
+}
+uint64_t CompiledPlan::bytes_per_device() const {
+  return program_->bytes_per_device();
+}
+
+size_t CompiledPlan::graph_count() const {
+  return program_->graphs.size();
+}
+
+int CompiledPlan::variant_index(VariantKind kind) const noexcept {
+  return program_ ? program_->variant_index(kind) : -1;
+}
+
+std::optional<PlanNode> CompiledPlan::node(GraphId graph, int variant, int node) const {
+  const ComputationGraph* g = program_ ? program_->find_graph(graph, variant) : nullptr;
+  if (!g || node < 0 || static_cast<size_t>(node) >= g->nodes.size()) return std::nullopt;
+  const GraphNode& n = g->nodes[static_cast<size_t>(node)];
+  PlanNode out;
+  out.op = n.kind == NodeKind::RANGE ? range_op_name(n.range_op) : compute_op_name(n.op);
+  out.layer = n.layer;
+  out.input_copy = n.kind == NodeKind::COMPUTE && n.op == ComputeOp::H2D_INPUT;
+  return out;
+}
+
+CompiledPlan compile_plan(const Project& project, const CompileOptions& options) {
+  return CompiledPlan(std::make_shared<const CompiledProject>(compile_project(project, options)));
+}
+
+}  // namespace tr

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// CompiledPlan: a project compiled for its devices, as the front ends see it:
+// its variants, each variant's MemoryPlan and step-local pool, the model's
+// analysis and what each graph node is. A cheap, shared handle on the
+// engine's compiled program, which stays opaque here.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <renaissance/graph_id.h>
+#include <renaissance/memory_plan.h>
+#include <renaissance/project.h>
+#include <renaissance/shape_inference.h>
+
+namespace tr {
+
+struct CompiledProject;  // the engine's compiled program
+
+// Memory-saving rewrites the compiler applies where they are safe. Both are
+// on by default; switching them off gives the plain one-kernel-per-layer,
+// one-slot-per-gradient program (for comparison and for tests).
+struct CompileOptions {
+  // BatchNorm2d whose only consumer is a ReLU: one fused kernel each way; the
+  // BN output (and its gradient slot) is never allocated.
+  bool fuse_bn_relu = true;
+  // A conv or FC layer (not the first) that is the only reader of its input
+  // writes the input's gradient over the input itself (ENGINE.md §4: dX after
+  // dW has read X), when the input's producer does not need its own output in
+  // its backward. That feature then has no separate gradient slot.
+  bool in_place_dx = true;
+  // Step-local tensors (features, gradient slots, scratch) share bytes where
+  // their lifetimes over the step do not overlap, placed per variant
+  // (MemoryPlan's pool). Off: every tensor its own bytes, one offset per id
+  // in every variant (the plan before lifetimes, for comparison).
+  bool pack_memory = true;
+};
+
+struct ResolvedVariant {
+  std::string name;
+  VariantKind kind = VariantKind::Train;
+  int64_t batch = 0;  // per device
+  int64_t height = 0, width = 0;
+};
+
+// How a variant's step-local pool came out (packed plans only).
+struct PoolSummary {
+  uint64_t slot_bytes = 0;       // the tensors in use, each in its own slot
+  uint64_t packed_bytes = 0;     // the pool
+  uint64_t peak_live_bytes = 0;  // the most slot bytes live at one point: the floor
+  int peak_position = -1;        // where, in the step's node order (first such)
+  PackingStrategy strategy = PackingStrategy::GREEDY_BY_SIZE;
+};
+
+// What a graph node is, for a profile span or a trace that names it.
+struct PlanNode {
+  std::string op;           // its compute or range op: "CONV_BWD", "AXPY"
+  int layer = -1;           // the model node it works for; -1: engine work
+  bool input_copy = false;  // the batch's copy to the device (profiles label it "H2D")
+};
+
+class CompiledPlan {
+ public:
+  CompiledPlan() = default;
+  explicit CompiledPlan(std::shared_ptr<const CompiledProject> program) noexcept;
+
+  bool empty() const noexcept { return !program_; }
+
+  // All but empty() need a plan (not empty()).
+  const Project& project() const;  // as compiled (overrides applied)
+  const CompileOptions& options() const;
+  const ModelAnalysis& analysis() const;  // of the train variant
+  const std::vector<ResolvedVariant>& variants() const;
+  const std::vector<MemoryPlan>& plans() const;   // one per variant, same index
+  const std::vector<PoolSummary>& pools() const;  // per variant when packed, else empty
+  int world_size() const;
+  uint64_t bytes_per_device() const;                   // the arena: the largest variant's bytes
+  int variant_index(VariantKind kind) const noexcept;  // -1 when absent (or empty)
+  size_t graph_count() const;  // the ComputationGraphs, all variants together
+  // Node `node` of graph `graph` as `variant` runs it; nullopt when there is none.
+  std::optional<PlanNode> node(GraphId graph, int variant, int node) const;
+
+  // The engine's program, for the engine's own code.
+  const CompiledProject& program() const { return *program_; }
+  const std::shared_ptr<const CompiledProject>& shared_program() const noexcept { return program_; }
+
+ private:
+  std::shared_ptr<const CompiledProject> program_;
+};
+
+// Throws ProjectError (the model or a variant is invalid).
+CompiledPlan compile_plan(const Project& project, const CompileOptions& options = {});
+
+}  // namespace tr

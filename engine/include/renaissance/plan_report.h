@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Reports of a compiled plan for people (tables) and tools (JSON), used by
+// `renaissance-cli plan` and the workbench's memory export.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <renaissance/compiled_plan.h>
+
+namespace tr {
+
+// Layers, then per variant the region table and the DTensor table, then the
+// bytes each device needs.
+std::string plan_report_text(const CompiledPlan& plan);
+
+// {"total_bytes", "bytes_per_device", "world_size", "parameters", "layers",
+//  "variants": [{"name","kind","batch","total_bytes","regions":[...],"tensors":[...]}],
+//  "graphs": [...]}
+nlohmann::json plan_report_json(const CompiledPlan& plan);
+
+// What the plan would take with --memory-packing off (= bytes_per_device
+// when it is off).
+uint64_t unpacked_bytes_per_device(const CompiledPlan& plan);
+
+// All graphs as text, grouped by variant.
+std::string graphs_report_text(const CompiledPlan& plan);
+
+// "1.23 MiB"
+std::string human_bytes(uint64_t bytes);
+
+}  // namespace tr

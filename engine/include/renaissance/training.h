@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// What a training run is asked and what it reports: the options of a run,
+// the report after every step and epoch and at the end, and the callbacks a
+// front end gets them through (TrainingJob::train runs it).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <renaissance/checkpoint.h>
+#include <renaissance/profile.h>
+
+namespace tr {
+
+class TrainingSession;  // the engine's per-rank state, opaque here
+
+struct TrainOptions {
+  int64_t epochs = 0;  // 0: the project's
+  // End after this many steps in all (a resumed run counts on): the run is
+  // finished, validated and checkpointed as at an epoch end.
+  int64_t max_steps = -1;
+  bool validate = true;        // run validation after each epoch
+  int64_t profile_begin = -1;  // profile steps [begin, end) (global step numbers)
+  int64_t profile_end = -1;
+  // Checked before every step: the run ends there as stopped, with a
+  // checkpoint but no validation.
+  const std::atomic<bool>* stop = nullptr;
+  bool eval_ema = false;  // validate on the EMA weights (needs training.ema)
+  // Non-empty: a checkpoint goes there at every epoch end and when training
+  // stops early (<project>-epoch<E>.ckpt, <project>-step<S>.ckpt).
+  std::string checkpoint_dir;
+  // Continue from this checkpoint; `resume_source` names it in messages.
+  std::shared_ptr<const Checkpoint> resume;
+  std::string resume_source;
+};
+
+struct StepReport {
+  int64_t step = 0;  // global step number, from 0
+  int64_t epoch = 0;
+  int64_t batch = 0;  // within the epoch
+  int64_t batches = 0;
+  double loss = 0, top1 = 0, lr = 0;
+  double seconds = 0;  // this step's wall time
+  bool partial = false;
+  double loss_scale = 0;  // AMP: the loss scale after this step; 0 without AMP
+};
+
+struct EpochReport {
+  int64_t epoch = 0;
+  double train_loss = 0, train_top1 = 0;
+  double val_loss = 0, val_top1 = 0, val_top5 = 0;
+  bool validated = false;
+  double images_per_s = 0;         // training images per second over the epoch (all ranks)
+  double seconds = 0;              // training time of the epoch (without validation, nor the
+                                   // time the step callbacks held it: a pause)
+  std::vector<int64_t> confusion;  // classes x classes (row: true label, column: predicted); empty
+                                   // when not validated
+};
+
+struct TrainReport {
+  std::vector<EpochReport> epochs;
+  std::vector<double> step_seconds;  // every step's wall time
+  // The profiled steps' spans, every rank's, each stamped with its step:
+  // spans are taken at the end of every profiled step, so work launched in
+  // step k that runs past its end (the next batch's TRANSFER) says k, and
+  // work between two profiled steps (an epoch end's validation, the next
+  // epoch's first transfer) says the step after it. When training ends inside
+  // the profiled steps, what ran after the last one says that last step.
+  std::vector<ProfileSpan> profile;
+  int64_t steps = 0;                     // global step count reached (a resumed run counts on)
+  int64_t first_step = 0;                // where this run began (0, or a checkpoint's step)
+  bool stopped = false;                  // by the stop request (on any rank or node)
+  bool reached_max_steps = false;        // ended at TrainOptions::max_steps
+  std::vector<std::string> checkpoints;  // files written, in order
+};
+
+struct TrainCallbacks {
+  std::function<void(const StepReport&)> on_step;
+  std::function<void(const EpochReport&)> on_epoch;
+  // On rank 0 when the profiled steps are done, once, with every rank's spans
+  // of all of them (also in TrainReport::profile), so a front end can show
+  // them mid-run. Not called when training ends inside the profiled steps.
+  std::function<void(const std::vector<ProfileSpan>&)> on_profile;
+  // On every rank's own thread after each of its steps (the step's device
+  // work is done), so tests and tools can inspect per-rank state.
+  std::function<void(int rank, const StepReport&, TrainingSession&)> on_rank_step;
+};
+
+// What a run trains on and with, as the front ends and the run store describe it.
+struct TrainingContext {
+  std::string dataset;  // "Fashion-MNIST from DIR (60000 train, 10000 validation)"
+  int64_t train_samples = 0;
+  int64_t validation_samples = 0;
+  int cpu_threads = 0;  // the CPU's threads the engine uses
+  std::string backend;  // "cpu", "cuda"
+  // This process's ranks: global ranks first_rank .. first_rank + ranks - 1
+  // of global_world (more than ranks when training across machines).
+  int first_rank = 0, ranks = 1, global_world = 1;
+  bool leads = true;  // this process has global rank 0: it saves checkpoints and records the run
+};
+
+}  // namespace tr
