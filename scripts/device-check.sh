@@ -105,7 +105,7 @@ if [ "$mode" = bundle ]; then
   cp "$build/bin/renaissance-cli" "$stage/bin/"
   for t in $(cuda_tests); do cp "$build/tests/$t" "$stage/bin/"; done
   # The engine and its CUDA backend, which the engine loads from its own folder.
-  cp "$build"/lib/librenaissance-engine.so "$build"/lib/librenaissance-cuda.so "$stage/lib/" ||
+  cp "$build"/lib/librenaissance-*.so "$stage/lib/" ||
     die "no engine or CUDA backend library in $build/lib"
   # Every library the programs load except the C runtime and CUDA's own,
   # which must match the GPU machine's driver and come from there.

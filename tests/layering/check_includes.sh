@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# The one-way flow, for includes: each folder of the engine includes only its
+# own headers, the public API (<renaissance/...>) and the folders below it,
+# and the workbench and the CLI include nothing of the engine but the public
+# API. The linker checks calls (each layer is a library linked with
+# --no-undefined against those below it); this checks the types as well.
+set -euo pipefail
+root=${1:?usage: check_includes.sh SOURCE_ROOT}
+cd "$root"
+
+# folder: the engine folders its files may include from
+declare -A allowed=(
+  [engine/core]="core"
+  [engine/model]="core model"
+  [engine/plan]="core plan"
+  [engine/compile]="core model plan compile"
+  [engine/data]="core model data"
+  [engine/runtime]="core model plan compile data runtime"
+  [engine/backends/cpu]="core model plan compile data runtime backends/cpu"
+  [engine/backends/cuda]="core model plan compile data runtime net backends backends/cuda"
+  [engine/store]="core model store"
+  [engine/net]="core model plan compile net"
+  [engine/setup]="core model plan compile data runtime backends backends/cpu net store setup"
+  [engine/backends]="core model plan compile data runtime backends net"
+  [engine/cli]=""
+  [gui]=""
+)
+layers="core|model|plan|compile|data|runtime|backends|store|net|setup"
+
+bad=0
+checked=0
+for folder in "${!allowed[@]}"; do
+  depth=""
+  # engine/backends holds only the files directly in it; its subfolders are layers of their own.
+  [ "$folder" = engine/backends ] && depth="-maxdepth 1"
+  while IFS= read -r file; do
+    checked=$((checked + 1))
+    while IFS=: read -r line inc; do
+      target=$(sed -E 's/^#include "([^"]+)".*/\1/' <<<"$inc")
+      # The engine folder an include names: its first one or two path parts.
+      case "$target" in
+        backends/cpu/*) from=backends/cpu ;;
+        backends/cuda/*) from=backends/cuda ;;
+        backends/*) from=backends ;;
+        *) from=${target%%/*} ;;
+      esac
+      grep -Eq "^($layers)$|^backends/(cpu|cuda)$" <<<"$from" || continue
+      ok=no
+      for a in ${allowed[$folder]}; do [ "$a" = "$from" ] && ok=yes; done
+      if [ $ok = no ]; then
+        echo "$file:$line: includes \"$target\", but $folder may include only" \
+             "${allowed[$folder]:-the public API (<renaissance/...>)}" >&2
+        bad=$((bad + 1))
+      fi
+    done < <(grep -nE '^#include "' "$file" | sed -E 's/^([0-9]+):/\1:/')
+  done < <(find "$folder" $depth -type f \( -name '*.h' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \))
+done
+
+# The public headers include only each other and the standard library (and nlohmann's JSON).
+while IFS=: read -r file line inc; do
+  echo "$file:$line: a public header includes $inc; it may include only <renaissance/...>" >&2
+  bad=$((bad + 1))
+done < <(grep -nE '^#include "' engine/include/renaissance/*.h || true)
+
+echo "$checked files checked, $bad includes against the layer order"
+[ "$bad" -eq 0 ]
