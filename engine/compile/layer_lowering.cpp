@@ -83,12 +83,18 @@ GraphNode relu_backward(const LoweringInputs& in) {
                       in.layer);
 }
 
-GraphNode tanh_backward(const LoweringInputs& in) {
-  return compute_node(ComputeOp::TANH_BWD, {in.t->out, in.t->grad}, {in.dx}, in.layer);
+// Its sub-kind reaches the kernels through NodeParams::activation.
+template <Activation A>
+GraphNode activation_backward(const LoweringInputs& in) {
+  return compute_node(ComputeOp::ACTIVATION_BWD,
+                      {activation_backward_reads_output(A) ? in.t->out : in.x, in.t->grad}, {in.dx},
+                      in.layer);
 }
 
-GraphNode silu_backward(const LoweringInputs& in) {
-  return compute_node(ComputeOp::SILU_BWD, {in.x, in.t->grad}, {in.dx}, in.layer);
+template <Activation A>
+constexpr LayerLowering activation() {
+  return {&unary_forward<ComputeOp::ACTIVATION_FWD>, &activation_backward<A>,
+          activation_backward_reads_output(A), A};
 }
 
 GraphNode maxpool_backward(const LoweringInputs& in) {
@@ -127,20 +133,24 @@ GraphNode loss_forward(const LoweringInputs& in) {
 
 // In LayerType order (model/layer_type.h).
 constexpr LayerLowering kLowerings[] = {
-    {nullptr, nullptr},  // Input
+    {nullptr, nullptr, true},  // Input
     {&weighted_forward<ComputeOp::CONV_FWD>, &weighted_backward<ComputeOp::CONV_BWD>},
     {&batch_norm_forward, &batch_norm_backward},
     {&unary_forward<ComputeOp::RELU_FWD>, &relu_backward},
-    {&unary_forward<ComputeOp::TANH_FWD>, &tanh_backward},
-    {&unary_forward<ComputeOp::SILU_FWD>, &silu_backward},
-    {&unary_forward<ComputeOp::MAXPOOL_FWD>, &maxpool_backward},
+    activation<Activation::TANH>(),
+    activation<Activation::SILU>(),
+    activation<Activation::RELU6>(),
+    activation<Activation::LEAKY_RELU>(),
+    activation<Activation::GELU>(),
+    activation<Activation::SIGMOID>(),
+    {&unary_forward<ComputeOp::MAXPOOL_FWD>, &maxpool_backward, true},
     {&unary_forward<ComputeOp::AVGPOOL_FWD>, &grad_only_backward<ComputeOp::AVGPOOL_BWD>},
     {&unary_forward<ComputeOp::GAP_FWD>, &grad_only_backward<ComputeOp::GAP_BWD>},
     {&dropout_forward, &dropout_backward},
     {&unary_forward<ComputeOp::FLATTEN_FWD>, &grad_only_backward<ComputeOp::FLATTEN_BWD>},
     {&weighted_forward<ComputeOp::LINEAR_FWD>, &weighted_backward<ComputeOp::LINEAR_BWD>},
     {&add_forward, &add_backward},
-    {&loss_forward, nullptr},  // SoftmaxCrossEntropy: its forward writes the logits' gradient
+    {&loss_forward, nullptr, true},  // SoftmaxCrossEntropy: its forward writes the logits' gradient
 };
 static_assert(std::size(kLowerings) == std::size(kAllLayerTypes),
               "every LayerType needs its lowering, in enum order");

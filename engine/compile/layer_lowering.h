@@ -25,6 +25,11 @@ struct LoweringInputs {
 struct LayerLowering {
   GraphNode (*forward)(const LoweringInputs& in) = nullptr;   // null: no kernel (Input)
   GraphNode (*backward)(const LoweringInputs& in) = nullptr;  // null: no backward
+  // The backward reads the layer's own output, which the next layer's dX
+  // then must not overwrite. (ReLU reads its output or its input, whichever
+  // is still there: see relu_backward.)
+  bool backward_reads_output = false;
+  Activation activation = Activation::NUM_ACTIVATIONS;  // ACTIVATION_FWD's sub-kind
 };
 
 const LayerLowering& layer_lowering(LayerType t) noexcept;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "compile/layer_rewrites.h"
 
+#include "compile/layer_lowering.h"
+
 namespace tr {
 
 namespace {
@@ -12,15 +14,7 @@ namespace {
 // and reads the output otherwise, so that the input dies at the forward. The
 // fused BN+ReLU recomputes the mask from the BN input.
 bool backward_reads_own_output(LayerType t) {
-  switch (t) {
-    case LayerType::Tanh:
-    case LayerType::MaxPool2d:
-    case LayerType::Input:
-    case LayerType::SoftmaxCrossEntropy:
-      return true;
-    default:
-      return false;
-  }
+  return layer_lowering(t).backward_reads_output;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <renaissance/project.h>
 #include "compile/computation_graph.h"
+#include "compile/layer_lowering.h"
 
 namespace tr {
 
@@ -25,6 +26,8 @@ NodeParams layer_node_params(const LayerNode& layer) {
   p.eps = l.eps;
   p.momentum = l.momentum;
   p.p = l.p;
+  p.activation = layer_lowering(layer.type).activation;
+  p.negative_slope = l.negative_slope;
   return p;
 }
 

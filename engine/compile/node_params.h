@@ -10,6 +10,8 @@
 
 #include <renaissance/training_values.h>
 
+#include "compile/ops.h"
+
 namespace tr {
 
 struct LayerNode;
@@ -30,9 +32,12 @@ struct NodeParams {
   int64_t kernel_h = 1, kernel_w = 1;
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_h = 0, pad_w = 0;
-  double eps = 1e-5;                // BatchNorm
-  double momentum = 0.1;            // BatchNorm running statistics
-  double p = 0.5;                   // Dropout
+  double eps = 1e-5;      // BatchNorm
+  double momentum = 0.1;  // BatchNorm running statistics
+  double p = 0.5;         // Dropout
+  // ACTIVATION_FWD/BWD: which one, and LeakyReLU's slope for x < 0.
+  Activation activation = Activation::NUM_ACTIVATIONS;
+  double negative_slope = 0.01;
   std::vector<OwnerEps> owner_eps;  // BN_EQ_PARAMS: every layer its spans may hold
 
   // owner's eps from owner_eps, the default when it is not there.

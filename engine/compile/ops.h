@@ -28,10 +28,10 @@ enum class ComputeOp : uint8_t {
   BN_RELU_BWD,
   RELU_FWD,
   RELU_BWD,
-  TANH_FWD,
-  TANH_BWD,
-  SILU_FWD,
-  SILU_BWD,
+  // Every elementwise activation but ReLU (which fuses with BN and takes
+  // in-place gradients), one op with its sub-kind in NodeParams::activation.
+  ACTIVATION_FWD,
+  ACTIVATION_BWD,  // reads the output or the input: activation_backward_reads_output
   MAXPOOL_FWD,
   MAXPOOL_BWD,
   AVGPOOL_FWD,
@@ -71,6 +71,25 @@ enum class RangeOp : uint8_t {
   EMA_UPDATE,
   NUM_RANGE_OPS
 };
+
+// The sub-kinds of ACTIVATION_FWD/BWD. Plain values both backends' kernels
+// switch over (the CUDA kernels include this header).
+enum class Activation : uint8_t {
+  TANH,        // tanh(x)
+  SILU,        // x * sigmoid(x)
+  RELU6,       // min(max(x, 0), 6)
+  LEAKY_RELU,  // x > 0 ? x : slope * x  (0 <= slope < 1)
+  GELU,        // x * Phi(x), Phi the standard normal CDF (erf form, as PyTorch's default)
+  SIGMOID,     // 1 / (1 + exp(-x))
+  NUM_ACTIVATIONS
+};
+
+// The backward's first input: the output y (tanh, ReLU6, LeakyReLU, sigmoid:
+// the derivative is a function of y) or the input x (SiLU, GELU).
+constexpr bool activation_backward_reads_output(Activation a) noexcept {
+  return a == Activation::TANH || a == Activation::RELU6 || a == Activation::LEAKY_RELU ||
+         a == Activation::SIGMOID;
+}
 
 // Parts of a forked backward op.
 enum class BwdPart : uint8_t { DW, DB, DX };

@@ -39,10 +39,8 @@ StreamKind compute_stream(ComputeOp op) noexcept {
       return StreamKind::COMP_2;
     case ComputeOp::RELU_FWD:
     case ComputeOp::RELU_BWD:
-    case ComputeOp::TANH_FWD:
-    case ComputeOp::TANH_BWD:
-    case ComputeOp::SILU_FWD:
-    case ComputeOp::SILU_BWD:
+    case ComputeOp::ACTIVATION_FWD:
+    case ComputeOp::ACTIVATION_BWD:
     case ComputeOp::CONV_BWD:
     case ComputeOp::LINEAR_BWD:
       return StreamKind::COMP_3;

@@ -108,6 +108,11 @@ constexpr ParamSpec kDropoutParams[] = {
                  "probability of zeroing each value while training"),
 };
 
+constexpr ParamSpec kLeakyReluParams[] = {
+    number_param("negative_slope", "slope", 0, false, 1, true, 0.0, 0.99,
+                 &LayerParams::negative_slope, "the slope for negative inputs"),
+};
+
 constexpr ParamSpec kLinearParams[] = {
     int_param("out_features", 1, kMaxFeatures, &LayerParams::out_channels, "output features"),
     bias_param(),
@@ -179,6 +184,14 @@ constexpr LayerSpec kSpecs[] = {
          "Hyperbolic tangent."),
     spec(LayerType::SiLU, "SiLU", "silu", &elementwise_shape, 1, 1, false, LayerGroup::Activation,
          "x · sigmoid(x)"),
+    spec(LayerType::ReLU6, "ReLU6", "relu6", &elementwise_shape, 1, 1, false,
+         LayerGroup::Activation, "min(max(0, x), 6)"),
+    spec(LayerType::LeakyReLU, "LeakyReLU", "lrelu", &elementwise_shape, 1, 1, false,
+         LayerGroup::Activation, "x for x > 0, negative_slope · x otherwise.", kLeakyReluParams),
+    spec(LayerType::GELU, "GELU", "gelu", &elementwise_shape, 1, 1, false, LayerGroup::Activation,
+         "x · Φ(x), Φ the standard normal distribution function (exact, with erf)."),
+    spec(LayerType::Sigmoid, "Sigmoid", "sigmoid", &elementwise_shape, 1, 1, false,
+         LayerGroup::Activation, "1 / (1 + exp(-x))"),
     spec(LayerType::MaxPool2d, "MaxPool2d", "maxpool", &pool_shape, 1, 1, false,
          LayerGroup::Pooling, "Maximum over a window: kernel, stride, padding.", kPoolParams,
          pool_defaults(), true),

@@ -11,12 +11,7 @@ namespace tr::gui {
 namespace {
 
 bool same(const LayerNode& a, const LayerNode& b) {
-  const LayerParams &p = a.params, &q = b.params;
-  return a.id == b.id && a.type == b.type && p.height == q.height && p.width == q.width &&
-         p.channels == q.channels && p.out_channels == q.out_channels && p.kernel_h == q.kernel_h &&
-         p.kernel_w == q.kernel_w && p.stride_h == q.stride_h && p.stride_w == q.stride_w &&
-         p.pad_h == q.pad_h && p.pad_w == q.pad_w && p.bias == q.bias && p.eps == q.eps &&
-         p.momentum == q.momentum && p.p == q.p;
+  return a.id == b.id && a.type == b.type && a.params == b.params;
 }
 
 }  // namespace

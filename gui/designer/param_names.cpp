@@ -47,8 +47,13 @@ const ParamName* find(const QString& key) {
 }  // namespace
 
 QString param_label(const QString& key) {
-  const ParamName* n = find(key);
-  return n ? QCoreApplication::translate("ParamNames", n->label) : QString();
+  if (const ParamName* n = find(key)) return QCoreApplication::translate("ParamNames", n->label);
+  // A parameter without its own label (a new layer's): its file key in words,
+  // "params.negative_slope" -> "Negative slope".
+  if (!key.startsWith(QLatin1String("params."))) return {};
+  QString words = key.mid(7).replace(QLatin1Char('_'), QLatin1Char(' '));
+  if (!words.isEmpty()) words[0] = words[0].toUpper();
+  return words;
 }
 
 QString param_editor_key(const QString& key) {

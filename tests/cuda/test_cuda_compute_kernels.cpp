@@ -31,9 +31,11 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "../engine/kernel_harness.h"
+#include "compile/layer_lowering.h"
 #include "compute_mirror.h"
 #include "cuda_test_util.h"
 
@@ -94,6 +96,33 @@ QString half_far(ComputeMirror& m, size_t t, const char* what, int ulps, double 
   return m.half_mismatch(t, what, ulps, abs);
 }
 
+// ReLU and every layer type of the activation family, as the compiler
+// wires them (the family's sub-kind and LeakyReLU's slope through the layer).
+struct ActivationCase {
+  std::string name;
+  ComputeOp fwd, bwd;
+  bool bwd_reads_y;
+  bool exact;  // a select (ReLU, ReLU6, LeakyReLU): bit for bit
+  LayerNode layer;
+};
+
+std::vector<ActivationCase> activation_cases() {
+  std::vector<ActivationCase> out;
+  out.push_back({"RELU", ComputeOp::RELU_FWD, ComputeOp::RELU_BWD, false, true,
+                 test::layer_with(LayerType::ReLU)});
+  for (LayerType t : kAllLayerTypes) {
+    const Activation f = layer_lowering(t).activation;
+    if (f == Activation::NUM_ACTIVATIONS) continue;
+    LayerParams p;
+    p.negative_slope = 0.2;
+    const bool select = f == Activation::RELU6 || f == Activation::LEAKY_RELU;
+    out.push_back({std::string(layer_type_name(t)), ComputeOp::ACTIVATION_FWD,
+                   ComputeOp::ACTIVATION_BWD, activation_backward_reads_output(f), select,
+                   test::layer_with(t, p)});
+  }
+  return out;
+}
+
 }  // namespace
 
 class TestCudaComputeKernels : public QObject {
@@ -102,15 +131,26 @@ class TestCudaComputeKernels : public QObject {
  private slots:
   void tableHasTheseKernels() {
     TR_REQUIRE_CUDA_DEVICE();
-    for (ComputeOp op :
-         {ComputeOp::COPY_LABELS,   ComputeOp::RELU_FWD,    ComputeOp::RELU_BWD,
-          ComputeOp::TANH_FWD,      ComputeOp::TANH_BWD,    ComputeOp::SILU_FWD,
-          ComputeOp::SILU_BWD,      ComputeOp::IDENTITY,    ComputeOp::FLATTEN_FWD,
-          ComputeOp::FLATTEN_BWD,   ComputeOp::ADD_FWD,     ComputeOp::ADD_BWD,
-          ComputeOp::DROPOUT_FWD,   ComputeOp::DROPOUT_BWD, ComputeOp::MAXPOOL_FWD,
-          ComputeOp::MAXPOOL_BWD,   ComputeOp::AVGPOOL_FWD, ComputeOp::AVGPOOL_BWD,
-          ComputeOp::GAP_FWD,       ComputeOp::GAP_BWD,     ComputeOp::SOFTMAX_CE_FWD_BWD,
-          ComputeOp::SOFTMAX_CE_FWD})
+    for (ComputeOp op : {ComputeOp::COPY_LABELS,
+                         ComputeOp::RELU_FWD,
+                         ComputeOp::RELU_BWD,
+                         ComputeOp::ACTIVATION_FWD,
+                         ComputeOp::ACTIVATION_BWD,
+                         ComputeOp::IDENTITY,
+                         ComputeOp::FLATTEN_FWD,
+                         ComputeOp::FLATTEN_BWD,
+                         ComputeOp::ADD_FWD,
+                         ComputeOp::ADD_BWD,
+                         ComputeOp::DROPOUT_FWD,
+                         ComputeOp::DROPOUT_BWD,
+                         ComputeOp::MAXPOOL_FWD,
+                         ComputeOp::MAXPOOL_BWD,
+                         ComputeOp::AVGPOOL_FWD,
+                         ComputeOp::AVGPOOL_BWD,
+                         ComputeOp::GAP_FWD,
+                         ComputeOp::GAP_BWD,
+                         ComputeOp::SOFTMAX_CE_FWD_BWD,
+                         ComputeOp::SOFTMAX_CE_FWD})
       QVERIFY2(cuda::cuda_compute_kernel(op), compute_op_name(op).data());
   }
 
@@ -160,15 +200,9 @@ class TestCudaComputeKernels : public QObject {
 
   void activations() {
     TR_REQUIRE_CUDA_DEVICE();
-    struct Case {
-      ComputeOp fwd, bwd;
-      bool bwd_reads_y;  // as the compiler wires it: Tanh's backward reads y
-      bool exact;        // ReLU is a select: bit for bit
-    };
-    for (const Case c : {Case{ComputeOp::RELU_FWD, ComputeOp::RELU_BWD, false, true},
-                         Case{ComputeOp::TANH_FWD, ComputeOp::TANH_BWD, true, false},
-                         Case{ComputeOp::SILU_FWD, ComputeOp::SILU_BWD, false, false}}) {
-      const char* name = compute_op_name(c.fwd).data();
+    for (const ActivationCase& c : activation_cases()) {
+      const char* name = c.name.c_str();
+      const LayerNode* layer = &c.layer;
       std::mt19937 rng(11);
       ComputeMirror m;
       const Shape s{3, 7, 5, 11};  // odd: no vector width divides it
@@ -177,7 +211,7 @@ class TestCudaComputeKernels : public QObject {
       m.fill(dy, rng);
       m.fill(dx, rng);  // what an accumulating backward adds onto
       GraphNode f = node_for(c.fwd);
-      m.run([&](bool d) { return m.args(d, {x}, {y}, &f); }, c.fwd);
+      m.run([&](bool d) { return m.args(d, {x}, {y}, &f, layer); }, c.fwd);
       if (c.exact)
         EXPECT_NONE(differs(m, y, name));
       else
@@ -187,7 +221,7 @@ class TestCudaComputeKernels : public QObject {
       const size_t saved = c.bwd_reads_y ? y : x;
       for (uint8_t mask : {0, 1}) {
         GraphNode b = node_for(c.bwd, mask, 3);
-        m.run([&](bool d) { return m.args(d, {saved, dy}, {dx}, &b); }, c.bwd);
+        m.run([&](bool d) { return m.args(d, {saved, dy}, {dx}, &b, layer); }, c.bwd);
         if (c.exact)
           EXPECT_NONE(differs(m, dx, name));
         else
@@ -195,7 +229,11 @@ class TestCudaComputeKernels : public QObject {
       }
       // An absent gradient is not written, and nothing fails.
       GraphNode b = node_for(c.bwd);
-      m.run([&](bool d) { return m.args(d, {saved, dy}, {ComputeMirror::kAbsent}, &b); }, c.bwd);
+      m.run(
+          [&](bool d) {
+            return m.args(d, {saved, dy}, {ComputeMirror::kAbsent}, &b, layer);
+          },
+          c.bwd);
     }
   }
 
@@ -492,16 +530,11 @@ class TestCudaComputeKernels : public QObject {
 
   void fp16Activations() {
     TR_REQUIRE_CUDA_DEVICE();
-    struct Case {
-      ComputeOp fwd, bwd;
-      bool bwd_reads_y;
-      int ulps;  // ReLU is a select: exact
-    };
-    for (const Case c : {Case{ComputeOp::RELU_FWD, ComputeOp::RELU_BWD, false, 0},
-                         Case{ComputeOp::TANH_FWD, ComputeOp::TANH_BWD, true, 1},
-                         Case{ComputeOp::SILU_FWD, ComputeOp::SILU_BWD, false, 1}}) {
-      const char* name = compute_op_name(c.fwd).data();
-      const double abs = c.ulps ? 1e-5 : 0.0;
+    for (const ActivationCase& c : activation_cases()) {
+      const char* name = c.name.c_str();
+      const LayerNode* layer = &c.layer;
+      const int ulps = c.exact ? 0 : 1;
+      const double abs = ulps ? 1e-5 : 0.0;
       std::mt19937 rng(31);
       ComputeMirror m;
       const Shape s{3, 7, 5, 11};  // 11 channels: rows padded to 16
@@ -515,13 +548,13 @@ class TestCudaComputeKernels : public QObject {
       fill_half(m, dx, rng);
       m.poison_padding(y);
       GraphNode f = node_for(c.fwd);
-      m.run([&](bool d) { return m.args(d, {x}, {y}, &f); }, c.fwd);
-      EXPECT_NONE(half_far(m, y, name, c.ulps, abs));
+      m.run([&](bool d) { return m.args(d, {x}, {y}, &f, layer); }, c.fwd);
+      EXPECT_NONE(half_far(m, y, name, ulps, abs));
       const size_t saved = c.bwd_reads_y ? y : x;
       for (uint8_t mask : {0, 1}) {
         GraphNode b = node_for(c.bwd, mask, 3);
-        m.run([&](bool d) { return m.args(d, {saved, dy}, {dx}, &b); }, c.bwd);
-        EXPECT_NONE(half_far(m, dx, compute_op_name(c.bwd).data(), c.ulps, abs));
+        m.run([&](bool d) { return m.args(d, {saved, dy}, {dx}, &b, layer); }, c.bwd);
+        EXPECT_NONE(half_far(m, dx, name, ulps, abs));
       }
     }
   }

@@ -1119,8 +1119,8 @@ class TestCompiler : public QObject {
                         ComputeOp::MAXPOOL_FWD, ComputeOp::MAXPOOL_BWD, ComputeOp::AVGPOOL_FWD,
                         ComputeOp::AVGPOOL_BWD, ComputeOp::DROPOUT_FWD, ComputeOp::DROPOUT_BWD})
       QCOMPARE(op(o), StreamKind::COMP_2);
-    for (ComputeOp o : {ComputeOp::RELU_FWD, ComputeOp::RELU_BWD, ComputeOp::TANH_FWD,
-                        ComputeOp::TANH_BWD, ComputeOp::SILU_FWD, ComputeOp::SILU_BWD})
+    for (ComputeOp o : {ComputeOp::RELU_FWD, ComputeOp::RELU_BWD, ComputeOp::ACTIVATION_FWD,
+                        ComputeOp::ACTIVATION_BWD})
       QCOMPARE(op(o), StreamKind::COMP_3);
     // conv/linear backward: COMP_3 represents the forked op.
     QCOMPARE(op(ComputeOp::CONV_BWD), StreamKind::COMP_3);

@@ -29,6 +29,7 @@
 #include "backends/cpu/kernels/half_convert.h"
 #include "backends/cpu/kernels/pooling.h"
 #include "backends/cpu/kernels/softmax_ce.h"
+#include "compile/layer_lowering.h"
 #include "resolved_params.h"
 
 using namespace tr;
@@ -176,7 +177,7 @@ LayerParams conv_params(int64_t co, int64_t k, int64_t stride, int64_t pad, bool
 using KernelFn = void (*)(const KernelArgs&);
 
 struct Case {
-  const char* name;
+  std::string name;
   KernelFn kernel;
   std::vector<Operand> ins, outs;
   LayerNode layer;
@@ -505,16 +506,32 @@ std::vector<Case> cases() {
   v.push_back({"relu_fwd", &cpu::relu_fwd, {{R::FEATURE, px}}, {{R::FEATURE, px}}, act});
   v.push_back(
       {"relu_bwd", &cpu::relu_bwd, {{R::FEATURE, px}, {R::GRAD, px}}, {{R::GRAD, px}}, act});
-  v.push_back({"tanh_fwd", &cpu::tanh_fwd, {{R::FEATURE, px}}, {{R::FEATURE, px}}, act});
-  v.push_back({"tanh_bwd",
-               &cpu::tanh_bwd,
-               {{R::FEATURE, px, -0.9f, 0.9f}, {R::GRAD, px}},
-               {{R::GRAD, px}},
-               act,
-               0b1});
-  v.push_back({"silu_fwd", &cpu::silu_fwd, {{R::FEATURE, px}}, {{R::FEATURE, px}}, act});
-  v.push_back(
-      {"silu_bwd", &cpu::silu_bwd, {{R::FEATURE, px}, {R::GRAD, px}}, {{R::GRAD, px}}, act});
+  // The activation family: every layer type whose forward is ACTIVATION_FWD.
+  for (LayerType t : kAllLayerTypes) {
+    const Activation f = layer_lowering(t).activation;
+    if (f == Activation::NUM_ACTIVATIONS) continue;
+    LayerParams slope;
+    slope.negative_slope = 0.2;
+    const LayerNode layer = layer_of(t, slope);
+    const std::string name(layer_type_name(t));
+    v.push_back(
+        {name + " fwd", &cpu::activation_fwd, {{R::FEATURE, px}}, {{R::FEATURE, px}}, layer});
+    // A backward that reads y reads an output of the forward: keep it in tanh's and sigmoid's
+    // range.
+    if (activation_backward_reads_output(f))
+      v.push_back({name + " bwd",
+                   &cpu::activation_bwd,
+                   {{R::FEATURE, px, -0.9f, 0.9f}, {R::GRAD, px}},
+                   {{R::GRAD, px}},
+                   layer,
+                   0b1});
+    else
+      v.push_back({name + " bwd",
+                   &cpu::activation_bwd,
+                   {{R::FEATURE, px}, {R::GRAD, px}},
+                   {{R::GRAD, px}},
+                   layer});
+  }
   // Pooling.
   const LayerNode mp2 = layer_of(LayerType::MaxPool2d, pool2);
   const LayerNode mp3 = layer_of(LayerType::MaxPool2d, pool3);
@@ -612,7 +629,8 @@ class TestCpuAmpKernels : public QObject {
   void fp16KernelsMatchTheirFp32Twins_data() {
     QTest::addColumn<int>("index");
     const std::vector<Case> all = cases();
-    for (size_t i = 0; i < all.size(); ++i) QTest::newRow(all[i].name) << static_cast<int>(i);
+    for (size_t i = 0; i < all.size(); ++i)
+      QTest::newRow(all[i].name.c_str()) << static_cast<int>(i);
   }
 
   void fp16KernelsMatchTheirFp32Twins() {
@@ -620,7 +638,7 @@ class TestCpuAmpKernels : public QObject {
     const Case c = cases()[static_cast<size_t>(index)];
     const Outcome o = run_case(c, 1000u + static_cast<unsigned>(index));
     QVERIFY2(o.ok, o.problem.c_str());
-    qDebug("%s: worst error %.3f half-ulps, workspace %llu bytes", c.name, o.worst_ulps,
+    qDebug("%s: worst error %.3f half-ulps, workspace %llu bytes", c.name.c_str(), o.worst_ulps,
            static_cast<unsigned long long>(o.workspace));
   }
 

@@ -50,14 +50,10 @@ Kernel compute_kernel(ComputeOp op) noexcept {
       return relu_fwd;
     case ComputeOp::RELU_BWD:
       return relu_bwd;
-    case ComputeOp::TANH_FWD:
-      return tanh_fwd;
-    case ComputeOp::TANH_BWD:
-      return tanh_bwd;
-    case ComputeOp::SILU_FWD:
-      return silu_fwd;
-    case ComputeOp::SILU_BWD:
-      return silu_bwd;
+    case ComputeOp::ACTIVATION_FWD:
+      return activation_fwd;
+    case ComputeOp::ACTIVATION_BWD:
+      return activation_bwd;
     case ComputeOp::MAXPOOL_FWD:
       return maxpool_fwd;
     case ComputeOp::MAXPOOL_BWD:

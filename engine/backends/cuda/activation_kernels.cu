@@ -37,6 +37,30 @@ struct Silu {
   }
 };
 
+struct Relu6 {
+  __device__ float fwd(float x) const { return x < 0.0f ? 0.0f : (x > 6.0f ? 6.0f : x); }
+  __device__ float bwd(float y, float g) const { return y > 0.0f && y < 6.0f ? g : 0.0f; }
+};
+
+struct LeakyRelu {
+  float slope;  // 0 <= slope < 1: y > 0 exactly where x > 0
+  __device__ float fwd(float x) const { return x > 0.0f ? x : slope * x; }
+  __device__ float bwd(float y, float g) const { return y > 0.0f ? g : slope * g; }
+};
+
+struct Gelu {
+  __device__ float fwd(float x) const { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+  __device__ float bwd(float x, float g) const {
+    const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+    return g * (cdf + x * 0.39894228040143268f * expf(-0.5f * x * x));
+  }
+};
+
+struct Sigmoid {
+  __device__ float fwd(float x) const { return sigmoid(x); }
+  __device__ float bwd(float y, float g) const { return g * y * (1.0f - y); }
+};
+
 template <class F, class T>
 __global__ void fwd_kernel(F f, uint64_t n, Rows<const T> x, Rows<T> y) {
   const uint64_t end = y.positions(n);
@@ -110,29 +134,54 @@ cudaError_t bwd(F f, Elem e, uint64_t n, FeatureView saved, FeatureView dy, Feat
 
 }  // namespace
 
-cudaError_t launch_activation_fwd(Activation f, Elem e, uint64_t n, FeatureView x, FeatureView y,
-                                  cudaStream_t stream) {
+cudaError_t launch_relu_fwd(Elem e, uint64_t n, FeatureView x, FeatureView y, cudaStream_t stream) {
+  return fwd(Relu{}, e, n, x, y, stream);
+}
+
+cudaError_t launch_relu_bwd(Elem e, uint64_t n, FeatureView saved, FeatureView dy, FeatureView dx,
+                            bool accumulate, cudaStream_t stream) {
+  return bwd(Relu{}, e, n, saved, dy, dx, accumulate, stream);
+}
+
+cudaError_t launch_activation_fwd(Activation f, float slope, Elem e, uint64_t n, FeatureView x,
+                                  FeatureView y, cudaStream_t stream) {
   switch (f) {
-    case Activation::RELU:
-      return fwd(Relu{}, e, n, x, y, stream);
     case Activation::TANH:
       return fwd(Tanh{}, e, n, x, y, stream);
     case Activation::SILU:
       return fwd(Silu{}, e, n, x, y, stream);
+    case Activation::RELU6:
+      return fwd(Relu6{}, e, n, x, y, stream);
+    case Activation::LEAKY_RELU:
+      return fwd(LeakyRelu{slope}, e, n, x, y, stream);
+    case Activation::GELU:
+      return fwd(Gelu{}, e, n, x, y, stream);
+    case Activation::SIGMOID:
+      return fwd(Sigmoid{}, e, n, x, y, stream);
+    case Activation::NUM_ACTIVATIONS:
+      break;
   }
   return cudaErrorInvalidValue;
 }
 
-cudaError_t launch_activation_bwd(Activation f, Elem e, uint64_t n, FeatureView saved,
+cudaError_t launch_activation_bwd(Activation f, float slope, Elem e, uint64_t n, FeatureView saved,
                                   FeatureView dy, FeatureView dx, bool accumulate,
                                   cudaStream_t stream) {
   switch (f) {
-    case Activation::RELU:
-      return bwd(Relu{}, e, n, saved, dy, dx, accumulate, stream);
     case Activation::TANH:
       return bwd(Tanh{}, e, n, saved, dy, dx, accumulate, stream);
     case Activation::SILU:
       return bwd(Silu{}, e, n, saved, dy, dx, accumulate, stream);
+    case Activation::RELU6:
+      return bwd(Relu6{}, e, n, saved, dy, dx, accumulate, stream);
+    case Activation::LEAKY_RELU:
+      return bwd(LeakyRelu{slope}, e, n, saved, dy, dx, accumulate, stream);
+    case Activation::GELU:
+      return bwd(Gelu{}, e, n, saved, dy, dx, accumulate, stream);
+    case Activation::SIGMOID:
+      return bwd(Sigmoid{}, e, n, saved, dy, dx, accumulate, stream);
+    case Activation::NUM_ACTIVATIONS:
+      break;
   }
   return cudaErrorInvalidValue;
 }

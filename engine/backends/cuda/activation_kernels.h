@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// CUDA ReLU, Tanh and SiLU, the two-input add and the copy-or-add of
-// gradients, over `n` logical values of FP32 or FP16 feature views (see
+// CUDA ReLU and the activation family (compile/ops.h: Activation), the two-input add and the
+// copy-or-add of gradients, over `n` logical values of FP32 or FP16 feature views (see
 // feature_view.h) on raw device pointers. Semantics are those of
 // backends/cpu/kernels/activations.cpp and elementwise.cpp, FP16 operands
 // computed in FP32 and rounded once as the CPU's staging does; padding lanes
@@ -13,18 +13,21 @@
 #include <cstdint>
 
 #include "backends/cuda/feature_view.h"
+#include "compile/ops.h"
 
 namespace tr::cuda {
 
-enum class Activation : int { RELU, TANH, SILU };
-
-// y = f(x)
-cudaError_t launch_activation_fwd(Activation f, Elem e, uint64_t n, FeatureView x, FeatureView y,
-                                  cudaStream_t stream);
+// y = relu(x); dx (+)= dy where saved > 0, `saved` being x or y (x > 0
+// exactly where y > 0, so either works).
+cudaError_t launch_relu_fwd(Elem e, uint64_t n, FeatureView x, FeatureView y, cudaStream_t stream);
+cudaError_t launch_relu_bwd(Elem e, uint64_t n, FeatureView saved, FeatureView dy, FeatureView dx,
+                            bool accumulate, cudaStream_t stream);
+// y = f(x) for ACTIVATION_FWD (`slope`: LeakyReLU's for x < 0).
+cudaError_t launch_activation_fwd(Activation f, float slope, Elem e, uint64_t n, FeatureView x,
+                                  FeatureView y, cudaStream_t stream);
 // dx (+)= dy * f'(.) where `saved` is what the graph hands the backward:
-// the input x for ReLU (x > 0 exactly where y > 0, so either works) and
-// SiLU, the output y for Tanh.
-cudaError_t launch_activation_bwd(Activation f, Elem e, uint64_t n, FeatureView saved,
+// the output y or the input x, as activation_backward_reads_output says.
+cudaError_t launch_activation_bwd(Activation f, float slope, Elem e, uint64_t n, FeatureView saved,
                                   FeatureView dy, FeatureView dx, bool accumulate,
                                   cudaStream_t stream);
 // y = (accumulate ? y + a : a), then + b when `b` is given, in float and

@@ -61,25 +61,27 @@ void copy_or_add(const KernelArgs& a, size_t out_index, const TensorArg& src, El
   launched(launch_sum(e, n, from, twice ? &from : nullptr, to, accumulate, stream), op);
 }
 
-void activation_fwd(const KernelArgs& a, Activation f, cudaStream_t stream, const char* op) {
+// The elementwise ops' operands: x and y (or the saved tensor, dy and dx) of one shape.
+Elem unary_operands(const KernelArgs& a, const char* op, FeatureView& x, FeatureView& y) {
   const Elem e = common_elem(op, a, {{&a.in[0], "x"}, {&a.out[0], "y"}});
-  const FeatureView x = feature_view(a.in[0]), y = feature_view(a.out[0]);
+  x = feature_view(a.in[0]);
+  y = feature_view(a.out[0]);
   if (a.in[0].shape() != a.out[0].shape() || !same_layout(x, y))
     fail_operand(op, a, "x and y should have one shape");
-  launched(launch_activation_fwd(f, e, elements(a.in[0]), x, y, stream), op);
+  return e;
 }
 
-void activation_bwd(const KernelArgs& a, Activation f, cudaStream_t stream, const char* op) {
-  if (!has_out(a, 0)) return;
+Elem backward_operands(const KernelArgs& a, const char* op, FeatureView& saved, FeatureView& dy,
+                       FeatureView& dx) {
   const Elem e =
       common_elem(op, a, {{&a.in[0], "the saved tensor"}, {&a.in[1], "dy"}, {&a.out[0], "dx"}});
-  const FeatureView saved = feature_view(a.in[0]), dy = feature_view(a.in[1]),
-                    dx = feature_view(a.out[0]);
+  saved = feature_view(a.in[0]);
+  dy = feature_view(a.in[1]);
+  dx = feature_view(a.out[0]);
   if (a.in[0].shape() != a.in[1].shape() || a.out[0].shape() != a.in[1].shape() ||
       !same_layout(saved, dy) || !same_layout(dx, dy))
     fail_operand(op, a, "the saved tensor, dy and dx should have one shape");
-  launched(launch_activation_bwd(f, e, elements(a.in[1]), saved, dy, dx, a.accumulate(0), stream),
-           op);
+  return e;
 }
 
 // The CPU twin's rows: per NHW position when the mask's channels are
@@ -211,22 +213,39 @@ void flatten(const KernelArgs& a, cudaStream_t stream) {
 }
 
 void relu_fwd(const KernelArgs& a, cudaStream_t stream) {
-  activation_fwd(a, Activation::RELU, stream, "RELU_FWD");
+  constexpr const char* op = "RELU_FWD";
+  FeatureView x, y;
+  const Elem e = unary_operands(a, op, x, y);
+  launched(launch_relu_fwd(e, elements(a.in[0]), x, y, stream), op);
 }
+
 void relu_bwd(const KernelArgs& a, cudaStream_t stream) {
-  activation_bwd(a, Activation::RELU, stream, "RELU_BWD");
+  constexpr const char* op = "RELU_BWD";
+  if (!has_out(a, 0)) return;
+  FeatureView saved, dy, dx;
+  const Elem e = backward_operands(a, op, saved, dy, dx);
+  launched(launch_relu_bwd(e, elements(a.in[1]), saved, dy, dx, a.accumulate(0), stream), op);
 }
-void tanh_fwd(const KernelArgs& a, cudaStream_t stream) {
-  activation_fwd(a, Activation::TANH, stream, "TANH_FWD");
+
+void activation_fwd(const KernelArgs& a, cudaStream_t stream) {
+  constexpr const char* op = "ACTIVATION_FWD";
+  FeatureView x, y;
+  const Elem e = unary_operands(a, op, x, y);
+  const NodeParams& p = a.params();
+  launched(launch_activation_fwd(p.activation, static_cast<float>(p.negative_slope), e,
+                                 elements(a.in[0]), x, y, stream),
+           op);
 }
-void tanh_bwd(const KernelArgs& a, cudaStream_t stream) {
-  activation_bwd(a, Activation::TANH, stream, "TANH_BWD");
-}
-void silu_fwd(const KernelArgs& a, cudaStream_t stream) {
-  activation_fwd(a, Activation::SILU, stream, "SILU_FWD");
-}
-void silu_bwd(const KernelArgs& a, cudaStream_t stream) {
-  activation_bwd(a, Activation::SILU, stream, "SILU_BWD");
+
+void activation_bwd(const KernelArgs& a, cudaStream_t stream) {
+  constexpr const char* op = "ACTIVATION_BWD";
+  if (!has_out(a, 0)) return;
+  FeatureView saved, dy, dx;
+  const Elem e = backward_operands(a, op, saved, dy, dx);
+  const NodeParams& p = a.params();
+  launched(launch_activation_bwd(p.activation, static_cast<float>(p.negative_slope), e,
+                                 elements(a.in[1]), saved, dy, dx, a.accumulate(0), stream),
+           op);
 }
 
 void add_fwd(const KernelArgs& a, cudaStream_t stream) {

@@ -21,10 +21,8 @@ void identity(const KernelArgs& a, cudaStream_t stream);
 void flatten(const KernelArgs& a, cudaStream_t stream);  // forward and backward alike
 void relu_fwd(const KernelArgs& a, cudaStream_t stream);
 void relu_bwd(const KernelArgs& a, cudaStream_t stream);
-void tanh_fwd(const KernelArgs& a, cudaStream_t stream);
-void tanh_bwd(const KernelArgs& a, cudaStream_t stream);
-void silu_fwd(const KernelArgs& a, cudaStream_t stream);
-void silu_bwd(const KernelArgs& a, cudaStream_t stream);
+void activation_fwd(const KernelArgs& a, cudaStream_t stream);  // NodeParams::activation
+void activation_bwd(const KernelArgs& a, cudaStream_t stream);
 void add_fwd(const KernelArgs& a, cudaStream_t stream);
 void add_bwd(const KernelArgs& a, cudaStream_t stream);
 void dropout_fwd(const KernelArgs& a, cudaStream_t stream);

@@ -258,14 +258,10 @@ CudaKernel cuda_compute_kernel(ComputeOp op) noexcept {
       return compute::relu_fwd;
     case ComputeOp::RELU_BWD:
       return compute::relu_bwd;
-    case ComputeOp::TANH_FWD:
-      return compute::tanh_fwd;
-    case ComputeOp::TANH_BWD:
-      return compute::tanh_bwd;
-    case ComputeOp::SILU_FWD:
-      return compute::silu_fwd;
-    case ComputeOp::SILU_BWD:
-      return compute::silu_bwd;
+    case ComputeOp::ACTIVATION_FWD:
+      return compute::activation_fwd;
+    case ComputeOp::ACTIVATION_BWD:
+      return compute::activation_bwd;
     case ComputeOp::MAXPOOL_FWD:
       return compute::maxpool_fwd;
     case ComputeOp::MAXPOOL_BWD:

@@ -15,6 +15,10 @@ enum class LayerType {
   ReLU,
   Tanh,
   SiLU,
+  ReLU6,
+  LeakyReLU,
+  GELU,
+  Sigmoid,
   MaxPool2d,
   AvgPool2d,
   GlobalAvgPool,
@@ -26,13 +30,12 @@ enum class LayerType {
 };
 
 inline constexpr LayerType kAllLayerTypes[] = {
-    LayerType::Input,         LayerType::Conv2d,
-    LayerType::BatchNorm2d,   LayerType::ReLU,
-    LayerType::Tanh,          LayerType::SiLU,
-    LayerType::MaxPool2d,     LayerType::AvgPool2d,
-    LayerType::GlobalAvgPool, LayerType::Dropout,
-    LayerType::Flatten,       LayerType::Linear,
-    LayerType::Add,           LayerType::SoftmaxCrossEntropy,
+    LayerType::Input,         LayerType::Conv2d,    LayerType::BatchNorm2d,
+    LayerType::ReLU,          LayerType::Tanh,      LayerType::SiLU,
+    LayerType::ReLU6,         LayerType::LeakyReLU, LayerType::GELU,
+    LayerType::Sigmoid,       LayerType::MaxPool2d, LayerType::AvgPool2d,
+    LayerType::GlobalAvgPool, LayerType::Dropout,   LayerType::Flatten,
+    LayerType::Linear,        LayerType::Add,       LayerType::SoftmaxCrossEntropy,
 };
 
 std::string_view layer_type_name(LayerType t) noexcept;

@@ -30,6 +30,10 @@ struct LayerParams {
   double momentum = 0.1;
   // Dropout
   double p = 0.5;
+  // LeakyReLU: the slope for x < 0
+  double negative_slope = 0.01;
+
+  bool operator==(const LayerParams&) const = default;
 };
 
 struct LayerNode {

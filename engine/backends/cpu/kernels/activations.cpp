@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// ReLU, Tanh and SiLU kernels on the CPU (compact FP32, by element count).
+// ReLU and the activation family (ACTIVATION_FWD/BWD: tanh, SiLU, ReLU6,
+// LeakyReLU, GELU, sigmoid) on the CPU, compact FP32, by element count.
 #include "backends/cpu/kernels/activations.h"
+
+#include <cmath>
+#include <stdexcept>
 
 #include "backends/cpu/kernels/fast_math.h"
 #include "backends/cpu/kernels/half_staging.h"
@@ -19,6 +23,90 @@ namespace {
 // that mid-sized tensors of them already go parallel.
 constexpr int64_t kPolynomialCost = 8;
 
+// Each activation: y = f(x) and dx = g(s, dy), where s is what the backward
+// reads (the output or the input: activation_backward_reads_output), and the
+// cost of one element of each.
+struct Tanh {
+  static float f(float x, float) { return tanh_approx(x); }
+  static float df(float y, float g, float) { return g * (1.0f - y * y); }
+  static constexpr int64_t kForwardCost = kPolynomialCost, kBackwardCost = 1;
+};
+
+struct Silu {
+  static float f(float x, float) { return x * sigmoid_approx(x); }
+  static float df(float x, float g, float) {
+    const float s = sigmoid_approx(x);
+    return g * s * (1.0f + x * (1.0f - s));
+  }
+  static constexpr int64_t kForwardCost = kPolynomialCost, kBackwardCost = kPolynomialCost;
+};
+
+struct Relu6 {
+  // NaN passes through, as in torch.nn.functional.relu6.
+  static float f(float x, float) { return x < 0.0f ? 0.0f : (x > 6.0f ? 6.0f : x); }
+  static float df(float y, float g, float) { return select(y > 0.0f && y < 6.0f, g, 0.0f); }
+  static constexpr int64_t kForwardCost = 1, kBackwardCost = 1;
+};
+
+struct LeakyRelu {
+  // With 0 <= slope < 1, y > 0 exactly where x > 0.
+  static float f(float x, float slope) { return x > 0.0f ? x : slope * x; }
+  static float df(float y, float g, float slope) { return y > 0.0f ? g : slope * g; }
+  static constexpr int64_t kForwardCost = 1, kBackwardCost = 1;
+};
+
+struct Gelu {
+  static constexpr float kRsqrt2 = 0.70710678118654752f;
+  static constexpr float kRsqrt2Pi = 0.39894228040143268f;
+  static float f(float x, float) { return 0.5f * x * (1.0f + std::erf(x * kRsqrt2)); }
+  static float df(float x, float g, float) {
+    const float cdf = 0.5f * (1.0f + std::erf(x * kRsqrt2));
+    return g * (cdf + x * kRsqrt2Pi * std::exp(-0.5f * x * x));
+  }
+  static constexpr int64_t kForwardCost = 2 * kPolynomialCost, kBackwardCost = 3 * kPolynomialCost;
+};
+
+struct Sigmoid {
+  static float f(float x, float) { return sigmoid_approx(x); }
+  static float df(float y, float g, float) { return g * y * (1.0f - y); }
+  static constexpr int64_t kForwardCost = kPolynomialCost, kBackwardCost = 1;
+};
+
+// in [x] out [y]
+template <class F>
+void forward(const KernelArgs& a) {
+  if (detail::run_fp16_staged(a, forward<F>)) return;
+  const float* x = a.in[0].f32();
+  float* y = a.out[0].f32();
+  const float slope = static_cast<float>(a.params().negative_slope);
+  parallel_floats(
+      a.in[0].shape().elements(),
+      [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) y[i] = F::f(x[i], slope);
+      },
+      F::kForwardCost);
+}
+
+// in [y or x, dy] out [dx]
+template <class F>
+void backward(const KernelArgs& a) {
+  if (!has_out(a, 0)) return;
+  if (detail::run_fp16_staged(a, backward<F>)) return;
+  const float* s = a.in[0].f32();
+  const float* dy = a.in[1].f32();
+  float* dx = a.out[0].f32();
+  const bool acc = a.accumulate(0);
+  const float slope = static_cast<float>(a.params().negative_slope);
+  parallel_floats(
+      a.in[1].shape().elements(),
+      [&](int64_t lo, int64_t hi) {
+        const float* sr = s + lo;
+        const float* gr = dy + lo;
+        store(acc, dx + lo, hi - lo, [&](int64_t i) { return F::df(sr[i], gr[i], slope); });
+      },
+      F::kBackwardCost);
+}
+
 }  // namespace
 
 void relu_fwd(const KernelArgs& a) {
@@ -29,30 +117,6 @@ void relu_fwd(const KernelArgs& a) {
   parallel_floats(a.in[0].shape().elements(), [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
   });
-}
-
-void tanh_fwd(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, tanh_fwd)) return;
-  const float* x = a.in[0].f32();
-  float* y = a.out[0].f32();
-  parallel_floats(
-      a.in[0].shape().elements(),
-      [&](int64_t lo, int64_t hi) {
-        for (int64_t i = lo; i < hi; ++i) y[i] = tanh_approx(x[i]);
-      },
-      kPolynomialCost);
-}
-
-void silu_fwd(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, silu_fwd)) return;
-  const float* x = a.in[0].f32();
-  float* y = a.out[0].f32();
-  parallel_floats(
-      a.in[0].shape().elements(),
-      [&](int64_t lo, int64_t hi) {
-        for (int64_t i = lo; i < hi; ++i) y[i] = x[i] * sigmoid_approx(x[i]);
-      },
-      kPolynomialCost);
 }
 
 void relu_bwd(const KernelArgs& a) {
@@ -71,38 +135,44 @@ void relu_bwd(const KernelArgs& a) {
   });
 }
 
-void tanh_bwd(const KernelArgs& a) {
-  if (!has_out(a, 0)) return;
-  if (detail::run_fp16_staged(a, tanh_bwd)) return;
-  const float* y = a.in[0].f32();
-  const float* dy = a.in[1].f32();
-  float* dx = a.out[0].f32();
-  const bool acc = a.accumulate(0);
-  parallel_floats(a.in[1].shape().elements(), [&](int64_t lo, int64_t hi) {
-    const float* yr = y + lo;
-    const float* gr = dy + lo;
-    store(acc, dx + lo, hi - lo, [&](int64_t i) { return gr[i] * (1.0f - yr[i] * yr[i]); });
-  });
+void activation_fwd(const KernelArgs& a) {
+  switch (a.params().activation) {
+    case Activation::TANH:
+      return forward<Tanh>(a);
+    case Activation::SILU:
+      return forward<Silu>(a);
+    case Activation::RELU6:
+      return forward<Relu6>(a);
+    case Activation::LEAKY_RELU:
+      return forward<LeakyRelu>(a);
+    case Activation::GELU:
+      return forward<Gelu>(a);
+    case Activation::SIGMOID:
+      return forward<Sigmoid>(a);
+    case Activation::NUM_ACTIVATIONS:
+      break;
+  }
+  throw std::logic_error("ACTIVATION_FWD of " + a.where() + " has no activation");
 }
 
-void silu_bwd(const KernelArgs& a) {
-  if (!has_out(a, 0)) return;
-  if (detail::run_fp16_staged(a, silu_bwd)) return;
-  const float* x = a.in[0].f32();
-  const float* dy = a.in[1].f32();
-  float* dx = a.out[0].f32();
-  const bool acc = a.accumulate(0);
-  parallel_floats(
-      a.in[1].shape().elements(),
-      [&](int64_t lo, int64_t hi) {
-        const float* xr = x + lo;
-        const float* gr = dy + lo;
-        store(acc, dx + lo, hi - lo, [&](int64_t i) {
-          const float s = sigmoid_approx(xr[i]);
-          return gr[i] * s * (1.0f + xr[i] * (1.0f - s));
-        });
-      },
-      kPolynomialCost);
+void activation_bwd(const KernelArgs& a) {
+  switch (a.params().activation) {
+    case Activation::TANH:
+      return backward<Tanh>(a);
+    case Activation::SILU:
+      return backward<Silu>(a);
+    case Activation::RELU6:
+      return backward<Relu6>(a);
+    case Activation::LEAKY_RELU:
+      return backward<LeakyRelu>(a);
+    case Activation::GELU:
+      return backward<Gelu>(a);
+    case Activation::SIGMOID:
+      return backward<Sigmoid>(a);
+    case Activation::NUM_ACTIVATIONS:
+      break;
+  }
+  throw std::logic_error("ACTIVATION_BWD of " + a.where() + " has no activation");
 }
 
 }  // namespace tr::cpu
