@@ -12,11 +12,71 @@
 
 namespace tr {
 
-// Kinds of trainable tensor, in the order every parameter series uses.
-// Conv biases live with their convolution's kind (first or deep), so the two
+// The kinds of trainable tensor, in the order every parameter series uses:
+// one line per kind, its name and what it holds. Every parameter series
+// (TR_REGIONS below) has one region per kind, W_BN_BIAS .. V_DEEP_CONV, so
+// a new kind of weight is one line here and no hand-written regions. Conv
+// biases live with their convolution's kind (first or deep), so the two
 // gradient buckets stay exactly two contiguous spans.
-enum class ParamKind : uint8_t { BN_BIAS, BN_WEIGHT, FC_BIAS, FC_WEIGHT, FIRST_CONV, DEEP_CONV };
-inline constexpr int kParamKinds = 6;
+#define TR_PARAM_KINDS(X, S, T)     \
+  X(S, T, BN_BIAS, "BN shift")      \
+  X(S, T, BN_WEIGHT, "BN scale")    \
+  X(S, T, FC_BIAS, "FC bias")       \
+  X(S, T, FC_WEIGHT, "FC matrix")   \
+  X(S, T, FIRST_CONV, "first conv") \
+  X(S, T, DEEP_CONV, "deeper convs")
+
+// Every region in layout order: R(name, title) for one region,
+// SERIES(letter, title) for a parameter series (a region per ParamKind).
+#define TR_REGIONS(R, SERIES)                                                     \
+  /* B: batch-norm running statistics and inference parameters */                 \
+  R(B_PREV_MEAN, "BN running mean (before the step)")                             \
+  R(B_PREV_VAR, "BN running variance (before the step)")                          \
+  R(B_NEXT_MEAN, "BN running mean (after the step)")                              \
+  R(B_NEXT_VAR, "BN running variance (after the step)")                           \
+  R(B_EQ_SCALE, "BN inference scale")                                             \
+  R(B_EQ_BIAS, "BN inference shift")                                              \
+  SERIES(W, "Weights")      /* FP32 master weights */                             \
+  SERIES(E, "EMA weights")  /* EMA of the weights */                              \
+  SERIES(A, "FP16 weights") /* FP16 weights for AMP */                            \
+  SERIES(G, "Gradients")    /* FP32 gradients, then the result (deep bucket) */   \
+  /* R: per-batch loss/top-1/top-5/count, and its accumulation over validation */ \
+  R(R_RESULT, "Batch result (loss, top-1, top-5)")                                \
+  R(R_RESULT_ACCUMULATED, "Validation totals")                                    \
+  R(R_CONFUSION, "Confusion counts")                                              \
+  SERIES(H, "FP16 gradients") /* cast to G in one pass per bucket */              \
+  SERIES(M, "Momentum")       /* optimizer first moment */                        \
+  SERIES(V, "Second moment")  /* optimizer second moment */                       \
+  /* N: LARS per-tensor norms (weight norm, gradient norm) */                     \
+  R(N_FC, "LARS norms: FC")                                                       \
+  R(N_FIRST_CONV, "LARS norms: first conv")                                       \
+  R(N_DEEP_CONV, "LARS norms: deeper convs")                                      \
+  /* I: input double buffers and labels, and the labels of the batch computed */  \
+  R(I_A_DATA, "Input buffer A")                                                   \
+  R(I_B_DATA, "Input buffer B")                                                   \
+  R(I_A_LABEL, "Labels A")                                                        \
+  R(I_B_LABEL, "Labels B")                                                        \
+  R(I_ACTIVE_LABEL, "Labels of the batch computed")                               \
+  /* F: features and gradient slots */                                            \
+  R(F_FEATURE_FP32, "Features (FP32)")                                            \
+  R(F_FEATURE_FP16, "Features (FP16)")                                            \
+  R(F_GRAD_SLOT_FP32, "Gradient slots (FP32)")                                    \
+  R(F_GRAD_SLOT_FP16, "Gradient slots (FP16)")                                    \
+  /* S: scalars, BN batch statistics saved for backward, masks */                 \
+  R(S_SCALARS, "Scalars (learning rate, loss scale, step)")                       \
+  R(S_BN_SAVED, "BN batch statistics for the backward")                           \
+  R(S_MASK, "Dropout and pooling masks")                                          \
+  /* T: temporaries */                                                            \
+  R(T_SCRATCH, "Scratch")
+
+enum class ParamKind : uint8_t {
+#define TR_PARAM_KIND(S, T, kind, title) kind,
+  TR_PARAM_KINDS(TR_PARAM_KIND, , )
+#undef TR_PARAM_KIND
+};
+#define TR_COUNT_KIND(S, T, kind, title) +1
+inline constexpr int kParamKinds = 0 TR_PARAM_KINDS(TR_COUNT_KIND, , );
+#undef TR_COUNT_KIND
 
 // Series that hold one tensor per trainable parameter, all in ParamKind order.
 enum class ParamSeries : uint8_t {
@@ -29,91 +89,16 @@ enum class ParamSeries : uint8_t {
   V,  // optimizer second moment (FP32)
 };
 
-// clang-format off: one line per series reads better than one per region
 enum class Region : uint8_t {
-  // B: batch-norm running statistics and inference parameters
-  B_PREV_MEAN,
-  B_PREV_VAR,
-  B_NEXT_MEAN,
-  B_NEXT_VAR,
-  B_EQ_SCALE,
-  B_EQ_BIAS,
-  // W: FP32 master weights
-  W_BN_BIAS,
-  W_BN_WEIGHT,
-  W_FC_BIAS,
-  W_FC_WEIGHT,
-  W_FIRST_CONV,
-  W_DEEP_CONV,
-  // E: EMA weights
-  E_BN_BIAS,
-  E_BN_WEIGHT,
-  E_FC_BIAS,
-  E_FC_WEIGHT,
-  E_FIRST_CONV,
-  E_DEEP_CONV,
-  // A: FP16 weights (AMP)
-  A_BN_BIAS,
-  A_BN_WEIGHT,
-  A_FC_BIAS,
-  A_FC_WEIGHT,
-  A_FIRST_CONV,
-  A_DEEP_CONV,
-  // G: FP32 gradients, then the per-batch result right after (deep bucket)
-  G_BN_BIAS,
-  G_BN_WEIGHT,
-  G_FC_BIAS,
-  G_FC_WEIGHT,
-  G_FIRST_CONV,
-  G_DEEP_CONV,
-  // R: per-batch loss/top-1/top-5/count, and its accumulation over validation
-  R_RESULT,
-  R_RESULT_ACCUMULATED,
-  R_CONFUSION,  // validation confusion counts (true class x predicted class)
-  // H: FP16 gradients (AMP), cast to G in one pass per bucket
-  H_BN_BIAS,
-  H_BN_WEIGHT,
-  H_FC_BIAS,
-  H_FC_WEIGHT,
-  H_FIRST_CONV,
-  H_DEEP_CONV,
-  // M, V: optimizer moments
-  M_BN_BIAS,
-  M_BN_WEIGHT,
-  M_FC_BIAS,
-  M_FC_WEIGHT,
-  M_FIRST_CONV,
-  M_DEEP_CONV,
-  V_BN_BIAS,
-  V_BN_WEIGHT,
-  V_FC_BIAS,
-  V_FC_WEIGHT,
-  V_FIRST_CONV,
-  V_DEEP_CONV,
-  // N: LARS per-tensor norms (weight norm, gradient norm)
-  N_FC,
-  N_FIRST_CONV,
-  N_DEEP_CONV,
-  // I: input double buffers and labels, and the labels of the batch being computed
-  I_A_DATA,
-  I_B_DATA,
-  I_A_LABEL,
-  I_B_LABEL,
-  I_ACTIVE_LABEL,
-  // F: features and gradient slots
-  F_FEATURE_FP32,
-  F_FEATURE_FP16,
-  F_GRAD_SLOT_FP32,
-  F_GRAD_SLOT_FP16,
-  // S: scalars (lr, loss scale, step), BN batch statistics saved for backward, masks
-  S_SCALARS,
-  S_BN_SAVED,
-  S_MASK,
-  // T: temporaries
-  T_SCRATCH,
-  NUM_REGIONS
+#define TR_REGION(name, title) name,
+#define TR_SERIES_REGION(S, T, kind, title) S##_##kind,
+#define TR_SERIES(S, T) TR_PARAM_KINDS(TR_SERIES_REGION, S, T)
+  TR_REGIONS(TR_REGION, TR_SERIES)
+#undef TR_SERIES
+#undef TR_SERIES_REGION
+#undef TR_REGION
+      NUM_REGIONS
 };
-// clang-format on
 inline constexpr int kNumRegions = static_cast<int>(Region::NUM_REGIONS);
 
 std::string_view region_name(Region r) noexcept;
