@@ -163,8 +163,10 @@ class TensorAllocator {
           const ParamKind bk = conv ? wk : ParamKind::FC_BIAS;
           const Shape& x = na.inputs[0];
           const int64_t co = node.params.out_channels;
-          const Shape ws = conv ? Shape{co, node.params.kernel_h, node.params.kernel_w, x.c}
-                                : Shape{co, 1, 1, x.per_sample()};
+          // A grouped convolution's filter sees its group's share of the input channels.
+          const Shape ws =
+              conv ? Shape{co, node.params.kernel_h, node.params.kernel_w, x.c / node.params.groups}
+                   : Shape{co, 1, 1, x.per_sample()};
           params(t.weight, wk, ws, id + ".weight", v);
           if (node.params.bias) params(t.bias, bk, {1, 1, 1, co}, id + ".bias", v);
           if (p_.training.optimizer.kind == OptimizerKind::LARS)

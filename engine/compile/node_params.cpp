@@ -23,6 +23,7 @@ NodeParams layer_node_params(const LayerNode& layer) {
   p.stride_w = l.stride_w;
   p.pad_h = l.pad_h;
   p.pad_w = l.pad_w;
+  p.groups = l.groups;
   p.eps = l.eps;
   p.momentum = l.momentum;
   p.p = l.p;

@@ -32,6 +32,7 @@ struct NodeParams {
   int64_t kernel_h = 1, kernel_w = 1;
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_h = 0, pad_w = 0;
+  int64_t groups = 1;     // Conv2d: channel groups
   double eps = 1e-5;      // BatchNorm
   double momentum = 0.1;  // BatchNorm running statistics
   double p = 0.5;         // Dropout

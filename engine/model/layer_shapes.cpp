@@ -65,8 +65,16 @@ bool input_shape(ShapeQuery& q) {
 bool conv_shape(ShapeQuery& q) {
   const LayerParams& pr = q.params;
   if (!positive_outputs(q, "params.out_channels") || !window(q, "kernel")) return false;
+  const int64_t in_c = q.inputs[0].c;
+  if (pr.groups < 1 || in_c % pr.groups != 0 || pr.out_channels % pr.groups != 0)
+    return refuse(q,
+                  std::to_string(pr.groups) + " groups do not divide the " + std::to_string(in_c) +
+                      " input channels and the " + std::to_string(pr.out_channels) +
+                      " output channels; both must be multiples of groups (groups = the input "
+                      "channels is a depthwise convolution)",
+                  "params.groups");
   q.out.c = pr.out_channels;
-  const int64_t k = pr.kernel_h * pr.kernel_w * q.inputs[0].c;
+  const int64_t k = pr.kernel_h * pr.kernel_w * (in_c / pr.groups);
   q.param_count = k * pr.out_channels + (pr.bias ? pr.out_channels : 0);
   q.flops = 2 * q.out.elements() * k + (pr.bias ? q.out.elements() : 0);
   return true;

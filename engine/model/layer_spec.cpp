@@ -26,6 +26,20 @@ constexpr ParamSpec int_param(std::string_view key, int64_t lo, int64_t hi,
           .description = what};
 }
 
+// An integer that may be left out (its default is the node's defaults').
+constexpr ParamSpec optional_int_param(std::string_view key, std::string_view tag, int64_t lo,
+                                       int64_t hi, int64_t LayerParams::*field,
+                                       std::string_view what) {
+  return {.key = key,
+          .kind = LayerParamKind::Int,
+          .required = false,
+          .min = lo,
+          .max = hi,
+          .int_field = field,
+          .description = what,
+          .tag = tag};
+}
+
 constexpr ParamSpec window_param(std::string_view key, std::string_view tag, bool required,
                                  int64_t lo, int64_t hi, int64_t LayerParams::*h,
                                  int64_t LayerParams::*w, std::string_view field_h,
@@ -91,6 +105,9 @@ constexpr ParamSpec kConvParams[] = {
     kKernel,
     kStride,
     kPadding,
+    optional_int_param("groups", "g", 1, kMaxFeatures, &LayerParams::groups,
+                       "channel groups: each convolves in/groups input channels into "
+                       "out/groups outputs (in_channels: depthwise)"),
     bias_param(),
 };
 
@@ -173,8 +190,9 @@ constexpr LayerSpec kSpecs[] = {
          "The batch of images the model reads (height, width, channels); exactly one.",
          kInputParams, input_defaults()),
     spec(LayerType::Conv2d, "Conv2d", "conv", &conv_shape, 1, 1, true, LayerGroup::Convolution,
-         "2-D convolution: output channels, kernel, stride, padding, bias.", kConvParams,
-         conv_defaults()),
+         "2-D convolution: output channels, kernel, stride, padding, groups (grouped and "
+         "depthwise), bias.",
+         kConvParams, conv_defaults()),
     spec(LayerType::BatchNorm2d, "BatchNorm2d", "bn", &batch_norm_shape, 1, 1, true,
          LayerGroup::Normalisation,
          "Batch normalisation over each channel (scale and shift are trained).", kBatchNormParams),
@@ -278,6 +296,14 @@ std::string layer_summary(const LayerNode& node, const SummaryStyle& style) {
     std::string part;
     switch (p.kind) {
       case LayerParamKind::Int:
+        if (!p.tag.empty()) {
+          // A tagged setting (Conv2d's groups) shows only away from its default: "g32".
+          after_int = false;
+          if (lp.*p.int_field == LayerParams{}.*p.int_field) continue;
+          out +=
+              std::string(style.separator) + std::string(p.tag) + std::to_string(lp.*p.int_field);
+          continue;
+        }
         if (after_int) {
           out += std::string(style.times) + std::to_string(lp.*p.int_field);
           continue;

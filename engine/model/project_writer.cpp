@@ -105,6 +105,8 @@ ojson params_json(const LayerNode& n) {
     const std::string key(p.key);
     switch (p.kind) {
       case LayerParamKind::Int:
+        // An optional setting at its default stays out (Conv2d's groups = 1).
+        if (!p.required && lp.*p.int_field == LayerParams{}.*p.int_field) break;
         o[key] = lp.*p.int_field;
         break;
       case LayerParamKind::Window:

@@ -5,9 +5,11 @@ namespace tr {
 
 bool conv_geometry(const NodeParams& p, const Shape& x, const Shape& w, const Shape& y,
                    ConvGeometry& g, std::string& error) {
-  g = {x.n, x.h, x.w, x.c, w.n, w.h, w.w, p.stride_h, p.stride_w, p.pad_h, p.pad_w, y.h, y.w};
-  if (w.c != x.c) {
-    error = "weights " + w.str() + " do not match input " + x.str() + " (channels)";
+  g = {x.n,        x.h,        x.w,     x.c,     w.n, w.h, w.w,
+       p.stride_h, p.stride_w, p.pad_h, p.pad_w, y.h, y.w, p.groups};
+  if (g.groups < 1 || w.c * g.groups != x.c || w.n % g.groups != 0) {
+    error = "weights " + w.str() + " do not match input " + x.str() + " (channels) in " +
+            std::to_string(g.groups) + " group" + (g.groups == 1 ? "" : "s");
     return false;
   }
   if (y.c != w.n || y.n != x.n) {

@@ -14,6 +14,7 @@ namespace tr {
 
 struct ConvGeometry {
   int64_t n, h, w, ci, co, kh, kw, sh, sw, ph, pw, ho, wo;
+  int64_t groups;  // each of ci/groups input channels -> co/groups outputs
 };
 
 // The geometry, or (returning false) what does not fit in `error`, for the

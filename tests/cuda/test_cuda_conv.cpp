@@ -47,6 +47,7 @@ constexpr double kBiasGrad = 1e-6;
 struct Size {
   Shape x;  // NHWC input
   int64_t co, k, stride, pad;
+  int64_t groups = 1;
 };
 
 Shape out_shape(const Size& s) {
@@ -63,22 +64,23 @@ LayerNode conv_layer(const Size& s) {
   l.params.kernel_h = l.params.kernel_w = s.k;
   l.params.stride_h = l.params.stride_w = s.stride;
   l.params.pad_h = l.params.pad_w = s.pad;
+  l.params.groups = s.groups;
   return l;
 }
 
 // A 1x1 on one pixel; LeNet-like 5x5 on 3 channels; odd channels with a
 // stride and padding that leave a ragged edge; a ResNet-like 3x3 stride 2;
-// a 1x1 projection.
-const Size kSizes[] = {{{1, 1, 1, 1}, 1, 1, 1, 0},
-                       {{3, 12, 12, 3}, 6, 5, 1, 0},
-                       {{2, 9, 7, 5}, 7, 3, 2, 1},
-                       {{4, 8, 8, 16}, 32, 3, 2, 1},
-                       {{2, 6, 6, 24}, 8, 1, 1, 0}};
+// a 1x1 projection; grouped (2 groups) and depthwise (with a channel multiplier of 2).
+const Size kSizes[] = {{{1, 1, 1, 1}, 1, 1, 1, 0},        {{3, 12, 12, 3}, 6, 5, 1, 0},
+                       {{2, 9, 7, 5}, 7, 3, 2, 1},        {{4, 8, 8, 16}, 32, 3, 2, 1},
+                       {{2, 6, 6, 24}, 8, 1, 1, 0},       {{2, 9, 9, 8}, 16, 3, 1, 1, 2},
+                       {{2, 10, 10, 12}, 24, 3, 2, 1, 12}};
 
 QByteArray name(const char* what, const Size& s, const QByteArray& variant = {}) {
   return QByteArray(what) + " " + QByteArray::fromStdString(s.x.str()) + " k" +
          QByteArray::number(qlonglong(s.k)) + "s" + QByteArray::number(qlonglong(s.stride)) + "p" +
-         QByteArray::number(qlonglong(s.pad)) + "->" + QByteArray::number(qlonglong(s.co)) + " " +
+         QByteArray::number(qlonglong(s.pad)) + "->" + QByteArray::number(qlonglong(s.co)) +
+         (s.groups > 1 ? " g" + QByteArray::number(qlonglong(s.groups)) : QByteArray()) + " " +
          variant;
 }
 
@@ -94,11 +96,11 @@ struct Layer {
     handles.adopt(m.stream());
     const Shape ys = out_shape(s);
     x = m.tensor(s.x);
-    w = m.tensor({s.co, s.k, s.k, s.x.c});
+    w = m.tensor({s.co, s.k, s.k, s.x.c / s.groups});
     b = m.tensor({1, 1, 1, s.co});
     y = m.tensor(ys);
     dy = m.tensor(ys);
-    dw = m.tensor({s.co, s.k, s.k, s.x.c});
+    dw = m.tensor({s.co, s.k, s.k, s.x.c / s.groups});
     db = m.tensor({1, 1, 1, s.co});
     dx = m.tensor(s.x);
     std::mt19937 rng(seed);
@@ -120,11 +122,11 @@ struct HalfLayer {
     constexpr DType h = DType::FP16;
     const Shape ys = out_shape(s);
     x = m.tensor(s.x, h, first ? Region::I_A_DATA : Region::F_FEATURE_FP16);
-    w = m.tensor({s.co, s.k, s.k, s.x.c}, h, Region::A_DEEP_CONV);
+    w = m.tensor({s.co, s.k, s.k, s.x.c / s.groups}, h, Region::A_DEEP_CONV);
     b = m.tensor({1, 1, 1, s.co}, h, Region::A_DEEP_CONV);
     y = m.tensor(ys, h, Region::F_FEATURE_FP16);
     dy = m.tensor(ys, h, Region::F_GRAD_SLOT_FP16);
-    dw = m.tensor({s.co, s.k, s.k, s.x.c}, h, Region::H_DEEP_CONV);
+    dw = m.tensor({s.co, s.k, s.k, s.x.c / s.groups}, h, Region::H_DEEP_CONV);
     db = m.tensor({1, 1, 1, s.co}, h, Region::H_DEEP_CONV);
     dx = m.tensor(s.x, h, Region::F_GRAD_SLOT_FP16);
     std::mt19937 rng(seed);

@@ -412,6 +412,24 @@ std::vector<Case> cases() {
       {"conv_bwd part dB", &cpu::conv_bwd, cbi, cbo, conv_mid, 0, static_cast<int>(BwdPart::DB)});
   v.push_back(
       {"conv_bwd part dX", &cpu::conv_bwd, cbi, cbo, conv_mid, 0, static_cast<int>(BwdPart::DX)});
+  // The same in 3 groups (w: 2 input channels each) and depthwise (one each).
+  for (const int64_t groups : {int64_t{3}, int64_t{6}}) {
+    LayerParams gp = conv_params(6, 3, 1, 1, true);
+    gp.groups = groups;
+    const LayerNode conv_grouped = layer_of(LayerType::Conv2d, gp);
+    const Shape wg{6, 3, 3, 6 / groups};
+    const std::string tag = " g" + std::to_string(groups);
+    v.push_back({"conv_fwd" + tag,
+                 &cpu::conv_fwd,
+                 {{R::FEATURE, f1}, {R::WEIGHT, wg}, {R::WEIGHT, b1}},
+                 {{R::FEATURE, f1}},
+                 conv_grouped});
+    v.push_back({"conv_bwd whole" + tag,
+                 &cpu::conv_bwd,
+                 {{R::FEATURE, f1}, {R::WEIGHT, wg}, {R::GRAD, f1}},
+                 {{R::WGRAD, wg}, {R::WGRAD, b1}, {R::GRAD, f1}},
+                 conv_grouped});
+  }
   v.push_back({"conv_bwd_first",
                &cpu::conv_bwd_first,
                {{R::INPUT, img}, {R::GRAD, f1}},

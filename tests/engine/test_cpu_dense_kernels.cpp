@@ -27,6 +27,8 @@ namespace reference {
 
 struct Conv {
   int64_t n, h, w, ci, co, kh, kw, sh, sw, ph, pw;
+  int64_t g = 1;                          // groups: output o sees input channels of its group only
+  int64_t cig() const { return ci / g; }  // input channels per group (the weights' C)
   int64_t ho() const { return (h + 2 * ph - kh) / sh + 1; }
   int64_t wo() const { return (w + 2 * pw - kw) / sw + 1; }
   int64_t xi(int64_t b, int64_t y, int64_t x, int64_t c) const {
@@ -36,7 +38,7 @@ struct Conv {
     return ((b * ho() + y) * wo() + x) * co + c;
   }
   int64_t wi(int64_t o, int64_t i, int64_t j, int64_t c) const {
-    return ((o * kh + i) * kw + j) * ci + c;
+    return ((o * kh + i) * kw + j) * cig() + c;
   }
 
   // Calls f(x index, y index, w index) for every multiply of the convolution.
@@ -50,8 +52,9 @@ struct Conv {
               for (int64_t j = 0; j < kw; ++j) {
                 const int64_t iy = oy * sh - ph + i, ix = ox * sw - pw + j;
                 if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
-                for (int64_t c = 0; c < ci; ++c)
-                  f(xi(b, iy, ix, c), yi(b, oy, ox, o), wi(o, i, j, c));
+                const int64_t first = o / (co / g) * cig();
+                for (int64_t c = 0; c < cig(); ++c)
+                  f(xi(b, iy, ix, first + c), yi(b, oy, ox, o), wi(o, i, j, c));
               }
   }
 
@@ -72,7 +75,7 @@ struct Conv {
     return out;
   }
   std::vector<double> dw(const float* x, const float* dy) const {
-    std::vector<double> out(static_cast<size_t>(co * kh * kw * ci), 0.0);
+    std::vector<double> out(static_cast<size_t>(co * kh * kw * cig()), 0.0);
     for_each_tap([&](int64_t a, int64_t b, int64_t k) {
       out[static_cast<size_t>(k)] += double(dy[b]) * x[a];
     });
@@ -169,6 +172,7 @@ LayerNode conv_layer(const reference::Conv& c, bool bias) {
   l.params.pad_h = c.ph;
   l.params.pad_w = c.pw;
   l.params.bias = bias;
+  l.params.groups = c.g;
   return l;
 }
 
@@ -200,7 +204,7 @@ struct ConvSetup {
   ConvSetup(const reference::Conv& conv, bool with_bias, unsigned seed)
       : c(conv), bias(with_bias), layer(conv_layer(conv, with_bias)) {
     xs = {c.n, c.h, c.w, c.ci};
-    ws = {c.co, c.kh, c.kw, c.ci};
+    ws = {c.co, c.kh, c.kw, c.cig()};
     ys = {c.n, c.ho(), c.wo(), c.co};
     x = h.tensor(xs);
     w = h.tensor(ws);
@@ -309,6 +313,15 @@ void conv_cases() {
       << reference::Conv{5, 14, 14, 32, 32, 3, 3, 1, 1, 1, 1} << true;
   QTest::newRow("3x3 s1 p1 1->32 b5")
       << reference::Conv{5, 11, 11, 1, 32, 3, 3, 1, 1, 1, 1} << false;
+  // Grouped and depthwise (groups = input channels, with and without a channel multiplier).
+  QTest::newRow("3x3 s1 p1 8->16 g2 b5")
+      << reference::Conv{5, 9, 9, 8, 16, 3, 3, 1, 1, 1, 1, 2} << true;
+  QTest::newRow("1x1 s1 6->9 g3 b5")
+      << reference::Conv{5, 7, 7, 6, 9, 1, 1, 1, 1, 0, 0, 3} << false;
+  QTest::newRow("3x3 s2 p1 12->12 depthwise b5")
+      << reference::Conv{5, 10, 10, 12, 12, 3, 3, 2, 2, 1, 1, 12} << true;
+  QTest::newRow("5x5 s1 p2 4->8 depthwise x2 b1")
+      << reference::Conv{1, 9, 9, 4, 8, 5, 5, 1, 1, 2, 2, 4} << false;
 }
 
 void linear_cases() {

@@ -167,6 +167,38 @@ class TestShapeInference : public QObject {
     QCOMPARE(a.total_params, int64_t{108 + 8 + 40});
   }
 
+  void groupedAndDepthwiseConvolutions() {
+    // 8 channels -> 16 in 2 groups; depthwise 16 -> 32 (a multiplier of 2).
+    LayerParams grouped = square_conv(16, 3, 1, 1, false);
+    grouped.groups = 2;
+    LayerParams depthwise = square_conv(32, 3, 1, 1, true);
+    depthwise.groups = 16;
+    ModelBuilder b;
+    b.node("input", LayerType::Input, input(8, 8, 8))
+        .node("grouped", LayerType::Conv2d, grouped)
+        .node("depthwise", LayerType::Conv2d, depthwise)
+        .node("gap", LayerType::GlobalAvgPool)
+        .node("fc", LayerType::Linear, linear(10))
+        .node("loss", LayerType::SoftmaxCrossEntropy)
+        .chain({"input", "grouped", "depthwise", "gap", "fc", "loss"});
+    Project p = b.build();
+    const ModelAnalysis a = analyze_model(p, 2);
+    QVERIFY2(a.ok(), all_messages(a).c_str());
+    QCOMPARE(at(a, p, "grouped").params, int64_t{3 * 3 * 4 * 16});
+    QCOMPARE(at(a, p, "grouped").flops, int64_t{2 * 2 * 8 * 8 * 16 * 3 * 3 * 4});
+    QCOMPARE(at(a, p, "depthwise").params, int64_t{3 * 3 * 1 * 32 + 32});
+    QCOMPARE(shape(a, p, "depthwise"), (Shape{2, 8, 8, 32}));
+    // Groups that divide neither side: one problem, on the field, saying what divides what.
+    p.model.nodes[static_cast<size_t>(p.model.find("depthwise"))].params.groups = 3;
+    const ModelAnalysis bad = analyze_model(p, 2);
+    QCOMPARE(bad.problems.size(), size_t{1});
+    const Diagnostic& d = bad.problems.front();
+    QCOMPARE(qs(d.node_id), QString("depthwise"));
+    QCOMPARE(qs(d.field), QString("params.groups"));
+    QVERIFY2(d.message.find("3 groups do not divide the 16 input channels") != std::string::npos,
+             d.message.c_str());
+  }
+
   void convForwardFlops() {
     const Project p = lenet().build();
     const int64_t n = 16;

@@ -191,6 +191,55 @@ class TestTraining : public QObject {
     QCOMPARE(family, 6);
   }
 
+  void groupedAndDepthwiseConvolutionsTrain() {
+    // A MobileNet-like block: a depthwise 3x3 and a pointwise 1x1, then a
+    // convolution in 4 groups; the memory rewrites must change nothing.
+    Project p = small_project();
+    ModelBuilder b;
+    b.project() = p;
+    b.project().model = {};
+    LayerParams depthwise = conv(8, 3, 3, 1, 1, 1, 1, false);
+    depthwise.groups = 8;
+    LayerParams grouped = conv(16, 3, 3, 2, 2, 1, 1, false);
+    grouped.groups = 4;
+    b.node("in", LayerType::Input, input(8, 8, 1))
+        .node("conv1", LayerType::Conv2d, conv(8, 3, 3, 1, 1, 1, 1, true))
+        .node("bn1", LayerType::BatchNorm2d)
+        .node("relu1", LayerType::ReLU)
+        .node("dw", LayerType::Conv2d, depthwise)
+        .node("bn2", LayerType::BatchNorm2d)
+        .node("relu2", LayerType::ReLU6)
+        .node("pw", LayerType::Conv2d, conv(16, 1, 1, 1, 1, 0, 0, false))
+        .node("grouped", LayerType::Conv2d, grouped)
+        .node("bn3", LayerType::BatchNorm2d)
+        .node("relu3", LayerType::ReLU)
+        .node("gap", LayerType::GlobalAvgPool)
+        .node("fc", LayerType::Linear, linear(4))
+        .node("loss", LayerType::SoftmaxCrossEntropy)
+        .chain({"in", "conv1", "bn1", "relu1", "dw", "bn2", "relu2", "pw", "grouped", "bn3",
+                "relu3", "gap", "fc", "loss"});
+    p = b.build();
+    const CompiledProject cp = compile_project(p);
+    QCOMPARE(cp.plans.front().get_dtensor(cp.layers[4].weight_in(ParamSeries::W)).shape,
+             (Shape{8, 3, 3, 1}));
+    QCOMPARE(cp.plans.front().get_dtensor(cp.layers[8].weight_in(ParamSeries::W)).shape,
+             (Shape{16, 3, 3, 4}));
+    const Run rewritten = run(p);
+    const Run plain = run(p, {}, {false, false, false});
+    QCOMPARE(rewritten.losses.size(), plain.losses.size());
+    for (size_t i = 0; i < plain.losses.size(); ++i)
+      QVERIFY2(
+          std::fabs(rewritten.losses[i] - plain.losses[i]) <= 1e-5 * std::fabs(plain.losses[i]),
+          qPrintable(QString("step %1: %2 vs %3")
+                         .arg(i)
+                         .arg(rewritten.losses[i], 0, 'g', 9)
+                         .arg(plain.losses[i], 0, 'g', 9)));
+    const EpochReport& last = rewritten.report.epochs.back();
+    QVERIFY2(last.train_loss < 0.8 * rewritten.report.epochs.front().train_loss,
+             qPrintable(QString::number(last.train_loss)));
+    QVERIFY2(last.val_top1 > 0.6, qPrintable(QString::number(last.val_top1)));
+  }
+
   void sameSeedSameCurve() {
     const Run a = run(small_project(true));
     const Run b = run(small_project(true));

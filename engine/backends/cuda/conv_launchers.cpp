@@ -80,29 +80,14 @@ struct Layout {
   Direction dir;
 };
 
-using PlanKey = std::array<int64_t, 19>;
+using PlanKey = std::array<int64_t, 20>;
 
 PlanKey key_of(const Layout& l) {
   const Geom& g = l.g;
-  return {g.n,
-          g.h,
-          g.w,
-          g.ci,
-          g.co,
-          g.kh,
-          g.kw,
-          g.sh,
-          g.sw,
-          g.ph,
-          g.pw,
-          g.ho,
-          g.wo,
-          l.dtype,
-          l.x_cstride,
-          l.y_cstride,
-          l.strict,
-          l.device,
-          static_cast<int64_t>(l.dir)};
+  return {g.n,         g.h,         g.w,      g.ci,     g.co,
+          g.kh,        g.kw,        g.sh,     g.sw,     g.ph,
+          g.pw,        g.ho,        g.wo,     g.groups, l.dtype,
+          l.x_cstride, l.y_cstride, l.strict, l.device, static_cast<int64_t>(l.dir)};
 }
 
 struct PlanKeyHash {
@@ -133,16 +118,18 @@ class ConvPlan {
     set_nhwc(x_, l.dtype, g.n, g.ci, g.h, g.w, l.x_cstride, dev);
     set_nhwc(y_, l.dtype, g.n, g.co, g.ho, g.wo, l.y_cstride, dev);
     set_nhwc(bias_, l.dtype, 1, g.co, 1, 1, g.co, dev);
-    // NHWC filters are [K, R, S, C]: our OHWI weights as they lie.
-    check_cudnn(
-        cudnnSetFilter4dDescriptor(w_, l.dtype, CUDNN_TENSOR_NHWC, as_int(g.co, "Co"),
-                                   as_int(g.ci, "Ci"), as_int(g.kh, "kh"), as_int(g.kw, "kw")),
-        "cudnnSetFilter4dDescriptor", dev);
+    // NHWC filters are [K, R, S, C/groups]: our OHWI weights as they lie.
+    check_cudnn(cudnnSetFilter4dDescriptor(w_, l.dtype, CUDNN_TENSOR_NHWC, as_int(g.co, "Co"),
+                                           as_int(g.ci / g.groups, "Ci/groups"), as_int(g.kh, "kh"),
+                                           as_int(g.kw, "kw")),
+                "cudnnSetFilter4dDescriptor", dev);
     // FP32 accumulation for FP16 data too (mixed precision, not true half).
     check_cudnn(cudnnSetConvolution2dDescriptor(conv_, as_int(g.ph, "pad"), as_int(g.pw, "pad"),
                                                 as_int(g.sh, "stride"), as_int(g.sw, "stride"), 1,
                                                 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                 "cudnnSetConvolution2dDescriptor", dev);
+    check_cudnn(cudnnSetConvolutionGroupCount(conv_, as_int(g.groups, "groups")),
+                "cudnnSetConvolutionGroupCount", dev);
     // TF32 or FP16 tensor cores unless strict FP32 asks for plain FMA.
     math_ = l.strict ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
     check_cudnn(cudnnSetConvolutionMathType(conv_, math_), "cudnnSetConvolutionMathType", dev);

@@ -25,6 +25,9 @@ struct LayerParams {
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_h = 0, pad_w = 0;
   bool bias = true;  // Conv2d, Linear
+  // Conv2d: channel groups, each convolving its share of the input channels
+  // into its share of the outputs (1: dense; the input channels: depthwise).
+  int64_t groups = 1;
   // BatchNorm2d
   double eps = 1e-5;
   double momentum = 0.1;

@@ -170,11 +170,12 @@ ConvGeom conv_geom(const char* kernel, const KernelArgs& a, const Shape& x, cons
 
 enum class ConvKind : int64_t { FWD, FWD_BIAS, BWD_DATA, BWD_WEIGHTS, BWD_WEIGHTS_BIAS };
 
-using ConvKey = std::array<int64_t, 14>;
+using ConvKey = std::array<int64_t, 15>;
 
 ConvKey conv_key(const ConvGeom& g, ConvKind kind) {
-  return {g.n,  g.h,  g.w,  g.ci, g.co, g.kh, g.kw,
-          g.sh, g.sw, g.ph, g.pw, g.ho, g.wo, static_cast<int64_t>(kind)};
+  return {g.n,  g.h,  g.w,  g.ci,     g.co,
+          g.kh, g.kw, g.sh, g.sw,     g.ph,
+          g.pw, g.ho, g.wo, g.groups, static_cast<int64_t>(kind)};
 }
 
 struct ConvKeyHash {
@@ -205,8 +206,14 @@ ConvPrim make_conv(const ConvGeom& g, ConvKind kind) {
   dnnl::engine& eng = cpu_engine();
   const memory::desc src(dims({g.n, g.ci, g.h, g.w}), DT::f32, Tag::nhwc);
   const memory::desc dst(dims({g.n, g.co, g.ho, g.wo}), DT::f32, Tag::nhwc);
-  const memory::desc any_w(dims({g.co, g.ci, g.kh, g.kw}), DT::f32, Tag::any);
-  const memory::desc user_w(dims({g.co, g.ci, g.kh, g.kw}), DT::f32, Tag::ohwi);
+  // Grouped: [G, Co/G, Ci/G, kh, kw], and our OHWI weights are gohwi (the
+  // output channels of one group are adjacent).
+  const bool grouped = g.groups > 1;
+  const memory::dims w_dims = grouped
+                                  ? dims({g.groups, g.co / g.groups, g.ci / g.groups, g.kh, g.kw})
+                                  : dims({g.co, g.ci, g.kh, g.kw});
+  const memory::desc any_w(w_dims, DT::f32, Tag::any);
+  const memory::desc user_w(w_dims, DT::f32, grouped ? Tag::gohwi : Tag::ohwi);
   const bool with_bias = kind == ConvKind::FWD_BIAS || kind == ConvKind::BWD_WEIGHTS_BIAS;
   const memory::desc bias =
       with_bias ? memory::desc(dims({g.co}), DT::f32, Tag::x) : memory::desc();
