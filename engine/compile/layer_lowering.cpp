@@ -118,6 +118,14 @@ GraphNode add_backward(const LoweringInputs& in) {
   return compute_node(ComputeOp::ADD_BWD, {in.t->grad}, {in.dx, in.dx1}, in.layer);
 }
 
+GraphNode concat_forward(const LoweringInputs& in) {
+  return compute_node(ComputeOp::CONCAT_FWD, {in.x, in.x1}, {in.t->out}, in.layer);
+}
+
+GraphNode concat_backward(const LoweringInputs& in) {
+  return compute_node(ComputeOp::CONCAT_BWD, {in.t->grad}, {in.dx, in.dx1}, in.layer);
+}
+
 GraphNode loss_forward(const LoweringInputs& in) {
   const EngineTensors& e = *in.engine;
   if (!in.training) {
@@ -150,6 +158,7 @@ constexpr LayerLowering kLowerings[] = {
     {&unary_forward<ComputeOp::FLATTEN_FWD>, &grad_only_backward<ComputeOp::FLATTEN_BWD>},
     {&weighted_forward<ComputeOp::LINEAR_FWD>, &weighted_backward<ComputeOp::LINEAR_BWD>},
     {&add_forward, &add_backward},
+    {&concat_forward, &concat_backward},
     {&loss_forward, nullptr, true},  // SoftmaxCrossEntropy: its forward writes the logits' gradient
 };
 static_assert(std::size(kLowerings) == std::size(kAllLayerTypes),

@@ -38,6 +38,8 @@ std::string_view compute_op_name(ComputeOp op) noexcept {
                 "FLATTEN_BWD",
                 "ADD_FWD",
                 "ADD_BWD",
+                "CONCAT_FWD",
+                "CONCAT_BWD",
                 "SOFTMAX_CE_FWD_BWD",
                 "SOFTMAX_CE_FWD",
                 "LOSS_SCALE_UPDATE",

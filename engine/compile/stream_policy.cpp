@@ -20,6 +20,8 @@ StreamKind compute_stream(ComputeOp op) noexcept {
     case ComputeOp::FLATTEN_BWD:
     case ComputeOp::ADD_FWD:
     case ComputeOp::ADD_BWD:
+    case ComputeOp::CONCAT_FWD:
+    case ComputeOp::CONCAT_BWD:
     case ComputeOp::IDENTITY:
       return StreamKind::COMP_1;
     case ComputeOp::BN_FWD_TRAIN:

@@ -136,6 +136,16 @@ bool add_shape(ShapeQuery& q) {
   return true;
 }
 
+bool concat_shape(ShapeQuery& q) {
+  const Shape &a = q.inputs[0], &b = q.inputs[1];
+  if (a.n != b.n || a.h != b.h || a.w != b.w)
+    return refuse(q, "inputs differ in height or width: port 0 gets " + dims(a) + ", port 1 gets " +
+                         dims(b) + "; only the channels may differ");
+  q.out.c = a.c + b.c;
+  q.flops = 0;  // copies
+  return true;
+}
+
 bool loss_shape(ShapeQuery& q) {
   const Shape& in = q.inputs[0];
   if (!in.is_flat())

@@ -27,6 +27,7 @@ bool global_pool_shape(ShapeQuery& q);
 bool flatten_shape(ShapeQuery& q);
 bool linear_shape(ShapeQuery& q);
 bool add_shape(ShapeQuery& q);
+bool concat_shape(ShapeQuery& q);
 bool loss_shape(ShapeQuery& q);
 
 }  // namespace tr

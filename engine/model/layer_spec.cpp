@@ -227,6 +227,8 @@ constexpr LayerSpec kSpecs[] = {
          "Fully connected layer: output features, bias.", kLinearParams, linear_defaults()),
     spec(LayerType::Add, "Add", "add", &add_shape, 2, 1, false, LayerGroup::Merge,
          "Adds two inputs of the same shape (residual connections)."),
+    spec(LayerType::Concat, "Concat", "concat", &concat_shape, 2, 1, false, LayerGroup::Merge,
+         "Joins two inputs of the same height and width along the channels: port 0's first."),
     spec(LayerType::SoftmaxCrossEntropy, "SoftmaxCrossEntropy", "loss", &loss_shape, 1, 0, false,
          LayerGroup::InputOutput,
          "The loss: softmax and cross-entropy over the classes; exactly one."),

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "runtime/graph_resolver.h"
 
+#include <algorithm>
+
 #include <stdexcept>
 
 namespace tr {
@@ -85,7 +87,12 @@ ResolvedGraph resolve_graph(const CompiledProject& cp, const ComputationGraph& g
       const DTensorId id = n.outputs[i];
       a.out.push_back(tensor_arg(plan, arena, id));
       rn.footprint.write(slot(plan.get_dtensor(id)), &plan.get_dtensor(id));
-      if (n.accumulate_mask >> i & 1u)
+      // Accumulating reads what is there, unless an earlier output of this
+      // node is the same tensor (both ports of an Add or a Concat fed by one
+      // producer): then the kernel wrote it first, and nothing before is read.
+      const bool earlier = std::find(n.outputs.begin(), n.outputs.begin() + static_cast<long>(i),
+                                     id) != n.outputs.begin() + static_cast<long>(i);
+      if (n.accumulate_mask >> i & 1u && !earlier)
         rn.footprint.read(slot(plan.get_dtensor(id)), &plan.get_dtensor(id));
     }
     for (const RegionSpan& s : n.in_spans) {

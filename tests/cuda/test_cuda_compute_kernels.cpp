@@ -131,26 +131,15 @@ class TestCudaComputeKernels : public QObject {
  private slots:
   void tableHasTheseKernels() {
     TR_REQUIRE_CUDA_DEVICE();
-    for (ComputeOp op : {ComputeOp::COPY_LABELS,
-                         ComputeOp::RELU_FWD,
-                         ComputeOp::RELU_BWD,
-                         ComputeOp::ACTIVATION_FWD,
-                         ComputeOp::ACTIVATION_BWD,
-                         ComputeOp::IDENTITY,
-                         ComputeOp::FLATTEN_FWD,
-                         ComputeOp::FLATTEN_BWD,
-                         ComputeOp::ADD_FWD,
-                         ComputeOp::ADD_BWD,
-                         ComputeOp::DROPOUT_FWD,
-                         ComputeOp::DROPOUT_BWD,
-                         ComputeOp::MAXPOOL_FWD,
-                         ComputeOp::MAXPOOL_BWD,
-                         ComputeOp::AVGPOOL_FWD,
-                         ComputeOp::AVGPOOL_BWD,
-                         ComputeOp::GAP_FWD,
-                         ComputeOp::GAP_BWD,
-                         ComputeOp::SOFTMAX_CE_FWD_BWD,
-                         ComputeOp::SOFTMAX_CE_FWD})
+    for (ComputeOp op :
+         {ComputeOp::COPY_LABELS,    ComputeOp::RELU_FWD,       ComputeOp::RELU_BWD,
+          ComputeOp::ACTIVATION_FWD, ComputeOp::ACTIVATION_BWD, ComputeOp::IDENTITY,
+          ComputeOp::FLATTEN_FWD,    ComputeOp::FLATTEN_BWD,    ComputeOp::ADD_FWD,
+          ComputeOp::ADD_BWD,        ComputeOp::CONCAT_FWD,     ComputeOp::CONCAT_BWD,
+          ComputeOp::DROPOUT_FWD,    ComputeOp::DROPOUT_BWD,    ComputeOp::MAXPOOL_FWD,
+          ComputeOp::MAXPOOL_BWD,    ComputeOp::AVGPOOL_FWD,    ComputeOp::AVGPOOL_BWD,
+          ComputeOp::GAP_FWD,        ComputeOp::GAP_BWD,        ComputeOp::SOFTMAX_CE_FWD_BWD,
+          ComputeOp::SOFTMAX_CE_FWD})
       QVERIFY2(cuda::cuda_compute_kernel(op), compute_op_name(op).data());
   }
 
@@ -304,6 +293,52 @@ class TestCudaComputeKernels : public QObject {
       m.run([&](bool d) { return m.args(d, {dy}, {c.out0, c.out1}, &n); }, ComputeOp::ADD_BWD);
       EXPECT_NONE(differs(m, d0, "ADD_BWD dx0"));
       EXPECT_NONE(differs(m, d1, "ADD_BWD dx1"));
+    }
+  }
+
+  void concatJoinsAndSplitsChannels() {
+    TR_REQUIRE_CUDA_DEVICE();
+    // 5 + 3 channels, FP32 (compact) and FP16 (every row padded to 8, padding poisoned).
+    for (const DType dt : {DType::FP32, kHalf}) {
+      std::mt19937 rng(16);
+      ComputeMirror m;
+      const bool half = dt == kHalf;
+      const size_t x0 = m.tensor({2, 4, 3, 5}, dt), x1 = m.tensor({2, 4, 3, 3}, dt),
+                   y = m.tensor({2, 4, 3, 8}, dt), d0 = m.tensor({2, 4, 3, 5}, dt),
+                   d1 = m.tensor({2, 4, 3, 3}, dt), dy = m.tensor({2, 4, 3, 8}, dt),
+                   same = m.tensor({2, 4, 3, 4}, dt), dsame = m.tensor({2, 4, 3, 4}, dt);
+      for (size_t t : {x0, x1, y, d0, d1, dy, same, dsame}) {
+        if (half)
+          fill_half(m, t, rng);
+        else
+          m.fill(t, rng);
+      }
+      if (half) m.poison_padding(y);
+      const auto check = [&](size_t t, const char* what) {
+        if (half)
+          EXPECT_NONE(half_far(m, t, what, 0));
+        else
+          EXPECT_NONE(differs(m, t, what));
+      };
+      GraphNode f = node_for(ComputeOp::CONCAT_FWD);
+      m.run([&](bool d) { return m.args(d, {x0, x1}, {y}, &f); }, ComputeOp::CONCAT_FWD);
+      check(y, "CONCAT_FWD");
+      struct Out {
+        size_t out0, out1;
+        uint8_t mask;
+      };
+      for (const Out o : {Out{d0, d1, 0}, Out{d0, d1, 1}, Out{ComputeMirror::kAbsent, d1, 2}}) {
+        GraphNode b = node_for(ComputeOp::CONCAT_BWD, 3, o.mask);
+        m.run([&](bool d) { return m.args(d, {dy}, {o.out0, o.out1}, &b); }, ComputeOp::CONCAT_BWD);
+        check(d0, "CONCAT_BWD dx0");
+        check(d1, "CONCAT_BWD dx1");
+      }
+      // A tensor concatenated with itself: both slices into one slot.
+      for (const uint8_t mask : {uint8_t{2}, uint8_t{3}}) {
+        GraphNode b = node_for(ComputeOp::CONCAT_BWD, 3, mask);
+        m.run([&](bool d) { return m.args(d, {dy}, {dsame, dsame}, &b); }, ComputeOp::CONCAT_BWD);
+        check(dsame, "CONCAT_BWD into one slot");
+      }
     }
   }
 

@@ -614,6 +614,16 @@ std::vector<Case> cases() {
                {{R::GRAD, px}, {R::GRAD, px}},
                add,
                0b10});
+  // Concat: 5 + 3 channels (rows padded to 8 in FP16), and a tensor with itself.
+  const LayerNode cat = layer_of(LayerType::Concat);
+  const Shape c0{2, 6, 6, 5}, c1{2, 6, 6, 3}, cy{2, 6, 6, 8};
+  v.push_back({"concat_fwd",
+               &cpu::concat_fwd,
+               {{R::FEATURE, c0}, {R::FEATURE, c1}},
+               {{R::FEATURE, cy}},
+               cat});
+  v.push_back(
+      {"concat_bwd", &cpu::concat_bwd, {{R::GRAD, cy}}, {{R::GRAD, c0}, {R::GRAD, c1}}, cat, 0b01});
   // The loss: FP32 result block, loss-scaled FP16 gradient of padded logits.
   const LayerNode ce = layer_of(LayerType::SoftmaxCrossEntropy);
   v.push_back({"softmax_ce_fwd_bwd",

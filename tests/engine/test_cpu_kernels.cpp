@@ -788,6 +788,49 @@ class TestCpuKernels : public QObject {
     for (int i = 0; i < 4; ++i) QCOMPARE(h.f32(da)[i], 4.0f * static_cast<float>(i + 1));
   }
 
+  void concatJoinsAndSplitsChannels() {
+    KernelHarness h;
+    const Shape s0{2, 2, 1, 3}, s1{2, 2, 1, 2}, s{2, 2, 1, 5};
+    const size_t x0 = h.tensor(s0), x1 = h.tensor(s1), y = h.tensor(s), dy = h.tensor(s),
+                 d0 = h.tensor(s0), d1 = h.tensor(s1);
+    for (int i = 0; i < 12; ++i) h.f32(x0)[i] = static_cast<float>(i);
+    for (int i = 0; i < 8; ++i) h.f32(x1)[i] = 100.0f + static_cast<float>(i);
+    for (int i = 0; i < 20; ++i) h.f32(dy)[i] = static_cast<float>(i + 1);
+    cpu::concat_fwd(h.args({x0, x1}, {y}));
+    // Per position: x0's 3 channels, then x1's 2.
+    for (int r = 0; r < 4; ++r)
+      for (int k = 0; k < 5; ++k)
+        QCOMPARE(h.f32(y)[r * 5 + k], k < 3 ? static_cast<float>(r * 3 + k)
+                                            : 100.0f + static_cast<float>(r * 2 + k - 3));
+    // dx0 overwritten, dx1 accumulated onto 10.
+    for (int i = 0; i < 8; ++i) h.f32(d1)[i] = 10.0f;
+    GraphNode n1 = node_for(1, 0b10);
+    cpu::concat_bwd(h.args({dy}, {d0, d1}, &n1));
+    for (int r = 0; r < 4; ++r) {
+      for (int k = 0; k < 3; ++k) QCOMPARE(h.f32(d0)[r * 3 + k], static_cast<float>(r * 5 + k + 1));
+      for (int k = 0; k < 2; ++k)
+        QCOMPARE(h.f32(d1)[r * 2 + k], 10.0f + static_cast<float>(r * 5 + 3 + k + 1));
+    }
+    // An absent gradient is skipped; the other still gets its slice.
+    GraphNode n2 = node_for(1);
+    KernelArgs a = h.args({dy}, {d0, d1}, &n2);
+    a.out[0] = {};
+    cpu::concat_bwd(a);
+    for (int r = 0; r < 4; ++r)
+      for (int k = 0; k < 2; ++k)
+        QCOMPARE(h.f32(d1)[r * 2 + k], static_cast<float>(r * 5 + 3 + k + 1));
+    // x concatenated with itself (3 + 3 channels): both slices into one slot, the
+    // second adding onto the first.
+    KernelHarness g;
+    const size_t dy6 = g.tensor({1, 1, 2, 6}), d3 = g.tensor({1, 1, 2, 3});
+    for (int i = 0; i < 12; ++i) g.f32(dy6)[i] = static_cast<float>(i);
+    GraphNode n3 = node_for(1, 0b10);
+    cpu::concat_bwd(g.args({dy6}, {d3, d3}, &n3));
+    for (int r = 0; r < 2; ++r)
+      for (int k = 0; k < 3; ++k)
+        QCOMPARE(g.f32(d3)[r * 3 + k], static_cast<float>(r * 6 + k + r * 6 + 3 + k));
+  }
+
   void flattenIdentityAndLabelsCopy() {
     KernelHarness h;
     const size_t x = h.tensor({2, 2, 2, 3}), y = h.tensor({2, 1, 1, 12}),

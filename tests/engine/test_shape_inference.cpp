@@ -199,6 +199,38 @@ class TestShapeInference : public QObject {
              d.message.c_str());
   }
 
+  void concatJoinsChannelsOfOneHeightAndWidth() {
+    ModelBuilder b;
+    b.node("input", LayerType::Input, input(8, 8, 3))
+        .node("a", LayerType::Conv2d, square_conv(4, 3, 1, 1))
+        .node("b", LayerType::Conv2d, square_conv(6, 1))
+        .node("cat", LayerType::Concat)
+        .node("gap", LayerType::GlobalAvgPool)
+        .node("fc", LayerType::Linear, linear(10))
+        .node("loss", LayerType::SoftmaxCrossEntropy)
+        .chain({"input", "a", "cat", "gap", "fc", "loss"})
+        .edge("input", "b")
+        .edge("b", "cat", 1);
+    Project p = b.build();
+    // (The Input feeds two layers here; only shapes are asked.)
+    ModelAnalysis a = analyze_model(p, 2);
+    QCOMPARE(shape(a, p, "cat"), (Shape{2, 8, 8, 10}));
+    QCOMPARE(at(a, p, "cat").params, int64_t{0});
+    // A branch of another size: named, with both shapes.
+    p.model.nodes[static_cast<size_t>(p.model.find("b"))].params.stride_h = 2;
+    p.model.nodes[static_cast<size_t>(p.model.find("b"))].params.stride_w = 2;
+    a = analyze_model(p, 2);
+    bool found = false;
+    for (const Diagnostic& d : a.problems)
+      if (d.node_id == "cat") {
+        found = true;
+        QVERIFY2(d.message.find("[N,8,8,4]") != std::string::npos &&
+                     d.message.find("[N,4,4,6]") != std::string::npos,
+                 d.message.c_str());
+      }
+    QVERIFY2(found, all_messages(a).c_str());
+  }
+
   void convForwardFlops() {
     const Project p = lenet().build();
     const int64_t n = 16;

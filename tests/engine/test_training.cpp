@@ -240,6 +240,52 @@ class TestTraining : public QObject {
     QVERIFY2(last.val_top1 > 0.6, qPrintable(QString::number(last.val_top1)));
   }
 
+  void concatenatedBranchesTrain() {
+    // An Inception-like block: a 3x3 and a 1x1 branch joined along the
+    // channels (6 + 2), then a Concat of one tensor with itself (both of its
+    // gradient slices into one slot).
+    Project p = small_project();
+    ModelBuilder b;
+    b.project() = p;
+    b.project().model = {};
+    b.node("in", LayerType::Input, input(8, 8, 1))
+        .node("conv1", LayerType::Conv2d, conv(8, 3, 3, 1, 1, 1, 1, false))
+        .node("bn1", LayerType::BatchNorm2d)
+        .node("relu1", LayerType::ReLU)
+        .node("a", LayerType::Conv2d, conv(6, 3, 3, 1, 1, 1, 1, true))
+        .node("relu_a", LayerType::ReLU)
+        .node("b", LayerType::Conv2d, conv(2, 1, 1, 1, 1, 0, 0, true))
+        .node("cat", LayerType::Concat)
+        .node("twice", LayerType::Concat)
+        .node("bn2", LayerType::BatchNorm2d)
+        .node("relu2", LayerType::ReLU)
+        .node("gap", LayerType::GlobalAvgPool)
+        .node("fc", LayerType::Linear, linear(4))
+        .node("loss", LayerType::SoftmaxCrossEntropy)
+        .chain({"in", "conv1", "bn1", "relu1", "a", "relu_a", "cat", "twice", "bn2", "relu2", "gap",
+                "fc", "loss"})
+        .edge("relu1", "b")
+        .edge("b", "cat", 1)
+        .edge("cat", "twice", 1);
+    p = b.build();
+    const CompiledProject cp = compile_project(p);
+    QCOMPARE(cp.plans.front().get_dtensor(cp.layers[8].out).shape.c, int64_t{16});
+    const Run rewritten = run(p);
+    const Run plain = run(p, {}, {false, false, false});
+    QCOMPARE(rewritten.losses.size(), plain.losses.size());
+    for (size_t i = 0; i < plain.losses.size(); ++i)
+      QVERIFY2(
+          std::fabs(rewritten.losses[i] - plain.losses[i]) <= 1e-5 * std::fabs(plain.losses[i]),
+          qPrintable(QString("step %1: %2 vs %3")
+                         .arg(i)
+                         .arg(rewritten.losses[i], 0, 'g', 9)
+                         .arg(plain.losses[i], 0, 'g', 9)));
+    const EpochReport& last = rewritten.report.epochs.back();
+    QVERIFY2(last.train_loss < 0.8 * rewritten.report.epochs.front().train_loss,
+             qPrintable(QString::number(last.train_loss)));
+    QVERIFY2(last.val_top1 > 0.6, qPrintable(QString::number(last.val_top1)));
+  }
+
   void sameSeedSameCurve() {
     const Run a = run(small_project(true));
     const Run b = run(small_project(true));

@@ -80,6 +80,10 @@ Kernel compute_kernel(ComputeOp op) noexcept {
       return add_fwd;
     case ComputeOp::ADD_BWD:
       return add_bwd;
+    case ComputeOp::CONCAT_FWD:
+      return concat_fwd;
+    case ComputeOp::CONCAT_BWD:
+      return concat_bwd;
     case ComputeOp::SOFTMAX_CE_FWD_BWD:
       return softmax_ce_fwd_bwd;
     case ComputeOp::SOFTMAX_CE_FWD:

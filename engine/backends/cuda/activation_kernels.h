@@ -36,4 +36,14 @@ cudaError_t launch_activation_bwd(Activation f, float slope, Elem e, uint64_t n,
 cudaError_t launch_sum(Elem e, uint64_t n, FeatureView a, const FeatureView* b, FeatureView y,
                        bool accumulate, cudaStream_t stream);
 
+// Channel concatenation over `rows` (N*H*W) positions, each view one row per
+// position (cols: its channels, stride: their padded width): y's channels are
+// x0's then x1's, y's padding lanes zero.
+cudaError_t launch_concat_fwd(Elem e, uint64_t rows, FeatureView x0, FeatureView x1, FeatureView y,
+                              cudaStream_t stream);
+// dx (+)= dy's channels [from, from + dx.cols); with `twice` (both outputs
+// one tensor) dx (+)= dy[from..] + dy[from + dx.cols..] in one pass, rounding once.
+cudaError_t launch_concat_bwd(Elem e, uint64_t rows, FeatureView dy, int64_t from, FeatureView dx,
+                              bool accumulate, bool twice, cudaStream_t stream);
+
 }  // namespace tr::cuda

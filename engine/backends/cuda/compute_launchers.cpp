@@ -276,6 +276,53 @@ void add_bwd(const KernelArgs& a, cudaStream_t stream) {
   copy_or_add(a, 1, a.in[0], e, stream, op);
 }
 
+// One row per N*H*W position, whether or not the tensor pads its channels.
+FeatureView channel_rows(const TensorArg& t) {
+  return {t.data, t.desc->shape.c, t.desc->padded_c()};
+}
+
+uint64_t positions_of(const Shape& s) {
+  return static_cast<uint64_t>(s.n * s.h * s.w);
+}
+
+void concat_fwd(const KernelArgs& a, cudaStream_t stream) {
+  constexpr const char* op = "CONCAT_FWD";
+  const Elem e = common_elem(op, a, {{&a.in[0], "x0"}, {&a.in[1], "x1"}, {&a.out[0], "y"}});
+  const Shape &s0 = a.in[0].shape(), &s1 = a.in[1].shape(), &s = a.out[0].shape();
+  if (s0.n != s.n || s0.h != s.h || s0.w != s.w || s1.n != s.n || s1.h != s.h || s1.w != s.w ||
+      s0.c + s1.c != s.c)
+    fail_operand(op, a, "y should have the inputs' height and width and their channels together");
+  launched(launch_concat_fwd(e, positions_of(s), channel_rows(a.in[0]), channel_rows(a.in[1]),
+                             channel_rows(a.out[0]), stream),
+           op);
+}
+
+void concat_bwd(const KernelArgs& a, cudaStream_t stream) {
+  constexpr const char* op = "CONCAT_BWD";
+  const TensorArg none{};
+  const Elem e = common_elem(op, a,
+                             {{&a.in[0], "dy"},
+                              {has_out(a, 0) ? &a.out[0] : &none, "dx0"},
+                              {has_out(a, 1) ? &a.out[1] : &none, "dx1"}});
+  const Shape& s = a.in[0].shape();
+  const int64_t c0 = has_out(a, 0)   ? a.out[0].shape().c
+                     : has_out(a, 1) ? s.c - a.out[1].shape().c
+                                     : 0;
+  const FeatureView dy = channel_rows(a.in[0]);
+  // Both outputs one tensor (x with itself): one pass adds both slices.
+  if (has_out(a, 0) && has_out(a, 1) && a.out[0].data == a.out[1].data) {
+    launched(launch_concat_bwd(e, positions_of(s), dy, 0, channel_rows(a.out[0]), a.accumulate(0),
+                               true, stream),
+             op);
+    return;
+  }
+  for (size_t q = 0; q < 2; ++q)
+    if (has_out(a, q))
+      launched(launch_concat_bwd(e, positions_of(s), dy, q == 0 ? 0 : c0, channel_rows(a.out[q]),
+                                 a.accumulate(q), false, stream),
+               op);
+}
+
 void dropout_fwd(const KernelArgs& a, cudaStream_t stream) {
   constexpr const char* op = "DROPOUT_FWD";
   const Elem e = common_elem(op, a, {{&a.in[0], "x"}, {&a.out[0], "y"}});

@@ -299,6 +299,10 @@ CudaKernel cuda_compute_kernel(ComputeOp op) noexcept {
       return compute::add_fwd;
     case ComputeOp::ADD_BWD:
       return compute::add_bwd;
+    case ComputeOp::CONCAT_FWD:
+      return compute::concat_fwd;
+    case ComputeOp::CONCAT_BWD:
+      return compute::concat_bwd;
     case ComputeOp::SOFTMAX_CE_FWD_BWD:
       return compute::softmax_ce_fwd_bwd;
     case ComputeOp::SOFTMAX_CE_FWD:

@@ -26,16 +26,30 @@ enum class LayerType {
   Flatten,
   Linear,
   Add,
+  Concat,
   SoftmaxCrossEntropy,
 };
 
 inline constexpr LayerType kAllLayerTypes[] = {
-    LayerType::Input,         LayerType::Conv2d,    LayerType::BatchNorm2d,
-    LayerType::ReLU,          LayerType::Tanh,      LayerType::SiLU,
-    LayerType::ReLU6,         LayerType::LeakyReLU, LayerType::GELU,
-    LayerType::Sigmoid,       LayerType::MaxPool2d, LayerType::AvgPool2d,
-    LayerType::GlobalAvgPool, LayerType::Dropout,   LayerType::Flatten,
-    LayerType::Linear,        LayerType::Add,       LayerType::SoftmaxCrossEntropy,
+    LayerType::Input,
+    LayerType::Conv2d,
+    LayerType::BatchNorm2d,
+    LayerType::ReLU,
+    LayerType::Tanh,
+    LayerType::SiLU,
+    LayerType::ReLU6,
+    LayerType::LeakyReLU,
+    LayerType::GELU,
+    LayerType::Sigmoid,
+    LayerType::MaxPool2d,
+    LayerType::AvgPool2d,
+    LayerType::GlobalAvgPool,
+    LayerType::Dropout,
+    LayerType::Flatten,
+    LayerType::Linear,
+    LayerType::Add,
+    LayerType::Concat,
+    LayerType::SoftmaxCrossEntropy,
 };
 
 std::string_view layer_type_name(LayerType t) noexcept;
