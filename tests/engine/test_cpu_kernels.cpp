@@ -137,27 +137,6 @@ double activation_check(KernelFn fwd, KernelFn bwd, bool bwd_reads_y,
   });
 }
 
-// The plain reference of each activation of the family, in double.
-double reference_activation(Activation f, double x, double slope) {
-  switch (f) {
-    case Activation::TANH:
-      return std::tanh(x);
-    case Activation::SILU:
-      return x / (1.0 + std::exp(-x));
-    case Activation::RELU6:
-      return std::min(std::max(x, 0.0), 6.0);
-    case Activation::LEAKY_RELU:
-      return x > 0 ? x : slope * x;
-    case Activation::GELU:
-      return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-    case Activation::SIGMOID:
-      return 1.0 / (1.0 + std::exp(-x));
-    case Activation::NUM_ACTIVATIONS:
-      break;
-  }
-  return std::nan("");
-}
-
 // Every layer type whose forward is ACTIVATION_FWD, with its sub-kind.
 std::vector<std::pair<LayerType, Activation>> activation_family() {
   std::vector<std::pair<LayerType, Activation>> out;
@@ -374,31 +353,18 @@ class TestCpuKernels : public QObject {
     }
   }
 
-  void activationFamilyMatchesItsReference() {
+  void activationFamilyPassesNanAndNeedsItsSubKind() {
+    // (Each one's values against a double reference: engine.backend_ops.)
     QVERIFY(activation_family().size() >= 6);  // Tanh, SiLU, ReLU6, LeakyReLU, GELU, Sigmoid
     for (auto [type, f] : activation_family()) {
-      const char* name = layer_type_name(type).data();
       LayerParams p;
       p.negative_slope = 0.2;
       const LayerNode layer = layer_with(type, p);
       KernelHarness h;
-      const int64_t n = 161;
-      const size_t x = h.tensor({1, 1, 1, n}), y = h.tensor({1, 1, 1, n});
-      for (int64_t i = 0; i < n; ++i) h.f32(x)[i] = -8.0f + 0.1f * static_cast<float>(i);
-      cpu::activation_fwd(h.args({x}, {y}, nullptr, &layer));
-      for (int64_t i = 0; i < n; ++i) {
-        const double want = reference_activation(f, h.f32(x)[i], 0.2);
-        QVERIFY2(std::fabs(h.f32(y)[i] - want) <= 1e-6 * (1 + std::fabs(want)),
-                 qPrintable(QStringLiteral("%1(%2) = %3, not %4")
-                                .arg(name)
-                                .arg(h.f32(x)[i])
-                                .arg(h.f32(y)[i])
-                                .arg(want)));
-      }
-      // NaN reaches the NaN check.
+      const size_t x = h.tensor({1, 1, 1, 4}), y = h.tensor({1, 1, 1, 4});
       h.f32(x)[0] = std::numeric_limits<float>::quiet_NaN();
       cpu::activation_fwd(h.args({x}, {y}, nullptr, &layer));
-      QVERIFY2(std::isnan(h.f32(y)[0]), name);
+      QVERIFY2(std::isnan(h.f32(y)[0]), layer_type_name(type).data());  // the NaN check sees it
     }
     // The sub-kind is what the compiler resolved: without one there is no kernel to run.
     KernelHarness h;
