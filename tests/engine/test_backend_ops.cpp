@@ -669,18 +669,28 @@ std::vector<OpCase> gap_bwd_cases() {
 
 // ---- copies, adds, concatenation -------------------------------------------------
 
-std::vector<OpCase> copy_case(ComputeOp op, const Shape& from, const Shape& to, bool accumulate) {
+using Reference = std::function<std::vector<Values>(const Tensors&, const Tensors&)>;
+
+// A case of a layer without settings.
+std::vector<OpCase> one_case(ComputeOp op, std::string name, LayerType type, std::vector<Shape> in,
+                             std::vector<Shape> out, uint8_t accumulate, Reference reference) {
   OpCase c;
   c.op = op;
-  c.name = std::string(compute_op_name(op)) + (accumulate ? " accumulating" : "");
-  c.layer.type = LayerType::Flatten;
-  c.in = {from};
-  c.out = {to};
-  c.accumulate = accumulate ? 0b1 : 0;
-  c.reference = [accumulate](const Tensors& in, const Tensors& before) {
-    return std::vector<Values>{onto(as_double(in[0]), before[0], accumulate)};
-  };
+  c.name = std::move(name);
+  c.layer.type = type;
+  c.in = std::move(in);
+  c.out = std::move(out);
+  c.accumulate = accumulate;
+  c.reference = std::move(reference);
   return {c};
+}
+
+std::vector<OpCase> copy_case(ComputeOp op, const Shape& from, const Shape& to, bool accumulate) {
+  return one_case(op, std::string(compute_op_name(op)) + (accumulate ? " accumulating" : ""),
+                  LayerType::Flatten, {from}, {to}, accumulate ? 0b1 : 0,
+                  [accumulate](const Tensors& in, const Tensors& before) {
+                    return std::vector<Values>{onto(as_double(in[0]), before[0], accumulate)};
+                  });
 }
 
 std::vector<OpCase> flatten_fwd_cases() {
@@ -694,72 +704,48 @@ std::vector<OpCase> identity_cases() {
 }
 
 std::vector<OpCase> add_fwd_cases() {
-  OpCase c;
-  c.op = ComputeOp::ADD_FWD;
-  c.name = "ADD_FWD";
-  c.layer.type = LayerType::Add;
-  c.in = {kFeature, kFeature};
-  c.out = {kFeature};
-  c.reference = [](const Tensors& in, const Tensors&) {
-    Values y(in[0].size());
-    for (size_t i = 0; i < y.size(); ++i) y[i] = double(in[0][i]) + in[1][i];
-    return std::vector<Values>{y};
-  };
-  return {c};
+  return one_case(ComputeOp::ADD_FWD, "ADD_FWD", LayerType::Add, {kFeature, kFeature}, {kFeature},
+                  0, [](const Tensors& in, const Tensors&) {
+                    Values y(in[0].size());
+                    for (size_t i = 0; i < y.size(); ++i) y[i] = double(in[0][i]) + in[1][i];
+                    return std::vector<Values>{y};
+                  });
 }
 
 std::vector<OpCase> add_bwd_cases() {
-  OpCase c;
-  c.op = ComputeOp::ADD_BWD;
-  c.name = "ADD_BWD dx1 accumulating";
-  c.layer.type = LayerType::Add;
-  c.in = {kFeature};
-  c.out = {kFeature, kFeature};
-  c.accumulate = 0b10;
-  c.reference = [](const Tensors& in, const Tensors& before) {
-    return std::vector<Values>{as_double(in[0]), onto(as_double(in[0]), before[1], true)};
-  };
-  return {c};
+  return one_case(
+      ComputeOp::ADD_BWD, "ADD_BWD dx1 accumulating", LayerType::Add, {kFeature},
+      {kFeature, kFeature}, 0b10, [](const Tensors& in, const Tensors& before) {
+        return std::vector<Values>{as_double(in[0]), onto(as_double(in[0]), before[1], true)};
+      });
 }
 
 const Shape kCat0{2, 4, 3, 5}, kCat1{2, 4, 3, 3}, kCat{2, 4, 3, 8};
 
 std::vector<OpCase> concat_fwd_cases() {
-  OpCase c;
-  c.op = ComputeOp::CONCAT_FWD;
-  c.name = "CONCAT_FWD 5+3";
-  c.layer.type = LayerType::Concat;
-  c.in = {kCat0, kCat1};
-  c.out = {kCat};
-  c.reference = [](const Tensors& in, const Tensors&) {
-    Values y;
-    for (int64_t r = 0; r < kCat.n * kCat.h * kCat.w; ++r) {
-      for (int64_t k = 0; k < kCat0.c; ++k)
-        y.push_back(in[0][static_cast<size_t>(r * kCat0.c + k)]);
-      for (int64_t k = 0; k < kCat1.c; ++k)
-        y.push_back(in[1][static_cast<size_t>(r * kCat1.c + k)]);
-    }
-    return std::vector<Values>{y};
-  };
-  return {c};
+  return one_case(ComputeOp::CONCAT_FWD, "CONCAT_FWD 5+3", LayerType::Concat, {kCat0, kCat1},
+                  {kCat}, 0, [](const Tensors& in, const Tensors&) {
+                    Values y;
+                    for (int64_t r = 0; r < kCat.n * kCat.h * kCat.w; ++r) {
+                      for (int64_t k = 0; k < kCat0.c; ++k)
+                        y.push_back(in[0][static_cast<size_t>(r * kCat0.c + k)]);
+                      for (int64_t k = 0; k < kCat1.c; ++k)
+                        y.push_back(in[1][static_cast<size_t>(r * kCat1.c + k)]);
+                    }
+                    return std::vector<Values>{y};
+                  });
 }
 
 std::vector<OpCase> concat_bwd_cases() {
-  OpCase c;
-  c.op = ComputeOp::CONCAT_BWD;
-  c.name = "CONCAT_BWD 5+3, dx1 accumulating";
-  c.layer.type = LayerType::Concat;
-  c.in = {kCat};
-  c.out = {kCat0, kCat1};
-  c.accumulate = 0b10;
-  c.reference = [](const Tensors& in, const Tensors& before) {
-    Values d0, d1;
-    for (int64_t r = 0; r < kCat.n * kCat.h * kCat.w; ++r)
-      for (int64_t k = 0; k < kCat.c; ++k)
-        (k < kCat0.c ? d0 : d1).push_back(in[0][static_cast<size_t>(r * kCat.c + k)]);
-    return std::vector<Values>{d0, onto(d1, before[1], true)};
-  };
-  return {c};
+  return one_case(
+      ComputeOp::CONCAT_BWD, "CONCAT_BWD 5+3, dx1 accumulating", LayerType::Concat, {kCat},
+      {kCat0, kCat1}, 0b10, [](const Tensors& in, const Tensors& before) {
+        Values d0, d1;
+        for (int64_t r = 0; r < kCat.n * kCat.h * kCat.w; ++r)
+          for (int64_t k = 0; k < kCat.c; ++k)
+            (k < kCat0.c ? d0 : d1).push_back(in[0][static_cast<size_t>(r * kCat.c + k)]);
+        return std::vector<Values>{d0, onto(d1, before[1], true)};
+      });
 }
 
 // ---- the table, in enum order -------------------------------------------------

@@ -107,6 +107,28 @@ void backward(const KernelArgs& a) {
       F::kBackwardCost);
 }
 
+// Calls body(F{}) with the functor of the node's activation.
+template <class Body>
+void with_activation(const KernelArgs& a, const char* op, Body body) {
+  switch (a.params().activation) {
+    case Activation::TANH:
+      return body(Tanh{});
+    case Activation::SILU:
+      return body(Silu{});
+    case Activation::RELU6:
+      return body(Relu6{});
+    case Activation::LEAKY_RELU:
+      return body(LeakyRelu{});
+    case Activation::GELU:
+      return body(Gelu{});
+    case Activation::SIGMOID:
+      return body(Sigmoid{});
+    case Activation::NUM_ACTIVATIONS:
+      break;
+  }
+  throw std::logic_error(std::string(op) + a.where() + " has no activation to run");
+}
+
 }  // namespace
 
 void relu_fwd(const KernelArgs& a) {
@@ -136,43 +158,11 @@ void relu_bwd(const KernelArgs& a) {
 }
 
 void activation_fwd(const KernelArgs& a) {
-  switch (a.params().activation) {
-    case Activation::TANH:
-      return forward<Tanh>(a);
-    case Activation::SILU:
-      return forward<Silu>(a);
-    case Activation::RELU6:
-      return forward<Relu6>(a);
-    case Activation::LEAKY_RELU:
-      return forward<LeakyRelu>(a);
-    case Activation::GELU:
-      return forward<Gelu>(a);
-    case Activation::SIGMOID:
-      return forward<Sigmoid>(a);
-    case Activation::NUM_ACTIVATIONS:
-      break;
-  }
-  throw std::logic_error("ACTIVATION_FWD of " + a.where() + " has no activation");
+  with_activation(a, "ACTIVATION_FWD", [&](auto f) { forward<decltype(f)>(a); });
 }
 
 void activation_bwd(const KernelArgs& a) {
-  switch (a.params().activation) {
-    case Activation::TANH:
-      return backward<Tanh>(a);
-    case Activation::SILU:
-      return backward<Silu>(a);
-    case Activation::RELU6:
-      return backward<Relu6>(a);
-    case Activation::LEAKY_RELU:
-      return backward<LeakyRelu>(a);
-    case Activation::GELU:
-      return backward<Gelu>(a);
-    case Activation::SIGMOID:
-      return backward<Sigmoid>(a);
-    case Activation::NUM_ACTIVATIONS:
-      break;
-  }
-  throw std::logic_error("ACTIVATION_BWD of " + a.where() + " has no activation");
+  with_activation(a, "ACTIVATION_BWD", [&](auto f) { backward<decltype(f)>(a); });
 }
 
 }  // namespace tr::cpu
