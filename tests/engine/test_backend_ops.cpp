@@ -23,6 +23,7 @@
 #include <renaissance/devices.h>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels/dropout.h"
 #include "backends/cuda_backend_options.h"
 #include "backends/cuda_plugin.h"
 #include "compile/computation_graph.h"
@@ -156,13 +157,19 @@ void run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out
     l.kind = kind;
     l.offset = d.offset;
     l.host = host;
-    l.bytes = static_cast<uint64_t>(d.shape.elements()) * 4;
+    l.bytes = static_cast<uint64_t>(d.shape.elements()) * (d.dtype == DType::INT8 ? 1 : 4);
     l.tag.stream = StreamKind::COMP_1;
     l.tag.label = c.name;
     backend.enqueue(0, StreamKind::COMP_1, l);
   };
   // INT32 tensors go as integers (both types are 4 bytes), and come back as floats.
   auto as_stored = [](const DTensor& d, std::vector<float>& v) {
+    if (d.dtype == DType::INT8) {
+      std::vector<int8_t> bytes(v.size());
+      for (size_t i = 0; i < v.size(); ++i) bytes[i] = static_cast<int8_t>(v[i]);
+      std::memcpy(v.data(), bytes.data(), bytes.size());
+      return;
+    }
     if (d.dtype != DType::INT32) return;
     for (float& x : v) {
       const int32_t i = static_cast<int32_t>(x);
@@ -170,6 +177,12 @@ void run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out
     }
   };
   auto as_float = [](const DTensor& d, std::vector<float>& v) {
+    if (d.dtype == DType::INT8) {
+      std::vector<int8_t> bytes(v.size());
+      std::memcpy(bytes.data(), v.data(), bytes.size());
+      for (size_t i = 0; i < v.size(); ++i) v[i] = bytes[i];
+      return;
+    }
     if (d.dtype != DType::INT32) return;
     for (float& x : v) {
       int32_t i;
@@ -1089,6 +1102,125 @@ std::vector<OpCase> copy_labels_cases() {
   return v;
 }
 
+// ---- dropout ------------------------------------------------------------------------
+
+constexpr double kDropP = 0.3;
+constexpr float kDropStep = 5;  // S_SCALARS STEP: the mask follows it
+
+LayerNode dropout_layer() {
+  LayerNode l;
+  l.id = "drop";
+  l.type = LayerType::Dropout;
+  l.params.p = kDropP;
+  return l;
+}
+
+// The mask as the engine defines it (a pure function of seed, step, layer and
+// element: backends/cpu/kernels/dropout.h); node.layer is 0 and the seed 0 here.
+Values dropout_mask(size_t n) {
+  Values m(n);
+  for (size_t i = 0; i < n; ++i)
+    m[i] = cpu::dropout_keeps(0, static_cast<uint64_t>(kDropStep), 0, i, kDropP) ? 1.0 : 0.0;
+  return m;
+}
+
+// in [x] out [y, mask]
+std::vector<OpCase> dropout_fwd_cases() {
+  OpCase c;
+  c.op = ComputeOp::DROPOUT_FWD;
+  c.name = "DROPOUT_FWD p0.3";
+  c.layer = dropout_layer();
+  c.in = {kFeature};
+  c.out = {kFeature, kFeature};
+  c.out_types = {DType::FP32, DType::INT8};
+  c.scalars = {{ScalarSlot::STEP, kDropStep}};
+  c.reference = [](const Tensors& in, const Tensors&) {
+    const Values mask = dropout_mask(in[0].size());
+    Values y(in[0].size());
+    for (size_t i = 0; i < y.size(); ++i) y[i] = mask[i] * in[0][i] / (1 - kDropP);
+    return std::vector<Values>{y, mask};
+  };
+  return {c};
+}
+
+// in [mask, dy] out [dx]
+std::vector<OpCase> dropout_bwd_cases() {
+  OpCase c;
+  c.op = ComputeOp::DROPOUT_BWD;
+  c.name = "DROPOUT_BWD p0.3, accumulating";
+  c.layer = dropout_layer();
+  c.in = {kFeature, kFeature};
+  c.in_types = {DType::INT8, DType::FP32};
+  c.out = {kFeature};
+  c.accumulate = 0b1;
+  c.prepare = [](Tensors& in) {
+    const Values mask = dropout_mask(in[0].size());
+    in[0].assign(mask.begin(), mask.end());
+  };
+  c.reference = [](const Tensors& in, const Tensors& before) {
+    Values dx(in[1].size());
+    for (size_t i = 0; i < dx.size(); ++i) dx[i] = in[0][i] * in[1][i] / (1 - kDropP);
+    return std::vector<Values>{onto(dx, before[0], true)};
+  };
+  return {c};
+}
+
+// ---- the scalar updates (S_SCALARS in, S_SCALARS out) ---------------------------------
+
+using Slots = std::vector<std::pair<ScalarSlot, float>>;
+
+OpCase scalar_case(ComputeOp op, std::string name, Slots before, Slots after) {
+  OpCase c;
+  c.op = op;
+  c.name = std::move(name);
+  c.scalars = std::move(before);
+  c.scalars_out = true;
+  c.reference = [after](const Tensors&, const Tensors& b) {
+    Values s = as_double(b.back());
+    for (auto [slot, value] : after) s[static_cast<size_t>(slot)] = value;
+    return std::vector<Values>{s};
+  };
+  return c;
+}
+
+std::vector<OpCase> loss_scale_cases() {
+  using S = ScalarSlot;
+  const float grow = static_cast<float>(kLossScaleGrowthInterval);
+  return {
+      scalar_case(ComputeOp::LOSS_SCALE_UPDATE, "LOSS_SCALE_UPDATE overflow halves",
+                  {{S::LOSS_SCALE, 1024}, {S::CLEAN_STEPS, 7}, {S::OVERFLOW, 1}},
+                  {{S::LOSS_SCALE, 512}, {S::CLEAN_STEPS, 0}, {S::INV_LOSS_SCALE, 1 / 512.0f}}),
+      scalar_case(ComputeOp::LOSS_SCALE_UPDATE, "LOSS_SCALE_UPDATE never below 1",
+                  {{S::LOSS_SCALE, 1}, {S::OVERFLOW, 1}},
+                  {{S::LOSS_SCALE, 1}, {S::CLEAN_STEPS, 0}, {S::INV_LOSS_SCALE, 1}}),
+      scalar_case(ComputeOp::LOSS_SCALE_UPDATE, "LOSS_SCALE_UPDATE clean step counts",
+                  {{S::LOSS_SCALE, 256}, {S::CLEAN_STEPS, 7}},
+                  {{S::CLEAN_STEPS, 8}, {S::INV_LOSS_SCALE, 1 / 256.0f}}),
+      scalar_case(ComputeOp::LOSS_SCALE_UPDATE, "LOSS_SCALE_UPDATE grows after the interval",
+                  {{S::LOSS_SCALE, 256}, {S::CLEAN_STEPS, grow - 1}},
+                  {{S::LOSS_SCALE, 512}, {S::CLEAN_STEPS, 0}, {S::INV_LOSS_SCALE, 1 / 512.0f}})};
+}
+
+std::vector<OpCase> adam_correction_cases() {
+  using S = ScalarSlot;
+  const OptimizerSpec o;  // the run's (the defaults here): beta1 0.9, beta2 0.999
+  const auto corr = [](double beta, double t) { return static_cast<float>(1 - std::pow(beta, t)); };
+  return {
+      scalar_case(ComputeOp::ADAM_BIAS_CORRECTION, "ADAM_BIAS_CORRECTION t=3", {{S::UPDATES, 3}},
+                  {{S::ADAM_CORR1, corr(o.beta1, 3)}, {S::ADAM_CORR2, corr(o.beta2, 3)}}),
+      scalar_case(ComputeOp::ADAM_BIAS_CORRECTION, "ADAM_BIAS_CORRECTION before any update",
+                  {{S::UPDATES, 0}},
+                  {{S::ADAM_CORR1, corr(o.beta1, 1)}, {S::ADAM_CORR2, corr(o.beta2, 1)}})};
+}
+
+std::vector<OpCase> count_update_cases() {
+  using S = ScalarSlot;
+  return {
+      scalar_case(ComputeOp::COUNT_UPDATE, "COUNT_UPDATE", {{S::UPDATES, 41}}, {{S::UPDATES, 42}}),
+      scalar_case(ComputeOp::COUNT_UPDATE, "COUNT_UPDATE skips an overflowed step",
+                  {{S::UPDATES, 41}, {S::OVERFLOW, 1}}, {{S::UPDATES, 41}})};
+}
+
 // ---- range ops over spans ---------------------------------------------------------
 
 constexpr int64_t kSpan = 1000;
@@ -1233,8 +1365,8 @@ constexpr OpEntry kComputeOps[] = {
     {&avgpool_bwd_cases},
     {&gap_fwd_cases},
     {&gap_bwd_cases},
-    elsewhere("engine.cpu_kernels (counter-based masks), cuda.cuda_compute_kernels"),
-    elsewhere("engine.cpu_kernels, cuda.cuda_compute_kernels"),  // DROPOUT_BWD
+    {&dropout_fwd_cases},
+    {&dropout_bwd_cases},
     {&identity_cases},
     {&flatten_fwd_cases},
     {&flatten_bwd_cases},
@@ -1244,9 +1376,9 @@ constexpr OpEntry kComputeOps[] = {
     {&concat_bwd_cases},
     {&softmax_ce_fwd_bwd_cases},
     {&softmax_ce_fwd_cases},
-    elsewhere("engine.cpu_range_kernels, engine.amp_training"),      // LOSS_SCALE_UPDATE
-    elsewhere("engine.cpu_range_kernels, cuda.cuda_range_kernels"),  // ADAM_BIAS_CORRECTION
-    elsewhere("engine.amp_training"),                                // COUNT_UPDATE
+    {&loss_scale_cases},
+    {&adam_correction_cases},
+    {&count_update_cases},
 };
 static_assert(std::size(kComputeOps) == static_cast<size_t>(ComputeOp::NUM_COMPUTE_OPS),
               "every ComputeOp needs its entry in kComputeOps, in enum order");
@@ -1334,7 +1466,7 @@ class TestBackendOps : public QObject {
     qInfo("cases for %d of %d compute ops and %d of %d range ops", compute,
           static_cast<int>(ComputeOp::NUM_COMPUTE_OPS), range,
           static_cast<int>(RangeOp::NUM_RANGE_OPS));
-    QVERIFY(compute >= 32 && range >= 8);
+    QVERIFY(compute >= 37 && range >= 8);
   }
 
   void opMatchesItsReference_data() {
