@@ -5,8 +5,11 @@
 // backend where a device is there, skipped otherwise), copies the outputs
 // back and compares them with a plain reference in double (loops written for
 // obviousness, not oneDNN against cuDNN); backward cases are also checked
-// against central differences of that reference's forward. The table has an
-// entry per ComputeOp and RangeOp, in enum order, checked when the test
+// against central differences of that reference's forward. Every case runs in
+// FP32 and, where the op has an FP16 form, again in an AMP plan's layout (FP16
+// features with padded channels and NaN in the padding, FP16 weights, FP32
+// statistics), where every output padding lane must come back zero. The table
+// has an entry per ComputeOp and RangeOp, in enum order, checked when the test
 // builds: a new op without an entry does not compile. Entries without cases
 // yet name the tests that cover the op today, and show as skipped rows.
 #include <QtTest>
@@ -54,6 +57,9 @@ struct OpCase {
   bool scalars_out = false;  // the last output is the S_SCALARS block after
   std::vector<Shape> in, out;
   std::vector<DType> in_types, out_types;  // FP32 where empty; INT32 values travel as floats
+  // The FP16 mode: each tensor's role in an AMP plan (see fp16_layout); empty
+  // where the op has no FP16 form.
+  std::string in_roles, out_roles;
   LayerNode layer;
   uint8_t accumulate = 0;  // outputs added onto (they start random)
   // Adjusts the random inputs to what the op's contract asks (MAXPOOL_BWD's y
@@ -103,15 +109,47 @@ PlacedSpan span_at(Placed& p, int64_t elements, DType dtype) {
   return s;
 }
 
-Placed place(const OpCase& c) {
+// A tensor's role in an AMP plan, which fixes its type, region and padding in
+// the FP16 mode (letters in OpCase::in_roles / out_roles):
+//   I input buffer (FP16, C padded to 4)   F feature (FP16, padded to 8)
+//   G gradient slot (FP16, padded to 8)    W weights, A series (FP16, compact)
+//   D weight gradients, H series (FP16)    S FP32 under AMP too
+//   L labels (INT32)                       M dropout mask (INT8, padded to 8)
+struct Layout {
+  DType dtype;
+  Region region;
+};
+
+Layout fp16_layout(char role) {
+  switch (role) {
+    case 'I':
+      return {DType::FP16, Region::I_A_DATA};
+    case 'F':
+      return {DType::FP16, Region::F_FEATURE_FP16};
+    case 'G':
+      return {DType::FP16, Region::F_GRAD_SLOT_FP16};
+    case 'W':
+      return {DType::FP16, Region::A_DEEP_CONV};
+    case 'D':
+      return {DType::FP16, Region::H_DEEP_CONV};
+    case 'L':
+      return {DType::INT32, Region::T_SCRATCH};
+    case 'M':
+      return {DType::INT8, Region::S_MASK};
+    default:
+      return {DType::FP32, Region::T_SCRATCH};
+  }
+}
+
+Placed place(const OpCase& c, bool fp16) {
   Placed p;
-  auto add = [&](const Shape& s, DType dtype) {
+  auto add = [&](const Shape& s, Layout l) {
     auto d = std::make_unique<DTensor>();
     d->id = static_cast<DTensorId>(p.descs.size());
     d->shape = s;
-    d->dtype = dtype;
-    d->region = Region::T_SCRATCH;
-    d->slot_bytes = DTensor::slot_bytes_for(s, dtype, d->region);
+    d->dtype = l.dtype;
+    d->region = l.region;
+    d->slot_bytes = DTensor::slot_bytes_for(s, l.dtype, d->region);
     d->offset = p.bytes;
     p.bytes = align256(p.bytes + d->slot_bytes);
     p.descs.push_back(std::move(d));
@@ -119,8 +157,13 @@ Placed place(const OpCase& c) {
   auto type = [](const std::vector<DType>& t, size_t i) {
     return i < t.size() ? t[i] : DType::FP32;
   };
-  for (size_t i = 0; i < c.in.size(); ++i) add(c.in[i], type(c.in_types, i));
-  for (size_t i = 0; i < c.out.size(); ++i) add(c.out[i], type(c.out_types, i));
+  auto layout = [&](const std::string& roles, const std::vector<DType>& types, size_t i) {
+    if (fp16) return fp16_layout(roles[i]);
+    const DType t = type(types, i);
+    return Layout{t, t == DType::INT8 ? Region::S_MASK : Region::T_SCRATCH};
+  };
+  for (size_t i = 0; i < c.in.size(); ++i) add(c.in[i], layout(c.in_roles, c.in_types, i));
+  for (size_t i = 0; i < c.out.size(); ++i) add(c.out[i], layout(c.out_roles, c.out_types, i));
   for (size_t i = 0; i < c.in_spans.size(); ++i)
     p.spans.push_back(span_at(p, c.in_spans[i], type(c.in_span_types, i)));
   for (size_t i = 0; i < c.out_spans.size(); ++i)
@@ -130,10 +173,76 @@ Placed place(const OpCase& c) {
   return p;
 }
 
+constexpr uint16_t kHalfNaN = 0x7E00;
+
+// A tensor's bytes as the device lays them out (rows of padded_c), from its
+// logical values; padding lanes hold NaN (FP16) so a kernel that read them shows.
+std::vector<uint8_t> device_bytes(const DTensor& d, const std::vector<float>& v) {
+  const int64_t c = d.shape.c, pc = d.padded_c(), rows = d.shape.elements() / c;
+  std::vector<uint8_t> b(d.slot_bytes, 0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < pc; ++k) {
+      const size_t at = static_cast<size_t>(r * pc + k);
+      const float x = k < c ? v[static_cast<size_t>(r * c + k)] : 0.0f;
+      switch (d.dtype) {
+        case DType::FP16: {
+          const uint16_t h = k < c ? fp32_to_fp16(x) : kHalfNaN;
+          std::memcpy(b.data() + at * 2, &h, 2);
+          break;
+        }
+        case DType::INT8:
+          b[at] = static_cast<uint8_t>(static_cast<int8_t>(x));
+          break;
+        case DType::INT32: {
+          const int32_t i = static_cast<int32_t>(x);
+          std::memcpy(b.data() + at * 4, &i, 4);
+          break;
+        }
+        default:
+          std::memcpy(b.data() + at * 4, &x, 4);
+      }
+    }
+  return b;
+}
+
+// The logical values back; false when an FP16 padding lane is not zero.
+bool logical_values(const DTensor& d, const std::vector<uint8_t>& b, std::vector<float>& v) {
+  const int64_t c = d.shape.c, pc = d.padded_c(), rows = d.shape.elements() / c;
+  bool padding_zero = true;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < pc; ++k) {
+      const size_t at = static_cast<size_t>(r * pc + k);
+      float x = 0;
+      switch (d.dtype) {
+        case DType::FP16: {
+          uint16_t h;
+          std::memcpy(&h, b.data() + at * 2, 2);
+          x = fp16_to_fp32(h);
+          if (k >= c && h != 0) padding_zero = false;
+          break;
+        }
+        case DType::INT8:
+          x = static_cast<int8_t>(b[at]);
+          break;
+        case DType::INT32: {
+          int32_t i;
+          std::memcpy(&i, b.data() + at * 4, 4);
+          x = static_cast<float>(i);
+          break;
+        }
+        default:
+          std::memcpy(&x, b.data() + at * 4, 4);
+      }
+      if (k < c) v[static_cast<size_t>(r * c + k)] = x;
+    }
+  return padding_zero;
+}
+
 // Runs `c` on `backend` from `in` and the outputs' starting values `out`,
-// which it overwrites with what the launch left.
-void run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out) {
-  const Placed p = place(c);
+// which it overwrites with what the launch left; with `fp16`, in the case's
+// AMP layout. Returns false when an FP16 output's padding lane is not zero.
+bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out, bool fp16) {
+  const Placed p = place(c, fp16);
   backend.allocate_arenas(p.bytes);
   uint8_t* arena = backend.arena(0);
   GraphNode node;
@@ -143,100 +252,56 @@ void run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out
   node.layer = 0;
   node.accumulate_mask = c.accumulate;
   node.params = layer_node_params(c.layer);
-  const TrainingConstants constants;
+  TrainingConstants constants;
+  if (fp16) constants.precision = Precision::AMP;
   KernelArgs args;
   args.node = &node;
   args.layer_params = &node.params;
   args.training = &constants;
   args.scalars = reinterpret_cast<float*>(arena + p.scalars);
   std::vector<float> scalars(static_cast<size_t>(ScalarSlot::COUNT), 0.0f);
+  if (fp16) scalars[static_cast<size_t>(ScalarSlot::LOSS_SCALE)] = 1.0f;  // gradients unscaled
   for (auto [slot, value] : c.scalars) scalars[static_cast<size_t>(slot)] = value;
-  std::vector<Launch> copies;
-  auto copy = [&](LaunchKind kind, const DTensor& d, void* host) {
+  auto enqueue_copy = [&](LaunchKind kind, uint64_t offset, void* host, uint64_t bytes) {
     Launch l;
     l.kind = kind;
-    l.offset = d.offset;
+    l.offset = offset;
     l.host = host;
-    l.bytes = static_cast<uint64_t>(d.shape.elements()) * (d.dtype == DType::INT8 ? 1 : 4);
+    l.bytes = bytes;
     l.tag.stream = StreamKind::COMP_1;
     l.tag.label = c.name;
     backend.enqueue(0, StreamKind::COMP_1, l);
   };
-  // INT32 tensors go as integers (both types are 4 bytes), and come back as floats.
-  auto as_stored = [](const DTensor& d, std::vector<float>& v) {
-    if (d.dtype == DType::INT8) {
-      std::vector<int8_t> bytes(v.size());
-      for (size_t i = 0; i < v.size(); ++i) bytes[i] = static_cast<int8_t>(v[i]);
-      std::memcpy(v.data(), bytes.data(), bytes.size());
-      return;
-    }
-    if (d.dtype != DType::INT32) return;
-    for (float& x : v) {
-      const int32_t i = static_cast<int32_t>(x);
-      std::memcpy(&x, &i, sizeof i);
-    }
-  };
-  auto as_float = [](const DTensor& d, std::vector<float>& v) {
-    if (d.dtype == DType::INT8) {
-      std::vector<int8_t> bytes(v.size());
-      std::memcpy(bytes.data(), v.data(), bytes.size());
-      for (size_t i = 0; i < v.size(); ++i) v[i] = bytes[i];
-      return;
-    }
-    if (d.dtype != DType::INT32) return;
-    for (float& x : v) {
-      int32_t i;
-      std::memcpy(&i, &x, sizeof i);
-      x = static_cast<float>(i);
-    }
-  };
-  Tensors host_in = in;
-  for (size_t i = 0; i < c.in.size(); ++i) {
-    args.in.push_back({arena + p.descs[i]->offset, p.descs[i].get()});
-    as_stored(*p.descs[i], host_in[i]);
-    copy(LaunchKind::COPY_H2D, *p.descs[i], host_in[i].data());
-  }
-  for (size_t i = 0; i < c.out.size(); ++i) {
-    const DTensor& d = *p.descs[c.in.size() + i];
-    args.out.push_back({arena + d.offset, &d});
-    as_stored(d, out[i]);
-    copy(LaunchKind::COPY_H2D, d, out[i].data());
+  // Tensors in their device layout.
+  std::vector<std::vector<uint8_t>> bytes(p.descs.size());
+  for (size_t i = 0; i < p.descs.size(); ++i) {
+    const DTensor& d = *p.descs[i];
+    const bool input = i < c.in.size();
+    bytes[i] = device_bytes(d, input ? in[i] : out[i - c.in.size()]);
+    (input ? args.in : args.out).push_back({arena + d.offset, &d});
+    enqueue_copy(LaunchKind::COPY_H2D, d.offset, bytes[i].data(), bytes[i].size());
   }
   // Spans: FP16 ones as half bits.
-  std::vector<std::vector<uint16_t>> halves(p.spans.size());
-  std::vector<float*> span_host(p.spans.size());
   const size_t n_in_spans = c.in_spans.size();
+  std::vector<std::vector<uint16_t>> halves(p.spans.size());
+  std::vector<std::vector<float>> floats(p.spans.size());
   for (size_t k = 0; k < p.spans.size(); ++k) {
     const PlacedSpan& sp = p.spans[k];
-    std::vector<float>& host =
-        k < n_in_spans ? host_in[c.in.size() + k] : out[c.out.size() + (k - n_in_spans)];
+    floats[k] = k < n_in_spans ? in[c.in.size() + k] : out[c.out.size() + (k - n_in_spans)];
     SpanArg arg;
     arg.data = arena + sp.offset;
     arg.bytes = sp.bytes;
     arg.offset = sp.offset;
     (k < n_in_spans ? args.in_spans : args.out_spans).push_back(arg);
-    Launch l;
-    l.kind = LaunchKind::COPY_H2D;
-    l.offset = sp.offset;
-    l.bytes = sp.bytes;
-    l.tag.stream = StreamKind::COMP_1;
+    void* host = floats[k].data();
     if (sp.dtype == DType::FP16) {
-      halves[k].resize(host.size());
-      fp32_to_fp16(host.data(), halves[k].data(), host.size());
-      l.host = halves[k].data();
-    } else {
-      l.host = host.data();
+      halves[k].resize(floats[k].size());
+      fp32_to_fp16(floats[k].data(), halves[k].data(), floats[k].size());
+      host = halves[k].data();
     }
-    span_host[k] = host.data();
-    backend.enqueue(0, StreamKind::COMP_1, l);
+    enqueue_copy(LaunchKind::COPY_H2D, sp.offset, host, sp.bytes);
   }
-  Launch scalar_copy;
-  scalar_copy.kind = LaunchKind::COPY_H2D;
-  scalar_copy.offset = p.scalars;
-  scalar_copy.host = scalars.data();
-  scalar_copy.bytes = scalars.size() * sizeof(float);
-  scalar_copy.tag.stream = StreamKind::COMP_1;
-  backend.enqueue(0, StreamKind::COMP_1, scalar_copy);
+  enqueue_copy(LaunchKind::COPY_H2D, p.scalars, scalars.data(), scalars.size() * sizeof(float));
   Launch kernel;
   kernel.kind = LaunchKind::KERNEL;
   kernel.args = &args;
@@ -244,28 +309,26 @@ void run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out
   kernel.tag.label = c.name;
   backend.prepare_launch(0, StreamKind::COMP_1, kernel);
   backend.enqueue(0, StreamKind::COMP_1, kernel);
-  for (size_t i = 0; i < c.out.size(); ++i)
-    copy(LaunchKind::COPY_D2H, *p.descs[c.in.size() + i], out[i].data());
-  for (size_t k = n_in_spans; k < p.spans.size(); ++k) {
-    Launch l;
-    l.kind = LaunchKind::COPY_D2H;
-    l.offset = p.spans[k].offset;
-    l.bytes = p.spans[k].bytes;
-    l.tag.stream = StreamKind::COMP_1;
-    l.host = p.spans[k].dtype == DType::FP16 ? static_cast<void*>(halves[k].data()) : span_host[k];
-    backend.enqueue(0, StreamKind::COMP_1, l);
-  }
-  if (c.scalars_out) {
-    Launch l = scalar_copy;
-    l.kind = LaunchKind::COPY_D2H;
-    l.host = out.back().data();
-    backend.enqueue(0, StreamKind::COMP_1, l);
-  }
-  backend.synchronize(0);
-  for (size_t i = 0; i < c.out.size(); ++i) as_float(*p.descs[c.in.size() + i], out[i]);
+  for (size_t i = c.in.size(); i < p.descs.size(); ++i)
+    enqueue_copy(LaunchKind::COPY_D2H, p.descs[i]->offset, bytes[i].data(), bytes[i].size());
   for (size_t k = n_in_spans; k < p.spans.size(); ++k)
+    enqueue_copy(
+        LaunchKind::COPY_D2H, p.spans[k].offset,
+        p.spans[k].dtype == DType::FP16 ? static_cast<void*>(halves[k].data()) : floats[k].data(),
+        p.spans[k].bytes);
+  if (c.scalars_out)
+    enqueue_copy(LaunchKind::COPY_D2H, p.scalars, out.back().data(),
+                 scalars.size() * sizeof(float));
+  backend.synchronize(0);
+  bool padding_zero = true;
+  for (size_t i = c.in.size(); i < p.descs.size(); ++i)
+    padding_zero &= logical_values(*p.descs[i], bytes[i], out[i - c.in.size()]);
+  for (size_t k = n_in_spans; k < p.spans.size(); ++k) {
     if (p.spans[k].dtype == DType::FP16)
-      fp16_to_fp32(halves[k].data(), span_host[k], halves[k].size());
+      fp16_to_fp32(halves[k].data(), floats[k].data(), halves[k].size());
+    out[c.out.size() + (k - n_in_spans)] = floats[k];
+  }
+  return padding_zero;
 }
 
 // ---- the backends -----------------------------------------------------------
@@ -378,6 +441,8 @@ std::vector<OpCase> conv_fwd_cases() {
     c.op = ComputeOp::CONV_FWD;
     c.in = {g.x(), g.wt(), {1, 1, 1, g.co}};
     c.out = {g.y()};
+    c.in_roles = "FWW";
+    c.out_roles = "F";
     c.layer = g.layer(true);
     c.tolerance = 1e-4;
     c.reference = [g](const Tensors& in, const Tensors&) {
@@ -398,6 +463,8 @@ std::vector<OpCase> conv_bwd_cases(bool first) {
     c.in = first ? std::vector<Shape>{g.x(), g.y()} : std::vector<Shape>{g.x(), g.wt(), g.y()};
     c.out = {g.wt(), {1, 1, 1, g.co}};
     if (!first) c.out.push_back(g.x());
+    c.in_roles = first ? "IG" : "FWG";
+    c.out_roles = first ? "DD" : "DDG";
     c.layer = g.layer(true);
     c.tolerance = 1e-4;
     if (!first) c.accumulate = 0b100;  // dx adds onto a gradient slot already written
@@ -467,6 +534,8 @@ std::vector<OpCase> linear_fwd_cases() {
     c.op = ComputeOp::LINEAR_FWD;
     c.in = {{g.n, 1, 1, g.k}, {g.o, 1, 1, g.k}, {1, 1, 1, g.o}};
     c.out = {{g.n, 1, 1, g.o}};
+    c.in_roles = "FWW";
+    c.out_roles = "F";
     c.layer = linear_layer(g.o);
     c.reference = [g](const Tensors& in, const Tensors&) {
       return std::vector<Values>{linear_fwd(g, in[0], in[1], &in[2])};
@@ -487,6 +556,8 @@ std::vector<OpCase> linear_bwd_cases(bool first) {
     c.in = first ? std::vector<Shape>{x, y} : std::vector<Shape>{x, w, y};
     c.out = {w, b};
     if (!first) c.out.push_back(x);
+    c.in_roles = first ? "FG" : "FWG";
+    c.out_roles = first ? "DD" : "DDG";
     c.layer = linear_layer(g.o);
     c.reference = [g, first](const Tensors& in, const Tensors& before) {
       const std::vector<float>& xs = in[0];
@@ -585,6 +656,7 @@ std::vector<OpCase> activation_cases(bool backward) {
       c.op = e.fwd;
       c.in = {kFeature};
       c.out = {kFeature};
+      c.in_roles = c.out_roles = "F";
       c.tolerance = 2e-6;
       c.reference = [e](const Tensors& in, const Tensors&) {
         return std::vector<Values>{apply(e, in[0])};
@@ -597,6 +669,8 @@ std::vector<OpCase> activation_cases(bool backward) {
       c.op = e.bwd;
       c.in = {kFeature, kFeature};  // [saved, dy]; the case turns x into y where y is read
       c.out = {kFeature};
+      c.in_roles = "FG";
+      c.out_roles = "G";
       c.accumulate = 0b1;
       c.tolerance = 2e-5;
       if (reads_y)
@@ -692,12 +766,15 @@ std::vector<OpCase> pool_cases(ComputeOp op) {
     if (!bwd) {
       c.in = {kPoolIn};
       c.out = {y};
+      c.in_roles = c.out_roles = "F";
       c.reference = [forward](const Tensors& in, const Tensors&) {
         return std::vector<Values>{forward(in[0])};
       };
     } else {
       // max: in [x, y, dy]; average: in [dy]. dx is added onto (overlapping windows).
       c.in = max ? std::vector<Shape>{kPoolIn, y, y} : std::vector<Shape>{y};
+      c.in_roles = max ? "FFG" : "G";
+      c.out_roles = "G";
       if (max)
         c.prepare = [forward](Tensors& in) {
           const Values out = forward(in[0]);
@@ -750,6 +827,7 @@ std::vector<OpCase> gap_cases(bool bwd) {
   const int64_t hw = x.h * x.w;
   c.in = {bwd ? y : x};
   c.out = {bwd ? x : y};
+  c.in_roles = c.out_roles = bwd ? "G" : "F";
   if (bwd) c.accumulate = 0b1;
   c.reference = [x, hw, bwd](const Tensors& in, const Tensors& before) {
     Values out(static_cast<size_t>(bwd ? x.elements() : x.n * x.c), 0.0);
@@ -779,10 +857,15 @@ std::vector<OpCase> gap_bwd_cases() {
 
 using Reference = std::function<std::vector<Values>(const Tensors&, const Tensors&)>;
 
-// A case of a layer without settings.
+// A case of a layer without settings; `roles` "in/out" (see fp16_layout) give it an FP16 form.
 std::vector<OpCase> one_case(ComputeOp op, std::string name, LayerType type, std::vector<Shape> in,
-                             std::vector<Shape> out, uint8_t accumulate, Reference reference) {
+                             std::vector<Shape> out, uint8_t accumulate, Reference reference,
+                             const std::string& roles = "") {
   OpCase c;
+  if (!roles.empty()) {
+    c.in_roles = roles.substr(0, roles.find('/'));
+    c.out_roles = roles.substr(roles.find('/') + 1);
+  }
   c.op = op;
   c.name = std::move(name);
   c.layer.type = type;
@@ -794,11 +877,13 @@ std::vector<OpCase> one_case(ComputeOp op, std::string name, LayerType type, std
 }
 
 std::vector<OpCase> copy_case(ComputeOp op, const Shape& from, const Shape& to, bool accumulate) {
-  return one_case(op, std::string(compute_op_name(op)) + (accumulate ? " accumulating" : ""),
-                  LayerType::Flatten, {from}, {to}, accumulate ? 0b1 : 0,
-                  [accumulate](const Tensors& in, const Tensors& before) {
-                    return std::vector<Values>{onto(as_double(in[0]), before[0], accumulate)};
-                  });
+  return one_case(
+      op, std::string(compute_op_name(op)) + (accumulate ? " accumulating" : ""),
+      LayerType::Flatten, {from}, {to}, accumulate ? 0b1 : 0,
+      [accumulate](const Tensors& in, const Tensors& before) {
+        return std::vector<Values>{onto(as_double(in[0]), before[0], accumulate)};
+      },
+      accumulate ? "G/G" : "F/F");
 }
 
 std::vector<OpCase> flatten_fwd_cases() {
@@ -812,48 +897,56 @@ std::vector<OpCase> identity_cases() {
 }
 
 std::vector<OpCase> add_fwd_cases() {
-  return one_case(ComputeOp::ADD_FWD, "ADD_FWD", LayerType::Add, {kFeature, kFeature}, {kFeature},
-                  0, [](const Tensors& in, const Tensors&) {
-                    Values y(in[0].size());
-                    for (size_t i = 0; i < y.size(); ++i) y[i] = double(in[0][i]) + in[1][i];
-                    return std::vector<Values>{y};
-                  });
+  return one_case(
+      ComputeOp::ADD_FWD, "ADD_FWD", LayerType::Add, {kFeature, kFeature}, {kFeature}, 0,
+      [](const Tensors& in, const Tensors&) {
+        Values y(in[0].size());
+        for (size_t i = 0; i < y.size(); ++i) y[i] = double(in[0][i]) + in[1][i];
+        return std::vector<Values>{y};
+      },
+      "FF/F");
 }
 
 std::vector<OpCase> add_bwd_cases() {
   return one_case(
       ComputeOp::ADD_BWD, "ADD_BWD dx1 accumulating", LayerType::Add, {kFeature},
-      {kFeature, kFeature}, 0b10, [](const Tensors& in, const Tensors& before) {
+      {kFeature, kFeature}, 0b10,
+      [](const Tensors& in, const Tensors& before) {
         return std::vector<Values>{as_double(in[0]), onto(as_double(in[0]), before[1], true)};
-      });
+      },
+      "G/GG");
 }
 
 const Shape kCat0{2, 4, 3, 5}, kCat1{2, 4, 3, 3}, kCat{2, 4, 3, 8};
 
 std::vector<OpCase> concat_fwd_cases() {
-  return one_case(ComputeOp::CONCAT_FWD, "CONCAT_FWD 5+3", LayerType::Concat, {kCat0, kCat1},
-                  {kCat}, 0, [](const Tensors& in, const Tensors&) {
-                    Values y;
-                    for (int64_t r = 0; r < kCat.n * kCat.h * kCat.w; ++r) {
-                      for (int64_t k = 0; k < kCat0.c; ++k)
-                        y.push_back(in[0][static_cast<size_t>(r * kCat0.c + k)]);
-                      for (int64_t k = 0; k < kCat1.c; ++k)
-                        y.push_back(in[1][static_cast<size_t>(r * kCat1.c + k)]);
-                    }
-                    return std::vector<Values>{y};
-                  });
+  return one_case(
+      ComputeOp::CONCAT_FWD, "CONCAT_FWD 5+3", LayerType::Concat, {kCat0, kCat1}, {kCat}, 0,
+      [](const Tensors& in, const Tensors&) {
+        Values y;
+        for (int64_t r = 0; r < kCat.n * kCat.h * kCat.w; ++r) {
+          for (int64_t k = 0; k < kCat0.c; ++k)
+            y.push_back(in[0][static_cast<size_t>(r * kCat0.c + k)]);
+          for (int64_t k = 0; k < kCat1.c; ++k)
+            y.push_back(in[1][static_cast<size_t>(r * kCat1.c + k)]);
+        }
+        return std::vector<Values>{y};
+      },
+      "FF/F");
 }
 
 std::vector<OpCase> concat_bwd_cases() {
   return one_case(
       ComputeOp::CONCAT_BWD, "CONCAT_BWD 5+3, dx1 accumulating", LayerType::Concat, {kCat},
-      {kCat0, kCat1}, 0b10, [](const Tensors& in, const Tensors& before) {
+      {kCat0, kCat1}, 0b10,
+      [](const Tensors& in, const Tensors& before) {
         Values d0, d1;
         for (int64_t r = 0; r < kCat.n * kCat.h * kCat.w; ++r)
           for (int64_t k = 0; k < kCat.c; ++k)
             (k < kCat0.c ? d0 : d1).push_back(in[0][static_cast<size_t>(r * kCat.c + k)]);
         return std::vector<Values>{d0, onto(d1, before[1], true)};
-      });
+      },
+      "G/GG");
 }
 
 // ---- batch normalisation ----------------------------------------------------------
@@ -916,6 +1009,8 @@ std::vector<OpCase> bn_fwd_train_cases(bool relu) {
   const Shape ch{1, 1, 1, kBnX.c};
   c.in = {kBnX, ch, ch, ch, ch};
   c.out = {kBnX, {1, 1, 2, kBnX.c}, ch, ch};
+  c.in_roles = "FWWSS";
+  c.out_roles = "FSSS";
   c.tolerance = 2e-5;
   c.prepare = [](Tensors& in) {
     for (float& v : in[4]) v = std::fabs(v) + 0.5f;  // a variance
@@ -942,6 +1037,8 @@ std::vector<OpCase> bn_fwd_infer_cases(bool relu) {
   const Shape ch{1, 1, 1, kBnX.c};
   c.in = {kBnX, ch, ch};
   c.out = {kBnX};
+  c.in_roles = "FSS";
+  c.out_roles = "F";
   c.reference = [relu](const Tensors& in, const Tensors&) {
     Values y(in[0].size());
     for (size_t i = 0; i < y.size(); ++i) {
@@ -964,6 +1061,8 @@ std::vector<OpCase> bn_bwd_cases(bool relu) {
   c.in = relu ? std::vector<Shape>{kBnX, ch, ch, {1, 1, 2, kBnX.c}, kBnX}
               : std::vector<Shape>{kBnX, ch, {1, 1, 2, kBnX.c}, kBnX};
   c.out = {ch, ch, kBnX};
+  c.in_roles = relu ? "FWWSG" : "FWSG";
+  c.out_roles = "DDG";
   c.accumulate = 0b100;
   c.tolerance = 2e-5;
   const size_t saved = relu ? 3 : 2, dy = relu ? 4 : 3;
@@ -1064,6 +1163,8 @@ std::vector<OpCase> softmax_ce_fwd_bwd_cases() {
   c.in = {{kRows, 1, 1, kClasses}, {kRows, 1, 1, 1}};
   c.in_types = {DType::FP32, DType::INT32};
   c.out = {{1, 1, 1, 4}, {kRows, 1, 1, kClasses}};
+  c.in_roles = "FL";
+  c.out_roles = "SG";
   c.prepare = spread_labels;
   c.reference = [](const Tensors& in, const Tensors&) {
     const LossRows r = loss_rows(in);
@@ -1081,6 +1182,8 @@ std::vector<OpCase> softmax_ce_fwd_cases() {
   c.in = {{kRows, 1, 1, kClasses}, {kRows, 1, 1, 1}};
   c.in_types = {DType::FP32, DType::INT32};
   c.out = {{1, 1, 1, 4}, {1, 1, kClasses, kClasses}};
+  c.in_roles = "FL";
+  c.out_roles = "SS";
   c.accumulate = 0b10;
   c.prepare = spread_labels;
   c.reference = [](const Tensors& in, const Tensors& before) {
@@ -1133,6 +1236,8 @@ std::vector<OpCase> dropout_fwd_cases() {
   c.in = {kFeature};
   c.out = {kFeature, kFeature};
   c.out_types = {DType::FP32, DType::INT8};
+  c.in_roles = "F";
+  c.out_roles = "FM";
   c.scalars = {{ScalarSlot::STEP, kDropStep}};
   c.reference = [](const Tensors& in, const Tensors&) {
     const Values mask = dropout_mask(in[0].size());
@@ -1152,6 +1257,8 @@ std::vector<OpCase> dropout_bwd_cases() {
   c.in = {kFeature, kFeature};
   c.in_types = {DType::INT8, DType::FP32};
   c.out = {kFeature};
+  c.in_roles = "MG";
+  c.out_roles = "G";
   c.accumulate = 0b1;
   c.prepare = [](Tensors& in) {
     const Values mask = dropout_mask(in[0].size());
@@ -1471,6 +1578,7 @@ class TestBackendOps : public QObject {
 
   void opMatchesItsReference_data() {
     QTest::addColumn<QString>("backend");
+    QTest::addColumn<bool>("fp16");
     QTest::addColumn<int>("op");
     QTest::addColumn<int>("index");
     for (const char* b : {"cpu", "cuda"})
@@ -1478,17 +1586,22 @@ class TestBackendOps : public QObject {
         const std::vector<OpCase> cs = cases_of(op);
         if (cs.empty()) {
           QTest::newRow(qPrintable(QStringLiteral("%1/%2").arg(b).arg(op_name(op).c_str())))
-              << QString(b) << op << -1;
+              << QString(b) << false << op << -1;
           continue;
         }
-        for (size_t i = 0; i < cs.size(); ++i)
-          QTest::newRow(qPrintable(QStringLiteral("%1/%2").arg(b).arg(cs[i].name.c_str())))
-              << QString(b) << op << static_cast<int>(i);
+        for (size_t i = 0; i < cs.size(); ++i) {
+          QTest::newRow(qPrintable(QStringLiteral("%1/fp32/%2").arg(b).arg(cs[i].name.c_str())))
+              << QString(b) << false << op << static_cast<int>(i);
+          if (!cs[i].in_roles.empty())
+            QTest::newRow(qPrintable(QStringLiteral("%1/fp16/%2").arg(b).arg(cs[i].name.c_str())))
+                << QString(b) << true << op << static_cast<int>(i);
+        }
       }
   }
 
   void opMatchesItsReference() {
     QFETCH(QString, backend);
+    QFETCH(bool, fp16);
     QFETCH(int, op);
     QFETCH(int, index);
     if (index < 0)
@@ -1510,19 +1623,32 @@ class TestBackendOps : public QObject {
       before.emplace_back(static_cast<size_t>(ScalarSlot::COUNT), 0.0f);
       for (auto [slot, value] : c.scalars) before.back()[static_cast<size_t>(slot)] = value;
     }
+    // FP16: the reference sees the values the device holds (rounded once).
+    if (fp16) {
+      auto round_half = [](std::vector<float>& v) {
+        for (float& x : v) x = fp16_to_fp32(fp32_to_fp16(x));
+      };
+      for (size_t i = 0; i < c.in.size(); ++i)
+        if (fp16_layout(c.in_roles[i]).dtype == DType::FP16) round_half(in[i]);
+      for (size_t i = 0; i < c.out.size(); ++i)
+        if (fp16_layout(c.out_roles[i]).dtype == DType::FP16) round_half(before[i]);
+    }
     Tensors out = before;
-    run_case(*b, c, c.backend_view ? c.backend_view(in) : in, out);
+    QVERIFY2(run_case(*b, c, c.backend_view ? c.backend_view(in) : in, out, fp16),
+             "an FP16 output's padding lane is not zero");
     const std::vector<Values> want = c.reference(in, before);
+    // FP16 outputs are rounded once (2^-11 of the value), accumulated in FP32.
+    const double tolerance = fp16 ? std::max(c.tolerance, 4e-3) : c.tolerance;
     QCOMPARE(want.size(), out.size());
     for (size_t i = 0; i < out.size(); ++i) {
       const double err = worst_error(out[i], want[i]);
-      QVERIFY2(err <= c.tolerance, qPrintable(QStringLiteral("output %1: relative error %2 > %3")
-                                                  .arg(i)
-                                                  .arg(err)
-                                                  .arg(c.tolerance)));
+      QVERIFY2(
+          err <= tolerance,
+          qPrintable(
+              QStringLiteral("output %1: relative error %2 > %3").arg(i).arg(err).arg(tolerance)));
     }
     // The backward against central differences of the plain forward.
-    if (c.forward) {
+    if (c.forward && !fp16) {
       Tensors f;
       for (size_t k : c.forward_inputs) f.push_back(in[k]);
       const std::vector<float>& dy = in[c.dy];
