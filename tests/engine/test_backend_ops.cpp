@@ -8,7 +8,9 @@
 // against central differences of that reference's forward. Every case runs in
 // FP32 and, where the op has an FP16 form, again in an AMP plan's layout (FP16
 // features with padded channels and NaN in the padding, FP16 weights, FP32
-// statistics), where every output padding lane must come back zero. The table
+// statistics), where every output padding lane must come back zero; a forked
+// backward also runs as its parts one after another, and the ops a packed plan
+// may run in place also with the output in the input's bytes. The table
 // has an entry per ComputeOp and RangeOp, in enum order, checked when the test
 // builds: a new op without an entry does not compile. Entries without cases
 // yet name the tests that cover the op today, and show as skipped rows.
@@ -33,6 +35,8 @@
 #include "compile/layer_lowering.h"
 #include "compile/node_params.h"
 #include "compile/scalar_slot.h"
+#include "compile/step_packing.h"
+#include "compile/stream_policy.h"
 #include "data/half.h"
 #include "runtime/backend.h"
 
@@ -238,11 +242,44 @@ bool logical_values(const DTensor& d, const std::vector<uint8_t>& b, std::vector
   return padding_zero;
 }
 
+// How a case runs: FP32, in the AMP plan's FP16 layout, as the parts of a
+// forked backward one after another (dW, dB, dX), or with its output in the
+// bytes of its first input (the ops a packed plan may run in place).
+enum class Mode { FP32, FP16, PARTS, IN_PLACE };
+
+const char* mode_name(Mode m) {
+  switch (m) {
+    case Mode::FP32:
+      return "fp32";
+    case Mode::FP16:
+      return "fp16";
+    case Mode::PARTS:
+      return "parts";
+    case Mode::IN_PLACE:
+      return "in-place";
+  }
+  return "?";
+}
+
+// The modes a case runs in besides FP32.
+std::vector<Mode> modes_of(const OpCase& c) {
+  std::vector<Mode> m{Mode::FP32};
+  if (!c.in_roles.empty()) m.push_back(Mode::FP16);
+  if (c.range == RangeOp::NUM_RANGE_OPS && !fork_parts(c.op, c.out.size() == 3).empty())
+    m.push_back(Mode::PARTS);
+  if (c.range == RangeOp::NUM_RANGE_OPS && may_write_in_place(c.op) && c.accumulate == 0)
+    m.push_back(Mode::IN_PLACE);
+  return m;
+}
+
 // Runs `c` on `backend` from `in` and the outputs' starting values `out`,
-// which it overwrites with what the launch left; with `fp16`, in the case's
-// AMP layout. Returns false when an FP16 output's padding lane is not zero.
-bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out, bool fp16) {
-  const Placed p = place(c, fp16);
+// which it overwrites with what the launch left. Returns false when an FP16
+// output's padding lane is not zero.
+bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out, Mode mode) {
+  const bool fp16 = mode == Mode::FP16;
+  Placed p = place(c, fp16);
+  // In place: output 0 is input 0's bytes (same shape and type).
+  if (mode == Mode::IN_PLACE) p.descs[c.in.size()]->offset = p.descs[0]->offset;
   backend.allocate_arenas(p.bytes);
   uint8_t* arena = backend.arena(0);
   GraphNode node;
@@ -279,6 +316,8 @@ bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out
     const bool input = i < c.in.size();
     bytes[i] = device_bytes(d, input ? in[i] : out[i - c.in.size()]);
     (input ? args.in : args.out).push_back({arena + d.offset, &d});
+    // In place, the output's bytes are the input's: nothing of its own to copy in.
+    if (mode == Mode::IN_PLACE && i == c.in.size()) continue;
     enqueue_copy(LaunchKind::COPY_H2D, d.offset, bytes[i].data(), bytes[i].size());
   }
   // Spans: FP16 ones as half bits.
@@ -302,13 +341,25 @@ bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out
     enqueue_copy(LaunchKind::COPY_H2D, sp.offset, host, sp.bytes);
   }
   enqueue_copy(LaunchKind::COPY_H2D, p.scalars, scalars.data(), scalars.size() * sizeof(float));
-  Launch kernel;
-  kernel.kind = LaunchKind::KERNEL;
-  kernel.args = &args;
-  kernel.tag.stream = StreamKind::COMP_1;
-  kernel.tag.label = c.name;
-  backend.prepare_launch(0, StreamKind::COMP_1, kernel);
-  backend.enqueue(0, StreamKind::COMP_1, kernel);
+  // One launch, or one per part of a forked backward, in order on one stream.
+  std::vector<KernelArgs> launches;
+  if (mode == Mode::PARTS) {
+    for (const BwdPart part : {BwdPart::DW, BwdPart::DB, BwdPart::DX}) {
+      launches.push_back(args);
+      launches.back().part = static_cast<int>(part);
+    }
+  } else {
+    launches.push_back(args);
+  }
+  for (const KernelArgs& a : launches) {
+    Launch kernel;
+    kernel.kind = LaunchKind::KERNEL;
+    kernel.args = &a;
+    kernel.tag.stream = StreamKind::COMP_1;
+    kernel.tag.label = c.name;
+    backend.prepare_launch(0, StreamKind::COMP_1, kernel);
+    backend.enqueue(0, StreamKind::COMP_1, kernel);
+  }
   for (size_t i = c.in.size(); i < p.descs.size(); ++i)
     enqueue_copy(LaunchKind::COPY_D2H, p.descs[i]->offset, bytes[i].data(), bytes[i].size());
   for (size_t k = n_in_spans; k < p.spans.size(); ++k)
@@ -1578,7 +1629,7 @@ class TestBackendOps : public QObject {
 
   void opMatchesItsReference_data() {
     QTest::addColumn<QString>("backend");
-    QTest::addColumn<bool>("fp16");
+    QTest::addColumn<int>("mode");
     QTest::addColumn<int>("op");
     QTest::addColumn<int>("index");
     for (const char* b : {"cpu", "cuda"})
@@ -1586,22 +1637,21 @@ class TestBackendOps : public QObject {
         const std::vector<OpCase> cs = cases_of(op);
         if (cs.empty()) {
           QTest::newRow(qPrintable(QStringLiteral("%1/%2").arg(b).arg(op_name(op).c_str())))
-              << QString(b) << false << op << -1;
+              << QString(b) << static_cast<int>(Mode::FP32) << op << -1;
           continue;
         }
-        for (size_t i = 0; i < cs.size(); ++i) {
-          QTest::newRow(qPrintable(QStringLiteral("%1/fp32/%2").arg(b).arg(cs[i].name.c_str())))
-              << QString(b) << false << op << static_cast<int>(i);
-          if (!cs[i].in_roles.empty())
-            QTest::newRow(qPrintable(QStringLiteral("%1/fp16/%2").arg(b).arg(cs[i].name.c_str())))
-                << QString(b) << true << op << static_cast<int>(i);
-        }
+        for (size_t i = 0; i < cs.size(); ++i)
+          for (const Mode m : modes_of(cs[i]))
+            QTest::newRow(qPrintable(
+                QStringLiteral("%1/%2/%3").arg(b).arg(mode_name(m)).arg(cs[i].name.c_str())))
+                << QString(b) << static_cast<int>(m) << op << static_cast<int>(i);
       }
   }
 
   void opMatchesItsReference() {
     QFETCH(QString, backend);
-    QFETCH(bool, fp16);
+    QFETCH(int, mode);
+    const bool fp16 = static_cast<Mode>(mode) == Mode::FP16;
     QFETCH(int, op);
     QFETCH(int, index);
     if (index < 0)
@@ -1634,8 +1684,9 @@ class TestBackendOps : public QObject {
         if (fp16_layout(c.out_roles[i]).dtype == DType::FP16) round_half(before[i]);
     }
     Tensors out = before;
-    QVERIFY2(run_case(*b, c, c.backend_view ? c.backend_view(in) : in, out, fp16),
-             "an FP16 output's padding lane is not zero");
+    QVERIFY2(
+        run_case(*b, c, c.backend_view ? c.backend_view(in) : in, out, static_cast<Mode>(mode)),
+        "an FP16 output's padding lane is not zero");
     const std::vector<Values> want = c.reference(in, before);
     // FP16 outputs are rounded once (2^-11 of the value), accumulated in FP32.
     const double tolerance = fp16 ? std::max(c.tolerance, 4e-3) : c.tolerance;
@@ -1648,7 +1699,7 @@ class TestBackendOps : public QObject {
               QStringLiteral("output %1: relative error %2 > %3").arg(i).arg(err).arg(tolerance)));
     }
     // The backward against central differences of the plain forward.
-    if (c.forward && !fp16) {
+    if (c.forward && static_cast<Mode>(mode) == Mode::FP32) {
       Tensors f;
       for (size_t k : c.forward_inputs) f.push_back(in[k]);
       const std::vector<float>& dy = in[c.dy];
