@@ -345,9 +345,9 @@ bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out
   // One launch, or one per part of a forked backward, in order on one stream.
   std::vector<KernelArgs> launches;
   if (mode == Mode::PARTS) {
-    for (const BwdPart part : {BwdPart::DW, BwdPart::DB, BwdPart::DX}) {
+    for (const ForkPart& f : fork_parts(c.op, c.out.size() == 3)) {
       launches.push_back(args);
-      launches.back().part = static_cast<int>(part);
+      launches.back().part = static_cast<int>(f.part);
     }
   } else {
     launches.push_back(args);
@@ -428,12 +428,14 @@ Values onto(const Values& value, const std::vector<float>& before, bool accumula
 }
 
 struct ConvGeom {
-  int64_t n, h, w, ci, co, k, s, p, g;
-  int64_t ho() const { return (h + 2 * p - k) / s + 1; }
-  int64_t wo() const { return (w + 2 * p - k) / s + 1; }
+  int64_t n, h, w, ci, co, kh, kw, sh, sw, ph, pw;
+  int64_t g = 1;  // groups: output o sees its group's input channels only
+  bool bias = true;
+  int64_t ho() const { return (h + 2 * ph - kh) / sh + 1; }
+  int64_t wo() const { return (w + 2 * pw - kw) / sw + 1; }
   int64_t cig() const { return ci / g; }
   Shape x() const { return {n, h, w, ci}; }
-  Shape wt() const { return {co, k, k, cig()}; }
+  Shape wt() const { return {co, kh, kw, cig()}; }
   Shape y() const { return {n, ho(), wo(), co}; }
   // f(x index, w index, y index) for every multiply.
   template <class F>
@@ -442,47 +444,71 @@ struct ConvGeom {
       for (int64_t oy = 0; oy < ho(); ++oy)
         for (int64_t ox = 0; ox < wo(); ++ox)
           for (int64_t o = 0; o < co; ++o)
-            for (int64_t i = 0; i < k; ++i)
-              for (int64_t j = 0; j < k; ++j) {
-                const int64_t iy = oy * s - p + i, ix = ox * s - p + j;
+            for (int64_t i = 0; i < kh; ++i)
+              for (int64_t j = 0; j < kw; ++j) {
+                const int64_t iy = oy * sh - ph + i, ix = ox * sw - pw + j;
                 if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
                 const int64_t first = o / (co / g) * cig();
                 for (int64_t c = 0; c < cig(); ++c)
-                  f(((b * h + iy) * w + ix) * ci + first + c, ((o * k + i) * k + j) * cig() + c,
+                  f(((b * h + iy) * w + ix) * ci + first + c, ((o * kh + i) * kw + j) * cig() + c,
                     ((b * ho() + oy) * wo() + ox) * co + o);
               }
   }
-  LayerNode layer(bool bias) const {
+  LayerNode layer() const {
     LayerNode l;
     l.id = "conv";
     l.type = LayerType::Conv2d;
     l.params.out_channels = co;
-    l.params.kernel_h = l.params.kernel_w = k;
-    l.params.stride_h = l.params.stride_w = s;
-    l.params.pad_h = l.params.pad_w = p;
+    l.params.kernel_h = kh;
+    l.params.kernel_w = kw;
+    l.params.stride_h = sh;
+    l.params.stride_w = sw;
+    l.params.pad_h = ph;
+    l.params.pad_w = pw;
     l.params.groups = g;
     l.params.bias = bias;
     return l;
   }
   Values fwd(const std::vector<float>& x, const std::vector<float>& wt,
-             const std::vector<float>* bias) const {
+             const std::vector<float>* b) const {
     Values out(static_cast<size_t>(y().elements()), 0.0);
-    taps([&](int64_t a, int64_t b, int64_t c) {
-      out[static_cast<size_t>(c)] += double(x[a]) * wt[b];
+    taps([&](int64_t xi, int64_t wi, int64_t yi) {
+      out[static_cast<size_t>(yi)] += double(x[xi]) * wt[wi];
     });
-    if (bias)
-      for (size_t i = 0; i < out.size(); ++i) out[i] += (*bias)[i % static_cast<size_t>(co)];
+    if (b)
+      for (size_t i = 0; i < out.size(); ++i) out[i] += (*b)[i % static_cast<size_t>(co)];
     return out;
   }
 };
 
-const ConvGeom kConvs[] = {
-    {2, 7, 7, 3, 4, 3, 1, 1, 1}, {2, 8, 8, 8, 6, 3, 2, 1, 2}, {2, 6, 6, 4, 8, 3, 1, 1, 4}};
+// Strides 1 and 2, padding 0-3, square and non-square kernels and windows,
+// 1..32 channels, batch 1 and 5, spatial sizes where the last window does not
+// reach the edge, grouped and depthwise (with and without a channel multiplier).
+//                           n   h   w  ci  co kh kw sh sw ph pw  g  bias
+const ConvGeom kConvs[] = {{5, 9, 9, 3, 16, 3, 3, 1, 1, 1, 1, 1, true},
+                           {1, 10, 10, 16, 32, 3, 3, 2, 2, 1, 1, 1, false},
+                           {5, 7, 7, 32, 16, 1, 1, 1, 1, 0, 0, 1, true},
+                           {5, 8, 8, 16, 32, 1, 1, 2, 2, 0, 0, 1, false},
+                           {5, 12, 12, 1, 6, 5, 5, 1, 1, 2, 2, 1, true},   // LeNet's first
+                           {5, 10, 10, 6, 16, 5, 5, 1, 1, 0, 0, 1, true},  // and second
+                           {1, 15, 15, 3, 16, 7, 7, 2, 2, 3, 3, 1, false},
+                           {5, 6, 7, 6, 3, 3, 1, 1, 1, 1, 0, 1, true},
+                           {1, 7, 6, 3, 6, 1, 3, 2, 1, 0, 1, 1, true},
+                           {5, 6, 6, 1, 1, 3, 3, 2, 2, 0, 0, 1, false},  // floor division
+                           {1, 5, 5, 32, 1, 3, 3, 1, 1, 2, 2, 1, true},
+                           {1, 9, 9, 6, 32, 5, 5, 2, 2, 2, 2, 1, false},
+                           {2, 8, 8, 8, 16, 3, 3, 1, 1, 1, 1, 2, true},
+                           {2, 7, 7, 6, 9, 1, 1, 1, 1, 0, 0, 3, false},
+                           {2, 10, 10, 12, 12, 3, 3, 2, 2, 1, 1, 12, true},
+                           {1, 9, 9, 4, 8, 5, 5, 1, 1, 2, 2, 4, false}};
 
 std::string conv_name(const char* op, const ConvGeom& g) {
-  return std::string(op) + " " + g.x().str() + " k" + std::to_string(g.k) + "s" +
-         std::to_string(g.s) + "p" + std::to_string(g.p) + "->" + std::to_string(g.co) + " g" +
-         std::to_string(g.g);
+  std::string s = std::string(op) + " " + g.x().str() + " k" + std::to_string(g.kh) + "x" +
+                  std::to_string(g.kw) + " s" + std::to_string(g.sh) + "," + std::to_string(g.sw) +
+                  " p" + std::to_string(g.ph) + "," + std::to_string(g.pw) + " ->" +
+                  std::to_string(g.co);
+  if (g.g > 1) s += " g" + std::to_string(g.g);
+  return s + (g.bias ? "" : " no bias");
 }
 
 std::vector<OpCase> conv_fwd_cases() {
@@ -491,21 +517,22 @@ std::vector<OpCase> conv_fwd_cases() {
     OpCase c;
     c.name = conv_name("CONV_FWD", g);
     c.op = ComputeOp::CONV_FWD;
-    c.in = {g.x(), g.wt(), {1, 1, 1, g.co}};
+    c.in = {g.x(), g.wt()};
+    if (g.bias) c.in.push_back({1, 1, 1, g.co});
     c.out = {g.y()};
-    c.in_roles = "FWW";
+    c.in_roles = g.bias ? "FWW" : "FW";
     c.out_roles = "F";
-    c.layer = g.layer(true);
+    c.layer = g.layer();
     c.tolerance = 1e-4;
     c.reference = [g](const Tensors& in, const Tensors&) {
-      return std::vector<Values>{g.fwd(in[0], in[1], &in[2])};
+      return std::vector<Values>{g.fwd(in[0], in[1], g.bias ? &in[2] : nullptr)};
     };
     v.push_back(c);
   }
   return v;
 }
 
-// in [x, w, dy] out [dw, db, dx] (first: in [x, dy] out [dw, db])
+// in [x, w, dy] out [dw, (db), dx] (first: in [x, dy] out [dw, (db)])
 std::vector<OpCase> conv_bwd_cases(bool first) {
   std::vector<OpCase> v;
   for (const ConvGeom& g : kConvs) {
@@ -513,28 +540,31 @@ std::vector<OpCase> conv_bwd_cases(bool first) {
     c.name = conv_name(first ? "CONV_BWD_FIRST" : "CONV_BWD", g);
     c.op = first ? ComputeOp::CONV_BWD_FIRST : ComputeOp::CONV_BWD;
     c.in = first ? std::vector<Shape>{g.x(), g.y()} : std::vector<Shape>{g.x(), g.wt(), g.y()};
-    c.out = {g.wt(), {1, 1, 1, g.co}};
+    c.out = {g.wt()};
+    if (g.bias) c.out.push_back({1, 1, 1, g.co});
     if (!first) c.out.push_back(g.x());
     c.in_roles = first ? "IG" : "FWG";
-    c.out_roles = first ? "DD" : "DDG";
-    c.layer = g.layer(true);
+    c.out_roles = std::string(g.bias ? "DD" : "D") + (first ? "" : "G");
+    c.layer = g.layer();
     c.tolerance = 1e-4;
-    if (!first) c.accumulate = 0b100;  // dx adds onto a gradient slot already written
-    c.reference = [g, first](const Tensors& in, const Tensors& before) {
+    const size_t dx_out = g.bias ? 2 : 1;
+    if (!first) c.accumulate = static_cast<uint8_t>(1u << dx_out);  // onto a slot already written
+    c.reference = [g, first, dx_out](const Tensors& in, const Tensors& before) {
       const std::vector<float>& x = in[0];
       const std::vector<float>& dy = first ? in[1] : in[2];
       Values dw(static_cast<size_t>(g.wt().elements()), 0.0), db(static_cast<size_t>(g.co), 0.0);
-      g.taps([&](int64_t a, int64_t b, int64_t o) {
-        dw[static_cast<size_t>(b)] += double(dy[o]) * x[a];
+      g.taps([&](int64_t xi, int64_t wi, int64_t yi) {
+        dw[static_cast<size_t>(wi)] += double(dy[yi]) * x[xi];
       });
       for (size_t i = 0; i < dy.size(); ++i) db[i % static_cast<size_t>(g.co)] += dy[i];
-      std::vector<Values> out{dw, db};
+      std::vector<Values> out{dw};
+      if (g.bias) out.push_back(db);
       if (!first) {
         Values dx(x.size(), 0.0);
-        g.taps([&](int64_t a, int64_t b, int64_t o) {
-          dx[static_cast<size_t>(a)] += double(dy[o]) * in[1][static_cast<size_t>(b)];
+        g.taps([&](int64_t xi, int64_t wi, int64_t yi) {
+          dx[static_cast<size_t>(xi)] += double(dy[yi]) * in[1][static_cast<size_t>(wi)];
         });
-        out.push_back(onto(dx, before[2], true));
+        out.push_back(onto(dx, before[dx_out], true));
       }
       return out;
     };
@@ -545,7 +575,7 @@ std::vector<OpCase> conv_bwd_cases(bool first) {
       c.forward_inputs = {0, 1};
       c.grad_of = 0;
       c.dy = 2;
-      c.grad_out = 2;
+      c.grad_out = dx_out;
     }
     v.push_back(c);
   }
@@ -553,26 +583,40 @@ std::vector<OpCase> conv_bwd_cases(bool first) {
 }
 
 struct LinearGeom {
-  int64_t n, k, o;
+  Shape x;  // flattened or not: the layer reads x.per_sample() features
+  int64_t o;
+  bool bias;
+  int64_t n() const { return x.n; }
+  int64_t k() const { return x.per_sample(); }
 };
-const LinearGeom kLinears[] = {{3, 7, 5}, {4, 16, 10}};
+const LinearGeom kLinears[] = {{{5, 4, 4, 3}, 10, true},
+                               {{1, 1, 1, 400}, 120, true},
+                               {{5, 2, 3, 16}, 1, false},
+                               {{128, 1, 1, 400}, 120, true},  // LeNet's fc1
+                               {{5, 1, 1, 6}, 32, false}};
 
-LayerNode linear_layer(int64_t out) {
+std::string linear_name(const char* op, const LinearGeom& g) {
+  return std::string(op) + " " + g.x.str() + "->" + std::to_string(g.o) +
+         (g.bias ? "" : " no bias");
+}
+
+LayerNode linear_layer(const LinearGeom& g) {
   LayerNode l;
   l.id = "fc";
   l.type = LayerType::Linear;
-  l.params.out_channels = out;
+  l.params.out_channels = g.o;
+  l.params.bias = g.bias;
   return l;
 }
 
 Values linear_fwd(const LinearGeom& g, const std::vector<float>& x, const std::vector<float>& w,
                   const std::vector<float>* b) {
-  Values y(static_cast<size_t>(g.n * g.o), 0.0);
-  for (int64_t r = 0; r < g.n; ++r)
+  Values y(static_cast<size_t>(g.n() * g.o), 0.0);
+  for (int64_t r = 0; r < g.n(); ++r)
     for (int64_t j = 0; j < g.o; ++j) {
       double s = b ? (*b)[static_cast<size_t>(j)] : 0.0;
-      for (int64_t i = 0; i < g.k; ++i)
-        s += double(x[static_cast<size_t>(r * g.k + i)]) * w[static_cast<size_t>(j * g.k + i)];
+      for (int64_t i = 0; i < g.k(); ++i)
+        s += double(x[static_cast<size_t>(r * g.k() + i)]) * w[static_cast<size_t>(j * g.k() + i)];
       y[static_cast<size_t>(r * g.o + j)] = s;
     }
   return y;
@@ -582,52 +626,59 @@ std::vector<OpCase> linear_fwd_cases() {
   std::vector<OpCase> v;
   for (const LinearGeom& g : kLinears) {
     OpCase c;
-    c.name = "LINEAR_FWD " + std::to_string(g.k) + "->" + std::to_string(g.o);
+    c.name = linear_name("LINEAR_FWD", g);
     c.op = ComputeOp::LINEAR_FWD;
-    c.in = {{g.n, 1, 1, g.k}, {g.o, 1, 1, g.k}, {1, 1, 1, g.o}};
-    c.out = {{g.n, 1, 1, g.o}};
-    c.in_roles = "FWW";
+    c.in = {g.x, {g.o, 1, 1, g.k()}};
+    if (g.bias) c.in.push_back({1, 1, 1, g.o});
+    c.out = {{g.n(), 1, 1, g.o}};
+    c.in_roles = g.bias ? "FWW" : "FW";
     c.out_roles = "F";
-    c.layer = linear_layer(g.o);
+    c.layer = linear_layer(g);
+    c.tolerance = 1e-5;
     c.reference = [g](const Tensors& in, const Tensors&) {
-      return std::vector<Values>{linear_fwd(g, in[0], in[1], &in[2])};
+      return std::vector<Values>{linear_fwd(g, in[0], in[1], g.bias ? &in[2] : nullptr)};
     };
     v.push_back(c);
   }
   return v;
 }
 
+// in [x, w, dy] out [dw, (db), dx] (first: in [x, dy] out [dw, (db)])
 std::vector<OpCase> linear_bwd_cases(bool first) {
   std::vector<OpCase> v;
   for (const LinearGeom& g : kLinears) {
     OpCase c;
-    c.name = std::string(first ? "LINEAR_BWD_FIRST " : "LINEAR_BWD ") + std::to_string(g.k) + "->" +
-             std::to_string(g.o);
+    c.name = linear_name(first ? "LINEAR_BWD_FIRST" : "LINEAR_BWD", g);
     c.op = first ? ComputeOp::LINEAR_BWD_FIRST : ComputeOp::LINEAR_BWD;
-    const Shape x{g.n, 1, 1, g.k}, w{g.o, 1, 1, g.k}, y{g.n, 1, 1, g.o}, b{1, 1, 1, g.o};
-    c.in = first ? std::vector<Shape>{x, y} : std::vector<Shape>{x, w, y};
-    c.out = {w, b};
-    if (!first) c.out.push_back(x);
+    const Shape w{g.o, 1, 1, g.k()}, y{g.n(), 1, 1, g.o}, b{1, 1, 1, g.o};
+    c.in = first ? std::vector<Shape>{g.x, y} : std::vector<Shape>{g.x, w, y};
+    c.out = {w};
+    if (g.bias) c.out.push_back(b);
+    if (!first) c.out.push_back(g.x);
     c.in_roles = first ? "FG" : "FWG";
-    c.out_roles = first ? "DD" : "DDG";
-    c.layer = linear_layer(g.o);
-    c.reference = [g, first](const Tensors& in, const Tensors& before) {
+    c.out_roles = std::string(g.bias ? "DD" : "D") + (first ? "" : "G");
+    c.layer = linear_layer(g);
+    c.tolerance = 1e-5;
+    const size_t dx_out = g.bias ? 2 : 1;
+    c.reference = [g, first](const Tensors& in, const Tensors&) {
       const std::vector<float>& xs = in[0];
       const std::vector<float>& dy = first ? in[1] : in[2];
-      Values dw(static_cast<size_t>(g.o * g.k), 0.0), db(static_cast<size_t>(g.o), 0.0),
-          dx(static_cast<size_t>(g.n * g.k), 0.0);
-      for (int64_t r = 0; r < g.n; ++r)
+      Values dw(static_cast<size_t>(g.o * g.k()), 0.0), db(static_cast<size_t>(g.o), 0.0),
+          dx(static_cast<size_t>(g.n() * g.k()), 0.0);
+      for (int64_t r = 0; r < g.n(); ++r)
         for (int64_t j = 0; j < g.o; ++j) {
           const double d = dy[static_cast<size_t>(r * g.o + j)];
           db[static_cast<size_t>(j)] += d;
-          for (int64_t i = 0; i < g.k; ++i) {
-            dw[static_cast<size_t>(j * g.k + i)] += d * xs[static_cast<size_t>(r * g.k + i)];
+          for (int64_t i = 0; i < g.k(); ++i) {
+            dw[static_cast<size_t>(j * g.k() + i)] += d * xs[static_cast<size_t>(r * g.k() + i)];
             if (!first)
-              dx[static_cast<size_t>(r * g.k + i)] += d * in[1][static_cast<size_t>(j * g.k + i)];
+              dx[static_cast<size_t>(r * g.k() + i)] +=
+                  d * in[1][static_cast<size_t>(j * g.k() + i)];
           }
         }
-      std::vector<Values> out{dw, db};
-      if (!first) out.push_back(onto(dx, before[2], false));
+      std::vector<Values> out{dw};
+      if (g.bias) out.push_back(db);
+      if (!first) out.push_back(dx);
       return out;
     };
     if (!first) {
@@ -635,7 +686,7 @@ std::vector<OpCase> linear_bwd_cases(bool first) {
       c.forward_inputs = {0, 1};
       c.grad_of = 0;
       c.dy = 2;
-      c.grad_out = 2;
+      c.grad_out = dx_out;
     }
     v.push_back(c);
   }
