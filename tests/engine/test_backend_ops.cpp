@@ -1813,7 +1813,9 @@ class TestBackendOps : public QObject {
               QStringLiteral("output %1: relative error %2 > %3").arg(i).arg(err).arg(tolerance)));
     }
     // The backward against central differences of the plain forward.
-    if (c.forward && static_cast<Mode>(mode) == Mode::FP32) {
+    // (In FP32 only, and not on TF32 tensor cores: both round more than the check allows.)
+    if (c.forward && static_cast<Mode>(mode) == Mode::FP32 &&
+        !(backend == "cuda" && c.tensor_cores)) {
       Tensors f;
       for (size_t k : c.forward_inputs) f.push_back(in[k]);
       const std::vector<float>& dy = in[c.dy];
