@@ -1513,28 +1513,17 @@ std::vector<OpCase> nan_check_cases() {
   return v;
 }
 
-std::vector<OpCase> cast_to_half_cases() {
-  OpCase c = range_case(RangeOp::CAST_FP32_TO_FP16, "CAST_FP32_TO_FP16", {kSpan}, {kSpan},
+// Both casts: the values are the FP16-rounded inputs (to nearest even), one
+// way into FP16 bits, the other out of them.
+std::vector<OpCase> cast_cases(RangeOp op) {
+  OpCase c = range_case(op, std::string(range_op_name(op)), {kSpan}, {kSpan},
                         [](const Tensors& in, const Tensors&) {
                           Values y(in[0].size());
                           for (size_t i = 0; i < y.size(); ++i)
-                            y[i] = fp16_to_fp32(fp32_to_fp16(in[0][i]));  // round to nearest even
+                            y[i] = fp16_to_fp32(fp32_to_fp16(in[0][i]));
                           return std::vector<Values>{y};
                         });
-  c.out_span_types = {DType::FP16};
-  c.tolerance = 0;
-  return {c};
-}
-
-std::vector<OpCase> cast_to_float_cases() {
-  OpCase c = range_case(RangeOp::CAST_FP16_TO_FP32, "CAST_FP16_TO_FP32", {kSpan}, {kSpan},
-                        [](const Tensors& in, const Tensors&) {
-                          Values y(in[0].size());
-                          for (size_t i = 0; i < y.size(); ++i)
-                            y[i] = fp16_to_fp32(fp32_to_fp16(in[0][i]));  // what the span holds
-                          return std::vector<Values>{y};
-                        });
-  c.in_span_types = {DType::FP16};
+  (op == RangeOp::CAST_FP32_TO_FP16 ? c.out_span_types : c.in_span_types) = {DType::FP16};
   c.tolerance = 0;
   return {c};
 }
@@ -1656,8 +1645,8 @@ static_assert(std::size(kComputeOps) == static_cast<size_t>(ComputeOp::NUM_COMPU
 // Range ops work on spans of regions.
 constexpr OpEntry kRangeOps[] = {
     {&clear_cases},
-    {&cast_to_half_cases},
-    {&cast_to_float_cases},
+    {[] { return cast_cases(RangeOp::CAST_FP32_TO_FP16); }},
+    {[] { return cast_cases(RangeOp::CAST_FP16_TO_FP32); }},
     {&scale_cases},
     {&nan_check_cases},
     elsewhere("engine.collectives, engine.data_parallel"),  // ALLREDUCE_MEAN
