@@ -47,6 +47,14 @@ namespace {
 using Values = std::vector<double>;
 using Tensors = std::vector<std::vector<float>>;
 
+// A tensor inside a span: its region, owning layer and element count.
+struct SpanTensor {
+  Region region;
+  int owner;
+  int64_t elements;
+  std::string name = {};  // LARS tells a bias by it
+};
+
 // One launch of one op: its tensors (FP32, compact), its layer settings, and
 // what the outputs must be.
 struct OpCase {
@@ -57,6 +65,10 @@ struct OpCase {
   // outputs; FP16 spans travel as floats.
   std::vector<int64_t> in_spans, out_spans;
   std::vector<DType> in_span_types, out_span_types;
+  // The DTensors inside each span, in address order (ops that work per layer
+  // inside their spans find them by region and owner); empty: none.
+  std::vector<std::vector<SpanTensor>> in_span_tensors, out_span_tensors;
+  std::vector<OwnerEps> owner_eps;                    // BN_EQ_PARAMS: each owner's eps
   std::vector<std::pair<ScalarSlot, float>> scalars;  // S_SCALARS before (the rest 0)
   bool scalars_out = false;  // the last output is the S_SCALARS block after
   std::vector<Shape> in, out;
@@ -98,6 +110,7 @@ struct OpEntry {
 struct PlacedSpan {
   uint64_t offset = 0, bytes = 0;
   DType dtype = DType::FP32;
+  std::vector<std::unique_ptr<DTensor>> tensors;  // inside it, in address order
 };
 
 struct Placed {
@@ -112,7 +125,10 @@ uint64_t align256(uint64_t v) {
 }
 
 PlacedSpan span_at(Placed& p, int64_t elements, DType dtype) {
-  PlacedSpan s{p.bytes, static_cast<uint64_t>(elements) * (dtype == DType::FP16 ? 2 : 4), dtype};
+  PlacedSpan s;
+  s.offset = p.bytes;
+  s.bytes = static_cast<uint64_t>(elements) * (dtype == DType::FP16 ? 2 : 4);
+  s.dtype = dtype;
   p.bytes = align256(p.bytes + s.bytes);
   return s;
 }
@@ -172,10 +188,29 @@ Placed place(const OpCase& c, bool fp16) {
   };
   for (size_t i = 0; i < c.in.size(); ++i) add(c.in[i], layout(c.in_roles, c.in_types, i));
   for (size_t i = 0; i < c.out.size(); ++i) add(c.out[i], layout(c.out_roles, c.out_types, i));
+  auto add_span = [&](int64_t elements, DType dtype, const std::vector<SpanTensor>* inside) {
+    PlacedSpan sp = span_at(p, elements, dtype);
+    uint64_t at = sp.offset;
+    if (inside)
+      for (const SpanTensor& t : *inside) {
+        auto d = std::make_unique<DTensor>();
+        d->shape = {1, 1, 1, t.elements};
+        d->region = t.region;
+        d->owner = t.owner;
+        d->name = t.name;
+        d->offset = at;
+        d->slot_bytes = static_cast<uint64_t>(t.elements) * 4;
+        at += d->slot_bytes;
+        sp.tensors.push_back(std::move(d));
+      }
+    p.spans.push_back(std::move(sp));
+  };
   for (size_t i = 0; i < c.in_spans.size(); ++i)
-    p.spans.push_back(span_at(p, c.in_spans[i], type(c.in_span_types, i)));
+    add_span(c.in_spans[i], type(c.in_span_types, i),
+             i < c.in_span_tensors.size() ? &c.in_span_tensors[i] : nullptr);
   for (size_t i = 0; i < c.out_spans.size(); ++i)
-    p.spans.push_back(span_at(p, c.out_spans[i], type(c.out_span_types, i)));
+    add_span(c.out_spans[i], type(c.out_span_types, i),
+             i < c.out_span_tensors.size() ? &c.out_span_tensors[i] : nullptr);
   p.scalars = p.bytes;
   p.bytes = align256(p.bytes + static_cast<uint64_t>(ScalarSlot::COUNT) * sizeof(float));
   return p;
@@ -293,6 +328,7 @@ bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out
   node.layer = 0;
   node.accumulate_mask = c.accumulate;
   node.params = layer_node_params(c.layer);
+  node.params.owner_eps = c.owner_eps;
   TrainingConstants constants;
   if (fp16) constants.precision = Precision::AMP;
   KernelArgs args;
@@ -335,6 +371,7 @@ bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out
     arg.data = arena + sp.offset;
     arg.bytes = sp.bytes;
     arg.offset = sp.offset;
+    for (const auto& t : sp.tensors) arg.tensors.push_back(t.get());
     (k < n_in_spans ? args.in_spans : args.out_spans).push_back(arg);
     void* host = floats[k].data();
     if (sp.dtype == DType::FP16) {
@@ -1540,6 +1577,112 @@ std::vector<OpCase> ema_cases() {
                      })};
 }
 
+// in [B_PREV_MEAN..B_PREV_VAR, W_BN_BIAS..W_BN_WEIGHT] out [B_EQ_SCALE..B_EQ_BIAS], two
+// layers with their own eps: scale = gamma / sqrt(var + eps), bias = beta - mean * scale.
+std::vector<OpCase> bn_eq_cases() {
+  constexpr int64_t a = 4, b = 6;  // the two layers' channels
+  OpCase c =
+      range_case(RangeOp::BN_EQ_PARAMS, "BN_EQ_PARAMS two layers", {2 * (a + b), 2 * (a + b)},
+                 {2 * (a + b)}, [](const Tensors& in, const Tensors&) {
+                   Values out(static_cast<size_t>(2 * (a + b)));
+                   for (int64_t l = 0; l < 2; ++l) {
+                     const int64_t n = l == 0 ? a : b, first = l == 0 ? 0 : a;
+                     const double eps = l == 0 ? 1e-5 : 1e-3;
+                     for (int64_t k = first; k < first + n; ++k) {
+                       const double mean = in[0][static_cast<size_t>(k)];
+                       const double var = in[0][static_cast<size_t>(a + b + k)];
+                       const double beta = in[1][static_cast<size_t>(k)];
+                       const double gamma = in[1][static_cast<size_t>(a + b + k)];
+                       const double sc = gamma / std::sqrt(var + eps);
+                       out[static_cast<size_t>(k)] = sc;
+                       out[static_cast<size_t>(a + b + k)] = beta - mean * sc;
+                     }
+                   }
+                   return std::vector<Values>{out};
+                 });
+  auto layers = [](Region first, Region second) {
+    return std::vector<SpanTensor>{{first, 3, a}, {first, 7, b}, {second, 3, a}, {second, 7, b}};
+  };
+  c.in_span_tensors = {layers(Region::B_PREV_MEAN, Region::B_PREV_VAR),
+                       layers(Region::W_BN_BIAS, Region::W_BN_WEIGHT)};
+  c.out_span_tensors = {layers(Region::B_EQ_SCALE, Region::B_EQ_BIAS)};
+  c.owner_eps = {{3, 1e-5}, {7, 1e-3}};
+  c.prepare = [](Tensors& in) {  // variances are not negative
+    for (size_t k = static_cast<size_t>(a + b); k < in[0].size(); ++k)
+      in[0][k] = std::fabs(in[0][k]);
+  };
+  c.tolerance = 1e-6;
+  return {c};
+}
+
+// LARS: two weight tensors and a bias in W (G laid out alike); the norms,
+// (|w|, |g|) per weight tensor, in N. The bias has no norms and no trust ratio.
+constexpr int64_t kFcW = 30, kFcB = 5, kConvW = 12, kLars = kFcW + kFcB + kConvW;
+
+std::vector<SpanTensor> lars_weights(Region r) {
+  return {{r, 2, kFcW, "fc.weight"}, {r, 2, kFcB, "fc.bias"}, {r, 4, kConvW, "conv.weight"}};
+}
+
+std::vector<SpanTensor> lars_norm_tensors() {
+  return {{Region::N_FC, 2, 2, "fc.norms"}, {Region::N_DEEP_CONV, 4, 2, "conv.norms"}};
+}
+
+// (|w|, |g|) of the weight tensors at [0, kFcW) and [kFcW + kFcB, kLars).
+Values lars_norm_values(const std::vector<float>& w, const std::vector<float>& g) {
+  auto norm = [](const std::vector<float>& v, int64_t lo, int64_t hi) {
+    double s = 0;
+    for (int64_t i = lo; i < hi; ++i)
+      s += double(v[static_cast<size_t>(i)]) * v[static_cast<size_t>(i)];
+    return std::sqrt(s);
+  };
+  return {norm(w, 0, kFcW), norm(g, 0, kFcW), norm(w, kFcW + kFcB, kLars),
+          norm(g, kFcW + kFcB, kLars)};
+}
+
+// in_spans [W, G] out_spans [N]
+std::vector<OpCase> lars_norms_cases() {
+  OpCase c = range_case(RangeOp::LARS_NORMS, "LARS_NORMS", {kLars, kLars}, {4},
+                        [](const Tensors& in, const Tensors&) {
+                          return std::vector<Values>{lars_norm_values(in[0], in[1])};
+                        });
+  c.in_span_tensors = {lars_weights(Region::W_FC_WEIGHT), lars_weights(Region::G_FC_WEIGHT)};
+  c.out_span_tensors = {lars_norm_tensors()};
+  c.tolerance = 1e-6;
+  return {c};
+}
+
+// in_spans [W, G, M, N] out_spans [W, M]: SGD with momentum, each weight
+// tensor's step scaled by its trust ratio eta |w| / (|g| + wd |w|).
+std::vector<OpCase> lars_update_cases() {
+  OpCase c = range_case(RangeOp::LARS_UPDATE, "LARS_UPDATE", {kLars, kLars, kLars, 4},
+                        {kLars, kLars}, [](const Tensors& in, const Tensors& b) {
+                          const OptimizerSpec o;
+                          const double lr = 0.1;
+                          Values w = as_double(b[0]), m = as_double(b[1]);
+                          const std::vector<float>& n = in[3];
+                          for (int64_t i = 0; i < kLars; ++i) {
+                            const size_t k = static_cast<size_t>(i);
+                            double rate = 1.0;  // the bias
+                            if (i < kFcW || i >= kFcW + kFcB) {
+                              const double wn = i < kFcW ? n[0] : n[2], gn = i < kFcW ? n[1] : n[3];
+                              rate = o.trust_coefficient * wn / (gn + o.weight_decay * wn);
+                            }
+                            m[k] = o.momentum * m[k] + rate * (in[1][k] + o.weight_decay * w[k]);
+                            w[k] -= lr * m[k];
+                          }
+                          return std::vector<Values>{w, m};
+                        });
+  c.in_span_tensors = {lars_weights(Region::W_FC_WEIGHT), lars_weights(Region::G_FC_WEIGHT),
+                       lars_weights(Region::M_FC_WEIGHT), lars_norm_tensors()};
+  c.out_span_tensors = {lars_weights(Region::W_FC_WEIGHT), lars_weights(Region::M_FC_WEIGHT)};
+  c.scalars = {{ScalarSlot::LR, 0.1f}, {ScalarSlot::UPDATES, 3.0f}};
+  c.prepare = [](Tensors& in) {  // norms are positive
+    for (float& x : in[3]) x = std::fabs(x) + 0.5f;
+  };
+  c.tolerance = 1e-6;
+  return {c};
+}
+
 // The optimizer updates, with the run's settings (OptimizerSpec's defaults
 // here: momentum 0.9, weight decay 5e-4, Adam's betas 0.9 and 0.999, eps 1e-8).
 // The weights and moments are updated in their own bytes: the out spans.
@@ -1653,11 +1796,11 @@ constexpr OpEntry kRangeOps[] = {
     elsewhere("engine.collectives, engine.data_parallel"),  // ALLREDUCE_SUM
     {&copy_span_cases},
     {&accumulate_cases},
-    elsewhere("engine.cpu_range_kernels (per-layer eps), cuda.cuda_range_kernels"),  // BN_EQ_PARAMS
+    {&bn_eq_cases},
     {&sgd_cases},
     {&adam_cases},
-    elsewhere("engine.cpu_range_kernels, cuda.cuda_range_kernels"),  // LARS_NORMS
-    elsewhere("engine.cpu_range_kernels, cuda.cuda_range_kernels"),  // LARS_UPDATE
+    {&lars_norms_cases},
+    {&lars_update_cases},
     {&ema_cases},
 };
 static_assert(std::size(kRangeOps) == static_cast<size_t>(RangeOp::NUM_RANGE_OPS),
@@ -1725,7 +1868,7 @@ class TestBackendOps : public QObject {
     qInfo("cases for %d of %d compute ops and %d of %d range ops", compute,
           static_cast<int>(ComputeOp::NUM_COMPUTE_OPS), range,
           static_cast<int>(RangeOp::NUM_RANGE_OPS));
-    QVERIFY(compute >= 37 && range >= 10);
+    QVERIFY(compute >= 37 && range >= 13);
   }
 
   void opMatchesItsReference_data() {
