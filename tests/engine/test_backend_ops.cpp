@@ -71,6 +71,9 @@ struct OpCase {
   std::vector<OwnerEps> owner_eps;                    // BN_EQ_PARAMS: each owner's eps
   std::vector<std::pair<ScalarSlot, float>> scalars;  // S_SCALARS before (the rest 0)
   bool scalars_out = false;  // the last output is the S_SCALARS block after
+  // A collective over this many ranks: one in span, in place; the inputs and
+  // outputs are that span on each rank, in rank order.
+  int world = 1;
   std::vector<Shape> in, out;
   std::vector<DType> in_types, out_types;  // FP32 where empty; INT32 values travel as floats
   // The FP16 mode: each tensor's role in an AMP plan (see fp16_layout); empty
@@ -423,11 +426,53 @@ bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out
   return padding_zero;
 }
 
+// A collective: each rank's span copied into its arena, one COLLECTIVE
+// launch per rank, every rank's span copied back.
+void run_collective(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out) {
+  const uint64_t bytes = static_cast<uint64_t>(c.in_spans[0]) * 4;
+  backend.allocate_arenas(align256(bytes));
+  GraphNode node;
+  node.kind = NodeKind::RANGE;
+  node.range_op = c.range;
+  std::vector<KernelArgs> args(static_cast<size_t>(c.world));
+  Tensors host = in;
+  for (int r = 0; r < c.world; ++r) {
+    KernelArgs& a = args[static_cast<size_t>(r)];
+    a.node = &node;
+    a.rank = r;
+    a.world = c.world;
+    SpanArg span;
+    span.data = backend.arena(r);
+    span.bytes = bytes;
+    a.in_spans = {span};
+    a.out_spans = {span};
+    Launch copy_in;
+    copy_in.kind = LaunchKind::COPY_H2D;
+    copy_in.host = host[static_cast<size_t>(r)].data();
+    copy_in.bytes = bytes;
+    copy_in.tag.stream = StreamKind::COMP_1;
+    backend.enqueue(r, StreamKind::COMP_1, copy_in);
+    Launch l;
+    l.kind = LaunchKind::COLLECTIVE;
+    l.args = &a;
+    l.tag.stream = StreamKind::COMP_1;
+    l.tag.label = c.name;
+    backend.prepare_launch(r, StreamKind::COMP_1, l);
+    backend.enqueue(r, StreamKind::COMP_1, l);
+    Launch copy_out = copy_in;
+    copy_out.kind = LaunchKind::COPY_D2H;
+    copy_out.host = out[static_cast<size_t>(r)].data();
+    backend.enqueue(r, StreamKind::COMP_1, copy_out);
+  }
+  for (int r = 0; r < c.world; ++r) backend.synchronize(r);
+}
+
 // ---- the backends -----------------------------------------------------------
 
-std::unique_ptr<Backend> make_backend(const std::string& which, std::string& why_not) {
+std::unique_ptr<Backend> make_backend(const std::string& which, int world, std::string& why_not) {
   if (which == "cpu") {
     cpu::CpuBackendOptions o;
+    o.world = world;
     o.check_step_schedule = false;  // one launch, no schedule
     return cpu::make_cpu_backend(o);
   }
@@ -436,8 +481,13 @@ std::unique_ptr<Backend> make_backend(const std::string& which, std::string& why
     why_not = "no CUDA device here: " + scan.cuda_status;
     return nullptr;
   }
+  if (static_cast<int>(scan.cuda.size()) < world) {
+    why_not = "a collective over " + std::to_string(world) + " ranks needs as many CUDA devices";
+    return nullptr;
+  }
   cuda::CudaBackendOptions o;
-  o.devices = {0};
+  o.devices.clear();
+  for (int d = 0; d < world; ++d) o.devices.push_back(d);
   return cuda_plugin().table->make_backend(o);
 }
 
@@ -1683,6 +1733,20 @@ std::vector<OpCase> lars_update_cases() {
   return {c};
 }
 
+// Over two ranks, in place: each rank's span becomes the sum (or mean) of both.
+std::vector<OpCase> allreduce_cases(RangeOp op) {
+  OpCase c = range_case(op, std::string(range_op_name(op)) + " over 2 ranks", {kSpan, kSpan},
+                        {kSpan, kSpan}, [op](const Tensors& in, const Tensors&) {
+                          Values r(in[0].size());
+                          for (size_t i = 0; i < r.size(); ++i)
+                            r[i] = (double(in[0][i]) + in[1][i]) *
+                                   (op == RangeOp::ALLREDUCE_MEAN ? 0.5 : 1.0);
+                          return std::vector<Values>{r, r};
+                        });
+  c.world = 2;
+  return {c};
+}
+
 // The optimizer updates, with the run's settings (OptimizerSpec's defaults
 // here: momentum 0.9, weight decay 5e-4, Adam's betas 0.9 and 0.999, eps 1e-8).
 // The weights and moments are updated in their own bytes: the out spans.
@@ -1792,8 +1856,8 @@ constexpr OpEntry kRangeOps[] = {
     {[] { return cast_cases(RangeOp::CAST_FP16_TO_FP32); }},
     {&scale_cases},
     {&nan_check_cases},
-    elsewhere("engine.collectives, engine.data_parallel"),  // ALLREDUCE_MEAN
-    elsewhere("engine.collectives, engine.data_parallel"),  // ALLREDUCE_SUM
+    {[] { return allreduce_cases(RangeOp::ALLREDUCE_MEAN); }},
+    {[] { return allreduce_cases(RangeOp::ALLREDUCE_SUM); }},
     {&copy_span_cases},
     {&accumulate_cases},
     {&bn_eq_cases},
@@ -1868,7 +1932,7 @@ class TestBackendOps : public QObject {
     qInfo("cases for %d of %d compute ops and %d of %d range ops", compute,
           static_cast<int>(ComputeOp::NUM_COMPUTE_OPS), range,
           static_cast<int>(RangeOp::NUM_RANGE_OPS));
-    QVERIFY(compute >= 37 && range >= 13);
+    QVERIFY(compute >= 37 && range >= 15);
   }
 
   void opMatchesItsReference_data() {
@@ -1902,9 +1966,9 @@ class TestBackendOps : public QObject {
       QSKIP(qPrintable(
           QStringLiteral("no case here yet; covered by %1").arg(entry_of(op).elsewhere)));
     std::string why_not;
-    std::unique_ptr<Backend> b = make_backend(backend.toStdString(), why_not);
-    if (!b) QSKIP(why_not.c_str());
     const OpCase c = cases_of(op)[static_cast<size_t>(index)];
+    std::unique_ptr<Backend> b = make_backend(backend.toStdString(), c.world, why_not);
+    if (!b) QSKIP(why_not.c_str());
     std::mt19937 rng(1234 + static_cast<unsigned>(op) * 31 + static_cast<unsigned>(index));
     // Tensors, then spans (and the scalar block when the op writes it).
     std::vector<Shape> in_shapes = c.in, out_shapes = c.out;
@@ -1929,6 +1993,15 @@ class TestBackendOps : public QObject {
         if (fp16_layout(c.out_roles[i]).dtype == DType::FP16) round_half(before[i]);
     }
     Tensors out = before;
+    if (c.world > 1) {
+      // Each rank's span in, each rank's out: the spans are the inputs, in place.
+      run_collective(*b, c, in, out);
+      const std::vector<Values> want = c.reference(in, before);
+      for (size_t r = 0; r < out.size(); ++r)
+        QVERIFY2(worst_error(out[r], want[r]) <= 1e-6,
+                 qPrintable(QStringLiteral("rank %1").arg(r)));
+      return;
+    }
     QVERIFY2(
         run_case(*b, c, c.backend_view ? c.backend_view(in) : in, out, static_cast<Mode>(mode)),
         "an FP16 output's padding lane is not zero");
