@@ -15,24 +15,14 @@ namespace {
 using namespace limits;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// An integer; one that may be left out keeps the node's default, and shows
+// in the summary under `tag` when it is away from it.
 constexpr ParamSpec int_param(std::string_view key, int64_t lo, int64_t hi,
-                              int64_t LayerParams::*field, std::string_view what) {
+                              int64_t LayerParams::*field, std::string_view what,
+                              bool required = true, std::string_view tag = {}) {
   return {.key = key,
           .kind = LayerParamKind::Int,
-          .required = true,
-          .min = lo,
-          .max = hi,
-          .int_field = field,
-          .description = what};
-}
-
-// An integer that may be left out (its default is the node's defaults').
-constexpr ParamSpec optional_int_param(std::string_view key, std::string_view tag, int64_t lo,
-                                       int64_t hi, int64_t LayerParams::*field,
-                                       std::string_view what) {
-  return {.key = key,
-          .kind = LayerParamKind::Int,
-          .required = false,
+          .required = required,
           .min = lo,
           .max = hi,
           .int_field = field,
@@ -105,9 +95,10 @@ constexpr ParamSpec kConvParams[] = {
     kKernel,
     kStride,
     kPadding,
-    optional_int_param("groups", "g", 1, kMaxFeatures, &LayerParams::groups,
-                       "channel groups: each convolves in/groups input channels into "
-                       "out/groups outputs (in_channels: depthwise)"),
+    int_param("groups", 1, kMaxFeatures, &LayerParams::groups,
+              "channel groups: each convolves in/groups input channels into out/groups outputs "
+              "(in_channels: depthwise)",
+              false, "g"),
     bias_param(),
 };
 
