@@ -131,9 +131,6 @@ class ComputeMirror {
   float half(size_t i, int64_t j) {
     return cpu::half_bits_to_float(half_bits(i)[half_offset(i, j)]);
   }
-  float gpu_half(size_t i, int64_t j) const {
-    return cpu::half_bits_to_float(gpu_half_bits(i)[half_offset(i, j)]);
-  }
   void set_half(size_t i, int64_t j, float v) {
     half_bits(i)[half_offset(i, j)] = cpu::float_to_half_bits(v);
   }
@@ -141,10 +138,6 @@ class ComputeMirror {
   void fill_half(size_t i, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
     std::uniform_real_distribution<float> u(lo, hi);
     for (int64_t k = 0; k < elements(i); ++k) set_half(i, k, u(rng));
-  }
-  void fill_half_ties(size_t i, std::mt19937& rng, int lo, int hi) {
-    std::uniform_int_distribution<int> u(lo, hi);
-    for (int64_t k = 0; k < elements(i); ++k) set_half(i, k, static_cast<float>(u(rng)));
   }
   // NaN in every padding lane of FP16 tensor `i`: a kernel must neither read
   // them nor leave them in an output.
@@ -194,11 +187,6 @@ class ComputeMirror {
   void fill(size_t i, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
     std::uniform_real_distribution<float> u(lo, hi);
     for (int64_t k = 0; k < elements(i); ++k) f32(i)[k] = u(rng);
-  }
-  // Whole numbers in [lo, hi]: many exact ties, for max pooling and top-k.
-  void fill_ties(size_t i, std::mt19937& rng, int lo, int hi) {
-    std::uniform_int_distribution<int> u(lo, hi);
-    for (int64_t k = 0; k < elements(i); ++k) f32(i)[k] = static_cast<float>(u(rng));
   }
   float& scalar(ScalarSlot s) { return host_scalars_[static_cast<size_t>(s)]; }
   // The stream the CUDA kernels run on (a test adopts it for cuBLAS handles).

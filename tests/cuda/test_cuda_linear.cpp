@@ -1,24 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The CUDA linear layer (cuBLAS GEMMs, our bias kernels) against its CPU
-// twin: the same random tensors through LINEAR_FWD, every part of
-// LINEAR_BWD, LINEAR_BWD_FIRST, accumulating and in-place variants, on
-// sizes no vector width divides. Outputs start random, so a part that
-// writes what it should not, or overwrites where it should add, shows.
-// Tolerances, relative to the largest CPU value of the tensor (GEMM sums
-// cancel, so a per-element relative bound would be meaningless near zero):
-//  - strict FP32 GEMMs (Fp32Gemm::STRICT): 1e-5, for float sums in another
-//    order (K <= 400: a few float epsilons times sqrt(K));
-//  - TF32 (the default): 5e-3, for operands rounded to 10 mantissa bits;
-//  - bias gradient: 1e-6 (double sums on both sides; the CPU folds float
-//    partials of up to 64 rows), and the same bits on every run;
-//  - outputs a part must not touch: bit for bit;
-//  - FP16 (AMP: features with padded rows, x and dx read and written
-//    through a compact copy when a sample is several padded pixels, FP16
-//    products accumulated in FP32): within 1 half ulp of the CPU's FP32
-//    staging, or 1e-4 of the tensor's largest value (sums in another order,
-//    then one rounding to half, near zero); the bias gradient within 1 half
-//    ulp; output padding lanes zero on both sides.
-// The table, operand and stream checks need no device; the rest skip without one.
+// What is particular to the CUDA linear layer (cuBLAS GEMMs, our bias
+// kernels): the refusal of mixed dtypes and of streams without handles (no
+// device needed), the backward in place and without dx, a bias gradient with
+// the same bits on every run, and TF32 as the default FP32 math. Every part's
+// values against a double-precision reference, in FP32, TF32 and FP16:
+// engine.backend_ops.
 #include <QtTest>
 
 #include <algorithm>
@@ -149,18 +135,6 @@ class TestCudaLinear : public QObject {
  private slots:
   // ---- no device needed ---------------------------------------------------
 
-  void tableHasLinearKernels() {
-    for (ComputeOp op : {ComputeOp::LINEAR_FWD, ComputeOp::LINEAR_BWD, ComputeOp::LINEAR_BWD_FIRST})
-      QVERIFY2(cuda::cuda_compute_kernel(op), compute_op_name(op).data());
-    QCOMPARE(cuda::fp32_gemm(), cuda::Fp32Gemm::TF32);  // the default for FP32
-    // The bias gradient alone runs no GEMM, so it asks for no cuBLAS workspace.
-    GraphNode n = node_for(ComputeOp::LINEAR_BWD);
-    KernelArgs a;
-    a.node = &n;
-    a.part = static_cast<int>(BwdPart::DB);
-    QCOMPARE(cuda::cuda_workspace_bytes(a), uint64_t{0});
-  }
-
   // Operands are checked on the host, before any CUDA call.
   void rejectsMixedDtypesAndStreamsWithoutHandles() {
     DTensor x, w, y;
@@ -196,85 +170,6 @@ class TestCudaLinear : public QObject {
 
   // ---- against the CPU twin -----------------------------------------------
 
-  void forward() {
-    TR_REQUIRE_CUDA_DEVICE();
-    StrictFp32 strict;
-    for (const Size& s : kSizes)
-      for (bool bias : {true, false}) {
-        Layer l(s.x, s.o, 21);
-        const LayerNode layer = linear_layer();
-        GraphNode n = node_for(ComputeOp::LINEAR_FWD);
-        std::vector<size_t> ins{l.x, l.w};
-        if (bias) ins.push_back(l.b);
-        l.m.run([&](bool d) { return l.m.args(d, ins, {l.y}, &n, &layer); }, ComputeOp::LINEAR_FWD);
-        EXPECT_NONE(far(l.m, l.y, name("y", s, bias ? "bias" : "no bias").data(), kStrict));
-      }
-  }
-
-  // The whole op (part -1) and each forked part alone, with and without a bias.
-  void backwardParts() {
-    TR_REQUIRE_CUDA_DEVICE();
-    StrictFp32 strict;
-    const LayerNode layer = linear_layer();
-    for (const Size& s : kSizes)
-      for (bool bias : {true, false})
-        for (int part : {-1, int(BwdPart::DW), int(BwdPart::DB), int(BwdPart::DX)}) {
-          if (!bias && part == int(BwdPart::DB)) continue;
-          Layer l(s.x, s.o, 22);
-          GraphNode n = node_for(ComputeOp::LINEAR_BWD);
-          std::vector<size_t> outs{l.dw, l.dx};
-          if (bias) outs = {l.dw, l.db, l.dx};
-          auto make = [&](bool d) {
-            KernelArgs a = l.m.args(d, {l.x, l.w, l.dy}, outs, &n, &layer);
-            a.part = part;
-            return a;
-          };
-          l.m.run(make, ComputeOp::LINEAR_BWD);
-          const QByteArray v = QByteArray("part ") + QByteArray::number(part);
-          const bool all = part < 0;
-          const auto check = [&](size_t t, const char* what, bool runs, double rel) {
-            if (runs)
-              EXPECT_NONE(far(l.m, t, name(what, s, v).data(), rel));
-            else
-              EXPECT_NONE(differs(l.m, t, name(what, s, v).data()));
-          };
-          check(l.dw, "dw", all || part == int(BwdPart::DW), kStrict);
-          check(l.db, "db", bias && (all || part == int(BwdPart::DB)), kBiasGrad);
-          check(l.dx, "dx", all || part == int(BwdPart::DX), kStrict);
-          check(l.x, "x", false, 0);
-          if (QTest::currentTestFailed()) return;
-        }
-  }
-
-  // Every accumulate bit set: dx adds onto what it holds, while dw and db
-  // are overwritten, as the CPU twin does (weight gradients never accumulate).
-  void backwardAccumulate() {
-    TR_REQUIRE_CUDA_DEVICE();
-    StrictFp32 strict;
-    const LayerNode layer = linear_layer();
-    for (const Size& s : kSizes)
-      for (uint8_t mask : {uint8_t{0b100}, uint8_t{0b111}}) {
-        Layer l(s.x, s.o, 23);
-        GraphNode n = node_for(ComputeOp::LINEAR_BWD, mask);
-        l.m.run(
-            [&](bool d) {
-              return l.m.args(d, {l.x, l.w, l.dy}, {l.dw, l.db, l.dx}, &n, &layer);
-            },
-            ComputeOp::LINEAR_BWD);
-        EXPECT_NONE(far(l.m, l.dw, name("dw", s, "accumulate").data(), kStrict));
-        EXPECT_NONE(far(l.m, l.db, name("db", s, "accumulate").data(), kBiasGrad));
-        EXPECT_NONE(far(l.m, l.dx, name("dx", s, "accumulate").data(), kStrict));
-        // Without a bias dx is the second output: bit 1.
-        GraphNode nb = node_for(ComputeOp::LINEAR_BWD, 0b10);
-        l.m.run(
-            [&](bool d) {
-              return l.m.args(d, {l.x, l.w, l.dy}, {l.dw, l.dx}, &nb, &layer);
-            },
-            ComputeOp::LINEAR_BWD);
-        EXPECT_NONE(far(l.m, l.dx, name("dx", s, "accumulate, no bias").data(), kStrict));
-      }
-  }
-
   // dx over x itself (ENGINE.md §4: dW reads X before dX overwrites it), and
   // no dx slot at all (a layer fed by the input node).
   void backwardInPlaceAndWithoutDx() {
@@ -302,113 +197,7 @@ class TestCudaLinear : public QObject {
     }
   }
 
-  void firstLayer() {
-    TR_REQUIRE_CUDA_DEVICE();
-    StrictFp32 strict;
-    const LayerNode layer = linear_layer();
-    for (const Size& s : kSizes)
-      for (bool bias : {true, false})
-        for (int part : {-1, int(BwdPart::DW), int(BwdPart::DB)}) {
-          Layer l(s.x, s.o, 25);
-          // Accumulate bits as well: the first layer's gradients overwrite.
-          GraphNode n = node_for(ComputeOp::LINEAR_BWD_FIRST, 0b11);
-          std::vector<size_t> outs{l.dw};
-          if (bias) outs.push_back(l.db);
-          auto make = [&](bool d) {
-            KernelArgs a = l.m.args(d, {l.x, l.dy}, outs, &n, &layer);
-            a.part = part;
-            return a;
-          };
-          l.m.run(make, ComputeOp::LINEAR_BWD_FIRST);
-          const QByteArray v = QByteArray("first, part ") + QByteArray::number(part);
-          if (part != int(BwdPart::DB))
-            EXPECT_NONE(far(l.m, l.dw, name("dw", s, v).data(), kStrict));
-          else
-            EXPECT_NONE(differs(l.m, l.dw, name("dw", s, v).data()));
-          if (bias && part != int(BwdPart::DW))
-            EXPECT_NONE(far(l.m, l.db, name("db", s, v).data(), kBiasGrad));
-          else
-            EXPECT_NONE(differs(l.m, l.db, name("db", s, v).data()));
-        }
-  }
-
-  // ---- FP16 (AMP) ---------------------------------------------------------
-
-  void fp16Forward() {
-    TR_REQUIRE_CUDA_DEVICE();
-    const LayerNode layer = linear_layer();
-    for (const Size& s : kHalfSizes)
-      for (bool bias : {true, false}) {
-        HalfLayer l(s.x, s.o, 41);
-        GraphNode n = node_for(ComputeOp::LINEAR_FWD);
-        std::vector<size_t> ins{l.x, l.w};
-        if (bias) ins.push_back(l.b);
-        l.m.run([&](bool d) { return l.m.args(d, ins, {l.y}, &n, &layer); }, ComputeOp::LINEAR_FWD);
-        EXPECT_NONE(l.far(l.y, name("fp16 y", s, bias ? "bias" : "no bias").data()));
-      }
-  }
-
-  // Each part alone and all together; dx overwritten and accumulated.
-  void fp16Backward() {
-    TR_REQUIRE_CUDA_DEVICE();
-    const LayerNode layer = linear_layer();
-    for (const Size& s : kHalfSizes)
-      for (bool bias : {true, false})
-        for (int part : {-1, int(BwdPart::DW), int(BwdPart::DB), int(BwdPart::DX)})
-          for (bool acc : {false, true}) {
-            if (!bias && part == int(BwdPart::DB)) continue;
-            HalfLayer l(s.x, s.o, 42);
-            std::vector<size_t> outs{l.dw, l.dx};
-            if (bias) outs = {l.dw, l.db, l.dx};
-            GraphNode n = node_for(ComputeOp::LINEAR_BWD,
-                                   acc ? static_cast<uint8_t>(1u << (outs.size() - 1)) : 0);
-            auto make = [&](bool d) {
-              KernelArgs a = l.m.args(d, {l.x, l.w, l.dy}, outs, &n, &layer);
-              a.part = part;
-              return a;
-            };
-            l.m.run(make, ComputeOp::LINEAR_BWD);
-            const QByteArray v =
-                QByteArray("fp16 part ") + QByteArray::number(part) + (acc ? " accumulate" : "");
-            const bool all = part < 0;
-            const auto check = [&](size_t t, const char* what, bool runs, bool gemm) {
-              if (runs)
-                EXPECT_NONE(l.far(t, name(what, s, v).data(), gemm));
-              else
-                EXPECT_NONE(differs(l.m, t, name(what, s, v).data()));
-            };
-            check(l.dw, "dw", all || part == int(BwdPart::DW), true);
-            check(l.db, "db", bias && (all || part == int(BwdPart::DB)), false);
-            check(l.dx, "dx", all || part == int(BwdPart::DX), true);
-            check(l.x, "x", false, false);
-            if (QTest::currentTestFailed()) return;
-          }
-  }
-
-  // The input buffer's rows (channels padded to 4) into the first layer.
-  void fp16FirstLayer() {
-    TR_REQUIRE_CUDA_DEVICE();
-    const LayerNode layer = linear_layer();
-    for (const Size& s : {Size{{16, 5, 5, 3}, 10}, Size{{9, 1, 1, 13}, 6}})
-      for (bool bias : {true, false}) {
-        HalfLayer l(s.x, s.o, 43, true);
-        GraphNode f = node_for(ComputeOp::LINEAR_FWD);
-        std::vector<size_t> ins{l.x, l.w};
-        if (bias) ins.push_back(l.b);
-        l.m.run([&](bool d) { return l.m.args(d, ins, {l.y}, &f, &layer); }, ComputeOp::LINEAR_FWD);
-        EXPECT_NONE(l.far(l.y, name("fp16 first y", s).data()));
-        GraphNode n = node_for(ComputeOp::LINEAR_BWD_FIRST);
-        std::vector<size_t> outs{l.dw};
-        if (bias) outs.push_back(l.db);
-        l.m.run(
-            [&](bool d) {
-              return l.m.args(d, {l.x, l.dy}, outs, &n, &layer);
-            },
-            ComputeOp::LINEAR_BWD_FIRST);
-        EXPECT_NONE(l.far(l.dw, name("fp16 first dw", s).data()));
-        if (bias) EXPECT_NONE(l.far(l.db, name("fp16 first db", s).data(), false));
-      }
-  }
+  // ---- determinism and defaults -------------------------------------------
 
   // The bias gradient is a fixed-order sum: the same bits at every run.
   void biasGradientIsDeterministic() {

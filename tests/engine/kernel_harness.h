@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Test helper: hand-made tensors and KernelArgs for calling one kernel
-// directly, plus a central finite-difference gradient check.
+// directly.
 #pragma once
 
 #include <cmath>
@@ -57,30 +57,6 @@ class KernelHarness {
   std::vector<float> scalars_ = std::vector<float>(static_cast<size_t>(ScalarSlot::COUNT), 0.0f);
 };
 
-// Central differences of a scalar loss L(x) = sum(f(x) * probe) with respect to
-// x[k], compared with the analytic gradient `grad[k]`. Returns the worst
-// relative error max|a-n| / max(1e-3, |a|+|n|) over the checked entries.
-inline double gradient_check(float* x, int64_t n, const float* grad,
-                             const std::function<double()>& loss, double eps = 1e-2,
-                             int64_t max_checks = 64) {
-  double worst = 0.0;
-  const int64_t stride = std::max<int64_t>(1, n / max_checks);
-  for (int64_t k = 0; k < n; k += stride) {
-    const float keep = x[k];
-    x[k] = static_cast<float>(keep + eps);
-    const double up = loss();
-    x[k] = static_cast<float>(keep - eps);
-    const double down = loss();
-    x[k] = keep;
-    const double numeric = (up - down) / (2 * eps);
-    const double analytic = grad[k];
-    const double err =
-        std::fabs(analytic - numeric) / std::max(1e-3, std::fabs(analytic) + std::fabs(numeric));
-    worst = std::max(worst, err);
-  }
-  return worst;
-}
-
 // A model node of `type` with `params`, for kernels that read their layer.
 inline LayerNode layer_with(LayerType type, LayerParams params = {}) {
   LayerNode l;
@@ -88,15 +64,6 @@ inline LayerNode layer_with(LayerType type, LayerParams params = {}) {
   l.type = type;
   l.params = params;
   return l;
-}
-
-// A square pooling (or convolution) window.
-inline LayerParams square_window(int64_t k, int64_t stride, int64_t pad) {
-  LayerParams p;
-  p.kernel_h = p.kernel_w = k;
-  p.stride_h = p.stride_w = stride;
-  p.pad_h = p.pad_w = pad;
-  return p;
 }
 
 }  // namespace tr::test

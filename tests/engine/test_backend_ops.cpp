@@ -74,13 +74,19 @@ struct OpCase {
   // A collective over this many ranks: one in span, in place; the inputs and
   // outputs are that span on each rank, in rank order.
   int world = 1;
+  // The launch's place in a data-parallel world (not a collective: dropout
+  // masks number the global batch by it) and the project seed.
+  int rank = 0, ranks = 1;
+  uint64_t seed = 0;
+  bool fp16_only = false;  // runs in the FP16 mode alone (the AMP loss scale)
   std::vector<Shape> in, out;
   std::vector<DType> in_types, out_types;  // FP32 where empty; INT32 values travel as floats
   // The FP16 mode: each tensor's role in an AMP plan (see fp16_layout); empty
   // where the op has no FP16 form.
   std::string in_roles, out_roles;
   LayerNode layer;
-  uint8_t accumulate = 0;  // outputs added onto (they start random)
+  TrainingConstants training = {};  // the run's settings (the FP16 mode makes it AMP)
+  uint8_t accumulate = 0;           // outputs added onto (they start random)
   // Adjusts the random inputs to what the op's contract asks (MAXPOOL_BWD's y
   // is the forward's output of its x).
   std::function<void(Tensors& in)> prepare;
@@ -287,7 +293,9 @@ bool logical_values(const DTensor& d, const std::vector<uint8_t>& b, std::vector
 // How a case runs: FP32, in the AMP plan's FP16 layout, as the parts of a
 // forked backward one after another (dW, dB, dX), or with its output in the
 // bytes of its first input (the ops a packed plan may run in place).
-enum class Mode { FP32, FP16, PARTS, IN_PLACE };
+// OVERWRITE: a case whose outputs accumulate, run with the mask clear (the
+// outputs start random and must be overwritten).
+enum class Mode { FP32, FP16, PARTS, IN_PLACE, OVERWRITE };
 
 const char* mode_name(Mode m) {
   switch (m) {
@@ -299,25 +307,31 @@ const char* mode_name(Mode m) {
       return "parts";
     case Mode::IN_PLACE:
       return "in-place";
+    case Mode::OVERWRITE:
+      return "overwrite";
   }
   return "?";
 }
 
 // The modes a case runs in besides FP32.
 std::vector<Mode> modes_of(const OpCase& c) {
+  if (c.fp16_only) return {Mode::FP16};
   std::vector<Mode> m{Mode::FP32};
   if (!c.in_roles.empty()) m.push_back(Mode::FP16);
   if (c.range == RangeOp::NUM_RANGE_OPS && !fork_parts(c.op, c.out.size() == 3).empty())
     m.push_back(Mode::PARTS);
   if (c.range == RangeOp::NUM_RANGE_OPS && may_write_in_place(c.op) && c.accumulate == 0)
     m.push_back(Mode::IN_PLACE);
+  if (c.range == RangeOp::NUM_RANGE_OPS && c.accumulate != 0) m.push_back(Mode::OVERWRITE);
   return m;
 }
 
 // Runs `c` on `backend` from `in` and the outputs' starting values `out`,
-// which it overwrites with what the launch left. Returns false when an FP16
-// output's padding lane is not zero.
-bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out, Mode mode) {
+// which it overwrites with what the launch left (in the PARTS mode, the launch
+// of part `only` alone where it is set). Returns false when an FP16 output's
+// padding lane is not zero.
+bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out, Mode mode,
+              int only = -1) {
   const bool fp16 = mode == Mode::FP16;
   Placed p = place(c, fp16);
   // In place: output 0 is input 0's bytes (same shape and type).
@@ -332,13 +346,16 @@ bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out
   node.accumulate_mask = c.accumulate;
   node.params = layer_node_params(c.layer);
   node.params.owner_eps = c.owner_eps;
-  TrainingConstants constants;
+  TrainingConstants constants = c.training;
   if (fp16) constants.precision = Precision::AMP;
   KernelArgs args;
   args.node = &node;
   args.layer_params = &node.params;
   args.training = &constants;
   args.scalars = reinterpret_cast<float*>(arena + p.scalars);
+  args.seed = c.seed;
+  args.rank = c.rank;
+  args.world = c.ranks;
   std::vector<float> scalars(static_cast<size_t>(ScalarSlot::COUNT), 0.0f);
   if (fp16) scalars[static_cast<size_t>(ScalarSlot::LOSS_SCALE)] = 1.0f;  // gradients unscaled
   for (auto [slot, value] : c.scalars) scalars[static_cast<size_t>(slot)] = value;
@@ -388,7 +405,10 @@ bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out
   // One launch, or one per part of a forked backward, in order on one stream.
   std::vector<KernelArgs> launches;
   if (mode == Mode::PARTS) {
-    for (const ForkPart& f : fork_parts(c.op, c.out.size() == 3)) {
+    const std::vector<ForkPart> parts = fork_parts(c.op, c.out.size() == 3);
+    for (size_t k = 0; k < parts.size(); ++k) {
+      if (only >= 0 && static_cast<size_t>(only) != k) continue;
+      const ForkPart& f = parts[k];
       launches.push_back(args);
       launches.back().part = static_cast<int>(f.part);
     }
@@ -806,7 +826,7 @@ double activation_value(Activation f, double x, double slope) {
     case Activation::NUM_ACTIVATIONS:
       break;
   }
-  return x > 0 ? x : 0.0;  // ReLU
+  return x > 0 || std::isnan(x) ? x : 0.0;  // ReLU: a NaN passes, for the NaN check
 }
 
 // ReLU (no sub-kind) and every layer type of the family, with its sub-kind.
@@ -835,6 +855,15 @@ std::vector<Elementwise> elementwise_layers() {
 }
 
 const Shape kFeature{2, 5, 3, 7};
+const Shape kOddFeature{3, 7, 5, 11};  // no vector width divides it
+
+// Zeros of both signs, a NaN (every activation passes it on), saturating and
+// tiny values, spread over the tensor.
+void plant_edge_values(Tensors& in) {
+  const float edges[] = {0.0f, -0.0f, NAN, 30.0f, -30.0f, 1e-30f, -1e-30f, 6.0f};
+  std::vector<float>& x = in[0];
+  for (size_t i = 0; i < std::size(edges); ++i) x[(i * 97 + 3) % x.size()] = edges[i];
+}
 
 Values apply(const Elementwise& e, const std::vector<float>& x) {
   Values y(x.size());
@@ -858,6 +887,11 @@ std::vector<OpCase> activation_cases(bool backward) {
       c.reference = [e](const Tensors& in, const Tensors&) {
         return std::vector<Values>{apply(e, in[0])};
       };
+      OpCase edge = c;
+      edge.name += ", edge values, odd shape";
+      edge.in = edge.out = {kOddFeature};
+      edge.prepare = plant_edge_values;
+      v.push_back(edge);
     } else {
       // The backward reads y or x, as the compiler wires it (ReLU either: y here).
       const bool reads_y =
@@ -937,7 +971,7 @@ struct Pool {
   }
 };
 
-const Pool kPools[] = {{2, 2, 0}, {3, 2, 1}};
+const Pool kPools[] = {{2, 2, 0}, {3, 2, 1}, {3, 1, 1}};
 const Shape kPoolIn{2, 6, 5, 3};
 
 std::vector<OpCase> pool_cases(ComputeOp op) {
@@ -948,6 +982,7 @@ std::vector<OpCase> pool_cases(ComputeOp op) {
     OpCase c;
     c.name = std::string(compute_op_name(op)) + " k" + std::to_string(pl.k) + "s" +
              std::to_string(pl.s) + "p" + std::to_string(pl.p);
+    // torch's max: strictly greater keeps the first maximum, and a NaN wins and stays.
     c.op = op;
     c.layer = pl.layer(max ? LayerType::MaxPool2d : LayerType::AvgPool2d);
     const Shape y = pl.out(kPoolIn);
@@ -955,7 +990,13 @@ std::vector<OpCase> pool_cases(ComputeOp op) {
       Values out(static_cast<size_t>(pl.out(kPoolIn).elements()));
       pl.windows(kPoolIn, [&](int64_t o, const std::vector<int64_t>& in, int64_t divisor) {
         double r = max ? -INFINITY : 0.0;
-        for (int64_t i : in) r = max ? std::max(r, double(x[i])) : r + x[i];
+        for (int64_t i : in) {
+          const double xi = x[static_cast<size_t>(i)];
+          if (!max)
+            r += xi;
+          else if (xi > r || std::isnan(xi))
+            r = std::isnan(r) ? r : xi;
+        }
         out[static_cast<size_t>(o)] = max ? r : r / static_cast<double>(divisor);
       });
       return out;
@@ -980,15 +1021,18 @@ std::vector<OpCase> pool_cases(ComputeOp op) {
       c.out = {kPoolIn};
       c.accumulate = 0b1;
       c.tolerance = 1e-5;
-      c.reference = [pl, max](const Tensors& in, const Tensors& before) {
+      c.reference = [pl, max, forward](const Tensors& in, const Tensors& before) {
         const std::vector<float>& dy = max ? in[2] : in[0];
+        const Values peak = max ? forward(in[0]) : Values{};
         Values dx(static_cast<size_t>(kPoolIn.elements()), 0.0);
         pl.windows(kPoolIn, [&](int64_t o, const std::vector<int64_t>& win, int64_t divisor) {
           if (max) {
-            int64_t best = win.front();
+            // The first element equal to the maximum; none for a NaN.
             for (int64_t i : win)
-              if (in[0][static_cast<size_t>(i)] > in[0][static_cast<size_t>(best)]) best = i;
-            dx[static_cast<size_t>(best)] += dy[static_cast<size_t>(o)];
+              if (double(in[0][static_cast<size_t>(i)]) == peak[static_cast<size_t>(o)]) {
+                dx[static_cast<size_t>(i)] += dy[static_cast<size_t>(o)];
+                break;
+              }
           } else {
             for (int64_t i : win)
               dx[static_cast<size_t>(i)] += dy[static_cast<size_t>(o)] / double(divisor);
@@ -998,6 +1042,21 @@ std::vector<OpCase> pool_cases(ComputeOp op) {
       };
     }
     v.push_back(c);
+    if (max) {
+      // Whole numbers in [-7, -1]: windows with tied maxima. A NaN wins its windows.
+      OpCase ties = c;
+      ties.name += ", ties, all negative, and a NaN";
+      ties.prepare = [forward, bwd](Tensors& in) {
+        // All below zero: a padding of zeros instead of -inf would win.
+        for (float& x : in[0]) x = std::round(3.0f * x) - 4.0f;
+        in[0][5] = NAN;
+        if (bwd) {
+          const Values out = forward(in[0]);
+          in[1].assign(out.begin(), out.end());
+        }
+      };
+      v.push_back(ties);
+    }
   }
   return v;
 }
@@ -1148,15 +1207,36 @@ std::vector<OpCase> concat_bwd_cases() {
 
 // ---- batch normalisation ----------------------------------------------------------
 
-const Shape kBnX{3, 4, 5, 6};
-constexpr double kEps = 1e-5, kMomentum = 0.1;
+// A batch-norm layer's input and settings: a few channels with the defaults,
+// and 300 channels (across the CPU's channel block of 256 and its 4-row
+// unroll) with an eps and a momentum of their own.
+struct Bn {
+  Shape x;
+  double eps, momentum;
+  Shape channels() const { return {1, 1, 1, x.c}; }
+  Shape saved() const { return {1, 1, 2, x.c}; }
+  LayerNode layer() const {
+    LayerNode l;
+    l.id = "bn";
+    l.type = LayerType::BatchNorm2d;
+    l.params.eps = eps;
+    l.params.momentum = momentum;
+    return l;
+  }
+  std::string name(ComputeOp op) const {
+    return std::string(compute_op_name(op)) + " C" + std::to_string(x.c);
+  }
+};
+
+const Bn kBns[] = {{{3, 4, 5, 6}, 1e-5, 0.1}, {{3, 5, 7, 300}, 1e-3, 0.2}};
 
 // Per channel: the batch mean and 1/sqrt(biased variance + eps), and the unbiased variance.
 struct Moments {
   Values mean, inv_std, unbiased;
 };
 
-Moments moments(const std::vector<float>& x, const Shape& s) {
+Moments moments(const std::vector<float>& x, const Bn& bn) {
+  const Shape& s = bn.x;
   const int64_t m = s.n * s.h * s.w;
   const size_t C = static_cast<size_t>(s.c);
   Moments r{Values(C, 0.0), Values(C), Values(C)};
@@ -1168,19 +1248,19 @@ Moments moments(const std::vector<float>& x, const Shape& s) {
     ss[i % C] += d * d;
   }
   for (size_t c = 0; c < C; ++c) {
-    r.inv_std[c] = 1.0 / std::sqrt(ss[c] / double(m) + kEps);
+    r.inv_std[c] = 1.0 / std::sqrt(ss[c] / double(m) + bn.eps);
     r.unbiased[c] = ss[c] / double(m - 1);
   }
   return r;
 }
 
 // y = gamma * (x - mean) * inv_std + beta, then the ReLU when `relu`.
-Values bn_train_y(const std::vector<float>& x, const std::vector<float>& gamma,
+Values bn_train_y(const Bn& bn, const std::vector<float>& x, const std::vector<float>& gamma,
                   const std::vector<float>* beta, bool relu) {
-  const Moments mo = moments(x, kBnX);
+  const Moments mo = moments(x, bn);
   Values y(x.size());
   for (size_t i = 0; i < x.size(); ++i) {
-    const size_t c = i % static_cast<size_t>(kBnX.c);
+    const size_t c = i % static_cast<size_t>(bn.x.c);
     double v = gamma[c] * (x[i] - mo.mean[c]) * mo.inv_std[c] + (beta ? (*beta)[c] : 0.0);
     if (relu) v = v > 0 ? v : 0.0;
     y[i] = v;
@@ -1188,117 +1268,122 @@ Values bn_train_y(const std::vector<float>& x, const std::vector<float>& gamma,
   return y;
 }
 
-LayerNode bn_layer() {
-  LayerNode l;
-  l.id = "bn";
-  l.type = LayerType::BatchNorm2d;
-  l.params.eps = kEps;
-  l.params.momentum = kMomentum;
-  return l;
-}
-
 // in [x, gamma, beta, prev_mean, prev_var] out [y, saved, next_mean, next_var]
 std::vector<OpCase> bn_fwd_train_cases(bool relu) {
-  OpCase c;
-  c.op = relu ? ComputeOp::BN_RELU_FWD_TRAIN : ComputeOp::BN_FWD_TRAIN;
-  c.name = std::string(compute_op_name(c.op));
-  c.layer = bn_layer();
-  const Shape ch{1, 1, 1, kBnX.c};
-  c.in = {kBnX, ch, ch, ch, ch};
-  c.out = {kBnX, {1, 1, 2, kBnX.c}, ch, ch};
-  c.in_roles = "FWWSS";
-  c.out_roles = "FSSS";
-  c.tolerance = 2e-5;
-  c.prepare = [](Tensors& in) {
-    for (float& v : in[4]) v = std::fabs(v) + 0.5f;  // a variance
-  };
-  c.reference = [relu](const Tensors& in, const Tensors&) {
-    const Moments mo = moments(in[0], kBnX);
-    Values saved = mo.mean, next_mean(mo.mean.size()), next_var(mo.mean.size());
-    saved.insert(saved.end(), mo.inv_std.begin(), mo.inv_std.end());
-    for (size_t k = 0; k < next_mean.size(); ++k) {
-      next_mean[k] = (1 - kMomentum) * in[3][k] + kMomentum * mo.mean[k];
-      next_var[k] = (1 - kMomentum) * in[4][k] + kMomentum * mo.unbiased[k];
-    }
-    return std::vector<Values>{bn_train_y(in[0], in[1], &in[2], relu), saved, next_mean, next_var};
-  };
-  return {c};
+  std::vector<OpCase> cases;
+  for (const Bn& bn : kBns) {
+    OpCase c;
+    c.op = relu ? ComputeOp::BN_RELU_FWD_TRAIN : ComputeOp::BN_FWD_TRAIN;
+    c.name = bn.name(c.op);
+    c.layer = bn.layer();
+    const Shape ch = bn.channels();
+    c.in = {bn.x, ch, ch, ch, ch};
+    c.out = {bn.x, bn.saved(), ch, ch};
+    c.in_roles = "FWWSS";
+    c.out_roles = "FSSS";
+    c.tolerance = 2e-5;
+    c.prepare = [](Tensors& in) {
+      for (float& v : in[4]) v = std::fabs(v) + 0.5f;  // a variance
+    };
+    c.reference = [relu, bn](const Tensors& in, const Tensors&) {
+      const Moments mo = moments(in[0], bn);
+      Values saved = mo.mean, next_mean(mo.mean.size()), next_var(mo.mean.size());
+      saved.insert(saved.end(), mo.inv_std.begin(), mo.inv_std.end());
+      const double mom = bn.momentum;
+      for (size_t k = 0; k < next_mean.size(); ++k) {
+        next_mean[k] = (1 - mom) * in[3][k] + mom * mo.mean[k];
+        next_var[k] = (1 - mom) * in[4][k] + mom * mo.unbiased[k];
+      }
+      return std::vector<Values>{bn_train_y(bn, in[0], in[1], &in[2], relu), saved, next_mean,
+                                 next_var};
+    };
+    cases.push_back(c);
+  }
+  return cases;
 }
 
 // in [x, eq_scale, eq_bias] out [y]
 std::vector<OpCase> bn_fwd_infer_cases(bool relu) {
-  OpCase c;
-  c.op = relu ? ComputeOp::BN_RELU_FWD_INFER : ComputeOp::BN_FWD_INFER;
-  c.name = std::string(compute_op_name(c.op));
-  c.layer = bn_layer();
-  const Shape ch{1, 1, 1, kBnX.c};
-  c.in = {kBnX, ch, ch};
-  c.out = {kBnX};
-  c.in_roles = "FSS";
-  c.out_roles = "F";
-  c.reference = [relu](const Tensors& in, const Tensors&) {
-    Values y(in[0].size());
-    for (size_t i = 0; i < y.size(); ++i) {
-      const size_t k = i % static_cast<size_t>(kBnX.c);
-      const double v = double(in[0][i]) * in[1][k] + in[2][k];
-      y[i] = relu && v < 0 ? 0.0 : v;
-    }
-    return std::vector<Values>{y};
-  };
-  return {c};
+  std::vector<OpCase> cases;
+  for (const Bn& bn : kBns) {
+    OpCase c;
+    c.op = relu ? ComputeOp::BN_RELU_FWD_INFER : ComputeOp::BN_FWD_INFER;
+    c.name = bn.name(c.op);
+    c.layer = bn.layer();
+    const Shape ch = bn.channels();
+    c.in = {bn.x, ch, ch};
+    c.out = {bn.x};
+    c.in_roles = "FSS";
+    c.out_roles = "F";
+    c.reference = [relu, bn](const Tensors& in, const Tensors&) {
+      Values y(in[0].size());
+      for (size_t i = 0; i < y.size(); ++i) {
+        const size_t k = i % static_cast<size_t>(bn.x.c);
+        const double v = double(in[0][i]) * in[1][k] + in[2][k];
+        y[i] = relu && v < 0 ? 0.0 : v;
+      }
+      return std::vector<Values>{y};
+    };
+    cases.push_back(c);
+  }
+  return cases;
 }
 
 // in [x, gamma, (beta,) saved, dy] out [dgamma, dbeta, dx]
 std::vector<OpCase> bn_bwd_cases(bool relu) {
-  OpCase c;
-  c.op = relu ? ComputeOp::BN_RELU_BWD : ComputeOp::BN_BWD;
-  c.name = std::string(compute_op_name(c.op)) + ", dx accumulating";
-  c.layer = bn_layer();
-  const Shape ch{1, 1, 1, kBnX.c};
-  c.in = relu ? std::vector<Shape>{kBnX, ch, ch, {1, 1, 2, kBnX.c}, kBnX}
-              : std::vector<Shape>{kBnX, ch, {1, 1, 2, kBnX.c}, kBnX};
-  c.out = {ch, ch, kBnX};
-  c.in_roles = relu ? "FWWSG" : "FWSG";
-  c.out_roles = "DDG";
-  c.accumulate = 0b100;
-  c.tolerance = 2e-5;
-  const size_t saved = relu ? 3 : 2, dy = relu ? 4 : 3;
-  // The saved statistics are the forward's of this x.
-  c.prepare = [saved](Tensors& in) {
-    const Moments mo = moments(in[0], kBnX);
-    in[saved].assign(mo.mean.begin(), mo.mean.end());
-    in[saved].insert(in[saved].end(), mo.inv_std.begin(), mo.inv_std.end());
-  };
-  c.reference = [relu, dy](const Tensors& in, const Tensors& before) {
-    const Moments mo = moments(in[0], kBnX);
-    const size_t C = static_cast<size_t>(kBnX.c);
-    const double m = double(kBnX.n * kBnX.h * kBnX.w);
-    Values xhat(in[0].size()), g(in[0].size());
-    for (size_t i = 0; i < xhat.size(); ++i) {
-      const size_t k = i % C;
-      xhat[i] = (in[0][i] - mo.mean[k]) * mo.inv_std[k];
-      const double y = in[1][k] * xhat[i] + (relu ? in[2][k] : 0.0);
-      g[i] = relu && y <= 0 ? 0.0 : in[dy][i];
-    }
-    Values dgamma(C, 0.0), dbeta(C, 0.0), dx(in[0].size());
-    for (size_t i = 0; i < xhat.size(); ++i) {
-      dgamma[i % C] += g[i] * xhat[i];
-      dbeta[i % C] += g[i];
-    }
-    for (size_t i = 0; i < dx.size(); ++i) {
-      const size_t k = i % C;
-      dx[i] = in[1][k] * mo.inv_std[k] / m * (m * g[i] - dbeta[k] - xhat[i] * dgamma[k]);
-    }
-    return std::vector<Values>{dgamma, dbeta, onto(dx, before[2], true)};
-  };
-  c.forward = [relu](const Tensors& f) {
-    return bn_train_y(f[0], f[1], relu ? &f[2] : nullptr, relu);
-  };
-  c.forward_inputs = relu ? std::vector<size_t>{0, 1, 2} : std::vector<size_t>{0, 1};
-  c.grad_of = 0;
-  c.dy = dy;
-  c.grad_out = 2;
-  return {c};
+  std::vector<OpCase> cases;
+  for (const Bn& bn : kBns) {
+    OpCase c;
+    c.op = relu ? ComputeOp::BN_RELU_BWD : ComputeOp::BN_BWD;
+    c.name = bn.name(c.op) + ", dx accumulating";
+    c.layer = bn.layer();
+    const Shape ch = bn.channels();
+    c.in = relu ? std::vector<Shape>{bn.x, ch, ch, bn.saved(), bn.x}
+                : std::vector<Shape>{bn.x, ch, bn.saved(), bn.x};
+    c.out = {ch, ch, bn.x};
+    c.in_roles = relu ? "FWWSG" : "FWSG";
+    c.out_roles = "DDG";
+    c.accumulate = 0b100;
+    c.tolerance = 2e-5;
+    const size_t saved = relu ? 3 : 2, dy = relu ? 4 : 3;
+    // The saved statistics are the forward's of this x.
+    c.prepare = [saved, bn](Tensors& in) {
+      const Moments mo = moments(in[0], bn);
+      in[saved].assign(mo.mean.begin(), mo.mean.end());
+      in[saved].insert(in[saved].end(), mo.inv_std.begin(), mo.inv_std.end());
+    };
+    c.reference = [relu, dy, bn](const Tensors& in, const Tensors& before) {
+      const Moments mo = moments(in[0], bn);
+      const size_t C = static_cast<size_t>(bn.x.c);
+      const double m = double(bn.x.n * bn.x.h * bn.x.w);
+      Values xhat(in[0].size()), g(in[0].size());
+      for (size_t i = 0; i < xhat.size(); ++i) {
+        const size_t k = i % C;
+        xhat[i] = (in[0][i] - mo.mean[k]) * mo.inv_std[k];
+        const double y = in[1][k] * xhat[i] + (relu ? in[2][k] : 0.0);
+        g[i] = relu && y <= 0 ? 0.0 : in[dy][i];
+      }
+      Values dgamma(C, 0.0), dbeta(C, 0.0), dx(in[0].size());
+      for (size_t i = 0; i < xhat.size(); ++i) {
+        dgamma[i % C] += g[i] * xhat[i];
+        dbeta[i % C] += g[i];
+      }
+      for (size_t i = 0; i < dx.size(); ++i) {
+        const size_t k = i % C;
+        dx[i] = in[1][k] * mo.inv_std[k] / m * (m * g[i] - dbeta[k] - xhat[i] * dgamma[k]);
+      }
+      return std::vector<Values>{dgamma, dbeta, onto(dx, before[2], true)};
+    };
+    c.forward = [relu, bn](const Tensors& f) {
+      return bn_train_y(bn, f[0], f[1], relu ? &f[2] : nullptr, relu);
+    };
+    c.forward_inputs = relu ? std::vector<size_t>{0, 1, 2} : std::vector<size_t>{0, 1};
+    c.grad_of = 0;
+    c.dy = dy;
+    c.grad_out = 2;
+    cases.push_back(c);
+  }
+  return cases;
 }
 
 // ---- the loss and the labels ----------------------------------------------------------
@@ -1312,82 +1397,121 @@ LayerNode loss_layer() {
   return l;
 }
 
-// Labels 0..K-1 (as floats) in the second input.
-void spread_labels(Tensors& in) {
-  for (size_t i = 0; i < in[1].size(); ++i)
-    in[1][i] = static_cast<float>((i * 5 + 3) % static_cast<size_t>(kClasses));
-}
-
-struct LossRows {
-  Values result{0, 0, 0, double(kRows)};  // loss sum, top-1, top-5, rows
-  Values grad;                            // (softmax - one hot) / rows
-  Values confusion = Values(static_cast<size_t>(kClasses * kClasses), 0.0);
+// A batch of logits: its rows and classes, whole-number logits in [-2, 2]
+// (tied maxima and tied top-k), and the AMP loss scale its gradient carries.
+struct LossBatch {
+  int64_t rows = kRows, classes = kClasses;
+  bool ties = false;
+  float loss_scale = 0;     // 0: FP32, no scale
+  bool bad_labels = false;  // rows 1 and 4 have labels out of range (K and -1)
+  // Labels spread over 0..K-1 (as floats) in the second input.
+  void prepare(Tensors& in) const {
+    if (ties)
+      for (float& z : in[0]) z = std::round(2.0f * z);
+    for (size_t i = 0; i < in[1].size(); ++i)
+      in[1][i] = static_cast<float>((i * 5 + 3) % static_cast<size_t>(classes));
+    if (bad_labels) {
+      in[1][1] = static_cast<float>(classes);
+      in[1][4] = -1.0f;
+    }
+  }
+  std::string name(std::string_view op) const {
+    std::string n = std::string(op) + " " + std::to_string(rows) + "x" + std::to_string(classes);
+    if (ties) n += ", ties";
+    if (loss_scale > 0) n += ", AMP loss scale " + std::to_string(static_cast<int>(loss_scale));
+    if (bad_labels) n += ", labels out of range";
+    return n;
+  }
 };
 
-LossRows loss_rows(const Tensors& in) {
+struct LossRows {
+  Values result;  // loss sum, top-1, top-5, rows
+  Values grad;    // (softmax - one hot) / rows, times the loss scale
+  Values confusion;
+};
+
+// Ties favour the label: it is within top-k unless k logits beat it strictly,
+// and it is the predicted class when it is one of the maxima. A label out of
+// range must stop the step, not read out of bounds: the loss is NaN (the NaN
+// check trips), and the row adds no gradient, no hit and no count.
+LossRows loss_rows(const LossBatch& b, const Tensors& in) {
+  const int64_t K = b.classes;
   LossRows r;
-  r.grad.assign(static_cast<size_t>(kRows * kClasses), 0.0);
-  for (int64_t i = 0; i < kRows; ++i) {
-    const float* z = in[0].data() + i * kClasses;
+  r.result = {0, 0, 0, double(b.rows)};
+  r.grad.assign(static_cast<size_t>(b.rows * K), 0.0);
+  r.confusion.assign(static_cast<size_t>(K * K), 0.0);
+  const double scale = b.loss_scale > 0 ? b.loss_scale : 1.0;
+  for (int64_t i = 0; i < b.rows; ++i) {
+    const float* z = in[0].data() + i * K;
     const int64_t label = static_cast<int64_t>(in[1][static_cast<size_t>(i)]);
+    if (label < 0 || label >= K) {
+      r.result[0] = NAN;
+      continue;
+    }
     double most = z[0], sum = 0;
     int64_t argmax = 0, greater = 0;
-    for (int64_t k = 0; k < kClasses; ++k) {
+    for (int64_t k = 0; k < K; ++k) {
       if (z[k] > most) {
         most = z[k];
         argmax = k;
       }
       if (z[k] > z[label]) ++greater;
     }
-    for (int64_t k = 0; k < kClasses; ++k) sum += std::exp(z[k] - most);
+    if (z[label] == most) argmax = label;
+    for (int64_t k = 0; k < K; ++k) sum += std::exp(z[k] - most);
     r.result[0] += -(z[label] - most - std::log(sum));
     r.result[1] += greater < 1 ? 1 : 0;
     r.result[2] += greater < 5 ? 1 : 0;
-    for (int64_t k = 0; k < kClasses; ++k)
-      r.grad[static_cast<size_t>(i * kClasses + k)] =
-          (std::exp(z[k] - most) / sum - (k == label ? 1.0 : 0.0)) / double(kRows);
-    r.confusion[static_cast<size_t>(label * kClasses + argmax)] += 1;
+    for (int64_t k = 0; k < K; ++k)
+      r.grad[static_cast<size_t>(i * K + k)] =
+          (std::exp(z[k] - most) / sum - (k == label ? 1.0 : 0.0)) / double(b.rows) * scale;
+    r.confusion[static_cast<size_t>(label * K + argmax)] += 1;
   }
   return r;
 }
 
-// in [logits, labels] out [result, dlogits]
-std::vector<OpCase> softmax_ce_fwd_bwd_cases() {
+// Both ops read [logits, labels]. The training one writes [result, dlogits],
+// the evaluation one [result, confusion] (the counts add up over batches).
+OpCase loss_case(ComputeOp op, const LossBatch& b) {
+  const bool train = op == ComputeOp::SOFTMAX_CE_FWD_BWD;
   OpCase c;
-  c.op = ComputeOp::SOFTMAX_CE_FWD_BWD;
-  c.name = "SOFTMAX_CE_FWD_BWD";
+  c.op = op;
+  c.name = b.name(compute_op_name(op));
   c.layer = loss_layer();
-  c.in = {{kRows, 1, 1, kClasses}, {kRows, 1, 1, 1}};
+  c.in = {{b.rows, 1, 1, b.classes}, {b.rows, 1, 1, 1}};
   c.in_types = {DType::FP32, DType::INT32};
-  c.out = {{1, 1, 1, 4}, {kRows, 1, 1, kClasses}};
+  c.out = {{1, 1, 1, 4},
+           train ? Shape{b.rows, 1, 1, b.classes} : Shape{1, 1, b.classes, b.classes}};
   c.in_roles = "FL";
-  c.out_roles = "SG";
-  c.prepare = spread_labels;
-  c.reference = [](const Tensors& in, const Tensors&) {
-    const LossRows r = loss_rows(in);
-    return std::vector<Values>{r.result, r.grad};
+  c.out_roles = train ? "SG" : "SS";
+  c.accumulate = train ? 0 : 0b10;
+  c.prepare = [b](Tensors& in) { b.prepare(in); };
+  if (b.loss_scale > 0) {
+    c.fp16_only = true;
+    c.scalars = {{ScalarSlot::LOSS_SCALE, b.loss_scale}};
+  }
+  c.reference = [b, train](const Tensors& in, const Tensors& before) {
+    const LossRows r = loss_rows(b, in);
+    return std::vector<Values>{r.result, train ? r.grad : onto(r.confusion, before[1], true)};
   };
-  return {c};
+  return c;
 }
 
-// in [logits, labels] out [result, confusion] (the counts add up over batches)
+std::vector<OpCase> softmax_ce_fwd_bwd_cases() {
+  const ComputeOp op = ComputeOp::SOFTMAX_CE_FWD_BWD;
+  // Three classes: every label is within the top five.
+  return {loss_case(op, {}),
+          loss_case(op, {37, 10, true}),
+          loss_case(op, {19, 1000}),
+          loss_case(op, {kRows, 3}),
+          loss_case(op, {64, 7, true, 8.0f}),
+          loss_case(op, {kRows, kClasses, false, 0, true})};
+}
+
 std::vector<OpCase> softmax_ce_fwd_cases() {
-  OpCase c;
-  c.op = ComputeOp::SOFTMAX_CE_FWD;
-  c.name = "SOFTMAX_CE_FWD, confusion accumulating";
-  c.layer = loss_layer();
-  c.in = {{kRows, 1, 1, kClasses}, {kRows, 1, 1, 1}};
-  c.in_types = {DType::FP32, DType::INT32};
-  c.out = {{1, 1, 1, 4}, {1, 1, kClasses, kClasses}};
-  c.in_roles = "FL";
-  c.out_roles = "SS";
-  c.accumulate = 0b10;
-  c.prepare = spread_labels;
-  c.reference = [](const Tensors& in, const Tensors& before) {
-    const LossRows r = loss_rows(in);
-    return std::vector<Values>{r.result, onto(r.confusion, before[1], true)};
-  };
-  return {c};
+  const ComputeOp op = ComputeOp::SOFTMAX_CE_FWD;
+  return {loss_case(op, {}), loss_case(op, {37, 10, true}),
+          loss_case(op, {kRows, kClasses, false, 0, true})};
 }
 
 std::vector<OpCase> copy_labels_cases() {
@@ -1404,69 +1528,105 @@ std::vector<OpCase> copy_labels_cases() {
 
 // ---- dropout ------------------------------------------------------------------------
 
-constexpr double kDropP = 0.3;
 constexpr float kDropStep = 5;  // S_SCALARS STEP: the mask follows it
 
-LayerNode dropout_layer() {
-  LayerNode l;
-  l.id = "drop";
-  l.type = LayerType::Dropout;
-  l.params.p = kDropP;
-  return l;
-}
+// A dropout launch: its rate, the features' channels (16: one flat row; 5:
+// the mask's channels padded for the GPU under FP16), the project seed and
+// the launch's rank in a data-parallel world.
+struct Drop {
+  double p = 0.3;
+  int64_t c = 5;
+  uint64_t seed = 0;
+  int rank = 0, ranks = 1;
+  Shape shape() const { return {2, 5, 3, c}; }
+  LayerNode layer() const {
+    LayerNode l;
+    l.id = "drop";
+    l.type = LayerType::Dropout;
+    l.params.p = p;
+    return l;
+  }
+  double scale() const { return p >= 1.0 ? 0.0 : 1.0 / (1.0 - p); }
+  // The mask as the engine defines it (a pure function of seed, step, layer
+  // and element of the global batch: backends/cpu/kernels/dropout.h); the
+  // node's layer is 0 here.
+  Values mask(size_t n) const {
+    Values m(n);
+    for (size_t i = 0; i < n; ++i)
+      m[i] = cpu::dropout_keeps(seed, static_cast<uint64_t>(kDropStep), 0,
+                                static_cast<uint64_t>(rank) * n + i, p)
+                 ? 1.0
+                 : 0.0;
+    return m;
+  }
+  std::string name(const char* op) const {
+    std::string n =
+        std::string(op) + " p" + std::to_string(p).substr(0, 3) + " C" + std::to_string(c);
+    if (seed) n += " seed " + std::to_string(seed);
+    if (ranks > 1) n += " rank " + std::to_string(rank) + " of " + std::to_string(ranks);
+    return n;
+  }
+  void place(OpCase& k) const {
+    k.layer = layer();
+    k.seed = seed;
+    k.rank = rank;
+    k.ranks = ranks;
+    k.scalars = {{ScalarSlot::STEP, kDropStep}};
+  }
+};
 
-// The mask as the engine defines it (a pure function of seed, step, layer and
-// element: backends/cpu/kernels/dropout.h); node.layer is 0 and the seed 0 here.
-Values dropout_mask(size_t n) {
-  Values m(n);
-  for (size_t i = 0; i < n; ++i)
-    m[i] = cpu::dropout_keeps(0, static_cast<uint64_t>(kDropStep), 0, i, kDropP) ? 1.0 : 0.0;
-  return m;
-}
+const Drop kDrops[] = {{}, {0.3, 16}, {0.5, 5, 1234, 1, 2}, {1.0, 16}};
 
 // in [x] out [y, mask]
 std::vector<OpCase> dropout_fwd_cases() {
-  OpCase c;
-  c.op = ComputeOp::DROPOUT_FWD;
-  c.name = "DROPOUT_FWD p0.3";
-  c.layer = dropout_layer();
-  c.in = {kFeature};
-  c.out = {kFeature, kFeature};
-  c.out_types = {DType::FP32, DType::INT8};
-  c.in_roles = "F";
-  c.out_roles = "FM";
-  c.scalars = {{ScalarSlot::STEP, kDropStep}};
-  c.reference = [](const Tensors& in, const Tensors&) {
-    const Values mask = dropout_mask(in[0].size());
-    Values y(in[0].size());
-    for (size_t i = 0; i < y.size(); ++i) y[i] = mask[i] * in[0][i] / (1 - kDropP);
-    return std::vector<Values>{y, mask};
-  };
-  return {c};
+  std::vector<OpCase> v;
+  for (const Drop& d : kDrops) {
+    OpCase c;
+    c.op = ComputeOp::DROPOUT_FWD;
+    c.name = d.name("DROPOUT_FWD");
+    d.place(c);
+    c.in = {d.shape()};
+    c.out = {d.shape(), d.shape()};
+    c.out_types = {DType::FP32, DType::INT8};
+    c.in_roles = "F";
+    c.out_roles = "FM";
+    c.reference = [d](const Tensors& in, const Tensors&) {
+      const Values mask = d.mask(in[0].size());
+      Values y(in[0].size());
+      for (size_t i = 0; i < y.size(); ++i) y[i] = mask[i] * in[0][i] * d.scale();
+      return std::vector<Values>{y, mask};
+    };
+    v.push_back(c);
+  }
+  return v;
 }
 
 // in [mask, dy] out [dx]
 std::vector<OpCase> dropout_bwd_cases() {
-  OpCase c;
-  c.op = ComputeOp::DROPOUT_BWD;
-  c.name = "DROPOUT_BWD p0.3, accumulating";
-  c.layer = dropout_layer();
-  c.in = {kFeature, kFeature};
-  c.in_types = {DType::INT8, DType::FP32};
-  c.out = {kFeature};
-  c.in_roles = "MG";
-  c.out_roles = "G";
-  c.accumulate = 0b1;
-  c.prepare = [](Tensors& in) {
-    const Values mask = dropout_mask(in[0].size());
-    in[0].assign(mask.begin(), mask.end());
-  };
-  c.reference = [](const Tensors& in, const Tensors& before) {
-    Values dx(in[1].size());
-    for (size_t i = 0; i < dx.size(); ++i) dx[i] = in[0][i] * in[1][i] / (1 - kDropP);
-    return std::vector<Values>{onto(dx, before[0], true)};
-  };
-  return {c};
+  std::vector<OpCase> v;
+  for (const Drop& d : kDrops) {
+    OpCase c;
+    c.op = ComputeOp::DROPOUT_BWD;
+    c.name = d.name("DROPOUT_BWD") + ", accumulating";
+    d.place(c);
+    c.in = {d.shape(), d.shape()};
+    c.in_types = {DType::INT8, DType::FP32};
+    c.out = {d.shape()};
+    c.in_roles = "MG";
+    c.out_roles = "G";
+    c.accumulate = 0b1;
+    c.prepare = [d](Tensors& in) {
+      const Values mask = d.mask(in[0].size());
+      in[0].assign(mask.begin(), mask.end());
+    };
+    c.reference = [d](const Tensors& in, const Tensors& before) {
+      Values dx(in[1].size());
+      for (size_t i = 0; i < dx.size(); ++i) dx[i] = in[0][i] * in[1][i] * d.scale();
+      return std::vector<Values>{onto(dx, before[0], true)};
+    };
+    v.push_back(c);
+  }
+  return v;
 }
 
 // ---- the scalar updates (S_SCALARS in, S_SCALARS out) ---------------------------------
@@ -1578,9 +1738,16 @@ std::vector<OpCase> scale_cases() {
   return v;
 }
 
-// OVERFLOW set when a value of any span is inf or NaN, left as it was otherwise.
+// OVERFLOW set when a value of any span is inf or NaN, left as it was otherwise
+// (the runtime clears it per step, not the check).
 std::vector<OpCase> nan_check_cases() {
   std::vector<OpCase> v;
+  OpCase kept = range_case(
+      RangeOp::NAN_CHECK, "NAN_CHECK clean keeps a set flag", {kSpan}, {},
+      [](const Tensors&, const Tensors& b) { return std::vector<Values>{as_double(b.back())}; });
+  kept.scalars_out = true;
+  kept.scalars = {{ScalarSlot::OVERFLOW, 1.0f}};
+  v.push_back(kept);
   for (const float bad :
        {0.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
     const bool clean = bad == 0.0f;
@@ -1612,19 +1779,47 @@ std::vector<OpCase> cast_cases(RangeOp op) {
                         });
   (op == RangeOp::CAST_FP32_TO_FP16 ? c.out_span_types : c.in_span_types) = {DType::FP16};
   c.tolerance = 0;
-  return {c};
+  OpCase edges = c;
+  edges.name += ", specials and ties";
+  // Zeros, the largest half and the overflow edge (65520 ties to infinity),
+  // infinities, NaN, the smallest subnormal and ties to even around it and 1.
+  edges.prepare = [](Tensors& in) {
+    const float v[] = {0.0f,
+                       -0.0f,
+                       65504.0f,
+                       65519.0f,
+                       65520.0f,
+                       -1e6f,
+                       INFINITY,
+                       -INFINITY,
+                       NAN,
+                       std::ldexp(1.0f, -24),
+                       std::ldexp(1.0f, -25),
+                       std::ldexp(1.5f, -25),
+                       std::ldexp(3.0f, -25),
+                       std::ldexp(1023.0f, -24),
+                       1.0f + std::ldexp(1.0f, -11),
+                       1.0f + std::ldexp(3.0f, -11)};
+    for (size_t i = 0; i < std::size(v); ++i) in[0][i * 13] = v[i];
+  };
+  return {c, edges};
 }
 
 // e = d e + (1 - d) w, d the run's EMA decay (0.999 by default).
 std::vector<OpCase> ema_cases() {
-  return {range_case(RangeOp::EMA_UPDATE, "EMA_UPDATE", {kSpan}, {kSpan},
-                     [](const Tensors& in, const Tensors& b) {
-                       const double d = TrainingConstants{}.ema_decay;
-                       Values e(in[0].size());
-                       for (size_t i = 0; i < e.size(); ++i)
-                         e[i] = d * b[0][i] + (1 - d) * in[0][i];
-                       return std::vector<Values>{e};
-                     })};
+  std::vector<OpCase> v;
+  for (const double d : {TrainingConstants{}.ema_decay, 0.9}) {
+    OpCase c = range_case(RangeOp::EMA_UPDATE, "EMA_UPDATE decay " + std::to_string(d).substr(0, 5),
+                          {kSpan}, {kSpan}, [d](const Tensors& in, const Tensors& b) {
+                            Values e(in[0].size());
+                            for (size_t i = 0; i < e.size(); ++i)
+                              e[i] = d * b[0][i] + (1 - d) * in[0][i];
+                            return std::vector<Values>{e};
+                          });
+    c.training.ema_decay = d;
+    v.push_back(c);
+  }
+  return v;
 }
 
 // in [B_PREV_MEAN..B_PREV_VAR, W_BN_BIAS..W_BN_WEIGHT] out [B_EQ_SCALE..B_EQ_BIAS], two
@@ -1702,35 +1897,47 @@ std::vector<OpCase> lars_norms_cases() {
 }
 
 // in_spans [W, G, M, N] out_spans [W, M]: SGD with momentum, each weight
-// tensor's step scaled by its trust ratio eta |w| / (|g| + wd |w|).
+// tensor's step scaled by its trust ratio eta |w| / (|g| + wd |w|); ratio 1
+// where a norm is zero (a weight tensor still all zeros), and no step at all
+// after an overflow.
 std::vector<OpCase> lars_update_cases() {
-  OpCase c = range_case(RangeOp::LARS_UPDATE, "LARS_UPDATE", {kLars, kLars, kLars, 4},
-                        {kLars, kLars}, [](const Tensors& in, const Tensors& b) {
-                          const OptimizerSpec o;
-                          const double lr = 0.1;
-                          Values w = as_double(b[0]), m = as_double(b[1]);
-                          const std::vector<float>& n = in[3];
-                          for (int64_t i = 0; i < kLars; ++i) {
-                            const size_t k = static_cast<size_t>(i);
-                            double rate = 1.0;  // the bias
-                            if (i < kFcW || i >= kFcW + kFcB) {
-                              const double wn = i < kFcW ? n[0] : n[2], gn = i < kFcW ? n[1] : n[3];
-                              rate = o.trust_coefficient * wn / (gn + o.weight_decay * wn);
-                            }
-                            m[k] = o.momentum * m[k] + rate * (in[1][k] + o.weight_decay * w[k]);
-                            w[k] -= lr * m[k];
-                          }
-                          return std::vector<Values>{w, m};
-                        });
-  c.in_span_tensors = {lars_weights(Region::W_FC_WEIGHT), lars_weights(Region::G_FC_WEIGHT),
-                       lars_weights(Region::M_FC_WEIGHT), lars_norm_tensors()};
-  c.out_span_tensors = {lars_weights(Region::W_FC_WEIGHT), lars_weights(Region::M_FC_WEIGHT)};
-  c.scalars = {{ScalarSlot::LR, 0.1f}, {ScalarSlot::UPDATES, 3.0f}};
-  c.prepare = [](Tensors& in) {  // norms are positive
-    for (float& x : in[3]) x = std::fabs(x) + 0.5f;
-  };
-  c.tolerance = 1e-6;
-  return {c};
+  std::vector<OpCase> v;
+  for (const char* kind : {"", " zero weight norm", " after an overflow"}) {
+    const bool zero_norm = kind[1] == 'z', overflow = kind[1] == 'a';
+    OpCase c = range_case(
+        RangeOp::LARS_UPDATE, std::string("LARS_UPDATE") + kind, {kLars, kLars, kLars, 4},
+        {kLars, kLars}, [overflow](const Tensors& in, const Tensors& b) {
+          const OptimizerSpec o;
+          const double lr = 0.1;
+          Values w = as_double(b[0]), m = as_double(b[1]);
+          if (overflow) return std::vector<Values>{w, m};
+          const std::vector<float>& n = in[3];
+          for (int64_t i = 0; i < kLars; ++i) {
+            const size_t k = static_cast<size_t>(i);
+            double rate = 1.0;  // the bias
+            if (i < kFcW || i >= kFcW + kFcB) {
+              const double wn = i < kFcW ? n[0] : n[2], gn = i < kFcW ? n[1] : n[3];
+              if (wn > 0 && gn > 0) rate = o.trust_coefficient * wn / (gn + o.weight_decay * wn);
+            }
+            m[k] = o.momentum * m[k] + rate * (in[1][k] + o.weight_decay * w[k]);
+            w[k] -= lr * m[k];
+          }
+          return std::vector<Values>{w, m};
+        });
+    c.in_span_tensors = {lars_weights(Region::W_FC_WEIGHT), lars_weights(Region::G_FC_WEIGHT),
+                         lars_weights(Region::M_FC_WEIGHT), lars_norm_tensors()};
+    c.out_span_tensors = {lars_weights(Region::W_FC_WEIGHT), lars_weights(Region::M_FC_WEIGHT)};
+    c.scalars = {{ScalarSlot::LR, 0.1f},
+                 {ScalarSlot::UPDATES, 3.0f},
+                 {ScalarSlot::OVERFLOW, overflow ? 1.0f : 0.0f}};
+    c.prepare = [zero_norm](Tensors& in) {  // norms are positive, or the conv weight's zero
+      for (float& x : in[3]) x = std::fabs(x) + 0.5f;
+      if (zero_norm) in[3][2] = 0.0f;
+    };
+    c.tolerance = 1e-6;
+    v.push_back(c);
+  }
+  return v;
 }
 
 // Over two ranks, in place: each rank's span becomes the sum (or mean) of both.
@@ -1751,24 +1958,55 @@ std::vector<OpCase> allreduce_cases(RangeOp op) {
 // here: momentum 0.9, weight decay 5e-4, Adam's betas 0.9 and 0.999, eps 1e-8).
 // The weights and moments are updated in their own bytes: the out spans.
 
-// in_spans [W, G, M] out_spans [W, M]
+// SGD as torch.optim.SGD: the decayed gradient d = g + wd w; with momentum
+// the buffer m = momentum m + d (d itself on the first step) and the step m,
+// or d + momentum m with Nesterov; without momentum (no M span) the step d.
+// No step at all after an overflow.
+struct Sgd {
+  const char* name;
+  double momentum = 0.9, weight_decay = 5e-4;
+  bool nesterov = false, first = false, overflow = false;
+};
+
+const Sgd kSgds[] = {{"SGD_UPDATE"},
+                     {"SGD_UPDATE first step", 0.9, 5e-4, false, true},
+                     {"SGD_UPDATE Nesterov", 0.9, 0.01, true},
+                     {"SGD_UPDATE Nesterov first step", 0.9, 0.01, true, true},
+                     {"SGD_UPDATE without momentum", 0.0, 0.5},
+                     {"SGD_UPDATE after an overflow", 0.9, 5e-4, false, false, true}};
+
+// in_spans [W, G, (M)] out_spans [W, (M)]
 std::vector<OpCase> sgd_cases() {
   std::vector<OpCase> v;
-  for (const bool first : {false, true}) {
-    OpCase c = range_case(
-        RangeOp::SGD_UPDATE, first ? "SGD_UPDATE first step" : "SGD_UPDATE", {kSpan, kSpan, kSpan},
-        {kSpan, kSpan}, [first](const Tensors& in, const Tensors& b) {
-          const OptimizerSpec o;
-          const double lr = 0.1;
-          Values w = as_double(b[0]), m = as_double(b[1]);
-          for (size_t i = 0; i < w.size(); ++i) {
-            const double d = in[1][i] + o.weight_decay * w[i];
-            m[i] = (first ? 0.0 : o.momentum * m[i]) + d;  // torch: the buffer starts as d
-            w[i] -= lr * m[i];
-          }
-          return std::vector<Values>{w, m};
-        });
-    c.scalars = {{ScalarSlot::LR, 0.1f}, {ScalarSlot::UPDATES, first ? 1.0f : 7.0f}};
+  for (const Sgd& o : kSgds) {
+    const bool has_m = o.momentum > 0;
+    std::vector<int64_t> in{kSpan, kSpan, kSpan}, out{kSpan, kSpan};
+    if (!has_m) {
+      in.pop_back();
+      out.pop_back();
+    }
+    OpCase c = range_case(RangeOp::SGD_UPDATE, o.name, in, out,
+                          [o, has_m](const Tensors& g, const Tensors& b) {
+                            const double lr = 0.1;
+                            Values w = as_double(b[0]), m = has_m ? as_double(b[1]) : Values{};
+                            for (size_t i = 0; !o.overflow && i < w.size(); ++i) {
+                              const double d = g[1][i] + o.weight_decay * w[i];
+                              if (!has_m) {
+                                w[i] -= lr * d;
+                                continue;
+                              }
+                              m[i] = (o.first ? 0.0 : o.momentum * m[i]) + d;
+                              w[i] -= lr * (o.nesterov ? d + o.momentum * m[i] : m[i]);
+                            }
+                            if (!has_m) return std::vector<Values>{w};
+                            return std::vector<Values>{w, m};
+                          });
+    c.training.optimizer.momentum = o.momentum;
+    c.training.optimizer.weight_decay = o.weight_decay;
+    c.training.optimizer.nesterov = o.nesterov;
+    c.scalars = {{ScalarSlot::LR, 0.1f},
+                 {ScalarSlot::UPDATES, o.first ? 1.0f : 7.0f},
+                 {ScalarSlot::OVERFLOW, o.overflow ? 1.0f : 0.0f}};
     c.tolerance = 1e-6;
     v.push_back(c);
   }
@@ -1777,27 +2015,35 @@ std::vector<OpCase> sgd_cases() {
 
 // in_spans [W, G, M, V] out_spans [W, M, V]
 std::vector<OpCase> adam_cases() {
-  OpCase c = range_case(RangeOp::ADAM_UPDATE, "ADAM_UPDATE", {kSpan, kSpan, kSpan, kSpan},
-                        {kSpan, kSpan, kSpan}, [](const Tensors& in, const Tensors& b) {
-                          const OptimizerSpec o;
-                          const double lr = 0.01, c1 = 0.2, c2 = 0.05;
-                          Values w = as_double(b[0]), m = as_double(b[1]), v = as_double(b[2]);
-                          for (size_t i = 0; i < w.size(); ++i) {
-                            const double g = in[1][i] + o.weight_decay * w[i];
-                            m[i] = o.beta1 * m[i] + (1 - o.beta1) * g;
-                            v[i] = o.beta2 * v[i] + (1 - o.beta2) * g * g;
-                            w[i] -= lr / c1 * m[i] / (std::sqrt(v[i]) / std::sqrt(c2) + o.adam_eps);
-                          }
-                          return std::vector<Values>{w, m, v};
-                        });
-  c.scalars = {
-      {ScalarSlot::LR, 0.01f}, {ScalarSlot::ADAM_CORR1, 0.2f}, {ScalarSlot::ADAM_CORR2, 0.05f}};
-  c.tolerance = 2e-6;
-  // A second moment is not negative: the out span's V starts as one.
-  c.prepare_before = [](Tensors& before) {
-    for (float& x : before[2]) x = std::fabs(x);
-  };
-  return {c};
+  std::vector<OpCase> cases;
+  for (const bool overflow : {false, true}) {
+    OpCase c =
+        range_case(RangeOp::ADAM_UPDATE, overflow ? "ADAM_UPDATE after an overflow" : "ADAM_UPDATE",
+                   {kSpan, kSpan, kSpan, kSpan}, {kSpan, kSpan, kSpan},
+                   [overflow](const Tensors& in, const Tensors& b) {
+                     const OptimizerSpec o;
+                     const double lr = 0.01, c1 = 0.2, c2 = 0.05;
+                     Values w = as_double(b[0]), m = as_double(b[1]), v = as_double(b[2]);
+                     for (size_t i = 0; !overflow && i < w.size(); ++i) {
+                       const double g = in[1][i] + o.weight_decay * w[i];
+                       m[i] = o.beta1 * m[i] + (1 - o.beta1) * g;
+                       v[i] = o.beta2 * v[i] + (1 - o.beta2) * g * g;
+                       w[i] -= lr / c1 * m[i] / (std::sqrt(v[i]) / std::sqrt(c2) + o.adam_eps);
+                     }
+                     return std::vector<Values>{w, m, v};
+                   });
+    c.scalars = {{ScalarSlot::LR, 0.01f},
+                 {ScalarSlot::ADAM_CORR1, 0.2f},
+                 {ScalarSlot::ADAM_CORR2, 0.05f},
+                 {ScalarSlot::OVERFLOW, overflow ? 1.0f : 0.0f}};
+    c.tolerance = 2e-6;
+    // A second moment is not negative: the out span's V starts as one.
+    c.prepare_before = [](Tensors& before) {
+      for (float& x : before[2]) x = std::fabs(x);
+    };
+    cases.push_back(c);
+  }
+  return cases;
 }
 
 // ---- the table, in enum order -------------------------------------------------
@@ -1908,11 +2154,21 @@ std::string op_name(int op) {
                                   : compute_op_name(static_cast<ComputeOp>(op)));
 }
 
+// The largest difference relative to the largest finite expected value. A
+// NaN or an infinity must be matched exactly: one where none is expected (or
+// none where one is) is an infinite error.
 double worst_error(const std::vector<float>& got, const Values& want) {
   double diff = 0, scale = 1e-30;
   for (size_t i = 0; i < want.size(); ++i) {
-    diff = std::max(diff, std::fabs(double(got[i]) - want[i]));
-    scale = std::max(scale, std::fabs(want[i]));
+    const double g = got[i], w = want[i];
+    if (std::isnan(g) || std::isnan(w)) {
+      if (std::isnan(g) != std::isnan(w)) return INFINITY;
+      continue;
+    }
+    if (std::isfinite(w)) scale = std::max(scale, std::fabs(w));
+    if (g == w) continue;  // equal infinities too
+    if (std::isinf(g) || std::isinf(w)) return INFINITY;
+    diff = std::max(diff, std::fabs(g - w));
   }
   return diff / scale;
 }
@@ -1966,7 +2222,10 @@ class TestBackendOps : public QObject {
       QSKIP(qPrintable(
           QStringLiteral("no case here yet; covered by %1").arg(entry_of(op).elsewhere)));
     std::string why_not;
-    const OpCase c = cases_of(op)[static_cast<size_t>(index)];
+    OpCase c = cases_of(op)[static_cast<size_t>(index)];
+    // Overwriting: the reference adds onto zeros where the case would accumulate.
+    const uint8_t accumulated = c.accumulate;
+    if (static_cast<Mode>(mode) == Mode::OVERWRITE) c.accumulate = 0;
     std::unique_ptr<Backend> b = make_backend(backend.toStdString(), c.world, why_not);
     if (!b) QSKIP(why_not.c_str());
     std::mt19937 rng(1234 + static_cast<unsigned>(op) * 31 + static_cast<unsigned>(index));
@@ -2002,12 +2261,17 @@ class TestBackendOps : public QObject {
                  qPrintable(QStringLiteral("rank %1").arg(r)));
       return;
     }
-    QVERIFY2(
-        run_case(*b, c, c.backend_view ? c.backend_view(in) : in, out, static_cast<Mode>(mode)),
-        "an FP16 output's padding lane is not zero");
-    const std::vector<Values> want = c.reference(in, before);
-    // FP16 outputs are rounded once (2^-11 of the value), accumulated in FP32.
-    double tolerance = fp16 ? std::max(c.tolerance, 4e-3) : c.tolerance;
+    const Tensors handed = c.backend_view ? c.backend_view(in) : in;
+    QVERIFY2(run_case(*b, c, handed, out, static_cast<Mode>(mode)),
+             "an FP16 output's padding lane is not zero");
+    Tensors start = before;
+    if (c.accumulate != accumulated)
+      for (size_t i = 0; i < c.out.size(); ++i)
+        if (accumulated >> i & 1u) std::fill(start[i].begin(), start[i].end(), 0.0f);
+    const std::vector<Values> want = c.reference(in, start);
+    // FP16 outputs are rounded once, from FP32 arithmetic: at most half an FP16
+    // ulp (2^-11 of the largest value) besides what FP32 allows.
+    double tolerance = fp16 ? c.tolerance + 0x1p-11 : c.tolerance;
     if (backend == "cuda" && c.tensor_cores) tolerance = std::max(tolerance, 5e-3);
     QCOMPARE(want.size(), out.size());
     for (size_t i = 0; i < out.size(); ++i) {
@@ -2016,6 +2280,23 @@ class TestBackendOps : public QObject {
           err <= tolerance,
           qPrintable(
               QStringLiteral("output %1: relative error %2 > %3").arg(i).arg(err).arg(tolerance)));
+    }
+    // Forked parts run at once on different streams: each writes its own
+    // output, the bits the parts wrote together, and nothing of the others'.
+    if (static_cast<Mode>(mode) == Mode::PARTS) {
+      const std::vector<ForkPart> parts = fork_parts(c.op, c.out.size() == 3);
+      for (size_t k = 0; k < parts.size(); ++k) {
+        const size_t own = parts[k].part == BwdPart::DW   ? 0
+                           : parts[k].part == BwdPart::DB ? 1
+                                                          : c.out.size() - 1;
+        Tensors alone = before;
+        QVERIFY(run_case(*b, c, handed, alone, Mode::PARTS, static_cast<int>(k)));
+        for (size_t i = 0; i < c.out.size(); ++i)
+          QVERIFY2(alone[i] == (i == own ? out[i] : before[i]),
+                   qPrintable(QStringLiteral("part %1 alone, output %2")
+                                  .arg(bwd_part_name(parts[k].part).data())
+                                  .arg(i)));
+      }
     }
     // The backward against central differences of the plain forward.
     // (In FP32 only, and not on TF32 tensor cores: both round more than the check allows.)
