@@ -7,6 +7,7 @@
 #include <string>
 
 #include <renaissance/error.h>
+#include <renaissance/layer_spec.h>
 #include "compile/layer_lowering.h"
 #include "compile/layer_rewrites.h"
 #include "compile/step_packing.h"
@@ -309,17 +310,19 @@ class GraphEmitter {
   // What the lowering table needs of node v, reading buffer `buf`.
   LoweringInputs lowering_inputs(int v, bool training, int buf) const {
     const LayerNode& node = p_.model.nodes[static_cast<size_t>(v)];
-    const int ports = layer_input_ports(node.type);
+    const int ports = layer_input_ports(node);
     LoweringInputs in;
     in.layer = v;
     in.t = &L(v);
     in.weights = fwd_series();
     in.grads = grad_series();
     in.training = training;
-    in.x = ports > 0 ? input_of(v, 0, buf) : kNoTensor;
-    in.x1 = ports > 1 ? input_of(v, 1, buf) : kNoTensor;
-    in.dx = ports > 0 ? input_grad_of(v, 0) : kNoTensor;
-    in.dx1 = ports > 1 ? input_grad_of(v, 1) : kNoTensor;
+    for (int port = 0; port < ports; ++port) {
+      in.xs.push_back(input_of(v, port, buf));
+      in.dxs.push_back(input_grad_of(v, port));
+    }
+    in.x = ports > 0 ? in.xs[0] : kNoTensor;
+    in.dx = ports > 0 ? in.dxs[0] : kNoTensor;
     in.engine = &cp_.engine;
     in.buffer = buf;
     return in;

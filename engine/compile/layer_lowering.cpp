@@ -111,19 +111,19 @@ GraphNode dropout_backward(const LoweringInputs& in) {
 }
 
 GraphNode add_forward(const LoweringInputs& in) {
-  return compute_node(ComputeOp::ADD_FWD, {in.x, in.x1}, {in.t->out}, in.layer);
+  return compute_node(ComputeOp::ADD_FWD, in.xs, {in.t->out}, in.layer);
 }
 
 GraphNode add_backward(const LoweringInputs& in) {
-  return compute_node(ComputeOp::ADD_BWD, {in.t->grad}, {in.dx, in.dx1}, in.layer);
+  return compute_node(ComputeOp::ADD_BWD, {in.t->grad}, in.dxs, in.layer);
 }
 
 GraphNode concat_forward(const LoweringInputs& in) {
-  return compute_node(ComputeOp::CONCAT_FWD, {in.x, in.x1}, {in.t->out}, in.layer);
+  return compute_node(ComputeOp::CONCAT_FWD, in.xs, {in.t->out}, in.layer);
 }
 
 GraphNode concat_backward(const LoweringInputs& in) {
-  return compute_node(ComputeOp::CONCAT_BWD, {in.t->grad}, {in.dx, in.dx1}, in.layer);
+  return compute_node(ComputeOp::CONCAT_BWD, {in.t->grad}, in.dxs, in.layer);
 }
 
 GraphNode loss_forward(const LoweringInputs& in) {

@@ -16,8 +16,9 @@ struct LoweringInputs {
   ParamSeries weights = ParamSeries::W;  // the series the forward reads
   ParamSeries grads = ParamSeries::G;    // the series the backward writes
   bool training = true;
-  DTensorId x = kNoTensor, x1 = kNoTensor;    // the inputs on ports 0 and 1
-  DTensorId dx = kNoTensor, dx1 = kNoTensor;  // their gradients (none for the Input's)
+  DTensorId x = kNoTensor;         // the input on port 0
+  DTensorId dx = kNoTensor;        // its gradient (none for the Input's)
+  std::vector<DTensorId> xs, dxs;  // every port's input and gradient, port 0 first
   const EngineTensors* engine = nullptr;
   int buffer = 0;  // the input buffer the forward reads (A or B)
 };

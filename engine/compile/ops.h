@@ -45,8 +45,8 @@ enum class ComputeOp : uint8_t {
   FLATTEN_BWD,
   ADD_FWD,
   ADD_BWD,
-  CONCAT_FWD,          // [x0, x1] -> y, channels of x0 first
-  CONCAT_BWD,          // dy -> [dx0, dx1], each its channel slice
+  CONCAT_FWD,          // [x0, x1, ...] -> y, channels in port order
+  CONCAT_BWD,          // dy -> [dx0, dx1, ...], each its channel slice
   SOFTMAX_CE_FWD_BWD,  // loss, top-1, top-5 into R_RESULT and the logits' gradient
   SOFTMAX_CE_FWD,      // evaluation: loss and top-1/top-5 only
   LOSS_SCALE_UPDATE,   // AMP: halve on overflow, grow after clean steps

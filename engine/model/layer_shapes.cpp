@@ -137,11 +137,16 @@ bool add_shape(ShapeQuery& q) {
 }
 
 bool concat_shape(ShapeQuery& q) {
-  const Shape &a = q.inputs[0], &b = q.inputs[1];
-  if (a.n != b.n || a.h != b.h || a.w != b.w)
-    return refuse(q, "inputs differ in height or width: port 0 gets " + dims(a) + ", port 1 gets " +
-                         dims(b) + "; only the channels may differ");
-  q.out.c = a.c + b.c;
+  const Shape& a = q.inputs[0];
+  q.out.c = 0;
+  for (size_t port = 0; port < q.inputs.size(); ++port) {
+    const Shape& b = q.inputs[port];
+    if (a.n != b.n || a.h != b.h || a.w != b.w)
+      return refuse(q, "inputs differ in height or width: port 0 gets " + dims(a) + ", port " +
+                           std::to_string(port) + " gets " + dims(b) +
+                           "; only the channels may differ");
+    q.out.c += b.c;
+  }
   q.flops = 0;  // copies
   return true;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include <renaissance/layer_spec.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 
@@ -121,6 +122,11 @@ constexpr ParamSpec kLeakyReluParams[] = {
                  &LayerParams::negative_slope, "the slope for negative inputs"),
 };
 
+constexpr ParamSpec kConcatParams[] = {
+    int_param("inputs", 2, kMaxInputPorts, &LayerParams::inputs,
+              "how many inputs it joins: ports 0 to inputs - 1, in channel order", false, "in"),
+};
+
 constexpr ParamSpec kLinearParams[] = {
     int_param("out_features", 1, kMaxFeatures, &LayerParams::out_channels, "output features"),
     bias_param(),
@@ -175,6 +181,16 @@ constexpr LayerSpec spec(LayerType type, std::string_view name, std::string_view
   return s;
 }
 
+constexpr LayerSpec concat_spec() {
+  LayerSpec s =
+      spec(LayerType::Concat, "Concat", "concat", &concat_shape, 2, 1, false, LayerGroup::Merge,
+           "Joins 2 to 8 inputs of the same height and width along the channels, in "
+           "port order.",
+           kConcatParams);
+  s.input_count = &LayerParams::inputs;
+  return s;
+}
+
 // In LayerType order.
 constexpr LayerSpec kSpecs[] = {
     spec(LayerType::Input, "Input", "input", &input_shape, 0, 1, false, LayerGroup::InputOutput,
@@ -218,8 +234,7 @@ constexpr LayerSpec kSpecs[] = {
          "Fully connected layer: output features, bias.", kLinearParams, linear_defaults()),
     spec(LayerType::Add, "Add", "add", &add_shape, 2, 1, false, LayerGroup::Merge,
          "Adds two inputs of the same shape (residual connections)."),
-    spec(LayerType::Concat, "Concat", "concat", &concat_shape, 2, 1, false, LayerGroup::Merge,
-         "Joins two inputs of the same height and width along the channels: port 0's first."),
+    concat_spec(),
     spec(LayerType::SoftmaxCrossEntropy, "SoftmaxCrossEntropy", "loss", &loss_shape, 1, 0, false,
          LayerGroup::InputOutput,
          "The loss: softmax and cross-entropy over the classes; exactly one."),
@@ -331,9 +346,11 @@ std::string layer_table_markdown() {
     std::string params;
     for (const ParamSpec& p : spec.params)
       params += (params.empty() ? "" : "; ") + param_cell(spec, p);
-    out += "| `" + std::string(spec.name) + "` | " + std::to_string(spec.inputs) + "/" +
-           std::to_string(spec.outputs) + " | " + (spec.has_weights ? "yes" : "") + " | " +
-           (params.empty() ? "none" : params) + " | " + std::string(spec.description) + " |\n";
+    const std::string ins = std::to_string(spec.inputs) +
+                            (spec.input_count ? "-" + std::to_string(kMaxInputPorts) : "");
+    out += "| `" + std::string(spec.name) + "` | " + ins + "/" + std::to_string(spec.outputs) +
+           " | " + (spec.has_weights ? "yes" : "") + " | " + (params.empty() ? "none" : params) +
+           " | " + std::string(spec.description) + " |\n";
   }
   return out;
 }
@@ -344,6 +361,15 @@ const LayerSpec& layer_spec(LayerType t) noexcept {
 
 std::span<const LayerSpec> layer_specs() noexcept {
   return kSpecs;
+}
+
+int layer_input_ports(const LayerNode& node) noexcept {
+  const LayerSpec& s = layer_spec(node.type);
+  if (!s.input_count) return s.inputs;
+  // The loader and the designer keep the count in bounds; a half-edited
+  // value still draws a sane number of ports.
+  const int64_t n = node.params.*s.input_count;
+  return static_cast<int>(std::clamp<int64_t>(n, s.inputs, kMaxInputPorts));
 }
 
 }  // namespace tr

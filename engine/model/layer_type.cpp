@@ -15,10 +15,6 @@ std::optional<LayerType> layer_type_from_name(std::string_view name) noexcept {
   return std::nullopt;
 }
 
-int layer_input_ports(LayerType t) noexcept {
-  return layer_spec(t).inputs;
-}
-
 int layer_output_ports(LayerType t) noexcept {
   return layer_spec(t).outputs;
 }

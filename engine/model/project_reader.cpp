@@ -524,16 +524,18 @@ void Reader::read_edges(const json& edges, Project& p) {
     }
     if (to >= 0 && to_typed && ports_ok) {
       const LayerNode& n = p.model.nodes[static_cast<size_t>(to)];
-      int inputs = layer_input_ports(n.type);
+      int inputs = layer_input_ports(n);
       Scope s{n.label(), n.id, path};
       std::string field = member(e, "to_port") ? "to_port" : "to";
       if (to_port >= inputs) {
         if (inputs == 0) {
           error(s, field, n.label() + " has no input ports; nothing can feed it");
         } else {
+          const bool counted = layer_spec(n.type).input_count != nullptr;
           error(s, field,
                 "expected an input port of " + n.label() + " in 0.." + std::to_string(inputs - 1) +
-                    ", got " + std::to_string(to_port));
+                    ", got " + std::to_string(to_port) +
+                    (counted ? "; raise its \"inputs\" to join more" : ""));
         }
         ports_ok = false;
       } else {

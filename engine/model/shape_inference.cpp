@@ -19,7 +19,7 @@ class Analyzer {
   ModelAnalysis run() {
     const size_t n = g_.nodes.size();
     a_.nodes.resize(n);
-    a_.producer.assign(n * 2, PortRef{});
+    a_.producer.assign(n * kMaxInputPorts, PortRef{});
     a_.consumers.assign(n, {});
     link_ports();
     find_terminals();
@@ -50,14 +50,14 @@ class Analyzer {
     const int n = static_cast<int>(g_.nodes.size());
     for (const Edge& e : g_.edges) {
       // The loader rejects bad edges; the designer may still hand us one.
-      if (e.from < 0 || e.from >= n || e.to < 0 || e.to >= n || e.to_port < 0 || e.to_port > 1)
+      if (e.from < 0 || e.from >= n || e.to < 0 || e.to >= n || e.to_port < 0 ||
+          e.to_port >= layer_input_ports(g_.nodes[static_cast<size_t>(e.to)]))
         continue;
-      a_.producer[static_cast<size_t>(e.to * 2 + e.to_port)] = {e.from, e.from_port};
+      a_.producer[static_cast<size_t>(e.to * kMaxInputPorts + e.to_port)] = {e.from, e.from_port};
       a_.consumers[static_cast<size_t>(e.from)].push_back({e.to, e.to_port});
     }
     for (int i = 0; i < n; ++i) {
-      const LayerType t = g_.nodes[static_cast<size_t>(i)].type;
-      for (int port = 0; port < layer_input_ports(t); ++port)
+      for (int port = 0; port < layer_input_ports(g_.nodes[static_cast<size_t>(i)]); ++port)
         if (a_.source_of(i, port).node < 0)
           problem(i, "input port " + std::to_string(port) + " is not connected");
     }
@@ -91,8 +91,8 @@ class Analyzer {
     const size_t n = g_.nodes.size();
     std::vector<int> indegree(n, 0);
     for (size_t i = 0; i < n; ++i)
-      for (int port = 0; port < 2; ++port)
-        if (a_.producer[i * 2 + static_cast<size_t>(port)].node >= 0) ++indegree[i];
+      for (int port = 0; port < kMaxInputPorts; ++port)
+        if (a_.producer[i * kMaxInputPorts + static_cast<size_t>(port)].node >= 0) ++indegree[i];
     std::vector<int> ready;
     for (size_t i = 0; i < n; ++i)
       if (indegree[i] == 0) ready.push_back(static_cast<int>(i));
@@ -155,7 +155,7 @@ class Analyzer {
     const LayerNode& node = g_.nodes[static_cast<size_t>(v)];
     const LayerParams& pr = node.params;
     NodeAnalysis& na = a_.nodes[static_cast<size_t>(v)];
-    const int ports = layer_input_ports(node.type);
+    const int ports = layer_input_ports(node);
     for (int port = 0; port < ports; ++port) {
       const PortRef src = a_.source_of(v, port);
       if (src.node < 0 || !a_.nodes[static_cast<size_t>(src.node)].known) return;

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model_editor.h"
 
+#include <renaissance/layer_spec.h>
+
 #include "auto_layout.h"
 #include "edit_node_command.h"
 #include "graph_command.h"
 #include "layer_catalog.h"
 #include "model_edits.h"
 #include "move_nodes_command.h"
+#include "param_names.h"
 #include "set_devices_command.h"
 
 namespace tr::gui {
@@ -54,7 +57,7 @@ bool ModelEditor::connectPorts(int from, int fromPort, int to, int toPort) {
         tr("%1 has no output port %2").arg(QString::fromStdString(src.label())).arg(fromPort));
     return false;
   }
-  if (toPort < 0 || toPort >= layer_input_ports(dst.type)) {
+  if (toPort < 0 || toPort >= layer_input_ports(dst)) {
     emit refused(
         tr("%1 has no input port %2").arg(QString::fromStdString(dst.label())).arg(toPort));
     return false;
@@ -109,6 +112,24 @@ bool ModelEditor::editNode(int index, const LayerNode& node, const QString& fiel
       emit refused(problem);
       return false;
     }
+  }
+  // Another number of input ports (Concat's inputs) redraws the node, and
+  // fewer ports drop the edges into the ones that go: one whole-graph step.
+  const int ports = layer_input_ports(node);
+  if (ports != layer_input_ports(before)) {
+    ModelGraph after = g;
+    after.nodes[static_cast<size_t>(index)] = node;
+    const auto dropped = std::erase_if(
+        after.edges, [&](const Edge& e) { return e.to == index && e.to_port >= ports; });
+    const QString label = param_label(field);
+    QString text =
+        tr("Set %1 of %2 to %3")
+            .arg(label.isEmpty() ? field : in_sentence(label), QString::fromStdString(before.id))
+            .arg(ports);
+    if (dropped > 0)
+      text = tr("%1, dropping %n connection(s)", nullptr, static_cast<int>(dropped)).arg(text);
+    doc_->undoStack()->push(new GraphCommand(doc_, text, g, std::move(after)));
+    return true;
   }
   doc_->undoStack()->push(new EditNodeCommand(doc_, index, before, node, field));
   return true;

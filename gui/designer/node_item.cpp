@@ -26,7 +26,7 @@ bool dark_theme(const QPalette& pal) {
 NodeItem::NodeItem(int index, const LayerNode& node) : index_(index), layerType_(node.type) {
   setFlags(ItemIsMovable | ItemIsSelectable | ItemSendsGeometryChanges);
   setAcceptHoverEvents(true);
-  const int ins = layer_input_ports(node.type);
+  const int ins = layer_input_ports(node);
   for (int p = 0; p < ins; ++p) {
     auto* port = new PortItem(this, true, p);
     port->setPos(kWidth * (p + 1) / (ins + 1), 0);

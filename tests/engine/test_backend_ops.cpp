@@ -1173,36 +1173,86 @@ std::vector<OpCase> add_bwd_cases() {
       "G/GG");
 }
 
-const Shape kCat0{2, 4, 3, 5}, kCat1{2, 4, 3, 3}, kCat{2, 4, 3, 8};
+// The channels of each part: two, and four (one of a single channel, one
+// wider than a vector of the padded FP16 layout).
+const std::vector<int64_t> kCatParts[] = {{5, 3}, {5, 3, 1, 9}};
 
-std::vector<OpCase> concat_fwd_cases() {
-  return one_case(
-      ComputeOp::CONCAT_FWD, "CONCAT_FWD 5+3", LayerType::Concat, {kCat0, kCat1}, {kCat}, 0,
-      [](const Tensors& in, const Tensors&) {
-        Values y;
-        for (int64_t r = 0; r < kCat.n * kCat.h * kCat.w; ++r) {
-          for (int64_t k = 0; k < kCat0.c; ++k)
-            y.push_back(in[0][static_cast<size_t>(r * kCat0.c + k)]);
-          for (int64_t k = 0; k < kCat1.c; ++k)
-            y.push_back(in[1][static_cast<size_t>(r * kCat1.c + k)]);
-        }
-        return std::vector<Values>{y};
-      },
-      "FF/F");
+Shape cat_part(int64_t c) {
+  return {2, 4, 3, c};
 }
 
+std::string cat_name(const char* op, const std::vector<int64_t>& parts) {
+  std::string n = std::string(op) + " ";
+  for (size_t q = 0; q < parts.size(); ++q) n += (q ? "+" : "") + std::to_string(parts[q]);
+  return n;
+}
+
+// The whole tensor's channels split into the parts, one Values per part.
+std::vector<Values> cat_split(const std::vector<float>& whole, const std::vector<int64_t>& parts) {
+  int64_t c = 0;
+  for (int64_t w : parts) c += w;
+  std::vector<Values> out(parts.size());
+  for (size_t i = 0; i < whole.size(); ++i) {
+    int64_t k = static_cast<int64_t>(i) % c;
+    size_t q = 0;
+    while (k >= parts[q]) k -= parts[q++];
+    out[q].push_back(whole[i]);
+  }
+  return out;
+}
+
+std::vector<OpCase> concat_fwd_cases() {
+  std::vector<OpCase> v;
+  for (const std::vector<int64_t>& parts : kCatParts) {
+    std::vector<Shape> in;
+    int64_t c = 0;
+    for (int64_t w : parts) {
+      in.push_back(cat_part(w));
+      c += w;
+    }
+    std::vector<OpCase> one = one_case(
+        ComputeOp::CONCAT_FWD, cat_name("CONCAT_FWD", parts), LayerType::Concat, in, {cat_part(c)},
+        0,
+        [parts](const Tensors& x, const Tensors&) {
+          Values y;
+          for (int64_t r = 0; r < 2 * 4 * 3; ++r)
+            for (size_t q = 0; q < parts.size(); ++q)
+              for (int64_t k = 0; k < parts[q]; ++k)
+                y.push_back(x[q][static_cast<size_t>(r * parts[q] + k)]);
+          return std::vector<Values>{y};
+        },
+        std::string(parts.size(), 'F') + "/F");
+    one[0].layer.params.inputs = static_cast<int64_t>(parts.size());
+    v.push_back(one[0]);
+  }
+  return v;
+}
+
+// The last part accumulates (a slot another consumer wrote first).
 std::vector<OpCase> concat_bwd_cases() {
-  return one_case(
-      ComputeOp::CONCAT_BWD, "CONCAT_BWD 5+3, dx1 accumulating", LayerType::Concat, {kCat},
-      {kCat0, kCat1}, 0b10,
-      [](const Tensors& in, const Tensors& before) {
-        Values d0, d1;
-        for (int64_t r = 0; r < kCat.n * kCat.h * kCat.w; ++r)
-          for (int64_t k = 0; k < kCat.c; ++k)
-            (k < kCat0.c ? d0 : d1).push_back(in[0][static_cast<size_t>(r * kCat.c + k)]);
-        return std::vector<Values>{d0, onto(d1, before[1], true)};
-      },
-      "G/GG");
+  std::vector<OpCase> v;
+  for (const std::vector<int64_t>& parts : kCatParts) {
+    std::vector<Shape> out;
+    int64_t c = 0;
+    for (int64_t w : parts) {
+      out.push_back(cat_part(w));
+      c += w;
+    }
+    const size_t last = parts.size() - 1;
+    std::vector<OpCase> one = one_case(
+        ComputeOp::CONCAT_BWD,
+        cat_name("CONCAT_BWD", parts) + ", dx" + std::to_string(last) + " accumulating",
+        LayerType::Concat, {cat_part(c)}, out, static_cast<uint8_t>(1u << last),
+        [parts, last](const Tensors& in, const Tensors& before) {
+          std::vector<Values> d = cat_split(in[0], parts);
+          d[last] = onto(d[last], before[last], true);
+          return d;
+        },
+        "G/" + std::string(parts.size(), 'G'));
+    one[0].layer.params.inputs = static_cast<int64_t>(parts.size());
+    v.push_back(one[0]);
+  }
+  return v;
 }
 
 // ---- batch normalisation ----------------------------------------------------------

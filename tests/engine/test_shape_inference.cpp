@@ -231,6 +231,38 @@ class TestShapeInference : public QObject {
     QVERIFY2(found, all_messages(a).c_str());
   }
 
+  void concatTakesItsNumberOfInputs() {
+    // Three inputs: the channels in port order; a port left open is named.
+    LayerParams three;
+    three.inputs = 3;
+    ModelBuilder b;
+    b.node("input", LayerType::Input, input(8, 8, 3))
+        .node("a", LayerType::Conv2d, square_conv(4, 3, 1, 1))
+        .node("b", LayerType::Conv2d, square_conv(6, 1))
+        .node("cat", LayerType::Concat, three)
+        .node("gap", LayerType::GlobalAvgPool)
+        .node("fc", LayerType::Linear, linear(10))
+        .node("loss", LayerType::SoftmaxCrossEntropy)
+        .chain({"input", "a", "cat", "gap", "fc", "loss"})
+        .edge("input", "b")
+        .edge("b", "cat", 1)
+        .edge("a", "cat", 2);
+    Project p = b.build();
+    ModelAnalysis a = analyze_model(p, 2);
+    QCOMPARE(shape(a, p, "cat"), (Shape{2, 8, 8, 14}));
+    QCOMPARE(a.source_of(p.model.find("cat"), 2).node, p.model.find("a"));
+    p.model.nodes[static_cast<size_t>(p.model.find("cat"))].params.inputs = 4;
+    a = analyze_model(p, 2);
+    bool open = false;
+    for (const Diagnostic& d : a.problems)
+      open |= d.node_id == "cat" && d.message == "input port 3 is not connected";
+    QVERIFY2(open, all_messages(a).c_str());
+    // Two inputs again: the edge into port 2 no longer counts.
+    p.model.nodes[static_cast<size_t>(p.model.find("cat"))].params.inputs = 2;
+    a = analyze_model(p, 2);
+    QCOMPARE(shape(a, p, "cat"), (Shape{2, 8, 8, 10}));
+  }
+
   void convForwardFlops() {
     const Project p = lenet().build();
     const int64_t n = 16;

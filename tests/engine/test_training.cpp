@@ -241,13 +241,15 @@ class TestTraining : public QObject {
   }
 
   void concatenatedBranchesTrain() {
-    // An Inception-like block: a 3x3 and a 1x1 branch joined along the
-    // channels (6 + 2), then a Concat of one tensor with itself (both of its
-    // gradient slices into one slot).
+    // A DenseNet-like block: a 3x3 and a 1x1 branch joined along the channels
+    // with the block's input (6 + 2 + 8), then a Concat of one tensor with
+    // itself on three ports (all three gradient slices into one slot).
     Project p = small_project();
     ModelBuilder b;
     b.project() = p;
     b.project().model = {};
+    LayerParams three;
+    three.inputs = 3;
     b.node("in", LayerType::Input, input(8, 8, 1))
         .node("conv1", LayerType::Conv2d, conv(8, 3, 3, 1, 1, 1, 1, false))
         .node("bn1", LayerType::BatchNorm2d)
@@ -255,21 +257,24 @@ class TestTraining : public QObject {
         .node("a", LayerType::Conv2d, conv(6, 3, 3, 1, 1, 1, 1, true))
         .node("relu_a", LayerType::ReLU)
         .node("b", LayerType::Conv2d, conv(2, 1, 1, 1, 1, 0, 0, true))
-        .node("cat", LayerType::Concat)
-        .node("twice", LayerType::Concat)
+        .node("cat", LayerType::Concat, three)
+        .node("thrice", LayerType::Concat, three)
         .node("bn2", LayerType::BatchNorm2d)
         .node("relu2", LayerType::ReLU)
         .node("gap", LayerType::GlobalAvgPool)
         .node("fc", LayerType::Linear, linear(4))
         .node("loss", LayerType::SoftmaxCrossEntropy)
-        .chain({"in", "conv1", "bn1", "relu1", "a", "relu_a", "cat", "twice", "bn2", "relu2", "gap",
-                "fc", "loss"})
+        .chain({"in", "conv1", "bn1", "relu1", "a", "relu_a", "cat", "thrice", "bn2", "relu2",
+                "gap", "fc", "loss"})
         .edge("relu1", "b")
         .edge("b", "cat", 1)
-        .edge("cat", "twice", 1);
+        .edge("relu1", "cat", 2)
+        .edge("cat", "thrice", 1)
+        .edge("cat", "thrice", 2);
     p = b.build();
     const CompiledProject cp = compile_project(p);
-    QCOMPARE(cp.plans.front().get_dtensor(cp.layers[8].out).shape.c, int64_t{16});
+    QCOMPARE(cp.plans.front().get_dtensor(cp.layers[7].out).shape.c, int64_t{16});
+    QCOMPARE(cp.plans.front().get_dtensor(cp.layers[8].out).shape.c, int64_t{48});
     const Run rewritten = run(p);
     const Run plain = run(p, {}, {false, false, false});
     QVERIFY(same_losses(rewritten, plain, "rewritten against plain"));

@@ -364,6 +364,55 @@ class TestDesigner : public QObject {
     QCOMPARE(into, 2);
   }
 
+  void concatInputsSetItsPorts() {
+    // A Concat's inputs, set in the properties panel: the node redraws with
+    // that many ports; fewer ports drop the edges into the ones that go, in
+    // one undo step that brings them back.
+    Designer d;
+    ModelEditor& e = d.editor;
+    const int in = e.addLayer(LayerType::Input, {0, 0});
+    const int c1 = e.addLayer(LayerType::Conv2d, {0, 90});
+    const int r1 = e.addLayer(LayerType::ReLU, {-150, 180});
+    const int t1 = e.addLayer(LayerType::Tanh, {150, 180});
+    const int cat = e.addLayer(LayerType::Concat, {0, 270});
+    QVERIFY(e.connectPorts(in, 0, c1, 0));
+    QVERIFY(e.connectPorts(c1, 0, r1, 0));
+    QVERIFY(e.connectPorts(c1, 0, t1, 0));
+    QVERIFY(e.connectPorts(r1, 0, cat, 0));
+    QVERIFY(e.connectPorts(t1, 0, cat, 1));
+    QVERIFY(d.node("concat1") && !d.node("concat1")->inputPort(2));
+    QVERIFY(!e.connectPorts(c1, 0, cat, 2));
+    QVERIFY(d.refusals.last().contains("has no input port 2"));
+
+    d.scene()->selectNodes({cat});
+    auto* inputs = qobject_cast<QSpinBox*>(d.properties.fieldEditor("params.inputs"));
+    QVERIFY(inputs);
+    QCOMPARE(inputs->value(), 2);
+    QCOMPARE(inputs->minimum(), 2);
+    QCOMPARE(inputs->maximum(), 8);
+    inputs->setValue(3);
+    QVERIFY(d.node("concat1")->inputPort(2));
+    d.connectByMouse("conv1", "concat1", 2);
+    QCOMPARE(d.doc.project().model.edges.size(), size_t{6});
+    const ModelAnalysis& a = d.doc.analysis();
+    QCOMPARE(a.nodes[static_cast<size_t>(cat)].output.c, int64_t{3 * 16});
+
+    const int steps = d.doc.undoStack()->count();
+    d.scene()->selectNodes({cat});
+    inputs = qobject_cast<QSpinBox*>(d.properties.fieldEditor("params.inputs"));
+    QVERIFY(inputs);
+    inputs->setValue(2);
+    QVERIFY(!d.node("concat1")->inputPort(2));
+    QCOMPARE(d.doc.project().model.edges.size(), size_t{5});
+    QCOMPARE(d.doc.undoStack()->count(), steps + 1);
+    QVERIFY2(d.doc.undoStack()->undoText().contains("dropping 1 connection"),
+             qPrintable(d.doc.undoStack()->undoText()));
+    d.doc.undoStack()->undo();
+    QCOMPARE(d.doc.project().model.edges.size(), size_t{6});
+    QVERIFY(d.node("concat1")->inputPort(2));
+    QCOMPARE(d.doc.project().model.nodes[static_cast<size_t>(cat)].params.inputs, int64_t{3});
+  }
+
   void problemsAreMarkedOnNodes() {
     Designer d;
     const int conv = d.editor.addLayer(LayerType::Conv2d, {0, 0});

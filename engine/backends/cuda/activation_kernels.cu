@@ -103,23 +103,28 @@ __global__ void sum_kernel(uint64_t n, Rows<const T> a, Rows<const T> b, bool ha
 }
 
 template <class T>
-__global__ void concat_fwd_kernel(uint64_t rows, Rows<const T> x0, Rows<const T> x1, Rows<T> y) {
-  const uint64_t stride = static_cast<uint64_t>(y.stride), c0 = static_cast<uint64_t>(x0.cols);
-  const uint64_t c = c0 + static_cast<uint64_t>(x1.cols);
+__global__ void concat_fwd_kernel(uint64_t rows, ConcatParts x, Rows<T> y) {
+  const uint64_t stride = static_cast<uint64_t>(y.stride);
   for (uint64_t i = first_index(); i < rows * stride; i += grid_stride()) {
     const uint64_t r = i / stride, k = i - r * stride;
-    float v = 0.0f;
-    if (k < c0)
-      v = load(x0.p, r * static_cast<uint64_t>(x0.stride) + k);
-    else if (k < c)
-      v = load(x1.p, r * static_cast<uint64_t>(x1.stride) + (k - c0));
+    float v = 0.0f;  // y's padding lanes
+    uint64_t from = 0;
+    for (int q = 0; q < x.count; ++q) {
+      const FeatureView& p = x.part[q];
+      const uint64_t cq = static_cast<uint64_t>(p.cols);
+      if (k < from + cq) {
+        v = load(static_cast<const T*>(p.data), r * static_cast<uint64_t>(p.stride) + (k - from));
+        break;
+      }
+      from += cq;
+    }
     store(y.p, i, v);
   }
 }
 
 template <class T>
-__global__ void concat_bwd_kernel(uint64_t rows, Rows<const T> dy, uint64_t from, Rows<T> dx,
-                                  bool accumulate, bool twice) {
+__global__ void concat_bwd_kernel(uint64_t rows, Rows<const T> dy, ConcatSlices slices, Rows<T> dx,
+                                  bool accumulate) {
   const uint64_t stride = static_cast<uint64_t>(dx.stride), cq = static_cast<uint64_t>(dx.cols);
   for (uint64_t i = first_index(); i < rows * stride; i += grid_stride()) {
     const uint64_t r = i / stride, k = i - r * stride;
@@ -127,9 +132,12 @@ __global__ void concat_bwd_kernel(uint64_t rows, Rows<const T> dy, uint64_t from
       store(dx.p, i, 0.0f);
       continue;
     }
-    const uint64_t at = r * static_cast<uint64_t>(dy.stride) + from + k;
-    float v = accumulate ? load(dx.p, i) + load(dy.p, at) : load(dy.p, at);
-    if (twice) v = v + load(dy.p, at + cq);
+    const uint64_t at = r * static_cast<uint64_t>(dy.stride) + k;
+    // A copy keeps -0: no add of a zero unless one is asked for.
+    const uint64_t first = at + static_cast<uint64_t>(slices.from[0]);
+    float v = accumulate ? load(dx.p, i) + load(dy.p, first) : load(dy.p, first);
+    for (int s = 1; s < slices.count; ++s)
+      v = v + load(dy.p, at + static_cast<uint64_t>(slices.from[s]));
     store(dx.p, i, v);
   }
 }
@@ -218,25 +226,25 @@ cudaError_t launch_activation_bwd(Activation f, float slope, Elem e, uint64_t n,
   return cudaErrorInvalidValue;
 }
 
-cudaError_t launch_concat_fwd(Elem e, uint64_t rows, FeatureView x0, FeatureView x1, FeatureView y,
+cudaError_t launch_concat_fwd(Elem e, uint64_t rows, const ConcatParts& x, FeatureView y,
                               cudaStream_t stream) {
   if (rows == 0) return cudaGetLastError();
   dispatch(e, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     concat_fwd_kernel<<<blocks_for(rows * static_cast<uint64_t>(y.stride)), kThreads, 0, stream>>>(
-        rows, Rows<const T>(x0), Rows<const T>(x1), Rows<T>(y));
+        rows, x, Rows<T>(y));
     return 0;
   });
   return cudaGetLastError();
 }
 
-cudaError_t launch_concat_bwd(Elem e, uint64_t rows, FeatureView dy, int64_t from, FeatureView dx,
-                              bool accumulate, bool twice, cudaStream_t stream) {
+cudaError_t launch_concat_bwd(Elem e, uint64_t rows, FeatureView dy, const ConcatSlices& slices,
+                              FeatureView dx, bool accumulate, cudaStream_t stream) {
   if (rows == 0) return cudaGetLastError();
   dispatch(e, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     concat_bwd_kernel<<<blocks_for(rows * static_cast<uint64_t>(dx.stride)), kThreads, 0, stream>>>(
-        rows, Rows<const T>(dy), static_cast<uint64_t>(from), Rows<T>(dx), accumulate, twice);
+        rows, Rows<const T>(dy), slices, Rows<T>(dx), accumulate);
     return 0;
   });
   return cudaGetLastError();

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include <renaissance/layer_type.h>
 #include "backends/cuda/feature_view.h"
 #include "compile/ops.h"
 
@@ -36,14 +37,26 @@ cudaError_t launch_activation_bwd(Activation f, float slope, Elem e, uint64_t n,
 cudaError_t launch_sum(Elem e, uint64_t n, FeatureView a, const FeatureView* b, FeatureView y,
                        bool accumulate, cudaStream_t stream);
 
+// The inputs of a concatenation, in port order (by value into the kernel).
+struct ConcatParts {
+  FeatureView part[kMaxInputPorts];
+  int count = 0;
+};
+// The slices of dy one gradient tensor takes: more than one when several
+// ports read the same tensor (x concatenated with itself).
+struct ConcatSlices {
+  int64_t from[kMaxInputPorts] = {};
+  int count = 0;
+};
+
 // Channel concatenation over `rows` (N*H*W) positions, each view one row per
 // position (cols: its channels, stride: their padded width): y's channels are
-// x0's then x1's, y's padding lanes zero.
-cudaError_t launch_concat_fwd(Elem e, uint64_t rows, FeatureView x0, FeatureView x1, FeatureView y,
+// the parts' in order, y's padding lanes zero.
+cudaError_t launch_concat_fwd(Elem e, uint64_t rows, const ConcatParts& x, FeatureView y,
                               cudaStream_t stream);
-// dx (+)= dy's channels [from, from + dx.cols); with `twice` (both outputs
-// one tensor) dx (+)= dy[from..] + dy[from + dx.cols..] in one pass, rounding once.
-cudaError_t launch_concat_bwd(Elem e, uint64_t rows, FeatureView dy, int64_t from, FeatureView dx,
-                              bool accumulate, bool twice, cudaStream_t stream);
+// dx (+)= the sum of dy's channels [from, from + dx.cols) over the slices, in
+// one pass that rounds once.
+cudaError_t launch_concat_bwd(Elem e, uint64_t rows, FeatureView dy, const ConcatSlices& slices,
+                              FeatureView dx, bool accumulate, cudaStream_t stream);
 
 }  // namespace tr::cuda

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/activation_kernels.h"
 #include "backends/cuda/bn_launchers.h"
@@ -14,6 +15,7 @@
 #include "backends/cuda/operand_checks.h"
 #include "backends/cuda/pooling_kernels.h"
 #include "backends/cuda/softmax_kernels.h"
+#include "runtime/concat_slices.h"
 
 namespace tr::cuda::compute {
 
@@ -285,42 +287,69 @@ uint64_t positions_of(const Shape& s) {
   return static_cast<uint64_t>(s.n * s.h * s.w);
 }
 
+namespace {
+
+constexpr const char* kPortNames[kMaxInputPorts] = {"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7"};
+constexpr const char* kGradNames[kMaxInputPorts] = {"dx0", "dx1", "dx2", "dx3",
+                                                    "dx4", "dx5", "dx6", "dx7"};
+
+void require_ports(const char* op, const KernelArgs& a, size_t ports) {
+  if (ports < 1 || ports > static_cast<size_t>(kMaxInputPorts))
+    fail_operand(op, a,
+                 "joins " + std::to_string(ports) + " parts; a concatenation takes 1 to " +
+                     std::to_string(kMaxInputPorts));
+}
+
+}  // namespace
+
 void concat_fwd(const KernelArgs& a, cudaStream_t stream) {
   constexpr const char* op = "CONCAT_FWD";
-  const Elem e = common_elem(op, a, {{&a.in[0], "x0"}, {&a.in[1], "x1"}, {&a.out[0], "y"}});
-  const Shape &s0 = a.in[0].shape(), &s1 = a.in[1].shape(), &s = a.out[0].shape();
-  if (s0.n != s.n || s0.h != s.h || s0.w != s.w || s1.n != s.n || s1.h != s.h || s1.w != s.w ||
-      s0.c + s1.c != s.c)
-    fail_operand(op, a, "y should have the inputs' height and width and their channels together");
-  launched(launch_concat_fwd(e, positions_of(s), channel_rows(a.in[0]), channel_rows(a.in[1]),
-                             channel_rows(a.out[0]), stream),
-           op);
+  require_ports(op, a, a.in.size());
+  std::vector<Operand> operands{{&a.out[0], "y"}};
+  for (size_t q = 0; q < a.in.size(); ++q) {
+    check_present(op, a, a.in[q], kPortNames[q]);
+    operands.push_back({&a.in[q], kPortNames[q]});
+  }
+  const Elem e = common_elem(op, a, operands);
+  const Shape& s = a.out[0].shape();
+  ConcatParts parts;
+  int64_t channels = 0;
+  for (const TensorArg& x : a.in) {
+    const Shape& sq = x.shape();
+    if (sq.n != s.n || sq.h != s.h || sq.w != s.w)
+      fail_operand(op, a, "y should have the inputs' height and width");
+    channels += sq.c;
+    parts.part[parts.count++] = channel_rows(x);
+  }
+  if (channels != s.c) fail_operand(op, a, "y should have the inputs' channels together");
+  launched(launch_concat_fwd(e, positions_of(s), parts, channel_rows(a.out[0]), stream), op);
 }
 
 void concat_bwd(const KernelArgs& a, cudaStream_t stream) {
   constexpr const char* op = "CONCAT_BWD";
-  const TensorArg none{};
-  const Elem e = common_elem(op, a,
-                             {{&a.in[0], "dy"},
-                              {has_out(a, 0) ? &a.out[0] : &none, "dx0"},
-                              {has_out(a, 1) ? &a.out[1] : &none, "dx1"}});
+  require_ports(op, a, a.out.size());
+  std::vector<Operand> operands{{&a.in[0], "dy"}};
+  for (size_t q = 0; q < a.out.size(); ++q) operands.push_back({&a.out[q], kGradNames[q]});
+  const Elem e = common_elem(op, a, operands);
   const Shape& s = a.in[0].shape();
-  const int64_t c0 = has_out(a, 0)   ? a.out[0].shape().c
-                     : has_out(a, 1) ? s.c - a.out[1].shape().c
-                                     : 0;
+  std::vector<int64_t> from;
+  std::string error;
+  if (!concat_slices(a.out, s.c, from, error)) fail_operand(op, a, error);
   const FeatureView dy = channel_rows(a.in[0]);
-  // Both outputs one tensor (x with itself): one pass adds both slices.
-  if (has_out(a, 0) && has_out(a, 1) && a.out[0].data == a.out[1].data) {
-    launched(launch_concat_bwd(e, positions_of(s), dy, 0, channel_rows(a.out[0]), a.accumulate(0),
-                               true, stream),
+  // Ports that read one tensor (x with itself) add their slices in one pass,
+  // rounding once; the first of them says whether it adds onto the slot.
+  for (size_t q = 0; q < a.out.size(); ++q) {
+    if (!has_out(a, q)) continue;
+    bool seen = false;
+    for (size_t p = 0; p < q; ++p) seen = seen || (has_out(a, p) && a.out[p].data == a.out[q].data);
+    if (seen) continue;
+    ConcatSlices slices;
+    for (size_t p = q; p < a.out.size(); ++p)
+      if (has_out(a, p) && a.out[p].data == a.out[q].data) slices.from[slices.count++] = from[p];
+    launched(launch_concat_bwd(e, positions_of(s), dy, slices, channel_rows(a.out[q]),
+                               a.accumulate(q), stream),
              op);
-    return;
   }
-  for (size_t q = 0; q < 2; ++q)
-    if (has_out(a, q))
-      launched(launch_concat_bwd(e, positions_of(s), dy, q == 0 ? 0 : c0, channel_rows(a.out[q]),
-                                 a.accumulate(q), false, stream),
-               op);
 }
 
 void dropout_fwd(const KernelArgs& a, cudaStream_t stream) {

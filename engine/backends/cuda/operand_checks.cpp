@@ -55,6 +55,10 @@ Elem float_elem(const char* op, const KernelArgs& a, const TensorArg& t, const c
 }
 
 Elem common_elem(const char* op, const KernelArgs& a, std::initializer_list<Operand> operands) {
+  return common_elem(op, a, std::vector<Operand>(operands));
+}
+
+Elem common_elem(const char* op, const KernelArgs& a, const std::vector<Operand>& operands) {
   const Operand* first = nullptr;
   Elem e = Elem::F32;
   for (const Operand& o : operands) {

@@ -44,6 +44,7 @@ struct Operand {
 // The one storage every present operand has; fails when they mix FP32 and
 // FP16 (no AMP plan does) or one is neither.
 Elem common_elem(const char* op, const KernelArgs& a, std::initializer_list<Operand> operands);
+Elem common_elem(const char* op, const KernelArgs& a, const std::vector<Operand>& operands);
 
 // Fails unless every present operand's rows are `stride` elements apart.
 void require_stride(const char* op, const KernelArgs& a, int64_t stride,

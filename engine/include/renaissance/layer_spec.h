@@ -85,6 +85,9 @@ struct LayerSpec {
   std::string_view name;     // in the project file
   std::string_view id_base;  // a new node's id: "conv" -> conv1, conv2, ...
   int inputs = 1, outputs = 1;
+  // Set: the node's input ports are this parameter (Concat's `inputs`), and
+  // `inputs` above is the least.
+  int64_t LayerParams::*input_count = nullptr;
   bool has_weights = false;
   LayerGroup group = LayerGroup::Dense;
   std::string_view description;  // one sentence, for the palette and the docs
@@ -99,6 +102,10 @@ struct LayerSpec {
 // The entry of `t`; every LayerType has one (checked at compile time).
 const LayerSpec& layer_spec(LayerType t) noexcept;
 std::span<const LayerSpec> layer_specs() noexcept;
+
+// The input ports of `node`: its type's, or its own count where the type
+// takes that as a parameter.
+int layer_input_ports(const LayerNode& node) noexcept;
 
 // A layer's parameters in a few characters: "16 k3 s1 p1", "28x28x1",
 // "p=0.5" (the plan's tables) or, in the designer's style, "16 · k3 · s1 · p1".

@@ -55,8 +55,11 @@ inline constexpr LayerType kAllLayerTypes[] = {
 std::string_view layer_type_name(LayerType t) noexcept;
 std::optional<LayerType> layer_type_from_name(std::string_view name) noexcept;
 
-// Input ports the layer consumes (Add: 2, Input: 0, others: 1).
-int layer_input_ports(LayerType t) noexcept;
+// The most input ports a layer has (a backward's accumulate mask holds 8 outputs).
+constexpr int kMaxInputPorts = 8;
+
+// (A node's input ports: layer_input_ports(const LayerNode&) in layer_spec.h,
+// since Concat takes its number as a parameter.)
 // Output ports it produces (SoftmaxCrossEntropy is a sink: 0).
 int layer_output_ports(LayerType t) noexcept;
 // True for layers that own trainable parameters.

@@ -35,6 +35,8 @@ struct LayerParams {
   double p = 0.5;
   // LeakyReLU: the slope for x < 0
   double negative_slope = 0.01;
+  // Concat: how many inputs it joins (ports 0 .. inputs - 1, in channel order)
+  int64_t inputs = 2;
 
   bool operator==(const LayerParams&) const = default;
 };

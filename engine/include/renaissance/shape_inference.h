@@ -31,8 +31,8 @@ struct PortRef {
 struct ModelAnalysis {
   std::vector<NodeAnalysis> nodes;
   std::vector<Diagnostic> problems;
-  std::vector<int> order;                       // topological order (complete when acyclic)
-  std::vector<PortRef> producer;                // per node*2+port: who feeds that input port
+  std::vector<int> order;         // topological order (complete when acyclic)
+  std::vector<PortRef> producer;  // per node * kMaxInputPorts + port: who feeds that input port
   std::vector<std::vector<PortRef>> consumers;  // per node: who reads its output
   int input_node = -1;
   int loss_node = -1;
@@ -42,7 +42,7 @@ struct ModelAnalysis {
 
   bool ok() const noexcept { return problems.empty(); }
   const PortRef& source_of(int node, int port) const {
-    return producer[static_cast<size_t>(node * 2 + port)];
+    return producer[static_cast<size_t>(node * kMaxInputPorts + port)];
   }
 };
 

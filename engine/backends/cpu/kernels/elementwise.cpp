@@ -3,10 +3,14 @@
 #include "backends/cpu/kernels/elementwise.h"
 
 #include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "backends/cpu/kernels/half_staging.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/parallel.h"
+#include "runtime/concat_slices.h"
 
 namespace tr::cpu {
 
@@ -58,36 +62,43 @@ void add_bwd(const KernelArgs& a) {
 
 void concat_fwd(const KernelArgs& a) {
   if (detail::run_fp16_staged(a, concat_fwd)) return;
-  const int64_t c0 = a.in[0].shape().c, c1 = a.in[1].shape().c, c = c0 + c1;
+  const int64_t c = a.out[0].shape().c;
   const int64_t rows = a.out[0].shape().elements() / c;
-  const float* x0 = a.in[0].f32();
-  const float* x1 = a.in[1].f32();
   float* y = a.out[0].f32();
   parallel_ranges(rows, rows * c, [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
-      std::memcpy(y + r * c, x0 + r * c0, static_cast<size_t>(c0) * sizeof(float));
-      std::memcpy(y + r * c + c0, x1 + r * c1, static_cast<size_t>(c1) * sizeof(float));
+      int64_t from = 0;
+      for (const TensorArg& x : a.in) {
+        const int64_t cq = x.shape().c;
+        std::memcpy(y + r * c + from, x.f32() + r * cq, static_cast<size_t>(cq) * sizeof(float));
+        from += cq;
+      }
     }
   });
 }
 
 void concat_bwd(const KernelArgs& a) {
-  if (!has_out(a, 0) && !has_out(a, 1)) return;
+  bool any = false;
+  for (size_t q = 0; q < a.out.size(); ++q) any = any || has_out(a, q);
+  if (!any) return;
   if (detail::run_fp16_staged(a, concat_bwd)) return;
   const int64_t c = a.in[0].shape().c;
   const int64_t rows = a.in[0].shape().elements() / c;
-  const int64_t c0 = has_out(a, 0) ? a.out[0].shape().c : c - a.out[1].shape().c;
+  std::vector<int64_t> from;
+  std::string error;
+  if (!concat_slices(a.out, c, from, error))
+    throw std::invalid_argument("CONCAT_BWD" + a.where() + ": " + error);
   const float* dy = a.in[0].f32();
-  // Out 0 first, all of it: when both outputs are one tensor (x concatenated
-  // with itself), out[1] carries the accumulate flag and adds onto it.
-  for (size_t q = 0; q < 2; ++q) {
+  // In port order: when two outputs are one tensor (x concatenated with
+  // itself), the later one carries the accumulate flag and adds onto it.
+  for (size_t q = 0; q < a.out.size(); ++q) {
     if (!has_out(a, q)) continue;
-    const int64_t from = q == 0 ? 0 : c0, width = q == 0 ? c0 : c - c0;
+    const int64_t width = a.out[q].shape().c;
     float* dx = a.out[q].f32();
     const bool acc = a.accumulate(q);
     parallel_ranges(rows, rows * width, [&](int64_t lo, int64_t hi) {
       for (int64_t r = lo; r < hi; ++r) {
-        const float* src = dy + r * c + from;
+        const float* src = dy + r * c + from[q];
         float* dst = dx + r * width;
         if (acc)
           for (int64_t k = 0; k < width; ++k) dst[k] += src[k];
