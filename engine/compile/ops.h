@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The operations graph nodes name: ComputeOp (one layer's kernel on DTensor
-// ids) and RangeOp (one launch over a whole span of regions).
+// ids) and RangeOp (one launch over a whole span of regions), and one table
+// row per op with what the compiler and the runtime need to know of it (its
+// name, its stream, whether it may work in place or forks). An op is added
+// here (enum and row), in each backend's kernel table and in engine.backend_ops.
 #pragma once
 
 #include <cstdint>
 #include <string_view>
+
+#include <renaissance/stream_kind.h>
 
 namespace tr {
 
@@ -95,6 +100,33 @@ constexpr bool activation_backward_reads_output(Activation a) noexcept {
 
 // Parts of a forked backward op.
 enum class BwdPart : uint8_t { DW, DB, DX };
+
+struct ComputeOpInfo {
+  ComputeOp op = ComputeOp::NUM_COMPUTE_OPS;
+  std::string_view name;
+  // The stream it runs on (ENGINE.md §4); a forked op's parts run on three,
+  // and this one is the stream downstream work waits for.
+  StreamKind stream = StreamKind::UPDATE;
+  bool in_place = false;  // its output may take its first input's bytes
+  bool forks = false;     // a backward in parts: dW, (dB,) dX (see fork_parts)
+  // Batch-norm training: with SyncBatchNorm its statistics (and its
+  // backward's sums) are summed across ranks inside the op.
+  bool bn_training = false;
+};
+
+struct RangeOpInfo {
+  RangeOp op = RangeOp::NUM_RANGE_OPS;
+  std::string_view name;
+  StreamKind stream = StreamKind::UPDATE;
+  bool collective = false;  // runs through the collectives, not through a kernel
+  // LARS: each of its three region groups on its own compute stream, by the
+  // node's first span (stream_for(const GraphNode&)).
+  bool stream_by_group = false;
+};
+
+// The op's row; an op out of range gets a row named "?" on UPDATE.
+const ComputeOpInfo& compute_op_info(ComputeOp op) noexcept;
+const RangeOpInfo& range_op_info(RangeOp op) noexcept;
 
 std::string_view compute_op_name(ComputeOp op) noexcept;
 std::string_view range_op_name(RangeOp op) noexcept;

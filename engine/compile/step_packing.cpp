@@ -54,9 +54,6 @@ int peak_position(const std::vector<PoolItem>& items, size_t positions) {
 
 }  // namespace
 
-bool may_write_in_place(ComputeOp op) noexcept {
-  return op == ComputeOp::RELU_FWD || op == ComputeOp::ADD_FWD;
-}
 
 void pack_step_local(CompiledProject& cp) {
   refuse_shared_step_locals(cp);
@@ -77,7 +74,7 @@ void pack_step_local(CompiledProject& cp) {
       const StepPosition& at = life.order[p];
       if (!g || g->id != at.graph) g = cp.find_graph(at.graph, static_cast<int>(v));
       const GraphNode& n = g->nodes[static_cast<size_t>(at.node)];
-      if (n.kind != NodeKind::COMPUTE || !may_write_in_place(n.op) || n.outputs.empty() ||
+      if (n.kind != NodeKind::COMPUTE || !compute_op_info(n.op).in_place || n.outputs.empty() ||
           n.accumulate_mask)
         continue;
       const int y = entry[static_cast<size_t>(n.outputs[0])];

@@ -10,9 +10,6 @@
 
 namespace tr {
 
-// Ops whose kernels (every backend's) may write output 0 over an input of
-// the same shape and type, element by element.
-bool may_write_in_place(ComputeOp op) noexcept;
 
 // Places every variant's pool and finalizes the plans; fills cp.pools.
 // Throws std::logic_error on a graph captured for all variants that touches

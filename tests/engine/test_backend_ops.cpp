@@ -320,7 +320,7 @@ std::vector<Mode> modes_of(const OpCase& c) {
   if (!c.in_roles.empty()) m.push_back(Mode::FP16);
   if (c.range == RangeOp::NUM_RANGE_OPS && !fork_parts(c.op, c.out.size() == 3).empty())
     m.push_back(Mode::PARTS);
-  if (c.range == RangeOp::NUM_RANGE_OPS && may_write_in_place(c.op) && c.accumulate == 0)
+  if (c.range == RangeOp::NUM_RANGE_OPS && compute_op_info(c.op).in_place && c.accumulate == 0)
     m.push_back(Mode::IN_PLACE);
   if (c.range == RangeOp::NUM_RANGE_OPS && c.accumulate != 0) m.push_back(Mode::OVERWRITE);
   return m;

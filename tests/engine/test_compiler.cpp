@@ -1587,8 +1587,8 @@ class TestCompiler : public QObject {
       QCOMPARE(plan.get_dtensor(layer(r8, "s1b1_relu").out).offset,
                plan.get_dtensor(layer(r8, "s1b1_add").out).offset);
     }
-    QVERIFY(may_write_in_place(ComputeOp::RELU_FWD));
-    QVERIFY(!may_write_in_place(ComputeOp::CONV_FWD));
+    QVERIFY(compute_op_info(ComputeOp::RELU_FWD).in_place);
+    QVERIFY(!compute_op_info(ComputeOp::CONV_FWD).in_place);
   }
 
   void rewritesShrinkThePlan() {
