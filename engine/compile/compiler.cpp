@@ -154,44 +154,17 @@ class TensorAllocator {
       LayerTensors& t = layers_[static_cast<size_t>(v)];
       const NodeAnalysis& na = a_.nodes[static_cast<size_t>(v)];
       const std::string& id = node.id;
-      switch (node.type) {
-        case LayerType::Conv2d:
-        case LayerType::Linear: {
-          const bool conv = node.type == LayerType::Conv2d;
-          const bool first = v == a_.first_layer;
-          const ParamKind wk =
-              conv ? (first ? ParamKind::FIRST_CONV : ParamKind::DEEP_CONV) : ParamKind::FC_WEIGHT;
-          const ParamKind bk = conv ? wk : ParamKind::FC_BIAS;
-          const Shape& x = na.inputs[0];
-          const int64_t co = node.params.out_channels;
-          // A grouped convolution's filter sees its group's share of the input channels.
-          const Shape ws =
-              conv ? Shape{co, node.params.kernel_h, node.params.kernel_w, x.c / node.params.groups}
-                   : Shape{co, 1, 1, x.per_sample()};
-          params(t.weight, wk, ws, id + ".weight", v);
-          if (node.params.bias) params(t.bias, bk, {1, 1, 1, co}, id + ".bias", v);
-          if (p_.training.optimizer.kind == OptimizerKind::LARS)
-            t.lars_norm = plan_.alloc_lars_norm(wk, id + ".norms", v);
-          break;
-        }
-        case LayerType::BatchNorm2d: {
-          const int64_t c = na.inputs[0].c;
-          params(t.weight, ParamKind::BN_WEIGHT, {1, 1, 1, c}, id + ".weight", v);
-          params(t.bias, ParamKind::BN_BIAS, {1, 1, 1, c}, id + ".bias", v);
-          t.prev_mean = plan_.alloc_bn_stat(Region::B_PREV_MEAN, c, id + ".running_mean", v);
-          t.prev_var = plan_.alloc_bn_stat(Region::B_PREV_VAR, c, id + ".running_var", v);
-          t.next_mean = plan_.alloc_bn_stat(Region::B_NEXT_MEAN, c, id + ".next_mean", v);
-          t.next_var = plan_.alloc_bn_stat(Region::B_NEXT_VAR, c, id + ".next_var", v);
-          t.eq_scale = plan_.alloc_bn_stat(Region::B_EQ_SCALE, c, id + ".eq_scale", v);
-          t.eq_bias = plan_.alloc_bn_stat(Region::B_EQ_BIAS, c, id + ".eq_bias", v);
-          t.saved = plan_.alloc_bn_saved(c, id + ".saved", v);
-          break;
-        }
-        case LayerType::Dropout:
-          t.mask = plan_.alloc_mask(na.output, id + ".mask", v);
-          break;
-        default:
-          break;
+      if (const auto own = layer_lowering(node.type).own) {
+        OwnedTensors o;
+        o.node = &node;
+        o.layer = v;
+        o.analysis = &na;
+        o.first = v == a_.first_layer;
+        o.lars = p_.training.optimizer.kind == OptimizerKind::LARS;
+        o.plan = &plan_;
+        o.params = [&](std::array<DTensorId, 7>& ids, ParamKind kind, const Shape& shape,
+                       const std::string& name) { params(ids, kind, shape, name, v); };
+        own(o, t);
       }
       const LayerRewrite& r = rw_[static_cast<size_t>(v)];
       t.fused_relu = r.fused_relu;

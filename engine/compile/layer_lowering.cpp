@@ -139,11 +139,62 @@ GraphNode loss_forward(const LoweringInputs& in) {
                       in.layer);
 }
 
+// ---- the tensors layers own ----------------------------------------------------
+
+// Conv2d and Linear: weights (and bias) in their kind's regions (the first
+// convolution's apart, as it alone reads the input buffer), LARS norms.
+template <bool Conv>
+void weighted_tensors(const OwnedTensors& o, LayerTensors& t) {
+  const LayerParams& p = o.node->params;
+  const ParamKind wk =
+      Conv ? (o.first ? ParamKind::FIRST_CONV : ParamKind::DEEP_CONV) : ParamKind::FC_WEIGHT;
+  const ParamKind bk = Conv ? wk : ParamKind::FC_BIAS;
+  const Shape& x = o.analysis->inputs[0];
+  const int64_t co = p.out_channels;
+  // A grouped convolution's filter sees its group's share of the input channels.
+  const Shape ws =
+      Conv ? Shape{co, p.kernel_h, p.kernel_w, x.c / p.groups} : Shape{co, 1, 1, x.per_sample()};
+  const std::string& id = o.node->id;
+  o.params(t.weight, wk, ws, id + ".weight");
+  if (p.bias) o.params(t.bias, bk, {1, 1, 1, co}, id + ".bias");
+  if (o.lars) t.lars_norm = o.plan->alloc_lars_norm(wk, id + ".norms", o.layer);
+}
+
+// BatchNorm2d: scale and shift, the running statistics (this step's and the
+// next), the equivalent inference parameters and the saved batch moments.
+void batch_norm_tensors(const OwnedTensors& o, LayerTensors& t) {
+  const int64_t c = o.analysis->inputs[0].c;
+  const std::string& id = o.node->id;
+  MemoryPlan& plan = *o.plan;
+  const int v = o.layer;
+  o.params(t.weight, ParamKind::BN_WEIGHT, {1, 1, 1, c}, id + ".weight");
+  o.params(t.bias, ParamKind::BN_BIAS, {1, 1, 1, c}, id + ".bias");
+  t.prev_mean = plan.alloc_bn_stat(Region::B_PREV_MEAN, c, id + ".running_mean", v);
+  t.prev_var = plan.alloc_bn_stat(Region::B_PREV_VAR, c, id + ".running_var", v);
+  t.next_mean = plan.alloc_bn_stat(Region::B_NEXT_MEAN, c, id + ".next_mean", v);
+  t.next_var = plan.alloc_bn_stat(Region::B_NEXT_VAR, c, id + ".next_var", v);
+  t.eq_scale = plan.alloc_bn_stat(Region::B_EQ_SCALE, c, id + ".eq_scale", v);
+  t.eq_bias = plan.alloc_bn_stat(Region::B_EQ_BIAS, c, id + ".eq_bias", v);
+  t.saved = plan.alloc_bn_saved(c, id + ".saved", v);
+}
+
+// Dropout: the mask its backward reads.
+void dropout_tensors(const OwnedTensors& o, LayerTensors& t) {
+  t.mask = o.plan->alloc_mask(o.analysis->output, o.node->id + ".mask", o.layer);
+}
+
+constexpr LayerLowering with_tensors(LayerLowering l,
+                                     void (*own)(const OwnedTensors&, LayerTensors&)) {
+  l.own = own;
+  return l;
+}
+
 // In LayerType order (model/layer_type.h).
 constexpr LayerLowering kLowerings[] = {
     {nullptr, nullptr, true},  // Input
-    {&weighted_forward<ComputeOp::CONV_FWD>, &weighted_backward<ComputeOp::CONV_BWD>},
-    {&batch_norm_forward, &batch_norm_backward},
+    with_tensors({&weighted_forward<ComputeOp::CONV_FWD>, &weighted_backward<ComputeOp::CONV_BWD>},
+                 &weighted_tensors<true>),
+    with_tensors({&batch_norm_forward, &batch_norm_backward}, &batch_norm_tensors),
     {&unary_forward<ComputeOp::RELU_FWD>, &relu_backward},
     activation<Activation::TANH>(),
     activation<Activation::SILU>(),
@@ -154,9 +205,11 @@ constexpr LayerLowering kLowerings[] = {
     {&unary_forward<ComputeOp::MAXPOOL_FWD>, &maxpool_backward, true},
     {&unary_forward<ComputeOp::AVGPOOL_FWD>, &grad_only_backward<ComputeOp::AVGPOOL_BWD>},
     {&unary_forward<ComputeOp::GAP_FWD>, &grad_only_backward<ComputeOp::GAP_BWD>},
-    {&dropout_forward, &dropout_backward},
+    with_tensors({&dropout_forward, &dropout_backward}, &dropout_tensors),
     {&unary_forward<ComputeOp::FLATTEN_FWD>, &grad_only_backward<ComputeOp::FLATTEN_BWD>},
-    {&weighted_forward<ComputeOp::LINEAR_FWD>, &weighted_backward<ComputeOp::LINEAR_BWD>},
+    with_tensors(
+        {&weighted_forward<ComputeOp::LINEAR_FWD>, &weighted_backward<ComputeOp::LINEAR_BWD>},
+        &weighted_tensors<false>),
     {&add_forward, &add_backward},
     {&concat_forward, &concat_backward},
     {&loss_forward, nullptr, true},  // SoftmaxCrossEntropy: its forward writes the logits' gradient

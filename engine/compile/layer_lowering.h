@@ -6,6 +6,11 @@
 // when the engine is built.
 #pragma once
 
+#include <array>
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "compile/compiler.h"
 
 namespace tr {
@@ -23,6 +28,21 @@ struct LoweringInputs {
   int buffer = 0;  // the input buffer the forward reads (A or B)
 };
 
+// What a layer's own tensors (weights, batch-norm statistics, a dropout
+// mask: all but its output and gradient) are allocated from.
+struct OwnedTensors {
+  const LayerNode* node = nullptr;
+  int layer = -1;
+  const NodeAnalysis* analysis = nullptr;
+  bool first = false;  // the first layer with weights (it reads the Input)
+  bool lars = false;   // LARS: each weight tensor has its norms
+  MemoryPlan* plan = nullptr;
+  // One parameter tensor in every series the run uses, its ids into `ids`.
+  std::function<void(std::array<DTensorId, 7>& ids, ParamKind kind, const Shape& shape,
+                     const std::string& name)>
+      params;
+};
+
 struct LayerLowering {
   GraphNode (*forward)(const LoweringInputs& in) = nullptr;   // null: no kernel (Input)
   GraphNode (*backward)(const LoweringInputs& in) = nullptr;  // null: no backward
@@ -31,6 +51,8 @@ struct LayerLowering {
   // is still there: see relu_backward.)
   bool backward_reads_output = false;
   Activation activation = Activation::NUM_ACTIVATIONS;  // ACTIVATION_FWD's sub-kind
+  // The tensors it owns; null: none (its output and gradient come anyway).
+  void (*own)(const OwnedTensors& o, LayerTensors& t) = nullptr;
 };
 
 const LayerLowering& layer_lowering(LayerType t) noexcept;
