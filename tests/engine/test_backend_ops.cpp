@@ -1181,6 +1181,18 @@ Shape cat_part(int64_t c) {
   return {2, 4, 3, c};
 }
 
+// The parts' shapes, and the whole's last.
+std::vector<Shape> cat_shapes(const std::vector<int64_t>& parts) {
+  std::vector<Shape> v;
+  int64_t c = 0;
+  for (int64_t w : parts) {
+    v.push_back(cat_part(w));
+    c += w;
+  }
+  v.push_back(cat_part(c));
+  return v;
+}
+
 std::string cat_name(const char* op, const std::vector<int64_t>& parts) {
   std::string n = std::string(op) + " ";
   for (size_t q = 0; q < parts.size(); ++q) n += (q ? "+" : "") + std::to_string(parts[q]);
@@ -1204,15 +1216,11 @@ std::vector<Values> cat_split(const std::vector<float>& whole, const std::vector
 std::vector<OpCase> concat_fwd_cases() {
   std::vector<OpCase> v;
   for (const std::vector<int64_t>& parts : kCatParts) {
-    std::vector<Shape> in;
-    int64_t c = 0;
-    for (int64_t w : parts) {
-      in.push_back(cat_part(w));
-      c += w;
-    }
+    std::vector<Shape> in = cat_shapes(parts);
+    const Shape whole = in.back();
+    in.pop_back();
     std::vector<OpCase> one = one_case(
-        ComputeOp::CONCAT_FWD, cat_name("CONCAT_FWD", parts), LayerType::Concat, in, {cat_part(c)},
-        0,
+        ComputeOp::CONCAT_FWD, cat_name("CONCAT_FWD", parts), LayerType::Concat, in, {whole}, 0,
         [parts](const Tensors& x, const Tensors&) {
           Values y;
           for (int64_t r = 0; r < 2 * 4 * 3; ++r)
@@ -1232,17 +1240,14 @@ std::vector<OpCase> concat_fwd_cases() {
 std::vector<OpCase> concat_bwd_cases() {
   std::vector<OpCase> v;
   for (const std::vector<int64_t>& parts : kCatParts) {
-    std::vector<Shape> out;
-    int64_t c = 0;
-    for (int64_t w : parts) {
-      out.push_back(cat_part(w));
-      c += w;
-    }
+    std::vector<Shape> out = cat_shapes(parts);
+    const Shape whole = out.back();
+    out.pop_back();
     const size_t last = parts.size() - 1;
     std::vector<OpCase> one = one_case(
         ComputeOp::CONCAT_BWD,
         cat_name("CONCAT_BWD", parts) + ", dx" + std::to_string(last) + " accumulating",
-        LayerType::Concat, {cat_part(c)}, out, static_cast<uint8_t>(1u << last),
+        LayerType::Concat, {whole}, out, static_cast<uint8_t>(1u << last),
         [parts, last](const Tensors& in, const Tensors& before) {
           std::vector<Values> d = cat_split(in[0], parts);
           d[last] = onto(d[last], before[last], true);
