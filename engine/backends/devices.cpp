@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "backends/cpu/cpu_features.h"
 #include "backends/cuda_plugin.h"
 
 namespace tr {
@@ -27,11 +28,19 @@ uint64_t meminfo_kib(const std::string& key) {
 
 }  // namespace
 
+std::string cpu_bf16_text(const CpuBf16& f) {
+  if (f.amx_bf16 && f.avx512_bf16) return "AMX and AVX-512 BF16";
+  if (f.amx_bf16) return "AMX";
+  if (f.avx512_bf16) return "AVX-512 BF16";
+  return "no BF16 instructions (neither AVX-512 BF16 nor AMX)";
+}
+
 DeviceScan scan_devices() {
   DeviceScan s;
   s.host_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   s.host_memory_bytes = meminfo_kib("MemTotal") * 1024;
   s.host_available_bytes = meminfo_kib("MemAvailable") * 1024;
+  s.cpu_bf16 = cpu::detect_cpu_bf16();
   const CudaPlugin& cuda = cuda_plugin();
   s.cuda_backend_path = cuda.path;
   if (cuda.table) {

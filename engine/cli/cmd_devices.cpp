@@ -19,7 +19,8 @@ int cmd_devices(const std::vector<std::string>& args) {
     nlohmann::json j;
     j["cpu"] = {{"threads", s.host_threads},
                 {"memory_bytes", s.host_memory_bytes},
-                {"available_bytes", s.host_available_bytes}};
+                {"available_bytes", s.host_available_bytes},
+                {"bf16", {{"avx512_bf16", s.cpu_bf16.avx512_bf16}, {"amx", s.cpu_bf16.amx_bf16}}}};
     j["cuda_backend"] = {{"loaded", s.cuda_backend_loaded}, {"path", s.cuda_backend_path}};
     j["cuda_status"] = s.cuda_status;
     j["cuda"] = nlohmann::json::array();
@@ -33,9 +34,9 @@ int cmd_devices(const std::vector<std::string>& args) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("cpu      %d threads, %s memory (%s available)\n", s.host_threads,
-              human_bytes(s.host_memory_bytes).c_str(),
-              human_bytes(s.host_available_bytes).c_str());
+  std::printf("cpu      %d threads, %s memory (%s available), %s\n", s.host_threads,
+              human_bytes(s.host_memory_bytes).c_str(), human_bytes(s.host_available_bytes).c_str(),
+              cpu_bf16_text(s.cpu_bf16).c_str());
   if (s.cuda.empty())
     std::printf("cuda     %s; training runs on the CPU backend\n", s.cuda_status.c_str());
   for (const CudaDeviceInfo& d : s.cuda)

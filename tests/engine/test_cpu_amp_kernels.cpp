@@ -1,19 +1,25 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// What is particular to the CPU kernels on FP16 storage (AMP): the stream
+// What is particular to the CPU kernels on 16-bit storage: the stream
 // workspace the FP32 staging of a kernel needs (and its refusal without one),
-// and the array conversions underneath, bit for bit against the reference
-// conversion. Every op's FP16 values against a plain reference, on every
-// backend: engine.backend_ops (its fp16 rows).
+// and the FP16 and bfloat16 array conversions underneath, bit for bit
+// against reference conversions. Every op's FP16 values against a plain
+// reference, on every backend: engine.backend_ops (its fp16 rows).
 #include <QtTest>
+
+#include <QFile>
 
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <random>
 #include <stdexcept>
 #include <vector>
 
+#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/kernels/bf16_arrays.h"
+#include "backends/cpu/kernels/bf16_convert.h"
 #include "backends/cpu/kernels/dense.h"
 #include "backends/cpu/kernels/half_arrays.h"
 #include "backends/cpu/kernels/half_convert.h"
@@ -48,6 +54,35 @@ class Tensors {
   std::vector<std::unique_ptr<DTensor>> descs_;
   std::vector<std::vector<uint64_t>> storage_;
 };
+
+// bfloat16 as VCVTNEPS2BF16 defines it, from the two neighbouring values in
+// double: zeros and subnormals to a signed zero, NaN quieted, the nearer
+// neighbour otherwise (ties to the even pattern), past the largest to infinity.
+uint16_t bf16_reference(float f) {
+  const uint32_t bits = std::bit_cast<uint32_t>(f);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  if (std::isnan(f)) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  if (std::isinf(f)) return static_cast<uint16_t>(bits >> 16);
+  if (f == 0.0f || std::fpclassify(f) == FP_SUBNORMAL) return sign;
+  const uint16_t down = static_cast<uint16_t>(bits >> 16);
+  const uint16_t up = static_cast<uint16_t>(down + 1);
+  const double a = std::fabs(double(f));
+  const double lo = std::fabs(double(std::bit_cast<float>(uint32_t{down} << 16)));
+  const double hi_bits = (up & 0x7F80u) == 0x7F80u
+                             ? std::ldexp(1.0, 128)  // the next step is infinity
+                             : std::fabs(double(std::bit_cast<float>(uint32_t{up} << 16)));
+  const double d_lo = a - lo, d_hi = hi_bits - a;
+  return d_hi < d_lo || (d_hi == d_lo && (down & 1u)) ? up : down;
+}
+
+bool cpu_has_flag(const char* flag) {
+  QFile f(QStringLiteral("/proc/cpuinfo"));
+  if (!f.open(QIODevice::ReadOnly)) return false;
+  const QByteArray text = f.readAll();
+  const int at = text.indexOf("\nflags");
+  const QByteArray line = text.mid(at, text.indexOf('\n', at + 1) - at);
+  return line.split(' ').contains(flag);
+}
 
 }  // namespace
 
@@ -95,6 +130,105 @@ class TestCpuAmpKernels : public QObject {
     } catch (const std::invalid_argument& e) {
       QVERIFY2(QString(e.what()).contains("needs 2304 bytes"), e.what());
     }
+  }
+
+  void bf16ConversionIsTheInstructions() {
+    // Specials, every bfloat16 pattern as a float (exact), ties (the low
+    // half 0x8000 on both parities), around the subnormal edge and FLT_MAX,
+    // then random bit patterns over the whole range.
+    std::vector<float> in{0.0f,
+                          -0.0f,
+                          1.0f,
+                          -2.5f,
+                          INFINITY,
+                          -INFINITY,
+                          NAN,
+                          -NAN,
+                          std::numeric_limits<float>::max(),
+                          std::numeric_limits<float>::min(),
+                          std::numeric_limits<float>::denorm_min(),
+                          -1e-40f};
+    for (uint32_t h = 0; h < 65536; ++h) {
+      in.push_back(std::bit_cast<float>(h << 16));
+      in.push_back(std::bit_cast<float>((h << 16) | 0x8000u));
+    }
+    std::mt19937 rng(11);
+    std::uniform_int_distribution<uint32_t> bits;
+    while (in.size() < (size_t{1} << 20)) in.push_back(std::bit_cast<float>(bits(rng)));
+    for (float f : in) {
+      const uint16_t want = bf16_reference(f);
+      const uint16_t got = cpu::float_to_bf16_bits(f);
+      if (got != want)
+        QFAIL(qPrintable(QString("float 0x%1: 0x%2, want 0x%3")
+                             .arg(std::bit_cast<uint32_t>(f), 8, 16, QChar('0'))
+                             .arg(got, 4, 16, QChar('0'))
+                             .arg(want, 4, 16, QChar('0'))));
+    }
+    // The arrays (AVX-512 BF16 where the CPU has it), flat and threaded.
+    QCOMPARE(cpu::bf16_arrays_use_avx512(),
+             cpu_has_flag("avx512_bf16") && cpu_has_flag("avx512bw") && cpu_has_flag("avx512vl"));
+    qDebug("AVX-512 BF16 path: %s", cpu::bf16_arrays_use_avx512() ? "yes" : "no");
+    std::vector<uint16_t> out(in.size());
+    cpu::narrow_to_bf16(in.data(), out.data(), static_cast<int64_t>(in.size()));
+    for (size_t i = 0; i < in.size(); ++i)
+      QVERIFY2(out[i] == cpu::float_to_bf16_bits(in[i]), qPrintable(QString::number(i)));
+    std::vector<float> back(in.size());
+    cpu::widen_bf16(out.data(), back.data(), static_cast<int64_t>(out.size()));
+    for (size_t i = 0; i < out.size(); ++i)
+      QVERIFY2(std::bit_cast<uint32_t>(back[i]) == uint32_t{out[i]} << 16,
+               qPrintable(QString::number(i)));
+  }
+
+  void bf16InstructionsAreWhatTheKernelReports() {
+    // The kernel lists only what it lets processes use (AMX needs its state
+    // enabled), as the CPUID and XCR0 checks must find.
+    const CpuBf16 f = cpu::detect_cpu_bf16();
+    qDebug("BF16 on this CPU: %s", cpu_bf16_text(f).c_str());
+    QCOMPARE(f.avx512_bf16,
+             cpu_has_flag("avx512_bf16") && cpu_has_flag("avx512bw") && cpu_has_flag("avx512vl"));
+    QCOMPARE(f.amx_bf16, cpu_has_flag("amx_bf16") && cpu_has_flag("amx_tile"));
+    QCOMPARE(scan_devices().cpu_bf16.any(), f.any());
+    QVERIFY(cpu_bf16_text({}).find("neither AVX-512 BF16 nor AMX") != std::string::npos);
+  }
+
+  void bf16PaddedRowsRoundTrip() {
+    std::mt19937 rng(13);
+    std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+    // Short arrays (every tail length), then rows of features (stride 8, 16,
+    // 24) and input buffers (4), with enough rows for the threads at the end.
+    for (int64_t n = 1; n <= 40; ++n) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (float& v : x) v = u(rng);
+      std::vector<uint16_t> h(x.size() + 3, 0x7E00);
+      cpu::narrow_to_bf16(x.data(), h.data(), n);
+      QCOMPARE(h[x.size()], uint16_t{0x7E00});  // nothing written past the end
+      for (size_t i = 0; i < x.size(); ++i) QCOMPARE(h[i], cpu::float_to_bf16_bits(x[i]));
+    }
+    for (int64_t rows : {int64_t{3}, int64_t{70000}})
+      for (int64_t stride : {int64_t{4}, int64_t{8}, int64_t{16}, int64_t{24}})
+        for (int64_t c = 1; c <= stride; ++c) {
+          if (rows > 3 && c != stride - 1) continue;
+          std::vector<float> compact(static_cast<size_t>(rows * c));
+          for (float& x : compact) x = u(rng);
+          std::vector<uint16_t> padded(static_cast<size_t>(rows * stride) + 16, kHalfNaN);
+          cpu::narrow_to_bf16_rows(compact.data(), padded.data(), stride, rows, c);
+          std::vector<float> back(compact.size() + 16, 7.0f);
+          cpu::widen_bf16_rows(padded.data(), stride, back.data(), rows, c);
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t k = 0; k < stride; ++k) {
+              const uint16_t h = padded[static_cast<size_t>(r * stride + k)];
+              if (k >= c) {
+                QVERIFY2(h == 0, "padding lane not zeroed");
+                continue;
+              }
+              const float x = compact[static_cast<size_t>(r * c + k)];
+              QCOMPARE(h, cpu::float_to_bf16_bits(x));
+              QCOMPARE(back[static_cast<size_t>(r * c + k)], cpu::bf16_bits_to_float(h));
+            }
+          // Nothing written past the rows on either side.
+          QCOMPARE(padded[static_cast<size_t>(rows * stride)], kHalfNaN);
+          QCOMPARE(back[compact.size()], 7.0f);
+        }
   }
 
   void halvesWidenExactly() {

@@ -21,12 +21,23 @@ struct CudaDeviceInfo {
   int multiprocessors = 0;
 };
 
+// The CPU's bfloat16 instructions: BF16 training needs one of them.
+struct CpuBf16 {
+  bool avx512_bf16 = false;  // AVX-512 BF16: conversions and dot products
+  bool amx_bf16 = false;     // AMX: BF16 matrix tiles (enabled by the OS)
+  bool any() const noexcept { return avx512_bf16 || amx_bf16; }
+};
+
+// "AMX and AVX-512 BF16", "AVX-512 BF16", or what is missing.
+std::string cpu_bf16_text(const CpuBf16& f);
+
 struct DeviceScan {
   int host_threads = 1;
   uint64_t host_memory_bytes = 0;     // MemTotal
   uint64_t host_available_bytes = 0;  // MemAvailable
-  bool cuda_backend_loaded = false;   // the CUDA backend's library is here and loaded
-  std::string cuda_backend_path;      // where it was looked for
+  CpuBf16 cpu_bf16;
+  bool cuda_backend_loaded = false;  // the CUDA backend's library is here and loaded
+  std::string cuda_backend_path;     // where it was looked for
   std::vector<CudaDeviceInfo> cuda;
   std::string cuda_status;  // why there are no CUDA devices, or the driver/runtime versions
 };
