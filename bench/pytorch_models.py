@@ -15,6 +15,13 @@ Run it with the system interpreter that has Debian's torch (python3-torch):
          `renaissance-cli plan --json` field forward_flops
   /usr/bin/python3 bench/pytorch_models.py --blas-check --threads 2
       -> which BLAS torch loaded and how fast a 1024^3 fp32 matmul runs
+  /usr/bin/python3 bench/pytorch_models.py --bf16-check --threads 2
+      -> how fast a 2048^3 matmul runs in bf16 and in fp32: this machine's
+         bf16 ceiling (oneDNN's AMX or AVX-512 BF16 kernels)
+
+--bf16 1 runs the forward and the loss under torch.autocast("cpu",
+torch.bfloat16), PyTorch's fastest configuration on a CPU with AVX-512 BF16
+or AMX (with --channels-last 1).
 
 A timed step is what one engine training step does: forward, CrossEntropyLoss,
 backward, SGD (momentum 0.9, weight decay 5e-4) step and
@@ -232,7 +239,25 @@ def blas_check(threads):
             "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS", "")}
 
 
-def time_training(name, batch, threads, steps, warmup, channels_last, seed=42):
+def bf16_check(threads):
+    torch.set_num_threads(threads)
+    n = 2048
+    out = {"matmul": n, "threads": threads}
+    for dtype, key in ((torch.bfloat16, "bf16"), (torch.float32, "fp32")):
+        a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
+        for _ in range(3):
+            a @ b
+        times = []
+        for _ in range(10):
+            t0 = time.perf_counter()
+            a @ b
+            times.append(time.perf_counter() - t0)
+        out[key + "_gflop_per_s"] = 2 * n ** 3 / statistics.median(times) / 1e9
+        out[key + "_best_gflop_per_s"] = 2 * n ** 3 / min(times) / 1e9
+    return out
+
+
+def time_training(name, batch, threads, steps, warmup, channels_last, bf16=False, seed=42):
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
     model = build(name)
@@ -247,7 +272,8 @@ def time_training(name, batch, threads, steps, warmup, channels_last, seed=42):
     times = []
     for _ in range(warmup + steps):
         t0 = time.perf_counter()
-        loss = loss_fn(model(x), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -257,6 +283,7 @@ def time_training(name, batch, threads, steps, warmup, channels_last, seed=42):
     med = timed[len(timed) // 2]  # the upper median, as `renaissance-cli bench` takes it
     return {"model": name, "batch": batch, "threads": threads,
             "channels_last": int(bool(channels_last)),
+            "precision": "bf16" if bf16 else "fp32",
             "median_ms_per_step": 1000 * med, "min_ms_per_step": 1000 * timed[0],
             "images_per_s": batch / med,
             "forward_flops": flops,
@@ -274,15 +301,22 @@ def main():
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--channels-last", type=int, choices=(0, 1), default=0)
+    p.add_argument("--bf16", type=int, choices=(0, 1), default=0,
+                   help="1: forward and loss under bfloat16 autocast")
     p.add_argument("--mkldnn", type=int, choices=(0, 1), default=1,
                    help="0 turns oneDNN off (torch.backends.mkldnn.enabled), for comparison")
     p.add_argument("--flops", action="store_true",
                    help="print the forward FLOPs of one --batch batch and exit")
     p.add_argument("--blas-check", action="store_true",
                    help="time a 1024^3 matmul and list the BLAS libraries loaded")
+    p.add_argument("--bf16-check", action="store_true",
+                   help="time a 2048^3 matmul in bf16 and in fp32")
     a = p.parse_args()
     if a.blas_check:
         print(json.dumps(blas_check(a.threads)))
+        return
+    if a.bf16_check:
+        print(json.dumps(bf16_check(a.threads)))
         return
     if not a.model:
         p.error("--model is needed (or --blas-check)")
@@ -294,7 +328,7 @@ def main():
         return
     torch.backends.mkldnn.enabled = bool(a.mkldnn)
     print(json.dumps(time_training(a.model, a.batch, a.threads, a.steps, a.warmup,
-                                   a.channels_last)))
+                                   a.channels_last, bool(a.bf16))))
 
 
 if __name__ == "__main__":

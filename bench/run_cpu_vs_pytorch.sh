@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
-# Compares our CPU training throughput with PyTorch's on the three Fashion-MNIST projects, interleaved.
+# Compares our CPU training throughput with PyTorch's on the three Fashion-MNIST projects, interleaved:
+# PyTorch in {fp32, bf16 autocast} x {NCHW, channels-last}, against the best of ours (fp32, and
+# bf16 where renaissance-cli offers it), with the machine's bf16 ceiling (a bf16 matmul) measured too.
 #
 # usage: bench/run_cpu_vs_pytorch.sh [--out FILE] [--rounds N]
 # environment (defaults): BUILD_DIR (<repo>/build), ROUNDS (3), THREADS (2), BATCH (128),
@@ -135,6 +137,13 @@ echo "== PyTorch: BLAS check (LD_PRELOAD=${torch_blas:-none})"
 blas=$(torch_py --blas-check --threads "$threads")
 echo "$blas"
 
+echo "== PyTorch: bf16 ceiling (a 2048^3 matmul in bf16 and in fp32)"
+ceiling=$(torch_py --bf16-check --threads "$threads")
+echo "$ceiling"
+# Our precisions: bf16 once the CLI takes it.
+our_precisions="fp32"
+if "$cli" bench --help 2>&1 | grep -q 'bf16'; then our_precisions="fp32 bf16"; fi
+
 echo "== forward FLOPs per batch of $batch (ours: renaissance-cli plan; PyTorch: pytorch_models.py --flops)"
 flops_json="{}"
 for m in $models; do
@@ -160,49 +169,70 @@ data_args=()
 [ -n "${DATA_DIR:-}" ] && data_args=(--data "$DATA_DIR")
 for r in $(seq 1 "$rounds"); do
   for m in $models; do
-    measure ours "$m" "$r" "$cli" bench "$(project_of "$m")" --steps "$steps" --warmup "$warmup" \
-      --batch "$batch" --threads "$threads" "${data_args[@]}" --json
-    echo "round $r $m ours: $(summary)"
-    # Both memory formats, their order alternating from round to round.
-    if [ $((r % 2)) -eq 1 ]; then formats="0 1"; else formats="1 0"; fi
+    for prec in $our_precisions; do
+      measure "ours-$prec" "$m" "$r" "$cli" bench "$(project_of "$m")" --steps "$steps" \
+        --warmup "$warmup" --batch "$batch" --threads "$threads" --precision "$prec" \
+        "${data_args[@]}" --json
+      echo "round $r $m ours $prec: $(summary)"
+    done
+    # Both memory formats and both precisions, their order alternating from round to round.
+    if [ $((r % 2)) -eq 1 ]; then formats="0 1"; precs="0 1"; else formats="1 0"; precs="1 0"; fi
     for cl in $formats; do
-      measure pytorch "$m" "$r" torch_py --model "$m" --batch "$batch" --threads "$threads" \
-        --steps "$steps" --warmup "$warmup" --channels-last "$cl"
-      echo "round $r $m PyTorch channels_last=$cl: $(summary)"
+      for bf in $precs; do
+        measure pytorch "$m" "$r" torch_py --model "$m" --batch "$batch" --threads "$threads" \
+          --steps "$steps" --warmup "$warmup" --channels-last "$cl" --bf16 "$bf"
+        echo "round $r $m PyTorch channels_last=$cl bf16=$bf: $(summary)"
+      done
     done
   done
 done
 
 mkdir -p "$(dirname "$out")"
 "$python" - "$raw" "$out" "$peak" "$flops_json" "$blas" "$batch" "$threads" "$steps" "$warmup" \
-  "$rounds" "$retries" "$contended" <<'EOF'
+  "$rounds" "$retries" "$contended" "$ceiling" <<'EOF'
 import json, statistics, sys, time
 raw, out, peak, flops, blas = sys.argv[1], sys.argv[2], float(sys.argv[3]), json.loads(sys.argv[4]), json.loads(sys.argv[5])
 batch, threads, steps, warmup, rounds, retries = map(int, sys.argv[6:12])
 contended = float(sys.argv[12])
+ceiling = json.loads(sys.argv[13])
+bf16_peak = ceiling["bf16_best_gflop_per_s"]
 runs = [json.loads(line) for line in open(raw)]
 models = list(dict.fromkeys(r["model"] for r in runs))
 med = statistics.median
 rows = []
+def config(r):  # a PyTorch run's configuration
+    res = r["result"]
+    return ("channels_last" if res["channels_last"] else "contiguous") + "/" + res.get("precision", "fp32")
+
 for m in models:
     mine = [r for r in runs if r["model"] == m]
-    ours = {r["round"]: r["result"]["images_per_s"] for r in mine if r["side"] == "ours"}
-    torch_fmt = {cl: {r["round"]: r["result"]["images_per_s"] for r in mine
-                      if r["side"] == "pytorch" and r["result"]["channels_last"] == cl} for cl in (0, 1)}
-    fmt_med = {cl: med(v.values()) for cl, v in torch_fmt.items() if v}
-    best_cl = max(fmt_med, key=fmt_med.get)
-    ours_med, torch_med = med(ours.values()), fmt_med[best_cl]
-    # per round: ours against PyTorch's better format in that round
-    per_round = [ours[k] / max(torch_fmt[cl][k] for cl in fmt_med) for k in sorted(ours)]
+    # Ours: each precision's images/s by round; the best precision by median.
+    ours_prec = {}
+    for r in mine:
+        if r["side"].startswith("ours"):
+            ours_prec.setdefault(r["side"][5:] or "fp32", {})[r["round"]] = r["result"]["images_per_s"]
+    ours_med_by = {p: med(v.values()) for p, v in ours_prec.items()}
+    best_ours = max(ours_med_by, key=ours_med_by.get)
+    ours = ours_prec[best_ours]
+    torch_cfg = {}
+    for r in mine:
+        if r["side"] == "pytorch":
+            torch_cfg.setdefault(config(r), {})[r["round"]] = r["result"]["images_per_s"]
+    cfg_med = {c: med(v.values()) for c, v in torch_cfg.items()}
+    best_cfg = max(cfg_med, key=cfg_med.get)
+    ours_med, torch_med = med(ours.values()), cfg_med[best_cfg]
+    # per round: ours against PyTorch's best configuration in that round
+    per_round = [ours[k] / max(v[k] for v in torch_cfg.values() if k in v) for k in sorted(ours)]
     fl_ours = flops[m]["ours"] / batch
     fl_torch = flops[m]["pytorch"] / batch
     rows.append({
         "model": m,
         "ours_images_per_s": ours_med,
+        "ours_precision": best_ours,
+        "ours_images_per_s_by_precision": ours_med_by,
         "pytorch_images_per_s": torch_med,
-        "pytorch_memory_format": "channels_last" if best_cl else "contiguous",
-        "pytorch_contiguous_images_per_s": fmt_med.get(0),
-        "pytorch_channels_last_images_per_s": fmt_med.get(1),
+        "pytorch_configuration": best_cfg,
+        "pytorch_images_per_s_by_configuration": cfg_med,
         "ratio_ours_over_pytorch": ours_med / torch_med,
         "ratio_median_of_rounds": med(per_round),
         "forward_flops_per_image": {"ours": fl_ours, "pytorch": fl_torch},
@@ -210,27 +240,32 @@ for m in models:
         "pytorch_train_gflop_per_s": 3 * fl_torch * torch_med / 1e9,
         "ours_fraction_of_peak": 3 * fl_ours * ours_med / 1e9 / peak,
         "pytorch_fraction_of_peak": 3 * fl_torch * torch_med / 1e9 / peak,
+        "ours_fraction_of_bf16_ceiling": 3 * fl_ours * ours_med / 1e9 / bf16_peak,
+        "pytorch_fraction_of_bf16_ceiling": 3 * fl_torch * torch_med / 1e9 / bf16_peak,
         "ours_images_per_s_by_round": [ours[k] for k in sorted(ours)],
-        "pytorch_images_per_s_by_round": {("channels_last" if cl else "contiguous"):
-                                          [v[k] for k in sorted(v)] for cl, v in torch_fmt.items() if v},
+        "pytorch_images_per_s_by_round": {c: [v[k] for k in sorted(v)] for c, v in torch_cfg.items()},
         "runs_not_quiet": sum(1 for r in mine if not r["quiet"]),
         "runs_contended": sum(1 for r in mine if max(r["others_cpu"], r["steal"]) > contended),
         "reruns": sum(r["attempts"] - 1 for r in mine),
     })
-hdr = ("model", "ours img/s", "PyTorch img/s", "(format)", "NCHW", "NHWC", "ours/PT", "per-round",
-       "ours %peak", "PT %peak")
-fmt = "%-8s %10s %13s %-14s %8s %8s %8s %9s %10s %9s"
+configs = ("contiguous/fp32", "channels_last/fp32", "contiguous/bf16", "channels_last/bf16")
+hdr = ("model", "ours img/s", "(prec)", "PyTorch img/s", "(configuration)") + \
+      ("NCHW", "NHWC", "NCHW bf16", "NHWC bf16") + ("ours/PT", "per-round", "ours %bf16", "PT %bf16")
+fmt = "%-8s %10s %-6s %13s %-20s %8s %8s %9s %9s %8s %9s %10s %9s"
 print()
-print("batch %d, %d threads, %d timed steps after %d warm-up, median of %d rounds; peak %.0f GFLOP/s"
-      % (batch, threads, steps, warmup, rounds, peak))
+print("batch %d, %d threads, %d timed steps after %d warm-up, median of %d rounds; fp32 peak %.0f "
+      "GFLOP/s, bf16 ceiling %.0f GFLOP/s (a %d^3 matmul, fp32 there %.0f)"
+      % (batch, threads, steps, warmup, rounds, peak, bf16_peak, ceiling["matmul"],
+         ceiling["fp32_best_gflop_per_s"]))
 print(fmt % hdr)
 for w in rows:
-    print(fmt % (w["model"], "%.0f" % w["ours_images_per_s"], "%.0f" % w["pytorch_images_per_s"],
-                 w["pytorch_memory_format"], "%.0f" % w["pytorch_contiguous_images_per_s"],
-                 "%.0f" % w["pytorch_channels_last_images_per_s"],
-                 "%.2f" % w["ratio_ours_over_pytorch"], "%.2f" % w["ratio_median_of_rounds"],
-                 "%.1f%%" % (100 * w["ours_fraction_of_peak"]),
-                 "%.1f%%" % (100 * w["pytorch_fraction_of_peak"])))
+    by = w["pytorch_images_per_s_by_configuration"]
+    print(fmt % ((w["model"], "%.0f" % w["ours_images_per_s"], w["ours_precision"],
+                  "%.0f" % w["pytorch_images_per_s"], w["pytorch_configuration"]) +
+                 tuple("%.0f" % by[c] if c in by else "-" for c in configs) +
+                 ("%.2f" % w["ratio_ours_over_pytorch"], "%.2f" % w["ratio_median_of_rounds"],
+                  "%.1f%%" % (100 * w["ours_fraction_of_bf16_ceiling"]),
+                  "%.1f%%" % (100 * w["pytorch_fraction_of_bf16_ceiling"]))))
 noisy = sum(w["runs_not_quiet"] for w in rows)
 if noisy:
     print("note: %d run(s) started while other work kept the CPUs busy (see runs_not_quiet)" % noisy)
@@ -243,7 +278,7 @@ if reruns:
     print("note: %d run(s) were rerun because other work disturbed them" % reruns)
 json.dump({"when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "batch": batch, "threads": threads,
            "steps": steps, "warmup": warmup, "rounds": rounds, "peak_gflop_per_s": peak,
-           "retries": retries, "contended": contended,
+           "retries": retries, "contended": contended, "bf16_ceiling": ceiling,
            "pytorch_blas_check": blas, "rows": rows, "runs": runs}, open(out, "w"), indent=1)
 print("wrote " + out)
 EOF
