@@ -6,8 +6,8 @@
 #include <sstream>
 #include <thread>
 
-#include "backends/cpu/cpu_features.h"
 #include "backends/cuda_plugin.h"
+#include "core/cpu_features.h"
 
 namespace tr {
 
@@ -40,7 +40,7 @@ DeviceScan scan_devices() {
   s.host_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   s.host_memory_bytes = meminfo_kib("MemTotal") * 1024;
   s.host_available_bytes = meminfo_kib("MemAvailable") * 1024;
-  s.cpu_bf16 = cpu::detect_cpu_bf16();
+  s.cpu_bf16 = detect_cpu_bf16();
   const CudaPlugin& cuda = cuda_plugin();
   s.cuda_backend_path = cuda.path;
   if (cuda.table) {

@@ -6,9 +6,11 @@
 namespace tr {
 
 uint32_t DTensor::cuda_alignment(DType dtype, Region region) noexcept {
-  if (dtype == DType::FP16) {
+  if (is_16bit_float(dtype)) {
     if (region == Region::I_A_DATA || region == Region::I_B_DATA) return 4;
-    if (region == Region::F_FEATURE_FP16 || region == Region::F_GRAD_SLOT_FP16) return 8;
+    if (region == Region::F_FEATURE_FP16 || region == Region::F_GRAD_SLOT_FP16 ||
+        region == Region::F_FEATURE_BF16 || region == Region::F_GRAD_SLOT_BF16)
+      return 8;
   }
   if (dtype == DType::INT8 && region == Region::S_MASK) return 8;
   return 1;
@@ -19,6 +21,7 @@ uint64_t DTensor::slot_bytes_for(const Shape& shape, DType dtype, Region region)
   const uint64_t elems = static_cast<uint64_t>(shape.n * shape.h * shape.w) * padded;
   switch (dtype) {
     case DType::FP16:
+    case DType::BF16:
       return align256(elems * 2 + 16);
     case DType::INT8:
       return align256(elems + 16);

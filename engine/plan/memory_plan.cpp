@@ -14,7 +14,7 @@ bool region_accepts(Region r, DType t) {
   switch (r) {
     case Region::I_A_DATA:
     case Region::I_B_DATA:
-      return t == DType::FP32 || t == DType::FP16;
+      return t == DType::FP32 || is_16bit_float(t);
     case Region::I_A_LABEL:
     case Region::I_B_LABEL:
     case Region::I_ACTIVE_LABEL:
@@ -22,6 +22,9 @@ bool region_accepts(Region r, DType t) {
     case Region::F_FEATURE_FP16:
     case Region::F_GRAD_SLOT_FP16:
       return t == DType::FP16;
+    case Region::F_FEATURE_BF16:
+    case Region::F_GRAD_SLOT_BF16:
+      return t == DType::BF16;
     case Region::S_MASK:
       return t == DType::INT8;
     case Region::T_SCRATCH:
@@ -29,7 +32,7 @@ bool region_accepts(Region r, DType t) {
     default:
       break;
   }
-  if (s == 'A' || s == 'H') return t == DType::FP16;
+  if (s == 'A' || s == 'H') return is_16bit_float(t);
   return t == DType::FP32;
 }
 
@@ -75,14 +78,18 @@ DTensorId MemoryPlan::alloc_bn_saved(int64_t channels, std::string name, int own
 }
 
 DTensorId MemoryPlan::alloc_feature(const Shape& shape, DType dtype, std::string name, int owner) {
-  return alloc(dtype == DType::FP16 ? Region::F_FEATURE_FP16 : Region::F_FEATURE_FP32, shape, dtype,
-               std::move(name), owner);
+  const Region r = dtype == DType::FP16   ? Region::F_FEATURE_FP16
+                   : dtype == DType::BF16 ? Region::F_FEATURE_BF16
+                                          : Region::F_FEATURE_FP32;
+  return alloc(r, shape, dtype, std::move(name), owner);
 }
 
 DTensorId MemoryPlan::alloc_grad_slot(const Shape& shape, DType dtype, std::string name,
                                       int owner) {
-  return alloc(dtype == DType::FP16 ? Region::F_GRAD_SLOT_FP16 : Region::F_GRAD_SLOT_FP32, shape,
-               dtype, std::move(name), owner);
+  const Region r = dtype == DType::FP16   ? Region::F_GRAD_SLOT_FP16
+                   : dtype == DType::BF16 ? Region::F_GRAD_SLOT_BF16
+                                          : Region::F_GRAD_SLOT_FP32;
+  return alloc(r, shape, dtype, std::move(name), owner);
 }
 
 DTensorId MemoryPlan::alloc_input(InputBuffer buffer, const Shape& shape, DType dtype) {

@@ -28,6 +28,7 @@
 #include <renaissance/devices.h>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels/bf16_convert.h"
 #include "backends/cpu/kernels/dropout.h"
 #include "backends/cuda_backend_options.h"
 #include "backends/cuda_plugin.h"
@@ -81,7 +82,7 @@ struct OpCase {
   bool fp16_only = false;  // runs in the FP16 mode alone (the AMP loss scale)
   std::vector<Shape> in, out;
   std::vector<DType> in_types, out_types;  // FP32 where empty; INT32 values travel as floats
-  // The FP16 mode: each tensor's role in an AMP plan (see fp16_layout); empty
+  // The 16-bit modes: each tensor's role in an AMP or BF16 plan (see sixteen_layout); empty
   // where the op has no FP16 form.
   std::string in_roles, out_roles;
   LayerNode layer;
@@ -153,18 +154,21 @@ struct Layout {
   Region region;
 };
 
-Layout fp16_layout(char role) {
+// In a BF16 plan as in an AMP one, but the weight gradients stay FP32.
+Layout sixteen_layout(char role, DType half) {
+  const bool bf16 = half == DType::BF16;
   switch (role) {
     case 'I':
-      return {DType::FP16, Region::I_A_DATA};
+      return {half, Region::I_A_DATA};
     case 'F':
-      return {DType::FP16, Region::F_FEATURE_FP16};
+      return {half, bf16 ? Region::F_FEATURE_BF16 : Region::F_FEATURE_FP16};
     case 'G':
-      return {DType::FP16, Region::F_GRAD_SLOT_FP16};
+      return {half, bf16 ? Region::F_GRAD_SLOT_BF16 : Region::F_GRAD_SLOT_FP16};
     case 'W':
-      return {DType::FP16, Region::A_DEEP_CONV};
+      return {half, Region::A_DEEP_CONV};
     case 'D':
-      return {DType::FP16, Region::H_DEEP_CONV};
+      return bf16 ? Layout{DType::FP32, Region::G_DEEP_CONV}
+                  : Layout{DType::FP16, Region::H_DEEP_CONV};
     case 'L':
       return {DType::INT32, Region::T_SCRATCH};
     case 'M':
@@ -174,7 +178,8 @@ Layout fp16_layout(char role) {
   }
 }
 
-Placed place(const OpCase& c, bool fp16) {
+// `half`: the 16-bit mode's type (FP32: the plain FP32 layout).
+Placed place(const OpCase& c, DType half) {
   Placed p;
   auto add = [&](const Shape& s, Layout l) {
     auto d = std::make_unique<DTensor>();
@@ -191,7 +196,7 @@ Placed place(const OpCase& c, bool fp16) {
     return i < t.size() ? t[i] : DType::FP32;
   };
   auto layout = [&](const std::string& roles, const std::vector<DType>& types, size_t i) {
-    if (fp16) return fp16_layout(roles[i]);
+    if (half != DType::FP32) return sixteen_layout(roles[i], half);
     const DType t = type(types, i);
     return Layout{t, t == DType::INT8 ? Region::S_MASK : Region::T_SCRATCH};
   };
@@ -225,7 +230,7 @@ Placed place(const OpCase& c, bool fp16) {
   return p;
 }
 
-constexpr uint16_t kHalfNaN = 0x7E00;
+constexpr uint16_t kHalfNaN = 0x7E00, kBf16NaN = 0x7FC0;
 
 // A tensor's bytes as the device lays them out (rows of padded_c), from its
 // logical values; padding lanes hold NaN (FP16) so a kernel that read them shows.
@@ -239,6 +244,11 @@ std::vector<uint8_t> device_bytes(const DTensor& d, const std::vector<float>& v)
       switch (d.dtype) {
         case DType::FP16: {
           const uint16_t h = k < c ? fp32_to_fp16(x) : kHalfNaN;
+          std::memcpy(b.data() + at * 2, &h, 2);
+          break;
+        }
+        case DType::BF16: {
+          const uint16_t h = k < c ? cpu::float_to_bf16_bits(x) : kBf16NaN;
           std::memcpy(b.data() + at * 2, &h, 2);
           break;
         }
@@ -266,10 +276,11 @@ bool logical_values(const DTensor& d, const std::vector<uint8_t>& b, std::vector
       const size_t at = static_cast<size_t>(r * pc + k);
       float x = 0;
       switch (d.dtype) {
-        case DType::FP16: {
+        case DType::FP16:
+        case DType::BF16: {
           uint16_t h;
           std::memcpy(&h, b.data() + at * 2, 2);
-          x = fp16_to_fp32(h);
+          x = d.dtype == DType::FP16 ? fp16_to_fp32(h) : cpu::bf16_bits_to_float(h);
           if (k >= c && h != 0) padding_zero = false;
           break;
         }
@@ -295,7 +306,12 @@ bool logical_values(const DTensor& d, const std::vector<uint8_t>& b, std::vector
 // bytes of its first input (the ops a packed plan may run in place).
 // OVERWRITE: a case whose outputs accumulate, run with the mask clear (the
 // outputs start random and must be overwritten).
-enum class Mode { FP32, FP16, PARTS, IN_PLACE, OVERWRITE };
+// BF16: the FP16 mode's layout with bfloat16 storage (weight gradients FP32).
+enum class Mode { FP32, FP16, PARTS, IN_PLACE, OVERWRITE, BF16 };
+
+DType half_of(Mode m) {
+  return m == Mode::FP16 ? DType::FP16 : m == Mode::BF16 ? DType::BF16 : DType::FP32;
+}
 
 const char* mode_name(Mode m) {
   switch (m) {
@@ -309,6 +325,8 @@ const char* mode_name(Mode m) {
       return "in-place";
     case Mode::OVERWRITE:
       return "overwrite";
+    case Mode::BF16:
+      return "bf16";
   }
   return "?";
 }
@@ -317,7 +335,10 @@ const char* mode_name(Mode m) {
 std::vector<Mode> modes_of(const OpCase& c) {
   if (c.fp16_only) return {Mode::FP16};
   std::vector<Mode> m{Mode::FP32};
-  if (!c.in_roles.empty()) m.push_back(Mode::FP16);
+  if (!c.in_roles.empty()) {
+    m.push_back(Mode::FP16);
+    m.push_back(Mode::BF16);
+  }
   if (c.range == RangeOp::NUM_RANGE_OPS && !fork_parts(c.op, c.out.size() == 3).empty())
     m.push_back(Mode::PARTS);
   if (c.range == RangeOp::NUM_RANGE_OPS && compute_op_info(c.op).in_place && c.accumulate == 0)
@@ -333,7 +354,7 @@ std::vector<Mode> modes_of(const OpCase& c) {
 bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out, Mode mode,
               int only = -1) {
   const bool fp16 = mode == Mode::FP16;
-  Placed p = place(c, fp16);
+  Placed p = place(c, half_of(mode));
   // In place: output 0 is input 0's bytes (same shape and type).
   if (mode == Mode::IN_PLACE) p.descs[c.in.size()]->offset = p.descs[0]->offset;
   backend.allocate_arenas(p.bytes);
@@ -1113,7 +1134,7 @@ std::vector<OpCase> gap_bwd_cases() {
 
 using Reference = std::function<std::vector<Values>(const Tensors&, const Tensors&)>;
 
-// A case of a layer without settings; `roles` "in/out" (see fp16_layout) give it an FP16 form.
+// A case of a layer without settings; `roles` "in/out" (see sixteen_layout) give it 16-bit forms.
 std::vector<OpCase> one_case(ComputeOp op, std::string name, LayerType type, std::vector<Shape> in,
                              std::vector<Shape> out, uint8_t accumulate, Reference reference,
                              const std::string& roles = "") {
@@ -1407,9 +1428,13 @@ std::vector<OpCase> bn_bwd_cases(bool relu) {
       in[saved].assign(mo.mean.begin(), mo.mean.end());
       in[saved].insert(in[saved].end(), mo.inv_std.begin(), mo.inv_std.end());
     };
-    c.reference = [relu, dy, bn](const Tensors& in, const Tensors& before) {
-      const Moments mo = moments(in[0], bn);
+    // With the statistics the kernel is handed (those of x before a 16-bit
+    // mode rounds it), as its contract says.
+    c.reference = [relu, dy, bn, saved](const Tensors& in, const Tensors& before) {
       const size_t C = static_cast<size_t>(bn.x.c);
+      Moments mo;
+      mo.mean.assign(in[saved].begin(), in[saved].begin() + static_cast<long>(C));
+      mo.inv_std.assign(in[saved].begin() + static_cast<long>(C), in[saved].end());
       const double m = double(bn.x.n * bn.x.h * bn.x.w);
       Values xhat(in[0].size()), g(in[0].size());
       for (size_t i = 0; i < xhat.size(); ++i) {
@@ -2271,6 +2296,7 @@ class TestBackendOps : public QObject {
     QFETCH(QString, backend);
     QFETCH(int, mode);
     const bool fp16 = static_cast<Mode>(mode) == Mode::FP16;
+    const DType half = half_of(static_cast<Mode>(mode));
     QFETCH(int, op);
     QFETCH(int, index);
     if (index < 0)
@@ -2281,6 +2307,8 @@ class TestBackendOps : public QObject {
     // Overwriting: the reference adds onto zeros where the case would accumulate.
     const uint8_t accumulated = c.accumulate;
     if (static_cast<Mode>(mode) == Mode::OVERWRITE) c.accumulate = 0;
+    if (half == DType::BF16 && backend == "cuda")
+      QSKIP("the CUDA backend has no bf16 kernels yet (issue 17)");
     std::unique_ptr<Backend> b = make_backend(backend.toStdString(), c.world, why_not);
     if (!b) QSKIP(why_not.c_str());
     std::mt19937 rng(1234 + static_cast<unsigned>(op) * 31 + static_cast<unsigned>(index));
@@ -2296,15 +2324,17 @@ class TestBackendOps : public QObject {
       before.emplace_back(static_cast<size_t>(ScalarSlot::COUNT), 0.0f);
       for (auto [slot, value] : c.scalars) before.back()[static_cast<size_t>(slot)] = value;
     }
-    // FP16: the reference sees the values the device holds (rounded once).
-    if (fp16) {
-      auto round_half = [](std::vector<float>& v) {
-        for (float& x : v) x = fp16_to_fp32(fp32_to_fp16(x));
+    // 16-bit: the reference sees the values the device holds (rounded once).
+    if (half != DType::FP32) {
+      auto round_half = [half](std::vector<float>& v) {
+        for (float& x : v)
+          x = half == DType::FP16 ? fp16_to_fp32(fp32_to_fp16(x))
+                                  : cpu::bf16_bits_to_float(cpu::float_to_bf16_bits(x));
       };
       for (size_t i = 0; i < c.in.size(); ++i)
-        if (fp16_layout(c.in_roles[i]).dtype == DType::FP16) round_half(in[i]);
+        if (sixteen_layout(c.in_roles[i], half).dtype == half) round_half(in[i]);
       for (size_t i = 0; i < c.out.size(); ++i)
-        if (fp16_layout(c.out_roles[i]).dtype == DType::FP16) round_half(before[i]);
+        if (sixteen_layout(c.out_roles[i], half).dtype == half) round_half(before[i]);
     }
     Tensors out = before;
     if (c.world > 1) {
@@ -2326,7 +2356,10 @@ class TestBackendOps : public QObject {
     const std::vector<Values> want = c.reference(in, start);
     // FP16 outputs are rounded once, from FP32 arithmetic: at most half an FP16
     // ulp (2^-11 of the largest value) besides what FP32 allows.
-    double tolerance = fp16 ? c.tolerance + 0x1p-11 : c.tolerance;
+    // (bfloat16 keeps 8 significant bits: 2^-8.)
+    double tolerance = fp16                  ? c.tolerance + 0x1p-11
+                       : half == DType::BF16 ? c.tolerance + 0x1p-8
+                                             : c.tolerance;
     if (backend == "cuda" && c.tensor_cores) tolerance = std::max(tolerance, 5e-3);
     QCOMPARE(want.size(), out.size());
     for (size_t i = 0; i < out.size(); ++i) {

@@ -16,13 +16,13 @@
 #include <stdexcept>
 #include <vector>
 
-#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/kernels/bf16_arrays.h"
 #include "backends/cpu/kernels/bf16_convert.h"
 #include "backends/cpu/kernels/dense.h"
 #include "backends/cpu/kernels/half_arrays.h"
 #include "backends/cpu/kernels/half_convert.h"
+#include "core/cpu_features.h"
 #include "resolved_params.h"
 
 using namespace tr;
@@ -182,7 +182,7 @@ class TestCpuAmpKernels : public QObject {
   void bf16InstructionsAreWhatTheKernelReports() {
     // The kernel lists only what it lets processes use (AMX needs its state
     // enabled), as the CPUID and XCR0 checks must find.
-    const CpuBf16 f = cpu::detect_cpu_bf16();
+    const CpuBf16 f = detect_cpu_bf16();
     qDebug("BF16 on this CPU: %s", cpu_bf16_text(f).c_str());
     QCOMPARE(f.avx512_bf16,
              cpu_has_flag("avx512_bf16") && cpu_has_flag("avx512bw") && cpu_has_flag("avx512vl"));

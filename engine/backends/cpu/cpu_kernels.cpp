@@ -102,7 +102,7 @@ Kernel compute_kernel(ComputeOp op) noexcept {
 
 uint64_t kernel_workspace_bytes(const KernelArgs& a) {
   if (!a.node || a.node->kind != NodeKind::COMPUTE) return 0;
-  return detail::fp16_staging_bytes(a);
+  return detail::staging_bytes_16bit(a);
 }
 
 Kernel range_kernel(RangeOp op) noexcept {

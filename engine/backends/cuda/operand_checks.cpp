@@ -47,6 +47,7 @@ Elem float_elem(const char* op, const KernelArgs& a, const TensorArg& t, const c
       return Elem::F16;
     case DType::INT8:
     case DType::INT32:
+    case DType::BF16:  // no bf16 kernels on this backend yet: refused by name
       break;
   }
   fail_operand(op, a,

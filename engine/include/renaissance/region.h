@@ -62,6 +62,8 @@ namespace tr {
   R(F_FEATURE_FP16, "Features (FP16)")                                            \
   R(F_GRAD_SLOT_FP32, "Gradient slots (FP32)")                                    \
   R(F_GRAD_SLOT_FP16, "Gradient slots (FP16)")                                    \
+  R(F_FEATURE_BF16, "Features (BF16)")                                            \
+  R(F_GRAD_SLOT_BF16, "Gradient slots (BF16)")                                    \
   /* S: scalars, BN batch statistics saved for backward, masks */                 \
   R(S_SCALARS, "Scalars (learning rate, loss scale, step)")                       \
   R(S_BN_SAVED, "BN batch statistics for the backward")                           \
@@ -117,7 +119,8 @@ Region param_region(ParamSeries series, ParamKind kind) noexcept;
 // lifetimes do not overlap. Every other region keeps its bytes for the run.
 constexpr bool is_step_local(Region r) noexcept {
   return r == Region::F_FEATURE_FP32 || r == Region::F_FEATURE_FP16 ||
-         r == Region::F_GRAD_SLOT_FP32 || r == Region::F_GRAD_SLOT_FP16 || r == Region::T_SCRATCH;
+         r == Region::F_GRAD_SLOT_FP32 || r == Region::F_GRAD_SLOT_FP16 ||
+         r == Region::F_FEATURE_BF16 || r == Region::F_GRAD_SLOT_BF16 || r == Region::T_SCRATCH;
 }
 
 constexpr int region_index(Region r) noexcept {

@@ -381,27 +381,27 @@ void bn_backward(const KernelArgs& a) {
 }  // namespace
 
 void bn_fwd_train(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, bn_fwd_train)) return;
+  if (detail::run_16bit_staged(a, bn_fwd_train)) return;
   bn_train<false>(a);
 }
 void bn_fwd_infer(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, bn_fwd_infer)) return;
+  if (detail::run_16bit_staged(a, bn_fwd_infer)) return;
   bn_infer<false>(a);
 }
 void bn_bwd(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, bn_bwd)) return;
+  if (detail::run_16bit_staged(a, bn_bwd)) return;
   bn_backward<false>(a);
 }
 void bn_relu_fwd_train(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, bn_relu_fwd_train)) return;
+  if (detail::run_16bit_staged(a, bn_relu_fwd_train)) return;
   bn_train<true>(a);
 }
 void bn_relu_fwd_infer(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, bn_relu_fwd_infer)) return;
+  if (detail::run_16bit_staged(a, bn_relu_fwd_infer)) return;
   bn_infer<true>(a);
 }
 void bn_relu_bwd(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, bn_relu_bwd)) return;
+  if (detail::run_16bit_staged(a, bn_relu_bwd)) return;
   bn_backward<true>(a);
 }
 

@@ -464,7 +464,7 @@ BwdOperands bwd_operands(const char* k, const KernelArgs& a) {
 // ---------------------------------------------------------------------------
 
 void conv_fwd(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, conv_fwd)) return;
+  if (detail::run_16bit_staged(a, conv_fwd)) return;
   constexpr const char* k = "conv_fwd";
   check_counts(k, a, 2, 3, 1, 1);
   for (const TensorArg& t : a.in) check_f32(k, a, t, "an input");
@@ -478,7 +478,7 @@ void conv_fwd(const KernelArgs& a) {
 }
 
 void conv_bwd(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, conv_bwd)) return;
+  if (detail::run_16bit_staged(a, conv_bwd)) return;
   constexpr const char* k = "conv_bwd";
   const BwdOperands o = bwd_operands(k, a);
   const TensorArg& x = o.x;
@@ -512,7 +512,7 @@ void conv_bwd(const KernelArgs& a) {
 }
 
 void conv_bwd_first(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, conv_bwd_first)) return;
+  if (detail::run_16bit_staged(a, conv_bwd_first)) return;
   constexpr const char* k = "conv_bwd_first";
   check_counts(k, a, 2, 2, 1, 2);
   for (const TensorArg& t : a.in) check_f32(k, a, t, "an input");
@@ -525,7 +525,7 @@ void conv_bwd_first(const KernelArgs& a) {
 }
 
 void linear_fwd(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, linear_fwd)) return;
+  if (detail::run_16bit_staged(a, linear_fwd)) return;
   constexpr const char* k = "linear_fwd";
   check_counts(k, a, 2, 3, 1, 1);
   for (const TensorArg& t : a.in) check_f32(k, a, t, "an input");
@@ -544,7 +544,7 @@ void linear_fwd(const KernelArgs& a) {
 }
 
 void linear_bwd(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, linear_bwd)) return;
+  if (detail::run_16bit_staged(a, linear_bwd)) return;
   constexpr const char* k = "linear_bwd";
   const BwdOperands o = bwd_operands(k, a);
   const TensorArg& x = o.x;
@@ -564,7 +564,7 @@ void linear_bwd(const KernelArgs& a) {
 }
 
 void linear_bwd_first(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, linear_bwd_first)) return;
+  if (detail::run_16bit_staged(a, linear_bwd_first)) return;
   constexpr const char* k = "linear_bwd_first";
   check_counts(k, a, 2, 2, 1, 2);
   for (const TensorArg& t : a.in) check_f32(k, a, t, "an input");

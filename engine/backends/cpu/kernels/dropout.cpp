@@ -79,7 +79,7 @@ bool dropout_keeps(uint64_t seed, uint64_t step, int layer, uint64_t index, doub
 }
 
 void dropout_fwd(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, dropout_fwd)) return;
+  if (detail::run_16bit_staged(a, dropout_fwd)) return;
   const Shape& s = a.in[0].shape();
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
@@ -125,7 +125,7 @@ void dropout_fwd(const KernelArgs& a) {
 
 void dropout_bwd(const KernelArgs& a) {
   if (!has_out(a, 0)) return;
-  if (detail::run_fp16_staged(a, dropout_bwd)) return;
+  if (detail::run_16bit_staged(a, dropout_bwd)) return;
   const int8_t* mask = a.in[0].i8();
   const Rows rows = rows_of(a.in[1].shape(), a.in[0].desc->padded_c());
   const float* dy = a.in[1].f32();

@@ -41,7 +41,7 @@ void copy_or_add(const KernelArgs& a, size_t out_index, const float* src, int64_
 }  // namespace
 
 void add_fwd(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, add_fwd)) return;
+  if (detail::run_16bit_staged(a, add_fwd)) return;
   const float* x0 = a.in[0].f32();
   const float* x1 = a.in[1].f32();
   float* y = a.out[0].f32();
@@ -51,7 +51,7 @@ void add_fwd(const KernelArgs& a) {
 }
 
 void add_bwd(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, add_bwd)) return;
+  if (detail::run_16bit_staged(a, add_bwd)) return;
   const float* dy = a.in[0].f32();
   const int64_t n = a.in[0].shape().elements();
   // In order: when both outputs are one tensor, out[1] carries the accumulate
@@ -61,7 +61,7 @@ void add_bwd(const KernelArgs& a) {
 }
 
 void concat_fwd(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, concat_fwd)) return;
+  if (detail::run_16bit_staged(a, concat_fwd)) return;
   const int64_t c = a.out[0].shape().c;
   const int64_t rows = a.out[0].shape().elements() / c;
   float* y = a.out[0].f32();
@@ -81,7 +81,7 @@ void concat_bwd(const KernelArgs& a) {
   bool any = false;
   for (size_t q = 0; q < a.out.size(); ++q) any = any || has_out(a, q);
   if (!any) return;
-  if (detail::run_fp16_staged(a, concat_bwd)) return;
+  if (detail::run_16bit_staged(a, concat_bwd)) return;
   const int64_t c = a.in[0].shape().c;
   const int64_t rows = a.in[0].shape().elements() / c;
   std::vector<int64_t> from;
@@ -110,18 +110,18 @@ void concat_bwd(const KernelArgs& a) {
 }
 
 void flatten_fwd(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, flatten_fwd)) return;
+  if (detail::run_16bit_staged(a, flatten_fwd)) return;
   copy_or_add(a, 0, a.in[0].f32(), a.in[0].shape().elements());
 }
 
 void flatten_bwd(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, flatten_bwd)) return;
+  if (detail::run_16bit_staged(a, flatten_bwd)) return;
   copy_or_add(a, 0, a.in[0].f32(), a.in[0].shape().elements());
 }
 
 void identity(const KernelArgs& a) {
   if (a.in.empty() || a.out.empty()) return;  // nothing to copy
-  if (detail::run_fp16_staged(a, identity)) return;
+  if (detail::run_16bit_staged(a, identity)) return;
   copy_or_add(a, 0, a.in[0].f32(), a.in[0].shape().elements());
 }
 

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Staging FP16 operands as FP32 in the stream workspace around an FP32 kernel.
+// Staging 16-bit (FP16 or BF16) operands as FP32 in the stream workspace
+// around an FP32 kernel.
 #include "backends/cpu/kernels/half_staging.h"
 
 #include <array>
 #include <stdexcept>
 #include <string>
 
+#include "backends/cpu/kernels/bf16_arrays.h"
 #include "backends/cpu/kernels/half_arrays.h"
 #include "core/align.h"
 
@@ -18,7 +20,7 @@ constexpr size_t kMaxOperands = 8;
 constexpr uint64_t kStageAlignment = 64;
 
 bool is_half(const TensorArg& t) {
-  return t.data && t.desc && t.desc->dtype == DType::FP16;
+  return t.data && t.desc && is_16bit_float(t.desc->dtype);
 }
 
 // The FP32 path's whole cost: a look at each operand's dtype.
@@ -66,7 +68,7 @@ bool touches_out(const KernelArgs& a, size_t i) {
   return a.part < 0 || part_writes(a, i);
 }
 
-// One staged FP16 tensor: its FP32 copy sits at `offset` in the workspace. An
+// One staged 16-bit tensor: its FP32 copy sits at `offset` in the workspace. An
 // output that is also an input (or two outputs that are one tensor) shares
 // one copy, so in-place and accumulating ops see their own writes.
 struct Stage {
@@ -89,8 +91,16 @@ uint64_t stage_bytes(const DTensor& t) {
 
 // Bad arguments from the backend or a test, never from a project: the
 // backend binds a large enough workspace to every launch that needs one.
+// The 16-bit type being staged ("fp16", "bf16"), for messages.
+std::string staged_type(const KernelArgs& a) {
+  for (const auto* side : {&a.in, &a.out})
+    for (const TensorArg& t : *side)
+      if (is_half(t)) return std::string(dtype_name(t.desc->dtype));
+  return "16-bit";
+}
+
 [[noreturn]] void fail(const KernelArgs& a, const std::string& what) {
-  std::string where = "fp16 staging";
+  std::string where = staged_type(a) + " staging";
   if (a.node && a.node->kind == NodeKind::COMPUTE)
     where += " of " + std::string(compute_op_name(a.node->op));
   if (a.layer_params && !a.layer_params->label.empty())
@@ -130,19 +140,27 @@ Plan make_plan(const KernelArgs& a) {
   return p;
 }
 
-// Rows of the channel dimension, which is the one FP16 slots pad.
+// Rows of the channel dimension, which is the one 16-bit slots pad.
 int64_t rows_of(const DTensor& t) {
   return t.shape.n * t.shape.h * t.shape.w;
 }
 
 void widen(const TensorArg& t, float* out) {
   const DTensor& d = *t.desc;
-  widen_half_rows(static_cast<const uint16_t*>(t.data), d.padded_c(), out, rows_of(d), d.shape.c);
+  const auto* in = static_cast<const uint16_t*>(t.data);
+  if (d.dtype == DType::BF16)
+    widen_bf16_rows(in, d.padded_c(), out, rows_of(d), d.shape.c);
+  else
+    widen_half_rows(in, d.padded_c(), out, rows_of(d), d.shape.c);
 }
 
 void narrow(const float* in, const TensorArg& t) {
   const DTensor& d = *t.desc;
-  narrow_to_half_rows(in, static_cast<uint16_t*>(t.data), d.padded_c(), rows_of(d), d.shape.c);
+  auto* out = static_cast<uint16_t*>(t.data);
+  if (d.dtype == DType::BF16)
+    narrow_to_bf16_rows(in, out, d.padded_c(), rows_of(d), d.shape.c);
+  else
+    narrow_to_half_rows(in, out, d.padded_c(), rows_of(d), d.shape.c);
 }
 
 // The FP32 arguments handed to the kernel. Per thread and reused, so that
@@ -170,15 +188,16 @@ struct StagedArgs {
 
 }  // namespace
 
-uint64_t fp16_staging_bytes(const KernelArgs& a) {
+uint64_t staging_bytes_16bit(const KernelArgs& a) {
   return any_half(a) ? make_plan(a).bytes : 0;
 }
 
-bool run_fp16_staged(const KernelArgs& a, Fp32Kernel kernel) {
+bool run_16bit_staged(const KernelArgs& a, Fp32Kernel kernel) {
   if (!any_half(a)) return false;
   const Plan p = make_plan(a);
   if (p.bytes > 0 && (!a.workspace || !a.workspace->data))
-    fail(a, "fp16 tensors are staged as fp32 in a stream workspace, and this launch has none");
+    fail(a, staged_type(a) +
+                " tensors are staged as fp32 in a stream workspace, and this launch has none");
   if (a.workspace->bytes < p.bytes)
     fail(a, "needs " + std::to_string(p.bytes) + " bytes of stream workspace, the stream has " +
                 std::to_string(a.workspace->bytes));
@@ -200,7 +219,7 @@ bool run_fp16_staged(const KernelArgs& a, Fp32Kernel kernel) {
   f.rank = a.rank;
   f.world = a.world;
   f.part = a.part;
-  f.workspace = nullptr;  // nothing FP16 is left to stage
+  f.workspace = nullptr;  // nothing 16-bit is left to stage
   f.rank_sum = a.rank_sum;
   f.in.clear();
   f.out.clear();

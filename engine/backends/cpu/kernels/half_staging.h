@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// FP16 storage with FP32 arithmetic for the CPU compute kernels. This CPU's
-// oneDNN has no FP16 convolution or matmul at all (and its FP16 reorders run
-// at ~30 ns a value), so a kernel with FP16 tensors runs its FP32 twin on
-// FP32 copies staged in the stream's workspace: FP16 operands are widened
-// (dropping the channel padding), FP16 results rounded back once to nearest
-// even with the padding lanes zeroed. No memory is allocated on the way.
+// 16-bit storage (FP16, BF16) with FP32 arithmetic for the CPU compute
+// kernels. This CPU's oneDNN has no FP16 convolution or matmul at all (and
+// its FP16 reorders run at ~30 ns a value), so a kernel with 16-bit tensors
+// runs its FP32 twin on FP32 copies staged in the stream's workspace: 16-bit
+// operands are widened (dropping the channel padding), 16-bit results rounded
+// back once to nearest even with the padding lanes zeroed. No memory is
+// allocated on the way.
 #pragma once
 
 #include <cstdint>
@@ -15,14 +16,14 @@ namespace tr::cpu::detail {
 
 using Fp32Kernel = void (*)(const KernelArgs&);
 
-// Workspace bytes `a` needs to be staged; 0 when none of its tensors is FP16.
+// Workspace bytes `a` needs to be staged; 0 when none of its tensors is 16-bit.
 // A forked backward part stages only the tensors that part touches.
-uint64_t fp16_staging_bytes(const KernelArgs& a);
+uint64_t staging_bytes_16bit(const KernelArgs& a);
 
-// When a tensor of `a` is FP16: runs `kernel` on staged FP32 copies, writes
-// the FP16 outputs back and returns true. Otherwise returns false and the
+// When a tensor of `a` is 16-bit: runs `kernel` on staged FP32 copies, writes
+// the 16-bit outputs back and returns true. Otherwise returns false and the
 // caller runs its FP32 code. Throws std::invalid_argument when `a.workspace`
-// is missing or smaller than fp16_staging_bytes(a).
-bool run_fp16_staged(const KernelArgs& a, Fp32Kernel kernel);
+// is missing or smaller than staging_bytes_16bit(a).
+bool run_16bit_staged(const KernelArgs& a, Fp32Kernel kernel);
 
 }  // namespace tr::cpu::detail

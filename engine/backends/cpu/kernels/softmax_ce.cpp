@@ -118,12 +118,12 @@ void softmax_ce(const KernelArgs& a, bool backward) {
 }  // namespace
 
 void softmax_ce_fwd_bwd(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, softmax_ce_fwd_bwd)) return;
+  if (detail::run_16bit_staged(a, softmax_ce_fwd_bwd)) return;
   softmax_ce(a, true);
 }
 
 void softmax_ce_fwd(const KernelArgs& a) {
-  if (detail::run_fp16_staged(a, softmax_ce_fwd)) return;
+  if (detail::run_16bit_staged(a, softmax_ce_fwd)) return;
   softmax_ce(a, false);
 }
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "backends/cpu/cpu_features.h"
+#include "core/cpu_features.h"
 
 #include <cpuid.h>
 
 #include <cstdint>
 
-namespace tr::cpu {
+namespace tr {
 
 namespace {
 
@@ -50,4 +50,4 @@ CpuBf16 detect_cpu_bf16() noexcept {
   return f;
 }
 
-}  // namespace tr::cpu
+}  // namespace tr

@@ -6,9 +6,9 @@
 
 #include <renaissance/devices.h>
 
-namespace tr::cpu {
+namespace tr {
 
 // Asked once; the answer does not change while the process runs.
 CpuBf16 detect_cpu_bf16() noexcept;
 
-}  // namespace tr::cpu
+}  // namespace tr
