@@ -1982,8 +1982,14 @@ std::vector<OpCase> lars_norms_cases() {
 // after an overflow.
 std::vector<OpCase> lars_update_cases() {
   std::vector<OpCase> v;
-  for (const char* kind : {"", " zero weight norm", " after an overflow"}) {
-    const bool zero_norm = kind[1] == 'z', overflow = kind[1] == 'a';
+  struct Variant {
+    const char* name;
+    bool zero_norm, overflow;
+  };
+  for (const Variant& var : {Variant{"", false, false}, Variant{" zero weight norm", true, false},
+                             Variant{" after an overflow", false, true}}) {
+    const char* kind = var.name;
+    const bool zero_norm = var.zero_norm, overflow = var.overflow;
     OpCase c = range_case(
         RangeOp::LARS_UPDATE, std::string("LARS_UPDATE") + kind, {kLars, kLars, kLars, 4},
         {kLars, kLars}, [overflow](const Tensors& in, const Tensors& b) {
