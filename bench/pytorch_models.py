@@ -218,17 +218,22 @@ def blas_libraries():
     return sorted(libs)
 
 
-def blas_check(threads):
-    torch.set_num_threads(threads)
-    n = 1024
-    a, b = torch.randn(n, n), torch.randn(n, n)
+def matmul_times(a, b, reps):
+    """Seconds of each of `reps` products a @ b, after three warm-up ones."""
     for _ in range(3):
         a @ b
     times = []
-    for _ in range(15):
+    for _ in range(reps):
         t0 = time.perf_counter()
         a @ b
         times.append(time.perf_counter() - t0)
+    return times
+
+
+def blas_check(threads):
+    torch.set_num_threads(threads)
+    n = 1024
+    times = matmul_times(torch.randn(n, n), torch.randn(n, n), 15)
     med = statistics.median(times)
     return {"matmul": n, "threads": threads, "median_ms": 1000 * med,
             "gflop_per_s": 2 * n ** 3 / med / 1e9,
@@ -244,14 +249,7 @@ def bf16_check(threads):
     n = 2048
     out = {"matmul": n, "threads": threads}
     for dtype, key in ((torch.bfloat16, "bf16"), (torch.float32, "fp32")):
-        a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
-        for _ in range(3):
-            a @ b
-        times = []
-        for _ in range(10):
-            t0 = time.perf_counter()
-            a @ b
-            times.append(time.perf_counter() - t0)
+        times = matmul_times(torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype), 10)
         out[key + "_gflop_per_s"] = 2 * n ** 3 / statistics.median(times) / 1e9
         out[key + "_best_gflop_per_s"] = 2 * n ** 3 / min(times) / 1e9
     return out

@@ -84,6 +84,52 @@ bool cpu_has_flag(const char* flag) {
   return line.split(' ').contains(flag);
 }
 
+// A 16-bit type's row conversions and its scalar reference.
+struct RowConversions {
+  void (*narrow_rows)(const float*, uint16_t*, int64_t stride, int64_t rows, int64_t c);
+  void (*widen_rows)(const uint16_t*, int64_t stride, float*, int64_t rows, int64_t c);
+  uint16_t (*to_bits)(float);
+  float (*from_bits)(uint16_t);
+};
+
+// Rows of every width up to each stride (the strides of input buffers and
+// features) narrowed and widened again, and then rows enough for the threads:
+// the bits are the scalar reference's, the padding lanes zero, and nothing is
+// written past the rows on either side. Empty when all holds, else what not.
+QString padded_rows_problem(const RowConversions& f, std::initializer_list<int64_t> strides,
+                            unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  for (int64_t rows : {int64_t{3}, int64_t{70000}})
+    for (int64_t stride : strides)
+      for (int64_t c = 1; c <= stride; ++c) {
+        if (rows > 3 && c != stride - 1) continue;
+        const QString where = QString("rows %1, stride %2, c %3: ").arg(rows).arg(stride).arg(c);
+        std::vector<float> compact(static_cast<size_t>(rows * c));
+        for (float& x : compact) x = u(rng);
+        std::vector<uint16_t> padded(static_cast<size_t>(rows * stride) + 16, kHalfNaN);
+        f.narrow_rows(compact.data(), padded.data(), stride, rows, c);
+        std::vector<float> back(compact.size() + 16, 7.0f);
+        f.widen_rows(padded.data(), stride, back.data(), rows, c);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t k = 0; k < stride; ++k) {
+            const uint16_t h = padded[static_cast<size_t>(r * stride + k)];
+            if (k >= c) {
+              if (h != 0) return where + "padding lane not zeroed";
+              continue;
+            }
+            const float x = compact[static_cast<size_t>(r * c + k)];
+            if (h != f.to_bits(x)) return where + QString("value %1 narrowed wrongly").arg(x);
+            if (back[static_cast<size_t>(r * c + k)] != f.from_bits(h))
+              return where + "a value widened wrongly";
+          }
+        if (padded[static_cast<size_t>(rows * stride)] != kHalfNaN)
+          return where + "written past the padded rows";
+        if (back[compact.size()] != 7.0f) return where + "written past the compact rows";
+      }
+  return {};
+}
+
 }  // namespace
 
 class TestCpuAmpKernels : public QObject {
@@ -204,31 +250,11 @@ class TestCpuAmpKernels : public QObject {
       QCOMPARE(h[x.size()], uint16_t{0x7E00});  // nothing written past the end
       for (size_t i = 0; i < x.size(); ++i) QCOMPARE(h[i], cpu::float_to_bf16_bits(x[i]));
     }
-    for (int64_t rows : {int64_t{3}, int64_t{70000}})
-      for (int64_t stride : {int64_t{4}, int64_t{8}, int64_t{16}, int64_t{24}})
-        for (int64_t c = 1; c <= stride; ++c) {
-          if (rows > 3 && c != stride - 1) continue;
-          std::vector<float> compact(static_cast<size_t>(rows * c));
-          for (float& x : compact) x = u(rng);
-          std::vector<uint16_t> padded(static_cast<size_t>(rows * stride) + 16, kHalfNaN);
-          cpu::narrow_to_bf16_rows(compact.data(), padded.data(), stride, rows, c);
-          std::vector<float> back(compact.size() + 16, 7.0f);
-          cpu::widen_bf16_rows(padded.data(), stride, back.data(), rows, c);
-          for (int64_t r = 0; r < rows; ++r)
-            for (int64_t k = 0; k < stride; ++k) {
-              const uint16_t h = padded[static_cast<size_t>(r * stride + k)];
-              if (k >= c) {
-                QVERIFY2(h == 0, "padding lane not zeroed");
-                continue;
-              }
-              const float x = compact[static_cast<size_t>(r * c + k)];
-              QCOMPARE(h, cpu::float_to_bf16_bits(x));
-              QCOMPARE(back[static_cast<size_t>(r * c + k)], cpu::bf16_bits_to_float(h));
-            }
-          // Nothing written past the rows on either side.
-          QCOMPARE(padded[static_cast<size_t>(rows * stride)], kHalfNaN);
-          QCOMPARE(back[compact.size()], 7.0f);
-        }
+    const QString problem =
+        padded_rows_problem({&cpu::narrow_to_bf16_rows, &cpu::widen_bf16_rows,
+                             &cpu::float_to_bf16_bits, &cpu::bf16_bits_to_float},
+                            {4, 8, 16, 24}, 13);
+    QVERIFY2(problem.isEmpty(), qPrintable(problem));
   }
 
   void halvesWidenExactly() {
@@ -269,34 +295,10 @@ class TestCpuAmpKernels : public QObject {
   }
 
   void paddedRowsRoundTrip() {
-    std::mt19937 rng(9);
-    std::uniform_real_distribution<float> u(-3.0f, 3.0f);
-    // Strides of the input buffers (4) and of features (8, 16); rows large
-    // enough for the threaded path on the last shape.
-    for (int64_t rows : {int64_t{3}, int64_t{70000}})
-      for (int64_t stride : {int64_t{4}, int64_t{8}, int64_t{16}})
-        for (int64_t c = 1; c <= stride; ++c) {
-          if (rows > 3 && c != stride - 1) continue;
-          std::vector<float> compact(static_cast<size_t>(rows * c));
-          for (float& x : compact) x = u(rng);
-          std::vector<uint16_t> padded(static_cast<size_t>(rows * stride), kHalfNaN);
-          cpu::narrow_to_half_rows(compact.data(), padded.data(), stride, rows, c);
-          std::vector<float> back(compact.size() + 8, 7.0f);
-          cpu::widen_half_rows(padded.data(), stride, back.data(), rows, c);
-          for (int64_t r = 0; r < rows; ++r)
-            for (int64_t k = 0; k < stride; ++k) {
-              const uint16_t h = padded[static_cast<size_t>(r * stride + k)];
-              if (k >= c) {
-                QVERIFY2(h == 0, "padding lane not zeroed");
-                continue;
-              }
-              const float x = compact[static_cast<size_t>(r * c + k)];
-              QCOMPARE(h, float_to_half_bits(x));
-              QCOMPARE(back[static_cast<size_t>(r * c + k)], half_bits_to_float(h));
-            }
-          // Nothing written past the compact rows.
-          QCOMPARE(back[compact.size()], 7.0f);
-        }
+    const QString problem = padded_rows_problem({&cpu::narrow_to_half_rows, &cpu::widen_half_rows,
+                                                 &float_to_half_bits, &half_bits_to_float},
+                                                {4, 8, 16}, 9);
+    QVERIFY2(problem.isEmpty(), qPrintable(problem));
   }
 };
 

@@ -9,11 +9,9 @@
 #include <cstring>
 
 #include "backends/cpu/kernels/bf16_convert.h"
-#include "backends/cpu/kernels/parallel.h"
+#include "backends/cpu/kernels/conversion_split.h"
 
 namespace tr::cpu {
-
-using detail::parallel_ranges;
 
 namespace {
 
@@ -103,9 +101,6 @@ bool detect_avx512_bf16() noexcept {
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
 }
 
-// Conversions are a few cycles per value on top of streaming it.
-constexpr int64_t kConvertCost = 2;
-
 }  // namespace
 
 bool bf16_arrays_use_avx512() noexcept {
@@ -114,51 +109,25 @@ bool bf16_arrays_use_avx512() noexcept {
 }
 
 void widen_bf16(const uint16_t* in, float* out, int64_t n) {
-  const bool fast = bf16_arrays_use_avx512();
-  parallel_ranges(
-      n, n * kConvertCost,
-      [&](int64_t lo, int64_t hi) {
-        if (fast)
-          widen_flat_avx512(in + lo, out + lo, hi - lo);
-        else
-          widen_flat_portable(in + lo, out + lo, hi - lo);
-      },
-      64);
+  detail::convert_flat(in, out, n,
+                       bf16_arrays_use_avx512() ? &widen_flat_avx512 : &widen_flat_portable);
 }
 
 void narrow_to_bf16(const float* in, uint16_t* out, int64_t n) {
-  const bool fast = bf16_arrays_use_avx512();
-  parallel_ranges(
-      n, n * kConvertCost,
-      [&](int64_t lo, int64_t hi) {
-        if (fast)
-          narrow_flat_avx512(in + lo, out + lo, hi - lo);
-        else
-          narrow_flat_portable(in + lo, out + lo, hi - lo);
-      },
-      64);
+  detail::convert_flat(in, out, n,
+                       bf16_arrays_use_avx512() ? &narrow_flat_avx512 : &narrow_flat_portable);
 }
 
 void widen_bf16_rows(const uint16_t* in, int64_t stride, float* out, int64_t rows, int64_t c) {
   if (stride == c) return widen_bf16(in, out, rows * c);
-  const bool fast = bf16_arrays_use_avx512();
-  parallel_ranges(rows, rows * stride * kConvertCost, [&](int64_t lo, int64_t hi) {
-    if (fast)
-      widen_rows_avx512(in + lo * stride, stride, out + lo * c, hi - lo, c);
-    else
-      widen_rows_portable(in + lo * stride, stride, out + lo * c, hi - lo, c);
-  });
+  detail::widen_rows_split(in, stride, out, rows, c,
+                           bf16_arrays_use_avx512() ? &widen_rows_avx512 : &widen_rows_portable);
 }
 
 void narrow_to_bf16_rows(const float* in, uint16_t* out, int64_t stride, int64_t rows, int64_t c) {
   if (stride == c) return narrow_to_bf16(in, out, rows * c);
-  const bool fast = bf16_arrays_use_avx512();
-  parallel_ranges(rows, rows * stride * kConvertCost, [&](int64_t lo, int64_t hi) {
-    if (fast)
-      narrow_rows_avx512(in + lo * c, out + lo * stride, stride, hi - lo, c);
-    else
-      narrow_rows_portable(in + lo * c, out + lo * stride, stride, hi - lo, c);
-  });
+  detail::narrow_rows_split(in, out, stride, rows, c,
+                            bf16_arrays_use_avx512() ? &narrow_rows_avx512 : &narrow_rows_portable);
 }
 
 }  // namespace tr::cpu

@@ -7,12 +7,10 @@
 
 #include <algorithm>
 
+#include "backends/cpu/kernels/conversion_split.h"
 #include "backends/cpu/kernels/half_convert.h"
-#include "backends/cpu/kernels/parallel.h"
 
 namespace tr::cpu {
-
-using detail::parallel_ranges;
 
 namespace {
 
@@ -172,9 +170,6 @@ bool detect_f16c() noexcept {
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
 }
 
-// Conversions are a few cycles per value on top of streaming it.
-constexpr int64_t kConvertCost = 2;
-
 }  // namespace
 
 bool half_arrays_use_f16c() noexcept {
@@ -183,59 +178,31 @@ bool half_arrays_use_f16c() noexcept {
 }
 
 void widen_half(const uint16_t* in, float* out, int64_t n) {
-  const bool fast = half_arrays_use_f16c();
-  parallel_ranges(
-      n, n * kConvertCost,
-      [&](int64_t lo, int64_t hi) {
-        if (fast)
-          widen_flat_f16c(in + lo, out + lo, hi - lo);
-        else
-          widen_flat_portable(in + lo, out + lo, hi - lo);
-      },
-      64);
+  detail::convert_flat(in, out, n,
+                       half_arrays_use_f16c() ? &widen_flat_f16c : &widen_flat_portable);
 }
 
 void narrow_to_half(const float* in, uint16_t* out, int64_t n) {
-  const bool fast = half_arrays_use_f16c();
-  parallel_ranges(
-      n, n * kConvertCost,
-      [&](int64_t lo, int64_t hi) {
-        if (fast)
-          narrow_flat_f16c(in + lo, out + lo, hi - lo);
-        else
-          narrow_flat_portable(in + lo, out + lo, hi - lo);
-      },
-      64);
+  detail::convert_flat(in, out, n,
+                       half_arrays_use_f16c() ? &narrow_flat_f16c : &narrow_flat_portable);
 }
 
 void widen_half_rows(const uint16_t* in, int64_t stride, float* out, int64_t rows, int64_t c) {
   if (stride == c) return widen_half(in, out, rows * c);
   const bool fast = half_arrays_use_f16c();
-  parallel_ranges(rows, rows * stride * kConvertCost, [&](int64_t lo, int64_t hi) {
-    const uint16_t* src = in + lo * stride;
-    float* dst = out + lo * c;
-    if (fast && stride % 8 == 0)
-      widen_rows8_f16c(src, stride, dst, hi - lo, c);
-    else if (fast && stride % 4 == 0)
-      widen_rows4_f16c(src, stride, dst, hi - lo, c);
-    else
-      widen_rows_portable(src, stride, dst, hi - lo, c);
-  });
+  detail::widen_rows_split(in, stride, out, rows, c,
+                           fast && stride % 8 == 0   ? &widen_rows8_f16c
+                           : fast && stride % 4 == 0 ? &widen_rows4_f16c
+                                                     : &widen_rows_portable);
 }
 
 void narrow_to_half_rows(const float* in, uint16_t* out, int64_t stride, int64_t rows, int64_t c) {
   if (stride == c) return narrow_to_half(in, out, rows * c);
   const bool fast = half_arrays_use_f16c();
-  parallel_ranges(rows, rows * stride * kConvertCost, [&](int64_t lo, int64_t hi) {
-    const float* src = in + lo * c;
-    uint16_t* dst = out + lo * stride;
-    if (fast && stride % 8 == 0)
-      narrow_rows8_f16c(src, dst, stride, hi - lo, c);
-    else if (fast && stride % 4 == 0)
-      narrow_rows4_f16c(src, dst, stride, hi - lo, c);
-    else
-      narrow_rows_portable(src, dst, stride, hi - lo, c);
-  });
+  detail::narrow_rows_split(in, out, stride, rows, c,
+                            fast && stride % 8 == 0   ? &narrow_rows8_f16c
+                            : fast && stride % 4 == 0 ? &narrow_rows4_f16c
+                                                      : &narrow_rows_portable);
 }
 
 }  // namespace tr::cpu
