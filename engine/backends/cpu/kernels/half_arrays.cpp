@@ -16,25 +16,10 @@ namespace {
 
 // ---- portable -------------------------------------------------------------
 
-void widen_flat_portable(const uint16_t* in, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = half_bits_to_float(in[i]);
-}
-
-void narrow_flat_portable(const float* in, uint16_t* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = float_to_half_bits(in[i]);
-}
-
-void widen_rows_portable(const uint16_t* in, int64_t stride, float* out, int64_t rows, int64_t c) {
-  for (int64_t r = 0; r < rows; ++r) widen_flat_portable(in + r * stride, out + r * c, c);
-}
-
-void narrow_rows_portable(const float* in, uint16_t* out, int64_t stride, int64_t rows, int64_t c) {
-  for (int64_t r = 0; r < rows; ++r) {
-    uint16_t* o = out + r * stride;
-    narrow_flat_portable(in + r * c, o, c);
-    std::fill(o + c, o + stride, uint16_t{0});
-  }
-}
+constexpr auto widen_flat_portable = &detail::widen_flat_portable<&half_bits_to_float>;
+constexpr auto narrow_flat_portable = &detail::narrow_flat_portable<&float_to_half_bits>;
+constexpr auto widen_rows_portable = &detail::widen_rows_portable<&half_bits_to_float>;
+constexpr auto narrow_rows_portable = &detail::narrow_rows_portable<&float_to_half_bits>;
 
 // ---- F16C -----------------------------------------------------------------
 // Compiled for AVX2 + F16C only here and called only when the CPU has both,
@@ -178,13 +163,12 @@ bool half_arrays_use_f16c() noexcept {
 }
 
 void widen_half(const uint16_t* in, float* out, int64_t n) {
-  detail::convert_flat(in, out, n,
-                       half_arrays_use_f16c() ? &widen_flat_f16c : &widen_flat_portable);
+  detail::convert_flat(in, out, n, half_arrays_use_f16c() ? &widen_flat_f16c : widen_flat_portable);
 }
 
 void narrow_to_half(const float* in, uint16_t* out, int64_t n) {
   detail::convert_flat(in, out, n,
-                       half_arrays_use_f16c() ? &narrow_flat_f16c : &narrow_flat_portable);
+                       half_arrays_use_f16c() ? &narrow_flat_f16c : narrow_flat_portable);
 }
 
 void widen_half_rows(const uint16_t* in, int64_t stride, float* out, int64_t rows, int64_t c) {
@@ -193,7 +177,7 @@ void widen_half_rows(const uint16_t* in, int64_t stride, float* out, int64_t row
   detail::widen_rows_split(in, stride, out, rows, c,
                            fast && stride % 8 == 0   ? &widen_rows8_f16c
                            : fast && stride % 4 == 0 ? &widen_rows4_f16c
-                                                     : &widen_rows_portable);
+                                                     : widen_rows_portable);
 }
 
 void narrow_to_half_rows(const float* in, uint16_t* out, int64_t stride, int64_t rows, int64_t c) {
@@ -202,7 +186,7 @@ void narrow_to_half_rows(const float* in, uint16_t* out, int64_t stride, int64_t
   detail::narrow_rows_split(in, out, stride, rows, c,
                             fast && stride % 8 == 0   ? &narrow_rows8_f16c
                             : fast && stride % 4 == 0 ? &narrow_rows4_f16c
-                                                      : &narrow_rows_portable);
+                                                      : narrow_rows_portable);
 }
 
 }  // namespace tr::cpu
