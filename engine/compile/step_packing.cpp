@@ -54,7 +54,6 @@ int peak_position(const std::vector<PoolItem>& items, size_t positions) {
 
 }  // namespace
 
-
 void pack_step_local(CompiledProject& cp) {
   refuse_shared_step_locals(cp);
   for (size_t v = 0; v < cp.plans.size(); ++v) {

@@ -10,7 +10,6 @@
 
 namespace tr {
 
-
 // Places every variant's pool and finalizes the plans; fills cp.pools.
 // Throws std::logic_error on a graph captured for all variants that touches
 // a step-local tensor, or a packing that gives live tensors the same bytes.
