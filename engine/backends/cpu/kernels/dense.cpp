@@ -30,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backends/cpu/kernels/bf16_arrays.h"
 #include "backends/cpu/kernels/half_staging.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/onednn_info.h"
@@ -170,12 +171,21 @@ ConvGeom conv_geom(const char* kernel, const KernelArgs& a, const Shape& x, cons
 
 enum class ConvKind : int64_t { FWD, FWD_BIAS, BWD_DATA, BWD_WEIGHTS, BWD_WEIGHTS_BIAS };
 
-using ConvKey = std::array<int64_t, 15>;
+// The storage a primitive reads and writes: FP32 throughout, or bfloat16
+// features and weights (a forward on BF16 storage, FP32 accumulation) with
+// the bias in either.
+struct ConvTypes {
+  bool bf16 = false;
+  bool bias_bf16 = false;
+};
 
-ConvKey conv_key(const ConvGeom& g, ConvKind kind) {
-  return {g.n,  g.h,  g.w,  g.ci,     g.co,
-          g.kh, g.kw, g.sh, g.sw,     g.ph,
-          g.pw, g.ho, g.wo, g.groups, static_cast<int64_t>(kind)};
+using ConvKey = std::array<int64_t, 17>;
+
+ConvKey conv_key(const ConvGeom& g, ConvKind kind, ConvTypes t) {
+  return {g.n,    g.h,        g.w,  g.ci,     g.co,
+          g.kh,   g.kw,       g.sh, g.sw,     g.ph,
+          g.pw,   g.ho,       g.wo, g.groups, static_cast<int64_t>(kind),
+          t.bf16, t.bias_bf16};
 }
 
 struct ConvKeyHash {
@@ -202,21 +212,23 @@ memory::dims dims(std::initializer_list<int64_t> v) {
   return memory::dims(v.begin(), v.end());
 }
 
-ConvPrim make_conv(const ConvGeom& g, ConvKind kind) {
+ConvPrim make_conv(const ConvGeom& g, ConvKind kind, ConvTypes t) {
   dnnl::engine& eng = cpu_engine();
-  const memory::desc src(dims({g.n, g.ci, g.h, g.w}), DT::f32, Tag::nhwc);
-  const memory::desc dst(dims({g.n, g.co, g.ho, g.wo}), DT::f32, Tag::nhwc);
+  const DT dt = t.bf16 ? DT::bf16 : DT::f32;
+  const memory::desc src(dims({g.n, g.ci, g.h, g.w}), dt, Tag::nhwc);
+  const memory::desc dst(dims({g.n, g.co, g.ho, g.wo}), dt, Tag::nhwc);
   // Grouped: [G, Co/G, Ci/G, kh, kw], and our OHWI weights are gohwi (the
   // output channels of one group are adjacent).
   const bool grouped = g.groups > 1;
   const memory::dims w_dims = grouped
                                   ? dims({g.groups, g.co / g.groups, g.ci / g.groups, g.kh, g.kw})
                                   : dims({g.co, g.ci, g.kh, g.kw});
-  const memory::desc any_w(w_dims, DT::f32, Tag::any);
-  const memory::desc user_w(w_dims, DT::f32, grouped ? Tag::gohwi : Tag::ohwi);
+  const memory::desc any_w(w_dims, dt, Tag::any);
+  const memory::desc user_w(w_dims, dt, grouped ? Tag::gohwi : Tag::ohwi);
   const bool with_bias = kind == ConvKind::FWD_BIAS || kind == ConvKind::BWD_WEIGHTS_BIAS;
   const memory::desc bias =
-      with_bias ? memory::desc(dims({g.co}), DT::f32, Tag::x) : memory::desc();
+      with_bias ? memory::desc(dims({g.co}), t.bias_bf16 ? DT::bf16 : DT::f32, Tag::x)
+                : memory::desc();
   const memory::dims strides = dims({g.sh, g.sw});
   // Symmetric padding like the frameworks: oneDNN checks the output size with
   // the same floor division as shape inference, so no right-padding fix-up.
@@ -286,15 +298,15 @@ class ConvCache {
   // makes it a longer-lived static than the cache.
   ConvCache() { cpu_engine(); }
 
-  const ConvPrim& get(const ConvGeom& g, ConvKind kind) {
-    const ConvKey key = conv_key(g, kind);
+  const ConvPrim& get(const ConvGeom& g, ConvKind kind, ConvTypes t) {
+    const ConvKey key = conv_key(g, kind, t);
     {
       std::shared_lock lock(mutex_);
       if (auto it = map_.find(key); it != map_.end()) return *it->second;
     }
     // Created outside the lock (the implementation search can take
     // milliseconds); a thread that loses the race drops its copy.
-    auto made = std::make_unique<ConvPrim>(make_conv(g, kind));
+    auto made = std::make_unique<ConvPrim>(make_conv(g, kind, t));
     std::unique_lock lock(mutex_);
     return *map_.try_emplace(key, std::move(made)).first->second;
   }
@@ -313,10 +325,10 @@ ConvCache& conv_cache() {
   return cache;
 }
 
-const ConvPrim& conv_prim(const char* kernel, const KernelArgs& a, const ConvGeom& g,
-                          ConvKind kind) {
+const ConvPrim& conv_prim(const char* kernel, const KernelArgs& a, const ConvGeom& g, ConvKind kind,
+                          ConvTypes t = {}) {
   try {
-    return conv_cache().get(g, kind);
+    return conv_cache().get(g, kind, t);
   } catch (const dnnl::error& e) {
     fail(kernel, a, std::string("oneDNN could not create the convolution: ") + e.what());
   }
@@ -335,7 +347,7 @@ void execute(const ConvPrim& p, std::unordered_map<int, memory>& args) {
   s.wait();
 }
 
-void run_conv_fwd(const ConvPrim& p, const float* x, const float* w, const float* b, float* y) {
+void run_conv_fwd(const ConvPrim& p, const void* x, const void* w, const void* b, void* y) {
   dnnl::stream& s = thread_stream();
   memory w_m = wrap(p.user_weights, w);
   if (p.reorder) {
@@ -463,7 +475,38 @@ BwdOperands bwd_operands(const char* k, const KernelArgs& a) {
 
 // ---------------------------------------------------------------------------
 
+// A forward on bfloat16 storage that oneDNN runs natively: every operand
+// bfloat16 (the bias may be FP32), the features without channel padding (a
+// padded row would need its lanes zeroed and slows oneDNN's kernels), on a
+// CPU with AVX-512 BF16. Everything else on 16-bit storage is staged.
+bool native_bf16_conv_fwd(const KernelArgs& a) {
+  if (a.in.size() < 2 || a.out.size() != 1 || !bf16_arrays_use_avx512()) return false;
+  auto bf16 = [](const TensorArg& t) {
+    return t.data && t.desc && t.desc->dtype == DType::BF16 && t.desc->is_compact();
+  };
+  if (!bf16(a.in[0]) || !bf16(a.in[1]) || !bf16(a.out[0])) return false;
+  if (a.in.size() == 3) {
+    const TensorArg& b = a.in[2];
+    if (!b.data || !b.desc || !b.desc->is_compact() ||
+        (b.desc->dtype != DType::BF16 && b.desc->dtype != DType::FP32))
+      return false;
+  }
+  return true;
+}
+
 void conv_fwd(const KernelArgs& a) {
+  if (native_bf16_conv_fwd(a)) {
+    constexpr const char* k = "conv_fwd";
+    check_counts(k, a, 2, 3, 1, 1);
+    const ConvGeom g = conv_geom(k, a, a.in[0].shape(), a.in[1].shape(), a.out[0].shape());
+    const bool bias = a.in.size() == 3;
+    if (bias && a.in[2].shape().elements() != g.co)
+      fail(k, a, "bias should have out_channels values");
+    const ConvTypes t{true, bias && a.in[2].desc->dtype == DType::BF16};
+    run_conv_fwd(conv_prim(k, a, g, bias ? ConvKind::FWD_BIAS : ConvKind::FWD, t), a.in[0].data,
+                 a.in[1].data, bias ? a.in[2].data : nullptr, a.out[0].data);
+    return;
+  }
   if (detail::run_16bit_staged(a, conv_fwd)) return;
   constexpr const char* k = "conv_fwd";
   check_counts(k, a, 2, 3, 1, 1);
