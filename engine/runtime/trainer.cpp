@@ -172,6 +172,18 @@ class RankLoop {
     session_.capture(rank_, staging);
   }
 
+  // A step that failed can leave its transfers and kernels in flight, still
+  // reading the pipelines' host batches: they finish before those go.
+  ~RankLoop() {
+    try {
+      backend_.synchronize(rank_);
+    } catch (...) {
+      // The run's own error is the one reported.
+    }
+  }
+  RankLoop(const RankLoop&) = delete;
+  RankLoop& operator=(const RankLoop&) = delete;
+
   void run() {
     const int64_t epochs = options_.epochs > 0 ? options_.epochs : cp_.project.training.epochs;
     int64_t step = start_.step;
