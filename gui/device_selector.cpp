@@ -30,13 +30,26 @@ DeviceSelector::DeviceSelector(const DeviceScan& scan, QWidget* parent) : QCombo
     d.ids.clear();
     for (int i = 0; i < ranks; ++i) d.ids.push_back(i);
     addChoice(ranks == 1 ? tr("CPU, 1 rank") : tr("CPU, %1 ranks").arg(ranks), d);
+    // Whether BF16 precision can train here.
+    setItemData(
+        count() - 1,
+        tr("bfloat16 on this CPU: %1").arg(QString::fromStdString(cpu_bf16_text(scan.cpu_bf16))),
+        Qt::ToolTipRole);
   }
-  for (const CudaDeviceInfo& dev : scan.cuda)
+  for (const CudaDeviceInfo& dev : scan.cuda) {
     addChoice(tr("cuda:%1  %2 (%3)")
                   .arg(dev.index)
                   .arg(QString::fromStdString(dev.name),
                        QString::fromStdString(human_bytes(dev.memory_bytes))),
               cuda_set(dev.index, 1));
+    const std::string no_bf16 = cuda_precision_problem(Precision::BF16, dev);
+    setItemData(count() - 1,
+                no_bf16.empty() ? tr("compute capability %1.%2: bfloat16 tensor cores")
+                                      .arg(dev.cc_major)
+                                      .arg(dev.cc_minor)
+                                : QString::fromStdString(no_bf16),
+                Qt::ToolTipRole);
+  }
   const int gpus = static_cast<int>(scan.cuda.size());
   for (int count = 2; count <= gpus; count *= 2)
     addChoice(tr("cuda:0-%1  (%2 GPUs)").arg(count - 1).arg(count), cuda_set(0, count));

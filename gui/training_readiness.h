@@ -2,8 +2,9 @@
 // check_training_readiness: what stops a sound design from training, found
 // before anything is allocated: a dataset that cannot be read, a global batch
 // larger than the training set, a memory plan larger than the chosen
-// devices. Each is a Diagnostic naming the setting to change, with the
-// numbers; what cannot be checked here (CUDA devices absent) is a note.
+// devices, a precision the devices cannot run (bf16 without a CPU's BF16
+// instructions or on a GPU before compute capability 8.0). Each is a Diagnostic naming the setting
+// to change, with the numbers; what cannot be checked here (CUDA devices absent) is a note.
 #pragma once
 
 #include <vector>

@@ -35,6 +35,19 @@ std::string cpu_bf16_text(const CpuBf16& f) {
   return "no BF16 instructions (neither AVX-512 BF16 nor AMX)";
 }
 
+std::string cpu_precision_problem(Precision p, const CpuBf16& f) {
+  if (p != Precision::BF16 || f.any()) return {};
+  return "precision bf16 on the CPU needs AVX-512 BF16 or AMX instructions, and this CPU has " +
+         cpu_bf16_text(f) + "; train at fp32 or amp here";
+}
+
+std::string cuda_precision_problem(Precision p, const CudaDeviceInfo& d) {
+  if (p != Precision::BF16 || d.cc_major >= 8) return {};
+  return "precision bf16 needs compute capability 8.0 or later, and cuda:" +
+         std::to_string(d.index) + " (" + d.name + ") has " + std::to_string(d.cc_major) + "." +
+         std::to_string(d.cc_minor) + "; train at fp32 or amp on it";
+}
+
 DeviceScan scan_devices() {
   DeviceScan s;
   s.host_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

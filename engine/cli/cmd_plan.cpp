@@ -25,8 +25,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: renaissance-cli plan <project.json> [--json] [--graphs] [--out FILE]\n"
-    "                            [--devices cpu:N|cuda:0-3] [--precision fp32|amp] [--batch B]\n"
-    "                            [--epochs N] [--seed S] [--rewrites on|off]\n"
+    "                            [--devices cpu:N|cuda:0-3] [--precision fp32|amp|bf16]\n"
+    "                            [--batch B] [--epochs N] [--seed S] [--rewrites on|off]\n"
     "                            [--memory-packing on|off]\n"
     "                            [--max-batch [--memory BYTES]]\n"
     "  Compiles the project and prints the layers, the region and DTensor tables of\n"

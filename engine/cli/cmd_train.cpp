@@ -22,7 +22,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: renaissance-cli train <project.json> [--epochs N] [--batch B] [--seed S]\n"
-    "         [--devices cpu:N] [--precision fp32|amp] [--threads T] [--data DIR]\n"
+    "         [--devices cpu:N] [--precision fp32|amp|bf16] [--threads T] [--data DIR]\n"
     "         [--max-steps N] [--profile-steps A:B] [--trace out.json] [--summary out.json]\n"
     "  --batch is the global batch; --data overrides the Fashion-MNIST folder;\n"
     "  --profile-steps A:B records steps A..B-1 (written by --trace as Chrome trace JSON);\n"

@@ -28,9 +28,13 @@ void apply_overrides(const ParsedArgs& a, Project& project) {
   }
   if (a.values.count("precision")) {
     const std::string& p = a.values.at("precision");
-    if (p != "fp32" && p != "amp")
-      throw UsageError("option '--precision' takes fp32 or amp, got '" + p + "'");
-    t.precision = p == "amp" ? Precision::AMP : Precision::FP32;
+    bool known = false;
+    for (Precision q : {Precision::FP32, Precision::AMP, Precision::BF16})
+      if (p == precision_name(q)) {
+        t.precision = q;
+        known = true;
+      }
+    if (!known) throw UsageError("option '--precision' takes fp32, amp or bf16, got '" + p + "'");
   }
   if (a.values.count("sync-bn")) {
     const std::string& v = a.values.at("sync-bn");

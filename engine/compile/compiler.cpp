@@ -108,10 +108,12 @@ struct SeriesUse {
 SeriesUse series_for(const TrainingSpec& t) {
   SeriesUse u;
   const OptimizerSpec& o = t.optimizer;
-  const bool amp = t.precision == Precision::AMP;
+  const bool sixteen = t.precision != Precision::FP32;
   const bool momentum = o.kind != OptimizerKind::SGD || o.momentum > 0;
   for (ParamSeries s : kAllSeries) {
-    if ((s == ParamSeries::A || s == ParamSeries::H) && !amp) continue;
+    // Both 16-bit precisions compute on a 16-bit weight copy and write
+    // 16-bit weight gradients (each op has one storage type: cuDNN's rule).
+    if ((s == ParamSeries::A || s == ParamSeries::H) && !sixteen) continue;
     if (s == ParamSeries::E && !t.ema) continue;
     if (s == ParamSeries::M && !momentum) continue;
     if (s == ParamSeries::V && o.kind != OptimizerKind::Adam) continue;
@@ -135,8 +137,7 @@ class TensorAllocator {
         use_(series_for(p.training)) {}
 
   void run() {
-    const bool amp = p_.training.precision == Precision::AMP;
-    const DType feat = amp ? DType::FP16 : DType::FP32;
+    const DType feat = storage_dtype(p_.training.precision);
     engine_.scalars = plan_.alloc_scalars(static_cast<int64_t>(ScalarSlot::COUNT), "scalars");
     engine_.result = plan_.alloc_result(false);
     engine_.result_accumulated = plan_.alloc_result(true);
@@ -187,7 +188,8 @@ class TensorAllocator {
   void params(std::array<DTensorId, 7>& ids, ParamKind kind, const Shape& shape,
               const std::string& name, int owner) {
     for (ParamSeries s : use_.series)
-      ids[static_cast<size_t>(s)] = plan_.alloc_param(s, kind, shape, name, owner);
+      ids[static_cast<size_t>(s)] =
+          plan_.alloc_param(s, kind, shape, name, owner, storage_dtype(p_.training.precision));
   }
 
   const Project& p_;
@@ -207,6 +209,7 @@ class GraphEmitter {
         p_(cp.project),
         a_(cp.analysis),
         amp_(p_.training.precision == Precision::AMP),
+        bf16_(p_.training.precision == Precision::BF16),
         world_(cp.world_size) {}
 
   void run() {
@@ -225,8 +228,8 @@ class GraphEmitter {
   }
 
  private:
-  ParamSeries fwd_series() const { return amp_ ? ParamSeries::A : ParamSeries::W; }
-  ParamSeries grad_series() const { return amp_ ? ParamSeries::H : ParamSeries::G; }
+  ParamSeries fwd_series() const { return amp_ || bf16_ ? ParamSeries::A : ParamSeries::W; }
+  ParamSeries grad_series() const { return amp_ || bf16_ ? ParamSeries::H : ParamSeries::G; }
   const LayerTensors& L(int node) const { return cp_.layers[static_cast<size_t>(node)]; }
   bool has_bn() const { return !cp_.plans.front().region(Region::B_PREV_MEAN).tensors.empty(); }
   // A ReLU fused into its BN runs no kernel of its own.
@@ -324,7 +327,9 @@ class GraphEmitter {
     for (size_t i = 0; i < n.outputs.size(); ++i) {
       const DTensorId o = n.outputs[i];
       const Region r = cp_.plans.front().get_dtensor(o).region;
-      if (r != Region::F_GRAD_SLOT_FP32 && r != Region::F_GRAD_SLOT_FP16) continue;
+      if (r != Region::F_GRAD_SLOT_FP32 && r != Region::F_GRAD_SLOT_FP16 &&
+          r != Region::F_GRAD_SLOT_BF16)
+        continue;
       if (!written.insert(o).second) n.accumulate_mask |= static_cast<uint8_t>(1u << i);
     }
     return n;
@@ -388,13 +393,12 @@ class GraphEmitter {
     const RegionSpan first_g{Region::G_BN_BIAS, Region::G_FIRST_CONV};
 
     shared(GraphId::ZERO_GRAD, {range(RangeOp::CLEAR, {}, {series_span(grad_series())})});
-    if (amp_) {
-      shared(GraphId::CAST_DEEP_GRAD_FP16_TO_FP32,
-             {range(RangeOp::CAST_FP16_TO_FP32, {{Region::H_DEEP_CONV, Region::H_DEEP_CONV}},
-                    {deep_g})});
-      shared(GraphId::CAST_FIRST_GRAD_FP16_TO_FP32,
-             {range(RangeOp::CAST_FP16_TO_FP32, {{Region::H_BN_BIAS, Region::H_FIRST_CONV}},
-                    {first_g})});
+    if (amp_ || bf16_) {
+      const RangeOp widen = amp_ ? RangeOp::CAST_FP16_TO_FP32 : RangeOp::CAST_BF16_TO_FP32;
+      shared(amp_ ? GraphId::CAST_DEEP_GRAD_FP16_TO_FP32 : GraphId::CAST_DEEP_GRAD_BF16_TO_FP32,
+             {range(widen, {{Region::H_DEEP_CONV, Region::H_DEEP_CONV}}, {deep_g})});
+      shared(amp_ ? GraphId::CAST_FIRST_GRAD_FP16_TO_FP32 : GraphId::CAST_FIRST_GRAD_BF16_TO_FP32,
+             {range(widen, {{Region::H_BN_BIAS, Region::H_FIRST_CONV}}, {first_g})});
     }
     if (world_ > 1) {
       const RegionSpan deep_bucket{Region::G_DEEP_CONV, Region::R_RESULT};
@@ -427,10 +431,10 @@ class GraphEmitter {
     if (p_.training.ema)
       shared(GraphId::EMA_UPDATE, {range(RangeOp::EMA_UPDATE, {series_span(ParamSeries::W)},
                                          {series_span(ParamSeries::E)}, {scalars})});
-    if (amp_)
-      shared(GraphId::CAST_MAIN_FP32_TO_FP16,
-             {range(RangeOp::CAST_FP32_TO_FP16, {series_span(ParamSeries::W)},
-                    {series_span(ParamSeries::A)})});
+    if (amp_ || bf16_)
+      shared(amp_ ? GraphId::CAST_MAIN_FP32_TO_FP16 : GraphId::CAST_MAIN_FP32_TO_BF16,
+             {range(amp_ ? RangeOp::CAST_FP32_TO_FP16 : RangeOp::CAST_FP32_TO_BF16,
+                    {series_span(ParamSeries::W)}, {series_span(ParamSeries::A)})});
     shared(GraphId::RESET_METRICS,
            {range(RangeOp::CLEAR, {}, {{Region::R_RESULT_ACCUMULATED, Region::R_CONFUSION}})});
     if (has_bn())
@@ -507,7 +511,8 @@ class GraphEmitter {
   CompiledProject& cp_;
   const Project& p_;
   const ModelAnalysis& a_;
-  bool amp_;
+  bool amp_;   // FP16 storage and loss scaling
+  bool bf16_;  // BF16 storage, no loss scale
   int world_;
 };
 

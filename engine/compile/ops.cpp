@@ -88,6 +88,8 @@ constexpr RangeOpInfo kRangeOps[] = {
     range(RangeOp::CLEAR, "CLEAR"),
     range(RangeOp::CAST_FP32_TO_FP16, "CAST_FP32_TO_FP16"),
     range(RangeOp::CAST_FP16_TO_FP32, "CAST_FP16_TO_FP32"),
+    range(RangeOp::CAST_FP32_TO_BF16, "CAST_FP32_TO_BF16"),
+    range(RangeOp::CAST_BF16_TO_FP32, "CAST_BF16_TO_FP32"),
     range(RangeOp::SCALE, "SCALE"),
     range(RangeOp::NAN_CHECK, "NAN_CHECK", S::COMP_1),
     collective(range(RangeOp::ALLREDUCE_MEAN, "ALLREDUCE_MEAN")),

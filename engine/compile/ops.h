@@ -64,6 +64,8 @@ enum class RangeOp : uint8_t {
   CLEAR,
   CAST_FP32_TO_FP16,
   CAST_FP16_TO_FP32,
+  CAST_FP32_TO_BF16,
+  CAST_BF16_TO_FP32,
   SCALE,      // multiply by a scalar from S_SCALARS (AMP unscaling)
   NAN_CHECK,  // sets the overflow flag in S_SCALARS
   ALLREDUCE_MEAN,

@@ -14,8 +14,8 @@ namespace tr {
 namespace {
 
 BatchSpec checked(BatchSpec spec) {
-  if (spec.dtype != DType::FP32 && spec.dtype != DType::FP16) {
-    throw UsageError("input batches must be fp32 or fp16, not " +
+  if (spec.dtype != DType::FP32 && !is_16bit_float(spec.dtype)) {
+    throw UsageError("input batches must be fp32, fp16 or bf16, not " +
                      std::string(dtype_name(spec.dtype)));
   }
   if (spec.fill_threads < 1) spec.fill_threads = 1;
@@ -141,8 +141,9 @@ void BatchPipeline::fill_range(Batch& batch, const EpochPlan& plan, int64_t inde
     source_.read(split_, sample, pixels.data());
     labels[i] = source_.label(split_, sample);
     const Augmentation aug = transform_.draw(plan.epoch(), sample);
-    if (spec_.dtype == DType::FP16) {
-      transform_.apply(pixels.data(), aug, batch.images.data<uint16_t>() + i * per_sample);
+    if (is_16bit_float(spec_.dtype)) {
+      transform_.apply(pixels.data(), aug, spec_.dtype,
+                       batch.images.data<uint16_t>() + i * per_sample);
     } else {
       transform_.apply(pixels.data(), aug, batch.images.data<float>() + i * per_sample);
     }

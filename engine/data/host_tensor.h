@@ -41,7 +41,8 @@ class Tensor {
   size_t bytes() const noexcept { return bytes_; }
   bool empty() const noexcept { return bytes_ == 0; }
 
-  // Typed access. FP32: float; FP16: uint16_t (binary16 bits, see half.h);
+  // Typed access. FP32: float; FP16 and BF16: uint16_t (binary16 bits, see
+  // half.h, or bfloat16 bits, core/bf16_convert.h);
   // INT32: int32_t; INT8: int8_t or uint8_t (the engine has no separate U8
   // type; dataset pixels are 0..255 and are read through uint8_t).
   // std::byte is always allowed. Any other pairing throws std::logic_error.
@@ -68,7 +69,7 @@ class Tensor {
     } else if constexpr (std::is_same_v<T, float>) {
       if (dtype_ != DType::FP32) mismatch("float");
     } else if constexpr (std::is_same_v<T, uint16_t>) {
-      if (dtype_ != DType::FP16) mismatch("uint16_t (fp16 bits)");
+      if (!is_16bit_float(dtype_)) mismatch("uint16_t (fp16 or bf16 bits)");
     } else if constexpr (std::is_same_v<T, int32_t>) {
       if (dtype_ != DType::INT32) mismatch("int32_t");
     } else if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include <renaissance/error.h>
+#include "core/bf16_convert.h"
 #include "core/counter_rng.h"
 #include "data/half.h"
 
@@ -48,6 +49,7 @@ SampleTransform::SampleTransform(Shape sample, const std::vector<double>& mean,
   }
   lut32_.resize(static_cast<size_t>(sample.c) * 256);
   lut16_.resize(lut32_.size());
+  lut_bf16_.resize(lut32_.size());
   for (int64_t c = 0; c < sample.c; ++c) {
     const double m = per_channel(mean, c), s = per_channel(std, c);
     if (!(s > 0) || !std::isfinite(s) || !std::isfinite(m)) {
@@ -59,6 +61,7 @@ SampleTransform::SampleTransform(Shape sample, const std::vector<double>& mean,
       const auto i = static_cast<size_t>(c * 256 + v);
       lut32_[i] = static_cast<float>((v / 255.0 - m) / s);
       lut16_[i] = fp32_to_fp16(lut32_[i]);
+      lut_bf16_[i] = float_to_bf16_bits(lut32_[i]);
     }
   }
 }
@@ -105,9 +108,9 @@ void SampleTransform::apply(const uint8_t* hwc, const Augmentation& aug,
   run(hwc, aug, lut32_.data(), out);
 }
 
-void SampleTransform::apply(const uint8_t* hwc, const Augmentation& aug,
+void SampleTransform::apply(const uint8_t* hwc, const Augmentation& aug, DType dtype,
                             uint16_t* out) const noexcept {
-  run(hwc, aug, lut16_.data(), out);
+  run(hwc, aug, dtype == DType::BF16 ? lut_bf16_.data() : lut16_.data(), out);
 }
 
 }  // namespace tr

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <renaissance/dtype.h>
 #include <renaissance/shape.h>
 
 namespace tr {
@@ -34,8 +35,10 @@ class SampleTransform {
   // Writes out_per_sample() values. The crop pads with black (pixel 0,
   // i.e. -mean/std after normalisation), like torchvision's RandomCrop.
   void apply(const uint8_t* hwc, const Augmentation& aug, float* out) const noexcept;
-  // FP16 bits; exactly fp32_to_fp16 of the FP32 result.
-  void apply(const uint8_t* hwc, const Augmentation& aug, uint16_t* out) const noexcept;
+  // 16-bit values of `dtype` (FP16 or BF16): exactly the FP32 result, rounded
+  // once (fp32_to_fp16, float_to_bf16_bits).
+  void apply(const uint8_t* hwc, const Augmentation& aug, DType dtype,
+             uint16_t* out) const noexcept;
 
   const Shape& sample() const noexcept { return sample_; }
   int64_t out_per_sample() const noexcept { return sample_.h * sample_.w * out_c_; }
@@ -55,6 +58,7 @@ class SampleTransform {
   // the result independent of the compiler's float contraction choices.
   std::vector<float> lut32_;
   std::vector<uint16_t> lut16_;
+  std::vector<uint16_t> lut_bf16_;
 };
 
 }  // namespace tr

@@ -77,6 +77,8 @@ std::string_view precision_name(Precision p) noexcept {
       return "fp32";
     case Precision::AMP:
       return "amp";
+    case Precision::BF16:
+      return "bf16";
   }
   return "?";
 }

@@ -707,8 +707,10 @@ bool Reader::read_training(const json& t, TrainingSpec& ts) {
     batch_ok = false;
   }
   ok = batch_ok && devices_ok;
-  read_choice<Precision>(t, s, P, "precision", "precision",
-                         {{"fp32", Precision::FP32}, {"amp", Precision::AMP}}, ts.precision);
+  read_choice<Precision>(
+      t, s, P, "precision", "precision",
+      {{"fp32", Precision::FP32}, {"amp", Precision::AMP}, {"bf16", Precision::BF16}},
+      ts.precision);
   if (const json* seed = member(t, "seed")) {
     if (!to_uint64(*seed, ts.seed))
       error(

@@ -60,9 +60,9 @@ DTensorId MemoryPlan::alloc(Region region, const Shape& shape, DType dtype, std:
 }
 
 DTensorId MemoryPlan::alloc_param(ParamSeries series, ParamKind kind, const Shape& shape,
-                                  std::string name, int owner) {
-  const bool half = series == ParamSeries::A || series == ParamSeries::H;
-  return alloc(param_region(series, kind), shape, half ? DType::FP16 : DType::FP32, std::move(name),
+                                  std::string name, int owner, DType half) {
+  const bool sixteen = series == ParamSeries::A || series == ParamSeries::H;
+  return alloc(param_region(series, kind), shape, sixteen ? half : DType::FP32, std::move(name),
                owner);
 }
 

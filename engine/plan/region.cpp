@@ -36,7 +36,7 @@ constexpr SeriesTitle kSeriesTitles[] = {
     {'B', "batch-norm running statistics and inference parameters"},
     {'W', "FP32 master weights, updated by the optimizer"},
     {'E', "exponential moving average of the weights"},
-    {'A', "FP16 copy of the weights (mixed precision)"},
+    {'A', "16-bit copy of the weights (FP16 under AMP, bfloat16 under BF16)"},
     {'G', "FP32 gradients, in the two all-reduce buckets"},
     {'R', "per-batch results and validation totals"},
     {'H', "FP16 gradients (mixed precision), cast to G per bucket"},

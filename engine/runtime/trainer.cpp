@@ -128,8 +128,8 @@ class RankLoop {
         last_variant_(cp.variant_index(VariantKind::LastBatch)),
         val_variant_(cp.variant_index(VariantKind::Validation)) {
     const Project& p = cp.project;
-    const DType dtype = p.training.precision == Precision::AMP ? DType::FP16 : DType::FP32;
-    // The host batches take the device's layout (FP16 inputs padded to 4
+    const DType dtype = storage_dtype(p.training.precision);
+    // The host batches take the device's layout (16-bit inputs padded to 4
     // channels), so a transfer is one contiguous copy.
     const int64_t padded_c = cp.plans.front().get_dtensor(cp.engine.input[0]).padded_c();
     BatchSpec spec =
@@ -232,7 +232,9 @@ class RankLoop {
                                         cp_.project.training.schedule, epochs, position);
         const StepMetrics m = session_.train_step(rank_, variant, buffer, next,
                                                   next ? variant_of(*next) : 0, lr, step);
-        if (m.overflow && cp_.project.training.precision == Precision::FP32)
+        // Only AMP skips a step: FP32 and BF16 share a range no loss scale
+        // could rescue, so a NaN or infinity there is the model diverging.
+        if (m.overflow && cp_.project.training.precision != Precision::AMP)
           throw std::runtime_error("the loss or a gradient became NaN or infinite at step " +
                                    std::to_string(step) + " (epoch " + std::to_string(epoch + 1) +
                                    "); lower the learning rate");

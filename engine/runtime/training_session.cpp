@@ -172,8 +172,8 @@ void TrainingSession::capture(int rank, const RankStaging& staging) {
     slot->handle = capture_graph(backend_, cp_, slot->resolved, *rs.capture_events, host);
     rs.atlas->put(g.id, g.variant, std::move(slot));
   }
-  // AMP: the FP16 weights start as a copy of the loaded master weights.
-  launch_if(rank, GraphId::CAST_MAIN_FP32_TO_FP16, 0, StreamKind::UPDATE);
+  // AMP and BF16: the 16-bit weights start as a copy of the loaded master weights.
+  cast_weights(rank, 0);
   backend_.synchronize(rank, StreamKind::UPDATE);
 }
 
@@ -187,6 +187,11 @@ void TrainingSession::launch(int rank, GraphId id, int variant, StreamKind strea
 void TrainingSession::launch_if(int rank, GraphId id, int variant, StreamKind stream) {
   if (const AtlasSlot* slot = ranks_[static_cast<size_t>(rank)]->atlas->find(id, variant))
     backend_.launch_graph(rank, stream, slot->handle);
+}
+
+void TrainingSession::cast_weights(int rank, int variant) {
+  launch_if(rank, GraphId::CAST_MAIN_FP32_TO_FP16, variant, StreamKind::UPDATE);
+  launch_if(rank, GraphId::CAST_MAIN_FP32_TO_BF16, variant, StreamKind::UPDATE);
 }
 
 void TrainingSession::transfer(int rank, int variant, int buffer) {
@@ -233,11 +238,13 @@ StepMetrics TrainingSession::train_step(int rank, int variant, int buffer, const
   backend_.record(rank, COMP_1, rs.first_done);
   backend_.wait(rank, UPDATE, rs.deep_done);
   launch_if(rank, GraphId::CAST_DEEP_GRAD_FP16_TO_FP32, variant, UPDATE);
+  launch_if(rank, GraphId::CAST_DEEP_GRAD_BF16_TO_FP32, variant, UPDATE);
   launch_if(rank, GraphId::DEEP_COMM, variant, UPDATE);
 
   // 6. the first bucket, metrics, NaN check and scaling, BN statistics
   backend_.wait(rank, UPDATE, rs.first_done);
   launch_if(rank, GraphId::CAST_FIRST_GRAD_FP16_TO_FP32, variant, UPDATE);
+  launch_if(rank, GraphId::CAST_FIRST_GRAD_BF16_TO_FP32, variant, UPDATE);
   launch_if(rank, GraphId::FIRST_COMM, variant, UPDATE);
   launch(rank, GraphId::METRIC_ACCUMULATE, variant, UPDATE);
   launch(rank, GraphId::NAN_CHECK_AND_GRAD_SCALING, variant, UPDATE);
@@ -262,9 +269,9 @@ StepMetrics TrainingSession::train_step(int rank, int variant, int buffer, const
     }
   }
 
-  // 8. EMA, the FP16 weight copy, and the result back to the host
+  // 8. EMA, the 16-bit weight copy, and the result back to the host
   launch_if(rank, GraphId::EMA_UPDATE, variant, UPDATE);
-  launch_if(rank, GraphId::CAST_MAIN_FP32_TO_FP16, variant, UPDATE);
+  cast_weights(rank, variant);
   StepMetrics m = read_result(rank, cp_.engine.result);
   // DEEP_COMM took the mean of every rank's sums: the ratios hold, the count
   // is one rank's.
@@ -317,7 +324,7 @@ void TrainingSession::restore_weights(int rank, ByteRange to_device, float* from
   l.bytes = to_device.bytes;
   l.tag.label = label;
   backend_.enqueue(rank, StreamKind::UPDATE, std::move(l));
-  launch_if(rank, GraphId::CAST_MAIN_FP32_TO_FP16, 0, StreamKind::UPDATE);
+  cast_weights(rank, 0);
 }
 
 void TrainingSession::begin_validation(int rank, bool ema_weights) {

@@ -97,6 +97,8 @@ class TrainingSession {
   struct RankState;
   void launch(int rank, GraphId id, int variant, StreamKind stream);
   void launch_if(int rank, GraphId id, int variant, StreamKind stream);
+  // The 16-bit weight copy (A) from the master weights, on UPDATE; nothing under FP32.
+  void cast_weights(int rank, int variant);
   StepMetrics read_result(int rank, DTensorId id);
   void replicate_from_rank0();
   void copy_weights(int rank, ByteRange from_device, float* to_host, const char* label);

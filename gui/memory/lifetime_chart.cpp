@@ -28,6 +28,8 @@ QColor kind_colour(BlockKind kind) {
       return QColor(0xfb, 0x8c, 0x00);
     case BlockKind::FeatureFp16:
       return QColor(0xfd, 0xd8, 0x35);
+    case BlockKind::FeatureBf16:
+      return QColor(0xc0, 0xca, 0x33);
     case BlockKind::GradSlot:
       return QColor(0xe5, 0x39, 0x35);
     case BlockKind::Scratch:

@@ -14,8 +14,11 @@ BlockKind kind_of(Region r) {
   switch (r) {
     case Region::F_FEATURE_FP16:
       return BlockKind::FeatureFp16;
+    case Region::F_FEATURE_BF16:
+      return BlockKind::FeatureBf16;
     case Region::F_GRAD_SLOT_FP32:
     case Region::F_GRAD_SLOT_FP16:
+    case Region::F_GRAD_SLOT_BF16:
       return BlockKind::GradSlot;
     case Region::T_SCRATCH:
       return BlockKind::Scratch;
@@ -32,6 +35,8 @@ QString block_kind_name(BlockKind kind) {
       return QCoreApplication::translate("PoolBlocks", "feature FP32");
     case BlockKind::FeatureFp16:
       return QCoreApplication::translate("PoolBlocks", "feature FP16");
+    case BlockKind::FeatureBf16:
+      return QCoreApplication::translate("PoolBlocks", "feature BF16");
     case BlockKind::GradSlot:
       return QCoreApplication::translate("PoolBlocks", "gradient slot");
     case BlockKind::Scratch:

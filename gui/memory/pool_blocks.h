@@ -17,7 +17,7 @@
 
 namespace tr::gui {
 
-enum class BlockKind : uint8_t { FeatureFp32, FeatureFp16, GradSlot, Scratch };
+enum class BlockKind : uint8_t { FeatureFp32, FeatureFp16, FeatureBf16, GradSlot, Scratch };
 inline constexpr int kNumBlockKinds = 4;
 
 QString block_kind_name(BlockKind kind);  // "feature FP32", "gradient slot", ...

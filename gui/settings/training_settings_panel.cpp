@@ -521,11 +521,14 @@ void TrainingSettingsPanel::buildForm(QWidget* host) {
   // Precision & ranks
   form = group(tr("Precision && ranks"));
   {
-    Field& f = addField(form, Kind::Choice,
-                        choice({{tr("FP32"), static_cast<int>(Precision::FP32)},
-                                {tr("AMP (mixed FP16/FP32)"), static_cast<int>(Precision::AMP)}}),
-                        QStringLiteral("training.precision"), tr("Precision"), tr("precision"),
-                        tr("FP32 throughout, or automatic mixed precision"));
+    Field& f = addField(
+        form, Kind::Choice,
+        choice({{tr("FP32"), static_cast<int>(Precision::FP32)},
+                {tr("AMP (mixed FP16/FP32)"), static_cast<int>(Precision::AMP)},
+                {tr("BF16 (bfloat16, FP32 master weights)"), static_cast<int>(Precision::BF16)}}),
+        QStringLiteral("training.precision"), tr("Precision"), tr("precision"),
+        tr("FP32 throughout; AMP: FP16 storage with a loss scale; BF16: "
+           "bfloat16 storage with FP32's range, no loss scale"));
     f.get = [](const ProjectSettings& s) {
       return QVariant(static_cast<int>(s.training.precision));
     };

@@ -76,6 +76,7 @@ BarKind bar_kind_of(GraphId graph, std::string_view op, std::string_view label) 
     case GraphId::LARS_DEEP_CONV_OPT:
     case GraphId::EMA_UPDATE:
     case GraphId::CAST_MAIN_FP32_TO_FP16:
+    case GraphId::CAST_MAIN_FP32_TO_BF16:
       return BarKind::Update;
     case GraphId::UPDATE_BN_INF_PARAMS:
     case GraphId::INF_MAIN_A:
@@ -83,7 +84,9 @@ BarKind bar_kind_of(GraphId graph, std::string_view op, std::string_view label) 
       return BarKind::Validation;
     case GraphId::ZERO_GRAD:
     case GraphId::CAST_DEEP_GRAD_FP16_TO_FP32:
+    case GraphId::CAST_DEEP_GRAD_BF16_TO_FP32:
     case GraphId::CAST_FIRST_GRAD_FP16_TO_FP32:
+    case GraphId::CAST_FIRST_GRAD_BF16_TO_FP32:
     case GraphId::METRIC_ACCUMULATE:
     case GraphId::RESET_METRICS:
       return BarKind::Other;

@@ -40,6 +40,8 @@ struct Tolerance {
 };
 constexpr Tolerance kFp32{1e-4, 1e-2};
 constexpr Tolerance kAmp{5e-3, 5e-2};
+// bfloat16 keeps 8 significant bits to FP16's 11.
+constexpr Tolerance kBf16{4e-2, 1e-1};
 
 // A shipped project on learnable synthetic data of the project's own image
 // shape (the device machine has no dataset package), fixed seed, no validation.
@@ -149,24 +151,27 @@ class TestCudaTraining : public QObject {
  private slots:
   void parity_data() {
     QTest::addColumn<QString>("project");
-    QTest::addColumn<bool>("amp");
-    QTest::newRow("lenet fp32") << "lenet-fashion.json" << false;
-    QTest::newRow("resnet8 fp32") << "resnet8-fashion.json" << false;
-    QTest::newRow("lenet amp") << "lenet-fashion.json" << true;
-    QTest::newRow("resnet8 amp") << "resnet8-fashion.json" << true;
+    QTest::addColumn<int>("precision");
+    for (Precision pr : {Precision::FP32, Precision::AMP, Precision::BF16})
+      for (const char* m : {"lenet", "resnet8"})
+        QTest::newRow((std::string(m) + " " + std::string(precision_name(pr))).c_str())
+            << QString("%1-fashion.json").arg(m) << static_cast<int>(pr);
   }
 
   void parity() {
     TR_REQUIRE_CUDA_DEVICE();
     QFETCH(QString, project);
-    QFETCH(bool, amp);
+    QFETCH(int, precision);
+    const auto pr = static_cast<Precision>(precision);
     StrictFp32 strict;
-    const Project p =
-        parity_project(project.toUtf8().constData(), amp ? Precision::AMP : Precision::FP32, 1);
+    const Project p = parity_project(project.toUtf8().constData(), pr, 1);
     const std::vector<double> cpu = losses_on(p, DeviceKind::CPU);
     const std::vector<double> gpu = losses_on(p, DeviceKind::CUDA);
-    const QByteArray what = project.toUtf8() + (amp ? " amp" : " fp32");
-    const QString e = compare(what.constData(), cpu, gpu, amp ? kAmp : kFp32);
+    const QByteArray what = project.toUtf8() + " " + precision_name(pr).data();
+    const QString e = compare(what.constData(), cpu, gpu,
+                              pr == Precision::AMP    ? kAmp
+                              : pr == Precision::BF16 ? kBf16
+                                                      : kFp32);
     QVERIFY2(e.isEmpty(), qPrintable(e));
   }
 

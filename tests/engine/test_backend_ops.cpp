@@ -28,7 +28,6 @@
 #include <renaissance/devices.h>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/kernels/bf16_convert.h"
 #include "backends/cpu/kernels/dropout.h"
 #include "backends/cuda_backend_options.h"
 #include "backends/cuda_plugin.h"
@@ -38,6 +37,7 @@
 #include "compile/scalar_slot.h"
 #include "compile/step_packing.h"
 #include "compile/stream_policy.h"
+#include "core/bf16_convert.h"
 #include "data/half.h"
 #include "runtime/backend.h"
 
@@ -137,7 +137,7 @@ uint64_t align256(uint64_t v) {
 PlacedSpan span_at(Placed& p, int64_t elements, DType dtype) {
   PlacedSpan s;
   s.offset = p.bytes;
-  s.bytes = static_cast<uint64_t>(elements) * (dtype == DType::FP16 ? 2 : 4);
+  s.bytes = static_cast<uint64_t>(elements) * (is_16bit_float(dtype) ? 2 : 4);
   s.dtype = dtype;
   p.bytes = align256(p.bytes + s.bytes);
   return s;
@@ -154,7 +154,7 @@ struct Layout {
   Region region;
 };
 
-// In a BF16 plan as in an AMP one, but the weight gradients stay FP32.
+// A BF16 plan places every tensor as an AMP one does, in bfloat16.
 Layout sixteen_layout(char role, DType half) {
   const bool bf16 = half == DType::BF16;
   switch (role) {
@@ -167,8 +167,7 @@ Layout sixteen_layout(char role, DType half) {
     case 'W':
       return {half, Region::A_DEEP_CONV};
     case 'D':
-      return bf16 ? Layout{DType::FP32, Region::G_DEEP_CONV}
-                  : Layout{DType::FP16, Region::H_DEEP_CONV};
+      return {half, Region::H_DEEP_CONV};
     case 'L':
       return {DType::INT32, Region::T_SCRATCH};
     case 'M':
@@ -248,7 +247,7 @@ std::vector<uint8_t> device_bytes(const DTensor& d, const std::vector<float>& v)
           break;
         }
         case DType::BF16: {
-          const uint16_t h = k < c ? cpu::float_to_bf16_bits(x) : kBf16NaN;
+          const uint16_t h = k < c ? float_to_bf16_bits(x) : kBf16NaN;
           std::memcpy(b.data() + at * 2, &h, 2);
           break;
         }
@@ -280,7 +279,7 @@ bool logical_values(const DTensor& d, const std::vector<uint8_t>& b, std::vector
         case DType::BF16: {
           uint16_t h;
           std::memcpy(&h, b.data() + at * 2, 2);
-          x = d.dtype == DType::FP16 ? fp16_to_fp32(h) : cpu::bf16_bits_to_float(h);
+          x = d.dtype == DType::FP16 ? fp16_to_fp32(h) : bf16_bits_to_float(h);
           if (k >= c && h != 0) padding_zero = false;
           break;
         }
@@ -306,7 +305,7 @@ bool logical_values(const DTensor& d, const std::vector<uint8_t>& b, std::vector
 // bytes of its first input (the ops a packed plan may run in place).
 // OVERWRITE: a case whose outputs accumulate, run with the mask clear (the
 // outputs start random and must be overwritten).
-// BF16: the FP16 mode's layout with bfloat16 storage (weight gradients FP32).
+// BF16: the FP16 mode's layout with bfloat16 storage.
 enum class Mode { FP32, FP16, PARTS, IN_PLACE, OVERWRITE, BF16 };
 
 DType half_of(Mode m) {
@@ -415,9 +414,11 @@ bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out
     for (const auto& t : sp.tensors) arg.tensors.push_back(t.get());
     (k < n_in_spans ? args.in_spans : args.out_spans).push_back(arg);
     void* host = floats[k].data();
-    if (sp.dtype == DType::FP16) {
+    if (is_16bit_float(sp.dtype)) {
       halves[k].resize(floats[k].size());
-      fp32_to_fp16(floats[k].data(), halves[k].data(), floats[k].size());
+      for (size_t i = 0; i < floats[k].size(); ++i)
+        halves[k][i] =
+            sp.dtype == DType::FP16 ? fp32_to_fp16(floats[k][i]) : float_to_bf16_bits(floats[k][i]);
       host = halves[k].data();
     }
     enqueue_copy(LaunchKind::COPY_H2D, sp.offset, host, sp.bytes);
@@ -450,7 +451,7 @@ bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out
   for (size_t k = n_in_spans; k < p.spans.size(); ++k)
     enqueue_copy(
         LaunchKind::COPY_D2H, p.spans[k].offset,
-        p.spans[k].dtype == DType::FP16 ? static_cast<void*>(halves[k].data()) : floats[k].data(),
+        is_16bit_float(p.spans[k].dtype) ? static_cast<void*>(halves[k].data()) : floats[k].data(),
         p.spans[k].bytes);
   if (c.scalars_out)
     enqueue_copy(LaunchKind::COPY_D2H, p.scalars, out.back().data(),
@@ -462,6 +463,8 @@ bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out
   for (size_t k = n_in_spans; k < p.spans.size(); ++k) {
     if (p.spans[k].dtype == DType::FP16)
       fp16_to_fp32(halves[k].data(), floats[k].data(), halves[k].size());
+    if (p.spans[k].dtype == DType::BF16)
+      for (size_t i = 0; i < halves[k].size(); ++i) floats[k][i] = bf16_bits_to_float(halves[k][i]);
     out[c.out.size() + (k - n_in_spans)] = floats[k];
   }
   return padding_zero;
@@ -1885,6 +1888,42 @@ std::vector<OpCase> cast_cases(RangeOp op) {
   return {c, edges};
 }
 
+// The BF16 casts, as cast_cases: the values are the inputs rounded to
+// bfloat16 by core/bf16_convert.h's rule, which the CUDA twin must match bit
+// for bit (tolerance 0), edges included.
+std::vector<OpCase> bf16_cast_cases(RangeOp op) {
+  OpCase c = range_case(op, std::string(range_op_name(op)), {kSpan}, {kSpan},
+                        [](const Tensors& in, const Tensors&) {
+                          Values y(in[0].size());
+                          for (size_t i = 0; i < y.size(); ++i)
+                            y[i] = bf16_bits_to_float(float_to_bf16_bits(in[0][i]));
+                          return std::vector<Values>{y};
+                        });
+  (op == RangeOp::CAST_FP32_TO_BF16 ? c.out_span_types : c.in_span_types) = {DType::BF16};
+  c.tolerance = 0;
+  OpCase edges = c;
+  edges.name += ", specials and ties";
+  // Zeros, FP32's largest (rounds to infinity), infinities, NaN, subnormals
+  // (a zero of their sign), the smallest normal, ties to even at 1 and 2.
+  edges.prepare = [](Tensors& in) {
+    const float v[] = {0.0f,
+                       -0.0f,
+                       3.4028235e38f,
+                       -3.39e38f,
+                       INFINITY,
+                       -INFINITY,
+                       NAN,
+                       std::ldexp(1.0f, -140),
+                       -std::ldexp(1.0f, -130),
+                       std::ldexp(1.0f, -126),
+                       1.0f + std::ldexp(1.0f, -8),
+                       1.0f + std::ldexp(3.0f, -8),
+                       2.0f + std::ldexp(1.0f, -7)};
+    for (size_t i = 0; i < std::size(v); ++i) in[0][i * 13] = v[i];
+  };
+  return {c, edges};
+}
+
 // e = d e + (1 - d) w, d the run's EMA decay (0.999 by default).
 std::vector<OpCase> ema_cases() {
   std::vector<OpCase> v;
@@ -2186,6 +2225,8 @@ constexpr OpEntry kRangeOps[] = {
     {&clear_cases},
     {[] { return cast_cases(RangeOp::CAST_FP32_TO_FP16); }},
     {[] { return cast_cases(RangeOp::CAST_FP16_TO_FP32); }},
+    {[] { return bf16_cast_cases(RangeOp::CAST_FP32_TO_BF16); }},
+    {[] { return bf16_cast_cases(RangeOp::CAST_BF16_TO_FP32); }},
     {&scale_cases},
     {&nan_check_cases},
     {[] { return allreduce_cases(RangeOp::ALLREDUCE_MEAN); }},
@@ -2313,8 +2354,6 @@ class TestBackendOps : public QObject {
     // Overwriting: the reference adds onto zeros where the case would accumulate.
     const uint8_t accumulated = c.accumulate;
     if (static_cast<Mode>(mode) == Mode::OVERWRITE) c.accumulate = 0;
-    if (half == DType::BF16 && backend == "cuda")
-      QSKIP("the CUDA backend has no bf16 kernels yet (issue 17)");
     std::unique_ptr<Backend> b = make_backend(backend.toStdString(), c.world, why_not);
     if (!b) QSKIP(why_not.c_str());
     std::mt19937 rng(1234 + static_cast<unsigned>(op) * 31 + static_cast<unsigned>(index));
@@ -2335,7 +2374,7 @@ class TestBackendOps : public QObject {
       auto round_half = [half](std::vector<float>& v) {
         for (float& x : v)
           x = half == DType::FP16 ? fp16_to_fp32(fp32_to_fp16(x))
-                                  : cpu::bf16_bits_to_float(cpu::float_to_bf16_bits(x));
+                                  : bf16_bits_to_float(float_to_bf16_bits(x));
       };
       for (size_t i = 0; i < c.in.size(); ++i)
         if (sixteen_layout(c.in_roles[i], half).dtype == half) round_half(in[i]);

@@ -3,6 +3,8 @@
 // tables, and clear failures on bad input.
 #include <QtTest>
 
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 using nlohmann::json;
@@ -169,6 +171,25 @@ class TestCliPlan : public QObject {
     for (const auto& g : a.at("graphs")) has_comm |= g.at("id") == "DEEP_COMM";
     QVERIFY(has_comm);
     QVERIFY(a.at("total_bytes") != json::parse(one.out.toStdString()).at("total_bytes"));
+  }
+
+  // bf16: its cast graphs and bfloat16 regions; an unknown precision is
+  // refused with the choices.
+  void bf16PlanAndAnUnknownPrecision() {
+    const Result r = run_cli({"plan", project("lenet-fashion"), "--json", "--precision", "bf16"});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const json b = json::parse(r.out.toStdString());
+    QCOMPARE(b.at("precision").get<std::string>(), std::string("bf16"));
+    std::set<std::string> ids;
+    for (const auto& g : b.at("graphs")) ids.insert(g.at("id").get<std::string>());
+    QVERIFY(ids.count("CAST_MAIN_FP32_TO_BF16"));
+    QVERIFY(ids.count("CAST_DEEP_GRAD_BF16_TO_FP32"));
+    QVERIFY(!ids.count("CAST_MAIN_FP32_TO_FP16"));
+    QVERIFY(r.out.contains("F_FEATURE_BF16"));
+    const Result bad = run_cli({"plan", project("lenet-fashion"), "--precision", "fp8"});
+    QCOMPARE(bad.code, 2);
+    QVERIFY2(bad.err.contains("'--precision' takes fp32, amp or bf16, got 'fp8'"),
+             bad.err.constData());
   }
 
   // The largest global batch that fits a budget: its plan fits, one more

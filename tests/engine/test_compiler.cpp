@@ -1018,6 +1018,75 @@ class TestCompiler : public QObject {
     QCOMPARE(region_of(cp, fb.outputs[0]), Region::H_FIRST_CONV);
   }
 
+  // BF16 has AMP's structure in bfloat16 (A and H series, 16-bit features),
+  // but no loss scale: FP32's range needs none.
+  void bf16PlanIsAmpInBfloat16WithoutLossScaling() {
+    Project p = load("cnn-bn-fashion");
+    p.training.precision = Precision::BF16;
+    const CompiledProject cp = compile_or_fail(p);
+    const struct {
+      GraphId id;
+      RangeOp op;
+      RegionSpan in, out;
+    } casts[] = {{GraphId::CAST_MAIN_FP32_TO_BF16,
+                  RangeOp::CAST_FP32_TO_BF16,
+                  {Region::W_BN_BIAS, Region::W_DEEP_CONV},
+                  {Region::A_BN_BIAS, Region::A_DEEP_CONV}},
+                 {GraphId::CAST_DEEP_GRAD_BF16_TO_FP32,
+                  RangeOp::CAST_BF16_TO_FP32,
+                  {Region::H_DEEP_CONV, Region::H_DEEP_CONV},
+                  {Region::G_DEEP_CONV, Region::G_DEEP_CONV}},
+                 {GraphId::CAST_FIRST_GRAD_BF16_TO_FP32,
+                  RangeOp::CAST_BF16_TO_FP32,
+                  {Region::H_BN_BIAS, Region::H_FIRST_CONV},
+                  {Region::G_BN_BIAS, Region::G_FIRST_CONV}}};
+    for (const auto& c : casts) {
+      const auto gs = graphs_of(cp, c.id);
+      QVERIFY2(gs.size() == 1, graph_id_name(c.id).data());
+      QCOMPARE(gs.front()->stream, StreamKind::UPDATE);
+      QCOMPARE(gs.front()->nodes.size(), size_t{1});
+      QCOMPARE(gs.front()->nodes[0].range_op, c.op);
+      QVERIFY(gs.front()->nodes[0].in_spans == std::vector<RegionSpan>{c.in});
+      QVERIFY(gs.front()->nodes[0].out_spans == std::vector<RegionSpan>{c.out});
+    }
+    // None of the FP16 casts.
+    for (GraphId id : {GraphId::CAST_MAIN_FP32_TO_FP16, GraphId::CAST_DEEP_GRAD_FP16_TO_FP32,
+                       GraphId::CAST_FIRST_GRAD_FP16_TO_FP32})
+      QVERIFY2(graphs_of(cp, id).empty(), graph_id_name(id).data());
+    // The NaN check stays; nothing scales.
+    const ComputationGraph& nan = *graphs_of(cp, GraphId::NAN_CHECK_AND_GRAD_SCALING).front();
+    bool check = false;
+    for (const GraphNode& n : nan.nodes) {
+      check |= n.kind == NodeKind::RANGE && n.range_op == RangeOp::NAN_CHECK;
+      QVERIFY(!(n.kind == NodeKind::RANGE && n.range_op == RangeOp::SCALE));
+      QVERIFY(!(n.kind == NodeKind::COMPUTE && n.op == ComputeOp::LOSS_SCALE_UPDATE));
+    }
+    QVERIFY(check);
+    QCOMPARE(cp.constants.amp(), false);
+    // Every feature, gradient slot, input batch and 16-bit parameter is
+    // bfloat16; the master weights, gradients and statistics FP32.
+    for (const MemoryPlan& plan : cp.plans) {
+      QVERIFY(plan.region(Region::F_FEATURE_FP16).tensors.empty());
+      QVERIFY(plan.region(Region::F_FEATURE_FP32).tensors.empty());
+      QVERIFY(!plan.region(Region::F_FEATURE_BF16).tensors.empty());
+      QVERIFY(!plan.region(Region::F_GRAD_SLOT_BF16).tensors.empty());
+      for (const DTensor& t : plan.dtensors()) {
+        const char s = region_series(t.region);
+        const bool sixteen = s == 'A' || s == 'H' || t.region == Region::I_A_DATA ||
+                             t.region == Region::I_B_DATA || t.region == Region::F_FEATURE_BF16 ||
+                             t.region == Region::F_GRAD_SLOT_BF16;
+        if (sixteen) QVERIFY2(t.dtype == DType::BF16, t.name.c_str());
+        if (s == 'W' || s == 'G' || s == 'B') QVERIFY2(t.dtype == DType::FP32, t.name.c_str());
+      }
+      QCOMPARE(plan.region_range(Region::G_BN_BIAS, Region::G_DEEP_CONV).bytes,
+               2 * plan.region_range(Region::H_BN_BIAS, Region::H_DEEP_CONV).bytes);
+    }
+    // The same bytes as AMP: only the 16-bit type differs.
+    p.training.precision = Precision::AMP;
+    const CompiledProject amp = compile_or_fail(p);
+    QCOMPARE(cp.bytes_per_device(), amp.bytes_per_device());
+  }
+
   void larsGraphsOnThreeComputeStreams() {
     Project p = load("cnn-bn-fashion");
     p.training.optimizer.kind = OptimizerKind::LARS;

@@ -18,10 +18,10 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/kernels/bf16_arrays.h"
-#include "backends/cpu/kernels/bf16_convert.h"
 #include "backends/cpu/kernels/dense.h"
 #include "backends/cpu/kernels/half_arrays.h"
 #include "backends/cpu/kernels/half_convert.h"
+#include "core/bf16_convert.h"
 #include "core/cpu_features.h"
 #include "resolved_params.h"
 
@@ -203,7 +203,7 @@ class TestCpuAmpKernels : public QObject {
     while (in.size() < (size_t{1} << 20)) in.push_back(std::bit_cast<float>(bits(rng)));
     for (float f : in) {
       const uint16_t want = bf16_reference(f);
-      const uint16_t got = cpu::float_to_bf16_bits(f);
+      const uint16_t got = float_to_bf16_bits(f);
       if (got != want)
         QFAIL(qPrintable(QString("float 0x%1: 0x%2, want 0x%3")
                              .arg(std::bit_cast<uint32_t>(f), 8, 16, QChar('0'))
@@ -217,7 +217,7 @@ class TestCpuAmpKernels : public QObject {
     std::vector<uint16_t> out(in.size());
     cpu::narrow_to_bf16(in.data(), out.data(), static_cast<int64_t>(in.size()));
     for (size_t i = 0; i < in.size(); ++i)
-      QVERIFY2(out[i] == cpu::float_to_bf16_bits(in[i]), qPrintable(QString::number(i)));
+      QVERIFY2(out[i] == float_to_bf16_bits(in[i]), qPrintable(QString::number(i)));
     std::vector<float> back(in.size());
     cpu::widen_bf16(out.data(), back.data(), static_cast<int64_t>(out.size()));
     for (size_t i = 0; i < out.size(); ++i)
@@ -248,12 +248,11 @@ class TestCpuAmpKernels : public QObject {
       std::vector<uint16_t> h(x.size() + 3, 0x7E00);
       cpu::narrow_to_bf16(x.data(), h.data(), n);
       QCOMPARE(h[x.size()], uint16_t{0x7E00});  // nothing written past the end
-      for (size_t i = 0; i < x.size(); ++i) QCOMPARE(h[i], cpu::float_to_bf16_bits(x[i]));
+      for (size_t i = 0; i < x.size(); ++i) QCOMPARE(h[i], float_to_bf16_bits(x[i]));
     }
-    const QString problem =
-        padded_rows_problem({&cpu::narrow_to_bf16_rows, &cpu::widen_bf16_rows,
-                             &cpu::float_to_bf16_bits, &cpu::bf16_bits_to_float},
-                            {4, 8, 16, 24}, 13);
+    const QString problem = padded_rows_problem({&cpu::narrow_to_bf16_rows, &cpu::widen_bf16_rows,
+                                                 &float_to_bf16_bits, &bf16_bits_to_float},
+                                                {4, 8, 16, 24}, 13);
     QVERIFY2(problem.isEmpty(), qPrintable(problem));
   }
 

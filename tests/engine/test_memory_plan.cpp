@@ -37,7 +37,8 @@ void fill(MemoryPlan& p, int64_t batch, bool amp) {
                       {ParamKind::FC_WEIGHT, {10, 1, 1, 16}, "fc.weight"},
                       {ParamKind::FC_BIAS, {1, 1, 1, 10}, "fc.bias"}};
   for (const P& q : params)
-    for (int s = 0; s < n_series; ++s) p.alloc_param(series[s], q.kind, q.shape, q.name, 1);
+    for (int s = 0; s < n_series; ++s)
+      p.alloc_param(series[s], q.kind, q.shape, q.name, 1, DType::FP16);
   p.alloc_bn_stat(Region::B_NEXT_VAR, 8, "bn1.next_var", 2);
   p.alloc_bn_stat(Region::B_PREV_MEAN, 8, "bn1.running_mean", 2);
   p.alloc_bn_stat(Region::B_NEXT_MEAN, 8, "bn1.next_mean", 2);

@@ -306,7 +306,7 @@ const std::vector<BrokenCase>& broken_cases() {
       {"cuda_duplicate.json", "training.devices", "", 0, {"device 1 is listed twice"}},
       {"batch_not_divisible.json", "training.global_batch", "", 0, {"100", "8 ranks"}},
       {"bad_precision.json", "training.precision", "", 0,
-       {"unknown precision \"fp16\"", "fp32, amp"}},
+       {"unknown precision \"fp16\"", "fp32, amp, bf16"}},
       {"bad_optimizer.json", "training.optimizer.type", "", 0,
        {"unknown optimizer \"rmsprop\"", "sgd, adam, lars"}},
       {"lr_zero.json", "training.optimizer.lr", "", 0, {"> 0", "got 0"}},
@@ -357,6 +357,7 @@ class TestProjectLoader : public QObject {
     QCOMPARE(optimizer_name(OptimizerKind::LARS), std::string_view("lars"));
     QCOMPARE(schedule_name(ScheduleKind::Step), std::string_view("step"));
     QCOMPARE(precision_name(Precision::AMP), std::string_view("amp"));
+    QCOMPARE(precision_name(Precision::BF16), std::string_view("bf16"));
   }
 
   void deviceSets_data() {

@@ -19,6 +19,7 @@
 #include "set_devices_command.h"
 #include "settings/set_training_command.h"
 #include "settings/training_settings_panel.h"
+#include "training_readiness.h"
 
 using namespace tr;
 using namespace tr::gui;
@@ -310,6 +311,50 @@ class TestTrainingSettings : public QObject {
     sync->click();
     save_project(p.doc.project(), path);
     QVERIFY(!load_project(path).training.sync_batch_norm);
+  }
+
+  // BF16 is one of the choices, saved as "bf16"; the readiness check blocks
+  // it on a CPU without BF16 instructions and on a GPU before compute
+  // capability 8.0, naming the precision field.
+  void bf16IsChosenSavedAndCheckedAgainstTheDevices() {
+    Panel p;
+    auto* box = p.editor<QComboBox>("training.precision");
+    box->setCurrentIndex(box->findData(static_cast<int>(Precision::BF16)));
+    QCOMPARE(p.training().precision, Precision::BF16);
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string path = dir.filePath(QStringLiteral("p.json")).toStdString();
+    save_project(p.doc.project(), path);
+    const Project back = load_project(path);
+    QCOMPARE(back.training.precision, Precision::BF16);
+
+    DatasetProbe probe;
+    probe.ok = true;
+    probe.train_size = 60000;
+    auto blocked_on_precision = [&](const Project& pr, const DeviceScan& scan) {
+      for (const Diagnostic& d : check_training_readiness(pr, probe, nullptr, scan).blocking)
+        if (d.field == "training.precision") return QString::fromStdString(d.message);
+      return QString();
+    };
+    DeviceScan none;
+    QVERIFY(blocked_on_precision(back, none).contains("AVX-512 BF16 or AMX"));
+    DeviceScan avx;
+    avx.cpu_bf16.avx512_bf16 = true;
+    QVERIFY(blocked_on_precision(back, avx).isEmpty());
+    Project on_gpu = back;
+    on_gpu.training.devices.kind = DeviceKind::CUDA;
+    on_gpu.training.devices.ids = {0};
+    DeviceScan volta;
+    volta.cuda.push_back({});
+    volta.cuda[0].name = "Tesla V100";
+    volta.cuda[0].cc_major = 7;
+    const QString why = blocked_on_precision(on_gpu, volta);
+    QVERIFY2(why.contains("cuda:0 (Tesla V100) has 7.0"), qPrintable(why));
+    volta.cuda[0].cc_major = 9;
+    QVERIFY(blocked_on_precision(on_gpu, volta).isEmpty());
+    on_gpu.training.precision = Precision::AMP;
+    volta.cuda[0].cc_major = 7;
+    QVERIFY(blocked_on_precision(on_gpu, volta).isEmpty());
   }
 
   void followsAnUndoneDeviceChange() {

@@ -113,6 +113,10 @@ Kernel range_kernel(RangeOp op) noexcept {
       return range_cast_fp32_to_fp16;
     case RangeOp::CAST_FP16_TO_FP32:
       return range_cast_fp16_to_fp32;
+    case RangeOp::CAST_FP32_TO_BF16:
+      return range_cast_fp32_to_bf16;
+    case RangeOp::CAST_BF16_TO_FP32:
+      return range_cast_bf16_to_fp32;
     case RangeOp::SCALE:
       return range_scale;
     case RangeOp::NAN_CHECK:

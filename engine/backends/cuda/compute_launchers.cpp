@@ -55,7 +55,7 @@ void copy_or_add(const KernelArgs& a, size_t out_index, const TensorArg& src, El
   if (!accumulate && !twice) {
     if (dst.data == src.data) return;
     if (from.cols == from.stride && to.cols == to.stride) {
-      const uint64_t bytes = n * (e == Elem::F16 ? 2 : 4);
+      const uint64_t bytes = n * elem_bytes(e);
       launched(cudaMemcpyAsync(dst.data, src.data, bytes, cudaMemcpyDeviceToDevice, stream), op);
       return;
     }

@@ -291,7 +291,9 @@ Layout layout_of(const char* op, const KernelArgs& a, const Geom& g, const Tenso
   const Elem e = common_elem(op, a, {{&x, "x"}, {&w, "w"}, {&y, "y"}});
   require_compact(op, a, {&w, "w"});
   Layout l{g,
-           e == Elem::F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT,
+           e == Elem::F16    ? CUDNN_DATA_HALF
+           : e == Elem::BF16 ? CUDNN_DATA_BFLOAT16
+                             : CUDNN_DATA_FLOAT,
            x.desc->padded_c(),
            y.desc->padded_c(),
            e == Elem::F32 && fp32_gemm() == Fp32Gemm::STRICT,
@@ -346,7 +348,9 @@ void weight_grads(const char* op, const KernelArgs& a, const Geom& g, const Tens
 // cuDNN writes a padded NHWC tensor's values only; its padding lanes are
 // written as zero, as every other kernel (and the CPU twin) leaves them.
 void clear_padding(const char* op, const TensorArg& t, int64_t rows, cudaStream_t stream) {
-  const Elem e = t.desc->dtype == DType::FP16 ? Elem::F16 : Elem::F32;
+  const Elem e = t.desc->dtype == DType::FP16   ? Elem::F16
+                 : t.desc->dtype == DType::BF16 ? Elem::BF16
+                                                : Elem::F32;
   check_cuda(zero_padding(t.data, e, rows, t.desc->shape.c, t.desc->padded_c(), stream), op,
              current_device());
 }

@@ -123,6 +123,22 @@ void cast_fp16_to_fp32(const KernelArgs& a, cudaStream_t stream) {
            "CAST_FP16_TO_FP32");
 }
 
+void cast_fp32_to_bf16(const KernelArgs& a, cudaStream_t stream) {
+  const SpanArg& in = a.in_spans[0];
+  const SpanArg& out = a.out_spans[0];
+  launched(launch_cast_fp32_to_bf16(in.f32(), static_cast<uint16_t*>(out.data),
+                                    std::min(in.bytes / 4, out.bytes / 2), stream),
+           "CAST_FP32_TO_BF16");
+}
+
+void cast_bf16_to_fp32(const KernelArgs& a, cudaStream_t stream) {
+  const SpanArg& in = a.in_spans[0];
+  const SpanArg& out = a.out_spans[0];
+  launched(launch_cast_bf16_to_fp32(static_cast<const uint16_t*>(in.data), out.f32(),
+                                    std::min(in.bytes / 2, out.bytes / 4), stream),
+           "CAST_BF16_TO_FP32");
+}
+
 void ema_update(const KernelArgs& a, cudaStream_t stream) {
   const double decay = a.constants().ema_decay;
   // 1 - d in double, as on the CPU: 1.0f - 0.999f is off by 1e-5 relative.
@@ -329,6 +345,10 @@ CudaKernel cuda_range_kernel(RangeOp op) noexcept {
       return cast_fp32_to_fp16;
     case RangeOp::CAST_FP16_TO_FP32:
       return cast_fp16_to_fp32;
+    case RangeOp::CAST_FP32_TO_BF16:
+      return cast_fp32_to_bf16;
+    case RangeOp::CAST_BF16_TO_FP32:
+      return cast_bf16_to_fp32;
     case RangeOp::SCALE:
       return scale;
     case RangeOp::NAN_CHECK:

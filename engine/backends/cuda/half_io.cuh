@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Device helpers shared by the kernels that take FP32 or FP16 storage: loads
-// widen to float (exact), stores round to nearest even once, and a
+// Device helpers shared by the kernels that take FP32, FP16 or BF16 storage:
+// loads widen to float (exact), stores round to nearest even once, and a
 // FeatureView's logical element index maps to its padded offset.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cstdint>
@@ -24,6 +25,22 @@ __device__ inline void store(float* p, uint64_t i, float v) {
 }
 __device__ inline void store(__half* p, uint64_t i, float v) {
   p[i] = __float2half_rn(v);
+}
+
+// bfloat16 bits of x as the CPU twin narrows (core/bf16_convert.h, the rule
+// of AVX-512 BF16): round to nearest even, a zero or subnormal becomes a zero
+// of its sign, a NaN keeps its sign and top payload bits and is made quiet.
+__device__ inline uint16_t bf16_bits_of(float x) {
+  const uint32_t bits = __float_as_uint(x);
+  if ((bits & 0x7F800000u) == 0) return static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  return static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+__device__ inline float load(const __nv_bfloat16* p, uint64_t i) {
+  return __uint_as_float(static_cast<uint32_t>(__bfloat16_as_ushort(p[i])) << 16);
+}
+__device__ inline void store(__nv_bfloat16* p, uint64_t i, float v) {
+  p[i] = __ushort_as_bfloat16(bf16_bits_of(v));
 }
 
 // A FeatureView with its element type known: logical element j (row-major
@@ -61,6 +78,7 @@ struct Rows {
 template <class Launch>
 auto dispatch(Elem e, Launch&& launch) {
   if (e == Elem::F16) return launch(static_cast<__half*>(nullptr));
+  if (e == Elem::BF16) return launch(static_cast<__nv_bfloat16*>(nullptr));
   return launch(static_cast<float*>(nullptr));
 }
 

@@ -56,10 +56,6 @@ int64_t matrix_ld(const TensorArg& t) {
   return d.shape.h * d.shape.w == 1 ? d.padded_c() : 0;
 }
 
-uint64_t elem_bytes(Elem e) {
-  return e == Elem::F16 ? 2 : 4;
-}
-
 // Workspace ahead of cuBLAS's: a compact copy of x when the GEMMs read an x
 // whose rows are not evenly spaced, and an FP32 result for such a dx, added
 // into it afterwards.
@@ -112,7 +108,7 @@ cublasHandle_t handle(const KernelArgs& a, const Staging& st, cudaStream_t strea
 }
 
 cudaDataType_t cuda_type(Elem e) {
-  return e == Elem::F16 ? CUDA_R_16F : CUDA_R_32F;
+  return e == Elem::F16 ? CUDA_R_16F : e == Elem::BF16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
 // Column-major C[m, n] = op(A) op(B) + beta C, A and B of storage `e`, C of
@@ -123,7 +119,7 @@ void gemm(cublasHandle_t h, Elem e, cublasOperation_t ta, cublasOperation_t tb, 
           void* C, cudaDataType_t c_type, int64_t ldc) {
   if (m == 0 || n == 0) return;
   const float alpha = 1.0f;
-  const cublasComputeType_t compute = e == Elem::F16 || fp32_gemm() == Fp32Gemm::STRICT
+  const cublasComputeType_t compute = e != Elem::F32 || fp32_gemm() == Fp32Gemm::STRICT
                                           ? CUBLAS_COMPUTE_32F
                                           : CUBLAS_COMPUTE_32F_FAST_TF32;
   // ld >= 1 even for an empty k, which cuBLAS would reject.

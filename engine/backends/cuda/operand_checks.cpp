@@ -26,14 +26,14 @@ void check_present(const char* op, const KernelArgs& a, const TensorArg& t, cons
 cudaError_t zero_padding(void* m, Elem e, int64_t rows, int64_t cols, int64_t ld,
                          cudaStream_t stream) {
   if (ld == cols || rows == 0) return cudaSuccess;
-  const size_t b = e == Elem::F16 ? 2 : 4;
+  const size_t b = elem_bytes(e);
   return cudaMemset2DAsync(static_cast<uint8_t*>(m) + static_cast<size_t>(cols) * b,
                            static_cast<size_t>(ld) * b, 0, static_cast<size_t>(ld - cols) * b,
                            static_cast<size_t>(rows), stream);
 }
 
 const char* elem_name(Elem e) noexcept {
-  return e == Elem::F16 ? "fp16" : "fp32";
+  return e == Elem::F16 ? "fp16" : e == Elem::BF16 ? "bf16" : "fp32";
 }
 
 Elem float_elem(const char* op, const KernelArgs& a, const TensorArg& t, const char* name) {
@@ -45,14 +45,15 @@ Elem float_elem(const char* op, const KernelArgs& a, const TensorArg& t, const c
       return Elem::F32;
     case DType::FP16:
       return Elem::F16;
+    case DType::BF16:
+      return Elem::BF16;
     case DType::INT8:
     case DType::INT32:
-    case DType::BF16:  // no bf16 kernels on this backend yet: refused by name
       break;
   }
   fail_operand(op, a,
                std::string(name) + " is " + std::string(dtype_name(t.desc->dtype)) +
-                   "; this kernel takes fp32 or fp16");
+                   "; this kernel takes fp32, fp16 or bf16");
 }
 
 Elem common_elem(const char* op, const KernelArgs& a, std::initializer_list<Operand> operands) {

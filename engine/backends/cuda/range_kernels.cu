@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // CUDA RANGE kernels: overlapping copies, accumulate, AMP scaling, NaN check,
-// FP16 casts, EMA. Whole spans at once; padding between tensors is zero, so
-// running over it is harmless, as on the CPU.
+// FP16 and BF16 casts, EMA. Whole spans at once; padding between tensors is
+// zero, so running over it is harmless, as on the CPU.
 #include <cuda_fp16.h>
 
+#include "backends/cuda/half_io.cuh"
 #include "backends/cuda/launch_config.cuh"
 #include "backends/cuda/range_kernels.h"
 
@@ -101,6 +102,15 @@ __global__ void widen_kernel(const uint16_t* in, float* out, uint64_t n) {
   for (uint64_t i = first_index(); i < n; i += grid_stride()) out[i] = float_of_half_bits(in[i]);
 }
 
+__global__ void narrow_bf16_kernel(const float* in, uint16_t* out, uint64_t n) {
+  for (uint64_t i = first_index(); i < n; i += grid_stride()) out[i] = bf16_bits_of(in[i]);
+}
+
+__global__ void widen_bf16_kernel(const uint16_t* in, float* out, uint64_t n) {
+  for (uint64_t i = first_index(); i < n; i += grid_stride())
+    out[i] = __uint_as_float(static_cast<uint32_t>(in[i]) << 16);
+}
+
 // One block walks the bytes in the direction that never overwrites a byte
 // before it is read: each chunk is loaded by every thread before any stores.
 __global__ void move_kernel(uint8_t* dst, const uint8_t* src, uint64_t bytes) {
@@ -155,6 +165,20 @@ cudaError_t launch_cast_fp16_to_fp32(const uint16_t* in, float* out, uint64_t n,
                                      cudaStream_t stream) {
   if (n == 0) return cudaGetLastError();
   widen_kernel<<<blocks_for(n), kThreads, 0, stream>>>(in, out, n);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_cast_fp32_to_bf16(const float* in, uint16_t* out, uint64_t n,
+                                     cudaStream_t stream) {
+  if (n == 0) return cudaGetLastError();
+  narrow_bf16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(in, out, n);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_cast_bf16_to_fp32(const uint16_t* in, float* out, uint64_t n,
+                                     cudaStream_t stream) {
+  if (n == 0) return cudaGetLastError();
+  widen_bf16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(in, out, n);
   return cudaGetLastError();
 }
 

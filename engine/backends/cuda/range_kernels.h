@@ -27,6 +27,12 @@ cudaError_t launch_cast_fp32_to_fp16(const float* in, uint16_t* out, uint64_t n,
 // Exact; NaN payloads are kept.
 cudaError_t launch_cast_fp16_to_fp32(const uint16_t* in, float* out, uint64_t n,
                                      cudaStream_t stream);
+// bfloat16 as the CPU twin narrows (half_io.cuh's bf16_bits_of)
+cudaError_t launch_cast_fp32_to_bf16(const float* in, uint16_t* out, uint64_t n,
+                                     cudaStream_t stream);
+// Exact
+cudaError_t launch_cast_bf16_to_fp32(const uint16_t* in, float* out, uint64_t n,
+                                     cudaStream_t stream);
 // e[i] = decay * e[i] + keep_new * w[i] unless overflow (nullable) is set
 cudaError_t launch_ema(float* e, const float* w, uint64_t n, float decay, float keep_new,
                        const float* overflow, cudaStream_t stream);

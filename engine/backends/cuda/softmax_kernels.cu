@@ -165,10 +165,10 @@ cudaError_t launch_softmax_ce(const SoftmaxCe& s, cudaStream_t stream) {
   }
   if (s.n > 0) {
     const unsigned blocks = static_cast<unsigned>((s.n + kRowsPerBlock - 1) / kRowsPerBlock);
-    if (s.elem == Elem::F16)
-      rows_kernel<__half><<<blocks, kThreads, 0, stream>>>(s);
-    else
-      rows_kernel<float><<<blocks, kThreads, 0, stream>>>(s);
+    dispatch(s.elem, [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      rows_kernel<T><<<blocks, kThreads, 0, stream>>>(s);
+    });
   }
   total_kernel<<<1, kThreads, 0, stream>>>(s);
   return cudaGetLastError();

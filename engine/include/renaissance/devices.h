@@ -31,6 +31,14 @@ struct CpuBf16 {
 // "AMX and AVX-512 BF16", "AVX-512 BF16", or what is missing.
 std::string cpu_bf16_text(const CpuBf16& f);
 
+// Why the CPU backend cannot train at precision `p` on a CPU with the BF16
+// instructions `f`, or empty: BF16 runs on oneDNN's AVX-512 BF16 or AMX kernels.
+std::string cpu_precision_problem(Precision p, const CpuBf16& f);
+
+// Why CUDA device `d` cannot train at precision `p`, or empty: cuDNN's and
+// cuBLAS's bfloat16 kernels need compute capability 8.0 (Ampere) or later.
+std::string cuda_precision_problem(Precision p, const CudaDeviceInfo& d);
+
 struct DeviceScan {
   int host_threads = 1;
   uint64_t host_memory_bytes = 0;     // MemTotal

@@ -62,8 +62,9 @@ class MemoryPlan {
   explicit MemoryPlan(std::string variant_name = "train") : variant_(std::move(variant_name)) {}
 
   // Semantic allocation. `owner` is the model node index (-1: the engine's own).
+  // `half`: the element type of the A and H series (FP16 or BF16); the others are FP32.
   DTensorId alloc_param(ParamSeries series, ParamKind kind, const Shape& shape, std::string name,
-                        int owner);
+                        int owner, DType half);
   DTensorId alloc_bn_stat(Region region, int64_t channels, std::string name, int owner);
   DTensorId alloc_bn_saved(int64_t channels, std::string name, int owner);
   DTensorId alloc_feature(const Shape& shape, DType dtype, std::string name, int owner);

@@ -36,10 +36,10 @@ namespace tr {
   R(B_NEXT_VAR, "BN running variance (after the step)")                           \
   R(B_EQ_SCALE, "BN inference scale")                                             \
   R(B_EQ_BIAS, "BN inference shift")                                              \
-  SERIES(W, "Weights")      /* FP32 master weights */                             \
-  SERIES(E, "EMA weights")  /* EMA of the weights */                              \
-  SERIES(A, "FP16 weights") /* FP16 weights for AMP */                            \
-  SERIES(G, "Gradients")    /* FP32 gradients, then the result (deep bucket) */   \
+  SERIES(W, "Weights")        /* FP32 master weights */                           \
+  SERIES(E, "EMA weights")    /* EMA of the weights */                            \
+  SERIES(A, "16-bit weights") /* FP16 (AMP) or BF16 weight copy */                \
+  SERIES(G, "Gradients")      /* FP32 gradients, then the result (deep bucket) */ \
   /* R: per-batch loss/top-1/top-5/count, and its accumulation over validation */ \
   R(R_RESULT, "Batch result (loss, top-1, top-5)")                                \
   R(R_RESULT_ACCUMULATED, "Validation totals")                                    \
@@ -84,7 +84,7 @@ inline constexpr int kParamKinds = 0 TR_PARAM_KINDS(TR_COUNT_KIND, , );
 enum class ParamSeries : uint8_t {
   W,  // FP32 master weights
   E,  // EMA of the weights (FP32)
-  A,  // FP16 weights for AMP (exactly half of W)
+  A,  // FP16 (AMP) or BF16 weight copy (exactly half of W)
   G,  // FP32 gradients
   H,  // FP16 gradients for AMP (exactly half of G)
   M,  // optimizer first moment / momentum (FP32)

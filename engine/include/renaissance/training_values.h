@@ -4,10 +4,20 @@
 // arguments (compile/node_params.h) need nothing of the project.
 #pragma once
 
+#include <renaissance/dtype.h>
+
 namespace tr {
 
 enum class OptimizerKind { SGD, Adam, LARS };
-enum class Precision { FP32, AMP };
+// FP32 throughout; AMP: FP16 storage with a dynamic loss scale; BF16:
+// bfloat16 storage, FP32's range, no loss scale.
+enum class Precision { FP32, AMP, BF16 };
+
+// The element type of the features, their gradients, the input batches and
+// the weight copy (A series) under a precision.
+constexpr DType storage_dtype(Precision p) noexcept {
+  return p == Precision::AMP ? DType::FP16 : p == Precision::BF16 ? DType::BF16 : DType::FP32;
+}
 
 struct OptimizerSpec {
   OptimizerKind kind = OptimizerKind::SGD;

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backends/cpu/kernels/bf16_convert.h"
 #include "backends/cpu/kernels/conversion_split.h"
+#include "core/bf16_convert.h"
 
 namespace tr::cpu {
 

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// CPU RANGE kernels: clears, copies, AMP casts and scaling, NaN check, BN parameters, EMA.
+// CPU RANGE kernels: clears, copies, 16-bit casts, AMP scaling, NaN check, BN parameters, EMA.
 #include "backends/cpu/kernels/range_ops.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "backends/cpu/kernels/bf16_arrays.h"
 #include "backends/cpu/kernels/half_arrays.h"
 #include "backends/cpu/kernels/parallel.h"
 #include "runtime/bn_eq_operands.h"
@@ -119,6 +120,20 @@ void range_cast_fp16_to_fp32(const KernelArgs& a) {
   const SpanArg& in = a.in_spans[0];
   const SpanArg& out = a.out_spans[0];
   widen_half(static_cast<const uint16_t*>(in.data), out.f32(),
+             span_size(std::min(in.bytes / 2, out.bytes / 4)));
+}
+
+void range_cast_fp32_to_bf16(const KernelArgs& a) {
+  const SpanArg& in = a.in_spans[0];
+  const SpanArg& out = a.out_spans[0];
+  narrow_to_bf16(in.f32(), static_cast<uint16_t*>(out.data),
+                 span_size(std::min(in.bytes / 4, out.bytes / 2)));
+}
+
+void range_cast_bf16_to_fp32(const KernelArgs& a) {
+  const SpanArg& in = a.in_spans[0];
+  const SpanArg& out = a.out_spans[0];
+  widen_bf16(static_cast<const uint16_t*>(in.data), out.f32(),
              span_size(std::min(in.bytes / 2, out.bytes / 4)));
 }
 

@@ -23,6 +23,10 @@ void range_nan_check(const KernelArgs& a);
 void range_cast_fp32_to_fp16(const KernelArgs& a);
 // FP16 span -> FP32 span of twice the bytes
 void range_cast_fp16_to_fp32(const KernelArgs& a);
+// FP32 span -> BF16 span of half the bytes, round to nearest even (the BF16 weight copy)
+void range_cast_fp32_to_bf16(const KernelArgs& a);
+// BF16 span -> FP32 span of twice the bytes (exact)
+void range_cast_bf16_to_fp32(const KernelArgs& a);
 // in [B_PREV_MEAN..B_PREV_VAR, W_BN_BIAS..W_BN_WEIGHT] out [B_EQ_SCALE..B_EQ_BIAS]:
 // eq_scale = gamma / sqrt(running_var + eps), eq_bias = beta - running_mean * eq_scale
 void range_bn_eq_params(const KernelArgs& a);

@@ -11,7 +11,7 @@
 #include <bit>
 #include <cstdint>
 
-namespace tr::cpu {
+namespace tr {
 
 namespace bf16_detail {
 
@@ -40,4 +40,4 @@ inline float bf16_bits_to_float(uint16_t bits) noexcept {
   return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
 }
 
-}  // namespace tr::cpu
+}  // namespace tr
