@@ -35,6 +35,7 @@
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/onednn_info.h"
 #include "backends/cpu/kernels/parallel.h"
+#include "core/bf16_convert.h"
 #include "runtime/conv_geometry.h"
 
 namespace tr::cpu {
@@ -48,22 +49,31 @@ using DT = memory::data_type;
   throw std::invalid_argument(kernel + a.where() + ": " + what);
 }
 
-void check_f32(const char* kernel, const KernelArgs& a, const TensorArg& t, const char* name) {
+// `t` is present, compact and of type `want` (FP32, or BF16 on the native
+// bfloat16 paths).
+void check_operand(const char* kernel, const KernelArgs& a, const TensorArg& t, const char* name,
+                   DType want) {
   if (!t.data || !t.desc) fail(kernel, a, std::string(name) + " is missing");
-  // FP16 operands were staged as FP32 before this check (half_staging.h).
-  if (t.desc->dtype != DType::FP32)
+  // 16-bit operands were staged as FP32 before this check (half_staging.h).
+  if (t.desc->dtype != want)
     fail(kernel, a,
          std::string(name) + " is " + std::string(dtype_name(t.desc->dtype)) +
-             "; the CPU kernels take fp32 or fp16");
+             "; this path takes " + std::string(dtype_name(want)));
   if (!t.desc->is_compact()) fail(kernel, a, std::string(name) + " has a padded channel dimension");
 }
 
+void check_f32(const char* kernel, const KernelArgs& a, const TensorArg& t, const char* name) {
+  check_operand(kernel, a, t, name, DType::FP32);
+}
+
 // Every input, and every output except an absent dx (the last one; a layer fed
-// by the input node gets no dx slot), must be compact fp32.
-void check_inputs_outputs(const char* kernel, const KernelArgs& a, bool has_dx) {
-  for (const TensorArg& t : a.in) check_f32(kernel, a, t, "an input");
-  for (size_t i = 0; i + 1 < a.out.size(); ++i) check_f32(kernel, a, a.out[i], "an output");
-  if (has_dx) check_f32(kernel, a, a.out.back(), "dx");
+// by the input node gets no dx slot), must be compact and of type `want`.
+void check_inputs_outputs(const char* kernel, const KernelArgs& a, bool has_dx,
+                          DType want = DType::FP32) {
+  for (const TensorArg& t : a.in) check_operand(kernel, a, t, "an input", want);
+  for (size_t i = 0; i + 1 < a.out.size(); ++i)
+    check_operand(kernel, a, a.out[i], "an output", want);
+  if (has_dx) check_operand(kernel, a, a.out.back(), "dx", want);
 }
 
 void check_counts(const char* kernel, const KernelArgs& a, size_t ins_min, size_t ins_max,
@@ -94,7 +104,7 @@ dnnl::stream& thread_stream() {
   return stream;
 }
 
-enum ScratchSlot { SCRATCH_WEIGHTS, SCRATCH_PAD, SCRATCH_DX, SCRATCH_COUNT };
+enum ScratchSlot { SCRATCH_WEIGHTS, SCRATCH_PAD, SCRATCH_DX, SCRATCH_DY, SCRATCH_COUNT };
 
 class ScratchBuffer {
  public:
@@ -172,20 +182,22 @@ ConvGeom conv_geom(const char* kernel, const KernelArgs& a, const Shape& x, cons
 enum class ConvKind : int64_t { FWD, FWD_BIAS, BWD_DATA, BWD_WEIGHTS, BWD_WEIGHTS_BIAS };
 
 // The storage a primitive reads and writes: FP32 throughout, or bfloat16
-// features and weights (a forward on BF16 storage, FP32 accumulation) with
-// the bias in either.
+// features, weights and weight gradients (FP32 accumulation) with the bias
+// in either; a backward-data one may write its dX in FP32 (to be added onto
+// a gradient that already holds a value).
 struct ConvTypes {
   bool bf16 = false;
   bool bias_bf16 = false;
+  bool dx_f32 = false;
 };
 
-using ConvKey = std::array<int64_t, 17>;
+using ConvKey = std::array<int64_t, 18>;
 
 ConvKey conv_key(const ConvGeom& g, ConvKind kind, ConvTypes t) {
-  return {g.n,    g.h,        g.w,  g.ci,     g.co,
-          g.kh,   g.kw,       g.sh, g.sw,     g.ph,
-          g.pw,   g.ho,       g.wo, g.groups, static_cast<int64_t>(kind),
-          t.bf16, t.bias_bf16};
+  return {g.n,    g.h,         g.w,     g.ci,     g.co,
+          g.kh,   g.kw,        g.sh,    g.sw,     g.ph,
+          g.pw,   g.ho,        g.wo,    g.groups, static_cast<int64_t>(kind),
+          t.bf16, t.bias_bf16, t.dx_f32};
 }
 
 struct ConvKeyHash {
@@ -258,9 +270,12 @@ ConvPrim make_conv(const ConvGeom& g, ConvKind kind, ConvTypes t) {
       break;
     }
     case ConvKind::BWD_DATA: {
+      const memory::desc diff_src =
+          t.dx_f32 ? memory::desc(dims({g.n, g.ci, g.h, g.w}), DT::f32, Tag::nhwc) : src;
+      p.src = diff_src;
       const dnnl::convolution_backward_data::primitive_desc pd(
-          dnnl::convolution_backward_data::desc(alg, src, any_w, dst, strides, pad, pad), attr, eng,
-          hint());
+          dnnl::convolution_backward_data::desc(alg, diff_src, any_w, dst, strides, pad, pad), attr,
+          eng, hint());
       p.prim = dnnl::convolution_backward_data(pd);
       p.weights = pd.weights_desc();
       p.scratchpad = pd.scratchpad_desc();
@@ -361,7 +376,7 @@ void run_conv_fwd(const ConvPrim& p, const void* x, const void* w, const void* b
   execute(p, args);
 }
 
-void run_conv_bwd_data(const ConvPrim& p, const float* w, const float* dy, float* dx) {
+void run_conv_bwd_data(const ConvPrim& p, const void* w, const void* dy, void* dx) {
   dnnl::stream& s = thread_stream();
   memory w_m = wrap(p.user_weights, w);
   if (p.reorder) {
@@ -375,8 +390,7 @@ void run_conv_bwd_data(const ConvPrim& p, const float* w, const float* dy, float
   execute(p, args);
 }
 
-void run_conv_bwd_weights(const ConvPrim& p, const float* x, const float* dy, float* dw,
-                          float* db) {
+void run_conv_bwd_weights(const ConvPrim& p, const void* x, const void* dy, void* dw, void* db) {
   memory dw_user = wrap(p.user_weights, dw);
   memory dw_m =
       p.reorder ? wrap(p.weights, scratch(SCRATCH_WEIGHTS, p.weights.get_size())) : dw_user;
@@ -459,12 +473,12 @@ struct BwdOperands {
   bool has_dx;
 };
 
-BwdOperands bwd_operands(const char* k, const KernelArgs& a) {
+BwdOperands bwd_operands(const char* k, const KernelArgs& a, DType want = DType::FP32) {
   check_counts(k, a, 3, 3, 2, 3);
   const size_t dx_index = a.out.size() - 1;
   const BwdOperands o{a.in[0],           a.in[1],  a.in[2],
                       a.out.size() == 3, dx_index, detail::has_out(a, dx_index)};
-  check_inputs_outputs(k, a, o.has_dx);
+  check_inputs_outputs(k, a, o.has_dx, want);
   if (a.out[0].shape() != o.w.shape()) fail(k, a, "dw should have the weights' shape");
   if (o.has_dx && a.out[dx_index].shape() != o.x.shape())
     fail(k, a, "dx should have the input's shape");
@@ -494,6 +508,83 @@ bool native_bf16_conv_fwd(const KernelArgs& a) {
   return true;
 }
 
+namespace {
+
+bool compact_bf16(const TensorArg& t) {
+  return t.data && t.desc && t.desc->dtype == DType::BF16 && t.desc->is_compact();
+}
+
+// A backward on bfloat16 storage that oneDNN runs natively, by the
+// forward's rule: x, w, dy and every gradient (dX may be absent) compact
+// bfloat16, AVX-512 BF16 on the CPU. The weight gradients are the H series
+// (bfloat16), rounded once from oneDNN's FP32 accumulation.
+bool native_bf16_conv_bwd(const KernelArgs& a, bool first) {
+  if (!bf16_arrays_use_avx512()) return false;
+  if (a.in.size() != (first ? 2u : 3u) || a.out.empty() || a.out.size() > (first ? 2u : 3u))
+    return false;
+  for (const TensorArg& t : a.in)
+    if (!compact_bf16(t)) return false;
+  for (size_t i = 0; i < a.out.size(); ++i) {
+    const bool absent_dx = !first && i + 1 == a.out.size() && !detail::has_out(a, i);
+    if (!absent_dx && !compact_bf16(a.out[i])) return false;
+  }
+  return true;
+}
+
+// dW (oneDNN) and dB (the FP32 row sums of dy widened, rounded once) on
+// bfloat16 storage, for conv_bwd and conv_bwd_first.
+void conv_weight_grads_bf16(const char* k, const KernelArgs& a, const ConvGeom& g,
+                            const TensorArg& x, const TensorArg& dy, const TensorArg& dw,
+                            const TensorArg* db) {
+  if (a.runs(BwdPart::DW))
+    run_conv_bwd_weights(conv_prim(k, a, g, ConvKind::BWD_WEIGHTS, {true, false, false}), x.data,
+                         dy.data, dw.data, nullptr);
+  if (!db || !a.runs(BwdPart::DB)) return;
+  const int64_t rows = g.n * g.ho * g.wo;
+  auto* wide = static_cast<float*>(scratch(SCRATCH_DY, static_cast<size_t>(rows * g.co) * 4));
+  widen_bf16(static_cast<const uint16_t*>(dy.data), wide, rows * g.co);
+  std::vector<float> sums(static_cast<size_t>(g.co));
+  sum_rows(wide, rows, g.co, sums.data());
+  narrow_to_bf16(sums.data(), static_cast<uint16_t*>(db->data), g.co);
+}
+
+void conv_bwd_bf16(const KernelArgs& a) {
+  constexpr const char* k = "conv_bwd";
+  const BwdOperands o = bwd_operands(k, a, DType::BF16);
+  const ConvGeom g = conv_geom(k, a, o.x.shape(), o.w.shape(), o.dy.shape());
+  if (o.bias && a.out[1].shape().elements() != g.co)
+    fail(k, a, "db should have out_channels values");
+  // dW before dX: dX may overwrite X in place (ENGINE.md §4).
+  conv_weight_grads_bf16(k, a, g, o.x, o.dy, a.out[0], o.bias ? &a.out[1] : nullptr);
+  if (!o.has_dx || !a.runs(BwdPart::DX)) return;
+  const TensorArg& dx = a.out[o.dx_index];
+  if (!a.accumulate(o.dx_index)) {
+    run_conv_bwd_data(conv_prim(k, a, g, ConvKind::BWD_DATA, {true, false, false}), o.w.data,
+                      o.dy.data, dx.data);
+    return;
+  }
+  // The sum of two gradients is rounded once: this one in FP32, then added.
+  const int64_t n = o.x.shape().elements();
+  auto* tmp = static_cast<float*>(scratch(SCRATCH_DX, static_cast<size_t>(n) * 4));
+  run_conv_bwd_data(conv_prim(k, a, g, ConvKind::BWD_DATA, {true, false, true}), o.w.data,
+                    o.dy.data, tmp);
+  auto* d = static_cast<uint16_t*>(dx.data);
+  detail::parallel_floats(n, [d, tmp](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) d[i] = float_to_bf16_bits(bf16_bits_to_float(d[i]) + tmp[i]);
+  });
+}
+
+void conv_bwd_first_bf16(const KernelArgs& a) {
+  constexpr const char* k = "conv_bwd_first";
+  check_counts(k, a, 2, 2, 1, 2);
+  const bool bias = a.out.size() == 2;
+  const ConvGeom g = conv_geom(k, a, a.in[0].shape(), a.out[0].shape(), a.in[1].shape());
+  if (bias && a.out[1].shape().elements() != g.co) fail(k, a, "db should have out_channels values");
+  conv_weight_grads_bf16(k, a, g, a.in[0], a.in[1], a.out[0], bias ? &a.out[1] : nullptr);
+}
+
+}  // namespace
+
 void conv_fwd(const KernelArgs& a) {
   if (native_bf16_conv_fwd(a)) {
     constexpr const char* k = "conv_fwd";
@@ -521,6 +612,7 @@ void conv_fwd(const KernelArgs& a) {
 }
 
 void conv_bwd(const KernelArgs& a) {
+  if (native_bf16_conv_bwd(a, false)) return conv_bwd_bf16(a);
   if (detail::run_16bit_staged(a, conv_bwd)) return;
   constexpr const char* k = "conv_bwd";
   const BwdOperands o = bwd_operands(k, a);
@@ -555,6 +647,7 @@ void conv_bwd(const KernelArgs& a) {
 }
 
 void conv_bwd_first(const KernelArgs& a) {
+  if (native_bf16_conv_bwd(a, true)) return conv_bwd_first_bf16(a);
   if (detail::run_16bit_staged(a, conv_bwd_first)) return;
   constexpr const char* k = "conv_bwd_first";
   check_counts(k, a, 2, 2, 1, 2);
