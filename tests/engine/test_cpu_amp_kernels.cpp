@@ -17,10 +17,13 @@
 #include <vector>
 
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/kernels/activations.h"
 #include "backends/cpu/kernels/bf16_arrays.h"
 #include "backends/cpu/kernels/dense.h"
+#include "backends/cpu/kernels/elementwise.h"
 #include "backends/cpu/kernels/half_arrays.h"
 #include "backends/cpu/kernels/half_convert.h"
+#include "backends/cpu/kernels/half_staging.h"
 #include "core/bf16_convert.h"
 #include "core/cpu_features.h"
 #include "resolved_params.h"
@@ -34,14 +37,14 @@ namespace {
 // A quiet NaN in FP16: what padding lanes hold before a conversion writes them.
 constexpr uint16_t kHalfNaN = 0x7E00;
 
-// FP16 tensors with real DTensor descriptors (region, padding) and their memory.
+// 16-bit tensors with real DTensor descriptors (region, padding) and their memory.
 class Tensors {
  public:
-  size_t add(const Shape& shape, Region region) {
+  size_t add(const Shape& shape, Region region, DType dtype = DType::FP16) {
     auto d = std::make_unique<DTensor>();
     d->id = static_cast<DTensorId>(descs_.size());
     d->shape = shape;
-    d->dtype = DType::FP16;
+    d->dtype = dtype;
     d->region = region;
     d->slot_bytes = DTensor::slot_bytes_for(d->shape, d->dtype, d->region);
     storage_.emplace_back(d->slot_bytes / 8 + 1, 0);
@@ -49,6 +52,20 @@ class Tensors {
     return descs_.size() - 1;
   }
   TensorArg arg(size_t i) { return {storage_[i].data(), descs_[i].get()}; }
+  std::vector<uint64_t>& bytes(size_t i) { return storage_[i]; }
+  // Random values, rounded to the tensor's type, in every row's logical lanes.
+  void fill(size_t i, std::mt19937& rng) {
+    const DTensor& d = *descs_[i];
+    std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+    auto* h = reinterpret_cast<uint16_t*>(storage_[i].data());
+    const int64_t rows = d.shape.elements() / d.shape.c;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < d.shape.c; ++k) {
+        const float x = u(rng);
+        h[r * d.padded_c() + k] =
+            d.dtype == DType::BF16 ? float_to_bf16_bits(x) : cpu::float_to_half_bits(x);
+      }
+  }
 
  private:
   std::vector<std::unique_ptr<DTensor>> descs_;
@@ -136,6 +153,51 @@ class TestCpuAmpKernels : public QObject {
   Q_OBJECT
 
  private slots:
+  // Elementwise kernels on 16-bit storage run a chunk of rows at a time
+  // (run_16bit_elementwise): the bits of staging the whole tensors, over
+  // dozens of chunks split between the threads, padded rows, an accumulated
+  // gradient and two outputs that are one tensor.
+  void elementwiseChunksGiveTheStagedBits() {
+    for (DType type : {DType::FP16, DType::BF16}) {
+      const bool bf16 = type == DType::BF16;
+      const Region f = bf16 ? Region::F_FEATURE_BF16 : Region::F_FEATURE_FP16;
+      const Region g = bf16 ? Region::F_GRAD_SLOT_BF16 : Region::F_GRAD_SLOT_FP16;
+      const Shape s{64, 28, 28, 12};  // 50,176 rows of 12 lanes padded to 16
+      Tensors t;
+      const size_t y = t.add(s, f, type), dy = t.add(s, g, type), dx = t.add(s, g, type);
+      std::mt19937 rng(5);
+      for (size_t i : {y, dy, dx}) t.fill(i, rng);
+      auto compare = [&](cpu::Kernel kernel, KernelArgs& a, size_t out, const char* what) {
+        const std::vector<uint64_t> before = t.bytes(out);
+        std::vector<uint64_t> memory(cpu::kernel_workspace_bytes(a) / 8 + 1);
+        const StreamWorkspace ws{memory.data(), memory.size() * 8};
+        a.workspace = &ws;
+        kernel(a);
+        const std::vector<uint64_t> chunked = t.bytes(out);
+        t.bytes(out) = before;
+        QVERIFY(cpu::detail::run_16bit_staged(a, kernel));
+        QVERIFY2(chunked == t.bytes(out), qPrintable(QString("%1, %2").arg(what).arg(
+                                              QString::fromUtf8(dtype_name(type).data()))));
+        QVERIFY(chunked != before);
+      };
+      GraphNode accumulate;
+      accumulate.accumulate_mask = 1;
+      KernelArgs relu;
+      relu.node = &accumulate;
+      relu.in = {t.arg(y), t.arg(dy)};
+      relu.out = {t.arg(dx)};
+      compare(cpu::relu_bwd, relu, dx, "relu_bwd onto a gradient");
+      // ADD_BWD into one slot twice: the second output adds onto the first.
+      GraphNode second;
+      second.accumulate_mask = 2;
+      KernelArgs add;
+      add.node = &second;
+      add.in = {t.arg(dy)};
+      add.out = {t.arg(dx), t.arg(dx)};
+      compare(cpu::add_bwd, add, dx, "add_bwd, both outputs one tensor");
+    }
+  }
+
   void stagingNeedsAWorkspaceOfTheRightSize() {
     // A convolution on FP16 features stages them through FP32 copies.
     Tensors t;

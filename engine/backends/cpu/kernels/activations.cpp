@@ -75,7 +75,7 @@ struct Sigmoid {
 // in [x] out [y]
 template <class F>
 void forward(const KernelArgs& a) {
-  if (detail::run_16bit_staged(a, forward<F>)) return;
+  if (detail::run_16bit_elementwise(a, forward<F>)) return;
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
   const float slope = static_cast<float>(a.params().negative_slope);
@@ -91,7 +91,7 @@ void forward(const KernelArgs& a) {
 template <class F>
 void backward(const KernelArgs& a) {
   if (!has_out(a, 0)) return;
-  if (detail::run_16bit_staged(a, backward<F>)) return;
+  if (detail::run_16bit_elementwise(a, backward<F>)) return;
   const float* s = a.in[0].f32();
   const float* dy = a.in[1].f32();
   float* dx = a.out[0].f32();
@@ -132,7 +132,7 @@ void with_activation(const KernelArgs& a, const char* op, Body body) {
 }  // namespace
 
 void relu_fwd(const KernelArgs& a) {
-  if (detail::run_16bit_staged(a, relu_fwd)) return;
+  if (detail::run_16bit_elementwise(a, relu_fwd)) return;
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
   // NaN passes through, as in torch.relu, so the NaN check still sees it.
@@ -143,7 +143,7 @@ void relu_fwd(const KernelArgs& a) {
 
 void relu_bwd(const KernelArgs& a) {
   if (!has_out(a, 0)) return;
-  if (detail::run_16bit_staged(a, relu_bwd)) return;
+  if (detail::run_16bit_elementwise(a, relu_bwd)) return;
   const float* y = a.in[0].f32();
   const float* dy = a.in[1].f32();
   float* dx = a.out[0].f32();

@@ -41,7 +41,7 @@ void copy_or_add(const KernelArgs& a, size_t out_index, const float* src, int64_
 }  // namespace
 
 void add_fwd(const KernelArgs& a) {
-  if (detail::run_16bit_staged(a, add_fwd)) return;
+  if (detail::run_16bit_elementwise(a, add_fwd)) return;
   const float* x0 = a.in[0].f32();
   const float* x1 = a.in[1].f32();
   float* y = a.out[0].f32();
@@ -51,7 +51,7 @@ void add_fwd(const KernelArgs& a) {
 }
 
 void add_bwd(const KernelArgs& a) {
-  if (detail::run_16bit_staged(a, add_bwd)) return;
+  if (detail::run_16bit_elementwise(a, add_bwd)) return;
   const float* dy = a.in[0].f32();
   const int64_t n = a.in[0].shape().elements();
   // In order: when both outputs are one tensor, out[1] carries the accumulate

@@ -3,12 +3,15 @@
 // around an FP32 kernel.
 #include "backends/cpu/kernels/half_staging.h"
 
+#include <algorithm>
 #include <array>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "backends/cpu/kernels/bf16_arrays.h"
 #include "backends/cpu/kernels/half_arrays.h"
+#include "backends/cpu/kernels/parallel.h"
 #include "core/align.h"
 
 namespace tr::cpu::detail {
@@ -186,7 +189,138 @@ struct StagedArgs {
   }
 };
 
+// Values per chunk of an elementwise op: its operands' buffers (64 KB each)
+// stay in L2 between the conversions and the kernel.
+constexpr int64_t kChunkValues = 16384;
+
+// Rows [lo, lo + rows) of a 16-bit tensor widened into `out`, compact.
+void widen_rows_of(const TensorArg& t, int64_t lo, int64_t rows, float* out) {
+  const DTensor& d = *t.desc;
+  const auto* in = static_cast<const uint16_t*>(t.data) + lo * d.padded_c();
+  if (d.dtype == DType::BF16)
+    widen_bf16_rows(in, d.padded_c(), out, rows, d.shape.c);
+  else
+    widen_half_rows(in, d.padded_c(), out, rows, d.shape.c);
+}
+
+void narrow_rows_of(const float* in, const TensorArg& t, int64_t lo, int64_t rows) {
+  const DTensor& d = *t.desc;
+  auto* out = static_cast<uint16_t*>(t.data) + lo * d.padded_c();
+  if (d.dtype == DType::BF16)
+    narrow_to_bf16_rows(in, out, d.padded_c(), rows, d.shape.c);
+  else
+    narrow_to_half_rows(in, out, d.padded_c(), rows, d.shape.c);
+}
+
+// The per-thread state of elementwise chunks: the kernel's arguments, their
+// descriptors and the FP32 buffers, reused from chunk to chunk.
+struct ChunkArgs {
+  KernelArgs args;
+  std::array<DTensor, 2 * kMaxOperands> descs;
+  std::vector<float> buffer;
+};
+
+// One operand as the chunks see it: a 16-bit tensor gets a buffer (shared by
+// operands that are one tensor), an FP32 one is read where it lies.
+struct ChunkOperand {
+  const TensorArg* tensor = nullptr;
+  int slot = -1;  // buffer index, -1 for FP32
+};
+
+// What every chunk of one launch shares: its operands (inputs, then
+// outputs) and which buffers are read before the kernel and written after.
+struct ChunkPlan {
+  std::array<ChunkOperand, kMaxOperands> ops;
+  size_t count = 0;
+  std::array<const void*, kMaxOperands> slot_data{};
+  std::array<bool, kMaxOperands> slot_read{}, slot_write{};
+  size_t slots = 0;
+};
+
+void run_chunk(const KernelArgs& a, Fp32Kernel kernel, const ChunkPlan& p, int64_t c, int64_t lo,
+               int64_t rows) {
+  thread_local ChunkArgs st;
+  const size_t slots = p.slots;
+  const int64_t n = rows * c;
+  st.buffer.resize(slots * static_cast<size_t>(kChunkValues));
+  auto buffer = [&](int s) { return st.buffer.data() + static_cast<size_t>(s) * kChunkValues; };
+  KernelArgs& f = st.args;
+  f.in.clear();
+  f.out.clear();
+  f.node = a.node;
+  f.layer_params = a.layer_params;
+  f.training = a.training;
+  f.scalars = a.scalars;
+  f.seed = a.seed;
+  f.rank = a.rank;
+  f.world = a.world;
+  f.part = a.part;
+  f.rank_sum = a.rank_sum;
+  // Each slot's tensor, widened once when any operand on it reads.
+  std::array<const TensorArg*, kMaxOperands> slot_tensor{};
+  for (size_t i = 0; i < p.count; ++i) {
+    const ChunkOperand& o = p.ops[i];
+    const bool is_in = i < a.in.size();
+    if (!o.tensor->data) {
+      (is_in ? f.in : f.out).push_back(*o.tensor);
+      continue;
+    }
+    DTensor& d = st.descs[i];
+    d = *o.tensor->desc;
+    d.shape = {rows, 1, 1, c};
+    d.dtype = DType::FP32;
+    d.region = Region::T_SCRATCH;
+    d.slot_bytes = static_cast<uint64_t>(n) * 4;
+    void* data = o.slot >= 0 ? static_cast<void*>(buffer(o.slot))
+                             : static_cast<void*>(o.tensor->f32() + lo * c);
+    if (o.slot >= 0) slot_tensor[static_cast<size_t>(o.slot)] = o.tensor;
+    (is_in ? f.in : f.out).push_back({data, &d});
+  }
+  for (size_t s = 0; s < slots; ++s)
+    if (p.slot_read[s]) widen_rows_of(*slot_tensor[s], lo, rows, buffer(static_cast<int>(s)));
+  kernel(f);
+  for (size_t s = 0; s < slots; ++s)
+    if (p.slot_write[s]) narrow_rows_of(buffer(static_cast<int>(s)), *slot_tensor[s], lo, rows);
+}
+
 }  // namespace
+
+bool run_16bit_elementwise(const KernelArgs& a, Fp32Kernel kernel) {
+  if (!any_half(a)) return false;
+  if (a.in.size() + a.out.size() > kMaxOperands) return run_16bit_staged(a, kernel);
+  // One logical shape for every present operand; FP32 ones compact.
+  const Shape* shape = nullptr;
+  ChunkPlan p;
+  for (size_t i = 0; i < a.in.size() + a.out.size(); ++i) {
+    const bool is_in = i < a.in.size();
+    const TensorArg& t = is_in ? a.in[i] : a.out[i - a.in.size()];
+    ChunkOperand o{&t, -1};
+    if (t.data) {
+      if (!t.desc) return run_16bit_staged(a, kernel);
+      if (!shape) shape = &t.desc->shape;
+      if (t.desc->shape != *shape) return run_16bit_staged(a, kernel);
+      if (!is_half(t) && !t.desc->is_compact()) return run_16bit_staged(a, kernel);
+      if (is_half(t)) {
+        const auto end = p.slot_data.begin() + static_cast<std::ptrdiff_t>(p.slots);
+        const auto at = std::find(p.slot_data.begin(), end, t.data);
+        o.slot = static_cast<int>(at - p.slot_data.begin());
+        if (at == end) p.slot_data[p.slots++] = t.data;
+        const auto s = static_cast<size_t>(o.slot);
+        if (is_in || a.accumulate(i - a.in.size())) p.slot_read[s] = true;
+        if (!is_in) p.slot_write[s] = true;
+      }
+    }
+    p.ops[p.count++] = o;
+  }
+  if (!shape) return run_16bit_staged(a, kernel);
+  const int64_t c = shape->c, rows = shape->n * shape->h * shape->w;
+  const int64_t chunk = std::max<int64_t>(1, kChunkValues / std::max<int64_t>(c, 1));
+  if (chunk * c > kChunkValues) return run_16bit_staged(a, kernel);  // rows wider than a chunk
+  parallel_ranges(rows, rows * c * 4, [&](int64_t lo, int64_t hi) {
+    for (int64_t m = lo; m < hi; m += chunk) run_chunk(a, kernel, p, c, m, std::min(chunk, hi - m));
+  });
+  return true;
+}
 
 uint64_t staging_bytes_16bit(const KernelArgs& a) {
   return any_half(a) ? make_plan(a).bytes : 0;

@@ -26,4 +26,12 @@ uint64_t staging_bytes_16bit(const KernelArgs& a);
 // is missing or smaller than staging_bytes_16bit(a).
 bool run_16bit_staged(const KernelArgs& a, Fp32Kernel kernel);
 
+// As run_16bit_staged, for an elementwise kernel (each output element a
+// function of the same element of each input, all operands one shape): the
+// rows go through `kernel` a chunk at a time, widened into per-thread
+// buffers that stay in cache and narrowed back, the chunks split between the
+// threads. The bits are the staged ones; the tensors' FP32 copies never go
+// through memory. Operands of different shapes are staged whole.
+bool run_16bit_elementwise(const KernelArgs& a, Fp32Kernel kernel);
+
 }  // namespace tr::cpu::detail
