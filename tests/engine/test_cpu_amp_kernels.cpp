@@ -24,6 +24,7 @@
 #include "backends/cpu/kernels/half_arrays.h"
 #include "backends/cpu/kernels/half_convert.h"
 #include "backends/cpu/kernels/half_staging.h"
+#include "backends/cpu/kernels/pooling.h"
 #include "core/bf16_convert.h"
 #include "core/cpu_features.h"
 #include "resolved_params.h"
@@ -154,10 +155,10 @@ class TestCpuAmpKernels : public QObject {
 
  private slots:
   // Elementwise kernels on 16-bit storage run a chunk of rows at a time
-  // (run_16bit_elementwise): the bits of staging the whole tensors, over
-  // dozens of chunks split between the threads, padded rows, an accumulated
-  // gradient and two outputs that are one tensor.
-  void elementwiseChunksGiveTheStagedBits() {
+  // (run_16bit_elementwise), pooling a sample at a time: the bits of staging
+  // the whole tensors, over dozens of chunks split between the threads,
+  // padded rows, an accumulated gradient and two outputs that are one tensor.
+  void chunksGiveTheStagedBits() {
     for (DType type : {DType::FP16, DType::BF16}) {
       const bool bf16 = type == DType::BF16;
       const Region f = bf16 ? Region::F_FEATURE_BF16 : Region::F_FEATURE_FP16;
@@ -195,6 +196,31 @@ class TestCpuAmpKernels : public QObject {
       add.in = {t.arg(dy)};
       add.out = {t.arg(dx), t.arg(dx)};
       compare(cpu::add_bwd, add, dx, "add_bwd, both outputs one tensor");
+      // Pooling goes a sample at a time (run_16bit_per_sample), windows
+      // overlapping (3x3, stride 2) onto a gradient that holds a value.
+      LayerNode pool;
+      pool.id = "pool";
+      pool.type = LayerType::MaxPool2d;
+      pool.params.kernel_h = pool.params.kernel_w = 3;
+      pool.params.stride_h = pool.params.stride_w = 2;
+      pool.params.pad_h = pool.params.pad_w = 1;
+      const Shape ps{s.n, 14, 14, s.c};
+      const size_t py = t.add(ps, f, type), pdy = t.add(ps, g, type);
+      t.fill(pdy, rng);
+      GraphNode fresh;
+      KernelArgs fwd;
+      fwd.node = &fresh;
+      fwd.layer_params = test::resolved(pool);
+      fwd.in = {t.arg(y)};
+      fwd.out = {t.arg(py)};
+      compare(cpu::maxpool_fwd, fwd, py, "maxpool_fwd");
+      cpu::maxpool_fwd(fwd);
+      KernelArgs bwd;
+      bwd.node = &accumulate;
+      bwd.layer_params = fwd.layer_params;
+      bwd.in = {t.arg(y), t.arg(py), t.arg(pdy)};
+      bwd.out = {t.arg(dx)};
+      compare(cpu::maxpool_bwd, bwd, dx, "maxpool_bwd onto a gradient");
     }
   }
 

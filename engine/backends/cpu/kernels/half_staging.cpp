@@ -189,8 +189,8 @@ struct StagedArgs {
   }
 };
 
-// Values per chunk of an elementwise op: its operands' buffers (64 KB each)
-// stay in L2 between the conversions and the kernel.
+// Values per chunk: its operands' buffers (64 KB each) stay in L2 between
+// the conversions and the kernel. A sample larger than that is one chunk.
 constexpr int64_t kChunkValues = 16384;
 
 // Rows [lo, lo + rows) of a 16-bit tensor widened into `out`, compact.
@@ -212,38 +212,48 @@ void narrow_rows_of(const float* in, const TensorArg& t, int64_t lo, int64_t row
     narrow_to_half_rows(in, out, d.padded_c(), rows, d.shape.c);
 }
 
-// The per-thread state of elementwise chunks: the kernel's arguments, their
-// descriptors and the FP32 buffers, reused from chunk to chunk.
-struct ChunkArgs {
-  KernelArgs args;
-  std::array<DTensor, 2 * kMaxOperands> descs;
-  std::vector<float> buffer;
-};
+// How a launch is cut: into rows of channels (elementwise ops, every
+// operand one shape) or into samples (ops that work on each sample alone,
+// every operand one batch).
+enum class ChunkUnit { ROW, SAMPLE };
 
 // One operand as the chunks see it: a 16-bit tensor gets a buffer (shared by
 // operands that are one tensor), an FP32 one is read where it lies.
 struct ChunkOperand {
   const TensorArg* tensor = nullptr;
-  int slot = -1;  // buffer index, -1 for FP32
+  int slot = -1;          // buffer index, -1 for FP32
+  int64_t unit_rows = 1;  // rows of channels in one unit (a row, or a sample)
 };
 
 // What every chunk of one launch shares: its operands (inputs, then
 // outputs) and which buffers are read before the kernel and written after.
 struct ChunkPlan {
+  ChunkUnit unit = ChunkUnit::ROW;
   std::array<ChunkOperand, kMaxOperands> ops;
   size_t count = 0;
   std::array<const void*, kMaxOperands> slot_data{};
   std::array<bool, kMaxOperands> slot_read{}, slot_write{};
   size_t slots = 0;
+  int64_t units = 0;        // rows, or samples
+  int64_t per_chunk = 1;    // units a chunk takes
+  int64_t slot_values = 0;  // floats of one slot's buffer
 };
 
-void run_chunk(const KernelArgs& a, Fp32Kernel kernel, const ChunkPlan& p, int64_t c, int64_t lo,
-               int64_t rows) {
+// The per-thread state of chunks: the kernel's arguments, their descriptors
+// and the FP32 buffers, reused from chunk to chunk.
+struct ChunkArgs {
+  KernelArgs args;
+  std::array<DTensor, kMaxOperands> descs;
+  std::vector<float> buffer;
+};
+
+void run_chunk(const KernelArgs& a, Fp32Kernel kernel, const ChunkPlan& p, int64_t first,
+               int64_t units) {
   thread_local ChunkArgs st;
-  const size_t slots = p.slots;
-  const int64_t n = rows * c;
-  st.buffer.resize(slots * static_cast<size_t>(kChunkValues));
-  auto buffer = [&](int s) { return st.buffer.data() + static_cast<size_t>(s) * kChunkValues; };
+  st.buffer.resize(p.slots * static_cast<size_t>(p.slot_values));
+  auto buffer = [&](int s) {
+    return st.buffer.data() + static_cast<size_t>(s) * static_cast<size_t>(p.slot_values);
+  };
   KernelArgs& f = st.args;
   f.in.clear();
   f.out.clear();
@@ -257,7 +267,7 @@ void run_chunk(const KernelArgs& a, Fp32Kernel kernel, const ChunkPlan& p, int64
   f.part = a.part;
   f.rank_sum = a.rank_sum;
   // Each slot's tensor, widened once when any operand on it reads.
-  std::array<const TensorArg*, kMaxOperands> slot_tensor{};
+  std::array<const ChunkOperand*, kMaxOperands> slot_op{};
   for (size_t i = 0; i < p.count; ++i) {
     const ChunkOperand& o = p.ops[i];
     const bool is_in = i < a.in.size();
@@ -265,61 +275,84 @@ void run_chunk(const KernelArgs& a, Fp32Kernel kernel, const ChunkPlan& p, int64
       (is_in ? f.in : f.out).push_back(*o.tensor);
       continue;
     }
+    const Shape& s = o.tensor->desc->shape;
     DTensor& d = st.descs[i];
     d = *o.tensor->desc;
-    d.shape = {rows, 1, 1, c};
+    d.shape = p.unit == ChunkUnit::ROW ? Shape{units, 1, 1, s.c} : Shape{units, s.h, s.w, s.c};
     d.dtype = DType::FP32;
     d.region = Region::T_SCRATCH;
-    d.slot_bytes = static_cast<uint64_t>(n) * 4;
+    d.slot_bytes = static_cast<uint64_t>(d.shape.elements()) * 4;
     void* data = o.slot >= 0 ? static_cast<void*>(buffer(o.slot))
-                             : static_cast<void*>(o.tensor->f32() + lo * c);
-    if (o.slot >= 0) slot_tensor[static_cast<size_t>(o.slot)] = o.tensor;
+                             : static_cast<void*>(o.tensor->f32() + first * o.unit_rows * s.c);
+    if (o.slot >= 0) slot_op[static_cast<size_t>(o.slot)] = &o;
     (is_in ? f.in : f.out).push_back({data, &d});
   }
-  for (size_t s = 0; s < slots; ++s)
-    if (p.slot_read[s]) widen_rows_of(*slot_tensor[s], lo, rows, buffer(static_cast<int>(s)));
+  for (size_t s = 0; s < p.slots; ++s)
+    if (p.slot_read[s]) {
+      const ChunkOperand& o = *slot_op[s];
+      widen_rows_of(*o.tensor, first * o.unit_rows, units * o.unit_rows,
+                    buffer(static_cast<int>(s)));
+    }
   kernel(f);
-  for (size_t s = 0; s < slots; ++s)
-    if (p.slot_write[s]) narrow_rows_of(buffer(static_cast<int>(s)), *slot_tensor[s], lo, rows);
+  for (size_t s = 0; s < p.slots; ++s)
+    if (p.slot_write[s]) {
+      const ChunkOperand& o = *slot_op[s];
+      narrow_rows_of(buffer(static_cast<int>(s)), *o.tensor, first * o.unit_rows,
+                     units * o.unit_rows);
+    }
 }
 
-}  // namespace
-
-bool run_16bit_elementwise(const KernelArgs& a, Fp32Kernel kernel) {
+// Stages `a` a chunk at a time when its operands allow `unit`, else whole.
+bool run_chunked(const KernelArgs& a, Fp32Kernel kernel, ChunkUnit unit) {
   if (!any_half(a)) return false;
   if (a.in.size() + a.out.size() > kMaxOperands) return run_16bit_staged(a, kernel);
-  // One logical shape for every present operand; FP32 ones compact.
   const Shape* shape = nullptr;
   ChunkPlan p;
+  p.unit = unit;
+  int64_t unit_values = 1;
   for (size_t i = 0; i < a.in.size() + a.out.size(); ++i) {
     const bool is_in = i < a.in.size();
     const TensorArg& t = is_in ? a.in[i] : a.out[i - a.in.size()];
-    ChunkOperand o{&t, -1};
+    ChunkOperand o{&t, -1, 1};
     if (t.data) {
       if (!t.desc) return run_16bit_staged(a, kernel);
-      if (!shape) shape = &t.desc->shape;
-      if (t.desc->shape != *shape) return run_16bit_staged(a, kernel);
-      if (!is_half(t) && !t.desc->is_compact()) return run_16bit_staged(a, kernel);
+      const Shape& s = t.desc->shape;
+      if (!shape) shape = &s;
+      const bool fits = unit == ChunkUnit::ROW ? s == *shape : s.n == shape->n;
+      if (!fits || (!is_half(t) && !t.desc->is_compact())) return run_16bit_staged(a, kernel);
+      o.unit_rows = unit == ChunkUnit::ROW ? 1 : s.h * s.w;
+      unit_values = std::max(unit_values, o.unit_rows * s.c);
       if (is_half(t)) {
         const auto end = p.slot_data.begin() + static_cast<std::ptrdiff_t>(p.slots);
         const auto at = std::find(p.slot_data.begin(), end, t.data);
         o.slot = static_cast<int>(at - p.slot_data.begin());
         if (at == end) p.slot_data[p.slots++] = t.data;
-        const auto s = static_cast<size_t>(o.slot);
-        if (is_in || a.accumulate(i - a.in.size())) p.slot_read[s] = true;
-        if (!is_in) p.slot_write[s] = true;
+        const auto s_index = static_cast<size_t>(o.slot);
+        if (is_in || a.accumulate(i - a.in.size())) p.slot_read[s_index] = true;
+        if (!is_in) p.slot_write[s_index] = true;
       }
     }
     p.ops[p.count++] = o;
   }
   if (!shape) return run_16bit_staged(a, kernel);
-  const int64_t c = shape->c, rows = shape->n * shape->h * shape->w;
-  const int64_t chunk = std::max<int64_t>(1, kChunkValues / std::max<int64_t>(c, 1));
-  if (chunk * c > kChunkValues) return run_16bit_staged(a, kernel);  // rows wider than a chunk
-  parallel_ranges(rows, rows * c * 4, [&](int64_t lo, int64_t hi) {
-    for (int64_t m = lo; m < hi; m += chunk) run_chunk(a, kernel, p, c, m, std::min(chunk, hi - m));
+  p.units = unit == ChunkUnit::ROW ? shape->n * shape->h * shape->w : shape->n;
+  p.per_chunk = std::max<int64_t>(1, kChunkValues / unit_values);
+  p.slot_values = p.per_chunk * unit_values;
+  parallel_ranges(p.units, p.units * unit_values * 4, [&](int64_t lo, int64_t hi) {
+    for (int64_t u = lo; u < hi; u += p.per_chunk)
+      run_chunk(a, kernel, p, u, std::min(p.per_chunk, hi - u));
   });
   return true;
+}
+
+}  // namespace
+
+bool run_16bit_elementwise(const KernelArgs& a, Fp32Kernel kernel) {
+  return run_chunked(a, kernel, ChunkUnit::ROW);
+}
+
+bool run_16bit_per_sample(const KernelArgs& a, Fp32Kernel kernel) {
+  return run_chunked(a, kernel, ChunkUnit::SAMPLE);
 }
 
 uint64_t staging_bytes_16bit(const KernelArgs& a) {

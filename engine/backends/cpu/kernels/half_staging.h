@@ -34,4 +34,9 @@ bool run_16bit_staged(const KernelArgs& a, Fp32Kernel kernel);
 // through memory. Operands of different shapes are staged whole.
 bool run_16bit_elementwise(const KernelArgs& a, Fp32Kernel kernel);
 
+// The same, a few samples at a time, for a kernel whose outputs for a
+// sample depend on that sample of its inputs alone (pooling); every operand
+// holds the same batch.
+bool run_16bit_per_sample(const KernelArgs& a, Fp32Kernel kernel);
+
 }  // namespace tr::cpu::detail

@@ -202,7 +202,7 @@ void maxpool_bwd_tiled(const KernelArgs& a, const Window& g) {
 }  // namespace
 
 void maxpool_fwd(const KernelArgs& a) {
-  if (detail::run_16bit_staged(a, maxpool_fwd)) return;
+  if (detail::run_16bit_per_sample(a, maxpool_fwd)) return;
   const Window g(a.in[0].shape(), a.out[0].shape(), a.params());
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
@@ -235,7 +235,7 @@ void maxpool_fwd(const KernelArgs& a) {
 
 void maxpool_bwd(const KernelArgs& a) {
   if (!has_out(a, 0)) return;
-  if (detail::run_16bit_staged(a, maxpool_bwd)) return;
+  if (detail::run_16bit_per_sample(a, maxpool_bwd)) return;
   const Window g(a.in[0].shape(), a.in[1].shape(), a.params());
   if (g.sh == g.kh && g.sw == g.kw && g.ph == 0 && g.pw == 0 && g.oh > 0 && g.ow > 0) {
     if (a.accumulate(0))
@@ -283,7 +283,7 @@ void maxpool_bwd(const KernelArgs& a) {
 }
 
 void avgpool_fwd(const KernelArgs& a) {
-  if (detail::run_16bit_staged(a, avgpool_fwd)) return;
+  if (detail::run_16bit_per_sample(a, avgpool_fwd)) return;
   const Window g(a.in[0].shape(), a.out[0].shape(), a.params());
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
@@ -307,7 +307,7 @@ void avgpool_fwd(const KernelArgs& a) {
 
 void avgpool_bwd(const KernelArgs& a) {
   if (!has_out(a, 0)) return;
-  if (detail::run_16bit_staged(a, avgpool_bwd)) return;
+  if (detail::run_16bit_per_sample(a, avgpool_bwd)) return;
   const Window g(a.out[0].shape(), a.in[0].shape(), a.params());
   const float* dy = a.in[0].f32();
   float* dx = a.out[0].f32();
@@ -332,7 +332,7 @@ void avgpool_bwd(const KernelArgs& a) {
 }
 
 void gap_fwd(const KernelArgs& a) {
-  if (detail::run_16bit_staged(a, gap_fwd)) return;
+  if (detail::run_16bit_per_sample(a, gap_fwd)) return;
   const Shape& s = a.in[0].shape();
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
@@ -353,7 +353,7 @@ void gap_fwd(const KernelArgs& a) {
 
 void gap_bwd(const KernelArgs& a) {
   if (!has_out(a, 0)) return;
-  if (detail::run_16bit_staged(a, gap_bwd)) return;
+  if (detail::run_16bit_per_sample(a, gap_bwd)) return;
   const Shape& s = a.out[0].shape();
   const float* dy = a.in[0].f32();
   float* dx = a.out[0].f32();
