@@ -8,6 +8,7 @@
 
 #include <QFile>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -18,6 +19,7 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/kernels/activations.h"
+#include "backends/cpu/kernels/batch_norm.h"
 #include "backends/cpu/kernels/bf16_arrays.h"
 #include "backends/cpu/kernels/dense.h"
 #include "backends/cpu/kernels/elementwise.h"
@@ -63,8 +65,11 @@ class Tensors {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t k = 0; k < d.shape.c; ++k) {
         const float x = u(rng);
-        h[r * d.padded_c() + k] =
-            d.dtype == DType::BF16 ? float_to_bf16_bits(x) : cpu::float_to_half_bits(x);
+        const int64_t at = r * d.padded_c() + k;
+        if (d.dtype == DType::FP32)
+          reinterpret_cast<float*>(h)[at] = x;
+        else
+          h[at] = d.dtype == DType::BF16 ? float_to_bf16_bits(x) : cpu::float_to_half_bits(x);
       }
   }
 
@@ -155,7 +160,8 @@ class TestCpuAmpKernels : public QObject {
 
  private slots:
   // Elementwise kernels on 16-bit storage run a chunk of rows at a time
-  // (run_16bit_elementwise), pooling a sample at a time: the bits of staging
+  // (run_16bit_elementwise), pooling a sample at a time, batch norm on
+  // compact bfloat16 through its own chunks (row_chunks.h): the bits of staging
   // the whole tensors, over dozens of chunks split between the threads,
   // padded rows, an accumulated gradient and two outputs that are one tensor.
   void chunksGiveTheStagedBits() {
@@ -221,6 +227,41 @@ class TestCpuAmpKernels : public QObject {
       bwd.in = {t.arg(y), t.arg(py), t.arg(pdy)};
       bwd.out = {t.arg(dx)};
       compare(cpu::maxpool_bwd, bwd, dx, "maxpool_bwd onto a gradient");
+      if (!bf16) continue;
+      // Batch norm (with its ReLU) reads and writes compact bfloat16 as it
+      // lies, the rows a chunk at a time: the staged bits too.
+      LayerNode bn;
+      bn.id = "bn";
+      bn.type = LayerType::BatchNorm2d;
+      const Shape bs{64, 28, 28, 16}, cs{1, 1, 1, bs.c};
+      const size_t bx = t.add(bs, f, type), by = t.add(bs, f, type), bdy = t.add(bs, g, type),
+                   bdx = t.add(bs, g, type);
+      for (size_t i : {bx, bdy}) t.fill(i, rng);
+      const size_t gamma = t.add(cs, Region::A_BN_WEIGHT, type),
+                   beta = t.add(cs, Region::A_BN_BIAS, type),
+                   prev_mean = t.add(cs, Region::B_PREV_MEAN, DType::FP32),
+                   prev_var = t.add(cs, Region::B_PREV_VAR, DType::FP32),
+                   saved = t.add({1, 1, 2, bs.c}, Region::S_BN_SAVED, DType::FP32),
+                   next_mean = t.add(cs, Region::B_NEXT_MEAN, DType::FP32),
+                   next_var = t.add(cs, Region::B_NEXT_VAR, DType::FP32),
+                   dgamma = t.add(cs, Region::H_BN_WEIGHT, type),
+                   dbeta = t.add(cs, Region::H_BN_BIAS, type);
+      for (size_t i : {gamma, beta, prev_mean, prev_var}) t.fill(i, rng);
+      KernelArgs bn_fwd;
+      bn_fwd.node = &fresh;
+      bn_fwd.layer_params = test::resolved(bn);
+      bn_fwd.in = {t.arg(bx), t.arg(gamma), t.arg(beta), t.arg(prev_mean), t.arg(prev_var)};
+      bn_fwd.out = {t.arg(by), t.arg(saved), t.arg(next_mean), t.arg(next_var)};
+      compare(cpu::bn_relu_fwd_train, bn_fwd, by, "bn_relu_fwd_train");
+      cpu::bn_relu_fwd_train(bn_fwd);
+      KernelArgs bn_bwd;
+      bn_bwd.node = &fresh;
+      bn_bwd.layer_params = bn_fwd.layer_params;
+      bn_bwd.in = {t.arg(bx), t.arg(gamma), t.arg(beta), t.arg(saved), t.arg(bdy)};
+      bn_bwd.out = {t.arg(dgamma), t.arg(dbeta), t.arg(bdx)};
+      compare(cpu::bn_relu_bwd, bn_bwd, bdx, "bn_relu_bwd dx");
+      std::fill(t.bytes(dgamma).begin(), t.bytes(dgamma).end(), 0);
+      compare(cpu::bn_relu_bwd, bn_bwd, dgamma, "bn_relu_bwd dgamma");
     }
   }
 

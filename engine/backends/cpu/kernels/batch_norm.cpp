@@ -5,28 +5,36 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <vector>
 
 #include "backends/cpu/kernels/fast_math.h"
 #include "backends/cpu/kernels/half_staging.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/parallel.h"
+#include "backends/cpu/kernels/row_chunks.h"
 
 namespace tr::cpu {
 
+using detail::float_rows;
 using detail::for_each_part;
 using detail::has_out;
 using detail::kChannelBlock;
 using detail::kMaxParts;
+using detail::load;
 using detail::parallel_ranges;
 using detail::part_begin;
 using detail::reduction_parts;
+using detail::store_value;
 
 // Per-channel sums run over channel blocks with rows inner: the row slice of
 // a block is contiguous, so the inner loop vectorises across channels, and
 // double accumulators keep large batches (N*H*W in the 10^5) accurate. The
 // rows are cut into a fixed number of parts (see parallel.h) whose partials
 // are combined in part order, so the statistics do not depend on the threads.
+// Features and parameters are FP32 or bfloat16 (T); bfloat16 rows reach the
+// arithmetic widened a chunk at a time (row_chunks.h), which needs compact
+// rows no longer than one channel block (the callers check).
 
 namespace {
 
@@ -35,32 +43,36 @@ namespace {
 // first row: as that row is one of the samples, s2 - s1^2/n loses at most a
 // factor n + 1 to cancellation, which double absorbs (unlike E[x^2] - E[x]^2
 // unshifted, where a large mean wipes out the variance).
-void part_moments(const float* x, int64_t C, int64_t cb, int64_t lo, int64_t hi, double* mean,
+template <class T>
+void part_moments(const T* x, int64_t C, int64_t cb, int64_t lo, int64_t hi, double* mean,
                   double* m2) {
   double k[kChannelBlock], s1[kChannelBlock] = {}, s2[kChannelBlock] = {};
-  for (int64_t c = 0; c < cb; ++c) k[c] = x[lo * C + c];
-  int64_t m = lo;
-  // Four rows per pass over the accumulators, which would otherwise cost a
-  // load and a store per element.
-  for (; m + 4 <= hi; m += 4) {
-    const float* r0 = x + m * C;
-    const float* r1 = r0 + C;
-    const float* r2 = r1 + C;
-    const float* r3 = r2 + C;
-    for (int64_t c = 0; c < cb; ++c) {
-      const double d0 = r0[c] - k[c], d1 = r1[c] - k[c], d2 = r2[c] - k[c], d3 = r3[c] - k[c];
-      s1[c] += (d0 + d1) + (d2 + d3);
-      s2[c] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
+  for (int64_t c = 0; c < cb; ++c) k[c] = load(x, lo * C + c);
+  float_rows<1, 0>(lo, hi, C, {x}, {}, false, [&](const auto& in, const auto&, int64_t rows) {
+    const float* xr = in[0];
+    int64_t m = 0;
+    // Four rows per pass over the accumulators, which would otherwise cost a
+    // load and a store per element.
+    for (; m + 4 <= rows; m += 4) {
+      const float* r0 = xr + m * C;
+      const float* r1 = r0 + C;
+      const float* r2 = r1 + C;
+      const float* r3 = r2 + C;
+      for (int64_t c = 0; c < cb; ++c) {
+        const double d0 = r0[c] - k[c], d1 = r1[c] - k[c], d2 = r2[c] - k[c], d3 = r3[c] - k[c];
+        s1[c] += (d0 + d1) + (d2 + d3);
+        s2[c] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
+      }
     }
-  }
-  for (; m < hi; ++m) {
-    const float* r = x + m * C;
-    for (int64_t c = 0; c < cb; ++c) {
-      const double d = r[c] - k[c];
-      s1[c] += d;
-      s2[c] += d * d;
+    for (; m < rows; ++m) {
+      const float* r = xr + m * C;
+      for (int64_t c = 0; c < cb; ++c) {
+        const double d = r[c] - k[c];
+        s1[c] += d;
+        s2[c] += d * d;
+      }
     }
-  }
+  });
   const double n = static_cast<double>(hi - lo);
   for (int64_t c = 0; c < cb; ++c) {
     mean[c] = k[c] + s1[c] / n;
@@ -89,34 +101,40 @@ inline float bn_out_grad(float dy, float x, float mean, float scale, float shift
 
 // Sums of g and g * (x - mean) over rows [lo, hi) of a channel block, g the
 // gradient reaching the BN output (see bn_out_grad).
-template <bool kRelu>
-void part_dy_sums(const float* x, const float* dy, const float* mean, const float* scale,
+template <bool kRelu, class T>
+void part_dy_sums(const T* x_all, const T* dy_all, const float* mean, const float* scale,
                   const float* shift, int64_t C, int64_t cb, int64_t lo, int64_t hi, double* sdy,
                   double* sdyx) {
   std::fill(sdy, sdy + cb, 0.0);
   std::fill(sdyx, sdyx + cb, 0.0);
-  auto g = [&](int64_t at, int64_t c) {
-    return bn_out_grad<kRelu>(dy[at + c], x[at + c], mean[c], scale[c], shift[c]);
-  };
-  int64_t m = lo;
-  for (; m + 4 <= hi; m += 4) {
-    const int64_t at = m * C;
-    for (int64_t c = 0; c < cb; ++c) {
-      const double a0 = g(at, c), a1 = g(at + C, c), a2 = g(at + 2 * C, c), a3 = g(at + 3 * C, c);
-      const float* x0 = x + at;
-      sdy[c] += (a0 + a1) + (a2 + a3);
-      sdyx[c] += (a0 * (x0[c] - mean[c]) + a1 * (x0[c + C] - mean[c])) +
-                 (a2 * (x0[c + 2 * C] - mean[c]) + a3 * (x0[c + 3 * C] - mean[c]));
-    }
-  }
-  for (; m < hi; ++m) {
-    const int64_t at = m * C;
-    for (int64_t c = 0; c < cb; ++c) {
-      const double a = g(at, c);
-      sdy[c] += a;
-      sdyx[c] += a * (x[at + c] - mean[c]);
-    }
-  }
+  float_rows<2, 0>(
+      lo, hi, C, {x_all, dy_all}, {}, false, [&](const auto& in, const auto&, int64_t rows) {
+        const float* x = in[0];
+        const float* dy = in[1];
+        auto g = [&](int64_t at, int64_t c) {
+          return bn_out_grad<kRelu>(dy[at + c], x[at + c], mean[c], scale[c], shift[c]);
+        };
+        int64_t m = 0;
+        for (; m + 4 <= rows; m += 4) {
+          const int64_t at = m * C;
+          for (int64_t c = 0; c < cb; ++c) {
+            const double a0 = g(at, c), a1 = g(at + C, c), a2 = g(at + 2 * C, c),
+                         a3 = g(at + 3 * C, c);
+            const float* x0 = x + at;
+            sdy[c] += (a0 + a1) + (a2 + a3);
+            sdyx[c] += (a0 * (x0[c] - mean[c]) + a1 * (x0[c + C] - mean[c])) +
+                       (a2 * (x0[c + 2 * C] - mean[c]) + a3 * (x0[c + 3 * C] - mean[c]));
+          }
+        }
+        for (; m < rows; ++m) {
+          const int64_t at = m * C;
+          for (int64_t c = 0; c < cb; ++c) {
+            const double a = g(at, c);
+            sdy[c] += a;
+            sdyx[c] += a * (x[at + c] - mean[c]);
+          }
+        }
+      });
 }
 
 // The elementwise passes, one row of a channel block at a time. Restrict
@@ -156,14 +174,11 @@ void dx_row(const float* __restrict x, const float* __restrict dy, const float* 
   }
 }
 
-}  // namespace
-
-namespace {
-
 // Per-channel mean and m2 (sum of squared deviations) of a rank's M rows of
 // x, each channel block's parts folded with Chan et al.'s pairwise update in
 // part order.
-void channel_moments(const float* x, int64_t C, int64_t M, double* mean, double* m2) {
+template <class T>
+void channel_moments(const T* x, int64_t C, int64_t M, double* mean, double* m2) {
   const int parts = reduction_parts(M, M * C);
   for (int64_t c0 = 0; c0 < C; c0 += kChannelBlock) {
     const int64_t cb = std::min(kChannelBlock, C - c0);
@@ -209,14 +224,23 @@ double global_moments(const RankSum& rank_sum, int64_t C, int64_t M, double* mea
   return n;
 }
 
-template <bool kRelu>
+template <class T>
+const T* in_as(const KernelArgs& a, size_t i) {
+  return static_cast<const T*>(a.in[i].data);
+}
+template <class T>
+T* out_as(const KernelArgs& a, size_t i) {
+  return static_cast<T*>(a.out[i].data);
+}
+
+template <bool kRelu, class T>
 void bn_train(const KernelArgs& a) {
-  const float* x = a.in[0].f32();
-  const float* gamma = a.in[1].f32();
-  const float* beta = a.in[2].f32();
+  const T* x = in_as<T>(a, 0);
+  const T* gamma = in_as<T>(a, 1);
+  const T* beta = in_as<T>(a, 2);
   const float* prev_mean = a.in[3].f32();
   const float* prev_var = a.in[4].f32();
-  float* y = a.out[0].f32();
+  T* y = out_as<T>(a, 0);
   float* saved = a.out[1].f32();
   float* next_mean = a.out[2].f32();
   float* next_var = a.out[3].f32();
@@ -252,38 +276,45 @@ void bn_train(const KernelArgs& a) {
       saved[C + ch] = static_cast<float>(inv_std);
       next_mean[ch] = static_cast<float>((1.0 - momentum) * prev_mean[ch] + momentum * mean[c]);
       next_var[ch] = static_cast<float>((1.0 - momentum) * prev_var[ch] + momentum * unbiased);
-      scale[c] = static_cast<float>(gamma[ch] * inv_std);
-      shift[c] = beta[ch];
+      scale[c] = static_cast<float>(load(gamma, ch) * inv_std);
+      shift[c] = load(beta, ch);
     }
     parallel_ranges(M, M * cb, [&](int64_t lo, int64_t hi) {
-      for (int64_t m = lo; m < hi; ++m)
-        normalise_row<kRelu>(x + m * C + c0, mean, scale, shift, y + m * C + c0, cb);
+      float_rows<1, 1>(
+          lo, hi, C, {x + c0}, {y + c0}, false, [&](const auto& in, const auto& out, int64_t rows) {
+            for (int64_t m = 0; m < rows; ++m)
+              normalise_row<kRelu>(in[0] + m * C, mean, scale, shift, out[0] + m * C, cb);
+          });
     });
   }
 }
 
-template <bool kRelu>
+template <bool kRelu, class T>
 void bn_infer(const KernelArgs& a) {
-  const float* x = a.in[0].f32();
+  const T* x = in_as<T>(a, 0);
   const float* scale = a.in[1].f32();
   const float* bias = a.in[2].f32();
-  float* y = a.out[0].f32();
+  T* y = out_as<T>(a, 0);
   const Shape& s = a.in[0].shape();
   const int64_t C = s.c;
   const int64_t M = s.n * s.h * s.w;
   parallel_ranges(M, M * C, [&](int64_t lo, int64_t hi) {
-    for (int64_t m = lo; m < hi; ++m) scale_bias_row<kRelu>(x + m * C, scale, bias, y + m * C, C);
+    float_rows<1, 1>(lo, hi, C, {x}, {y}, false,
+                     [&](const auto& in, const auto& out, int64_t rows) {
+                       for (int64_t m = 0; m < rows; ++m)
+                         scale_bias_row<kRelu>(in[0] + m * C, scale, bias, out[0] + m * C, C);
+                     });
   });
 }
 
 // Inputs: x, gamma, [beta when kRelu], saved, dy.
-template <bool kRelu>
+template <bool kRelu, class T>
 void bn_backward(const KernelArgs& a) {
-  const float* x = a.in[0].f32();
-  const float* gamma = a.in[1].f32();
-  const float* beta = kRelu ? a.in[2].f32() : nullptr;
+  const T* x = in_as<T>(a, 0);
+  const T* gamma = in_as<T>(a, 1);
+  const T* beta = kRelu ? in_as<T>(a, 2) : nullptr;
   const float* saved = a.in[kRelu ? 3 : 2].f32();
-  const float* dy = a.in[kRelu ? 4 : 3].f32();
+  const T* dy = in_as<T>(a, kRelu ? 4 : 3);
   const Shape& s = a.in[0].shape();
   const int64_t C = s.c;
   const int64_t M = s.n * s.h * s.w;
@@ -297,8 +328,8 @@ void bn_backward(const KernelArgs& a) {
   if (kRelu)
     for (int64_t c = 0; c < C; ++c) {
       scale[static_cast<size_t>(c)] =
-          static_cast<float>(static_cast<double>(gamma[c]) * inv_std_all[c]);
-      shift[static_cast<size_t>(c)] = beta[c];
+          static_cast<float>(static_cast<double>(load(gamma, c)) * inv_std_all[c]);
+      shift[static_cast<size_t>(c)] = load(beta, c);
     }
   // Every channel's sums first (SyncBatchNorm sums them across ranks before dx).
   std::vector<double> sdy(static_cast<size_t>(C)), sdyx(static_cast<size_t>(C));
@@ -320,13 +351,14 @@ void bn_backward(const KernelArgs& a) {
   for (int64_t ch = 0; ch < C; ++ch) {
     const double dgamma = sdyx[static_cast<size_t>(ch)] * inv_std_all[ch];
     const double dbeta = sdy[static_cast<size_t>(ch)];
+    // Rounded to float first, as an FP32 output would be before narrowing.
     if (has_out(a, 0)) {
-      float* g = a.out[0].f32() + ch;
-      *g = static_cast<float>(a.accumulate(0) ? *g + dgamma : dgamma);
+      T* g = out_as<T>(a, 0);
+      store_value(g, ch, static_cast<float>(a.accumulate(0) ? load(g, ch) + dgamma : dgamma));
     }
     if (has_out(a, 1)) {
-      float* g = a.out[1].f32() + ch;
-      *g = static_cast<float>(a.accumulate(1) ? *g + dbeta : dbeta);
+      T* g = out_as<T>(a, 1);
+      store_value(g, ch, static_cast<float>(a.accumulate(1) ? load(g, ch) + dbeta : dbeta));
     }
   }
   if (!want_dx) return;
@@ -347,7 +379,7 @@ void bn_backward(const KernelArgs& a) {
     count = buf.back();
   }
   const double inv_m = 1.0 / count;
-  float* dx = a.out[2].f32();
+  T* dx = out_as<T>(a, 2);
   for (int64_t c0 = 0; c0 < C; c0 += kChannelBlock) {
     const int64_t cb = std::min(kChannelBlock, C - c0);
     const float* mean = saved + c0;
@@ -359,7 +391,7 @@ void bn_backward(const KernelArgs& a) {
     for (int64_t c = 0; c < cb; ++c) {
       const size_t ch = static_cast<size_t>(c0 + c);
       const double dgamma = sdyx[ch] * inv_std[c];
-      const double k = static_cast<double>(gamma[ch]) * inv_std[c];
+      const double k = static_cast<double>(load(gamma, static_cast<int64_t>(ch))) * inv_std[c];
       k_dy[c] = static_cast<float>(k);
       k_x[c] = static_cast<float>(-k * inv_std[c] * dgamma * inv_m);
       k_0[c] = static_cast<float>(-k * sdy[ch] * inv_m);
@@ -367,42 +399,74 @@ void bn_backward(const KernelArgs& a) {
     const float* sc = scale.data() + c0;
     const float* sh = shift.data() + c0;
     parallel_ranges(M, M * cb, [&](int64_t lo, int64_t hi) {
-      for (int64_t m = lo; m < hi; ++m) {
-        const int64_t at = m * C + c0;
-        if (acc_dx)
-          dx_row<true, kRelu>(x + at, dy + at, mean, sc, sh, k_dy, k_x, k_0, dx + at, cb);
-        else
-          dx_row<false, kRelu>(x + at, dy + at, mean, sc, sh, k_dy, k_x, k_0, dx + at, cb);
-      }
+      float_rows<2, 1>(lo, hi, C, {x + c0, dy + c0}, {dx + c0}, acc_dx,
+                       [&](const auto& in, const auto& out, int64_t rows) {
+                         for (int64_t m = 0; m < rows; ++m) {
+                           const int64_t at = m * C;
+                           if (acc_dx)
+                             dx_row<true, kRelu>(in[0] + at, in[1] + at, mean, sc, sh, k_dy, k_x,
+                                                 k_0, out[0] + at, cb);
+                           else
+                             dx_row<false, kRelu>(in[0] + at, in[1] + at, mean, sc, sh, k_dy, k_x,
+                                                  k_0, out[0] + at, cb);
+                         }
+                       });
     });
   }
+}
+
+// Whether an op's bfloat16 operands can be used as they lie: the features
+// and parameters `bf16_in` / `bf16_out` (indices) compact bfloat16, one
+// channel block wide at most, the others (statistics) compact FP32, an
+// absent output allowed. Other 16-bit operands are staged.
+bool native_bf16(const KernelArgs& a, size_t ins, size_t outs,
+                 std::initializer_list<size_t> bf16_in, std::initializer_list<size_t> bf16_out) {
+  if (a.in.size() != ins || a.out.size() != outs || !a.in[0].desc) return false;
+  if (a.in[0].desc->shape.c > kChannelBlock) return false;
+  auto named = [](std::initializer_list<size_t> l, size_t i) {
+    return std::find(l.begin(), l.end(), i) != l.end();
+  };
+  auto fits = [](const TensorArg& t, bool bf16) {
+    return t.desc && t.desc->is_compact() && t.desc->dtype == (bf16 ? DType::BF16 : DType::FP32);
+  };
+  for (size_t i = 0; i < ins; ++i)
+    if (!a.in[i].data || !fits(a.in[i], named(bf16_in, i))) return false;
+  for (size_t i = 0; i < outs; ++i)
+    if (a.out[i].data && !fits(a.out[i], named(bf16_out, i))) return false;
+  return true;
 }
 
 }  // namespace
 
 void bn_fwd_train(const KernelArgs& a) {
+  if (native_bf16(a, 5, 4, {0, 1, 2}, {0})) return bn_train<false, uint16_t>(a);
   if (detail::run_16bit_staged(a, bn_fwd_train)) return;
-  bn_train<false>(a);
+  bn_train<false, float>(a);
 }
 void bn_fwd_infer(const KernelArgs& a) {
+  if (native_bf16(a, 3, 1, {0}, {0})) return bn_infer<false, uint16_t>(a);
   if (detail::run_16bit_staged(a, bn_fwd_infer)) return;
-  bn_infer<false>(a);
+  bn_infer<false, float>(a);
 }
 void bn_bwd(const KernelArgs& a) {
+  if (native_bf16(a, 4, 3, {0, 1, 3}, {0, 1, 2})) return bn_backward<false, uint16_t>(a);
   if (detail::run_16bit_staged(a, bn_bwd)) return;
-  bn_backward<false>(a);
+  bn_backward<false, float>(a);
 }
 void bn_relu_fwd_train(const KernelArgs& a) {
+  if (native_bf16(a, 5, 4, {0, 1, 2}, {0})) return bn_train<true, uint16_t>(a);
   if (detail::run_16bit_staged(a, bn_relu_fwd_train)) return;
-  bn_train<true>(a);
+  bn_train<true, float>(a);
 }
 void bn_relu_fwd_infer(const KernelArgs& a) {
+  if (native_bf16(a, 3, 1, {0}, {0})) return bn_infer<true, uint16_t>(a);
   if (detail::run_16bit_staged(a, bn_relu_fwd_infer)) return;
-  bn_infer<true>(a);
+  bn_infer<true, float>(a);
 }
 void bn_relu_bwd(const KernelArgs& a) {
+  if (native_bf16(a, 5, 3, {0, 1, 2, 4}, {0, 1, 2})) return bn_backward<true, uint16_t>(a);
   if (detail::run_16bit_staged(a, bn_relu_bwd)) return;
-  bn_backward<true>(a);
+  bn_backward<true, float>(a);
 }
 
 }  // namespace tr::cpu
