@@ -11,20 +11,11 @@
 #include <bit>
 #include <cstdint>
 
+#include "core/bit_select.h"
+
 namespace tr {
 
-namespace bf16_detail {
-
-// a where c, else b, through a mask (no branch for the vectoriser to trip on).
-constexpr uint32_t pick(bool c, uint32_t a, uint32_t b) noexcept {
-  const uint32_t m = 0u - static_cast<uint32_t>(c);
-  return (a & m) | (b & ~m);
-}
-
-}  // namespace bf16_detail
-
 inline uint16_t float_to_bf16_bits(float value) noexcept {
-  using bf16_detail::pick;
   const uint32_t bits = std::bit_cast<uint32_t>(value);
   const uint32_t exponent = bits & 0x7F800000u;
   const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
@@ -32,7 +23,7 @@ inline uint16_t float_to_bf16_bits(float value) noexcept {
   const uint32_t zero = (bits >> 16) & 0x8000u;
   const bool is_nan = (bits & 0x7FFFFFFFu) > 0x7F800000u;
   // An infinity rounds to itself: its low half is zero.
-  const uint32_t out = pick(exponent == 0, zero, pick(is_nan, nan, rounded));
+  const uint32_t out = select_bits(exponent == 0, zero, select_bits(is_nan, nan, rounded));
   return static_cast<uint16_t>(out);
 }
 

@@ -17,44 +17,20 @@
 #include "backends/cpu/kernels/optimizers.h"
 #include "compile/compiler.h"
 #include "data/dataset.h"
-#include "model_builder.h"
 #include "runtime/graph_capture.h"
 #include "runtime/trainer.h"
+#include "sixteen_bit_training.h"
 
 using namespace tr;
 
 namespace {
 
-// A small BN CNN with a residual add on learnable synthetic 8x8 data. Four
-// input channels keep the FP16 input buffer unpadded (C aligns to 4), and 8
-// and 6 channel features exercise both padded and unpadded FP16 slots.
+using test::series;
+using test::train_with;
+using test::Trained;
+
 Project amp_project() {
-  ModelBuilder b;
-  b.synthetic_data(8, 8, 4, 4, 1000, 200, 100);
-  Project& p = b.project();
-  p.training.global_batch = 64;
-  p.training.epochs = 3;
-  p.training.optimizer.lr = 0.05;
-  p.training.optimizer.momentum = 0.9;
-  p.training.precision = Precision::AMP;
-  p.training.seed = 7;
-  b.node("in", LayerType::Input, input(8, 8, 4))
-      .node("conv1", LayerType::Conv2d, conv(8, 3, 3, 1, 1, 1, 1, true))
-      .node("bn1", LayerType::BatchNorm2d)
-      .node("relu1", LayerType::ReLU)
-      .node("pool1", LayerType::MaxPool2d, pool(2, 2))
-      .node("conv2", LayerType::Conv2d, conv(8, 3, 3, 1, 1, 1, 1, false))
-      .node("bn2", LayerType::BatchNorm2d)
-      .node("add", LayerType::Add)
-      .node("relu2", LayerType::ReLU)
-      .node("conv3", LayerType::Conv2d, conv(6, 1, 1, 1, 1, 0, 0, true))
-      .node("tanh", LayerType::Tanh)
-      .node("fc", LayerType::Linear, linear(4))
-      .node("loss", LayerType::SoftmaxCrossEntropy);
-  b.chain({"in", "conv1", "bn1", "relu1", "pool1", "conv2", "bn2", "add", "relu2", "conv3", "tanh",
-           "fc", "loss"})
-      .edge("pool1", "add", 1);
-  return b.build();
+  return test::residual_bn_project(Precision::AMP);
 }
 
 float& scalar(Backend& b, const CompiledProject& cp, ScalarSlot s) {
@@ -66,11 +42,6 @@ std::vector<uint8_t> bytes_of(Backend& b, ByteRange r) {
   return {b.arena(0) + r.offset, b.arena(0) + r.end()};
 }
 
-ByteRange series(const CompiledProject& cp, ParamSeries s) {
-  return cp.plans.front().region_range(param_region(s, ParamKind::BN_BIAS),
-                                       param_region(s, ParamKind::DEEP_CONV));
-}
-
 // Whether every A tensor holds its W tensor rounded to FP16, bit for bit.
 bool a_is_w_in_fp16(Backend& b, const CompiledProject& cp) {
   const ByteRange w = series(cp, ParamSeries::W), a = series(cp, ParamSeries::A);
@@ -79,28 +50,6 @@ bool a_is_w_in_fp16(Backend& b, const CompiledProject& cp) {
   for (uint64_t i = 0; i < a.bytes / 2; ++i)
     if (ah[i] != cpu::float_to_half_bits(wf[i])) return false;
   return true;
-}
-
-struct Trained {
-  TrainReport report;
-  std::vector<double> losses;
-};
-
-// Trains `p`; `at_step(step, backend, cp)` runs on rank 0 after each step,
-// while the rank is idle (the step has synchronized it).
-template <class F>
-Trained train_with(const Project& p, const TrainOptions& o, F at_step) {
-  const CompiledProject cp = compile_project(p);
-  auto data = load_dataset(cp.project.dataset, "", cp.project.training.seed);
-  auto backend = cpu::make_cpu_backend({cp.world_size, true});
-  Trained t;
-  TrainCallbacks cb;
-  cb.on_step = [&](const StepReport& s) {
-    t.losses.push_back(s.loss);
-    at_step(s.step, *backend, cp);
-  };
-  t.report = train(cp, *backend, *data, o, cb);
-  return t;
 }
 
 }  // namespace

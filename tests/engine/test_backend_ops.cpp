@@ -1850,76 +1850,60 @@ std::vector<OpCase> nan_check_cases() {
   return v;
 }
 
-// Both casts: the values are the FP16-rounded inputs (to nearest even), one
-// way into FP16 bits, the other out of them.
+// The four casts: the values are the inputs rounded once to the 16-bit type
+// (to nearest even; bfloat16 by core/bf16_convert.h's rule, subnormals to a
+// signed zero), one way into its bits, the other out of them; the CUDA twins
+// must give the same bits (tolerance 0), edges included.
 std::vector<OpCase> cast_cases(RangeOp op) {
+  const bool fp16 = op == RangeOp::CAST_FP32_TO_FP16 || op == RangeOp::CAST_FP16_TO_FP32;
+  const bool narrows = op == RangeOp::CAST_FP32_TO_FP16 || op == RangeOp::CAST_FP32_TO_BF16;
   OpCase c = range_case(op, std::string(range_op_name(op)), {kSpan}, {kSpan},
-                        [](const Tensors& in, const Tensors&) {
+                        [fp16](const Tensors& in, const Tensors&) {
                           Values y(in[0].size());
                           for (size_t i = 0; i < y.size(); ++i)
-                            y[i] = fp16_to_fp32(fp32_to_fp16(in[0][i]));
+                            y[i] = fp16 ? fp16_to_fp32(fp32_to_fp16(in[0][i]))
+                                        : bf16_bits_to_float(float_to_bf16_bits(in[0][i]));
                           return std::vector<Values>{y};
                         });
-  (op == RangeOp::CAST_FP32_TO_FP16 ? c.out_span_types : c.in_span_types) = {DType::FP16};
+  (narrows ? c.out_span_types : c.in_span_types) = {fp16 ? DType::FP16 : DType::BF16};
   c.tolerance = 0;
   OpCase edges = c;
   edges.name += ", specials and ties";
-  // Zeros, the largest half and the overflow edge (65520 ties to infinity),
-  // infinities, NaN, the smallest subnormal and ties to even around it and 1.
-  edges.prepare = [](Tensors& in) {
-    const float v[] = {0.0f,
-                       -0.0f,
-                       65504.0f,
-                       65519.0f,
-                       65520.0f,
-                       -1e6f,
-                       INFINITY,
-                       -INFINITY,
-                       NAN,
-                       std::ldexp(1.0f, -24),
-                       std::ldexp(1.0f, -25),
-                       std::ldexp(1.5f, -25),
-                       std::ldexp(3.0f, -25),
-                       std::ldexp(1023.0f, -24),
-                       1.0f + std::ldexp(1.0f, -11),
-                       1.0f + std::ldexp(3.0f, -11)};
-    for (size_t i = 0; i < std::size(v); ++i) in[0][i * 13] = v[i];
-  };
-  return {c, edges};
-}
-
-// The BF16 casts, as cast_cases: the values are the inputs rounded to
-// bfloat16 by core/bf16_convert.h's rule, which the CUDA twin must match bit
-// for bit (tolerance 0), edges included.
-std::vector<OpCase> bf16_cast_cases(RangeOp op) {
-  OpCase c = range_case(op, std::string(range_op_name(op)), {kSpan}, {kSpan},
-                        [](const Tensors& in, const Tensors&) {
-                          Values y(in[0].size());
-                          for (size_t i = 0; i < y.size(); ++i)
-                            y[i] = bf16_bits_to_float(float_to_bf16_bits(in[0][i]));
-                          return std::vector<Values>{y};
-                        });
-  (op == RangeOp::CAST_FP32_TO_BF16 ? c.out_span_types : c.in_span_types) = {DType::BF16};
-  c.tolerance = 0;
-  OpCase edges = c;
-  edges.name += ", specials and ties";
-  // Zeros, FP32's largest (rounds to infinity), infinities, NaN, subnormals
-  // (a zero of their sign), the smallest normal, ties to even at 1 and 2.
-  edges.prepare = [](Tensors& in) {
-    const float v[] = {0.0f,
-                       -0.0f,
-                       3.4028235e38f,
-                       -3.39e38f,
-                       INFINITY,
-                       -INFINITY,
-                       NAN,
-                       std::ldexp(1.0f, -140),
-                       -std::ldexp(1.0f, -130),
-                       std::ldexp(1.0f, -126),
-                       1.0f + std::ldexp(1.0f, -8),
-                       1.0f + std::ldexp(3.0f, -8),
-                       2.0f + std::ldexp(1.0f, -7)};
-    for (size_t i = 0; i < std::size(v); ++i) in[0][i * 13] = v[i];
+  // FP16: zeros, the largest half and the overflow edge (65520 ties to
+  // infinity), infinities, NaN, the smallest subnormal and ties to even
+  // around it and 1. BF16: zeros, FP32's largest (rounds to infinity),
+  // infinities, NaN, subnormals, the smallest normal, ties at 1 and 2.
+  const std::vector<float> v = fp16 ? std::vector<float>{0.0f,
+                                                         -0.0f,
+                                                         65504.0f,
+                                                         65519.0f,
+                                                         65520.0f,
+                                                         -1e6f,
+                                                         INFINITY,
+                                                         -INFINITY,
+                                                         NAN,
+                                                         std::ldexp(1.0f, -24),
+                                                         std::ldexp(1.0f, -25),
+                                                         std::ldexp(1.5f, -25),
+                                                         std::ldexp(3.0f, -25),
+                                                         std::ldexp(1023.0f, -24),
+                                                         1.0f + std::ldexp(1.0f, -11),
+                                                         1.0f + std::ldexp(3.0f, -11)}
+                                    : std::vector<float>{0.0f,
+                                                         -0.0f,
+                                                         3.4028235e38f,
+                                                         -3.39e38f,
+                                                         INFINITY,
+                                                         -INFINITY,
+                                                         NAN,
+                                                         std::ldexp(1.0f, -140),
+                                                         -std::ldexp(1.0f, -130),
+                                                         std::ldexp(1.0f, -126),
+                                                         1.0f + std::ldexp(1.0f, -8),
+                                                         1.0f + std::ldexp(3.0f, -8),
+                                                         2.0f + std::ldexp(1.0f, -7)};
+  edges.prepare = [v](Tensors& in) {
+    for (size_t i = 0; i < v.size(); ++i) in[0][i * 13] = v[i];
   };
   return {c, edges};
 }
@@ -2225,8 +2209,8 @@ constexpr OpEntry kRangeOps[] = {
     {&clear_cases},
     {[] { return cast_cases(RangeOp::CAST_FP32_TO_FP16); }},
     {[] { return cast_cases(RangeOp::CAST_FP16_TO_FP32); }},
-    {[] { return bf16_cast_cases(RangeOp::CAST_FP32_TO_BF16); }},
-    {[] { return bf16_cast_cases(RangeOp::CAST_BF16_TO_FP32); }},
+    {[] { return cast_cases(RangeOp::CAST_FP32_TO_BF16); }},
+    {[] { return cast_cases(RangeOp::CAST_BF16_TO_FP32); }},
     {&scale_cases},
     {&nan_check_cases},
     {[] { return allreduce_cases(RangeOp::ALLREDUCE_MEAN); }},

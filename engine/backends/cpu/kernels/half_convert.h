@@ -7,32 +7,22 @@
 #include <bit>
 #include <cstdint>
 
+#include "core/bit_select.h"
+
 namespace tr::cpu {
-
-namespace half_detail {
-
-// a where c, else b, through a mask: a ternary here would let GCC sink the
-// float arithmetic into a branch, and under -ftrapping-math it then refuses
-// to if-convert the loop back into vector code.
-constexpr uint32_t pick(bool c, uint32_t a, uint32_t b) noexcept {
-  const uint32_t m = 0u - static_cast<uint32_t>(c);
-  return (a & m) | (b & ~m);
-}
-
-}  // namespace half_detail
 
 // Round to nearest, ties to even: |x| >= 65520 becomes inf, subnormal halves
 // are produced exactly, NaN stays NaN (quiet bit set, top payload bits kept).
 // Requires the default FP environment (round-to-nearest, no flush-to-zero):
 // the subnormal path lets the FPU do the rounding.
 inline uint16_t float_to_half_bits(float value) noexcept {
-  using half_detail::pick;
   const uint32_t bits = std::bit_cast<uint32_t>(value);
   const uint32_t sign = (bits >> 16) & 0x8000u;
   const uint32_t mag = bits & 0x7FFFFFFFu;
 
   // Overflow (>= 2^16 before rounding), inf or NaN.
-  const uint32_t special = pick(mag > 0x7F800000u, 0x7E00u | ((mag >> 13) & 0x3FFu), 0x7C00u);
+  const uint32_t special =
+      select_bits(mag > 0x7F800000u, 0x7E00u | ((mag >> 13) & 0x3FFu), 0x7C00u);
 
   // Results that are subnormal halves (< 2^-14): adding 0.5 aligns the
   // mantissa so the FPU's own rounding does round-to-nearest-even.
@@ -46,13 +36,12 @@ inline uint16_t float_to_half_bits(float value) noexcept {
   const uint32_t normal = (mag + (static_cast<uint32_t>(15 - 127) << 23) + 0xFFFu + odd) >> 13;
 
   const uint32_t out =
-      pick(mag >= 0x47800000u, special, pick(mag < 0x38800000u, subnormal, normal));
+      select_bits(mag >= 0x47800000u, special, select_bits(mag < 0x38800000u, subnormal, normal));
   return static_cast<uint16_t>(out | sign);
 }
 
 // Exact: every binary16 value is a binary32 value.
 inline float half_bits_to_float(uint16_t half) noexcept {
-  using half_detail::pick;
   constexpr uint32_t kShiftedExp = 0x7C00u << 13;  // the exponent field after the shift
   constexpr float kMagic = std::bit_cast<float>(uint32_t{113} << 23);  // 2^-14
   uint32_t o = (static_cast<uint32_t>(half) & 0x7FFFu) << 13;
@@ -63,7 +52,7 @@ inline float half_bits_to_float(uint16_t half) noexcept {
   // Subnormal: renormalise through one exact float subtraction.
   const uint32_t sub =
       std::bit_cast<uint32_t>(std::bit_cast<float>(o + (uint32_t{1} << 23)) - kMagic);
-  const uint32_t mag = pick(exp == kShiftedExp, inf_nan, pick(exp == 0, sub, o));
+  const uint32_t mag = select_bits(exp == kShiftedExp, inf_nan, select_bits(exp == 0, sub, o));
   return std::bit_cast<float>(mag | ((static_cast<uint32_t>(half) & 0x8000u) << 16));
 }
 

@@ -148,22 +148,31 @@ int64_t rows_of(const DTensor& t) {
   return t.shape.n * t.shape.h * t.shape.w;
 }
 
-void widen(const TensorArg& t, float* out) {
+// Rows [lo, lo + rows) of a 16-bit tensor widened into `out`, compact.
+void widen_rows_of(const TensorArg& t, int64_t lo, int64_t rows, float* out) {
   const DTensor& d = *t.desc;
-  const auto* in = static_cast<const uint16_t*>(t.data);
+  const auto* in = static_cast<const uint16_t*>(t.data) + lo * d.padded_c();
   if (d.dtype == DType::BF16)
-    widen_bf16_rows(in, d.padded_c(), out, rows_of(d), d.shape.c);
+    widen_bf16_rows(in, d.padded_c(), out, rows, d.shape.c);
   else
-    widen_half_rows(in, d.padded_c(), out, rows_of(d), d.shape.c);
+    widen_half_rows(in, d.padded_c(), out, rows, d.shape.c);
+}
+
+void narrow_rows_of(const float* in, const TensorArg& t, int64_t lo, int64_t rows) {
+  const DTensor& d = *t.desc;
+  auto* out = static_cast<uint16_t*>(t.data) + lo * d.padded_c();
+  if (d.dtype == DType::BF16)
+    narrow_to_bf16_rows(in, out, d.padded_c(), rows, d.shape.c);
+  else
+    narrow_to_half_rows(in, out, d.padded_c(), rows, d.shape.c);
+}
+
+void widen(const TensorArg& t, float* out) {
+  widen_rows_of(t, 0, rows_of(*t.desc), out);
 }
 
 void narrow(const float* in, const TensorArg& t) {
-  const DTensor& d = *t.desc;
-  auto* out = static_cast<uint16_t*>(t.data);
-  if (d.dtype == DType::BF16)
-    narrow_to_bf16_rows(in, out, d.padded_c(), rows_of(d), d.shape.c);
-  else
-    narrow_to_half_rows(in, out, d.padded_c(), rows_of(d), d.shape.c);
+  narrow_rows_of(in, t, 0, rows_of(*t.desc));
 }
 
 // The FP32 arguments handed to the kernel. Per thread and reused, so that
@@ -192,25 +201,6 @@ struct StagedArgs {
 // Values per chunk: its operands' buffers (64 KB each) stay in L2 between
 // the conversions and the kernel. A sample larger than that is one chunk.
 constexpr int64_t kChunkValues = 16384;
-
-// Rows [lo, lo + rows) of a 16-bit tensor widened into `out`, compact.
-void widen_rows_of(const TensorArg& t, int64_t lo, int64_t rows, float* out) {
-  const DTensor& d = *t.desc;
-  const auto* in = static_cast<const uint16_t*>(t.data) + lo * d.padded_c();
-  if (d.dtype == DType::BF16)
-    widen_bf16_rows(in, d.padded_c(), out, rows, d.shape.c);
-  else
-    widen_half_rows(in, d.padded_c(), out, rows, d.shape.c);
-}
-
-void narrow_rows_of(const float* in, const TensorArg& t, int64_t lo, int64_t rows) {
-  const DTensor& d = *t.desc;
-  auto* out = static_cast<uint16_t*>(t.data) + lo * d.padded_c();
-  if (d.dtype == DType::BF16)
-    narrow_to_bf16_rows(in, out, d.padded_c(), rows, d.shape.c);
-  else
-    narrow_to_half_rows(in, out, d.padded_c(), rows, d.shape.c);
-}
 
 // How a launch is cut: into rows of channels (elementwise ops, every
 // operand one shape) or into samples (ops that work on each sample alone,
