@@ -39,7 +39,7 @@ constexpr SeriesTitle kSeriesTitles[] = {
     {'A', "16-bit copy of the weights (FP16 under AMP, bfloat16 under BF16)"},
     {'G', "FP32 gradients, in the two all-reduce buckets"},
     {'R', "per-batch results and validation totals"},
-    {'H', "FP16 gradients (mixed precision), cast to G per bucket"},
+    {'H', "16-bit gradients (FP16 under AMP, bfloat16 under BF16), cast to G per bucket"},
     {'M', "optimizer first moment (momentum)"},
     {'V', "optimizer second moment (Adam)"},
     {'N', "LARS per-tensor norms"},

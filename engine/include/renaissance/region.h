@@ -44,9 +44,9 @@ namespace tr {
   R(R_RESULT, "Batch result (loss, top-1, top-5)")                                \
   R(R_RESULT_ACCUMULATED, "Validation totals")                                    \
   R(R_CONFUSION, "Confusion counts")                                              \
-  SERIES(H, "FP16 gradients") /* cast to G in one pass per bucket */              \
-  SERIES(M, "Momentum")       /* optimizer first moment */                        \
-  SERIES(V, "Second moment")  /* optimizer second moment */                       \
+  SERIES(H, "16-bit gradients") /* cast to G in one pass per bucket */            \
+  SERIES(M, "Momentum")         /* optimizer first moment */                      \
+  SERIES(V, "Second moment")    /* optimizer second moment */                     \
   /* N: LARS per-tensor norms (weight norm, gradient norm) */                     \
   R(N_FC, "LARS norms: FC")                                                       \
   R(N_FIRST_CONV, "LARS norms: first conv")                                       \
@@ -86,7 +86,7 @@ enum class ParamSeries : uint8_t {
   E,  // EMA of the weights (FP32)
   A,  // FP16 (AMP) or BF16 weight copy (exactly half of W)
   G,  // FP32 gradients
-  H,  // FP16 gradients for AMP (exactly half of G)
+  H,  // FP16 (AMP) or BF16 weight gradients (exactly half of G)
   M,  // optimizer first moment / momentum (FP32)
   V,  // optimizer second moment (FP32)
 };
