@@ -4,8 +4,9 @@
 (v1.5, as projects/resnet50.json), channels-last, on a synthetic 224x224 batch
 made on the device before timing, trained with SGD (momentum 0.9, weight decay
 5e-4), in FP32 (TF32 allowed for convolutions and matmuls, PyTorch's default for
-cuDNN, as the engine's FP32 default) or AMP (autocast FP16 with FP32 master
-weights), each as eager steps and as one whole-step CUDA graph replayed.
+cuDNN, as the engine's FP32 default), AMP (autocast FP16 with FP32 master
+weights) or BF16 (autocast bfloat16, FP32 master weights, no loss scale),
+each as eager steps and as one whole-step CUDA graph replayed.
 cudnn.benchmark is on, so PyTorch times its own algorithm choices first.
 
   python3 bench/pytorch_resnet50_cuda.py --precision amp --mode graph --batch 256 \\
@@ -55,12 +56,18 @@ def timed_steps(step, steps, warmup):
     return times
 
 
-def eager_step(model, opt, x, y, amp):
+# autocast's 16-bit type for a precision, None for fp32.
+AUTOCAST = {"fp32": None, "amp": torch.float16, "bf16": torch.bfloat16}
+
+
+def eager_step(model, opt, x, y, precision):
     loss_fn = torch.nn.CrossEntropyLoss()
+    half = AUTOCAST[precision]
+    amp = precision == "amp"  # only FP16 needs a loss scale
     scaler = torch.amp.GradScaler("cuda", enabled=amp)
 
     def step():
-        with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+        with torch.autocast("cuda", dtype=half or torch.float16, enabled=half is not None):
             loss = loss_fn(model(x), y)
         scaler.scale(loss).backward()
         scaler.step(opt)
@@ -70,12 +77,15 @@ def eager_step(model, opt, x, y, amp):
     return step
 
 
-def graph_step(model, opt, x, y, amp):
+def graph_step(model, opt, x, y, precision):
     loss_fn = torch.nn.CrossEntropyLoss()
+    half = AUTOCAST[precision]
+    amp = precision == "amp"
     scale = 1024.0 if amp else 1.0
 
     def body():
-        with torch.autocast("cuda", dtype=torch.float16, enabled=amp, cache_enabled=False):
+        with torch.autocast("cuda", dtype=half or torch.float16, enabled=half is not None,
+                            cache_enabled=False):
             loss = loss_fn(model(x), y)
         (loss * scale).backward()
         if amp:
@@ -101,7 +111,7 @@ def graph_step(model, opt, x, y, amp):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--precision", choices=["fp32", "amp"], default="amp")
+    ap.add_argument("--precision", choices=["fp32", "amp", "bf16"], default="amp")
     ap.add_argument("--mode", choices=["eager", "graph"], default="eager")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--steps", type=int, default=30)
@@ -115,14 +125,13 @@ def main():
     torch.backends.cudnn.allow_tf32 = True
     torch.backends.cuda.matmul.allow_tf32 = True
     device = torch.device("cuda", 0)
-    amp = a.precision == "amp"
     model = make_model(device)
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
     x = torch.randn(a.batch, 3, 224, 224, device=device).to(memory_format=torch.channels_last)
     y = torch.randint(0, 1000, (a.batch,), device=device)
     make = graph_step if a.mode == "graph" else eager_step
-    times = timed_steps(make(model, opt, x, y, amp), a.steps, a.warmup)
+    times = timed_steps(make(model, opt, x, y, a.precision), a.steps, a.warmup)
     median_ms = statistics.median(times)
     print(json.dumps({
         "peer": "pytorch " + torch.__version__ + ", torchvision " + torchvision.__version__,

@@ -25,8 +25,9 @@
 #       from the CPU). Under 3 minutes.
 #
 # By default AMP only, 10 timed steps after 3 (about 6 minutes on one H200 from
-# a bundle, leaving room for one rerun in a 15-minute lease); --full adds FP32
-# and times 20 steps after 5; --quick is the default's precision choice.
+# a bundle, leaving room for one rerun in a 15-minute lease); --full adds BF16
+# and FP32 and times 20 steps after 5; --quick is the default's precision
+# choice; PRECISIONS (e.g. "bf16") names the precisions to time instead.
 # environment (defaults): PYTHON (python3, with torch and torchvision), ARCHS
 #   (the GPUs' compute capabilities, e.g. 90), JOBS (nproc), STEPS, WARMUP,
 #   BATCH (256), BUILD_DIR (<repo>/build-device; build/ for --dry-run),
@@ -70,13 +71,19 @@ case $results in /*) ;; *) results=$PWD/$results ;; esac
 mkdir -p "$(dirname "$results")" || die "cannot make the folder of $results"
 # The default fits about 6 minutes on one H200 with a prebuilt bundle (room
 # for one rerun in a 15-minute lease): AMP only, 10 timed steps. --full:
-# both precisions, 20 steps. Every command has a time limit.
+# AMP, BF16 and FP32, 20 steps. Every command has a time limit.
 if [ "$full" = 1 ]; then
-  precisions="amp fp32"; steps=${steps:-20}; warmup=${warmup:-5}
+  precisions="amp bf16 fp32"; steps=${steps:-20}; warmup=${warmup:-5}
 else
   precisions=amp; steps=${steps:-10}; warmup=${warmup:-3}
 fi
 [ "$quick" = 1 ] && precisions=amp
+if [ -n "${PRECISIONS:-}" ]; then
+  for p in $PRECISIONS; do
+    case $p in fp32|amp|bf16) ;; *) die "PRECISIONS: unknown precision '$p' (fp32, amp or bf16)" ;; esac
+  done
+  precisions=$PRECISIONS
+fi
 test_timeout=${TEST_TIMEOUT:-120}
 bench_timeout=${BENCH_TIMEOUT:-90}
 [ "$dry" = 1 ] && [ -z "${BUILD_DIR:-}" ] && build=$root/build
