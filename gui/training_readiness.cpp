@@ -35,16 +35,8 @@ TrainingReadiness check_training_readiness(const Project& project, const Dataset
                   "global batch to at most " +
                   std::to_string(probe.train_size)));
   }
-  // The precision needs instructions (a CPU's) or a compute capability (a GPU's).
-  std::string precision_problem;
-  if (t.devices.kind == DeviceKind::CPU)
-    precision_problem = cpu_precision_problem(t.precision, scan.cpu_bf16);
-  else
-    for (int id : t.devices.ids)
-      if (id >= 0 && id < static_cast<int>(scan.cuda.size()) && precision_problem.empty())
-        precision_problem = cuda_precision_problem(t.precision, scan.cuda[static_cast<size_t>(id)]);
-  if (!precision_problem.empty())
-    r.blocking.push_back(about(project, "training.precision", precision_problem));
+  if (const std::string why = precision_problem(t.precision, t.devices, scan); !why.empty())
+    r.blocking.push_back(about(project, "training.precision", why));
   if (plan) {
     const DeviceFit fit = check_device_fit(*plan, scan);
     if (fit.checked && !fit.fits) {

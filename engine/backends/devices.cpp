@@ -48,6 +48,16 @@ std::string cuda_precision_problem(Precision p, const CudaDeviceInfo& d) {
          std::to_string(d.cc_minor) + "; train at fp32 or amp on it";
 }
 
+std::string precision_problem(Precision p, const DeviceSet& devices, const DeviceScan& scan) {
+  if (devices.kind == DeviceKind::CPU) return cpu_precision_problem(p, scan.cpu_bf16);
+  for (int id : devices.ids)
+    if (id >= 0 && id < static_cast<int>(scan.cuda.size()))
+      if (std::string problem = cuda_precision_problem(p, scan.cuda[static_cast<size_t>(id)]);
+          !problem.empty())
+        return problem;
+  return {};
+}
+
 DeviceScan scan_devices() {
   DeviceScan s;
   s.host_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -209,7 +209,7 @@ class GraphEmitter {
         p_(cp.project),
         a_(cp.analysis),
         amp_(p_.training.precision == Precision::AMP),
-        bf16_(p_.training.precision == Precision::BF16),
+        sixteen_(p_.training.precision != Precision::FP32),
         world_(cp.world_size) {}
 
   void run() {
@@ -228,8 +228,8 @@ class GraphEmitter {
   }
 
  private:
-  ParamSeries fwd_series() const { return amp_ || bf16_ ? ParamSeries::A : ParamSeries::W; }
-  ParamSeries grad_series() const { return amp_ || bf16_ ? ParamSeries::H : ParamSeries::G; }
+  ParamSeries fwd_series() const { return sixteen_ ? ParamSeries::A : ParamSeries::W; }
+  ParamSeries grad_series() const { return sixteen_ ? ParamSeries::H : ParamSeries::G; }
   const LayerTensors& L(int node) const { return cp_.layers[static_cast<size_t>(node)]; }
   bool has_bn() const { return !cp_.plans.front().region(Region::B_PREV_MEAN).tensors.empty(); }
   // A ReLU fused into its BN runs no kernel of its own.
@@ -393,7 +393,7 @@ class GraphEmitter {
     const RegionSpan first_g{Region::G_BN_BIAS, Region::G_FIRST_CONV};
 
     shared(GraphId::ZERO_GRAD, {range(RangeOp::CLEAR, {}, {series_span(grad_series())})});
-    if (amp_ || bf16_) {
+    if (sixteen_) {
       const RangeOp widen = amp_ ? RangeOp::CAST_FP16_TO_FP32 : RangeOp::CAST_BF16_TO_FP32;
       shared(amp_ ? GraphId::CAST_DEEP_GRAD_FP16_TO_FP32 : GraphId::CAST_DEEP_GRAD_BF16_TO_FP32,
              {range(widen, {{Region::H_DEEP_CONV, Region::H_DEEP_CONV}}, {deep_g})});
@@ -431,7 +431,7 @@ class GraphEmitter {
     if (p_.training.ema)
       shared(GraphId::EMA_UPDATE, {range(RangeOp::EMA_UPDATE, {series_span(ParamSeries::W)},
                                          {series_span(ParamSeries::E)}, {scalars})});
-    if (amp_ || bf16_)
+    if (sixteen_)
       shared(amp_ ? GraphId::CAST_MAIN_FP32_TO_FP16 : GraphId::CAST_MAIN_FP32_TO_BF16,
              {range(amp_ ? RangeOp::CAST_FP32_TO_FP16 : RangeOp::CAST_FP32_TO_BF16,
                     {series_span(ParamSeries::W)}, {series_span(ParamSeries::A)})});
@@ -511,8 +511,8 @@ class GraphEmitter {
   CompiledProject& cp_;
   const Project& p_;
   const ModelAnalysis& a_;
-  bool amp_;   // FP16 storage and loss scaling
-  bool bf16_;  // BF16 storage, no loss scale
+  bool amp_;      // FP16 storage and loss scaling (else BF16 when sixteen_)
+  bool sixteen_;  // a 16-bit weight copy (A), gradients (H) and features
   int world_;
 };
 

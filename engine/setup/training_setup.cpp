@@ -8,7 +8,6 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_threads.h"
 #include "backends/cuda_plugin.h"
-#include "core/cpu_features.h"
 #include "data/dataset.h"
 #include "net/multi_node.h"
 #include "setup/plan_fit.h"
@@ -45,12 +44,6 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
     const DeviceScan scan = scan_devices();
     const std::string why = cuda_unavailable(project.training.devices, scan);
     on_cuda = why.empty();
-    if (on_cuda)
-      for (int id : project.training.devices.ids)
-        if (const std::string problem = cuda_precision_problem(project.training.precision,
-                                                               scan.cuda[static_cast<size_t>(id)]);
-            !problem.empty())
-          throw UsageError("project '" + project.name + "': " + problem);
     if (on_cuda) {
       out.device_note = "training on " + project.training.devices.str() + ": " + device_list(scan);
     } else if (!options.allow_cpu_fallback) {
@@ -69,11 +62,11 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
     }
   }
   check_multi_node(options.nodes, project.training.devices, out.device_note);
-  if (!on_cuda)
-    if (const std::string problem =
-            cpu_precision_problem(project.training.precision, detect_cpu_bf16());
-        !problem.empty())
-      throw UsageError("project '" + project.name + "': " + problem);
+  const DeviceScan scan = scan_devices();
+  if (const std::string problem =
+          precision_problem(project.training.precision, project.training.devices, scan);
+      !problem.empty())
+    throw UsageError("project '" + project.name + "': " + problem);
   if (!on_cuda && (options.cuda_streams != 5 || !options.cuda_capture))
     throw UsageError(
         "one CUDA stream and uncaptured graphs are ways to measure the CUDA backend, "
@@ -85,7 +78,7 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
   out.compiled =
       std::make_unique<CompiledProject>(compile_for_nodes(project, options.compile, options.nodes));
   // Refused before any allocation, with both numbers.
-  if (const std::string problem = plan_fit_problem(*out.compiled, scan_devices()); !problem.empty())
+  if (const std::string problem = plan_fit_problem(*out.compiled, scan); !problem.empty())
     throw UsageError("project '" + project.name + "' does not fit: " + problem);
   out.data = load_dataset(out.compiled->project.dataset, options.data_dir, seed);
   if (on_cuda) {

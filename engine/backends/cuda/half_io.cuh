@@ -36,8 +36,12 @@ __device__ inline uint16_t bf16_bits_of(float x) {
   if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
   return static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
 }
+// Exact: bfloat16 is the top half of a binary32.
+__device__ inline float float_of_bf16_bits(uint16_t h) {
+  return __uint_as_float(static_cast<uint32_t>(h) << 16);
+}
 __device__ inline float load(const __nv_bfloat16* p, uint64_t i) {
-  return __uint_as_float(static_cast<uint32_t>(__bfloat16_as_ushort(p[i])) << 16);
+  return float_of_bf16_bits(__bfloat16_as_ushort(p[i]));
 }
 __device__ inline void store(__nv_bfloat16* p, uint64_t i, float v) {
   p[i] = __ushort_as_bfloat16(bf16_bits_of(v));

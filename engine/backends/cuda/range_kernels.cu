@@ -107,8 +107,7 @@ __global__ void narrow_bf16_kernel(const float* in, uint16_t* out, uint64_t n) {
 }
 
 __global__ void widen_bf16_kernel(const uint16_t* in, float* out, uint64_t n) {
-  for (uint64_t i = first_index(); i < n; i += grid_stride())
-    out[i] = __uint_as_float(static_cast<uint32_t>(in[i]) << 16);
+  for (uint64_t i = first_index(); i < n; i += grid_stride()) out[i] = float_of_bf16_bits(in[i]);
 }
 
 // One block walks the bytes in the direction that never overwrites a byte

@@ -52,6 +52,11 @@ struct DeviceScan {
 
 DeviceScan scan_devices();
 
+// Why `devices` (as `scan` found them) cannot train at precision `p`, or
+// empty: the CPU's instructions or the first listed GPU that lacks the
+// compute capability. Devices the scan did not find are another check's.
+std::string precision_problem(Precision p, const DeviceSet& devices, const DeviceScan& scan);
+
 // The bytes one rank's arena may take here: the host's available memory
 // shared by the CPU ranks, or the smallest chosen CUDA device's memory.
 // 0 with `missing` saying why when a chosen device is not on this machine.

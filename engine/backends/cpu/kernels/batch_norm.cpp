@@ -416,24 +416,13 @@ void bn_backward(const KernelArgs& a) {
 }
 
 // Whether an op's bfloat16 operands can be used as they lie: the features
-// and parameters `bf16_in` / `bf16_out` (indices) compact bfloat16, one
-// channel block wide at most, the others (statistics) compact FP32, an
-// absent output allowed. Other 16-bit operands are staged.
+// and parameters `bf16_in` / `bf16_out` compact bfloat16 and one channel
+// block wide at most, the statistics compact FP32. Other 16-bit operands are
+// staged.
 bool native_bf16(const KernelArgs& a, size_t ins, size_t outs,
                  std::initializer_list<size_t> bf16_in, std::initializer_list<size_t> bf16_out) {
-  if (a.in.size() != ins || a.out.size() != outs || !a.in[0].desc) return false;
-  if (a.in[0].desc->shape.c > kChannelBlock) return false;
-  auto named = [](std::initializer_list<size_t> l, size_t i) {
-    return std::find(l.begin(), l.end(), i) != l.end();
-  };
-  auto fits = [](const TensorArg& t, bool bf16) {
-    return t.desc && t.desc->is_compact() && t.desc->dtype == (bf16 ? DType::BF16 : DType::FP32);
-  };
-  for (size_t i = 0; i < ins; ++i)
-    if (!a.in[i].data || !fits(a.in[i], named(bf16_in, i))) return false;
-  for (size_t i = 0; i < outs; ++i)
-    if (a.out[i].data && !fits(a.out[i], named(bf16_out, i))) return false;
-  return true;
+  return detail::compact_operands(a, ins, outs, bf16_in, bf16_out) &&
+         a.in[0].desc->shape.c <= kChannelBlock;
 }
 
 }  // namespace

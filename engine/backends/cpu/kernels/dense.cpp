@@ -413,18 +413,37 @@ void run_conv_bwd_weights(const ConvPrim& p, const void* x, const void* dy, void
 // separate, which also makes a single call and the forked parts identical.
 constexpr bool kFuseBiasGrad = false;
 
-// The weight (and bias) gradient shared by conv_bwd and conv_bwd_first.
-void conv_weight_grads(const char* kernel, const KernelArgs& a, const ConvGeom& g, const float* x,
-                       const float* dy, float* dw, float* db) {
+// The bias gradient: the FP32 row sums of dy (widened first when bfloat16,
+// the sums rounded once).
+void conv_bias_grad(const ConvGeom& g, bool bf16, const void* dy, void* db) {
+  const int64_t rows = g.n * g.ho * g.wo;
+  if (!bf16) {
+    sum_rows(static_cast<const float*>(dy), rows, g.co, static_cast<float*>(db));
+    return;
+  }
+  auto* wide = static_cast<float*>(scratch(SCRATCH_DY, static_cast<size_t>(rows * g.co) * 4));
+  widen_bf16(static_cast<const uint16_t*>(dy), wide, rows * g.co);
+  std::vector<float> sums(static_cast<size_t>(g.co));
+  sum_rows(wide, rows, g.co, sums.data());
+  narrow_to_bf16(sums.data(), static_cast<uint16_t*>(db), g.co);
+}
+
+// The weight (and bias) gradient shared by conv_bwd and conv_bwd_first, on
+// FP32 or bfloat16 storage (`bf16`: the H series, rounded once from
+// oneDNN's FP32 accumulation).
+void conv_weight_grads(const char* kernel, const KernelArgs& a, const ConvGeom& g, bool bf16,
+                       const void* x, const void* dy, void* dw, void* db) {
   const bool run_dw = a.runs(BwdPart::DW);
   const bool run_db = db && a.runs(BwdPart::DB);
   if (run_dw && run_db && kFuseBiasGrad) {
-    run_conv_bwd_weights(conv_prim(kernel, a, g, ConvKind::BWD_WEIGHTS_BIAS), x, dy, dw, db);
+    run_conv_bwd_weights(conv_prim(kernel, a, g, ConvKind::BWD_WEIGHTS_BIAS, {bf16, bf16}), x, dy,
+                         dw, db);
     return;
   }
   if (run_dw)
-    run_conv_bwd_weights(conv_prim(kernel, a, g, ConvKind::BWD_WEIGHTS), x, dy, dw, nullptr);
-  if (run_db) sum_rows(dy, g.n * g.ho * g.wo, g.co, db);
+    run_conv_bwd_weights(conv_prim(kernel, a, g, ConvKind::BWD_WEIGHTS, {bf16}), x, dy, dw,
+                         nullptr);
+  if (run_db) conv_bias_grad(g, bf16, dy, db);
 }
 
 // ---------------------------------------------------------------------------
@@ -485,137 +504,56 @@ BwdOperands bwd_operands(const char* k, const KernelArgs& a, DType want = DType:
   return o;
 }
 
+// Convolutions on bfloat16 storage that oneDNN runs natively: features,
+// weights and gradients compact bfloat16 (a forward's bias may be FP32), on a
+// CPU with AVX-512 BF16. A padded row would need its lanes zeroed and slows
+// oneDNN's kernels, so padded features, and everything else on 16-bit
+// storage, are staged.
+bool native_bf16_conv_fwd(const KernelArgs& a) {
+  using detail::compact_operands;
+  return bf16_arrays_use_avx512() &&
+         (compact_operands(a, 2, 1, {0, 1}, {0}) || compact_operands(a, 3, 1, {0, 1, 2}, {0}) ||
+          compact_operands(a, 3, 1, {0, 1}, {0}));
+}
+
+// in [x, w, dy] out [dw, (db), dx], or for the first layer in [x, dy] out
+// [dw, (db)]; an absent dx passes.
+bool native_bf16_conv_bwd(const KernelArgs& a, bool first) {
+  using detail::compact_operands;
+  if (!bf16_arrays_use_avx512()) return false;
+  if (first)
+    return compact_operands(a, 2, 1, {0, 1}, {0}) || compact_operands(a, 2, 2, {0, 1}, {0, 1});
+  return compact_operands(a, 3, 2, {0, 1, 2}, {0, 1}) ||
+         compact_operands(a, 3, 3, {0, 1, 2}, {0, 1, 2});
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
 
-// A forward on bfloat16 storage that oneDNN runs natively: every operand
-// bfloat16 (the bias may be FP32), the features without channel padding (a
-// padded row would need its lanes zeroed and slows oneDNN's kernels), on a
-// CPU with AVX-512 BF16. Everything else on 16-bit storage is staged.
-bool native_bf16_conv_fwd(const KernelArgs& a) {
-  if (a.in.size() < 2 || a.out.size() != 1 || !bf16_arrays_use_avx512()) return false;
-  auto bf16 = [](const TensorArg& t) {
-    return t.data && t.desc && t.desc->dtype == DType::BF16 && t.desc->is_compact();
-  };
-  if (!bf16(a.in[0]) || !bf16(a.in[1]) || !bf16(a.out[0])) return false;
-  if (a.in.size() == 3) {
-    const TensorArg& b = a.in[2];
-    if (!b.data || !b.desc || !b.desc->is_compact() ||
-        (b.desc->dtype != DType::BF16 && b.desc->dtype != DType::FP32))
-      return false;
-  }
-  return true;
-}
-
-namespace {
-
-bool compact_bf16(const TensorArg& t) {
-  return t.data && t.desc && t.desc->dtype == DType::BF16 && t.desc->is_compact();
-}
-
-// A backward on bfloat16 storage that oneDNN runs natively, by the
-// forward's rule: x, w, dy and every gradient (dX may be absent) compact
-// bfloat16, AVX-512 BF16 on the CPU. The weight gradients are the H series
-// (bfloat16), rounded once from oneDNN's FP32 accumulation.
-bool native_bf16_conv_bwd(const KernelArgs& a, bool first) {
-  if (!bf16_arrays_use_avx512()) return false;
-  if (a.in.size() != (first ? 2u : 3u) || a.out.empty() || a.out.size() > (first ? 2u : 3u))
-    return false;
-  for (const TensorArg& t : a.in)
-    if (!compact_bf16(t)) return false;
-  for (size_t i = 0; i < a.out.size(); ++i) {
-    const bool absent_dx = !first && i + 1 == a.out.size() && !detail::has_out(a, i);
-    if (!absent_dx && !compact_bf16(a.out[i])) return false;
-  }
-  return true;
-}
-
-// dW (oneDNN) and dB (the FP32 row sums of dy widened, rounded once) on
-// bfloat16 storage, for conv_bwd and conv_bwd_first.
-void conv_weight_grads_bf16(const char* k, const KernelArgs& a, const ConvGeom& g,
-                            const TensorArg& x, const TensorArg& dy, const TensorArg& dw,
-                            const TensorArg* db) {
-  if (a.runs(BwdPart::DW))
-    run_conv_bwd_weights(conv_prim(k, a, g, ConvKind::BWD_WEIGHTS, {true, false, false}), x.data,
-                         dy.data, dw.data, nullptr);
-  if (!db || !a.runs(BwdPart::DB)) return;
-  const int64_t rows = g.n * g.ho * g.wo;
-  auto* wide = static_cast<float*>(scratch(SCRATCH_DY, static_cast<size_t>(rows * g.co) * 4));
-  widen_bf16(static_cast<const uint16_t*>(dy.data), wide, rows * g.co);
-  std::vector<float> sums(static_cast<size_t>(g.co));
-  sum_rows(wide, rows, g.co, sums.data());
-  narrow_to_bf16(sums.data(), static_cast<uint16_t*>(db->data), g.co);
-}
-
-void conv_bwd_bf16(const KernelArgs& a) {
-  constexpr const char* k = "conv_bwd";
-  const BwdOperands o = bwd_operands(k, a, DType::BF16);
-  const ConvGeom g = conv_geom(k, a, o.x.shape(), o.w.shape(), o.dy.shape());
-  if (o.bias && a.out[1].shape().elements() != g.co)
-    fail(k, a, "db should have out_channels values");
-  // dW before dX: dX may overwrite X in place (ENGINE.md §4).
-  conv_weight_grads_bf16(k, a, g, o.x, o.dy, a.out[0], o.bias ? &a.out[1] : nullptr);
-  if (!o.has_dx || !a.runs(BwdPart::DX)) return;
-  const TensorArg& dx = a.out[o.dx_index];
-  if (!a.accumulate(o.dx_index)) {
-    run_conv_bwd_data(conv_prim(k, a, g, ConvKind::BWD_DATA, {true, false, false}), o.w.data,
-                      o.dy.data, dx.data);
-    return;
-  }
-  // The sum of two gradients is rounded once: this one in FP32, then added.
-  const int64_t n = o.x.shape().elements();
-  auto* tmp = static_cast<float*>(scratch(SCRATCH_DX, static_cast<size_t>(n) * 4));
-  run_conv_bwd_data(conv_prim(k, a, g, ConvKind::BWD_DATA, {true, false, true}), o.w.data,
-                    o.dy.data, tmp);
-  auto* d = static_cast<uint16_t*>(dx.data);
-  detail::parallel_floats(n, [d, tmp](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) d[i] = float_to_bf16_bits(bf16_bits_to_float(d[i]) + tmp[i]);
-  });
-}
-
-void conv_bwd_first_bf16(const KernelArgs& a) {
-  constexpr const char* k = "conv_bwd_first";
-  check_counts(k, a, 2, 2, 1, 2);
-  const bool bias = a.out.size() == 2;
-  const ConvGeom g = conv_geom(k, a, a.in[0].shape(), a.out[0].shape(), a.in[1].shape());
-  if (bias && a.out[1].shape().elements() != g.co) fail(k, a, "db should have out_channels values");
-  conv_weight_grads_bf16(k, a, g, a.in[0], a.in[1], a.out[0], bias ? &a.out[1] : nullptr);
-}
-
-}  // namespace
-
 void conv_fwd(const KernelArgs& a) {
-  if (native_bf16_conv_fwd(a)) {
-    constexpr const char* k = "conv_fwd";
-    check_counts(k, a, 2, 3, 1, 1);
-    const ConvGeom g = conv_geom(k, a, a.in[0].shape(), a.in[1].shape(), a.out[0].shape());
-    const bool bias = a.in.size() == 3;
-    if (bias && a.in[2].shape().elements() != g.co)
-      fail(k, a, "bias should have out_channels values");
-    const ConvTypes t{true, bias && a.in[2].desc->dtype == DType::BF16};
-    run_conv_fwd(conv_prim(k, a, g, bias ? ConvKind::FWD_BIAS : ConvKind::FWD, t), a.in[0].data,
-                 a.in[1].data, bias ? a.in[2].data : nullptr, a.out[0].data);
-    return;
-  }
-  if (detail::run_16bit_staged(a, conv_fwd)) return;
+  const bool bf16 = native_bf16_conv_fwd(a);
+  if (!bf16 && detail::run_16bit_staged(a, conv_fwd)) return;
   constexpr const char* k = "conv_fwd";
   check_counts(k, a, 2, 3, 1, 1);
-  for (const TensorArg& t : a.in) check_f32(k, a, t, "an input");
-  check_f32(k, a, a.out[0], "y");
+  if (!bf16) {
+    for (const TensorArg& t : a.in) check_f32(k, a, t, "an input");
+    check_f32(k, a, a.out[0], "y");
+  }
   const ConvGeom g = conv_geom(k, a, a.in[0].shape(), a.in[1].shape(), a.out[0].shape());
   const bool bias = a.in.size() == 3;
   if (bias && a.in[2].shape().elements() != g.co)
     fail(k, a, "bias should have out_channels values");
-  run_conv_fwd(conv_prim(k, a, g, bias ? ConvKind::FWD_BIAS : ConvKind::FWD), a.in[0].f32(),
-               a.in[1].f32(), bias ? a.in[2].f32() : nullptr, a.out[0].f32());
+  const ConvTypes t{bf16, bias && a.in[2].desc->dtype == DType::BF16};
+  run_conv_fwd(conv_prim(k, a, g, bias ? ConvKind::FWD_BIAS : ConvKind::FWD, t), a.in[0].data,
+               a.in[1].data, bias ? a.in[2].data : nullptr, a.out[0].data);
 }
 
 void conv_bwd(const KernelArgs& a) {
-  if (native_bf16_conv_bwd(a, false)) return conv_bwd_bf16(a);
-  if (detail::run_16bit_staged(a, conv_bwd)) return;
+  const bool bf16 = native_bf16_conv_bwd(a, false);
+  if (!bf16 && detail::run_16bit_staged(a, conv_bwd)) return;
   constexpr const char* k = "conv_bwd";
-  const BwdOperands o = bwd_operands(k, a);
+  const BwdOperands o = bwd_operands(k, a, bf16 ? DType::BF16 : DType::FP32);
   const TensorArg& x = o.x;
   const TensorArg& w = o.w;
   const TensorArg& dy = o.dy;
@@ -626,38 +564,51 @@ void conv_bwd(const KernelArgs& a) {
   if (bias && a.out[1].shape().elements() != g.co) fail(k, a, "db should have out_channels values");
 
   // dW before dX: dX may overwrite X in place (ENGINE.md §4).
-  conv_weight_grads(k, a, g, x.f32(), dy.f32(), a.out[0].f32(), bias ? a.out[1].f32() : nullptr);
+  conv_weight_grads(k, a, g, bf16, x.data, dy.data, a.out[0].data, bias ? a.out[1].data : nullptr);
   if (has_dx && a.runs(BwdPart::DX)) {
-    const ConvPrim& p = conv_prim(k, a, g, ConvKind::BWD_DATA);
-    float* dx = a.out[dx_index].f32();
+    void* dx = a.out[dx_index].data;
     if (a.accumulate(dx_index)) {
-      // oneDNN's backward-data convolution has no sum post-op.
+      // oneDNN's backward-data convolution has no sum post-op: the new
+      // gradient comes out in FP32 and is added (for bfloat16, the sum is
+      // rounded once).
       const int64_t n = x.shape().elements();
       float* tmp = static_cast<float*>(scratch(SCRATCH_DX, static_cast<size_t>(n) * 4));
-      run_conv_bwd_data(p, w.f32(), dy.f32(), tmp);
+      run_conv_bwd_data(conv_prim(k, a, g, ConvKind::BWD_DATA, {bf16, false, bf16}), w.data,
+                        dy.data, tmp);
       // Split across the team: on a residual block's input this pass costs
       // a third of the convolution itself when it runs on one core.
-      detail::parallel_floats(n, [dx, tmp](int64_t lo, int64_t hi) {
-        for (int64_t i = lo; i < hi; ++i) dx[i] += tmp[i];
-      });
+      if (bf16) {
+        auto* d = static_cast<uint16_t*>(dx);
+        detail::parallel_floats(n, [d, tmp](int64_t lo, int64_t hi) {
+          for (int64_t i = lo; i < hi; ++i)
+            d[i] = float_to_bf16_bits(bf16_bits_to_float(d[i]) + tmp[i]);
+        });
+      } else {
+        auto* d = static_cast<float*>(dx);
+        detail::parallel_floats(n, [d, tmp](int64_t lo, int64_t hi) {
+          for (int64_t i = lo; i < hi; ++i) d[i] += tmp[i];
+        });
+      }
     } else {
-      run_conv_bwd_data(p, w.f32(), dy.f32(), dx);
+      run_conv_bwd_data(conv_prim(k, a, g, ConvKind::BWD_DATA, {bf16}), w.data, dy.data, dx);
     }
   }
 }
 
 void conv_bwd_first(const KernelArgs& a) {
-  if (native_bf16_conv_bwd(a, true)) return conv_bwd_first_bf16(a);
-  if (detail::run_16bit_staged(a, conv_bwd_first)) return;
+  const bool bf16 = native_bf16_conv_bwd(a, true);
+  if (!bf16 && detail::run_16bit_staged(a, conv_bwd_first)) return;
   constexpr const char* k = "conv_bwd_first";
   check_counts(k, a, 2, 2, 1, 2);
-  for (const TensorArg& t : a.in) check_f32(k, a, t, "an input");
-  for (const TensorArg& t : a.out) check_f32(k, a, t, "an output");
+  if (!bf16) {
+    for (const TensorArg& t : a.in) check_f32(k, a, t, "an input");
+    for (const TensorArg& t : a.out) check_f32(k, a, t, "an output");
+  }
   const bool bias = a.out.size() == 2;
   const ConvGeom g = conv_geom(k, a, a.in[0].shape(), a.out[0].shape(), a.in[1].shape());
   if (bias && a.out[1].shape().elements() != g.co) fail(k, a, "db should have out_channels values");
-  conv_weight_grads(k, a, g, a.in[0].f32(), a.in[1].f32(), a.out[0].f32(),
-                    bias ? a.out[1].f32() : nullptr);
+  conv_weight_grads(k, a, g, bf16, a.in[0].data, a.in[1].data, a.out[0].data,
+                    bias ? a.out[1].data : nullptr);
 }
 
 void linear_fwd(const KernelArgs& a) {

@@ -12,6 +12,7 @@
 #include "backends/cpu/kernels/bf16_arrays.h"
 #include "backends/cpu/kernels/half_arrays.h"
 #include "backends/cpu/kernels/parallel.h"
+#include "backends/cpu/kernels/row_chunks.h"
 #include "core/align.h"
 
 namespace tr::cpu::detail {
@@ -198,11 +199,8 @@ struct StagedArgs {
   }
 };
 
-// Values per chunk: its operands' buffers (64 KB each) stay in L2 between
-// the conversions and the kernel. A sample larger than that is one chunk.
-constexpr int64_t kChunkValues = 16384;
-
-// How a launch is cut: into rows of channels (elementwise ops, every
+// How a launch is cut (chunks of about kChunkValues values; a sample larger
+// than that is one chunk): into rows of channels (elementwise ops, every
 // operand one shape) or into samples (ops that work on each sample alone,
 // every operand one batch).
 enum class ChunkUnit { ROW, SAMPLE };

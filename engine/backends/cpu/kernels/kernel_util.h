@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Helpers the CPU kernels share: optional outputs and the overwrite-or-add store.
+// Helpers the CPU kernels share: optional outputs, the operand check of the
+// native bfloat16 paths and the overwrite-or-add store.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 #include "runtime/kernel_args.h"
 
@@ -17,6 +20,27 @@ inline constexpr int64_t kChannelBlock = 256;
 // materialised), so kernels skip it instead of writing through null.
 inline bool has_out(const KernelArgs& a, size_t i) {
   return i < a.out.size() && a.out[i].data != nullptr;
+}
+
+// Whether the kernels that read bfloat16 as it lies (instead of staging it,
+// half_staging.h) can take `a`: exactly `ins` inputs and `outs` outputs,
+// those named in `bf16_in` / `bf16_out` (indices) compact bfloat16 and the
+// rest compact FP32; an absent output (null data) passes.
+inline bool compact_operands(const KernelArgs& a, size_t ins, size_t outs,
+                             std::initializer_list<size_t> bf16_in,
+                             std::initializer_list<size_t> bf16_out) {
+  if (a.in.size() != ins || a.out.size() != outs) return false;
+  auto named = [](std::initializer_list<size_t> l, size_t i) {
+    return std::find(l.begin(), l.end(), i) != l.end();
+  };
+  auto fits = [](const TensorArg& t, bool bf16) {
+    return t.desc && t.desc->is_compact() && t.desc->dtype == (bf16 ? DType::BF16 : DType::FP32);
+  };
+  for (size_t i = 0; i < ins; ++i)
+    if (!a.in[i].data || !fits(a.in[i], named(bf16_in, i))) return false;
+  for (size_t i = 0; i < outs; ++i)
+    if (a.out[i].data && !fits(a.out[i], named(bf16_out, i))) return false;
+  return true;
 }
 
 // Writes f(i) for i in [0, n) into out, adding when the node accumulates

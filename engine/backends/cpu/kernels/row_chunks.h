@@ -34,11 +34,16 @@ inline void store_value(uint16_t* p, int64_t i, float v) {
   p[i] = float_to_bf16_bits(v);
 }
 
+// Values an FP32 chunk buffer holds (64 KB): an operation's buffers stay in
+// L2 between the conversions and the arithmetic (half_staging.cpp's chunks
+// use it too).
+inline constexpr int64_t kChunkValues = 16384;
+
 // Rows per chunk for rows of `c` values: a multiple of 4 (so loops unrolled
 // by four rows group them as one pass over the range would) and about
-// 16,384 values, 64 KB per buffer.
+// kChunkValues values.
 inline int64_t chunk_rows(int64_t c) {
-  return std::max<int64_t>(4, 16384 / std::max<int64_t>(c, 1) / 4 * 4);
+  return std::max<int64_t>(4, kChunkValues / std::max<int64_t>(c, 1) / 4 * 4);
 }
 
 // Calls body(in, out, rows) over rows [lo, hi) of row length c, where in and
@@ -61,13 +66,15 @@ void float_rows(int64_t lo, int64_t hi, int64_t c, const std::array<const uint16
   const int64_t chunk = chunk_rows(c);
   thread_local std::vector<float> buffer;
   buffer.resize(static_cast<size_t>((NI + NO) * chunk * c));
+  // Buffer k holds operand k: the inputs, then the outputs.
+  auto slot = [&](size_t k) { return buffer.data() + static_cast<int64_t>(k) * chunk * c; };
   std::array<const float*, NI> i;
   std::array<float*, NO> o;
-  for (size_t k = 0; k < NI; ++k) i[k] = buffer.data() + k * chunk * c;
-  for (size_t k = 0; k < NO; ++k) o[k] = buffer.data() + (NI + k) * chunk * c;
+  for (size_t k = 0; k < NI; ++k) i[k] = slot(k);
+  for (size_t k = 0; k < NO; ++k) o[k] = slot(NI + k);
   for (int64_t m = lo; m < hi; m += chunk) {
     const int64_t rows = std::min(chunk, hi - m), n = rows * c;
-    for (size_t k = 0; k < NI; ++k) widen_bf16(in[k] + m * c, const_cast<float*>(i[k]), n);
+    for (size_t k = 0; k < NI; ++k) widen_bf16(in[k] + m * c, slot(k), n);
     if (read_outputs)
       for (size_t k = 0; k < NO; ++k) widen_bf16(out[k] + m * c, o[k], n);
     body(i, o, rows);
