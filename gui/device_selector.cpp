@@ -30,11 +30,13 @@ DeviceSelector::DeviceSelector(const DeviceScan& scan, QWidget* parent) : QCombo
     d.ids.clear();
     for (int i = 0; i < ranks; ++i) d.ids.push_back(i);
     addChoice(ranks == 1 ? tr("CPU, 1 rank") : tr("CPU, %1 ranks").arg(ranks), d);
-    // Whether BF16 precision can train here.
-    setItemData(
-        count() - 1,
-        tr("bfloat16 on this CPU: %1").arg(QString::fromStdString(cpu_bf16_text(scan.cpu_bf16))),
-        Qt::ToolTipRole);
+    // Whether BF16 precision can train here, and which build of the kernels runs.
+    QString tip = tr("bfloat16 on this CPU: %1\nkernels: %2 build")
+                      .arg(QString::fromStdString(cpu_bf16_text(scan.cpu_bf16)),
+                           QString::fromStdString(scan.cpu_kernels));
+    if (!scan.cpu_kernels_note.empty())
+      tip += tr(" (not AVX-512: %1)").arg(QString::fromStdString(scan.cpu_kernels_note));
+    setItemData(count() - 1, tip, Qt::ToolTipRole);
   }
   for (const CudaDeviceInfo& dev : scan.cuda) {
     addChoice(tr("cuda:%1  %2 (%3)")

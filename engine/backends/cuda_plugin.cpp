@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "backends/cuda_plugin.h"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
 
-#include "tr_build_info.h"
+#include "core/sibling_library.h"
 
 namespace tr {
 
@@ -23,20 +21,10 @@ CudaPlugin refuse(CudaPlugin p, std::string problem) {
 
 }  // namespace
 
-std::string engine_build_id() {
-  return std::string(TR_VERSION) + "+" + TR_GIT_COMMIT;
-}
-
 std::string default_cuda_plugin_path() {
   if (const char* env = std::getenv("RENAISSANCE_CUDA_BACKEND"); env && *env) return env;
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&default_cuda_plugin_path), &info) != 0 && info.dli_fname &&
-      *info.dli_fname) {
-    std::error_code ec;
-    const std::filesystem::path lib = std::filesystem::canonical(info.dli_fname, ec);
-    if (!ec) return (lib.parent_path() / kCudaPluginFile).string();
-  }
-  return kCudaPluginFile;
+  return path_beside_library(reinterpret_cast<const void*>(&default_cuda_plugin_path),
+                             kCudaPluginFile);
 }
 
 CudaPlugin load_cuda_plugin(const std::string& path) {
@@ -47,19 +35,17 @@ CudaPlugin load_cuda_plugin(const std::string& path) {
     return refuse(p, "no CUDA backend installed (" + path +
                          " is not there: the renaissance-workbench-cuda package installs it, "
                          "and a source build makes it with -DTR_CUDA=ON where nvcc exists)");
-  // RTLD_NOW: a missing CUDA library or symbol is reported here, once,
+  // Bound now: a missing CUDA library or symbol is reported here, once,
   // rather than as a crash in the middle of a step.
-  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char* why = dlerror();
-    return refuse(p, "the CUDA backend " + path +
-                         " cannot be loaded: " + (why ? why : "unknown reason") +
+  const LibraryEntry lib = open_library_entry(path, kCudaPluginEntry);
+  if (!lib.loaded) {
+    return refuse(p, "the CUDA backend " + path + " cannot be loaded: " + lib.load_error +
                          " (it needs the CUDA runtime, cuBLAS, cuDNN and NCCL libraries it was "
                          "built with, and a CUDA driver)");
   }
   // A library refused from here on is left loaded: unloading one whose
   // initialisers may have started CUDA's runtime is not safe.
-  const auto entry = reinterpret_cast<EntryFn>(dlsym(lib, kCudaPluginEntry));
+  const auto entry = reinterpret_cast<EntryFn>(lib.entry);
   if (!entry)
     return refuse(p, path + " is not a Renaissance CUDA backend (it has no " +
                          std::string(kCudaPluginEntry) + ")");

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "backends/cuda_backend_options.h"
+#include "core/build_id.h"
 
 namespace tr {
 
@@ -49,8 +50,5 @@ CudaPlugin load_cuda_plugin(const std::string& path);
 // the engine's own library (build/lib in a build tree, the package's
 // private library folder once installed).
 std::string default_cuda_plugin_path();
-
-// "version+commit": what a backend must have been built as to be loaded.
-std::string engine_build_id();
 
 }  // namespace tr

@@ -20,7 +20,9 @@ int cmd_devices(const std::vector<std::string>& args) {
     j["cpu"] = {{"threads", s.host_threads},
                 {"memory_bytes", s.host_memory_bytes},
                 {"available_bytes", s.host_available_bytes},
-                {"bf16", {{"avx512_bf16", s.cpu_bf16.avx512_bf16}, {"amx", s.cpu_bf16.amx_bf16}}}};
+                {"bf16", {{"avx512_bf16", s.cpu_bf16.avx512_bf16}, {"amx", s.cpu_bf16.amx_bf16}}},
+                {"kernels", s.cpu_kernels}};
+    if (!s.cpu_kernels_note.empty()) j["cpu"]["kernels_note"] = s.cpu_kernels_note;
     j["cuda_backend"] = {{"loaded", s.cuda_backend_loaded}, {"path", s.cuda_backend_path}};
     j["cuda_status"] = s.cuda_status;
     j["cuda"] = nlohmann::json::array();
@@ -34,9 +36,11 @@ int cmd_devices(const std::vector<std::string>& args) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("cpu      %d threads, %s memory (%s available), %s\n", s.host_threads,
+  std::printf("cpu      %d threads, %s memory (%s available), %s, %s kernels\n", s.host_threads,
               human_bytes(s.host_memory_bytes).c_str(), human_bytes(s.host_available_bytes).c_str(),
-              cpu_bf16_text(s.cpu_bf16).c_str());
+              cpu_bf16_text(s.cpu_bf16).c_str(), s.cpu_kernels.c_str());
+  if (!s.cpu_kernels_note.empty())
+    std::printf("         (not the AVX-512 kernels: %s)\n", s.cpu_kernels_note.c_str());
   if (s.cuda.empty())
     std::printf("cuda     %s; training runs on the CPU backend\n", s.cuda_status.c_str());
   for (const CudaDeviceInfo& d : s.cuda)

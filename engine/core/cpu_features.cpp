@@ -50,4 +50,10 @@ CpuBf16 detect_cpu_bf16() noexcept {
   return f;
 }
 
+bool cpu_runs_x86_64_v4() noexcept {
+  // libgcc's answer checks the features and what XCR0 says the OS saves.
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("x86-64-v4") != 0;
+}
+
 }  // namespace tr

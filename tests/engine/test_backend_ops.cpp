@@ -17,6 +17,7 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -28,6 +29,7 @@
 #include <renaissance/devices.h>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernel_builds.h"
 #include "backends/cpu/kernels/dropout.h"
 #include "backends/cuda_backend_options.h"
 #include "backends/cuda_plugin.h"
@@ -513,11 +515,14 @@ void run_collective(Backend& backend, const OpCase& c, const Tensors& in, Tensor
 
 // ---- the backends -----------------------------------------------------------
 
+// "cpu" (its best build of our own kernels), "cpu-portable" (the x86-64
+// build, kernel_builds.h) or "cuda".
 std::unique_ptr<Backend> make_backend(const std::string& which, int world, std::string& why_not) {
-  if (which == "cpu") {
+  if (which == "cpu" || which == "cpu-portable") {
     cpu::CpuBackendOptions o;
     o.world = world;
     o.check_step_schedule = false;  // one launch, no schedule
+    o.portable_kernels = which == "cpu-portable";
     return cpu::make_cpu_backend(o);
   }
   const DeviceScan scan = scan_devices();
@@ -2284,6 +2289,40 @@ double worst_error(const std::vector<float>& got, const Values& want) {
   return diff / scale;
 }
 
+// A case's inputs and its outputs' starting values, random from a seed of
+// the case's own; in a 16-bit mode as the device holds them (rounded once).
+struct CaseValues {
+  Tensors in, before;
+};
+CaseValues case_values(const OpCase& c, int op, int index, DType half) {
+  std::mt19937 rng(1234 + static_cast<unsigned>(op) * 31 + static_cast<unsigned>(index));
+  // Tensors, then spans (and the scalar block when the op writes it).
+  std::vector<Shape> in_shapes = c.in, out_shapes = c.out;
+  for (int64_t n : c.in_spans) in_shapes.push_back({1, 1, 1, n});
+  for (int64_t n : c.out_spans) out_shapes.push_back({1, 1, 1, n});
+  Tensors in = random_tensors(in_shapes, rng);
+  if (c.prepare) c.prepare(in);
+  Tensors before = random_tensors(out_shapes, rng);
+  if (c.prepare_before) c.prepare_before(before);
+  if (c.scalars_out) {
+    before.emplace_back(static_cast<size_t>(ScalarSlot::COUNT), 0.0f);
+    for (auto [slot, value] : c.scalars) before.back()[static_cast<size_t>(slot)] = value;
+  }
+  // 16-bit: the reference sees the values the device holds (rounded once).
+  if (half != DType::FP32) {
+    auto round_half = [half](std::vector<float>& v) {
+      for (float& x : v)
+        x = half == DType::FP16 ? fp16_to_fp32(fp32_to_fp16(x))
+                                : bf16_bits_to_float(float_to_bf16_bits(x));
+    };
+    for (size_t i = 0; i < c.in.size(); ++i)
+      if (sixteen_layout(c.in_roles[i], half).dtype == half) round_half(in[i]);
+    for (size_t i = 0; i < c.out.size(); ++i)
+      if (sixteen_layout(c.out_roles[i], half).dtype == half) round_half(before[i]);
+  }
+  return {std::move(in), std::move(before)};
+}
+
 }  // namespace
 
 class TestBackendOps : public QObject {
@@ -2340,31 +2379,8 @@ class TestBackendOps : public QObject {
     if (static_cast<Mode>(mode) == Mode::OVERWRITE) c.accumulate = 0;
     std::unique_ptr<Backend> b = make_backend(backend.toStdString(), c.world, why_not);
     if (!b) QSKIP(why_not.c_str());
-    std::mt19937 rng(1234 + static_cast<unsigned>(op) * 31 + static_cast<unsigned>(index));
-    // Tensors, then spans (and the scalar block when the op writes it).
-    std::vector<Shape> in_shapes = c.in, out_shapes = c.out;
-    for (int64_t n : c.in_spans) in_shapes.push_back({1, 1, 1, n});
-    for (int64_t n : c.out_spans) out_shapes.push_back({1, 1, 1, n});
-    Tensors in = random_tensors(in_shapes, rng);
-    if (c.prepare) c.prepare(in);
-    Tensors before = random_tensors(out_shapes, rng);
-    if (c.prepare_before) c.prepare_before(before);
-    if (c.scalars_out) {
-      before.emplace_back(static_cast<size_t>(ScalarSlot::COUNT), 0.0f);
-      for (auto [slot, value] : c.scalars) before.back()[static_cast<size_t>(slot)] = value;
-    }
-    // 16-bit: the reference sees the values the device holds (rounded once).
-    if (half != DType::FP32) {
-      auto round_half = [half](std::vector<float>& v) {
-        for (float& x : v)
-          x = half == DType::FP16 ? fp16_to_fp32(fp32_to_fp16(x))
-                                  : bf16_bits_to_float(float_to_bf16_bits(x));
-      };
-      for (size_t i = 0; i < c.in.size(); ++i)
-        if (sixteen_layout(c.in_roles[i], half).dtype == half) round_half(in[i]);
-      for (size_t i = 0; i < c.out.size(); ++i)
-        if (sixteen_layout(c.out_roles[i], half).dtype == half) round_half(before[i]);
-    }
+    const CaseValues v = case_values(c, op, index, half);
+    const Tensors &in = v.in, &before = v.before;
     Tensors out = before;
     if (c.world > 1) {
       // Each rank's span in, each rank's out: the spans are the inputs, in place.
@@ -2448,6 +2464,60 @@ class TestBackendOps : public QObject {
                                 .arg(i)
                                 .arg(analytic)
                                 .arg(numeric)));
+      }
+    }
+  }
+
+  // Both builds of our own CPU kernels give the same bits on every case in
+  // every mode (kernel_builds.h): no contraction, no reordered sums. A NaN
+  // is a NaN: its sign and payload may differ where the vector code takes
+  // the operands of a product the other way round.
+  void avx512BuildGivesThePortableBits_data() {
+    QTest::addColumn<int>("mode");
+    QTest::addColumn<int>("op");
+    QTest::addColumn<int>("index");
+    for (int op = 0; op < kOps; ++op) {
+      const std::vector<OpCase> cs = cases_of(op);
+      for (size_t i = 0; i < cs.size(); ++i) {
+        if (cs[i].world > 1) continue;  // collectives are the backend's own
+        for (const Mode m : modes_of(cs[i]))
+          QTest::newRow(
+              qPrintable(QStringLiteral("%1/%2").arg(mode_name(m)).arg(cs[i].name.c_str())))
+              << static_cast<int>(m) << op << static_cast<int>(i);
+      }
+    }
+  }
+
+  void avx512BuildGivesThePortableBits() {
+    QFETCH(int, mode);
+    QFETCH(int, op);
+    QFETCH(int, index);
+    if (!cpu::avx512_own_kernels().kernels)
+      QSKIP(("no AVX-512 build here: " + cpu::avx512_own_kernels().problem).c_str());
+    OpCase c = cases_of(op)[static_cast<size_t>(index)];
+    if (static_cast<Mode>(mode) == Mode::OVERWRITE) c.accumulate = 0;
+    const CaseValues v = case_values(c, op, index, half_of(static_cast<Mode>(mode)));
+    const Tensors handed = c.backend_view ? c.backend_view(v.in) : v.in;
+    Tensors outs[2];
+    const char* builds[2] = {"cpu-portable", "cpu"};
+    for (int k = 0; k < 2; ++k) {
+      std::string why_not;
+      std::unique_ptr<Backend> b = make_backend(builds[k], 1, why_not);
+      outs[k] = v.before;
+      QVERIFY(run_case(*b, c, handed, outs[k], static_cast<Mode>(mode)));
+    }
+    QCOMPARE(outs[0].size(), outs[1].size());
+    for (size_t i = 0; i < outs[0].size(); ++i) {
+      QCOMPARE(outs[0][i].size(), outs[1][i].size());
+      for (size_t j = 0; j < outs[0][i].size(); ++j) {
+        const float p = outs[0][i][j], a = outs[1][i][j];
+        QVERIFY2(std::bit_cast<uint32_t>(p) == std::bit_cast<uint32_t>(a) ||
+                     (std::isnan(p) && std::isnan(a)),
+                 qPrintable(QStringLiteral("output %1 [%2]: %3 (x86-64) and %4 (AVX-512)")
+                                .arg(i)
+                                .arg(j)
+                                .arg(double(p), 0, 'g', 9)
+                                .arg(double(a), 0, 'g', 9)));
       }
     }
   }

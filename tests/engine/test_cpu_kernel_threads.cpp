@@ -1,17 +1,15 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The parallel paths of the CPU kernels (taken above half a million elements)
-// give the same bits on one thread and on two, so a seed reproduces a run
-// whatever the thread count.
+// give the same bits on one thread and on two, and in both builds of our own
+// kernels, so a seed reproduces a run whatever the thread count and the CPU.
 #include <QtTest>
 
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_threads.h"
-#include "backends/cpu/kernels/activations.h"
-#include "backends/cpu/kernels/batch_norm.h"
-#include "backends/cpu/kernels/pooling.h"
 #include "kernel_harness.h"
 
 using namespace tr;
@@ -42,14 +40,25 @@ std::vector<std::vector<float>> outputs(int threads, void (*kernel)(const Kernel
   return result;
 }
 
-void compare(void (*kernel)(const KernelArgs&), const std::vector<Shape>& ins,
-             const std::vector<Shape>& outs, const LayerNode* layer = nullptr) {
-  const auto one = outputs(1, kernel, ins, outs, layer);
-  const auto two = outputs(2, kernel, ins, outs, layer);
-  QCOMPARE(one.size(), two.size());
-  for (size_t i = 0; i < one.size(); ++i)
-    QVERIFY2(std::memcmp(one[i].data(), two[i].data(), one[i].size() * sizeof(float)) == 0,
-             qPrintable("output " + QString::number(i) + " differs between 1 and 2 threads"));
+// The op's kernel in each build of our own kernels on 1 and 2 threads: all
+// the same bits (the builds' equality on small cases: engine.backend_ops).
+void compare(ComputeOp op, const std::vector<Shape>& ins, const std::vector<Shape>& outs,
+             const LayerNode* layer = nullptr) {
+  std::vector<const cpu::OwnKernels*> builds{&cpu::portable_own_kernels()};
+  if (cpu::avx512_own_kernels().kernels) builds.push_back(cpu::avx512_own_kernels().kernels);
+  const auto first = outputs(1, cpu::compute_kernel(op, *builds[0]), ins, outs, layer);
+  for (const cpu::OwnKernels* build : builds)
+    for (int threads : {1, 2}) {
+      const auto got = outputs(threads, cpu::compute_kernel(op, *build), ins, outs, layer);
+      QCOMPARE(got.size(), first.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        QVERIFY2(std::memcmp(got[i].data(), first[i].data(), got[i].size() * sizeof(float)) == 0,
+                 qPrintable(QStringLiteral("output %1 of the %2 build on %3 threads differs from "
+                                           "the x86-64 build's on 1")
+                                .arg(i)
+                                .arg(build->isa)
+                                .arg(threads)));
+    }
 }
 
 }  // namespace
@@ -64,7 +73,7 @@ class TestCpuKernelThreads : public QObject {
     LayerNode bn;
     bn.type = LayerType::BatchNorm2d;
     const Shape c{1, 1, 1, kX.c};
-    compare(cpu::bn_fwd_train, {kX, c, c, c, c}, {kX, {1, 1, 2, kX.c}, c, c}, &bn);
+    compare(ComputeOp::BN_FWD_TRAIN, {kX, c, c, c, c}, {kX, {1, 1, 2, kX.c}, c, c}, &bn);
   }
 
   void batchNormBackward() {
@@ -72,10 +81,10 @@ class TestCpuKernelThreads : public QObject {
     bn.type = LayerType::BatchNorm2d;
     const Shape c{1, 1, 1, kX.c};
     // saved statistics are random too: the kernel only combines them
-    compare(cpu::bn_bwd, {kX, c, {1, 1, 2, kX.c}, kX}, {c, c, kX}, &bn);
+    compare(ComputeOp::BN_BWD, {kX, c, {1, 1, 2, kX.c}, kX}, {c, c, kX}, &bn);
   }
 
-  void reluBackward() { compare(cpu::relu_bwd, {kX, kX}, {kX}); }
+  void reluBackward() { compare(ComputeOp::RELU_BWD, {kX, kX}, {kX}); }
 
   void maxPool() {
     LayerNode pool;
@@ -84,8 +93,8 @@ class TestCpuKernelThreads : public QObject {
     pool.params.stride_h = pool.params.stride_w = 2;
     pool.params.pad_h = pool.params.pad_w = 1;
     const Shape y{kX.n, 14, 14, kX.c};
-    compare(cpu::maxpool_fwd, {kX}, {y}, &pool);
-    compare(cpu::maxpool_bwd, {kX, y, y}, {kX}, &pool);
+    compare(ComputeOp::MAXPOOL_FWD, {kX}, {y}, &pool);
+    compare(ComputeOp::MAXPOOL_BWD, {kX, y, y}, {kX}, &pool);
   }
 };
 

@@ -11,6 +11,7 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/kernels/activations.h"
@@ -41,20 +42,28 @@ class TestCpuKernels : public QObject {
  private slots:
   // ---- the table ----------------------------------------------------------
 
+  // In every build of our own kernels (kernel_builds.h; engine.cpu_kernel_builds
+  // compares the builds' bits).
   void everyOpHasAKernelExceptTheBackendsOwn() {
-    for (int i = 0; i < static_cast<int>(ComputeOp::NUM_COMPUTE_OPS); ++i) {
-      const ComputeOp op = static_cast<ComputeOp>(i);
-      QCOMPARE(cpu::compute_kernel(op) == nullptr, op == ComputeOp::H2D_INPUT);
+    std::vector<const cpu::OwnKernels*> builds{&cpu::portable_own_kernels()};
+    if (cpu::avx512_own_kernels().kernels) builds.push_back(cpu::avx512_own_kernels().kernels);
+    for (const cpu::OwnKernels* own : builds) {
+      for (int i = 0; i < static_cast<int>(ComputeOp::NUM_COMPUTE_OPS); ++i) {
+        const ComputeOp op = static_cast<ComputeOp>(i);
+        QCOMPARE(cpu::compute_kernel(op, *own) == nullptr, op == ComputeOp::H2D_INPUT);
+      }
+      for (int i = 0; i < static_cast<int>(RangeOp::NUM_RANGE_OPS); ++i) {
+        const RangeOp op = static_cast<RangeOp>(i);
+        QCOMPARE(cpu::range_kernel(op, *own) == nullptr, is_collective(op));
+      }
+      QVERIFY(cpu::range_kernel(RangeOp::ALLREDUCE_MEAN, *own) == nullptr);
+      QVERIFY(cpu::range_kernel(RangeOp::ALLREDUCE_SUM, *own) == nullptr);
+      QVERIFY(cpu::compute_kernel(ComputeOp::NUM_COMPUTE_OPS, *own) == nullptr);
     }
-    for (int i = 0; i < static_cast<int>(RangeOp::NUM_RANGE_OPS); ++i) {
-      const RangeOp op = static_cast<RangeOp>(i);
-      QCOMPARE(cpu::range_kernel(op) == nullptr, is_collective(op));
-    }
-    QVERIFY(cpu::range_kernel(RangeOp::ALLREDUCE_MEAN) == nullptr);
-    QVERIFY(cpu::range_kernel(RangeOp::ALLREDUCE_SUM) == nullptr);
-    QVERIFY(cpu::compute_kernel(ComputeOp::NUM_COMPUTE_OPS) == nullptr);
-    QVERIFY(cpu::compute_kernel(ComputeOp::BN_BWD) == &cpu::bn_bwd);
-    QVERIFY(cpu::compute_kernel(ComputeOp::SOFTMAX_CE_FWD) == &cpu::softmax_ce_fwd);
+    // The portable build's kernels are this library's functions.
+    const cpu::OwnKernels& portable = cpu::portable_own_kernels();
+    QVERIFY(cpu::compute_kernel(ComputeOp::BN_BWD, portable) == &cpu::bn_bwd);
+    QVERIFY(cpu::compute_kernel(ComputeOp::SOFTMAX_CE_FWD, portable) == &cpu::softmax_ce_fwd);
   }
 
   // ---- activations --------------------------------------------------------

@@ -22,7 +22,8 @@ declare -A allowed=(
   [engine/store]="core model store"
   [engine/net]="core model plan compile net"
   [engine/setup]="core model plan compile data runtime backends backends/cpu net store setup"
-  [engine/backends]="core model plan compile data runtime backends net"
+  # its own files (device scan, CUDA loader) are built into tr_setup, above the CPU backend
+  [engine/backends]="core model plan compile data runtime backends backends/cpu net"
   [engine/cli]=""
   [gui]=""
 )

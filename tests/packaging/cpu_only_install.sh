@@ -55,6 +55,17 @@ for f in "$root"/usr/bin/* "$root"/usr/lib/renaissance/*.so; do
 done
 echo "no program or library of the workbench package needs a CUDA library"
 
+# The AVX-512 build of the CPU kernels ships beside the engine, which finds
+# it there as the build tree's does (where the CPU runs it).
+[ -f "$root/usr/lib/renaissance/librenaissance-cpu-avx512.so" ] ||
+  fail "the workbench package lacks librenaissance-cpu-avx512.so"
+kernels_of() { "$1" devices | grep -o '[A-Za-z0-9-]* kernels$' || true; }
+built_kernels=$(kernels_of "$build/bin/renaissance-cli")
+installed_kernels=$(kernels_of "$cli")
+[ -n "$built_kernels" ] && [ "$installed_kernels" = "$built_kernels" ] ||
+  fail "the installed engine runs '$installed_kernels', the build tree's '$built_kernels'"
+echo "installed engine: $installed_kernels"
+
 # ---- Without CUDA -----------------------------------------------------------------
 if unshare -m --propagation private true 2>/dev/null; then
   namespace=(unshare -m --propagation private)

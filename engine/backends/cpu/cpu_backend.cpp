@@ -92,7 +92,10 @@ size_t si(StreamKind s) {
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const CpuBackendOptions& o)
-      : options_(o), collectives_(o.world), ranks_(static_cast<size_t>(o.world)) {
+      : options_(o),
+        own_(o.portable_kernels ? portable_own_kernels() : best_own_kernels()),
+        collectives_(o.world),
+        ranks_(static_cast<size_t>(o.world)) {
     if (o.world < 1) throw std::invalid_argument("CPU backend: world size must be at least 1");
     for (size_t i = 0; i < ranks_.size(); ++i) {
       for (auto& s : ranks_[i].streams) s = std::make_unique<StreamWorker>();
@@ -470,8 +473,8 @@ class CpuBackend final : public Backend {
     switch (l.kind) {
       case LaunchKind::KERNEL: {
         const GraphNode& node = *l.args->node;
-        const Kernel k =
-            node.kind == NodeKind::COMPUTE ? compute_kernel(node.op) : range_kernel(node.range_op);
+        const Kernel k = node.kind == NodeKind::COMPUTE ? compute_kernel(node.op, own_)
+                                                        : range_kernel(node.range_op, own_);
         if (!k)
           throw std::logic_error("CPU backend: no kernel for " +
                                  std::string(node.kind == NodeKind::COMPUTE
@@ -526,6 +529,7 @@ class CpuBackend final : public Backend {
   }
 
   CpuBackendOptions options_;
+  const OwnKernels& own_;
   Collectives collectives_;
   std::vector<Rank> ranks_;
   uint64_t arena_bytes_ = 0;

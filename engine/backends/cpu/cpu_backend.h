@@ -26,6 +26,9 @@ struct CpuBackendOptions {
   // does (Backend::warm_up_before_capture): for tests that show it changes
   // no result.
   bool warm_up_before_capture = false;
+  // Run the portable build of our own kernels even where the AVX-512 one
+  // loads (kernel_builds.h): for tests that compare the two.
+  bool portable_kernels = false;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options);
