@@ -23,6 +23,7 @@ const std::vector<ProjectTemplate>& project_templates() {
       {"cnn-bn-fashion", title("BN CNN (Fashion-MNIST)"), ":/templates/cnn-bn-fashion.json"},
       {"resnet8-fashion", title("ResNet-8 (Fashion-MNIST)"), ":/templates/resnet8-fashion.json"},
       {"resnet20", title("ResNet-20 (32x32x3, synthetic data)"), ":/templates/resnet20.json"},
+      {"resnet20-cifar10", title("ResNet-20 (CIFAR-10)"), ":/templates/resnet20-cifar10.json"},
       {"vgg-fashion", title("VGG-style (Fashion-MNIST)"), ":/templates/vgg-fashion.json"},
   };
   return kTemplates;

@@ -222,8 +222,8 @@ FASHION = {"kind": "fashion-mnist", "mean": [0.286041], "std": [0.353024],
 
 
 def training(lr, epochs, global_batch, devices="cpu:1", precision="fp32",
-             weight_decay=0.0005, warmup_epochs=0, nesterov=False):
-    return {
+             weight_decay=0.0005, warmup_epochs=0, nesterov=False, sync_batch_norm=None):
+    t = {
         "optimizer": {"type": "sgd", "lr": lr, "momentum": 0.9,
                       "weight_decay": weight_decay, "nesterov": nesterov},
         "schedule": {"type": "cosine", "warmup_epochs": warmup_epochs, "min_lr": 0},
@@ -234,6 +234,9 @@ def training(lr, epochs, global_batch, devices="cpu:1", precision="fp32",
         "seed": 42,
         "ema": {"enabled": False, "decay": 0.999},
     }
+    if sync_batch_norm is not None:
+        t["sync_batch_norm"] = sync_batch_norm
+    return t
 
 
 def variants(val_batch):
@@ -265,7 +268,7 @@ def all_projects():
         (project("cnn-bn-fashion",
                  "A four-layer 3x3 CNN with BatchNorm and global average pooling "
                  "on Fashion-MNIST.",
-                 cnn_bn_model(), FASHION, training(0.2, 3, 128, nesterov=True), 1000), 65834),
+                 cnn_bn_model(), FASHION, training(0.2, 3, 128, nesterov=True, sync_batch_norm=True), 1000), 65834),
         (project("resnet8-fashion",
                  "ResNet-8 (three stages of one basic block, projection shortcuts) "
                  "on Fashion-MNIST.",
@@ -277,6 +280,14 @@ def all_projects():
                  cifar_resnet_model(32, 32, 3, 3),
                  {"kind": "synthetic", "height": 32, "width": 32, "channels": 3,
                   "classes": 10, "train_size": 50000, "val_size": 10000,
+                  "mean": [0.4914, 0.4822, 0.4465], "std": [0.247, 0.2435, 0.2616],
+                  "random_crop_padding": 4, "random_flip": True},
+                 training(0.1, 200, 128), 1000), 272474),
+        (project("resnet20-cifar10",
+                 "CIFAR-style ResNet-20 with projection shortcuts on CIFAR-10 "
+                 "(the binary version's files in \"dataset.dir\").",
+                 cifar_resnet_model(32, 32, 3, 3),
+                 {"kind": "cifar-10",
                   "mean": [0.4914, 0.4822, 0.4465], "std": [0.247, 0.2435, 0.2616],
                   "random_crop_padding": 4, "random_flip": True},
                  training(0.1, 200, 128), 1000), 272474),
@@ -367,7 +378,8 @@ def count_parameters(proj):
             elif t == "SoftmaxCrossEntropy":
                 assert h == 1 and w == 1, "%s: loss needs a flat input" % nid
                 ds = proj["dataset"]
-                classes = ds.get("classes", 10) if ds["kind"] == "synthetic" else 10
+                classes = (ds.get("classes", 10) if ds["kind"] == "synthetic"
+                           else 100 if ds["kind"] == "cifar-100" else 10)
                 assert c == classes, "%s: %d logits, %d classes" % (nid, c, classes)
                 out = x[0]
             else:

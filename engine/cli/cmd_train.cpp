@@ -24,7 +24,7 @@ constexpr const char* kUsage =
     "usage: renaissance-cli train <project.json> [--epochs N] [--batch B] [--seed S]\n"
     "         [--devices cpu:N] [--precision fp32|amp|bf16] [--threads T] [--data DIR]\n"
     "         [--max-steps N] [--profile-steps A:B] [--trace out.json] [--summary out.json]\n"
-    "  --batch is the global batch; --data overrides the Fashion-MNIST folder;\n"
+    "  --batch is the global batch; --data overrides the dataset's folder;\n"
     "  --profile-steps A:B records steps A..B-1 (written by --trace as Chrome trace JSON);\n"
     "  --summary writes the per-epoch figures as JSON.\n"
     "  --max-steps N ends the run after N steps in all (a resumed run counts on):\n"

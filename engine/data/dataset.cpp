@@ -4,45 +4,65 @@
 
 #include <cstdlib>
 
+#include <renaissance/dataset_kinds.h>
 #include <renaissance/error.h>
+#include "data/cifar.h"
 #include "data/fashion_mnist.h"
 #include "data/synthetic.h"
 
 namespace tr {
 
-DatasetLocation resolve_fashion_mnist_dir(const DatasetSpec& spec,
-                                          const std::string& override_path) {
+DatasetLocation resolve_dataset_dir(const DatasetSpec& spec, const std::string& override_path) {
+  const DatasetKindInfo& info = dataset_kind_info(spec.kind);
   if (!override_path.empty()) return {override_path, "the command line"};
-  if (!spec.path.empty()) return {spec.path, "\"dataset.path\""};
-  const char* env = std::getenv(kFashionMnistEnvVar);
-  if (env && *env) return {env, std::string("$") + kFashionMnistEnvVar};
-  return {kFashionMnistDefaultDir, "the default location"};
+  if (!spec.path.empty()) return {spec.path, "\"dataset." + std::string(info.folder_key) + "\""};
+  const char* env = std::getenv(info.env_var);
+  if (env && *env) return {env, std::string("$") + info.env_var};
+  return {default_dataset_dir(info), "the default location"};
+}
+
+std::string dataset_files_hint(const DatasetKindInfo& info, const DatasetLocation& where) {
+  return std::string(info.obtain) + "; set \"dataset." + info.folder_key + "\" (or $" +
+         info.env_var + ") to the folder that holds them, or put them in " +
+         default_dataset_dir(info) + "; this folder came from " + where.origin;
 }
 
 namespace {
 
+// The shape and classes the kind's files fix, against the spec's.
+void check_spec_shape(const DatasetSpec& spec, const DatasetKindInfo& info, const Shape& s,
+                      const std::string& file) {
+  if (spec.classes != info.classes)
+    throw UsageError("\"dataset.classes\" is " + std::to_string(spec.classes) + "; " + info.title +
+                     " has " + std::to_string(info.classes) + " classes");
+  if (spec.height != s.h || spec.width != s.w || spec.channels != s.c)
+    throw UsageError(file + " holds " + std::to_string(s.h) + "x" + std::to_string(s.w) + "x" +
+                     std::to_string(s.c) + " images but \"dataset\" says " +
+                     std::to_string(spec.height) + "x" + std::to_string(spec.width) + "x" +
+                     std::to_string(spec.channels) + "; expected height, width, channels = " +
+                     std::to_string(s.h) + ", " + std::to_string(s.w) + ", " + std::to_string(s.c));
+}
+
+std::unique_ptr<DataSource> load_cifar(const DatasetSpec& spec, const std::string& override_path) {
+  const DatasetLocation where = resolve_dataset_dir(spec, override_path);
+  const DatasetKindInfo& info = dataset_kind_info(spec.kind);
+  const Shape s{1, CifarSource::kSide, CifarSource::kSide, 3};
+  check_spec_shape(spec, info, s, CifarSource::files(spec.kind, where.dir, Split::Train).front());
+  return std::make_unique<CifarSource>(spec.kind, where.dir, spec.train_size, spec.val_size,
+                                       dataset_files_hint(info, where));
+}
+
 std::unique_ptr<DataSource> load_fashion_mnist(const DatasetSpec& spec,
                                                const std::string& override_path) {
-  const DatasetLocation where = resolve_fashion_mnist_dir(spec, override_path);
-  if (spec.classes != FashionMnistSource::kClasses) {
-    throw UsageError("\"dataset.classes\" is " + std::to_string(spec.classes) +
-                     "; Fashion-MNIST has 10 classes");
-  }
-  const std::string hint =
-      "install the Debian package dataset-fashion-mnist or set "
-      "\"dataset.path\"; this folder came from " +
-      where.origin;
-  auto source =
-      std::make_unique<FashionMnistSource>(where.dir, spec.train_size, spec.val_size, hint);
-  const Shape s = source->sample_shape();
-  if (spec.height != s.h || spec.width != s.w || spec.channels != s.c) {
-    throw UsageError(FashionMnistSource::file_path(where.dir, Split::Train, true) + " holds " +
-                     std::to_string(s.h) + "x" + std::to_string(s.w) + "x" + std::to_string(s.c) +
-                     " images but \"dataset\" says " + std::to_string(spec.height) + "x" +
-                     std::to_string(spec.width) + "x" + std::to_string(spec.channels) +
-                     "; expected height, width, channels = " + std::to_string(s.h) + ", " +
-                     std::to_string(s.w) + ", " + std::to_string(s.c));
-  }
+  const DatasetLocation where = resolve_dataset_dir(spec, override_path);
+  const DatasetKindInfo& info = dataset_kind_info(spec.kind);
+  if (spec.classes != info.classes)
+    throw UsageError("\"dataset.classes\" is " + std::to_string(spec.classes) + "; " + info.title +
+                     " has " + std::to_string(info.classes) + " classes");
+  auto source = std::make_unique<FashionMnistSource>(where.dir, spec.train_size, spec.val_size,
+                                                     dataset_files_hint(info, where));
+  check_spec_shape(spec, info, source->sample_shape(),
+                   FashionMnistSource::file_path(where.dir, Split::Train, true));
   return source;
 }
 
@@ -53,6 +73,9 @@ std::unique_ptr<DataSource> load_dataset(const DatasetSpec& spec, const std::str
   switch (spec.kind) {
     case DatasetKind::FashionMnist:
       return load_fashion_mnist(spec, override_path);
+    case DatasetKind::Cifar10:
+    case DatasetKind::Cifar100:
+      return load_cifar(spec, override_path);
     case DatasetKind::Synthetic:
       return std::make_unique<SyntheticSource>(spec.height, spec.width, spec.channels, spec.classes,
                                                spec.train_size, spec.val_size, synthetic_seed);

@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <system_error>
 
+#include <renaissance/dataset_kinds.h>
 #include <renaissance/error.h>
+#include "data/cifar.h"
 #include "data/dataset.h"
 #include "data/fashion_mnist.h"
 #include "data/idx_reader.h"
@@ -29,26 +31,58 @@ bool pick(int64_t requested, int64_t available, const std::string& path, const c
   return true;
 }
 
-DatasetProbe probe_fashion_mnist(const DatasetSpec& spec, const std::string& override_path) {
-  const DatasetLocation where = resolve_fashion_mnist_dir(spec, override_path);
-  DatasetProbe p;
+// Whether the kind's folder is there; false with the problem set when not.
+bool folder_there(const DatasetKindInfo& info, const DatasetLocation& where, DatasetProbe& p) {
   p.dir = where.dir;
   p.origin = where.origin;
-  p.field = "dataset.path";
+  p.field = std::string("dataset.") + info.folder_key;
   std::error_code ec;
-  if (!std::filesystem::is_directory(where.dir, ec)) {
-    p.problem = "the Fashion-MNIST folder " + where.dir + " (from " + where.origin + ") " +
-                (std::filesystem::exists(where.dir, ec) ? "is not a folder" : "does not exist") +
-                "; choose the folder that holds train-images-idx3-ubyte.gz and the other three "
-                "files, or install the Debian package dataset-fashion-mnist";
+  if (std::filesystem::is_directory(where.dir, ec)) return true;
+  p.problem = "the " + std::string(info.title) + " folder " + where.dir + " (from " + where.origin +
+              ") " +
+              (std::filesystem::exists(where.dir, ec) ? "is not a folder" : "does not exist") +
+              "; choose the folder that holds " + info.holds + ", or " + info.obtain;
+  return false;
+}
+
+bool classes_match(const DatasetSpec& spec, const DatasetKindInfo& info, DatasetProbe& p) {
+  if (spec.classes == info.classes) return true;
+  p.field = "dataset.classes";
+  p.problem = "\"dataset.classes\" is " + std::to_string(spec.classes) + "; " + info.title +
+              " has " + std::to_string(info.classes) + " classes";
+  return false;
+}
+
+DatasetProbe probe_cifar(const DatasetSpec& spec, const std::string& override_path) {
+  const DatasetLocation where = resolve_dataset_dir(spec, override_path);
+  const DatasetKindInfo& info = dataset_kind_info(spec.kind);
+  DatasetProbe p;
+  if (!folder_there(info, where, p) || !classes_match(spec, info, p)) return p;
+  try {
+    int64_t counts[2] = {0, 0};
+    for (Split split : {Split::Train, Split::Val})
+      for (const std::string& f : CifarSource::files(spec.kind, where.dir, split))
+        counts[split == Split::Train ? 0 : 1] +=
+            CifarSource::count_records(spec.kind, f, dataset_files_hint(info, where));
+    const std::string train = "the " + std::string(info.title) + " training set in " + where.dir;
+    const std::string val = "the " + std::string(info.title) + " test set in " + where.dir;
+    if (!pick(spec.train_size, counts[0], train, "train_size", &p.train_size, &p) ||
+        !pick(spec.val_size, counts[1], val, "val_size", &p.val_size, &p))
+      return p;
+  } catch (const UsageError& e) {
+    p.problem = e.what();
     return p;
   }
-  if (spec.classes != FashionMnistSource::kClasses) {
-    p.field = "dataset.classes";
-    p.problem =
-        "\"dataset.classes\" is " + std::to_string(spec.classes) + "; Fashion-MNIST has 10 classes";
-    return p;
-  }
+  p.ok = true;
+  p.field.clear();
+  return p;
+}
+
+DatasetProbe probe_fashion_mnist(const DatasetSpec& spec, const std::string& override_path) {
+  const DatasetLocation where = resolve_dataset_dir(spec, override_path);
+  const DatasetKindInfo& info = dataset_kind_info(spec.kind);
+  DatasetProbe p;
+  if (!folder_there(info, where, p) || !classes_match(spec, info, p)) return p;
   const std::string hint =
       "choose the folder that holds it or install the Debian package "
       "dataset-fashion-mnist; this folder came from " +
@@ -101,7 +135,8 @@ DatasetProbe probe_dataset(const DatasetSpec& spec, const std::string& override_
     p.val_size = spec.val_size;
     return p;
   }
-  return probe_fashion_mnist(spec, override_path);
+  if (spec.kind == DatasetKind::FashionMnist) return probe_fashion_mnist(spec, override_path);
+  return probe_cifar(spec, override_path);
 }
 
 }  // namespace tr

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include <renaissance/dataset_kinds.h>
 #include <renaissance/error.h>
 #include <renaissance/layer_spec.h>
 #include <renaissance/project_io.h>
@@ -587,16 +588,25 @@ void Reader::read_dataset(const json& d, DatasetSpec& ds) {
   static const char* const kSyntheticOnly[] = {"height",  "width",      "channels",
                                                "classes", "train_size", "val_size"};
   check_keys(d, s, "dataset",
-             {"kind", "path", "height", "width", "channels", "classes", "train_size", "val_size",
-              "mean", "std", "random_crop_padding", "random_flip"});
-  read_choice<DatasetKind>(
-      d, s, "dataset", "kind", "dataset kind",
-      {{"fashion-mnist", DatasetKind::FashionMnist}, {"synthetic", DatasetKind::Synthetic}},
-      ds.kind);
+             {"kind", "path", "dir", "height", "width", "channels", "classes", "train_size",
+              "val_size", "mean", "std", "random_crop_padding", "random_flip"});
+  auto kind = [](DatasetKind k) { return Choice<DatasetKind>{dataset_kind_info(k).name, k}; };
+  read_choice<DatasetKind>(d, s, "dataset", "kind", "dataset kind",
+                           {kind(DatasetKind::FashionMnist), kind(DatasetKind::Cifar10),
+                            kind(DatasetKind::Cifar100), kind(DatasetKind::Synthetic)},
+                           ds.kind);
+  const DatasetKindInfo& info = dataset_kind_info(ds.kind);
   bool channels_ok = true;
-  if (ds.kind == DatasetKind::Synthetic) {
-    if (member(d, "path"))
-      error(s, "dataset.path", "only for fashion-mnist datasets; a synthetic dataset has no files");
+  // The folder key of every kind with files: only this kind's is read.
+  for (const char* key : {"path", "dir"}) {
+    if (!member(d, key) || (info.files && std::string_view(key) == info.folder_key)) continue;
+    std::string why = info.files ? std::string("; ") + info.title + "'s folder is \"dataset." +
+                                       info.folder_key + "\""
+                                 : "; a synthetic dataset has no files";
+    error(s, join_path("dataset", key),
+          std::string("not a key of ") + info.name + " datasets" + why);
+  }
+  if (!info.files) {
     read_int(d, s, "dataset", "height", 1, kMaxExtent, ds.height);
     read_int(d, s, "dataset", "width", 1, kMaxExtent, ds.width);
     const json* c = member(d, "channels");
@@ -608,22 +618,31 @@ void Reader::read_dataset(const json& d, DatasetSpec& ds) {
     for (const char* key : kSyntheticOnly) {
       if (member(d, key))
         error(s, join_path("dataset", key),
-              "only for synthetic datasets; Fashion-MNIST is always 28x28x1 with 10 classes, "
-              "60000 training and 10000 validation images");
+              std::string("only for synthetic datasets; ") + info.title + " is always " +
+                  std::to_string(info.height) + "x" + std::to_string(info.width) + "x" +
+                  std::to_string(info.channels) + " with " + std::to_string(info.classes) +
+                  " classes, " + std::to_string(info.train_size) + " training and " +
+                  std::to_string(info.val_size) + " validation images");
     }
-    read_string(d, s, "dataset", "path", ds.path, false, true);
-    ds.height = 28;
-    ds.width = 28;
-    ds.channels = 1;
-    ds.classes = 10;
-    ds.train_size = 60000;
-    ds.val_size = 10000;
+    read_string(d, s, "dataset", info.folder_key, ds.path, false, true);
+    ds.height = info.height;
+    ds.width = info.width;
+    ds.channels = info.channels;
+    ds.classes = info.classes;
+    ds.train_size = info.train_size;
+    ds.val_size = info.val_size;
   }
-  // Absent statistics repeat the default for every channel.
+  // Absent statistics are the kind's usual ones, or repeat the default for
+  // every channel of synthetic data.
   const DatasetSpec defaults;
   size_t channels = static_cast<size_t>(ds.channels);
   ds.mean.assign(channels, defaults.mean.front());
   ds.std.assign(channels, defaults.std.front());
+  if (info.files)
+    for (size_t c = 0; c < channels; ++c) {
+      ds.mean[c] = info.mean[c];
+      ds.std[c] = info.std[c];
+    }
   const std::pair<const char*, std::vector<double>*> stats[] = {{"mean", &ds.mean},
                                                                 {"std", &ds.std}};
   for (const auto& [key, values] : stats) {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <renaissance/dataset_kinds.h>
 #include <renaissance/error.h>
 #include <renaissance/layer_spec.h>
 #include <renaissance/project_io.h>
@@ -182,8 +183,9 @@ std::string project_to_json(const Project& project) {
       ds["train_size"] = d.train_size;
       ds["val_size"] = d.val_size;
     } else {
-      ds["kind"] = "fashion-mnist";
-      if (!d.path.empty()) ds["path"] = d.path;
+      const DatasetKindInfo& info = dataset_kind_info(d.kind);
+      ds["kind"] = info.name;
+      if (!d.path.empty()) ds[info.folder_key] = d.path;
     }
     ds["mean"] = d.mean;
     ds["std"] = d.std;

@@ -24,7 +24,10 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include <renaissance/dataset_kinds.h>
 #include <renaissance/project_limits.h>
 #include "settings/real_spin_box.h"
 #include "settings/set_training_command.h"
@@ -76,23 +79,23 @@ QString describe(const QString& text) {
   return number.match(text).hasMatch() ? text : QLatin1Char('"') + text + QLatin1Char('"');
 }
 
-// Switching kinds: Fashion-MNIST has one shape and size, so the loader's
-// values are set with it; synthetic data has no folder.
+// Switching kinds: a kind read from files has one shape and size, and its
+// usual statistics come with it; synthetic data has no folder.
 void set_dataset_kind(DatasetSpec& d, int kind) {
   d.kind = static_cast<DatasetKind>(kind);
-  if (d.kind == DatasetKind::Synthetic) {
+  const DatasetKindInfo& info = dataset_kind_info(d.kind);
+  if (!info.files) {
     d.path.clear();
     return;
   }
-  const DatasetSpec fashion;
-  d.height = fashion.height;
-  d.width = fashion.width;
-  d.classes = fashion.classes;
-  d.train_size = fashion.train_size;
-  d.val_size = fashion.val_size;
-  d.channels = fashion.channels;
-  if (d.mean.size() != 1) d.mean = fashion.mean;
-  if (d.std.size() != 1) d.std = fashion.std;
+  d.height = info.height;
+  d.width = info.width;
+  d.classes = info.classes;
+  d.train_size = info.train_size;
+  d.val_size = info.val_size;
+  d.channels = info.channels;
+  d.mean.assign(info.mean, info.mean + info.channels);
+  d.std.assign(info.std, info.std + info.channels);
 }
 
 // The statistics keep one value per channel: new channels repeat the first.
@@ -301,7 +304,7 @@ void TrainingSettingsPanel::buildForm(QWidget* host) {
     }
     return box;
   };
-  auto choice = [&](std::initializer_list<std::pair<QString, int>> items) {
+  auto choice = [&](const std::vector<std::pair<QString, int>>& items) {
     auto* box = new QComboBox(host);
     for (const auto& [text, value] : items) box->addItem(text, value);
     return box;
@@ -554,43 +557,38 @@ void TrainingSettingsPanel::buildForm(QWidget* host) {
   // Data
   form = group(tr("Data"));
   {
-    Field& f = addField(form, Kind::Choice,
-                        choice({{tr("Fashion-MNIST"), static_cast<int>(DatasetKind::FashionMnist)},
-                                {tr("Synthetic"), static_cast<int>(DatasetKind::Synthetic)}}),
-                        QStringLiteral("dataset.kind"), tr("Dataset"), tr("dataset"),
-                        tr("Fashion-MNIST from its four IDX files, or generated images of any "
-                           "shape (for trying a design without data)"));
+    std::vector<std::pair<QString, int>> kinds;
+    for (const DatasetKindInfo& k : dataset_kinds())
+      kinds.emplace_back(QString::fromUtf8(k.title), static_cast<int>(k.kind));
+    Field& f = addField(form, Kind::Choice, choice(kinds), QStringLiteral("dataset.kind"),
+                        tr("Dataset"), tr("dataset"),
+                        tr("Fashion-MNIST, CIFAR-10 or CIFAR-100 from their files, or generated "
+                           "images of any shape (for trying a design without data)"));
     f.get = [](const ProjectSettings& s) { return QVariant(static_cast<int>(s.dataset.kind)); };
     f.set = [](ProjectSettings& s, const QVariant& v) { set_dataset_kind(s.dataset, v.toInt()); };
   }
   {
     auto* edit = line();
-    edit->setPlaceholderText(
-        tr("default: $%1 or %2")
-            .arg(QLatin1String(kFashionMnistEnvVar), QLatin1String(kFashionMnistDefaultDir)));
+    datasetFolder_ = edit;
     Field& f = addField(form, Kind::Text, edit, QStringLiteral("dataset.path"), tr("Folder"),
                         tr("dataset folder"),
-                        tr("The folder holding train-images-idx3-ubyte.gz, "
-                           "train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz and "
-                           "t10k-labels-idx1-ubyte.gz; empty: the default location"));
+                        tr("The folder holding the dataset's files (Fashion-MNIST's four IDX "
+                           "files, CIFAR's binary batches); empty: the default location"));
     f.get = [](const ProjectSettings& s) {
       return QVariant(QString::fromStdString(s.dataset.path));
     };
     f.set = [](ProjectSettings& s, const QVariant& v) {
       s.dataset.path = v.toString().trimmed().toStdString();
     };
-    f.applies = [](const ProjectSettings& s) {
-      return s.dataset.kind == DatasetKind::FashionMnist;
-    };
+    f.applies = [](const ProjectSettings& s) { return dataset_kind_info(s.dataset.kind).files; };
     auto* browse = new QPushButton(tr("Browse…"), host);
     browse->setObjectName(QStringLiteral("dataset.path.browse"));
-    browse->setToolTip(tr("Choose the Fashion-MNIST folder"));
+    browse->setToolTip(tr("Choose the dataset's folder"));
     besideEditor(f, browse);
     connect(browse, &QPushButton::clicked, this, [this, &f, edit] {
       const QString start =
           edit->text().isEmpty() ? QString::fromStdString(probe_.dir) : edit->text();
-      const QString dir =
-          QFileDialog::getExistingDirectory(this, tr("Fashion-MNIST folder"), start);
+      const QString dir = QFileDialog::getExistingDirectory(this, tr("Dataset folder"), start);
       if (dir.isEmpty()) return;
       edit->setText(dir);
       commit(f);
@@ -714,6 +712,11 @@ void TrainingSettingsPanel::refresh(bool reset) {
                           .arg(t.global_batch / ranks));
 
   const DatasetSpec& d = now.dataset;
+  const DatasetKindInfo& kind = dataset_kind_info(d.kind);
+  if (kind.files)
+    datasetFolder_->setPlaceholderText(
+        tr("default: $%1 or %2")
+            .arg(QLatin1String(kind.env_var), QString::fromStdString(default_dataset_dir(kind))));
   const QString channels = d.channels == 1 ? tr("1 channel") : tr("%1 channels").arg(d.channels);
   const QString shape =
       tr("%1×%2, %3, %4 classes").arg(d.height).arg(d.width).arg(channels).arg(d.classes);
@@ -857,7 +860,13 @@ void TrainingSettingsPanel::updateMessage(Field& field, const ProjectSettings& n
   if (!field.refused) {
     QString text = field.check ? field.check(now) : QString();
     // A dataset that cannot be read says so under the field that would fix it.
-    if (text.isEmpty() && !probe_.ok && field.key.toStdString() == probe_.field)
+    // (The folder field serves every kind with files, whatever its key in the file.)
+    const std::string key = field.key.toStdString();
+    if (text.isEmpty() && !probe_.ok &&
+        (key == probe_.field ||
+         (key == "dataset.path" &&
+          probe_.field ==
+              "dataset." + std::string(dataset_kind_info(now.dataset.kind).folder_key))))
       text = QString::fromStdString(probe_.problem);
     showMessage(field, text);
     return;

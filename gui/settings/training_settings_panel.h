@@ -19,6 +19,7 @@
 
 class QFormLayout;
 class QLabel;
+class QLineEdit;
 
 namespace tr::gui {
 
@@ -87,8 +88,9 @@ class TrainingSettingsPanel : public QWidget {
   ProjectSettings shown_;     // what the editors showed after the last refresh
   QLabel* devices_ = nullptr;
   QLabel* dataset_ = nullptr;
-  QWidget* host_ = nullptr;  // the form inside the scroll area
-  DatasetProbe probe_;       // the shown settings' dataset, looked at on every refresh
+  QLineEdit* datasetFolder_ = nullptr;  // its placeholder names the kind's default folder
+  QWidget* host_ = nullptr;             // the form inside the scroll area
+  DatasetProbe probe_;                  // the shown settings' dataset, looked at on every refresh
 };
 
 }  // namespace tr::gui

@@ -11,6 +11,11 @@ QStringList class_names(const DatasetSpec& dataset) {
             QStringLiteral("Dress"),       QStringLiteral("Coat"),    QStringLiteral("Sandal"),
             QStringLiteral("Shirt"),       QStringLiteral("Sneaker"), QStringLiteral("Bag"),
             QStringLiteral("Ankle boot")};
+  if (dataset.kind == DatasetKind::Cifar10 && dataset.classes == 10)
+    return {QStringLiteral("airplane"), QStringLiteral("automobile"), QStringLiteral("bird"),
+            QStringLiteral("cat"),      QStringLiteral("deer"),       QStringLiteral("dog"),
+            QStringLiteral("frog"),     QStringLiteral("horse"),      QStringLiteral("ship"),
+            QStringLiteral("truck")};
   QStringList names;
   for (int64_t c = 0; c < dataset.classes; ++c)
     names << QCoreApplication::translate("tr::gui::TrainingView", "class %1").arg(c);

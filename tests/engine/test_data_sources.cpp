@@ -20,6 +20,7 @@
 
 #include <renaissance/dataset_probe.h>
 #include <renaissance/error.h>
+#include "data/cifar.h"
 #include "data/dataset.h"
 #include "data/fashion_mnist.h"
 #include "data/idx_reader.h"
@@ -106,6 +107,31 @@ class EnvGuard {
 };
 
 const std::string kMini = std::string(TR_TEST_DATA) + "/idx/fashion-mini";
+
+// `n` CIFAR records (label bytes then planar pixels) whose pixels tell the
+// record, the plane and the position apart: record r, plane c, pixel i
+// holds (r * 7 + c * 50 + i) mod 256. Labels from `label(r)`.
+Bytes cifar_records(int n, const std::function<Bytes(int)>& label, int first = 0) {
+  Bytes out;
+  for (int r = first; r < first + n; ++r) {
+    const Bytes l = label(r);
+    out.insert(out.end(), l.begin(), l.end());
+    for (int c = 0; c < 3; ++c)
+      for (int i = 0; i < 1024; ++i)
+        out.push_back(static_cast<uint8_t>((r * 7 + c * 50 + i) % 256));
+  }
+  return out;
+}
+
+// A CIFAR-10 folder of five training batches of two records and a test batch of three.
+void write_cifar10(const std::string& d) {
+  std::filesystem::create_directories(d);
+  const auto label = [](int r) { return Bytes{static_cast<uint8_t>(r % 10)}; };
+  for (int b = 1; b <= 5; ++b)
+    write_plain(d + "/data_batch_" + std::to_string(b) + ".bin",
+                cifar_records(2, label, (b - 1) * 2));
+  write_plain(d + "/test_batch.bin", cifar_records(3, label, 100));
+}
 
 }  // namespace
 
@@ -397,13 +423,164 @@ class TestDataSources : public QObject {
     QCOMPARE(FashionMnistSource::file_path(d, Split::Val, false), d + "/t10k-labels-idx1-ubyte");
   }
 
+  // ---- CIFAR ----
+
+  void cifar10ReadsItsBinaryBatches() {
+    const std::string d = path("cifar10");
+    write_cifar10(d);
+    CifarSource src(DatasetKind::Cifar10, d);
+    QCOMPARE(src.size(Split::Train), int64_t{10});
+    QCOMPARE(src.size(Split::Val), int64_t{3});
+    QCOMPARE(src.classes(), int64_t{10});
+    QCOMPARE(src.sample_shape(), (Shape{1, 32, 32, 3}));
+    // The batches follow one another; planar pixels come out HWC.
+    std::vector<uint8_t> px(3072);
+    for (int64_t r : {0, 3, 9}) {
+      QCOMPARE(src.label(Split::Train, r), static_cast<int32_t>(r % 10));
+      src.read(Split::Train, r, px.data());
+      for (int64_t i : {0, 1, 33, 1023})
+        for (int64_t c = 0; c < 3; ++c)
+          QCOMPARE(px[static_cast<size_t>(i * 3 + c)],
+                   static_cast<uint8_t>((r * 7 + c * 50 + i) % 256));
+    }
+    src.read(Split::Val, 2, px.data());
+    QCOMPARE(px[3 * 5 + 1], static_cast<uint8_t>((102 * 7 + 50 + 5) % 256));
+    QCOMPARE(src.label(Split::Val, 2), int32_t{2});
+    QVERIFY(src.describe().find("CIFAR-10 from " + d) != std::string::npos);
+    // A prefix of each split, as for Fashion-MNIST.
+    CifarSource some(DatasetKind::Cifar10, d, 4, 1);
+    QCOMPARE(some.size(Split::Train), int64_t{4});
+    QCOMPARE(some.size(Split::Val), int64_t{1});
+    expect_usage_error([&] { CifarSource(DatasetKind::Cifar10, d, 11, 0); },
+                       {"the CIFAR-10 training set in " + d +
+                        " holds 10 images but \"dataset.train_size\" asks for 11"});
+  }
+
+  void cifar100TrainsOnFineLabels() {
+    const std::string d = path("cifar100");
+    std::filesystem::create_directories(d);
+    const auto label = [](int r) {
+      return Bytes{static_cast<uint8_t>(r % 20), static_cast<uint8_t>(40 + r)};
+    };
+    write_plain(d + "/train.bin", cifar_records(4, label));
+    write_plain(d + "/test.bin", cifar_records(2, label, 10));
+    CifarSource src(DatasetKind::Cifar100, d);
+    QCOMPARE(src.classes(), int64_t{100});
+    QCOMPARE(src.size(Split::Train), int64_t{4});
+    QCOMPARE(src.label(Split::Train, 3), int32_t{43});
+    QCOMPARE(src.label(Split::Val, 1), int32_t{51});
+    std::vector<uint8_t> px(3072);
+    src.read(Split::Train, 1, px.data());
+    QCOMPARE(px[2], static_cast<uint8_t>((7 + 100) % 256));  // the first pixel's blue
+    // Coarse labels are checked too, and a fine label past 99 names its record.
+    write_plain(d + "/test.bin", cifar_records(2, [](int r) {
+                  return Bytes{static_cast<uint8_t>(r == 1 ? 20 : 0), 5};
+                }));
+    expect_usage_error([&] { CifarSource(DatasetKind::Cifar100, d); },
+                       {d + "/test.bin: record 1 has coarse label 20; CIFAR-100's coarse labels "
+                            "are 0..19"});
+    write_plain(d + "/test.bin", cifar_records(2, [](int r) {
+                  return Bytes{0, static_cast<uint8_t>(r == 0 ? 100 : 5)};
+                }));
+    expect_usage_error([&] { CifarSource(DatasetKind::Cifar100, d); },
+                       {d + "/test.bin: record 0 has label 100; CIFAR-100 labels are 0..99"});
+  }
+
+  void cifarDamagedFilesAreNamed() {
+    const std::string d = path("cifar10-damaged");
+    write_cifar10(d);
+    // Cut off inside a record: not a whole number of records.
+    Bytes cut = read_plain(d + "/data_batch_3.bin");
+    cut.resize(cut.size() - 100);
+    write_plain(d + "/data_batch_3.bin", cut);
+    expect_usage_error([&] { CifarSource(DatasetKind::Cifar10, d); },
+                       {d + "/data_batch_3.bin is " + std::to_string(cut.size()) +
+                            " bytes, not a whole number of 3073-byte CIFAR-10 records",
+                        "not the Python or MATLAB ones"});
+    write_cifar10(d);
+    write_plain(d + "/data_batch_2.bin", cifar_records(2, [](int r) {
+                  return Bytes{static_cast<uint8_t>(r == 1 ? 10 : 3)};
+                }));
+    expect_usage_error([&] { CifarSource(DatasetKind::Cifar10, d); },
+                       {d + "/data_batch_2.bin: record 1 has label 10; CIFAR-10 labels are 0..9"});
+    write_cifar10(d);
+    std::filesystem::remove(d + "/test_batch.bin");
+    expect_usage_error([&] { CifarSource(DatasetKind::Cifar10, d, 0, 0, "the hint"); },
+                       {d + "/test_batch.bin: no such file; the hint"});
+    write_plain(d + "/test_batch.bin", {});
+    expect_usage_error([&] { CifarSource(DatasetKind::Cifar10, d); },
+                       {d + "/test_batch.bin is 0 bytes"});
+  }
+
+  // Through load_dataset and the probe: where the folder comes from, how to
+  // get the files when they are missing, and the same verdicts from the probe.
+  void cifarThroughTheLoaderAndTheProbe() {
+    EnvGuard guard("TR_CIFAR10_DIR");
+    unsetenv("TR_CIFAR10_DIR");
+    const std::string d = path("cifar10-loader");
+    write_cifar10(d);
+    DatasetSpec spec;
+    spec.kind = DatasetKind::Cifar10;
+    spec.height = spec.width = 32;
+    spec.channels = 3;
+    spec.train_size = spec.val_size = 0;
+    spec.path = d;
+    auto src = load_dataset(spec);
+    QCOMPARE(src->size(Split::Train), int64_t{10});
+    QCOMPARE(src->classes(), int64_t{10});
+    DatasetProbe p = probe_dataset(spec);
+    QVERIFY2(p.ok, p.problem.c_str());
+    QCOMPARE(p.train_size, int64_t{10});
+    QCOMPARE(p.val_size, int64_t{3});
+    QCOMPARE(p.origin, std::string("\"dataset.dir\""));
+    spec.train_size = 50000;
+    p = probe_dataset(spec);
+    QVERIFY(!p.ok);
+    QCOMPARE(p.field, std::string("dataset.train_size"));
+    expect_usage_error([&] { load_dataset(spec); }, {"holds 10 images"});
+    spec.train_size = 0;
+    // The environment names the folder when the project does not; else the default.
+    spec.path.clear();
+    setenv("TR_CIFAR10_DIR", d.c_str(), 1);
+    QCOMPARE(resolve_dataset_dir(spec).origin, std::string("$TR_CIFAR10_DIR"));
+    QVERIFY(probe_dataset(spec).ok);
+    unsetenv("TR_CIFAR10_DIR");
+    QVERIFY(resolve_dataset_dir(spec).dir.find("cifar-10-batches-bin") != std::string::npos);
+    // A folder without the files: the message says where they come from.
+    const std::string empty = path("cifar10-empty");
+    std::filesystem::create_directories(empty);
+    spec.path = empty;
+    expect_usage_error(
+        [&] { load_dataset(spec); },
+        {empty + "/data_batch_1.bin: no such file", "cifar-10-binary.tar.gz",
+         "https://www.cs.toronto.edu/~kriz/cifar.html", "set \"dataset.dir\" (or $TR_CIFAR10_DIR)",
+         "this folder came from \"dataset.dir\""});
+    p = probe_dataset(spec);
+    QVERIFY(!p.ok);
+    QVERIFY2(p.problem.find(empty + "/data_batch_1.bin: no such file") != std::string::npos,
+             p.problem.c_str());
+    spec.path = path("cifar10-absent");
+    p = probe_dataset(spec);
+    QVERIFY(!p.ok);
+    QCOMPARE(p.field, std::string("dataset.dir"));
+    QVERIFY2(p.problem.find("the CIFAR-10 folder " + spec.path +
+                            " (from \"dataset.dir\") does not exist") != std::string::npos,
+             p.problem.c_str());
+    // The spec must agree with what the files are.
+    spec.path = d;
+    spec.channels = 1;
+    expect_usage_error([&] { load_dataset(spec); },
+                       {"holds 32x32x3 images but \"dataset\" says 32x32x1"});
+  }
+
   void fashionMissingFolderSaysHowToFixIt() {
     const std::string d = path("no-dataset-here");
     DatasetSpec spec;
     spec.path = d;
     expect_usage_error([&] { load_dataset(spec); },
                        {d + "/train-images-idx3-ubyte.gz: missing: no such file (install the "
-                            "Debian package dataset-fashion-mnist or set \"dataset.path\"",
+                            "Debian package dataset-fashion-mnist; set \"dataset.path\" (or "
+                            "$TR_FASHION_MNIST_DIR) to the folder that holds them",
                         "this folder came from \"dataset.path\""});
     expect_usage_error([&] { load_dataset(DatasetSpec{}, d); },
                        {d + "/train-images-idx3-ubyte.gz: missing", "came from the command line"});
@@ -479,14 +656,14 @@ class TestDataSources : public QObject {
     EnvGuard guard(kFashionMnistEnvVar);
     unsetenv(kFashionMnistEnvVar);
     DatasetSpec spec;
-    QCOMPARE(resolve_fashion_mnist_dir(spec).dir, std::string(kFashionMnistDefaultDir));
-    QCOMPARE(resolve_fashion_mnist_dir(spec).origin, std::string("the default location"));
+    QCOMPARE(resolve_dataset_dir(spec).dir, std::string(kFashionMnistDefaultDir));
+    QCOMPARE(resolve_dataset_dir(spec).origin, std::string("the default location"));
     setenv(kFashionMnistEnvVar, "/from/env", 1);
-    QCOMPARE(resolve_fashion_mnist_dir(spec).dir, std::string("/from/env"));
-    QCOMPARE(resolve_fashion_mnist_dir(spec).origin, std::string("$TR_FASHION_MNIST_DIR"));
+    QCOMPARE(resolve_dataset_dir(spec).dir, std::string("/from/env"));
+    QCOMPARE(resolve_dataset_dir(spec).origin, std::string("$TR_FASHION_MNIST_DIR"));
     spec.path = "/from/spec";
-    QCOMPARE(resolve_fashion_mnist_dir(spec).dir, std::string("/from/spec"));
-    QCOMPARE(resolve_fashion_mnist_dir(spec, "/from/cli").dir, std::string("/from/cli"));
+    QCOMPARE(resolve_dataset_dir(spec).dir, std::string("/from/spec"));
+    QCOMPARE(resolve_dataset_dir(spec, "/from/cli").dir, std::string("/from/cli"));
     setenv(kFashionMnistEnvVar, kMini.c_str(), 1);
     DatasetSpec from_env;
     from_env.train_size = from_env.val_size = 0;

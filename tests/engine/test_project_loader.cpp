@@ -319,6 +319,13 @@ const std::vector<BrokenCase>& broken_cases() {
       {"no_train_variant.json", "variants", "", 0, {"exactly one", "train"}},
       {"duplicate_variant_name.json", "variants[1].name", "", 0, {"duplicate variant name"}},
       {"fashion_with_height.json", "dataset.height", "", 0, {"only for synthetic datasets"}},
+      {"cifar_with_path.json", "dataset.path", "", 0,
+       {"not a key of cifar-10 datasets; CIFAR-10's folder is \"dataset.dir\""}},
+      {"fashion_with_dir.json", "dataset.dir", "", 0,
+       {"not a key of fashion-mnist datasets; Fashion-MNIST's folder is \"dataset.path\""}},
+      {"cifar_with_classes.json", "dataset.classes", "", 0,
+       {"only for synthetic datasets; CIFAR-100 is always 32x32x3 with 100 classes, 50000 "
+        "training and 10000 validation images"}},
       {"std_wrong_count.json", "dataset.std", "", 0, {"expected 3 values", "got 2"}},
       {"std_zero.json", "dataset.std[0]", "", 0, {"> 0"}},
       {"dataset_kind_bad.json", "dataset.kind", "", 0, {"unknown dataset kind \"cifar10\""}},
@@ -464,6 +471,34 @@ class TestProjectLoader : public QObject {
     // A validation set of 6,400 takes the per-device training batch as it is.
     text.insert(text.rfind('}'), R"(, "dataset": {"kind": "synthetic", "val_size": 6400})");
     QCOMPARE(parse_project(text, "t.json").variants[2].batch, int64_t{64});
+  }
+
+  // CIFAR's shape, classes, sizes and usual statistics come with its kind;
+  // its folder is "dir", written back as it was read.
+  void cifarKindsFixTheirShapeAndStatistics() {
+    std::string text = kMinimal;
+    const std::string fashion_input = R"("height": 28, "width": 28, "channels": 1)";
+    text.replace(text.find(fashion_input), fashion_input.size(),
+                 R"("height": 32, "width": 32, "channels": 3)");
+    text.insert(text.rfind('}'), R"(, "dataset": {"kind": "cifar-10", "dir": "/data/cifar-10"})");
+    Project p = parse_project(text, "c.json");
+    QCOMPARE(p.dataset.kind, DatasetKind::Cifar10);
+    QCOMPARE(p.dataset.path, std::string("/data/cifar-10"));
+    QCOMPARE(p.dataset.height, int64_t{32});
+    QCOMPARE(p.dataset.channels, int64_t{3});
+    QCOMPARE(p.dataset.classes, int64_t{10});
+    QCOMPARE(p.dataset.train_size, int64_t{50000});
+    QCOMPARE(p.dataset.mean, (std::vector<double>{0.4914, 0.4822, 0.4465}));
+    const std::string out = project_to_json(p);
+    QVERIFY2(out.find(R"("kind": "cifar-10")") != std::string::npos &&
+                 out.find(R"("dir": "/data/cifar-10")") != std::string::npos &&
+                 out.find(R"("path")") == std::string::npos,
+             out.c_str());
+    QCOMPARE(project_to_json(parse_project(out, "c.json")), out);
+    text.replace(text.find("\"cifar-10\""), 10, "\"cifar-100\"");
+    p = parse_project(text, "c.json");
+    QCOMPARE(p.dataset.kind, DatasetKind::Cifar100);
+    QCOMPARE(p.dataset.classes, int64_t{100});
   }
 
   void explicitVariantsMayOmitValidation() {

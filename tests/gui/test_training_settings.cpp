@@ -283,6 +283,42 @@ class TestTrainingSettings : public QObject {
     QVERIFY(p.message("dataset.std").isEmpty());
   }
 
+  // CIFAR-10 comes with its shape, classes and usual statistics; its folder
+  // is the same field, which says where it is looked for and shows the
+  // probe's problem when the files are not there. One undo step goes back.
+  void choosingCifarTakesItsShapeAndNamesItsFolder() {
+    Panel p;
+    auto* kind = p.editor<QComboBox>("dataset.kind");
+    kind->setCurrentIndex(kind->findText(QStringLiteral("CIFAR-10")));
+    const DatasetSpec& d = p.doc.project().dataset;
+    QCOMPARE(d.kind, DatasetKind::Cifar10);
+    QCOMPARE(d.height, int64_t{32});
+    QCOMPARE(d.channels, int64_t{3});
+    QCOMPARE(d.classes, int64_t{10});
+    QCOMPARE(d.train_size, int64_t{50000});
+    QCOMPARE(p.editor<QLineEdit>("dataset.mean")->text(), QStringLiteral("0.4914, 0.4822, 0.4465"));
+    QVERIFY(p.shown("dataset.path"));
+    QVERIFY(!p.shown("dataset.height"));
+    auto* folder = p.editor<QLineEdit>("dataset.path");
+    QVERIFY2(folder->placeholderText().contains(QStringLiteral("TR_CIFAR10_DIR")),
+             qPrintable(folder->placeholderText()));
+    const QString absent = QDir::tempPath() + QStringLiteral("/tr-no-cifar-here");
+    type(folder, absent);
+    QCOMPARE(p.doc.project().dataset.path, absent.toStdString());
+    QVERIFY2(p.message("dataset.path").contains(QStringLiteral("CIFAR-10 folder ") + absent),
+             qPrintable(p.message("dataset.path")));
+    QVERIFY(p.message("dataset.path").contains(QStringLiteral("cifar-10-binary.tar.gz")));
+    // Saved with its own folder key, and read back the same.
+    const Project back = parse_project(project_to_json(p.doc.project()), "t.json");
+    QCOMPARE(back.dataset.kind, DatasetKind::Cifar10);
+    QCOMPARE(back.dataset.path, absent.toStdString());
+    p.stack()->undo();
+    p.stack()->undo();
+    QCOMPARE(p.doc.project().dataset.kind, DatasetKind::FashionMnist);
+    QCOMPARE(p.doc.project().dataset.channels, int64_t{1});
+    QCOMPARE(p.editor<QLineEdit>("dataset.mean")->text(), QStringLiteral("0.286041"));
+  }
+
   void settingsRoundTripThroughAFile() {
     Panel p;
     p.useDevices("cpu:2");

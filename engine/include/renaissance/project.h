@@ -64,11 +64,12 @@ struct ModelGraph {
   int find(const std::string& id) const;  // -1 when absent
 };
 
-enum class DatasetKind { FashionMnist, Synthetic };
+enum class DatasetKind { FashionMnist, Synthetic, Cifar10, Cifar100 };
 
 struct DatasetSpec {
   DatasetKind kind = DatasetKind::FashionMnist;
-  std::string path;  // Fashion-MNIST folder; empty: the Debian package's location
+  std::string
+      path;  // the folder of a dataset read from files; empty: its default (dataset_kinds.h)
   int64_t height = 28, width = 28, channels = 1, classes = 10;
   int64_t train_size = 60000, val_size = 10000;
   std::vector<double> mean{0.286041}, std{0.353024};  // per channel
