@@ -10,6 +10,7 @@ packages=(
   xvfb xauth
   libdnnl-dev ocl-icd-opencl-dev libopenblas-dev
   nlohmann-json3-dev libsqlite3-dev zlib1g-dev
+  libonnx-dev libprotobuf-dev python3-onnx
   dataset-fashion-mnist
 )
 

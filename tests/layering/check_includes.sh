@@ -21,13 +21,14 @@ declare -A allowed=(
   [engine/backends/cuda]="core model plan compile data runtime net backends backends/cuda"
   [engine/store]="core model store"
   [engine/net]="core model plan compile net"
+  [engine/onnx]="core model onnx"
   [engine/setup]="core model plan compile data runtime backends backends/cpu net store setup"
   # its own files (device scan, CUDA loader) are built into tr_setup, above the CPU backend
   [engine/backends]="core model plan compile data runtime backends backends/cpu net"
   [engine/cli]=""
   [gui]=""
 )
-layers="core|model|plan|compile|data|runtime|backends|store|net|setup"
+layers="core|model|plan|compile|data|runtime|backends|store|net|onnx|setup"
 
 bad=0
 checked=0

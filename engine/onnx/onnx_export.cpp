@@ -1,0 +1,404 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The ONNX writer: walks the analysed model in topological order, turning
+// each NHWC layer into ONNX's NCHW operators with the checkpoint's weights
+// re-laid out: convolution kernels [O,KH,KW,I] -> [O,I,KH,KW], and the first
+// Linear after a spatial tensor with its columns reordered from our HWC
+// flatten order to ONNX's CHW one.
+#include <renaissance/onnx_export.h>
+
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <system_error>
+#include <vector>
+
+#include <renaissance/error.h>
+#include <renaissance/layer_spec.h>
+#include <renaissance/shape_inference.h>
+
+namespace tr {
+
+namespace {
+
+constexpr int64_t kOpset = 13;
+constexpr int64_t kIrVersion = 7;  // the IR of opset 13
+
+// The checkpoint's tensors by name in the series that matter here.
+class Weights {
+ public:
+  Weights(const Checkpoint& c, bool ema) {
+    for (const CheckpointTensor& t : c.tensors) {
+      if (t.region.rfind("W_", 0) == 0) master_[t.name] = &t;
+      if (t.region.rfind("E_", 0) == 0) ema_[t.name] = &t;
+      if (t.region == "B_PREV_MEAN" || t.region == "B_PREV_VAR") stats_[t.name] = &t;
+    }
+    use_ema_ = ema && !ema_.empty();
+  }
+  bool used_ema() const { return use_ema_; }
+
+  // `name`'s values, checked to hold `count` of them.
+  const std::vector<float>& get(const std::string& name, int64_t count) const {
+    const CheckpointTensor* t = find(name);
+    if (!t)
+      throw UsageError("the checkpoint has no tensor '" + name +
+                       "': it was saved from another model (train this project, or export with "
+                       "the project the checkpoint came from)");
+    if (static_cast<int64_t>(t->values.size()) != count)
+      throw UsageError("the checkpoint's '" + name + "' holds " + std::to_string(t->values.size()) +
+                       " values but the project's layer needs " + std::to_string(count) +
+                       ": the checkpoint is from another version of the model");
+    return t->values;
+  }
+
+ private:
+  const CheckpointTensor* find(const std::string& name) const {
+    if (auto s = stats_.find(name); s != stats_.end()) return s->second;
+    if (use_ema_)
+      if (auto e = ema_.find(name); e != ema_.end()) return e->second;
+    auto m = master_.find(name);
+    return m == master_.end() ? nullptr : m->second;
+  }
+  std::map<std::string, const CheckpointTensor*> master_, ema_, stats_;
+  bool use_ema_ = false;
+};
+
+class Writer {
+ public:
+  explicit Writer(const Weights& w) : weights_(w) {}
+
+  onnx::GraphProto& graph() { return graph_; }
+  int64_t nodes() const { return graph_.node_size(); }
+  int64_t initializers() const { return graph_.initializer_size(); }
+  int64_t parameters() const { return parameters_; }
+
+  void initializer(const std::string& name, const std::vector<int64_t>& dims,
+                   const std::vector<float>& values) {
+    onnx::TensorProto* t = graph_.add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    t->set_raw_data(values.data(), values.size() * sizeof(float));
+    parameters_ += static_cast<int64_t>(values.size());
+  }
+  std::string scalar(const std::string& name, float v) {
+    initializer(name, {}, {v});
+    return name;
+  }
+
+  onnx::NodeProto& node(const std::string& op, const std::string& name,
+                        const std::vector<std::string>& in, const std::string& out) {
+    onnx::NodeProto* n = graph_.add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (const std::string& i : in) n->add_input(i);
+    n->add_output(out);
+    return *n;
+  }
+  static void ints(onnx::NodeProto& n, const char* name, const std::vector<int64_t>& v) {
+    onnx::AttributeProto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  }
+  static void integer(onnx::NodeProto& n, const char* name, int64_t v) {
+    onnx::AttributeProto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  static void real(onnx::NodeProto& n, const char* name, double v) {
+    onnx::AttributeProto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(static_cast<float>(v));
+  }
+
+  const Weights& weights() const { return weights_; }
+
+ private:
+  const Weights& weights_;
+  onnx::GraphProto graph_;
+  int64_t parameters_ = 0;
+};
+
+void value_info(onnx::ValueInfoProto* v, const std::string& name,
+                const std::vector<std::string>& symbolic, const std::vector<int64_t>& dims) {
+  v->set_name(name);
+  onnx::TypeProto_Tensor* t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::FLOAT);
+  onnx::TensorShapeProto* s = t->mutable_shape();
+  for (const std::string& d : symbolic) s->add_dim()->set_dim_param(d);
+  for (int64_t d : dims) s->add_dim()->set_dim_value(d);
+}
+
+// [O, KH, KW, I] -> [O, I, KH, KW]
+std::vector<float> kernel_to_oihw(const std::vector<float>& v, int64_t o, int64_t kh, int64_t kw,
+                                  int64_t i) {
+  std::vector<float> out(v.size());
+  for (int64_t a = 0; a < o; ++a)
+    for (int64_t y = 0; y < kh; ++y)
+      for (int64_t x = 0; x < kw; ++x)
+        for (int64_t c = 0; c < i; ++c)
+          out[static_cast<size_t>(((a * i + c) * kh + y) * kw + x)] =
+              v[static_cast<size_t>(((a * kh + y) * kw + x) * i + c)];
+  return out;
+}
+
+// Columns of a [out, h*w*c] matrix from HWC order to CHW order.
+std::vector<float> columns_to_chw(const std::vector<float>& v, int64_t out, const Shape& s) {
+  const int64_t n = s.h * s.w * s.c;
+  std::vector<float> r(v.size());
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t y = 0; y < s.h; ++y)
+      for (int64_t x = 0; x < s.w; ++x)
+        for (int64_t c = 0; c < s.c; ++c)
+          r[static_cast<size_t>(o * n + (c * s.h + y) * s.w + x)] =
+              v[static_cast<size_t>(o * n + (y * s.w + x) * s.c + c)];
+  return r;
+}
+
+}  // namespace
+
+OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoint,
+                              const std::string& path, const OnnxExportOptions& options) {
+  const ModelAnalysis a = analyze_model(project, 1);
+  require_valid(a);
+  const ModelGraph& g = project.model;
+  const Weights weights(checkpoint, options.ema && project.training.ema);
+  Writer w(weights);
+  onnx::GraphProto& graph = w.graph();
+  graph.set_name(project.name);
+
+  // Each node's output value, and whether it is a [N, features] matrix (true
+  // after Flatten and Linear) or an NCHW image.
+  std::vector<std::string> value(g.nodes.size());
+  std::vector<bool> flat(g.nodes.size(), false);
+  // For a flat value: the NHWC shape whose HWC order its features are in.
+  std::vector<Shape> features_of(g.nodes.size());
+  auto input_of = [&](int node, int port) {
+    const PortRef& r = a.source_of(node, port);
+    return r.node;
+  };
+
+  const LayerNode& in_node = g.nodes[static_cast<size_t>(a.input_node)];
+  const Shape in_shape = a.nodes[static_cast<size_t>(a.input_node)].output;
+  value[static_cast<size_t>(a.input_node)] = in_node.id;
+  value_info(graph.add_input(), in_node.id, {"N"}, {in_shape.c, in_shape.h, in_shape.w});
+
+  int logits_node = -1;
+  for (int i : a.order) {
+    const LayerNode& n = g.nodes[static_cast<size_t>(i)];
+    const NodeAnalysis& na = a.nodes[static_cast<size_t>(i)];
+    const size_t k = static_cast<size_t>(i);
+    if (n.type == LayerType::Input) continue;
+    const int src = input_of(i, 0);
+    const std::string x = value[static_cast<size_t>(src)];
+    const std::string& id = n.id;
+    const LayerParams& p = n.params;
+    flat[k] = flat[static_cast<size_t>(src)];
+    features_of[k] = features_of[static_cast<size_t>(src)];
+    value[k] = id;
+    switch (n.type) {
+      case LayerType::Input:
+        break;
+      case LayerType::Conv2d: {
+        const Shape s = na.inputs[0];
+        const int64_t ig = s.c / p.groups;
+        const std::vector<float>& kernel =
+            weights.get(id + ".weight", p.out_channels * p.kernel_h * p.kernel_w * ig);
+        w.initializer(id + ".weight", {p.out_channels, ig, p.kernel_h, p.kernel_w},
+                      kernel_to_oihw(kernel, p.out_channels, p.kernel_h, p.kernel_w, ig));
+        std::vector<std::string> ins{x, id + ".weight"};
+        if (p.bias) {
+          w.initializer(id + ".bias", {p.out_channels}, weights.get(id + ".bias", p.out_channels));
+          ins.push_back(id + ".bias");
+        }
+        onnx::NodeProto& c = w.node("Conv", id, ins, id);
+        Writer::ints(c, "kernel_shape", {p.kernel_h, p.kernel_w});
+        Writer::ints(c, "strides", {p.stride_h, p.stride_w});
+        Writer::ints(c, "pads", {p.pad_h, p.pad_w, p.pad_h, p.pad_w});
+        Writer::ints(c, "dilations", {1, 1});
+        Writer::integer(c, "group", p.groups);
+        break;
+      }
+      case LayerType::BatchNorm2d: {
+        const int64_t c = na.inputs[0].c;
+        for (const char* part : {".weight", ".bias", ".running_mean", ".running_var"})
+          w.initializer(id + part, {c}, weights.get(id + part, c));
+        onnx::NodeProto& b = w.node(
+            "BatchNormalization", id,
+            {x, id + ".weight", id + ".bias", id + ".running_mean", id + ".running_var"}, id);
+        Writer::real(b, "epsilon", p.eps);
+        Writer::real(b, "momentum", 1.0 - p.momentum);  // ONNX weighs the old estimate
+        break;
+      }
+      case LayerType::ReLU:
+        w.node("Relu", id, {x}, id);
+        break;
+      case LayerType::Tanh:
+        w.node("Tanh", id, {x}, id);
+        break;
+      case LayerType::Sigmoid:
+        w.node("Sigmoid", id, {x}, id);
+        break;
+      case LayerType::SiLU:
+        w.node("Sigmoid", id + "/sigmoid", {x}, id + "/sigmoid");
+        w.node("Mul", id, {x, id + "/sigmoid"}, id);
+        break;
+      case LayerType::GELU: {
+        // 0.5 x (1 + erf(x / sqrt 2)), as our kernels compute it
+        w.node("Div", id + "/scaled", {x, w.scalar(id + "/sqrt2", std::sqrt(2.0f))},
+               id + "/scaled");
+        w.node("Erf", id + "/erf", {id + "/scaled"}, id + "/erf");
+        w.node("Add", id + "/one_plus", {id + "/erf", w.scalar(id + "/one", 1.0f)},
+               id + "/one_plus");
+        w.node("Mul", id + "/times_x", {x, id + "/one_plus"}, id + "/times_x");
+        w.node("Mul", id, {id + "/times_x", w.scalar(id + "/half", 0.5f)}, id);
+        break;
+      }
+      case LayerType::ReLU6:
+        w.node("Clip", id, {x, w.scalar(id + "/min", 0.0f), w.scalar(id + "/max", 6.0f)}, id);
+        break;
+      case LayerType::LeakyReLU:
+        Writer::real(w.node("LeakyRelu", id, {x}, id), "alpha", p.negative_slope);
+        break;
+      case LayerType::MaxPool2d:
+      case LayerType::AvgPool2d: {
+        const bool max = n.type == LayerType::MaxPool2d;
+        onnx::NodeProto& q = w.node(max ? "MaxPool" : "AveragePool", id, {x}, id);
+        Writer::ints(q, "kernel_shape", {p.kernel_h, p.kernel_w});
+        Writer::ints(q, "strides", {p.stride_h, p.stride_w});
+        Writer::ints(q, "pads", {p.pad_h, p.pad_w, p.pad_h, p.pad_w});
+        if (!max) Writer::integer(q, "count_include_pad", 1);  // as torch's default and ours
+        break;
+      }
+      case LayerType::GlobalAvgPool:
+        w.node("GlobalAveragePool", id, {x}, id);
+        break;
+      case LayerType::Dropout:
+        w.node("Identity", id, {x}, id);  // inference: no dropout
+        break;
+      case LayerType::Flatten:
+        if (!flat[k]) {
+          features_of[k] = na.inputs[0];
+          flat[k] = true;
+        }
+        Writer::integer(w.node("Flatten", id, {x}, id), "axis", 1);
+        break;
+      case LayerType::Linear: {
+        std::string in = x;
+        Shape order = features_of[k];
+        if (!flat[k]) {  // a Linear reading an image flattens it first
+          order = na.inputs[0];
+          Writer::integer(w.node("Flatten", id + "/flatten", {x}, id + "/flatten"), "axis", 1);
+          in = id + "/flatten";
+        }
+        const Shape s = na.inputs[0];
+        const int64_t features = s.h * s.w * s.c, out = p.out_channels;
+        std::vector<float> matrix = weights.get(id + ".weight", out * features);
+        // Our flatten order is HWC, ONNX's CHW: the same only without extent.
+        if (order.h * order.w > 1 && order.c > 1) matrix = columns_to_chw(matrix, out, order);
+        w.initializer(id + ".weight", {out, features}, matrix);
+        std::vector<std::string> ins{in, id + ".weight"};
+        if (p.bias) {
+          w.initializer(id + ".bias", {out}, weights.get(id + ".bias", out));
+          ins.push_back(id + ".bias");
+        }
+        Writer::integer(w.node("Gemm", id, ins, id), "transB", 1);
+        flat[k] = true;
+        features_of[k] = Shape{1, 1, 1, out};
+        break;
+      }
+      case LayerType::Add: {
+        std::vector<std::string> ins;
+        for (int port = 0; port < layer_input_ports(n); ++port)
+          ins.push_back(value[static_cast<size_t>(input_of(i, port))]);
+        w.node("Add", id, ins, id);
+        break;
+      }
+      case LayerType::Concat: {
+        std::vector<std::string> ins;
+        for (int port = 0; port < layer_input_ports(n); ++port)
+          ins.push_back(value[static_cast<size_t>(input_of(i, port))]);
+        Writer::integer(w.node("Concat", id, ins, id), "axis", 1);  // channels, or features
+        break;
+      }
+      case LayerType::SoftmaxCrossEntropy:
+        logits_node = src;
+        break;
+    }
+  }
+  if (logits_node < 0) throw UsageError(project.name + ": the model has no loss to export from");
+  const int64_t classes = a.nodes[static_cast<size_t>(logits_node)].output.c;
+  const std::string output = options.softmax ? "probabilities" : "logits";
+  const std::string logits = value[static_cast<size_t>(logits_node)];
+  if (!flat[static_cast<size_t>(logits_node)]) {
+    Writer::integer(w.node("Flatten", "logits/flatten", {logits}, "logits/flatten"), "axis", 1);
+  }
+  const std::string last = flat[static_cast<size_t>(logits_node)] ? logits : "logits/flatten";
+  if (options.softmax)
+    Writer::integer(w.node("Softmax", "softmax", {last}, output), "axis", 1);
+  else
+    w.node("Identity", "logits", {last}, output);
+  value_info(graph.add_output(), output, {"N"}, {classes});
+
+  onnx::ModelProto model;
+  model.set_ir_version(kIrVersion);
+  model.set_producer_name("Renaissance Workbench");
+  model.set_producer_version(TR_VERSION);
+  model.set_model_version(checkpoint.position.step);
+  model.set_doc_string(project.description);
+  onnx::OperatorSetIdProto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(kOpset);
+  auto meta = [&](const std::string& key, const std::string& v) {
+    onnx::StringStringEntryProto* e = model.add_metadata_props();
+    e->set_key(key);
+    e->set_value(v);
+  };
+  auto list = [](const std::vector<double>& v) {
+    std::string s;
+    for (double d : v) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.9g", d);
+      s += (s.empty() ? "" : ",") + std::string(buf);
+    }
+    return s;
+  };
+  meta("renaissance.project", project.name);
+  meta("renaissance.input", "NCHW float, normalised: (pixel / 255 - mean) / std per channel");
+  meta("renaissance.mean", list(project.dataset.mean));
+  meta("renaissance.std", list(project.dataset.std));
+  meta("renaissance.step", std::to_string(checkpoint.position.step));
+  meta("renaissance.weights", weights.used_ema() ? "ema" : "master");
+  *model.mutable_graph() = std::move(graph);
+
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw UsageError(path + ": cannot be written (the folder is missing or read-only)");
+    if (!model.SerializeToOstream(&out) || !out.flush())
+      throw UsageError(path + ": writing failed (the disk may be full)");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw UsageError(path + ": cannot be written (" + ec.message() + ")");
+  }
+  OnnxExportSummary s;
+  s.nodes = model.graph().node_size();
+  s.initializers = model.graph().initializer_size();
+  s.parameters = w.parameters();
+  s.used_ema = weights.used_ema();
+  s.input = in_node.id;
+  s.output = output;
+  s.classes = classes;
+  return s;
+}
+
+}  // namespace tr
