@@ -45,6 +45,7 @@
 #include "designer/properties_panel.h"
 #include "device_selector.h"
 #include "memory/memory_view.h"
+#include "onnx_export_file.h"
 #include "problems_panel.h"
 #include "project_document.h"
 #include "runs/runs_view.h"
@@ -350,6 +351,22 @@ QString MainWindow::defaultProjectPath() {
   return {};
 }
 
+void MainWindow::onExportOnnx() {
+  const QString checkpoint =
+      QFileDialog::getOpenFileName(this, tr("Export ONNX: the checkpoint with the weights"),
+                                   QString(), tr("Checkpoints (*.ckpt);;All files (*)"));
+  if (checkpoint.isEmpty()) return;
+  const QString name = QString::fromStdString(doc_->project().name) + QStringLiteral(".onnx");
+  const QString out = QFileDialog::getSaveFileName(
+      this, tr("Export ONNX"), QFileInfo(checkpoint).dir().filePath(name), tr("ONNX (*.onnx)"));
+  if (out.isEmpty()) return;
+  QString message;
+  if (export_onnx_file(doc_->project(), checkpoint, out, &message))
+    showStatus(message, 10000);
+  else
+    QMessageBox::warning(this, tr("Export ONNX"), message);
+}
+
 QAction* MainWindow::action(const QString& name) const {
   return findChild<QAction*>(name);
 }
@@ -367,6 +384,7 @@ void MainWindow::createActions() {
   make("open", tr("&Open…"), {QKeySequence::Open}, [this] { onOpen(); });
   make("save", tr("&Save"), {QKeySequence::Save}, [this] { onSave(); });
   make("saveAs", tr("Save &As…"), {QKeySequence::SaveAs}, [this] { onSaveAs(); });
+  make("exportOnnx", tr("Export &ONNX…"), {}, [this] { onExportOnnx(); });
   make("quit", tr("&Quit"), {QKeySequence::Quit}, [this] { close(); });
   make("compile", tr("&Compile"), {QKeySequence(Qt::Key_F5), QKeySequence(tr("Ctrl+B"))},
        [this] { onCompile(); });
@@ -455,6 +473,7 @@ void MainWindow::createMenus() {
   file->addSeparator();
   file->addAction(action("save"));
   file->addAction(action("saveAs"));
+  file->addAction(action("exportOnnx"));
   file->addSeparator();
   file->addAction(action("quit"));
 

@@ -106,6 +106,7 @@ class MainWindow : public QMainWindow {
 
  private:
   void createActions();
+  void onExportOnnx();
   void createMenus();
   void rebuildRecentMenu();
   void addRecent(const QString& path);

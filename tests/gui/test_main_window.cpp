@@ -13,6 +13,7 @@
 #include <QFile>
 #include <QImage>
 #include <QLineEdit>
+#include <QProcess>
 #include <QSettings>
 #include <QSpinBox>
 #include <QTabWidget>
@@ -34,6 +35,7 @@
 #include "main_window.h"
 #include "memory/memory_view.h"
 #include "memory/region_bands.h"
+#include "onnx_export_file.h"
 #include "plot/curve_plot.h"
 #include "problems_panel.h"
 #include "project_document.h"
@@ -253,6 +255,7 @@ class TestMainWindow : public QObject {
     QTest::newRow("bn-cnn") << "cnn-bn-fashion" << 65834LL;
     QTest::newRow("resnet8") << "resnet8-fashion" << 77754LL;
     QTest::newRow("resnet20") << "resnet20" << 272474LL;
+    QTest::newRow("resnet20-cifar10") << "resnet20-cifar10" << 272474LL;
     QTest::newRow("vgg") << "vgg-fashion" << 467818LL;
   }
 
@@ -268,6 +271,36 @@ class TestMainWindow : public QObject {
     QVERIFY(win.w.memoryView()->compiled());
     QVERIFY(!win.w.newFromTemplate(QStringLiteral("nope"), &error));
     QVERIFY(error.contains("nope"));
+  }
+
+  // File > Export ONNX, without its dialogs: the open design with a
+  // checkpoint's weights; a checkpoint of another project is refused.
+  void exportOnnxWritesTheDesignWithACheckpoint() {
+    Window win;
+    QAction* a = win.w.action(QStringLiteral("exportOnnx"));
+    QVERIFY(a && a->isEnabled());
+    QTemporaryDir dir;
+    QProcess train;
+    train.start(QStringLiteral(TR_CLI),
+                {"train", MainWindow::defaultProjectPath(), "--max-steps", "2", "--no-store",
+                 "--no-validation", "--checkpoint-dir", dir.path()});
+    QVERIFY(train.waitForFinished(120000) && train.exitCode() == 0);
+    const QString ckpt = dir.filePath(QStringLiteral("lenet-fashion-step2.ckpt"));
+    const QString out = dir.filePath(QStringLiteral("lenet.onnx"));
+    QString message;
+    QVERIFY2(export_onnx_file(win.doc()->project(), ckpt, out, &message), qPrintable(message));
+    QVERIFY2(message.startsWith(QStringLiteral("Exported ") + out), qPrintable(message));
+    QVERIFY(message.contains(QStringLiteral("61706 parameters")));
+    QVERIFY(QFileInfo(out).size() > 61706 * 4);
+    QString error;
+    QVERIFY(win.w.newFromTemplate(QStringLiteral("cnn-bn-fashion"), &error));
+    QVERIFY(!export_onnx_file(win.doc()->project(), ckpt, dir.filePath("other.onnx"), &message));
+    QVERIFY2(message.contains(QStringLiteral("is a checkpoint of 'lenet-fashion', not of the open "
+                                             "project 'cnn-bn-fashion'")),
+             qPrintable(message));
+    QVERIFY(!QFile::exists(dir.filePath("other.onnx")));
+    QVERIFY(!export_onnx_file(win.doc()->project(), dir.filePath("absent.ckpt"), out, &message));
+    QVERIFY2(message.contains(QStringLiteral("absent.ckpt")), qPrintable(message));
   }
 
   void newProjectIsEmptyAndSaysWhatIsMissing() {

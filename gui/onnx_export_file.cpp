@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "onnx_export_file.h"
+
+#include <QCoreApplication>
+
+#include <renaissance/checkpoint.h>
+#include <renaissance/error.h>
+#include <renaissance/onnx_export.h>
+
+namespace tr::gui {
+
+namespace {
+
+QString tr_(const char* text) {
+  return QCoreApplication::translate("tr::gui::MainWindow", text);
+}
+
+}  // namespace
+
+bool export_onnx_file(const Project& project, const QString& checkpoint, const QString& out,
+                      QString* message) {
+  try {
+    const Checkpoint c = read_checkpoint(checkpoint.toStdString());
+    if (c.project_name != project.name) {
+      *message = tr_("%1 is a checkpoint of '%2', not of the open project '%3'")
+                     .arg(checkpoint, QString::fromStdString(c.project_name),
+                          QString::fromStdString(project.name));
+      return false;
+    }
+    const OnnxExportSummary s = export_onnx(project, c, out.toStdString());
+    *message = tr_("Exported %1: %2 ONNX nodes, %3 parameters (%4 weights of step %5), output '%6'")
+                   .arg(out)
+                   .arg(s.nodes)
+                   .arg(s.parameters)
+                   .arg(s.used_ema ? tr_("EMA") : tr_("trained"))
+                   .arg(c.position.step)
+                   .arg(QString::fromStdString(s.output));
+    return true;
+  } catch (const ProjectError& e) {
+    *message = tr_("The design cannot be exported: %1").arg(QString::fromStdString(e.what()));
+  } catch (const UsageError& e) {
+    *message = QString::fromStdString(e.what());
+  }
+  return false;
+}
+
+}  // namespace tr::gui
