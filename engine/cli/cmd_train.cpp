@@ -30,7 +30,9 @@ constexpr const char* kUsage =
     "  --max-steps N ends the run after N steps in all (a resumed run counts on):\n"
     "  finished, validated (unless --no-validation) and checkpointed as at an epoch end.\n"
     "  --checkpoint-dir DIR saves a checkpoint at every epoch end and on a stop;\n"
-    "  --resume FILE continues from one (any --devices count); --eval-ema keeps an\n"
+    "  --resume FILE continues from one (any --devices count); --init-from FILE starts\n"
+    "  a new run from its weights (of any project: tensors of another name or shape,\n"
+    "  such as a last layer for another class count, start fresh); --eval-ema keeps an\n"
     "  EMA of the weights (training.ema.decay) and validates on it.\n"
     "  Every run is recorded in the run store (see 'runs'): --store PATH names it,\n"
     "  --no-store skips recording.\n"
@@ -84,8 +86,8 @@ void print_stop(const TrainReport& report, int signal, const TrainOptions& optio
 
 int cmd_train(const std::vector<std::string>& args) {
   std::set<std::string> with_value = setup_options();
-  for (const char* o :
-       {"max-steps", "profile-steps", "trace", "summary", "store", "checkpoint-dir", "resume"})
+  for (const char* o : {"max-steps", "profile-steps", "trace", "summary", "store", "checkpoint-dir",
+                        "resume", "init-from"})
     with_value.insert(o);
   for (const std::string& o : node_options()) with_value.insert(o);
   const ParsedArgs a =
@@ -144,6 +146,18 @@ int cmd_train(const std::vector<std::string>& args) {
                   100 * e.val_top1, 100 * e.val_top5);
     std::printf("  %.0f img/s  %s  ETA %s\n", e.images_per_s, clock_text(e.seconds).c_str(),
                 clock_text(eta).c_str());
+    std::fflush(stdout);
+  };
+  cb.on_init_from = [&](int64_t loaded, const std::vector<std::string>& fresh) {
+    std::printf("starting from %s: %lld weight and statistics tensor%s taken",
+                options.init_from_source.c_str(), static_cast<long long>(loaded),
+                loaded == 1 ? "" : "s");
+    if (fresh.empty())
+      std::printf(", none fresh\n");
+    else {
+      std::printf(", %zu fresh:\n", fresh.size());
+      for (const std::string& f : fresh) std::printf("  %s\n", f.c_str());
+    }
     std::fflush(stdout);
   };
   RunRecording recording(a, cp, context, options, context.leads);

@@ -123,6 +123,11 @@ void read_checkpoint_options(const ParsedArgs& a, TrainOptions& options) {
     options.resume = std::move(c);
     options.resume_source = path;
   }
+  if (a.values.count("init-from")) {
+    const std::string& path = a.values.at("init-from");
+    options.init_from = std::make_shared<Checkpoint>(read_checkpoint(path));
+    options.init_from_source = path;
+  }
   options.eval_ema = a.has("eval-ema");
 }
 

@@ -144,4 +144,50 @@ TrainPosition restore_checkpoint(const CompiledProject& cp, TrainingSession& ses
   return c.position;
 }
 
+int64_t init_from_checkpoint(const CompiledProject& cp, TrainingSession& session,
+                             const Checkpoint& c, const std::string& source,
+                             std::vector<std::string>& fresh) {
+  const MemoryPlan& plan = cp.plans.front();
+  // Weights by name whatever their region (a layer may have moved from
+  // the first to the deep convolutions); statistics by region and name.
+  std::map<std::string, const CheckpointTensor*> weights;
+  std::map<Key, const CheckpointTensor*> stats;
+  for (const CheckpointTensor& t : c.tensors) {
+    if (t.region.rfind("W_", 0) == 0) weights[t.name] = &t;
+    if (t.region.rfind("B_PREV_", 0) == 0) stats[{t.region, t.name}] = &t;
+  }
+  std::vector<InitialTensor> tensors;
+  int64_t loaded = 0;
+  for (DTensorId id : persistent_tensors(cp)) {
+    const DTensor& t = plan.get_dtensor(id);
+    const std::string region(region_name(t.region));
+    const CheckpointTensor* from = nullptr;
+    if (region.rfind("W_", 0) == 0 || is_ema(region)) {
+      if (auto it = weights.find(t.name); it != weights.end()) from = it->second;
+    } else if (region.rfind("B_PREV_", 0) == 0) {
+      if (auto it = stats.find({region, t.name}); it != stats.end()) from = it->second;
+    } else {
+      continue;  // optimizer moments: a new run's
+    }
+    if (!from) {
+      if (!is_ema(region)) fresh.push_back(t.name + ": not in the checkpoint");
+      continue;
+    }
+    if (!(from->shape == t.shape)) {
+      if (!is_ema(region))
+        fresh.push_back(t.name + ": " + t.shape.str() + " here, " + from->shape.str() +
+                        " in the checkpoint");
+      continue;
+    }
+    tensors.push_back({id, from->values});
+    if (!is_ema(region)) ++loaded;
+  }
+  if (loaded == 0)
+    throw UsageError("checkpoint '" + source + "' (of project '" + c.project_name +
+                     "') has no weight of the same name and shape as project '" + cp.project.name +
+                     "' needs, so there is nothing to start from");
+  session.load_state(tensors, {});
+  return loaded;
+}
+
 }  // namespace tr

@@ -29,4 +29,14 @@ void check_checkpoint(const CompiledProject& cp, const Checkpoint& checkpoint,
 TrainPosition restore_checkpoint(const CompiledProject& cp, TrainingSession& session,
                                  const Checkpoint& checkpoint, const std::string& source);
 
+// Fine-tuning (TrainOptions::init_from): the weights (W, and the EMA from
+// them) and BN running statistics of `checkpoint` that fit the project by
+// name and shape, loaded into rank 0 and broadcast; optimizer moments, the
+// position and the scalars stay a new run's. Returns how many tensors were
+// loaded, and in `fresh` those that were not, with why. Throws UsageError
+// naming `source` when not one tensor fits. Call after initialize.
+int64_t init_from_checkpoint(const CompiledProject& cp, TrainingSession& session,
+                             const Checkpoint& checkpoint, const std::string& source,
+                             std::vector<std::string>& fresh);
+
 }  // namespace tr

@@ -414,6 +414,10 @@ TrainReport train(const CompiledProject& cp, Backend& backend, const DataSource&
   if (options.eval_ema && !cp.project.training.ema)
     throw UsageError("validation on the EMA weights needs the EMA: set training.ema.enabled in '" +
                      cp.project.name + "'");
+  if (options.resume && options.init_from)
+    throw UsageError(
+        "--resume continues a run and --init-from starts a new one from a "
+        "checkpoint's weights: give one of them");
   if (options.resume) {
     check_checkpoint(cp, *options.resume, options.resume_source);
     const TrainPosition& at = options.resume->position;
@@ -441,9 +445,18 @@ TrainReport train(const CompiledProject& cp, Backend& backend, const DataSource&
   TrainPosition start;
   if (options.resume)
     start = restore_checkpoint(cp, session, *options.resume, options.resume_source);
+  int64_t init_loaded = 0;
+  std::vector<std::string> init_fresh;
+  if (options.init_from) {
+    init_loaded =
+        init_from_checkpoint(cp, session, *options.init_from, options.init_from_source, init_fresh);
+    if (callbacks.on_init_from && backend.leads()) callbacks.on_init_from(init_loaded, init_fresh);
+  }
   // One host thread per rank of this process; other nodes run their own.
   const int local = backend.world_size();
   Shared shared(local);
+  shared.report.init_loaded = init_loaded;
+  shared.report.init_fresh = std::move(init_fresh);
   shared.report.first_step = start.step;
   shared.report.steps = start.step;
   // Work on every rank at once, one host thread each: a rank that fails

@@ -11,6 +11,7 @@
 #include <renaissance/checkpoint.h>
 #include <renaissance/error.h>
 #include "rank_runs.h"
+#include "runtime/checkpoint_state.h"
 
 using namespace tr;
 using rank_runs::relative_difference;
@@ -84,6 +85,83 @@ class TestCheckpoint : public QObject {
   Q_OBJECT
 
  private slots:
+  // --init-from: a new run (step 0, new optimizer state) from another
+  // project's weights and BN statistics; a last layer for another class
+  // count starts fresh and is named; the EMA starts from the weights.
+  void initFromStartsANewRunFromTheWeights() {
+    const Project a = stateful(1);
+    QTemporaryDir dir;
+    run(a, saving_to(dir, 5));
+    const std::string saved = dir.filePath("ranks-bn-step5.ckpt").toStdString();
+    const Checkpoint c = read_checkpoint(saved);
+    Project b = a;
+    b.name = "ranks-bn-3-classes";
+    b.model.nodes[static_cast<size_t>(b.model.find("fc"))].params.out_channels = 3;
+    b.dataset.classes = 3;
+    const CompiledProject cp = compile_project(b);
+    auto backend = cpu::make_cpu_backend({1, true});
+    TrainingSession session(cp, *backend);
+    session.initialize(b.training.seed);
+    const MemoryPlan& plan = cp.plans.front();
+    std::map<std::string, std::vector<float>> before;
+    for (DTensorId id : persistent_tensors(cp))
+      before[std::string(region_name(plan.get_dtensor(id).region)) + " " +
+             plan.get_dtensor(id).name] = session.read_tensor(0, id);
+    std::vector<std::string> fresh;
+    const int64_t loaded = init_from_checkpoint(cp, session, c, saved, fresh);
+    auto saved_value = [&](const std::string& region, const std::string& name) {
+      for (const CheckpointTensor& t : c.tensors)
+        if (t.region == region && t.name == name) return t.values;
+      return std::vector<float>{};
+    };
+    int64_t weights = 0, moments = 0;
+    for (DTensorId id : persistent_tensors(cp)) {
+      const DTensor& t = plan.get_dtensor(id);
+      const std::string region(region_name(t.region));
+      const std::vector<float> now = session.read_tensor(0, id);
+      const bool last = t.name.rfind("fc.", 0) == 0;
+      if (region[0] == 'W' || region.rfind("B_PREV_", 0) == 0) {
+        QVERIFY2(last ? now == before[region + " " + t.name] : now == saved_value(region, t.name),
+                 t.name.c_str());
+        weights += last ? 0 : 1;
+      } else if (region[0] == 'E') {
+        QVERIFY2(last || now == saved_value("W" + region.substr(1), t.name), t.name.c_str());
+      } else {
+        // Optimizer moments are a new run's, though the checkpoint's are not zero.
+        QVERIFY2(now == before[region + " " + t.name], t.name.c_str());
+        QVERIFY(saved_value(region, t.name) != now);
+        ++moments;
+      }
+    }
+    QVERIFY(moments > 0);
+    QCOMPARE(loaded, weights);
+    QCOMPARE(fresh, (std::vector<std::string>{
+                        "fc.bias: [1,1,1,3] here, [1,1,1,4] in the checkpoint",
+                        "fc.weight: [3,1,1,128] here, [4,1,1,128] in the checkpoint"}));
+    // Through a run: it starts at step 0 and says what it took.
+    TrainOptions o;
+    o.init_from = std::make_shared<Checkpoint>(c);
+    o.init_from_source = saved;
+    o.max_steps = 2;
+    const rank_runs::Run r = run(b, o);
+    QCOMPARE(r.report.first_step, int64_t{0});
+    QCOMPARE(r.report.steps, int64_t{2});
+    QCOMPARE(r.report.init_loaded, loaded);
+    QCOMPARE(r.report.init_fresh, fresh);
+    // Not with --resume; and a checkpoint with nothing that fits is refused.
+    o.resume = o.init_from;
+    o.resume_source = saved;
+    QVERIFY(usage_error([&] { run(a, o); }).contains("give one of them"));
+    Checkpoint foreign = c;
+    for (CheckpointTensor& t : foreign.tensors) t.name = "other." + t.name;
+    fresh.clear();
+    const QString why =
+        usage_error([&] { init_from_checkpoint(cp, session, foreign, "foreign.ckpt", fresh); });
+    QVERIFY2(why.contains("checkpoint 'foreign.ckpt' (of project 'ranks-bn') has no weight of the "
+                          "same name and shape as project 'ranks-bn-3-classes' needs"),
+             qPrintable(why));
+  }
+
   void resumeMidEpochContinuesBitForBit() {
     const Project p = stateful(1);
     const rank_runs::Run whole = run(p);

@@ -36,6 +36,12 @@ struct TrainOptions {
   // Continue from this checkpoint; `resume_source` names it in messages.
   std::shared_ptr<const Checkpoint> resume;
   std::string resume_source;
+  // Fine-tuning: start a new run (step 0, new optimizer state) from this
+  // checkpoint's weights and BN statistics wherever a tensor of the same name
+  // and shape is there, of any project; the rest start as a new run's would
+  // (a last layer made for another class count). Not with `resume`.
+  std::shared_ptr<const Checkpoint> init_from;
+  std::string init_from_source;
 };
 
 struct StepReport {
@@ -76,6 +82,11 @@ struct TrainReport {
   bool stopped = false;                  // by the stop request (on any rank or node)
   bool reached_max_steps = false;        // ended at TrainOptions::max_steps
   std::vector<std::string> checkpoints;  // files written, in order
+  // TrainOptions::init_from: the tensors taken from the checkpoint, and
+  // those that started fresh, each with why ("fc.weight: [5,1,1,84] here,
+  // [10,1,1,84] in the checkpoint").
+  int64_t init_loaded = 0;
+  std::vector<std::string> init_fresh;
 };
 
 struct TrainCallbacks {
@@ -88,6 +99,10 @@ struct TrainCallbacks {
   // On every rank's own thread after each of its steps (the step's device
   // work is done), so tests and tools can inspect per-rank state.
   std::function<void(int rank, const StepReport&, TrainingSession&)> on_rank_step;
+  // Once before the first step of a run started with TrainOptions::init_from:
+  // the tensors taken from the checkpoint and those that start fresh (as in
+  // TrainReport::init_loaded and init_fresh).
+  std::function<void(int64_t loaded, const std::vector<std::string>& fresh)> on_init_from;
 };
 
 // What a run trains on and with, as the front ends and the run store describe it.
