@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The user's own images: PNG and JPEG decoding (libpng, libjpeg-turbo) with
+// every damaged file named, the fit to a model's input (channels, bilinear
+// size), and image folders: classes by subfolder, validation classes checked
+// against the training ones, unreadable images stopping the load or left out,
+// and the decoded cache reused until a file changes.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <png.h>
+// jpeglib.h needs FILE and size_t declared first.
+#include <jpeglib.h>
+#include <cstddef>
+#include <cstdio>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <renaissance/error.h>
+#include "data/image_decode.h"
+#include "data/image_folder.h"
+
+using namespace tr;
+
+namespace {
+
+// width x height x channels pixels, channel c of (x, y) = (x * 40 + y * 7 + c * 90) mod 256.
+std::vector<uint8_t> pattern(int w, int h, int c) {
+  std::vector<uint8_t> p(static_cast<size_t>(w * h * c));
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int k = 0; k < c; ++k)
+        p[static_cast<size_t>((y * w + x) * c + k)] =
+            static_cast<uint8_t>((x * 40 + y * 7 + k * 90) % 256);
+  return p;
+}
+
+void write_png(const std::string& path, int w, int h, int c, const std::vector<uint8_t>& px) {
+  png_image image;
+  std::memset(&image, 0, sizeof image);
+  image.version = PNG_IMAGE_VERSION;
+  image.width = static_cast<png_uint_32>(w);
+  image.height = static_cast<png_uint_32>(h);
+  image.format = c == 1 ? PNG_FORMAT_GRAY : c == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_RGBA;
+  QVERIFY(png_image_write_to_file(&image, path.c_str(), 0, px.data(), 0, nullptr));
+}
+
+void write_jpeg(const std::string& path, int w, int h, int c, const std::vector<uint8_t>& px) {
+  jpeg_compress_struct info;
+  jpeg_error_mgr err;
+  info.err = jpeg_std_error(&err);
+  jpeg_create_compress(&info);
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  QVERIFY(f);
+  jpeg_stdio_dest(&info, f);
+  info.image_width = static_cast<JDIMENSION>(w);
+  info.image_height = static_cast<JDIMENSION>(h);
+  info.input_components = c;
+  info.in_color_space = c == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  jpeg_set_defaults(&info);
+  jpeg_set_quality(&info, 100, TRUE);
+  jpeg_start_compress(&info, TRUE);
+  while (info.next_scanline < info.image_height) {
+    JSAMPROW row =
+        const_cast<uint8_t*>(px.data()) + info.next_scanline * static_cast<size_t>(w * c);
+    jpeg_write_scanlines(&info, &row, 1);
+  }
+  jpeg_finish_compress(&info);
+  std::fclose(f);
+  jpeg_destroy_compress(&info);
+}
+
+void cut(const std::string& path, size_t keep) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  bytes.resize(keep);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+size_t file_size(const std::string& path) {
+  return static_cast<size_t>(std::filesystem::file_size(path));
+}
+
+QString usage_error(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return QString::fromStdString(e.what());
+  }
+  return {};
+}
+
+}  // namespace
+
+class TestImageFolder : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir dir_;
+  std::string at(const std::string& name) const { return (dir_.path() + "/").toStdString() + name; }
+  // A tree of folders of images: {"train/cat/a.png", ...}, each 8x6 RGB.
+  void images(const std::vector<std::string>& files) {
+    int salt = 0;
+    for (const std::string& f : files) {
+      std::filesystem::create_directories(std::filesystem::path(at(f)).parent_path());
+      std::vector<uint8_t> px = pattern(8, 6, 3);
+      for (uint8_t& v : px) v = static_cast<uint8_t>(v + salt);
+      ++salt;
+      if (f.ends_with(".png"))
+        write_png(at(f), 8, 6, 3, px);
+      else
+        write_jpeg(at(f), 8, 6, 3, px);
+    }
+  }
+
+ private slots:
+  void initTestCase() { QVERIFY(dir_.isValid()); }
+
+  void decodesPngAndJpeg() {
+    write_png(at("rgb.png"), 5, 4, 3, pattern(5, 4, 3));
+    DecodedImage d = decode_image(at("rgb.png"));
+    QCOMPARE(d.width, int64_t{5});
+    QCOMPARE(d.height, int64_t{4});
+    QCOMPARE(d.channels, int64_t{3});
+    QVERIFY(d.pixels == pattern(5, 4, 3));
+    write_png(at("grey.png"), 3, 2, 1, pattern(3, 2, 1));
+    d = decode_image(at("grey.png"));
+    QCOMPARE(d.channels, int64_t{1});
+    QVERIFY(d.pixels == pattern(3, 2, 1));
+    // Alpha is composited on black.
+    std::vector<uint8_t> rgba{200, 100, 50, 255, 200, 100, 50, 0};
+    write_png(at("alpha.png"), 2, 1, 4, rgba);
+    d = decode_image(at("alpha.png"));
+    QCOMPARE(d.channels, int64_t{3});
+    QVERIFY((d.pixels == std::vector<uint8_t>{200, 100, 50, 0, 0, 0}));
+    // JPEG, whatever the file is called; quality 100 keeps a flat image within a step or two.
+    std::vector<uint8_t> flat(16 * 16 * 3);
+    for (size_t i = 0; i < flat.size(); ++i) flat[i] = i % 3 == 0 ? 180 : i % 3 == 1 ? 60 : 20;
+    write_jpeg(at("photo.png"), 16, 16, 3, flat);
+    d = decode_image(at("photo.png"));
+    QCOMPARE(d.channels, int64_t{3});
+    QCOMPARE(d.width, int64_t{16});
+    for (size_t i = 0; i < flat.size(); ++i) QVERIFY(std::abs(d.pixels[i] - flat[i]) <= 3);
+    write_jpeg(at("grey.jpg"), 8, 8, 1, std::vector<uint8_t>(64, 128));
+    QCOMPARE(decode_image(at("grey.jpg")).channels, int64_t{1});
+  }
+
+  void damagedFilesAreNamed() {
+    QString why = usage_error([&] { decode_image(at("absent.png")); });
+    QVERIFY2(why.startsWith(QString::fromStdString(at("absent.png") + ": No such file")),
+             qPrintable(why));
+    std::ofstream(at("empty.png")).close();
+    why = usage_error([&] { decode_image(at("empty.png")); });
+    QVERIFY2(why.contains("the file is empty"), qPrintable(why));
+    std::ofstream(at("text.jpg")) << "hello, not an image\n";
+    why = usage_error([&] { decode_image(at("text.jpg")); });
+    QVERIFY2(
+        why.contains(QString::fromStdString(at("text.jpg") + ": neither a PNG nor a JPEG image")),
+        qPrintable(why));
+    write_png(at("cut.png"), 64, 64, 3, pattern(64, 64, 3));
+    cut(at("cut.png"), file_size(at("cut.png")) / 2);
+    why = usage_error([&] { decode_image(at("cut.png")); });
+    QVERIFY2(why.contains(QString::fromStdString(at("cut.png") + ": a damaged or truncated PNG")),
+             qPrintable(why));
+    write_jpeg(at("cut.jpg"), 64, 64, 3, pattern(64, 64, 3));
+    cut(at("cut.jpg"), file_size(at("cut.jpg")) / 2);
+    why = usage_error([&] { decode_image(at("cut.jpg")); });
+    QVERIFY2(why.contains(QString::fromStdString(at("cut.jpg") + ": a damaged or truncated JPEG")),
+             qPrintable(why));
+  }
+
+  void fitsChannelsAndSize() {
+    DecodedImage rgb{2, 1, 3, {10, 20, 30, 255, 0, 0}};
+    std::vector<uint8_t> out(2);
+    fit_image(rgb, 1, 2, 1, out.data());
+    QVERIFY((out == std::vector<uint8_t>{18, 76}));  // 0.299 R + 0.587 G + 0.114 B
+    DecodedImage grey{1, 1, 1, {77}};
+    out.assign(3, 0);
+    fit_image(grey, 1, 1, 3, out.data());
+    QVERIFY((out == std::vector<uint8_t>{77, 77, 77}));
+    // Bilinear between pixel centres: [0, 100] to four samples.
+    DecodedImage row{2, 1, 1, {0, 100}};
+    out.assign(4, 0);
+    fit_image(row, 1, 4, 1, out.data());
+    QVERIFY2((out == std::vector<uint8_t>{0, 25, 75, 100}),
+             qPrintable(QString("%1 %2 %3 %4").arg(out[0]).arg(out[1]).arg(out[2]).arg(out[3])));
+    // Shrinking 4 -> 2 averages each pair.
+    DecodedImage four{4, 1, 1, {0, 100, 200, 250}};
+    out.assign(2, 0);
+    fit_image(four, 1, 2, 1, out.data());
+    QVERIFY((out == std::vector<uint8_t>{50, 225}));
+  }
+
+  void foldersBecomeClassesAndTheCacheIsReused() {
+    images({"f1/train/dog/1.png", "f1/train/dog/2.jpg", "f1/train/cat/1.png", "f1/train/ant/x.JPEG",
+            "f1/val/cat/v.png", "f1/val/dog/w.jpg"});
+    std::ofstream(at("f1/train/dog/notes.txt")) << "not an image";
+    ImageFolderOptions o;
+    o.train_dir = at("f1/train");
+    o.val_dir = at("f1/val");
+    o.height = 3;
+    o.width = 4;
+    o.channels = 1;
+    o.threads = 2;
+    ImageFolderSource a(o);
+    QCOMPARE(a.class_names(), (std::vector<std::string>{"ant", "cat", "dog"}));
+    QCOMPARE(a.size(Split::Train), int64_t{4});
+    QCOMPARE(a.size(Split::Val), int64_t{2});
+    QCOMPARE(a.sample_shape(), (Shape{1, 3, 4, 1}));
+    QCOMPARE(a.label(Split::Train, 0), int32_t{0});  // ant/x.JPEG
+    QCOMPARE(a.label(Split::Train, 3), int32_t{2});  // dog/2.jpg
+    QCOMPARE(a.label(Split::Val, 0), int32_t{1});    // val/cat
+    QVERIFY(!a.from_cache());
+    QVERIFY(std::filesystem::exists(a.cache_path()));
+    // The fitted pixels are those of decoding and fitting by hand.
+    std::vector<uint8_t> want(12), got(12);
+    fit_image(decode_image(at("f1/train/cat/1.png")), 3, 4, 1, want.data());
+    a.read(Split::Train, 1, got.data());
+    QVERIFY(got == want);
+    // A second load reads the cache: the same samples.
+    ImageFolderSource b(o);
+    QVERIFY(b.from_cache());
+    QVERIFY(b.describe().find("read from the decoded cache") != std::string::npos);
+    for (int64_t i = 0; i < b.size(Split::Train); ++i) {
+      b.read(Split::Train, i, got.data());
+      a.read(Split::Train, i, want.data());
+      QVERIFY(got == want);
+      QCOMPARE(b.label(Split::Train, i), a.label(Split::Train, i));
+    }
+    // Another input size has its own cache; a changed image invalidates it.
+    o.channels = 3;
+    QVERIFY(!ImageFolderSource(o).from_cache());
+    o.channels = 1;
+    images({"f1/train/cat/1.png"});  // rewritten with other pixels
+    std::filesystem::last_write_time(
+        at("f1/train/cat/1.png"),
+        std::filesystem::file_time_type::clock::now() + std::chrono::seconds(5));
+    ImageFolderSource c(o);
+    QVERIFY(!c.from_cache());
+    fit_image(decode_image(at("f1/train/cat/1.png")), 3, 4, 1, want.data());
+    c.read(Split::Train, 1, got.data());
+    QVERIFY(got == want);
+    // A damaged cache is decoded again, never trusted.
+    cut(c.cache_path(), file_size(c.cache_path()) - 3);
+    QVERIFY(!ImageFolderSource(o).from_cache());
+  }
+
+  void wrongFoldersAreNamed() {
+    auto scan = [&](const std::string& t, const std::string& v) {
+      return usage_error([&] { scan_image_folders(at(t), at(v)); });
+    };
+    QString why = scan("nowhere", "nowhere");
+    QVERIFY2(why.contains(QString::fromStdString("the training folder " + at("nowhere") +
+                                                 " does not exist")),
+             qPrintable(why));
+    std::filesystem::create_directories(at("f2/train"));
+    std::ofstream(at("f2/train/loose.png")) << "x";
+    why = scan("f2/train", "f2/train");
+    QVERIFY2(why.contains("has no class folders; expected one subfolder per class"),
+             qPrintable(why));
+    images({"f2/train/a/1.png", "f2/val/a/1.png", "f2/val/zebra/1.png"});
+    std::filesystem::create_directories(at("f2/train/b"));
+    why = scan("f2/train", "f2/val");
+    QVERIFY2(
+        why.contains(QString::fromStdString(at("f2/train/b") + " holds no PNG or JPEG images")),
+        qPrintable(why));
+    images({"f2/train/b/1.jpg"});
+    why = scan("f2/train", "f2/val");
+    QVERIFY2(why.contains(QString::fromStdString(at("f2/val/zebra") +
+                                                 ": a validation class the training folder " +
+                                                 at("f2/train") + " lacks (its classes: a, b)")),
+             qPrintable(why));
+  }
+
+  void unreadableImagesStopTheLoadOrAreLeftOut() {
+    images({"f3/train/a/1.png", "f3/train/a/2.png", "f3/train/b/1.png", "f3/val/a/1.png",
+            "f3/val/b/1.png"});
+    cut(at("f3/train/a/2.png"), 30);
+    ImageFolderOptions o;
+    o.train_dir = at("f3/train");
+    o.val_dir = at("f3/val");
+    o.height = o.width = 4;
+    o.channels = 3;
+    QString why = usage_error([&] { ImageFolderSource s(o); });
+    QVERIFY2(why.contains(QString::fromStdString(at("f3/train/a/2.png"))) &&
+                 why.contains("\"dataset.on_bad_image\": \"skip\""),
+             qPrintable(why));
+    o.skip_bad_images = true;
+    ImageFolderSource s(o);
+    QCOMPARE(s.size(Split::Train), int64_t{2});
+    QCOMPARE(s.skipped().size(), size_t{1});
+    QVERIFY(s.skipped()[0].find(at("f3/train/a/2.png")) == 0);
+    QVERIFY(s.describe().find("1 unreadable image left out") != std::string::npos);
+    // The cache keeps what was left out, and says so again.
+    ImageFolderSource again(o);
+    QVERIFY(again.from_cache());
+    QCOMPARE(again.skipped(), s.skipped());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestImageFolder)
+#include "test_image_folder.moc"
