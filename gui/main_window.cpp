@@ -719,8 +719,10 @@ const TrainingReadiness& MainWindow::checkReadiness() {
   readinessTimer_->stop();
   std::shared_ptr<const CompiledPlan> plan;
   if (doc_->analysis().ok()) plan = compileDesign(nullptr);
-  readiness_ = check_training_readiness(doc_->project(), probe_dataset(doc_->project().dataset),
-                                        plan.get(), scan_);
+  Project project = doc_->project();
+  const DatasetProbe probe = probe_dataset(project.dataset);
+  settle_dataset_sizes(project, probe);  // image folders: checked for what they hold
+  readiness_ = check_training_readiness(project, probe, plan.get(), scan_);
   problems_->setTrainingProblems(readiness_.blocking, readiness_.notes);
   updateTrainingActions();
   return readiness_;
@@ -912,7 +914,10 @@ bool MainWindow::compile(QString* error) {
 std::shared_ptr<const CompiledPlan> MainWindow::compileDesign(QString* error) {
   if (memory_->compiled() && !memory_->isStale()) return memory_->plan();
   try {
-    auto cp = std::make_shared<const CompiledPlan>(compile_plan(doc_->project()));
+    // Image folders: compiled for the images they hold now.
+    Project project = doc_->project();
+    settle_dataset_sizes(project, probe_dataset(project.dataset));
+    auto cp = std::make_shared<const CompiledPlan>(compile_plan(project));
     problems_->setCompileProblems({});
     return cp;
   } catch (const ProjectError& e) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <renaissance/compiled_plan.h>
+#include <renaissance/dataset_probe.h>
 #include <renaissance/devices.h>
 #include <renaissance/error.h>
 #include <renaissance/largest_batch.h>
@@ -132,6 +133,9 @@ int cmd_plan(const std::vector<std::string>& args) {
   if (const int code = usage_exit_code(a, kUsage, 1); code >= 0) return code;
   Project project = load_project(a.positional[0]);
   apply_overrides(a, project);
+  // Image folders: the plan is for the images they hold now.
+  if (!settle_dataset_sizes(project, probe_dataset(project.dataset)))
+    throw UsageError(probe_dataset(project.dataset).problem);
 
   const CompiledPlan cp = compile_plan(project, compile_options_from(a));
   if (a.values.count("memory") && !a.has("max-batch"))

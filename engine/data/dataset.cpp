@@ -8,6 +8,7 @@
 #include <renaissance/error.h>
 #include "data/cifar.h"
 #include "data/fashion_mnist.h"
+#include "data/image_folder.h"
 #include "data/synthetic.h"
 
 namespace tr {
@@ -66,7 +67,40 @@ std::unique_ptr<DataSource> load_fashion_mnist(const DatasetSpec& spec,
   return source;
 }
 
+std::unique_ptr<DataSource> load_image_folder(const DatasetSpec& spec,
+                                              const std::string& override_path) {
+  if (!override_path.empty())
+    throw UsageError(
+        "image folders are named by \"dataset.train_dir\" and \"dataset.val_dir\" "
+        "in the project; --data names the folder of Fashion-MNIST or CIFAR");
+  ImageFolderOptions o;
+  o.train_dir = spec.path;
+  o.val_dir = spec.val_path;
+  o.height = spec.height;
+  o.width = spec.width;
+  o.channels = spec.channels;
+  o.skip_bad_images = spec.skip_bad_images;
+  if (o.channels != 1 && o.channels != 3)
+    throw UsageError("\"dataset.channels\" is " + std::to_string(o.channels) +
+                     "; images are fitted to 1 (grey) or 3 (RGB) channels");
+  check_image_classes(scan_image_folders(o.train_dir, o.val_dir), spec);
+  return std::make_unique<ImageFolderSource>(o);
+}
+
 }  // namespace
+
+void check_image_classes(const ImageFolderScan& scan, const DatasetSpec& spec) {
+  const auto n = static_cast<int64_t>(scan.classes.size());
+  if (n == spec.classes) return;
+  std::string names;
+  for (size_t i = 0; i < scan.classes.size() && i < 8; ++i)
+    names += (i ? ", " : "") + scan.classes[i];
+  if (scan.classes.size() > 8) names += ", ...";
+  throw UsageError("the training folder " + spec.path + " has " + std::to_string(n) +
+                   " class folder" + (n == 1 ? "" : "s") + " (" + names +
+                   ") but \"dataset.classes\" is " + std::to_string(spec.classes) + ": set it to " +
+                   std::to_string(n) + ", and the last Linear layer's out_features with it");
+}
 
 std::unique_ptr<DataSource> load_dataset(const DatasetSpec& spec, const std::string& override_path,
                                          uint64_t synthetic_seed) {
@@ -76,6 +110,8 @@ std::unique_ptr<DataSource> load_dataset(const DatasetSpec& spec, const std::str
     case DatasetKind::Cifar10:
     case DatasetKind::Cifar100:
       return load_cifar(spec, override_path);
+    case DatasetKind::ImageFolder:
+      return load_image_folder(spec, override_path);
     case DatasetKind::Synthetic:
       return std::make_unique<SyntheticSource>(spec.height, spec.width, spec.channels, spec.classes,
                                                spec.train_size, spec.val_size, synthetic_seed);

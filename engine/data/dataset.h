@@ -30,6 +30,11 @@ struct DatasetLocation {
 // /usr/share/datasets/fashion-mnist).
 DatasetLocation resolve_dataset_dir(const DatasetSpec& spec, const std::string& override_path = "");
 
+struct ImageFolderScan;
+// Throws UsageError when the training folder's class folders are not as many
+// as the spec's classes (naming them and what to set).
+void check_image_classes(const ImageFolderScan& scan, const DatasetSpec& spec);
+
 // How to get a kind's files and where they go, ending a "no such file"
 // message: `where` is the folder looked in.
 std::string dataset_files_hint(const DatasetKindInfo& info, const DatasetLocation& where);

@@ -3,6 +3,7 @@
 // as load_dataset, without decoding the payloads.
 #include <renaissance/dataset_probe.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -12,6 +13,7 @@
 #include "data/dataset.h"
 #include "data/fashion_mnist.h"
 #include "data/idx_reader.h"
+#include "data/image_folder.h"
 
 namespace tr {
 
@@ -125,7 +127,59 @@ DatasetProbe probe_fashion_mnist(const DatasetSpec& spec, const std::string& ove
   return p;
 }
 
+DatasetProbe probe_image_folder(const DatasetSpec& spec, const std::string& override_path) {
+  DatasetProbe p;
+  p.dir = spec.path;
+  p.origin = "\"dataset.train_dir\"";
+  try {
+    if (!override_path.empty())
+      throw UsageError(
+          "image folders are named by \"dataset.train_dir\" and \"dataset.val_dir\" "
+          "in the project; --data names the folder of Fashion-MNIST or CIFAR");
+    const ImageFolderScan scan = scan_image_folders(spec.path, spec.val_path);
+    p.class_names = scan.classes;
+    try {
+      check_image_classes(scan, spec);
+    } catch (const UsageError& e) {
+      p.field = "dataset.classes";
+      p.problem = e.what();
+      return p;
+    }
+    p.train_size = static_cast<int64_t>(scan.train.size());
+    p.val_size = static_cast<int64_t>(scan.val.size());
+  } catch (const UsageError& e) {
+    p.problem = e.what();
+    // The validation folder's own problems are told by its path.
+    const bool val = !spec.val_path.empty() && p.problem.find(spec.val_path) != std::string::npos &&
+                     p.problem.find("the training folder") == std::string::npos;
+    p.field = val ? "dataset.val_dir" : "dataset.train_dir";
+    return p;
+  }
+  p.ok = true;
+  return p;
+}
+
 }  // namespace
+
+void settle_dataset_sizes(Project& project, int64_t train_size, int64_t val_size) {
+  if (!dataset_kind_info(project.dataset.kind).counted) return;
+  project.dataset.train_size = train_size;
+  project.dataset.val_size = val_size;
+  const int64_t world = std::max(1, project.training.devices.world_size());
+  for (VariantSpec& v : project.variants) {
+    if (v.kind != VariantKind::Validation || val_size < world || val_size % world != 0) continue;
+    int64_t batch = std::min(v.batch, val_size / world);
+    while (batch > 1 && val_size % (batch * world) != 0) --batch;
+    v.batch = batch;
+  }
+}
+
+bool settle_dataset_sizes(Project& project, const DatasetProbe& probe) {
+  if (!dataset_kind_info(project.dataset.kind).counted) return true;
+  if (!probe.ok) return false;
+  settle_dataset_sizes(project, probe.train_size, probe.val_size);
+  return true;
+}
 
 DatasetProbe probe_dataset(const DatasetSpec& spec, const std::string& override_path) {
   if (spec.kind == DatasetKind::Synthetic) {
@@ -136,6 +190,7 @@ DatasetProbe probe_dataset(const DatasetSpec& spec, const std::string& override_
     return p;
   }
   if (spec.kind == DatasetKind::FashionMnist) return probe_fashion_mnist(spec, override_path);
+  if (spec.kind == DatasetKind::ImageFolder) return probe_image_folder(spec, override_path);
   return probe_cifar(spec, override_path);
 }
 

@@ -587,18 +587,20 @@ void Reader::read_dataset(const json& d, DatasetSpec& ds) {
   const Scope s;
   static const char* const kSyntheticOnly[] = {"height",  "width",      "channels",
                                                "classes", "train_size", "val_size"};
-  check_keys(d, s, "dataset",
-             {"kind", "path", "dir", "height", "width", "channels", "classes", "train_size",
-              "val_size", "mean", "std", "random_crop_padding", "random_flip"});
+  check_keys(
+      d, s, "dataset",
+      {"kind", "path", "dir", "train_dir", "val_dir", "on_bad_image", "height", "width", "channels",
+       "classes", "train_size", "val_size", "mean", "std", "random_crop_padding", "random_flip"});
   auto kind = [](DatasetKind k) { return Choice<DatasetKind>{dataset_kind_info(k).name, k}; };
-  read_choice<DatasetKind>(d, s, "dataset", "kind", "dataset kind",
-                           {kind(DatasetKind::FashionMnist), kind(DatasetKind::Cifar10),
-                            kind(DatasetKind::Cifar100), kind(DatasetKind::Synthetic)},
-                           ds.kind);
+  read_choice<DatasetKind>(
+      d, s, "dataset", "kind", "dataset kind",
+      {kind(DatasetKind::FashionMnist), kind(DatasetKind::Cifar10), kind(DatasetKind::Cifar100),
+       kind(DatasetKind::ImageFolder), kind(DatasetKind::Synthetic)},
+      ds.kind);
   const DatasetKindInfo& info = dataset_kind_info(ds.kind);
   bool channels_ok = true;
   // The folder key of every kind with files: only this kind's is read.
-  for (const char* key : {"path", "dir"}) {
+  for (const char* key : {"path", "dir", "train_dir"}) {
     if (!member(d, key) || (info.files && std::string_view(key) == info.folder_key)) continue;
     std::string why = info.files ? std::string("; ") + info.title + "'s folder is \"dataset." +
                                        info.folder_key + "\""
@@ -606,14 +608,32 @@ void Reader::read_dataset(const json& d, DatasetSpec& ds) {
     error(s, join_path("dataset", key),
           std::string("not a key of ") + info.name + " datasets" + why);
   }
-  if (!info.files) {
+  const bool image_folder = ds.kind == DatasetKind::ImageFolder;
+  for (const char* key : {"val_dir", "on_bad_image"})
+    if (member(d, key) && !image_folder)
+      error(s, join_path("dataset", key),
+            std::string("only for image-folder datasets, not ") + info.name + " ones");
+  if (image_folder) {
+    read_string(d, s, "dataset", "train_dir", ds.path, true, false);
+    read_string(d, s, "dataset", "val_dir", ds.val_path, true, false);
+    read_choice<bool>(d, s, "dataset", "on_bad_image", "what an unreadable image does",
+                      {{"stop", false}, {"skip", true}}, ds.skip_bad_images);
+    for (const char* key : {"train_size", "val_size"})
+      if (member(d, key))
+        error(s, join_path("dataset", key),
+              "not for image folders: the images in them are counted when the data is loaded");
+    ds.train_size = ds.val_size = 0;
+  }
+  if (!info.fixed_shape) {
     read_int(d, s, "dataset", "height", 1, kMaxExtent, ds.height);
     read_int(d, s, "dataset", "width", 1, kMaxExtent, ds.width);
     const json* c = member(d, "channels");
     if (c) channels_ok = read_int(d, s, "dataset", "channels", 1, kMaxExtent, ds.channels);
     read_int(d, s, "dataset", "classes", 2, kMaxFeatures, ds.classes);
-    read_int(d, s, "dataset", "train_size", 1, kMaxSamples, ds.train_size);
-    read_int(d, s, "dataset", "val_size", 1, kMaxSamples, ds.val_size);
+    if (!image_folder) {
+      read_int(d, s, "dataset", "train_size", 1, kMaxSamples, ds.train_size);
+      read_int(d, s, "dataset", "val_size", 1, kMaxSamples, ds.val_size);
+    }
   } else {
     for (const char* key : kSyntheticOnly) {
       if (member(d, key))
@@ -638,7 +658,7 @@ void Reader::read_dataset(const json& d, DatasetSpec& ds) {
   size_t channels = static_cast<size_t>(ds.channels);
   ds.mean.assign(channels, defaults.mean.front());
   ds.std.assign(channels, defaults.std.front());
-  if (info.files)
+  if (info.fixed_shape)
     for (size_t c = 0; c < channels; ++c) {
       ds.mean[c] = info.mean[c];
       ds.std[c] = info.std[c];

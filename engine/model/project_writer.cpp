@@ -174,18 +174,24 @@ std::string project_to_json(const Project& project) {
 
     const DatasetSpec& d = p.dataset;
     ojson ds = ojson::object();
-    if (d.kind == DatasetKind::Synthetic) {
-      ds["kind"] = "synthetic";
+    const DatasetKindInfo& info = dataset_kind_info(d.kind);
+    ds["kind"] = info.name;
+    if (d.kind == DatasetKind::ImageFolder) {
+      ds["train_dir"] = d.path;
+      ds["val_dir"] = d.val_path;
+      if (d.skip_bad_images) ds["on_bad_image"] = "skip";
+    } else if (info.files && !d.path.empty()) {
+      ds[info.folder_key] = d.path;
+    }
+    if (!info.fixed_shape) {
       ds["height"] = d.height;
       ds["width"] = d.width;
       ds["channels"] = d.channels;
       ds["classes"] = d.classes;
-      ds["train_size"] = d.train_size;
-      ds["val_size"] = d.val_size;
-    } else {
-      const DatasetKindInfo& info = dataset_kind_info(d.kind);
-      ds["kind"] = info.name;
-      if (!d.path.empty()) ds[info.folder_key] = d.path;
+      if (!info.counted) {
+        ds["train_size"] = d.train_size;
+        ds["val_size"] = d.val_size;
+      }
     }
     ds["mean"] = d.mean;
     ds["std"] = d.std;

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include <renaissance/dataset_kinds.h>
+#include <renaissance/dataset_probe.h>
 #include <renaissance/devices.h>
 #include <renaissance/error.h>
 #include "backends/cpu/cpu_backend.h"
@@ -75,12 +77,19 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
         (out.device_note.empty() ? "" : " (" + out.device_note + ")"));
   if (options.cpu_threads > 0) cpu::set_cpu_threads(options.cpu_threads);
   const uint64_t seed = project.training.seed;
+  // Image folders are counted as they load (unreadable images may be left
+  // out): load them first and compile for what they hold.
+  const bool counted = dataset_kind_info(project.dataset.kind).counted;
+  if (counted) {
+    out.data = load_dataset(project.dataset, options.data_dir, seed);
+    settle_dataset_sizes(project, out.data->size(Split::Train), out.data->size(Split::Val));
+  }
   out.compiled =
       std::make_unique<CompiledProject>(compile_for_nodes(project, options.compile, options.nodes));
   // Refused before any allocation, with both numbers.
   if (const std::string problem = plan_fit_problem(*out.compiled, scan); !problem.empty())
     throw UsageError("project '" + project.name + "' does not fit: " + problem);
-  out.data = load_dataset(out.compiled->project.dataset, options.data_dir, seed);
+  if (!counted) out.data = load_dataset(out.compiled->project.dataset, options.data_dir, seed);
   if (on_cuda) {
     cuda::CudaBackendOptions o;
     o.devices = out.compiled->project.training.devices.ids;

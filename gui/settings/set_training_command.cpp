@@ -16,10 +16,12 @@ bool same(const ProjectSettings& a, const ProjectSettings& b) {
   const OptimizerSpec &o = t.optimizer, &p = u.optimizer;
   const ScheduleSpec &s = t.schedule, &r = u.schedule;
   return std::tie(a.name, a.description) == std::tie(b.name, b.description) &&
-         std::tie(d.kind, d.path, d.height, d.width, d.channels, d.classes, d.train_size,
-                  d.val_size, d.mean, d.std, d.random_crop_padding, d.random_flip) ==
-             std::tie(e.kind, e.path, e.height, e.width, e.channels, e.classes, e.train_size,
-                      e.val_size, e.mean, e.std, e.random_crop_padding, e.random_flip) &&
+         std::tie(d.kind, d.path, d.val_path, d.skip_bad_images, d.height, d.width, d.channels,
+                  d.classes, d.train_size, d.val_size, d.mean, d.std, d.random_crop_padding,
+                  d.random_flip) == std::tie(e.kind, e.path, e.val_path, e.skip_bad_images,
+                                             e.height, e.width, e.channels, e.classes, e.train_size,
+                                             e.val_size, e.mean, e.std, e.random_crop_padding,
+                                             e.random_flip) &&
          std::tie(o.kind, o.lr, o.momentum, o.weight_decay, o.nesterov, o.beta1, o.beta2,
                   o.adam_eps, o.trust_coefficient) ==
              std::tie(p.kind, p.lr, p.momentum, p.weight_decay, p.nesterov, p.beta1, p.beta2,

@@ -84,10 +84,10 @@ QString describe(const QString& text) {
 void set_dataset_kind(DatasetSpec& d, int kind) {
   d.kind = static_cast<DatasetKind>(kind);
   const DatasetKindInfo& info = dataset_kind_info(d.kind);
-  if (!info.files) {
-    d.path.clear();
-    return;
-  }
+  if (!info.files) d.path.clear();
+  if (d.kind != DatasetKind::ImageFolder) d.val_path.clear();
+  // A kind whose shape the project says keeps the one it had.
+  if (!info.fixed_shape) return;
   d.height = info.height;
   d.width = info.width;
   d.classes = info.classes;
@@ -629,7 +629,46 @@ void TrainingSettingsPanel::buildForm(QWidget* host) {
       f.set = [member](ProjectSettings& s, const QVariant& v) {
         s.dataset.*member = v.toLongLong();
       };
-    f.applies = [](const ProjectSettings& s) { return s.dataset.kind == DatasetKind::Synthetic; };
+    // The shape where the project says it; the sizes where nothing counts them.
+    const bool size = member == &DatasetSpec::train_size || member == &DatasetSpec::val_size;
+    f.applies = [size](const ProjectSettings& s) {
+      const DatasetKindInfo& k = dataset_kind_info(s.dataset.kind);
+      return !k.fixed_shape && !(size && k.counted);
+    };
+  }
+  {
+    auto* edit = line();
+    Field& f = addField(form, Kind::Text, edit, QStringLiteral("dataset.val_dir"),
+                        tr("Validation folder"), tr("validation folder"),
+                        tr("One subfolder per class, named as in the training folder, of PNG or "
+                           "JPEG images"));
+    f.get = [](const ProjectSettings& s) {
+      return QVariant(QString::fromStdString(s.dataset.val_path));
+    };
+    f.set = [](ProjectSettings& s, const QVariant& v) {
+      s.dataset.val_path = v.toString().trimmed().toStdString();
+    };
+    f.applies = [](const ProjectSettings& s) { return s.dataset.kind == DatasetKind::ImageFolder; };
+    auto* browse = new QPushButton(tr("Browse…"), host);
+    browse->setObjectName(QStringLiteral("dataset.val_dir.browse"));
+    browse->setToolTip(tr("Choose the validation folder"));
+    besideEditor(f, browse);
+    connect(browse, &QPushButton::clicked, this, [this, &f, edit] {
+      const QString dir =
+          QFileDialog::getExistingDirectory(this, tr("Validation folder"), edit->text());
+      if (dir.isEmpty()) return;
+      edit->setText(dir);
+      commit(f);
+    });
+  }
+  {
+    Field& f = addField(form, Kind::Bool, check(tr("Leave unreadable images out")),
+                        QStringLiteral("dataset.on_bad_image"), QString(), tr("unreadable images"),
+                        tr("A damaged or truncated image is left out (and listed) instead of "
+                           "stopping the load"));
+    f.get = [](const ProjectSettings& s) { return QVariant(s.dataset.skip_bad_images); };
+    f.set = [](ProjectSettings& s, const QVariant& v) { s.dataset.skip_bad_images = v.toBool(); };
+    f.applies = [](const ProjectSettings& s) { return s.dataset.kind == DatasetKind::ImageFolder; };
   }
   dataset_ = new QLabel(host);
   dataset_->setObjectName(QStringLiteral("dataset.summary"));
@@ -713,7 +752,9 @@ void TrainingSettingsPanel::refresh(bool reset) {
 
   const DatasetSpec& d = now.dataset;
   const DatasetKindInfo& kind = dataset_kind_info(d.kind);
-  if (kind.files)
+  if (d.kind == DatasetKind::ImageFolder)
+    datasetFolder_->setPlaceholderText(tr("the training folder: one subfolder per class"));
+  else if (kind.files)
     datasetFolder_->setPlaceholderText(
         tr("default: $%1 or %2")
             .arg(QLatin1String(kind.env_var), QString::fromStdString(default_dataset_dir(kind))));

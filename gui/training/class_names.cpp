@@ -3,6 +3,8 @@
 
 #include <QCoreApplication>
 
+#include <renaissance/dataset_probe.h>
+
 namespace tr::gui {
 
 QStringList class_names(const DatasetSpec& dataset) {
@@ -16,6 +18,14 @@ QStringList class_names(const DatasetSpec& dataset) {
             QStringLiteral("cat"),      QStringLiteral("deer"),       QStringLiteral("dog"),
             QStringLiteral("frog"),     QStringLiteral("horse"),      QStringLiteral("ship"),
             QStringLiteral("truck")};
+  if (dataset.kind == DatasetKind::ImageFolder) {
+    const DatasetProbe probe = probe_dataset(dataset);
+    if (probe.ok && static_cast<int64_t>(probe.class_names.size()) == dataset.classes) {
+      QStringList folders;
+      for (const std::string& n : probe.class_names) folders << QString::fromStdString(n);
+      return folders;
+    }
+  }
   QStringList names;
   for (int64_t c = 0; c < dataset.classes; ++c)
     names << QCoreApplication::translate("tr::gui::TrainingView", "class %1").arg(c);

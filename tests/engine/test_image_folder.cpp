@@ -4,6 +4,7 @@
 // size), and image folders: classes by subfolder, validation classes checked
 // against the training ones, unreadable images stopping the load or left out,
 // and the decoded cache reused until a file changes.
+#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -20,7 +21,10 @@
 #include <thread>
 #include <vector>
 
+#include <renaissance/dataset_probe.h>
 #include <renaissance/error.h>
+#include <renaissance/project_io.h>
+#include "data/dataset.h"
 #include "data/image_decode.h"
 #include "data/image_folder.h"
 
@@ -298,6 +302,109 @@ class TestImageFolder : public QObject {
     ImageFolderSource again(o);
     QVERIFY(again.from_cache());
     QCOMPARE(again.skipped(), s.skipped());
+  }
+
+  // The project kind: read and written back, probed, its sizes settled from
+  // the folders, loaded, and trained through the command line.
+  void imageFolderProjectsTrain() {
+    std::vector<std::string> files;
+    for (const char* c : {"circle", "cross", "square"})
+      for (int i = 0; i < 12; ++i) {
+        files.push_back(std::string("f4/train/") + c + "/" + std::to_string(i) +
+                        (i % 2 ? ".png" : ".jpg"));
+        if (i < 3) files.push_back(std::string("f4/val/") + c + "/" + std::to_string(i) + ".png");
+      }
+    images(files);
+    const std::string text =
+        "{\"format\": 1, \"name\": \"shapes\", \"model\": {\"nodes\": [\n"
+        "      {\"id\": \"in\", \"type\": \"Input\", \"params\": {\"height\": 6, \"width\": 8, "
+        "\"channels\": 3}},\n"
+        "      {\"id\": \"conv\", \"type\": \"Conv2d\", \"params\": {\"out_channels\": 4, "
+        "\"kernel\": 3, \"padding\": 1}},\n"
+        "      {\"id\": \"relu\", \"type\": \"ReLU\"},\n"
+        "      {\"id\": \"fc\", \"type\": \"Linear\", \"params\": {\"out_features\": 3}},\n"
+        "      {\"id\": \"loss\", \"type\": \"SoftmaxCrossEntropy\"}],\n"
+        "      \"edges\": [{\"from\": \"in\", \"to\": \"conv\"}, {\"from\": \"conv\", \"to\": "
+        "\"relu\"},\n"
+        "                {\"from\": \"relu\", \"to\": \"fc\"}, {\"from\": \"fc\", \"to\": "
+        "\"loss\"}]},\n"
+        "      \"dataset\": {\"kind\": \"image-folder\", \"train_dir\": \"" +
+        at("f4/train") + "\", \"val_dir\": \"" + at("f4/val") +
+        "\", \"height\": 6, \"width\": 8, \"channels\": 3, \"classes\": 3,\n"
+        "                   \"on_bad_image\": \"skip\", \"mean\": [0.5, 0.5, 0.5], \"std\": [0.25, "
+        "0.25, 0.25]},\n"
+        "      \"training\": {\"epochs\": 2, \"global_batch\": 8, \"devices\": \"cpu:1\"}}";
+    Project p = parse_project(text, "shapes.json");
+    QCOMPARE(p.dataset.kind, DatasetKind::ImageFolder);
+    QCOMPARE(p.dataset.val_path, at("f4/val"));
+    QVERIFY(p.dataset.skip_bad_images);
+    QCOMPARE(p.dataset.train_size, int64_t{0});  // counted, not declared
+    const std::string back = project_to_json(p);
+    QVERIFY2(back.find("\"train_dir\"") != std::string::npos &&
+                 back.find("\"on_bad_image\": \"skip\"") != std::string::npos &&
+                 back.find("train_size") == std::string::npos,
+             back.c_str());
+    QCOMPARE(project_to_json(parse_project(back, "shapes.json")), back);
+    const DatasetProbe probe = probe_dataset(p.dataset);
+    QVERIFY2(probe.ok, probe.problem.c_str());
+    QCOMPARE(probe.train_size, int64_t{36});
+    QCOMPARE(probe.val_size, int64_t{9});
+    QCOMPARE(probe.class_names, (std::vector<std::string>{"circle", "cross", "square"}));
+    // The derived validation batch (8) does not split 9 images: 3 does.
+    QVERIFY(settle_dataset_sizes(p, probe));
+    QCOMPARE(p.dataset.train_size, int64_t{36});
+    QCOMPARE(p.variants.back().batch, int64_t{3});
+    auto src = load_dataset(p.dataset);
+    QCOMPARE(src->size(Split::Val), int64_t{9});
+    // More classes than folders: the message says how many to set.
+    DatasetSpec wrong = p.dataset;
+    wrong.classes = 5;
+    const DatasetProbe w = probe_dataset(wrong);
+    QVERIFY(!w.ok);
+    QCOMPARE(w.field, std::string("dataset.classes"));
+    QVERIFY2(w.problem.find("has 3 class folders (circle, cross, square) but \"dataset.classes\" "
+                            "is 5: set it to 3") != std::string::npos,
+             w.problem.c_str());
+    wrong.classes = 3;
+    wrong.val_path = at("f4/nowhere");
+    QCOMPARE(probe_dataset(wrong).field, std::string("dataset.val_dir"));
+    // Parsing refuses what image folders do not have, and wants both folders.
+    for (const auto& [edit, field] : std::vector<std::pair<std::string, std::string>>{
+             {"\"train_size\": 10, ", "dataset.train_size"},
+             {"\"dir\": \"/x\", ", "dataset.dir"}}) {
+      std::string t = text;
+      t.insert(t.find("\"train_dir\""), edit);
+      try {
+        parse_project(t, "t.json");
+        QFAIL(("accepted " + field).c_str());
+      } catch (const ProjectError& e) {
+        QVERIFY2(std::string(e.what()).find(field) != std::string::npos, e.what());
+      }
+    }
+    // Trained from the command line: plan, then two epochs with validation.
+    const std::string path = at("shapes.json");
+    std::ofstream(path) << text;
+    QProcess plan;
+    plan.start(QStringLiteral(TR_CLI), {"plan", QString::fromStdString(path)});
+    QVERIFY(plan.waitForFinished(60000));
+    QVERIFY2(plan.exitCode() == 0, plan.readAllStandardError().constData());
+    QProcess train;
+    train.setProcessChannelMode(QProcess::MergedChannels);
+    train.start(QStringLiteral(TR_CLI), {"train", QString::fromStdString(path), "--no-store"});
+    QVERIFY(train.waitForFinished(120000));
+    const QString out = QString::fromUtf8(train.readAll());
+    QVERIFY2(train.exitCode() == 0, qPrintable(out));
+    QVERIFY2(out.contains("image folders " + QString::fromStdString(at("f4/train"))) &&
+                 out.contains("3 classes, 36 train, 9 val") && out.contains("epoch 2/2") &&
+                 out.contains("val_top-1"),
+             qPrintable(out));
+    QProcess data;
+    data.setProcessChannelMode(QProcess::MergedChannels);
+    data.start(QStringLiteral(TR_CLI),
+               {"train", QString::fromStdString(path), "--no-store", "--data", "/tmp"});
+    QVERIFY(data.waitForFinished(60000));
+    QVERIFY2(data.exitCode() == 2 && data.readAll().contains("--data names the folder of"),
+             "--data is refused for image folders");
   }
 };
 

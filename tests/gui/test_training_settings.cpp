@@ -319,6 +319,33 @@ class TestTrainingSettings : public QObject {
     QCOMPARE(p.editor<QLineEdit>("dataset.mean")->text(), QStringLiteral("0.286041"));
   }
 
+  // Image folders keep the project's shape and show both folders, the
+  // shape fields and the choice for unreadable images, not the sizes, which
+  // the folders decide; a missing folder is told under its field.
+  void imageFoldersShowTheirFolders() {
+    Panel p;
+    auto* kind = p.editor<QComboBox>("dataset.kind");
+    kind->setCurrentIndex(kind->findText(QStringLiteral("Image folders")));
+    const DatasetSpec& d = p.doc.project().dataset;
+    QCOMPARE(d.kind, DatasetKind::ImageFolder);
+    QCOMPARE(d.height, int64_t{28});
+    QCOMPARE(d.channels, int64_t{1});
+    for (const char* key : {"dataset.path", "dataset.val_dir", "dataset.on_bad_image",
+                            "dataset.height", "dataset.classes"})
+      QVERIFY2(p.shown(key), key);
+    QVERIFY(!p.shown("dataset.train_size"));
+    const QString train = QDir::tempPath() + QStringLiteral("/tr-no-train-folder");
+    type(p.editor<QLineEdit>("dataset.path"), train);
+    QVERIFY2(p.message("dataset.path")
+                 .contains(QStringLiteral("the training folder ") + train +
+                           QStringLiteral(" does not exist")),
+             qPrintable(p.message("dataset.path")));
+    p.editor<QCheckBox>("dataset.on_bad_image")->click();
+    QVERIFY(p.doc.project().dataset.skip_bad_images);
+    type(p.editor<QLineEdit>("dataset.val_dir"), QStringLiteral("/somewhere/val"));
+    QCOMPARE(p.doc.project().dataset.val_path, std::string("/somewhere/val"));
+  }
+
   void settingsRoundTripThroughAFile() {
     Panel p;
     p.useDevices("cpu:2");

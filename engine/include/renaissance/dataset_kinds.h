@@ -16,9 +16,11 @@ namespace tr {
 
 struct DatasetKindInfo {
   DatasetKind kind = DatasetKind::Synthetic;
-  const char* name = "";   // in the project file: "fashion-mnist"
-  const char* title = "";  // for people: "Fashion-MNIST"
-  bool files = false;      // read from a folder (else generated)
+  const char* name = "";     // in the project file: "fashion-mnist"
+  const char* title = "";    // for people: "Fashion-MNIST"
+  bool files = false;        // read from a folder (else generated)
+  bool fixed_shape = false;  // the files fix shape, classes and sizes (else the project says them)
+  bool counted = false;      // the sizes are the files' count, found when the data is looked at
   // The kinds with files:
   const char* folder_key = "";   // the "dataset" key naming the folder
   const char* env_var = "";      // the environment variable naming it

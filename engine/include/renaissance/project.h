@@ -64,12 +64,16 @@ struct ModelGraph {
   int find(const std::string& id) const;  // -1 when absent
 };
 
-enum class DatasetKind { FashionMnist, Synthetic, Cifar10, Cifar100 };
+enum class DatasetKind { FashionMnist, Synthetic, Cifar10, Cifar100, ImageFolder };
 
 struct DatasetSpec {
   DatasetKind kind = DatasetKind::FashionMnist;
-  std::string
-      path;  // the folder of a dataset read from files; empty: its default (dataset_kinds.h)
+  // The folder of a dataset read from files; empty: its default (dataset_kinds.h).
+  std::string path;
+  // Image folders: `path` is the training folder, this the validation one;
+  // an unreadable image is left out rather than stopping the load.
+  std::string val_path;
+  bool skip_bad_images = false;
   int64_t height = 28, width = 28, channels = 1, classes = 10;
   int64_t train_size = 60000, val_size = 10000;
   std::vector<double> mean{0.286041}, std{0.353024};  // per channel
