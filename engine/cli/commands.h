@@ -15,5 +15,6 @@ int cmd_bench(const std::vector<std::string>& args);
 int cmd_runs(const std::vector<std::string>& args);
 int cmd_layers(const std::vector<std::string>& args);
 int cmd_onnx(const std::vector<std::string>& args);
+int cmd_predict(const std::vector<std::string>& args);
 
 }  // namespace tr::cli

@@ -22,6 +22,7 @@ constexpr const char* kUsage =
     "  runs <subcommand>     the run history: list, show, compare, export, note, tag, delete\n"
     "  devices               list the CPU and the CUDA devices this machine offers\n"
     "  layers                the layer types a project may use, with their parameters\n"
+    "  predict <project.json>  classify images with a trained model (--help for options)\n"
     "  onnx export <project.json>  a trained model as an ONNX file (--help for options)\n"
     "  version               print the engine version\n";
 
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
     if (command == "runs") return tr::cli::cmd_runs(args);
     if (command == "layers") return tr::cli::cmd_layers(args);
     if (command == "onnx") return tr::cli::cmd_onnx(args);
+    if (command == "predict") return tr::cli::cmd_predict(args);
     if (command == "version") {
       std::printf("renaissance-cli %s\n", TR_VERSION);
       return 0;

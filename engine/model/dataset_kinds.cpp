@@ -10,6 +10,11 @@ namespace tr {
 
 namespace {
 
+const char* const kFashionNames[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                     "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+const char* const kCifar10Names[] = {"airplane", "automobile", "bird",  "cat",  "deer",
+                                     "dog",      "frog",       "horse", "ship", "truck"};
+
 const DatasetKindInfo kKinds[] = {
     {.kind = DatasetKind::FashionMnist,
      .name = "fashion-mnist",
@@ -29,7 +34,8 @@ const DatasetKindInfo kKinds[] = {
      .train_size = 60000,
      .val_size = 10000,
      .mean = {0.286041},
-     .std = {0.353024}},
+     .std = {0.353024},
+     .class_names = kFashionNames},
     {.kind = DatasetKind::Cifar10,
      .name = "cifar-10",
      .title = "CIFAR-10",
@@ -49,7 +55,8 @@ const DatasetKindInfo kKinds[] = {
      .train_size = 50000,
      .val_size = 10000,
      .mean = {0.4914, 0.4822, 0.4465},
-     .std = {0.2470, 0.2435, 0.2616}},
+     .std = {0.2470, 0.2435, 0.2616},
+     .class_names = kCifar10Names},
     {.kind = DatasetKind::Cifar100,
      .name = "cifar-100",
      .title = "CIFAR-100",
@@ -92,6 +99,16 @@ const DatasetKindInfo& dataset_kind_info(DatasetKind kind) {
     if (k.kind == kind) return k;
   throw std::logic_error("dataset kind " + std::to_string(static_cast<int>(kind)) +
                          " has no entry in dataset_kinds.cpp");
+}
+
+std::vector<std::string> dataset_class_names(const DatasetSpec& spec) {
+  const DatasetKindInfo& info = dataset_kind_info(spec.kind);
+  std::vector<std::string> names;
+  for (int64_t c = 0; c < spec.classes; ++c)
+    names.push_back(info.class_names && spec.classes == info.classes
+                        ? info.class_names[c]
+                        : "class " + std::to_string(c));
+  return names;
 }
 
 std::string default_dataset_dir(const DatasetKindInfo& info) {

@@ -19,7 +19,11 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include <renaissance/dataset_probe.h>
 #include <renaissance/error.h>
@@ -390,7 +394,8 @@ class TestImageFolder : public QObject {
     QVERIFY2(plan.exitCode() == 0, plan.readAllStandardError().constData());
     QProcess train;
     train.setProcessChannelMode(QProcess::MergedChannels);
-    train.start(QStringLiteral(TR_CLI), {"train", QString::fromStdString(path), "--no-store"});
+    train.start(QStringLiteral(TR_CLI), {"train", QString::fromStdString(path), "--no-store",
+                                         "--checkpoint-dir", QString::fromStdString(at("f4ck"))});
     QVERIFY(train.waitForFinished(120000));
     const QString out = QString::fromUtf8(train.readAll());
     QVERIFY2(train.exitCode() == 0, qPrintable(out));
@@ -398,6 +403,44 @@ class TestImageFolder : public QObject {
                  out.contains("3 classes, 36 train, 9 val") && out.contains("epoch 2/2") &&
                  out.contains("val_top-1"),
              qPrintable(out));
+    // predict on the labelled validation folder agrees with the run's own validation.
+    const QString val_top1 = out.section("val_top-1 ", -1).section('%', 0, 0);
+    auto predict = [&](const QStringList& more) {
+      QProcess cli;
+      cli.start(QStringLiteral(TR_CLI),
+                QStringList{"predict", QString::fromStdString(path), "--checkpoint",
+                            QString::fromStdString(at("f4ck/shapes-epoch2.ckpt"))} +
+                    more);
+      cli.waitForFinished(60000);
+      return std::pair{cli.exitCode(), QString::fromUtf8(cli.readAllStandardOutput()) +
+                                           QString::fromUtf8(cli.readAllStandardError())};
+    };
+    auto [code, said] = predict({"--folder", QString::fromStdString(at("f4/val"))});
+    QVERIFY2(code == 0, qPrintable(said));
+    QVERIFY2(said.contains("accuracy " + val_top1 + "% ("), qPrintable(said + "\nvs " + val_top1));
+    QVERIFY2(said.contains("true \\ predicted") && said.contains("circle"), qPrintable(said));
+    // Files, as JSON, with an unreadable one among them.
+    std::ofstream(at("f4/broken.png")) << "not an image";
+    std::tie(code, said) = predict(
+        {at("f4/val/cross/1.png").c_str(), at("f4/broken.png").c_str(), "--json", "--top", "2"});
+    QVERIFY2(code == 0, qPrintable(said));
+    const auto json = nlohmann::json::parse(said.toStdString());
+    QCOMPARE(json.size(), size_t{2});
+    QCOMPARE(json[0]["file"].get<std::string>(), at("f4/val/cross/1.png"));
+    QCOMPARE(json[0]["top2"].size(), size_t{2});
+    const double p0 = json[0]["top2"][0]["p"], p1 = json[0]["top2"][1]["p"];
+    QVERIFY(p0 >= p1 && p0 + p1 <= 1.0 + 1e-9 && p1 >= 0);
+    QVERIFY(json[0]["top2"][0]["class"].is_string());
+    QVERIFY(json[1]["error"].get<std::string>().find("neither a PNG nor a JPEG") !=
+            std::string::npos);
+    QCOMPARE(json[1]["top2"].size(), size_t{0});
+    // A class folder the model has no class for.
+    images({"f4/other/zebra/1.png"});
+    std::tie(code, said) = predict({"--folder", QString::fromStdString(at("f4/other"))});
+    QCOMPARE(code, 2);
+    QVERIFY2(said.contains("no class of the model is called 'zebra' (its classes: circle, cross, "
+                           "square)"),
+             qPrintable(said));
     QProcess data;
     data.setProcessChannelMode(QProcess::MergedChannels);
     data.start(QStringLiteral(TR_CLI),

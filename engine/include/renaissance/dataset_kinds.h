@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include <renaissance/project.h>
 
@@ -28,8 +29,9 @@ struct DatasetKindInfo {
   const char* holds = "";        // what the folder holds, for messages
   const char* obtain = "";       // how to get the files
   int64_t height = 0, width = 0, channels = 0, classes = 0;
-  int64_t train_size = 0, val_size = 0;  // samples in the complete files
-  double mean[3] = {}, std[3] = {};      // the usual per-channel statistics
+  int64_t train_size = 0, val_size = 0;      // samples in the complete files
+  double mean[3] = {}, std[3] = {};          // the usual per-channel statistics
+  const char* const* class_names = nullptr;  // `classes` of them, where the files fix them
 };
 
 // Every kind, in the order the workbench lists them.
@@ -39,5 +41,10 @@ const DatasetKindInfo& dataset_kind_info(DatasetKind kind);
 // The folder the kind is looked for in when neither the command line, the
 // project nor the environment names one ("~" expanded).
 std::string default_dataset_dir(const DatasetKindInfo& info);
+
+// What a dataset calls its classes: the kind's names where its files fix
+// them (Fashion-MNIST, CIFAR-10), else "class 0", "class 1", ... (image
+// folders name theirs by folder: DatasetProbe::class_names).
+std::vector<std::string> dataset_class_names(const DatasetSpec& spec);
 
 }  // namespace tr
