@@ -69,10 +69,7 @@ std::unique_ptr<DataSource> load_fashion_mnist(const DatasetSpec& spec,
 
 std::unique_ptr<DataSource> load_image_folder(const DatasetSpec& spec,
                                               const std::string& override_path) {
-  if (!override_path.empty())
-    throw UsageError(
-        "image folders are named by \"dataset.train_dir\" and \"dataset.val_dir\" "
-        "in the project; --data names the folder of Fashion-MNIST or CIFAR");
+  if (!override_path.empty()) throw UsageError(image_folder_data_override_problem());
   ImageFolderOptions o;
   o.train_dir = spec.path;
   o.val_dir = spec.val_path;
@@ -88,6 +85,11 @@ std::unique_ptr<DataSource> load_image_folder(const DatasetSpec& spec,
 }
 
 }  // namespace
+
+std::string image_folder_data_override_problem() {
+  return "image folders are named by \"dataset.train_dir\" and \"dataset.val_dir\" in the "
+         "project; --data names the folder of Fashion-MNIST or CIFAR";
+}
 
 void check_image_classes(const ImageFolderScan& scan, const DatasetSpec& spec) {
   const auto n = static_cast<int64_t>(scan.classes.size());

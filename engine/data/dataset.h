@@ -31,6 +31,8 @@ struct DatasetLocation {
 DatasetLocation resolve_dataset_dir(const DatasetSpec& spec, const std::string& override_path = "");
 
 struct ImageFolderScan;
+// Why --data does not apply to image folders (their folders are the project's).
+std::string image_folder_data_override_problem();
 // Throws UsageError when the training folder's class folders are not as many
 // as the spec's classes (naming them and what to set).
 void check_image_classes(const ImageFolderScan& scan, const DatasetSpec& spec);

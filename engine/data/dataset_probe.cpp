@@ -132,10 +132,7 @@ DatasetProbe probe_image_folder(const DatasetSpec& spec, const std::string& over
   p.dir = spec.path;
   p.origin = "\"dataset.train_dir\"";
   try {
-    if (!override_path.empty())
-      throw UsageError(
-          "image folders are named by \"dataset.train_dir\" and \"dataset.val_dir\" "
-          "in the project; --data names the folder of Fashion-MNIST or CIFAR");
+    if (!override_path.empty()) throw UsageError(image_folder_data_override_problem());
     const ImageFolderScan scan = scan_image_folders(spec.path, spec.val_path);
     p.class_names = scan.classes;
     try {

@@ -12,12 +12,13 @@
 #include <renaissance/error.h>
 #include "rank_runs.h"
 #include "runtime/checkpoint_state.h"
-
+#include "usage_error.h"
 using namespace tr;
 using rank_runs::relative_difference;
 using rank_runs::run;
 using rank_runs::same_bits;
 using rank_runs::synthetic;
+using tr::test::usage_error;
 
 namespace {
 
@@ -53,17 +54,6 @@ std::string bytes_of(const std::string& path) {
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f << bytes;
-}
-
-// The message of the UsageError `f` throws ("" when it throws none).
-template <class F>
-QString usage_error(F f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return QString::fromStdString(e.what());
-  }
-  return {};
 }
 
 struct Cli {

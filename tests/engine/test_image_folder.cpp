@@ -31,8 +31,9 @@
 #include "data/dataset.h"
 #include "data/image_decode.h"
 #include "data/image_folder.h"
-
+#include "usage_error.h"
 using namespace tr;
+using tr::test::usage_error;
 
 namespace {
 
@@ -91,15 +92,6 @@ void cut(const std::string& path, size_t keep) {
 
 size_t file_size(const std::string& path) {
   return static_cast<size_t>(std::filesystem::file_size(path));
-}
-
-QString usage_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return QString::fromStdString(e.what());
-  }
-  return {};
 }
 
 }  // namespace

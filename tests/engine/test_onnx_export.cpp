@@ -19,8 +19,9 @@
 #include <renaissance/error.h>
 #include <renaissance/onnx_export.h>
 #include <renaissance/project_io.h>
-
+#include "usage_error.h"
 using namespace tr;
+using tr::test::usage_error;
 
 namespace {
 
@@ -59,15 +60,6 @@ const onnx::TensorProto* initializer(const onnx::ModelProto& m, const std::strin
   for (const onnx::TensorProto& t : m.graph().initializer())
     if (t.name() == name) return &t;
   return nullptr;
-}
-
-QString usage_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return QString::fromStdString(e.what());
-  }
-  return {};
 }
 
 }  // namespace
