@@ -46,6 +46,7 @@
 #include "device_selector.h"
 #include "memory/memory_view.h"
 #include "onnx_export_file.h"
+#include "predict/try_model_dialog.h"
 #include "problems_panel.h"
 #include "project_document.h"
 #include "runs/runs_view.h"
@@ -385,6 +386,11 @@ void MainWindow::createActions() {
   make("save", tr("&Save"), {QKeySequence::Save}, [this] { onSave(); });
   make("saveAs", tr("Save &As…"), {QKeySequence::SaveAs}, [this] { onSaveAs(); });
   make("exportOnnx", tr("Export &ONNX…"), {}, [this] { onExportOnnx(); });
+  make("tryModel", tr("Try the &Model…"), {}, [this] {
+    auto* d = new TryModelDialog(doc_->project(), QString(), this);
+    d->setAttribute(Qt::WA_DeleteOnClose);
+    d->show();
+  });
   make("quit", tr("&Quit"), {QKeySequence::Quit}, [this] { close(); });
   make("compile", tr("&Compile"), {QKeySequence(Qt::Key_F5), QKeySequence(tr("Ctrl+B"))},
        [this] { onCompile(); });
@@ -520,6 +526,8 @@ void MainWindow::createMenus() {
   build->addAction(action("compile"));
   QMenu* run = menuBar()->addMenu(tr("&Run"));
   for (const char* name : {"train", "pause", "stop"}) run->addAction(action(name));
+  run->addSeparator();
+  run->addAction(action("tryModel"));
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->setObjectName(QStringLiteral("helpMenu"));

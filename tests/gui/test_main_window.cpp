@@ -17,9 +17,12 @@
 #include <QSettings>
 #include <QSpinBox>
 #include <QTabWidget>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTreeWidget>
 #include <QtTest>
+
+#include <fstream>
 
 #include <renaissance/project_io.h>
 #include <renaissance/run_store.h>
@@ -37,6 +40,7 @@
 #include "memory/region_bands.h"
 #include "onnx_export_file.h"
 #include "plot/curve_plot.h"
+#include "predict/try_model_dialog.h"
 #include "problems_panel.h"
 #include "project_document.h"
 #include "runs/runs_table_model.h"
@@ -301,6 +305,55 @@ class TestMainWindow : public QObject {
     QVERIFY(!QFile::exists(dir.filePath("other.onnx")));
     QVERIFY(!export_onnx_file(win.doc()->project(), dir.filePath("absent.ckpt"), out, &message));
     QVERIFY2(message.contains(QStringLiteral("absent.ckpt")), qPrintable(message));
+  }
+
+  // Run > Try the Model, without its file dialogs: a labelled folder is
+  // classified with the accuracy, misclassified images first; an unreadable
+  // file is listed; without a checkpoint it says what to choose.
+  void tryTheModelClassifiesImages() {
+    Window win;
+    QVERIFY(win.w.action(QStringLiteral("tryModel")));
+    QTemporaryDir dir;
+    QProcess train;
+    train.start(QStringLiteral(TR_CLI),
+                {"train", MainWindow::defaultProjectPath(), "--max-steps", "30", "--no-store",
+                 "--no-validation", "--checkpoint-dir", dir.path()});
+    QVERIFY(train.waitForFinished(120000) && train.exitCode() == 0);
+    // Each image in nine class folders: exactly one label is right unless
+    // the model says T-shirt/top (the one class a folder cannot be named).
+    const char* classes[] = {"Trouser", "Pullover", "Dress", "Coat",      "Sandal",
+                             "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+    for (const char* cls : classes) {
+      QDir(dir.path()).mkpath(QStringLiteral("labelled/%1").arg(cls));
+      for (int i = 0; i < 4; ++i) {
+        QImage img(28, 28, QImage::Format_Grayscale8);
+        for (int y = 0; y < 28; ++y)
+          for (int x = 0; x < 28; ++x)
+            img.setPixel(x, y, qRgb(0, 0, 0) | (((x * (i + 1) + y * (3 - i)) % 256) * 0x010101));
+        QVERIFY(img.save(dir.filePath(QStringLiteral("labelled/%1/%2.png").arg(cls).arg(i))));
+      }
+    }
+    TryModelDialog d(win.doc()->project(), QString());
+    QString error;
+    QVERIFY(!d.classifyFolder(dir.filePath("labelled"), &error));
+    QVERIFY2(error.contains("choose the checkpoint"), qPrintable(error));
+    d.setCheckpoint(dir.filePath("lenet-fashion-step30.ckpt"));
+    QVERIFY2(d.classifyFolder(dir.filePath("labelled"), &error), qPrintable(error));
+    QCOMPARE(d.table()->rowCount(), 36);
+    QVERIFY2(d.summary().contains("36 images classified; accuracy "), qPrintable(d.summary()));
+    int right = 0, wrong = 0;
+    for (int r = 0; r < 36; ++r) {
+      const bool ok = d.table()->item(r, 2)->text().startsWith(d.table()->item(r, 3)->text() + " ");
+      QVERIFY2(!(right > 0 && !ok), "a misclassified image after a correct one");
+      (ok ? right : wrong) += 1;
+    }
+    QVERIFY2(right > 0 && wrong > 0,
+             qPrintable(QStringLiteral("%1 right, %2 wrong").arg(right).arg(wrong)));
+    QVERIFY(d.summary().contains(QStringLiteral("(%1 of 36)").arg(right)));
+    std::ofstream(dir.filePath("broken.png").toStdString()) << "no";
+    QVERIFY(d.classifyFiles({dir.filePath("labelled/Bag/0.png"), dir.filePath("broken.png")}));
+    QVERIFY2(d.summary().contains("1 image classified; 1 unreadable"), qPrintable(d.summary()));
+    QVERIFY(d.table()->item(0, 2)->text().startsWith("unreadable: "));
   }
 
   void newProjectIsEmptyAndSaysWhatIsMissing() {

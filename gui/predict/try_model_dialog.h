@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Run > Try the Model: images dropped or chosen (files, or a folder with one
+// subfolder per class) classified by the open design with a checkpoint's
+// weights: each image's five most likely classes, misclassified ones first,
+// and the accuracy where the images are labelled.
+#pragma once
+
+#include <QDialog>
+#include <QStringList>
+
+#include <renaissance/predict.h>
+#include <renaissance/project.h>
+
+class QLabel;
+class QLineEdit;
+class QTableWidget;
+
+namespace tr::gui {
+
+class TryModelDialog : public QDialog {
+  Q_OBJECT
+
+ public:
+  TryModelDialog(const Project& project, const QString& checkpoint, QWidget* parent = nullptr);
+
+  // Without dialogs (and for tests): classify these images, or this
+  // folder's; false with the reason shown (and returned) when nothing could
+  // be classified.
+  bool classifyFiles(const QStringList& files, QString* error = nullptr);
+  bool classifyFolder(const QString& dir, QString* error = nullptr);
+  void setCheckpoint(const QString& path);
+
+  QTableWidget* table() const { return table_; }
+  QString summary() const;
+
+ protected:
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+
+ private:
+  bool classify(const std::vector<PredictImage>& images, QString* error);
+  void showReport(const PredictReport& report);
+
+  Project project_;
+  QLineEdit* checkpoint_;
+  QTableWidget* table_;
+  QLabel* summary_;
+};
+
+}  // namespace tr::gui
