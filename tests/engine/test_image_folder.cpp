@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdio>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -86,7 +87,7 @@ void write_jpeg(const std::string& path, int w, int h, int c, const std::vector<
 void cut(const std::string& path, size_t keep) {
   std::ifstream in(path, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), {});
-  bytes.resize(keep);
+  bytes.resize(std::min(keep, bytes.size()));
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
