@@ -134,8 +134,9 @@ int cmd_plan(const std::vector<std::string>& args) {
   Project project = load_project(a.positional[0]);
   apply_overrides(a, project);
   // Image folders: the plan is for the images they hold now.
-  if (!settle_dataset_sizes(project, probe_dataset(project.dataset)))
-    throw UsageError(probe_dataset(project.dataset).problem);
+  if (const DatasetProbe probe = probe_dataset(project.dataset);
+      !settle_dataset_sizes(project, probe))
+    throw UsageError(probe.problem);
 
   const CompiledPlan cp = compile_plan(project, compile_options_from(a));
   if (a.values.count("memory") && !a.has("max-batch"))

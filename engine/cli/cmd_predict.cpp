@@ -52,7 +52,7 @@ int cmd_predict(const std::vector<std::string>& args) {
   const Checkpoint checkpoint = read_checkpoint(a.values.at("checkpoint"));
   std::vector<PredictImage> images;
   if (folder)
-    images = folder_images(a.values.at("folder"), project_class_names(project));
+    images = folder_images(a.values.at("folder"), class_names_of(project.dataset));
   else
     for (size_t i = 1; i < a.positional.size(); ++i) images.push_back({a.positional[i], -1});
   const PredictReport r = predict_images(project, checkpoint, images, top);

@@ -133,7 +133,14 @@ DatasetProbe probe_image_folder(const DatasetSpec& spec, const std::string& over
   p.origin = "\"dataset.train_dir\"";
   try {
     if (!override_path.empty()) throw UsageError(image_folder_data_override_problem());
-    const ImageFolderScan scan = scan_image_folders(spec.path, spec.val_path);
+    ImageFolderScan scan = scan_training_folder(spec.path);
+    try {
+      scan_validation_folder(scan, spec.path, spec.val_path);
+    } catch (const UsageError& e) {
+      p.field = "dataset.val_dir";
+      p.problem = e.what();
+      return p;
+    }
     p.class_names = scan.classes;
     try {
       check_image_classes(scan, spec);
@@ -145,11 +152,8 @@ DatasetProbe probe_image_folder(const DatasetSpec& spec, const std::string& over
     p.train_size = static_cast<int64_t>(scan.train.size());
     p.val_size = static_cast<int64_t>(scan.val.size());
   } catch (const UsageError& e) {
+    p.field = "dataset.train_dir";
     p.problem = e.what();
-    // The validation folder's own problems are told by its path.
-    const bool val = !spec.val_path.empty() && p.problem.find(spec.val_path) != std::string::npos &&
-                     p.problem.find("the training folder") == std::string::npos;
-    p.field = val ? "dataset.val_dir" : "dataset.train_dir";
     return p;
   }
   p.ok = true;

@@ -55,25 +55,20 @@ std::vector<std::string> class_folders(const std::string& dir, const char* what)
 }
 
 void add_images(const std::string& dir, int32_t label, std::vector<ImageFile>& out) {
-  std::error_code ec;
-  std::vector<ImageFile> found;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    if (!e.is_regular_file(ec) || hidden(e.path()) || !is_image_name(e.path())) continue;
-    ImageFile f;
-    f.path = e.path().string();
-    f.label = label;
-    f.bytes = e.file_size(ec);
-    f.mtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                     e.last_write_time(ec).time_since_epoch())
-                     .count();
-    found.push_back(std::move(f));
-  }
-  if (ec) throw UsageError(dir + ": cannot be listed (" + ec.message() + ")");
-  if (found.empty())
+  const std::vector<std::string> files = image_files_in(dir);
+  if (files.empty())
     throw UsageError(dir + " holds no PNG or JPEG images (files ending .png, .jpg or .jpeg)");
-  std::sort(found.begin(), found.end(),
-            [](const ImageFile& a, const ImageFile& b) { return a.path < b.path; });
-  out.insert(out.end(), found.begin(), found.end());
+  for (const std::string& path : files) {
+    std::error_code ec;
+    ImageFile f;
+    f.path = path;
+    f.label = label;
+    f.bytes = fs::file_size(path, ec);
+    f.mtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     fs::last_write_time(path, ec).time_since_epoch())
+                     .count();
+    out.push_back(std::move(f));
+  }
 }
 
 std::string joined(const std::vector<std::string>& v) {
@@ -103,11 +98,27 @@ struct Hash {
 
 }  // namespace
 
-ImageFolderScan scan_image_folders(const std::string& train_dir, const std::string& val_dir) {
+std::vector<std::string> image_files_in(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> out;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
+    if (e.is_regular_file(ec) && !hidden(e.path()) && is_image_name(e.path()))
+      out.push_back(e.path().string());
+  if (ec) throw UsageError(dir + ": cannot be listed (" + ec.message() + ")");
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+ImageFolderScan scan_training_folder(const std::string& train_dir) {
   ImageFolderScan s;
   s.classes = class_folders(train_dir, "training");
   for (size_t c = 0; c < s.classes.size(); ++c)
     add_images((fs::path(train_dir) / s.classes[c]).string(), static_cast<int32_t>(c), s.train);
+  return s;
+}
+
+void scan_validation_folder(ImageFolderScan& s, const std::string& train_dir,
+                            const std::string& val_dir) {
   for (const std::string& name : class_folders(val_dir, "validation")) {
     const auto it = std::find(s.classes.begin(), s.classes.end(), name);
     if (it == s.classes.end())
@@ -117,6 +128,11 @@ ImageFolderScan scan_image_folders(const std::string& train_dir, const std::stri
     add_images((fs::path(val_dir) / name).string(), static_cast<int32_t>(it - s.classes.begin()),
                s.val);
   }
+}
+
+ImageFolderScan scan_image_folders(const std::string& train_dir, const std::string& val_dir) {
+  ImageFolderScan s = scan_training_folder(train_dir);
+  scan_validation_folder(s, train_dir, val_dir);
   return s;
 }
 

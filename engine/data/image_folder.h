@@ -36,9 +36,16 @@ struct ImageFolderScan {
   std::vector<ImageFile> train, val;
 };
 
+// The PNG and JPEG files directly in `dir` (by name; hidden ones left out),
+// sorted; empty when there are none.
+std::vector<std::string> image_files_in(const std::string& dir);
+
 // Throws UsageError naming the folder that is wrong: missing, without class
 // folders, a class folder without images, a validation class the training
-// set lacks.
+// set lacks. In two steps, so a caller can tell which folder is wrong.
+ImageFolderScan scan_training_folder(const std::string& train_dir);
+void scan_validation_folder(ImageFolderScan& scan, const std::string& train_dir,
+                            const std::string& val_dir);
 ImageFolderScan scan_image_folders(const std::string& train_dir, const std::string& val_dir);
 
 class ImageFolderSource final : public DataSource {

@@ -50,20 +50,15 @@ class ImagesSource final : public DataSource {
   int64_t count_;
 };
 
-bool is_image(const fs::path& p) {
-  std::string e = p.extension().string();
-  std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return std::tolower(c); });
-  return e == ".png" || e == ".jpg" || e == ".jpeg";
-}
-
 }  // namespace
 
-std::vector<std::string> project_class_names(const Project& project) {
-  if (project.dataset.kind == DatasetKind::ImageFolder) {
-    const DatasetProbe probe = probe_dataset(project.dataset);
-    if (probe.ok) return probe.class_names;
+std::vector<std::string> class_names_of(const DatasetSpec& dataset) {
+  if (dataset.kind == DatasetKind::ImageFolder) {
+    const DatasetProbe probe = probe_dataset(dataset);
+    if (probe.ok && static_cast<int64_t>(probe.class_names.size()) == dataset.classes)
+      return probe.class_names;
   }
-  return dataset_class_names(project.dataset);
+  return dataset_class_names(dataset);
 }
 
 std::vector<PredictImage> folder_images(const std::string& dir,
@@ -71,36 +66,25 @@ std::vector<PredictImage> folder_images(const std::string& dir,
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     throw UsageError(dir + ": " + (fs::exists(dir, ec) ? "not a folder" : "no such folder"));
-  std::vector<fs::path> folders, files;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    if (e.path().filename().string().starts_with(".")) continue;
-    if (e.is_directory(ec)) folders.push_back(e.path());
-    if (e.is_regular_file(ec) && is_image(e.path())) files.push_back(e.path());
-  }
+  std::vector<fs::path> folders;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
+    if (e.is_directory(ec) && !e.path().filename().string().starts_with("."))
+      folders.push_back(e.path());
   std::sort(folders.begin(), folders.end());
-  std::sort(files.begin(), files.end());
   std::vector<PredictImage> out;
-  if (folders.empty()) {
-    for (const fs::path& f : files) out.push_back({f.string(), -1});
-  } else {
-    for (const fs::path& folder : folders) {
-      const std::string name = folder.filename().string();
-      const auto it = std::find(class_names.begin(), class_names.end(), name);
-      if (it == class_names.end()) {
-        std::string known;
-        for (const std::string& c : class_names) known += (known.empty() ? "" : ", ") + c;
-        throw UsageError(folder.string() + ": no class of the model is called '" + name +
-                         "' (its classes: " + known + ")");
-      }
-      std::vector<fs::path> in;
-      for (const fs::directory_entry& e : fs::directory_iterator(folder, ec))
-        if (e.is_regular_file(ec) && is_image(e.path()) &&
-            !e.path().filename().string().starts_with("."))
-          in.push_back(e.path());
-      std::sort(in.begin(), in.end());
-      for (const fs::path& f : in)
-        out.push_back({f.string(), static_cast<int32_t>(it - class_names.begin())});
+  if (folders.empty())
+    for (const std::string& f : image_files_in(dir)) out.push_back({f, -1});
+  for (const fs::path& folder : folders) {
+    const std::string name = folder.filename().string();
+    const auto it = std::find(class_names.begin(), class_names.end(), name);
+    if (it == class_names.end()) {
+      std::string known;
+      for (const std::string& c : class_names) known += (known.empty() ? "" : ", ") + c;
+      throw UsageError(folder.string() + ": no class of the model is called '" + name +
+                       "' (its classes: " + known + ")");
     }
+    for (const std::string& f : image_files_in(folder.string()))
+      out.push_back({f, static_cast<int32_t>(it - class_names.begin())});
   }
   if (out.empty())
     throw UsageError(dir + " holds no PNG or JPEG images" +
@@ -111,7 +95,7 @@ std::vector<PredictImage> folder_images(const std::string& dir,
 PredictReport predict_images(const Project& project, const Checkpoint& checkpoint,
                              const std::vector<PredictImage>& images, int top) {
   PredictReport report;
-  report.class_names = project_class_names(project);
+  report.class_names = class_names_of(project.dataset);
   const int64_t classes = project.dataset.classes;
   const Shape sample{1, project.dataset.height, project.dataset.width, project.dataset.channels};
   if (sample.c != 1 && sample.c != 3)
@@ -205,8 +189,7 @@ PredictReport predict_images(const Project& project, const Checkpoint& checkpoin
     pipeline.release(b);
   }
   session.end_validation(0);
-  if (report.predictions.front().label >= 0 ||
-      std::any_of(images.begin(), images.end(), [](const PredictImage& i) { return i.label >= 0; }))
+  if (std::any_of(images.begin(), images.end(), [](const PredictImage& i) { return i.label >= 0; }))
     report.confusion.assign(static_cast<size_t>(classes * classes), 0);
   const int keep = std::clamp<int>(top, 1, static_cast<int>(classes));
   for (int64_t k = 0; k < n; ++k) {

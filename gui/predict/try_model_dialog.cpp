@@ -90,7 +90,7 @@ bool TryModelDialog::classifyFiles(const QStringList& files, QString* error) {
 
 bool TryModelDialog::classifyFolder(const QString& dir, QString* error) {
   try {
-    return classify(folder_images(dir.toStdString(), project_class_names(project_)), error);
+    return classify(folder_images(dir.toStdString(), class_names_of(project_.dataset)), error);
   } catch (const UsageError& e) {
     summary_->setText(QString::fromStdString(e.what()));
     if (error) *error = summary_->text();

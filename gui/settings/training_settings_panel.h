@@ -88,7 +88,7 @@ class TrainingSettingsPanel : public QWidget {
   ProjectSettings shown_;     // what the editors showed after the last refresh
   QLabel* devices_ = nullptr;
   QLabel* dataset_ = nullptr;
-  QLineEdit* datasetFolder_ = nullptr;  // its placeholder names the kind's default folder
+  QLineEdit* datasetFolder_ = nullptr;  // its grey hint names where the kind is looked for
   QWidget* host_ = nullptr;             // the form inside the scroll area
   DatasetProbe probe_;                  // the shown settings' dataset, looked at on every refresh
 };

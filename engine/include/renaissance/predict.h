@@ -41,8 +41,9 @@ struct PredictReport {
   std::vector<int64_t> confusion;
 };
 
-// The project's class names: its dataset's (an image folder's class folders).
-std::vector<std::string> project_class_names(const Project& project);
+// What a dataset calls its classes: an image folder's class folders, else
+// the kind's names (dataset_class_names).
+std::vector<std::string> class_names_of(const DatasetSpec& dataset);
 
 // The images of `dir`: with class subfolders, those folders' images labelled
 // by `class_names` (a folder no class is named after is an error, naming
