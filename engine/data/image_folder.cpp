@@ -38,6 +38,10 @@ bool hidden(const fs::path& p) {
 
 // The subfolders of `dir`, sorted; throws when `dir` is not a folder.
 std::vector<std::string> class_folders(const std::string& dir, const char* what) {
+  if (dir.empty())
+    throw UsageError("no " + std::string(what) +
+                     " folder is set; choose one with a subfolder per class, each holding that "
+                     "class's PNG or JPEG images");
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     throw UsageError("the " + std::string(what) + " folder " + dir + " " +

@@ -253,7 +253,10 @@ class TestImageFolder : public QObject {
     auto scan = [&](const std::string& t, const std::string& v) {
       return usage_error([&] { scan_image_folders(at(t), at(v)); });
     };
-    QString why = scan("nowhere", "nowhere");
+    QString why = usage_error([&] { scan_image_folders("", at("nowhere")); });
+    QVERIFY2(why.startsWith("no training folder is set; choose one with a subfolder per class"),
+             qPrintable(why));
+    why = scan("nowhere", "nowhere");
     QVERIFY2(why.contains(QString::fromStdString("the training folder " + at("nowhere") +
                                                  " does not exist")),
              qPrintable(why));
