@@ -46,6 +46,7 @@
 #include "device_selector.h"
 #include "memory/memory_view.h"
 #include "onnx_export_file.h"
+#include "onnx_import_file.h"
 #include "predict/try_model_dialog.h"
 #include "problems_panel.h"
 #include "project_document.h"
@@ -368,6 +369,36 @@ void MainWindow::onExportOnnx() {
     QMessageBox::warning(this, tr("Export ONNX"), message);
 }
 
+void MainWindow::onImportOnnx() {
+  if (!maybeSave()) return;
+  const QString onnx = QFileDialog::getOpenFileName(this, tr("Import ONNX"), startFolder(),
+                                                    tr("ONNX models (*.onnx);;All files (*)"));
+  if (onnx.isEmpty()) return;
+  const QFileInfo in(onnx);
+  const QString path = QFileDialog::getSaveFileName(
+      this, tr("Import ONNX: the project to write (its weights go beside it)"),
+      in.dir().filePath(in.completeBaseName() + QStringLiteral(".json")), tr("Projects (*.json)"));
+  if (path.isEmpty()) return;
+  ImportedModel m;
+  QString error;
+  if (!import_onnx_file(onnx, path, &m, &error)) {
+    QMessageBox::warning(this, tr("Import ONNX"), error);
+    return;
+  }
+  if (!openProject(m.project, &error)) {
+    QMessageBox::warning(this, tr("Import ONNX"), error);
+    return;
+  }
+  importedProject_ = m.project;
+  importedCheckpoint_ = m.checkpoint;
+  QMessageBox::information(
+      this, tr("Import ONNX"),
+      m.summary + QStringLiteral(".\n\n- ") + m.notes.join(QStringLiteral("\n- ")) +
+          tr("\n\nRun > Try the Model classifies images with these weights; train with them "
+             "from the command line with --init-from %1.")
+              .arg(m.checkpoint));
+}
+
 QAction* MainWindow::action(const QString& name) const {
   return findChild<QAction*>(name);
 }
@@ -386,8 +417,12 @@ void MainWindow::createActions() {
   make("save", tr("&Save"), {QKeySequence::Save}, [this] { onSave(); });
   make("saveAs", tr("Save &As…"), {QKeySequence::SaveAs}, [this] { onSaveAs(); });
   make("exportOnnx", tr("Export &ONNX…"), {}, [this] { onExportOnnx(); });
+  make("importOnnx", tr("&Import ONNX…"), {}, [this] { onImportOnnx(); });
   make("tryModel", tr("Try the &Model…"), {}, [this] {
-    auto* d = new TryModelDialog(doc_->project(), QString(), this);
+    const bool imported =
+        !importedProject_.isEmpty() && QFileInfo(doc_->filePath()).canonicalFilePath() ==
+                                           QFileInfo(importedProject_).canonicalFilePath();
+    auto* d = new TryModelDialog(doc_->project(), imported ? importedCheckpoint_ : QString(), this);
     d->setAttribute(Qt::WA_DeleteOnClose);
     d->show();
   });
@@ -479,6 +514,7 @@ void MainWindow::createMenus() {
   file->addSeparator();
   file->addAction(action("save"));
   file->addAction(action("saveAs"));
+  file->addAction(action("importOnnx"));
   file->addAction(action("exportOnnx"));
   file->addSeparator();
   file->addAction(action("quit"));

@@ -107,6 +107,7 @@ class MainWindow : public QMainWindow {
  private:
   void createActions();
   void onExportOnnx();
+  void onImportOnnx();
   void createMenus();
   void rebuildRecentMenu();
   void addRecent(const QString& path);
@@ -167,6 +168,10 @@ class MainWindow : public QMainWindow {
   // The project's name when it was opened: Save As names the project after
   // its new file unless the user renamed it since.
   std::string loadedName_;
+  // The weights File > Import ONNX wrote for the project it opened, which
+  // Try the Model starts from while that project is open.
+  QString importedCheckpoint_;
+  QString importedProject_;
   TrainingReadiness readiness_;
 };
 

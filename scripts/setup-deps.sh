@@ -11,6 +11,7 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev libopenblas-dev
   nlohmann-json3-dev libsqlite3-dev zlib1g-dev
   libonnx-dev libprotobuf-dev python3-onnx
+  python3-torch python3-torchvision
   libpng-dev libjpeg62-turbo-dev
   dataset-fashion-mnist
 )

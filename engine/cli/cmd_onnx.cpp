@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// `renaissance-cli onnx export`: a trained model as an ONNX file for other
-// tools (include/renaissance/onnx_export.h).
+// `renaissance-cli onnx export|import|ops`: a trained model as an ONNX file
+// for other tools (include/renaissance/onnx_export.h), and an ONNX model as
+// a project and checkpoint (include/renaissance/onnx_import.h).
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 
 #include <renaissance/checkpoint.h>
 #include <renaissance/error.h>
 #include <renaissance/onnx_export.h>
+#include <renaissance/onnx_import.h>
 #include <renaissance/project_io.h>
 #include "commands.h"
 #include "options.h"
@@ -21,7 +26,14 @@ constexpr const char* kUsage =
     "  NCHW float, normalised with the dataset's mean and std (recorded in the file's\n"
     "  metadata), output the logits, or the class probabilities with --softmax;\n"
     "  BatchNorm in inference form; the EMA weights where the checkpoint has them\n"
-    "  (--master-weights: the trained ones).\n";
+    "  (--master-weights: the trained ones).\n"
+    "       renaissance-cli onnx import MODEL.onnx (-o|--output) PROJECT.json\n"
+    "         [--checkpoint-out CKPT] [--name NAME] [--mean M[,M,M] --std S[,S,S]]\n"
+    "  turns an ONNX model into a project the workbench designs and trains, and its\n"
+    "  weights into a checkpoint (default: PROJECT.ckpt beside it) to predict with or to\n"
+    "  fine-tune from (train --init-from). --mean/--std: how its inputs were normalised.\n"
+    "       renaissance-cli onnx ops\n"
+    "  lists the ONNX operators the importer takes.\n";
 
 int onnx_export(std::vector<std::string> args) {
   for (std::string& arg : args)
@@ -54,6 +66,77 @@ int onnx_export(std::vector<std::string> args) {
   return 0;
 }
 
+// "0.485,0.456,0.406" (or one value for every channel).
+std::vector<double> number_list(const std::string& option, const std::string& text) {
+  std::vector<double> v;
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(at, end - at);
+    char* stop = nullptr;
+    errno = 0;
+    const double d = std::strtod(item.c_str(), &stop);
+    if (item.empty() || *stop != '\0' || errno != 0)
+      throw UsageError("--" + option +
+                       " takes numbers separated by commas (one per channel), got '" + text + "'");
+    v.push_back(d);
+    at = end + 1;
+  }
+  return v;
+}
+
+int onnx_import(std::vector<std::string> args) {
+  for (std::string& arg : args)
+    if (arg == "-o") arg = "--output";
+  const ParsedArgs a =
+      parse_args(args, {"output", "checkpoint-out", "name", "mean", "std"}, {"help"});
+  if (const int code = usage_exit_code(a, kUsage, 1); code >= 0) return code;
+  if (!a.values.count("output"))
+    throw UsageError("onnx import needs -o PROJECT.json (the project file to write)");
+  if (a.values.count("mean") != a.values.count("std"))
+    throw UsageError("give --mean and --std together (how the model's inputs were normalised)");
+  OnnxImportOptions o;
+  if (a.values.count("name")) o.name = a.values.at("name");
+  if (a.values.count("mean")) o.mean = number_list("mean", a.values.at("mean"));
+  if (a.values.count("std")) o.std = number_list("std", a.values.at("std"));
+  const std::string& project_path = a.values.at("output");
+  if (o.name.empty()) o.name = std::filesystem::path(project_path).stem().string();
+  const std::string ckpt =
+      a.values.count("checkpoint-out")
+          ? a.values.at("checkpoint-out")
+          : std::filesystem::path(project_path).replace_extension(".ckpt").string();
+  const OnnxImportResult r = import_onnx(a.positional[0], o);
+  const Project& p = r.project;
+  save_project(p, project_path);
+  write_checkpoint(r.checkpoint, ckpt);
+  int64_t layers = 0;
+  for (const LayerNode& n : p.model.nodes)
+    layers += n.type != LayerType::Input && n.type != LayerType::SoftmaxCrossEntropy;
+  std::printf("imported %s (opset %lld%s%s): %lld ONNX nodes -> %lld layers, %lld weights\n",
+              a.positional[0].c_str(), static_cast<long long>(r.opset),
+              r.producer.empty() ? "" : ", from ", r.producer.c_str(),
+              static_cast<long long>(r.onnx_nodes), static_cast<long long>(layers),
+              static_cast<long long>(r.parameters));
+  std::printf("  input [N, %lld, %lld, %lld], %lld classes\n",
+              static_cast<long long>(p.dataset.channels), static_cast<long long>(p.dataset.height),
+              static_cast<long long>(p.dataset.width), static_cast<long long>(p.dataset.classes));
+  for (const std::string& note : r.notes) std::printf("  %s\n", note.c_str());
+  std::printf("wrote %s and %s\n", project_path.c_str(), ckpt.c_str());
+  std::printf(
+      "next: renaissance-cli predict %s --checkpoint %s IMAGE..., or train it with "
+      "--init-from %s\n",
+      project_path.c_str(), ckpt.c_str(), ckpt.c_str());
+  return 0;
+}
+
+int onnx_ops() {
+  std::printf("%-22s %s\n", "ONNX operator", "becomes");
+  for (const OnnxOpSupport& op : onnx_import_ops())
+    std::printf("%-22s %s\n", std::string(op.op).c_str(), std::string(op.becomes).c_str());
+  return 0;
+}
+
 }  // namespace
 
 int cmd_onnx(const std::vector<std::string>& args) {
@@ -62,7 +145,10 @@ int cmd_onnx(const std::vector<std::string>& args) {
     return args.empty() ? 2 : 0;
   }
   if (args[0] == "export") return onnx_export({args.begin() + 1, args.end()});
-  throw UsageError("unknown onnx subcommand '" + args[0] + "'; expected export\n" + kUsage);
+  if (args[0] == "import") return onnx_import({args.begin() + 1, args.end()});
+  if (args[0] == "ops" && args.size() == 1) return onnx_ops();
+  throw UsageError("unknown onnx subcommand '" + args[0] + "'; expected export, import or ops\n" +
+                   kUsage);
 }
 
 }  // namespace tr::cli

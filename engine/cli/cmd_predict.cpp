@@ -20,18 +20,20 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: renaissance-cli predict <project.json> --checkpoint CKPT (IMAGE... | --folder DIR)\n"
-    "         [--top K] [--json]\n"
+    "         [--top K] [--json [--logits]]\n"
     "  prints each PNG or JPEG image's K (5) most likely classes with their probabilities;\n"
     "  the images are fitted to the project's input and normalised as its dataset is.\n"
     "  --folder DIR: the images in DIR, or, when DIR has one subfolder per class (named as\n"
     "  the model's classes), every image in them, with the accuracy and the confusion\n"
     "  matrix. --json writes [{\"file\", \"top5\": [{\"class\", \"index\", \"p\"}, ...]}, ...]\n"
-    "  (\"topK\" for --top K; \"label\" for a labelled image, \"error\" for an unreadable one).\n";
+    "  (\"topK\" for --top K; \"label\" for a labelled image, \"error\" for an unreadable one;\n"
+    "  \"logits\": the model's raw output per class, with --logits).\n";
 
 }  // namespace
 
 int cmd_predict(const std::vector<std::string>& args) {
-  const ParsedArgs a = parse_args(args, {"checkpoint", "folder", "top"}, {"json", "help"});
+  const ParsedArgs a =
+      parse_args(args, {"checkpoint", "folder", "top"}, {"json", "logits", "help"});
   if (a.has("help")) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -42,6 +44,8 @@ int cmd_predict(const std::vector<std::string>& args) {
   }
   if (!a.values.count("checkpoint"))
     throw UsageError("predict needs --checkpoint CKPT (a file `train --checkpoint-dir` wrote)");
+  if (a.has("logits") && !a.has("json"))
+    throw UsageError("--logits adds the raw outputs to --json's list; give --json too");
   const bool folder = a.values.count("folder") > 0;
   if (folder == (a.positional.size() > 1))
     throw UsageError(folder ? "give either image files or --folder DIR, not both"
@@ -69,6 +73,7 @@ int cmd_predict(const std::vector<std::string>& args) {
       for (const ClassScore& c : p.top)
         t.push_back({{"class", c.name}, {"index", c.index}, {"p", c.p}});
       o[key] = std::move(t);
+      if (a.has("logits") && p.error.empty()) o["logits"] = p.logits;
       list.push_back(std::move(o));
     }
     std::printf("%s\n", list.dump(2).c_str());

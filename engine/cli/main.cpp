@@ -24,6 +24,8 @@ constexpr const char* kUsage =
     "  layers                the layer types a project may use, with their parameters\n"
     "  predict <project.json>  classify images with a trained model (--help for options)\n"
     "  onnx export <project.json>  a trained model as an ONNX file (--help for options)\n"
+    "  onnx import <model.onnx>    an ONNX model as a project and checkpoint; onnx ops: what it "
+    "takes\n"
     "  version               print the engine version\n";
 
 }  // namespace

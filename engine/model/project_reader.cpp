@@ -614,8 +614,9 @@ void Reader::read_dataset(const json& d, DatasetSpec& ds) {
       error(s, join_path("dataset", key),
             std::string("only for image-folder datasets, not ") + info.name + " ones");
   if (image_folder) {
-    read_string(d, s, "dataset", "train_dir", ds.path, true, false);
-    read_string(d, s, "dataset", "val_dir", ds.val_path, true, false);
+    // Either may be unset while the model is designed: loading the data asks for it.
+    read_string(d, s, "dataset", "train_dir", ds.path, false, false);
+    read_string(d, s, "dataset", "val_dir", ds.val_path, false, false);
     read_choice<bool>(d, s, "dataset", "on_bad_image", "what an unreadable image does",
                       {{"stop", false}, {"skip", true}}, ds.skip_bad_images);
     for (const char* key : {"train_size", "val_size"})

@@ -177,8 +177,8 @@ std::string project_to_json(const Project& project) {
     const DatasetKindInfo& info = dataset_kind_info(d.kind);
     ds["kind"] = info.name;
     if (d.kind == DatasetKind::ImageFolder) {
-      ds["train_dir"] = d.path;
-      ds["val_dir"] = d.val_path;
+      if (!d.path.empty()) ds["train_dir"] = d.path;
+      if (!d.val_path.empty()) ds["val_dir"] = d.val_path;
       if (d.skip_bad_images) ds["on_bad_image"] = "skip";
     } else if (info.files && !d.path.empty()) {
       ds[info.folder_key] = d.path;

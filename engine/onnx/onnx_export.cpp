@@ -19,6 +19,7 @@
 #include <renaissance/error.h>
 #include <renaissance/layer_spec.h>
 #include <renaissance/shape_inference.h>
+#include "onnx/onnx_layout.h"
 
 namespace tr {
 
@@ -135,32 +136,6 @@ void value_info(onnx::ValueInfoProto* v, const std::string& name,
   for (int64_t d : dims) s->add_dim()->set_dim_value(d);
 }
 
-// [O, KH, KW, I] -> [O, I, KH, KW]
-std::vector<float> kernel_to_oihw(const std::vector<float>& v, int64_t o, int64_t kh, int64_t kw,
-                                  int64_t i) {
-  std::vector<float> out(v.size());
-  for (int64_t a = 0; a < o; ++a)
-    for (int64_t y = 0; y < kh; ++y)
-      for (int64_t x = 0; x < kw; ++x)
-        for (int64_t c = 0; c < i; ++c)
-          out[static_cast<size_t>(((a * i + c) * kh + y) * kw + x)] =
-              v[static_cast<size_t>(((a * kh + y) * kw + x) * i + c)];
-  return out;
-}
-
-// Columns of a [out, h*w*c] matrix from HWC order to CHW order.
-std::vector<float> columns_to_chw(const std::vector<float>& v, int64_t out, const Shape& s) {
-  const int64_t n = s.h * s.w * s.c;
-  std::vector<float> r(v.size());
-  for (int64_t o = 0; o < out; ++o)
-    for (int64_t y = 0; y < s.h; ++y)
-      for (int64_t x = 0; x < s.w; ++x)
-        for (int64_t c = 0; c < s.c; ++c)
-          r[static_cast<size_t>(o * n + (c * s.h + y) * s.w + x)] =
-              v[static_cast<size_t>(o * n + (y * s.w + x) * s.c + c)];
-  return r;
-}
-
 }  // namespace
 
 OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoint,
@@ -173,12 +148,10 @@ OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoi
   onnx::GraphProto& graph = w.graph();
   graph.set_name(project.name);
 
-  // Each node's output value, and whether it is a [N, features] matrix (true
-  // after Flatten and Linear) or an NCHW image.
+  // Each node's output value, and whether it is a [N, features] matrix or
+  // an NCHW image.
   std::vector<std::string> value(g.nodes.size());
-  std::vector<bool> flat(g.nodes.size(), false);
-  // For a flat value: the NHWC shape whose HWC order its features are in.
-  std::vector<Shape> features_of(g.nodes.size());
+  const FeatureOrders orders = feature_orders(g, a);
   auto input_of = [&](int node, int port) {
     const PortRef& r = a.source_of(node, port);
     return r.node;
@@ -199,8 +172,6 @@ OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoi
     const std::string x = value[static_cast<size_t>(src)];
     const std::string& id = n.id;
     const LayerParams& p = n.params;
-    flat[k] = flat[static_cast<size_t>(src)];
-    features_of[k] = features_of[static_cast<size_t>(src)];
     value[k] = id;
     switch (n.type) {
       case LayerType::Input:
@@ -283,17 +254,13 @@ OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoi
         w.node("Identity", id, {x}, id);  // inference: no dropout
         break;
       case LayerType::Flatten:
-        if (!flat[k]) {
-          features_of[k] = na.inputs[0];
-          flat[k] = true;
-        }
         Writer::integer(w.node("Flatten", id, {x}, id), "axis", 1);
         break;
       case LayerType::Linear: {
         std::string in = x;
-        Shape order = features_of[k];
-        if (!flat[k]) {  // a Linear reading an image flattens it first
-          order = na.inputs[0];
+        const Shape order = orders.columns_of(i, a);
+        if (!orders
+                 .flat[static_cast<size_t>(src)]) {  // a Linear reading an image flattens it first
           Writer::integer(w.node("Flatten", id + "/flatten", {x}, id + "/flatten"), "axis", 1);
           in = id + "/flatten";
         }
@@ -301,7 +268,7 @@ OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoi
         const int64_t features = s.h * s.w * s.c, out = p.out_channels;
         std::vector<float> matrix = weights.get(id + ".weight", out * features);
         // Our flatten order is HWC, ONNX's CHW: the same only without extent.
-        if (order.h * order.w > 1 && order.c > 1) matrix = columns_to_chw(matrix, out, order);
+        if (orders_differ(order)) matrix = columns_to_chw(matrix, out, order);
         w.initializer(id + ".weight", {out, features}, matrix);
         std::vector<std::string> ins{in, id + ".weight"};
         if (p.bias) {
@@ -309,8 +276,6 @@ OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoi
           ins.push_back(id + ".bias");
         }
         Writer::integer(w.node("Gemm", id, ins, id), "transB", 1);
-        flat[k] = true;
-        features_of[k] = Shape{1, 1, 1, out};
         break;
       }
       case LayerType::Add: {
@@ -336,10 +301,11 @@ OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoi
   const int64_t classes = a.nodes[static_cast<size_t>(logits_node)].output.c;
   const std::string output = options.softmax ? "probabilities" : "logits";
   const std::string logits = value[static_cast<size_t>(logits_node)];
-  if (!flat[static_cast<size_t>(logits_node)]) {
+  const bool flat_logits = orders.flat[static_cast<size_t>(logits_node)];
+  if (!flat_logits) {
     Writer::integer(w.node("Flatten", "logits/flatten", {logits}, "logits/flatten"), "axis", 1);
   }
-  const std::string last = flat[static_cast<size_t>(logits_node)] ? logits : "logits/flatten";
+  const std::string last = flat_logits ? logits : "logits/flatten";
   if (options.softmax)
     Writer::integer(w.node("Softmax", "softmax", {last}, output), "axis", 1);
   else

@@ -195,6 +195,7 @@ PredictReport predict_images(const Project& project, const Checkpoint& checkpoin
   for (int64_t k = 0; k < n; ++k) {
     Prediction& pr = report.predictions[readable[static_cast<size_t>(k)]];
     const float* z = all.data() + k * classes;
+    pr.logits.assign(z, z + classes);
     const double m = *std::max_element(z, z + classes);
     std::vector<double> prob(static_cast<size_t>(classes));
     double sum = 0;

@@ -8,7 +8,6 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include <png.h>
 // jpeglib.h needs FILE and size_t declared first.
 #include <jpeglib.h>
 #include <cstddef>
@@ -32,32 +31,14 @@
 #include "data/dataset.h"
 #include "data/image_decode.h"
 #include "data/image_folder.h"
+#include "png_files.h"
 #include "usage_error.h"
 using namespace tr;
+using tr::test::pattern;
 using tr::test::usage_error;
+using tr::test::write_png;
 
 namespace {
-
-// width x height x channels pixels, channel c of (x, y) = (x * 40 + y * 7 + c * 90) mod 256.
-std::vector<uint8_t> pattern(int w, int h, int c) {
-  std::vector<uint8_t> p(static_cast<size_t>(w * h * c));
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x)
-      for (int k = 0; k < c; ++k)
-        p[static_cast<size_t>((y * w + x) * c + k)] =
-            static_cast<uint8_t>((x * 40 + y * 7 + k * 90) % 256);
-  return p;
-}
-
-void write_png(const std::string& path, int w, int h, int c, const std::vector<uint8_t>& px) {
-  png_image image;
-  std::memset(&image, 0, sizeof image);
-  image.version = PNG_IMAGE_VERSION;
-  image.width = static_cast<png_uint_32>(w);
-  image.height = static_cast<png_uint_32>(h);
-  image.format = c == 1 ? PNG_FORMAT_GRAY : c == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_RGBA;
-  QVERIFY(png_image_write_to_file(&image, path.c_str(), 0, px.data(), 0, nullptr));
-}
 
 void write_jpeg(const std::string& path, int w, int h, int c, const std::vector<uint8_t>& px) {
   jpeg_compress_struct info;

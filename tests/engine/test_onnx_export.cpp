@@ -19,28 +19,18 @@
 #include <renaissance/error.h>
 #include <renaissance/onnx_export.h>
 #include <renaissance/project_io.h>
+#include "cli_process.h"
 #include "usage_error.h"
 using namespace tr;
 using tr::test::usage_error;
 
 namespace {
 
-struct Run {
-  int code = -1;
-  QString out;  // stdout and stderr
-};
-
-Run run(const QString& program, const QStringList& args) {
-  QProcess p;
-  p.setProcessChannelMode(QProcess::MergedChannels);
-  p.start(program, args);
-  if (!p.waitForFinished(300000)) return {};
-  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
-          QString::fromUtf8(p.readAll())};
-}
+using Run = tr::test::ProcessRun;
+using tr::test::run_process;
 
 Run cli(const QStringList& args) {
-  return run(QStringLiteral(TR_CLI), args);
+  return run_process(QStringLiteral(TR_CLI), args);
 }
 
 QString project_path(const QString& name) {
@@ -122,8 +112,8 @@ class TestOnnxExport : public QObject {
     for (const onnx::NodeProto& n : m.graph().node())
       QVERIFY2(n.op_type() != "BatchNormalization" || n.attribute_size() > 0, n.name().c_str());
     // The numbers, against the checkpoint (tests/onnx/check_export.py).
-    const Run c = run(QStringLiteral(TR_PYTHON),
-                      QStringList{QStringLiteral(TR_ONNX_CHECK), out, ckpt} + check);
+    const Run c = run_process(QStringLiteral(TR_PYTHON),
+                              QStringList{QStringLiteral(TR_ONNX_CHECK), out, ckpt} + check);
     if (c.code == 77) QSKIP(qPrintable(c.out.trimmed()));
     QVERIFY2(c.code == 0, qPrintable(c.out));
     qInfo("%s", qPrintable(c.out.trimmed().replace('\n', "; ")));
@@ -212,9 +202,10 @@ class TestOnnxExport : public QObject {
              QString::fromStdString(out)});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.out.contains(QStringLiteral("needs --checkpoint")), qPrintable(r.out));
-    r = cli({"onnx", "import"});
+    r = cli({"onnx", "frobnicate"});
     QCOMPARE(r.code, 2);
-    QVERIFY2(r.out.contains(QStringLiteral("unknown onnx subcommand 'import'; expected export")),
+    QVERIFY2(r.out.contains(QStringLiteral(
+                 "unknown onnx subcommand 'frobnicate'; expected export, import or ops")),
              qPrintable(r.out));
   }
 };

@@ -39,6 +39,7 @@
 #include "memory/memory_view.h"
 #include "memory/region_bands.h"
 #include "onnx_export_file.h"
+#include "onnx_import_file.h"
 #include "plot/curve_plot.h"
 #include "predict/try_model_dialog.h"
 #include "problems_panel.h"
@@ -305,6 +306,51 @@ class TestMainWindow : public QObject {
     QVERIFY(!QFile::exists(dir.filePath("other.onnx")));
     QVERIFY(!export_onnx_file(win.doc()->project(), dir.filePath("absent.ckpt"), out, &message));
     QVERIFY2(message.contains(QStringLiteral("absent.ckpt")), qPrintable(message));
+  }
+
+  // File > Import ONNX, without its dialogs: a model exported from a
+  // trained project becomes a project file and a checkpoint, which opens as
+  // the same design; a file that is no model is refused, nothing written.
+  void importOnnxOpensTheModelAsAProject() {
+    Window win;
+    QVERIFY(win.w.action(QStringLiteral("importOnnx")));
+    QTemporaryDir dir;
+    QProcess cli;
+    cli.start(QStringLiteral(TR_CLI),
+              {"train", MainWindow::defaultProjectPath(), "--max-steps", "2", "--no-store",
+               "--no-validation", "--checkpoint-dir", dir.path()});
+    QVERIFY(cli.waitForFinished(120000) && cli.exitCode() == 0);
+    const QString onnx = dir.filePath(QStringLiteral("lenet.onnx"));
+    cli.start(QStringLiteral(TR_CLI),
+              {"onnx", "export", MainWindow::defaultProjectPath(), "--checkpoint",
+               dir.filePath("lenet-fashion-step2.ckpt"), "-o", onnx});
+    QVERIFY(cli.waitForFinished(60000) && cli.exitCode() == 0);
+    ImportedModel m;
+    QString message;
+    const QString project = dir.filePath(QStringLiteral("imported.json"));
+    QVERIFY2(import_onnx_file(onnx, project, &m, &message), qPrintable(message));
+    QCOMPARE(m.checkpoint, dir.filePath(QStringLiteral("imported.ckpt")));
+    QVERIFY(QFileInfo(m.checkpoint).size() > 61706 * 4);
+    QVERIFY2(m.summary.contains(QStringLiteral("61706 weights")), qPrintable(m.summary));
+    QVERIFY2(m.notes.join(' ').contains(QStringLiteral("Fashion-MNIST")),
+             qPrintable(m.notes.join(' ')));
+    QString error;
+    QVERIFY2(win.w.openProject(project, &error), qPrintable(error));
+    QCOMPARE(win.doc()->project().name, std::string("imported"));
+    QVERIFY(win.doc()->analysis().ok());
+    QCOMPARE(static_cast<qlonglong>(win.doc()->analysis().total_params), qlonglong{61706});
+    // Laid out once on opening: the file has no positions.
+    for (const LayerNode& n : win.doc()->project().model.nodes) QVERIFY(n.has_position);
+
+    const QString text = dir.filePath(QStringLiteral("notes.onnx"));
+    QFile f(text);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("not a model");
+    f.close();
+    QVERIFY(!import_onnx_file(text, dir.filePath(QStringLiteral("no.json")), &m, &message));
+    QVERIFY2(message.contains(QStringLiteral("not an ONNX model")), qPrintable(message));
+    QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("no.json"))));
+    QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("no.ckpt"))));
   }
 
   // Run > Try the Model, without its file dialogs: a labelled folder is

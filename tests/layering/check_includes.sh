@@ -21,7 +21,7 @@ declare -A allowed=(
   [engine/backends/cuda]="core model plan compile data runtime net backends backends/cuda"
   [engine/store]="core model store"
   [engine/net]="core model plan compile net"
-  [engine/onnx]="core model onnx"
+  [engine/onnx]="core model plan compile onnx"
   [engine/setup]="core model plan compile data runtime backends backends/cpu net store setup"
   # its own files (device scan, CUDA loader) are built into tr_setup, above the CPU backend
   [engine/backends]="core model plan compile data runtime backends backends/cpu net"

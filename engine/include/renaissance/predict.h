@@ -30,6 +30,7 @@ struct Prediction {
   std::string file;
   int32_t label = -1;
   std::vector<ClassScore> top;  // most likely first; empty when `error` is set
+  std::vector<float> logits;    // the model's output, one per class (empty with `error`)
   std::string error;            // why the image could not be read
 };
 

@@ -1,0 +1,1125 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The ONNX reader: walks the graph's nodes (ONNX keeps them in topological
+// order), turning each into one of our layers, or folding it away (Identity,
+// a trailing Softmax, an inference Dropout's mask), or matching the patterns
+// other tools write for SiLU (x * Sigmoid(x)) and GELU (the erf form). The
+// weights are re-laid out from NCHW to our NHWC once the model's shapes are
+// known: kernels [O,I,KH,KW] -> [O,KH,KW,I], and the columns of a Linear
+// that reads a flattened image from CHW to HWC. The checkpoint then takes
+// each weight and BN statistic the compiled plan holds, under the plan's
+// own region, name and shape.
+#include <renaissance/onnx_import.h>
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include <renaissance/dataset_kinds.h>
+#include <renaissance/error.h>
+#include <renaissance/layer_spec.h>
+#include <renaissance/project_io.h>
+#include <renaissance/project_limits.h>
+#include <renaissance/region.h>
+#include <renaissance/shape_inference.h>
+#include "compile/compiler.h"
+#include "onnx/onnx_layout.h"
+
+namespace tr {
+
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+constexpr OnnxOpSupport kOps[] = {
+    {"Conv", "Conv2d (dilation 1, symmetric padding)"},
+    {"BatchNormalization", "BatchNorm2d (inference form)"},
+    {"Relu", "ReLU"},
+    {"Tanh", "Tanh"},
+    {"Sigmoid", "Sigmoid; x * Sigmoid(x): SiLU"},
+    {"LeakyRelu", "LeakyReLU"},
+    {"Clip", "ReLU6 (min 0, max 6)"},
+    {"Div, Erf, Add, Mul", "GELU, in its erf form: x * 0.5 * (1 + erf(x / sqrt 2))"},
+    {"MaxPool", "MaxPool2d (floor mode)"},
+    {"AveragePool", "AvgPool2d (floor mode, padding counted)"},
+    {"Pad", "the padding of the AveragePool after it (zeros, as PyTorch writes it)"},
+    {"GlobalAveragePool", "GlobalAvgPool"},
+    {"ReduceMean", "GlobalAvgPool (over height and width)"},
+    {"Add", "Add (two tensors), or the bias of the MatMul before it"},
+    {"Concat", "Concat (channels or features)"},
+    {"Flatten", "Flatten (axis 1)"},
+    {"Reshape", "Flatten (to [N, features])"},
+    {"Gemm", "Linear"},
+    {"MatMul", "Linear (by a weight matrix)"},
+    {"Dropout", "Dropout"},
+    {"Identity", "nothing (left out)"},
+    {"Softmax, LogSoftmax", "nothing, when last (the loss computes it)"},
+    {"Constant", "the values it holds"},
+};
+
+// An initializer or a Constant node's output.
+struct Tensor {
+  Dims dims;
+  std::vector<float> f;    // float and double tensors
+  std::vector<int64_t> i;  // integer tensors
+  bool is_float = false;
+  int64_t count() const {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    return n;
+  }
+};
+
+// What produces a value of the graph: one of our nodes, with its rank in
+// ONNX terms (4: [N,C,H,W], 2: [N, features]).
+struct Value {
+  int node = -1;
+  int rank = 4;
+};
+
+std::string dims_text(const Dims& d) {
+  std::string s = "[";
+  for (size_t k = 0; k < d.size(); ++k) s += (k ? ", " : "") + std::to_string(d[k]);
+  return s + "]";
+}
+
+const char* type_name(int t) {
+  using T = onnx::TensorProto;
+  switch (t) {
+    case T::FLOAT16:
+      return "float16";
+    case T::BFLOAT16:
+      return "bfloat16";
+    case T::INT8:
+      return "int8";
+    case T::UINT8:
+      return "uint8";
+    case T::INT16:
+      return "int16";
+    case T::BOOL:
+      return "bool";
+    case T::STRING:
+      return "string";
+    default:
+      return "another type of";
+  }
+}
+
+template <typename T>
+std::vector<T> raw_values(const std::string& raw, int64_t count, const std::string& what) {
+  if (raw.size() != static_cast<size_t>(count) * sizeof(T))
+    throw UsageError(what + " holds " + std::to_string(raw.size()) +
+                     " bytes where its shape needs " +
+                     std::to_string(static_cast<size_t>(count) * sizeof(T)));
+  std::vector<T> v(static_cast<size_t>(count));
+  std::memcpy(v.data(), raw.data(), raw.size());
+  return v;
+}
+
+template <typename T, typename Field>
+std::vector<T> field_values(const Field& field, int64_t count, const std::string& what) {
+  if (field.size() != count)
+    throw UsageError(what + " holds " + std::to_string(field.size()) + " values where its shape " +
+                     "needs " + std::to_string(count));
+  return std::vector<T>(field.begin(), field.end());
+}
+
+Tensor decode(const onnx::TensorProto& t, const std::string& what) {
+  using T = onnx::TensorProto;
+  if (t.data_location() == T::EXTERNAL)
+    throw UsageError(what +
+                     " keeps its values in a file of its own, which the importer does not "
+                     "read; save the model with its weights inside it");
+  Tensor out;
+  int64_t count = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0 || (d > 0 && count > (int64_t{1} << 34) / d))
+      throw UsageError(what + " has the impossible shape " +
+                       dims_text(Dims(t.dims().begin(), t.dims().end())));
+    out.dims.push_back(d);
+    count *= d;
+  }
+  const bool raw = t.has_raw_data();
+  switch (t.data_type()) {
+    case T::FLOAT:
+      out.is_float = true;
+      out.f = raw ? raw_values<float>(t.raw_data(), count, what)
+                  : field_values<float>(t.float_data(), count, what);
+      break;
+    case T::DOUBLE: {
+      const std::vector<double> d = raw ? raw_values<double>(t.raw_data(), count, what)
+                                        : field_values<double>(t.double_data(), count, what);
+      out.is_float = true;
+      out.f.assign(d.begin(), d.end());
+      break;
+    }
+    case T::INT64:
+      out.i = raw ? raw_values<int64_t>(t.raw_data(), count, what)
+                  : field_values<int64_t>(t.int64_data(), count, what);
+      break;
+    case T::INT32: {
+      const std::vector<int32_t> d = raw ? raw_values<int32_t>(t.raw_data(), count, what)
+                                         : field_values<int32_t>(t.int32_data(), count, what);
+      out.i.assign(d.begin(), d.end());
+      break;
+    }
+    default:
+      throw UsageError(what + " holds " + type_name(t.data_type()) +
+                       " values; the importer takes float32 (or float64) weights and integer "
+                       "shapes");
+  }
+  return out;
+}
+
+bool is_valid_id_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '.';
+}
+
+class Importer {
+ public:
+  Importer(std::string path, const onnx::ModelProto& model, const OnnxImportOptions& options)
+      : path_(std::move(path)), model_(model), graph_(model.graph()), options_(options) {}
+
+  OnnxImportResult run();
+
+ private:
+  // Messages
+  std::string node_label(int k) const {
+    const onnx::NodeProto& n = graph_.node(k);
+    return "node " + (n.name().empty() ? "#" + std::to_string(k) : "'" + n.name() + "'") + " (" +
+           n.op_type() + ")";
+  }
+  [[noreturn]] void fail(int k, const std::string& what) const {
+    throw UsageError(path_ + ": " + node_label(k) + ": " + what);
+  }
+  [[noreturn]] void fail(const std::string& what) const { throw UsageError(path_ + ": " + what); }
+
+  // Attributes, each checked to be one the importer reads for the op.
+  const onnx::AttributeProto* attr(int k, const char* name) const {
+    for (const onnx::AttributeProto& a : graph_.node(k).attribute())
+      if (a.name() == name) return &a;
+    return nullptr;
+  }
+  void known_attributes(int k, std::initializer_list<const char*> names) const {
+    for (const onnx::AttributeProto& a : graph_.node(k).attribute())
+      if (std::none_of(names.begin(), names.end(), [&](const char* n) { return a.name() == n; }))
+        fail(k, "has the attribute '" + a.name() + "', which the importer does not read for " +
+                    graph_.node(k).op_type() + "; re-export the model without it");
+  }
+  int64_t attr_int(int k, const char* name, int64_t fallback) const {
+    const onnx::AttributeProto* a = attr(k, name);
+    return a ? a->i() : fallback;
+  }
+  double attr_float(int k, const char* name, double fallback) const {
+    const onnx::AttributeProto* a = attr(k, name);
+    return a ? shortest(a->f()) : fallback;
+  }
+  // The shortest decimal that is the same float: a file's 0.2f is 0.2 in
+  // the project, not 0.20000000298.
+  static double shortest(double v) {
+    char buf[32];
+    for (int digits = 6; digits < 10; ++digits) {
+      std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+      if (static_cast<float>(std::strtod(buf, nullptr)) == static_cast<float>(v)) break;
+    }
+    return std::strtod(buf, nullptr);
+  }
+  Dims attr_ints(int k, const char* name, Dims fallback) const {
+    const onnx::AttributeProto* a = attr(k, name);
+    return a ? Dims(a->ints().begin(), a->ints().end()) : fallback;
+  }
+
+  // Inputs
+  int inputs(int k) const { return graph_.node(k).input_size(); }
+  const std::string& input(int k, int i) const { return graph_.node(k).input(i); }
+  bool has_input(int k, int i) const { return i < inputs(k) && !input(k, i).empty(); }
+  const Tensor* constant(const std::string& name) const {
+    auto it = constants_.find(name);
+    return it == constants_.end() ? nullptr : it->second;
+  }
+  const Tensor& weight(int k, int i, const char* role) const {
+    if (!has_input(k, i)) fail(k, std::string("has no ") + role);
+    const Tensor* t = constant(input(k, i));
+    if (!t)
+      fail(k, std::string("takes its ") + role + " '" + input(k, i) +
+                  "' from another node; the importer takes weights stored in the file");
+    if (!t->is_float) fail(k, std::string("its ") + role + " '" + input(k, i) + "' is not float");
+    return *t;
+  }
+  const Value& value(int k, int i) const {
+    if (!has_input(k, i)) fail(k, "lacks its input " + std::to_string(i));
+    auto it = values_.find(input(k, i));
+    if (it == values_.end()) {
+      if (constant(input(k, i)))
+        fail(k, "computes with the stored tensor '" + input(k, i) +
+                    "' where the importer takes the output of a layer");
+      fail(k, "reads '" + input(k, i) + "', which no earlier node writes");
+    }
+    return it->second;
+  }
+  int consumers(const std::string& v) const {
+    auto it = consumers_.find(v);
+    return it == consumers_.end() ? 0 : static_cast<int>(it->second.size());
+  }
+  int sole_consumer(const std::string& v) const {
+    if (outputs_.count(v) || consumers(v) != 1) return -1;
+    return consumers_.at(v).front();
+  }
+  // The one input of node k other than `v` (a two-input node), or "".
+  std::string other_input(int k, const std::string& v) const {
+    if (inputs(k) != 2) return "";
+    if (input(k, 0) == v) return input(k, 1);
+    if (input(k, 1) == v) return input(k, 0);
+    return "";
+  }
+  bool is_scalar(const std::string& name, double x) const {
+    const Tensor* t = constant(name);
+    return t && t->is_float && t->f.size() == 1 && std::abs(t->f[0] - x) <= 1e-6 * std::abs(x);
+  }
+  bool op_is(int k, const char* op) const { return k >= 0 && graph_.node(k).op_type() == op; }
+
+  // Our graph
+  std::string unique_id(const std::string& preferred, std::string_view base) {
+    std::string id;
+    for (char c : preferred)
+      if (id.size() < limits::kMaxNodeIdLength - 4) id += is_valid_id_char(c) ? c : '_';
+    if (!id.empty() && !taken_.count(id)) return taken_.insert(id), id;
+    if (!id.empty())
+      for (int n = 2;; ++n)
+        if (!taken_.count(id + "_" + std::to_string(n)))
+          return taken_.insert(id + "_" + std::to_string(n)), id + "_" + std::to_string(n);
+    // "relu6" numbers as "relu6_1", not "relu61".
+    const std::string stem =
+        std::string(base) +
+        (!base.empty() && std::isdigit(static_cast<unsigned char>(base.back())) ? "_" : "");
+    int& next = counters_[stem];
+    while (taken_.count(stem + std::to_string(++next))) {
+    }
+    id = stem + std::to_string(next);
+    taken_.insert(id);
+    return id;
+  }
+  // The id for node k's layer: its weight's name less ".weight" (the module
+  // name PyTorch gives it), else the type's id base and a number.
+  std::string layer_id(int k, LayerType t) {
+    std::string preferred;
+    if (inputs(k) > 1) {
+      const std::string& w = input(k, 1);
+      if (w.size() > 7 && w.ends_with(".weight") && constant(w))
+        preferred = w.substr(0, w.size() - 7);
+    }
+    return unique_id(preferred, layer_spec(t).id_base);
+  }
+  int add_layer(int k, LayerType t, const LayerParams& p, const std::vector<Value>& from,
+                const std::string& out, int rank) {
+    LayerNode n;
+    n.type = t;
+    n.params = p;
+    n.id = layer_id(k, t);
+    project_.model.nodes.push_back(n);
+    const int index = static_cast<int>(project_.model.nodes.size()) - 1;
+    for (size_t port = 0; port < from.size(); ++port)
+      project_.model.edges.push_back({from[port].node, 0, index, static_cast<int>(port)});
+    values_[out] = {index, rank};
+    onnx_of_.push_back(k);
+    return index;
+  }
+  const std::string& out(int k) const { return graph_.node(k).output(0); }
+  void alias(int k, const Value& v) { values_[out(k)] = v; }
+  void only_first_output(int k) const {
+    for (int o = 1; o < graph_.node(k).output_size(); ++o)
+      if (!graph_.node(k).output(o).empty() &&
+          (consumers(graph_.node(k).output(o)) || outputs_.count(graph_.node(k).output(o))))
+        fail(k, "its output '" + graph_.node(k).output(o) +
+                    "' is used; the importer takes this operator's first output only");
+  }
+  // The symmetric padding of a [top, left, bottom, right] list.
+  void padding(int k, LayerParams& p) const {
+    const std::string pad = attr(k, "auto_pad") ? attr(k, "auto_pad")->s() : "NOTSET";
+    if (pad != "NOTSET" && pad != "VALID")
+      fail(k, "pads automatically (" + pad + "); re-export it with explicit pads");
+    const Dims pads = attr_ints(k, "pads", {0, 0, 0, 0});
+    if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3])
+      fail(k, "pads " + dims_text(pads) +
+                  ": the workbench's layers pad the same before and after in each direction");
+    p.pad_h = pads[0];
+    p.pad_w = pads[1];
+  }
+  void window(int k, LayerParams& p, const Dims& kernel) const {
+    if (kernel.size() != 2) fail(k, "has the kernel " + dims_text(kernel) + "; expected two sizes");
+    p.kernel_h = kernel[0];
+    p.kernel_w = kernel[1];
+    const Dims strides = attr_ints(k, "strides", {1, 1});
+    if (strides.size() != 2) fail(k, "has the strides " + dims_text(strides));
+    p.stride_h = strides[0];
+    p.stride_w = strides[1];
+    const Dims dilations = attr_ints(k, "dilations", {1, 1});
+    if (dilations != Dims{1, 1})
+      fail(k, "dilates by " + dims_text(dilations) + "; the workbench's layers have dilation 1");
+    padding(k, p);
+  }
+  void image_input(int k, const Value& v) const {
+    if (v.rank != 4) fail(k, "reads a [N, features] matrix where it needs an image");
+  }
+
+  void read_constants();
+  void read_input();
+  void convert(int k);
+  bool fused_silu(int k);
+  bool fused_gelu(int k);
+  void conv(int k);
+  void batch_norm(int k);
+  void pool(int k, LayerType t);
+  void pad(int k);
+  void linear(int k, const Tensor& matrix, bool transposed, const Tensor* bias, const Value& in);
+  void gemm(int k);
+  void flatten(int k, const Value& v);
+  void finish_output();
+  void check_and_relayout(const ModelAnalysis& a);
+  DatasetSpec dataset(std::vector<std::string>& notes) const;
+  Checkpoint checkpoint() const;
+
+  std::string path_;
+  const onnx::ModelProto& model_;
+  const onnx::GraphProto& graph_;
+  const OnnxImportOptions& options_;
+  int64_t opset_ = 0;
+  std::deque<Tensor> owned_;
+  std::map<std::string, const Tensor*> constants_;
+  std::map<std::string, Value> values_;
+  std::map<std::string, std::vector<int>> consumers_;
+  std::set<std::string> outputs_;
+  std::vector<bool> done_;
+  Project project_;
+  std::set<std::string> taken_{"input", "loss"};
+  std::map<std::string, int> counters_;
+  // AveragePool nodes whose zero padding a Pad before them holds: [h, w].
+  std::map<int, std::pair<int64_t, int64_t>> pad_before_;
+  std::vector<int> onnx_of_;  // per our node, the ONNX node it came from (-1: none)
+  std::map<std::string, std::vector<float>> weights_;  // by checkpoint name, our layout
+  // Checks and re-layouts that need the model's shapes.
+  std::vector<std::function<void(const ModelAnalysis&)>> after_analysis_;
+  std::vector<std::string> notes_;
+  int64_t parameters_ = 0;
+  Shape input_{};
+  int64_t classes_ = 0;
+};
+
+void Importer::read_constants() {
+  for (const onnx::TensorProto& t : graph_.initializer()) {
+    owned_.push_back(decode(t, path_ + ": the stored tensor '" + t.name() + "'"));
+    constants_[t.name()] = &owned_.back();
+  }
+  if (graph_.sparse_initializer_size() > 0)
+    fail("it stores sparse tensors, which the importer does not read");
+}
+
+void Importer::read_input() {
+  std::vector<const onnx::ValueInfoProto*> real;
+  for (const onnx::ValueInfoProto& v : graph_.input())
+    if (!constants_.count(v.name())) real.push_back(&v);
+  if (real.size() != 1) {
+    std::string names;
+    for (const onnx::ValueInfoProto* v : real)
+      names += (names.empty() ? "'" : ", '") + v->name() + "'";
+    fail("the model takes " + std::to_string(real.size()) + " inputs" +
+         (names.empty() ? "" : " (" + names + ")") + "; the workbench's models take one image");
+  }
+  const onnx::ValueInfoProto& v = *real.front();
+  const std::string what = "its input '" + v.name() + "'";
+  if (!v.type().has_tensor_type() || v.type().tensor_type().elem_type() != onnx::TensorProto::FLOAT)
+    fail(what + " is not a float tensor");
+  const onnx::TensorShapeProto& s = v.type().tensor_type().shape();
+  Dims dims;
+  for (const onnx::TensorShapeProto_Dimension& d : s.dim())
+    dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+  if (dims.size() != 4 || dims[1] <= 0 || dims[2] <= 0 || dims[3] <= 0) {
+    std::string text = "[";
+    for (int i = 0; i < s.dim_size(); ++i)
+      text += (i ? ", " : "") + (s.dim(i).has_dim_value() ? std::to_string(s.dim(i).dim_value())
+                                 : s.dim(i).dim_param().empty() ? "?"
+                                                                : s.dim(i).dim_param());
+    fail(what + " has the shape " + text + "]; expected an image [N, C, H, W] of fixed C, H and W");
+  }
+  input_ = Shape{1, dims[2], dims[3], dims[1]};
+  LayerNode in;
+  in.id = "input";
+  in.type = LayerType::Input;
+  in.params.height = dims[2];
+  in.params.width = dims[3];
+  in.params.channels = dims[1];
+  project_.model.nodes.push_back(in);
+  onnx_of_.push_back(-1);
+  values_[v.name()] = {0, 4};
+}
+
+bool Importer::fused_silu(int k) {
+  const std::string& x = input(k, 0);
+  const int m = sole_consumer(out(k));
+  if (!op_is(m, "Mul") || other_input(m, out(k)) != x || done_[static_cast<size_t>(m)])
+    return false;
+  const Value v = value(k, 0);
+  add_layer(k, LayerType::SiLU, layer_spec(LayerType::SiLU).defaults, {v}, out(m), v.rank);
+  done_[static_cast<size_t>(m)] = true;
+  return true;
+}
+
+// x / sqrt2 -> Erf -> + 1 -> x * . -> * 0.5, as PyTorch and our export write GELU.
+bool Importer::fused_gelu(int k) {
+  const std::string& x = input(k, 0);
+  if (inputs(k) != 2 || !is_scalar(input(k, 1), std::sqrt(2.0))) return false;
+  const int e = sole_consumer(out(k));
+  if (!op_is(e, "Erf")) return false;
+  const int a = sole_consumer(out(e));
+  if (!op_is(a, "Add") || !is_scalar(other_input(a, out(e)), 1.0)) return false;
+  const int m1 = sole_consumer(out(a));
+  if (!op_is(m1, "Mul") || other_input(m1, out(a)) != x) return false;
+  const int m2 = sole_consumer(out(m1));
+  if (!op_is(m2, "Mul") || !is_scalar(other_input(m2, out(m1)), 0.5)) return false;
+  const Value v = value(k, 0);
+  add_layer(k, LayerType::GELU, layer_spec(LayerType::GELU).defaults, {v}, out(m2), v.rank);
+  for (int j : {e, a, m1, m2}) done_[static_cast<size_t>(j)] = true;
+  return true;
+}
+
+void Importer::conv(int k) {
+  known_attributes(k, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+  const Value x = value(k, 0);
+  image_input(k, x);
+  const Tensor& w = weight(k, 1, "kernel");
+  if (w.dims.size() != 4)
+    fail(k, "has the kernel shape " + dims_text(w.dims) + "; expected [O, I, KH, KW]");
+  LayerParams p;
+  p.out_channels = w.dims[0];
+  p.groups = attr_int(k, "group", 1);
+  const Dims kernel = attr_ints(k, "kernel_shape", {w.dims[2], w.dims[3]});
+  if (kernel != Dims{w.dims[2], w.dims[3]})
+    fail(k, "says kernel_shape " + dims_text(kernel) + " but its kernel is " + dims_text(w.dims));
+  window(k, p, kernel);
+  const Tensor* b = has_input(k, 2) ? &weight(k, 2, "bias") : nullptr;
+  if (b && b->count() != p.out_channels)
+    fail(k, "has " + std::to_string(b->count()) + " biases for " + std::to_string(p.out_channels) +
+                " output channels");
+  p.bias = b != nullptr;
+  const int node = add_layer(k, LayerType::Conv2d, p, {x}, out(k), 4);
+  const std::string id = project_.model.nodes[static_cast<size_t>(node)].id;
+  weights_[id + ".weight"] = kernel_from_oihw(w.f, w.dims[0], w.dims[2], w.dims[3], w.dims[1]);
+  if (b) weights_[id + ".bias"] = b->f;
+  after_analysis_.push_back(
+      [this, k, node, w_in = w.dims[1], groups = p.groups](const ModelAnalysis& a) {
+        const int64_t c = a.nodes[static_cast<size_t>(node)].inputs[0].c;
+        if (w_in * groups != c)
+          fail(k, "its kernel takes " + std::to_string(w_in * groups) + " input channels (" +
+                      std::to_string(w_in) + " per group, " + std::to_string(groups) +
+                      " groups) but its input has " + std::to_string(c));
+      });
+}
+
+void Importer::batch_norm(int k) {
+  known_attributes(k, {"epsilon", "momentum", "training_mode", "spatial"});
+  if (attr_int(k, "training_mode", 0) != 0)
+    fail(k, "is in training mode; export the model for inference (model.eval())");
+  if (attr_int(k, "spatial", 1) != 1) fail(k, "normalises per position (spatial = 0)");
+  only_first_output(k);
+  const Value x = value(k, 0);
+  const char* roles[] = {"scale", "shift", "running mean", "running variance"};
+  const char* parts[] = {".weight", ".bias", ".running_mean", ".running_var"};
+  const Tensor* t[4];
+  for (int i = 0; i < 4; ++i) t[i] = &weight(k, i + 1, roles[i]);
+  const int64_t c = t[0]->count();
+  for (int i = 1; i < 4; ++i)
+    if (t[i]->count() != c)
+      fail(k, "has " + std::to_string(c) + " scales but " + std::to_string(t[i]->count()) + " " +
+                  roles[i] + " values");
+  LayerParams p = layer_spec(LayerType::BatchNorm2d).defaults;
+  p.eps = attr_float(k, "epsilon", 1e-5);
+  p.momentum = shortest(1.0 - attr_float(k, "momentum", 0.9));  // ONNX weighs the old estimate
+  const int node = add_layer(k, LayerType::BatchNorm2d, p, {x}, out(k), x.rank);
+  const std::string id = project_.model.nodes[static_cast<size_t>(node)].id;
+  for (int i = 0; i < 4; ++i) weights_[id + parts[i]] = t[i]->f;
+  after_analysis_.push_back([this, k, node, c](const ModelAnalysis& a) {
+    if (a.nodes[static_cast<size_t>(node)].inputs[0].c != c)
+      fail(k, "normalises " + std::to_string(c) + " channels but its input has " +
+                  std::to_string(a.nodes[static_cast<size_t>(node)].inputs[0].c));
+  });
+}
+
+void Importer::pool(int k, LayerType t) {
+  const bool avg = t == LayerType::AvgPool2d;
+  if (avg)
+    known_attributes(
+        k, {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"});
+  else
+    known_attributes(k, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads",
+                         "storage_order", "strides"});
+  only_first_output(k);
+  const Value x = value(k, 0);
+  image_input(k, x);
+  if (attr_int(k, "ceil_mode", 0) != 0)
+    fail(k, "rounds its output size up (ceil_mode); the workbench's pooling rounds down");
+  LayerParams p = layer_spec(t).defaults;
+  const Dims kernel = attr_ints(k, "kernel_shape", {});
+  window(k, p, kernel);
+  bool padding_counted = attr_int(k, "count_include_pad", 0) != 0;
+  if (auto it = pad_before_.find(k); it != pad_before_.end()) {
+    p.pad_h += it->second.first;
+    p.pad_w += it->second.second;
+    padding_counted = true;  // the Pad's zeros are averaged in
+    if (p.pad_h != it->second.first || p.pad_w != it->second.second)
+      fail(k, "pads again after the Pad before it");
+  }
+  if (avg && (p.pad_h || p.pad_w) && !padding_counted)
+    fail(k,
+         "leaves the padding out of its averages (count_include_pad = 0); the workbench's "
+         "average pooling counts it, as PyTorch's does by default");
+  add_layer(k, t, p, {x}, out(k), 4);
+}
+
+// PyTorch writes an average pooling that counts its padding as a Pad of
+// zeros and an unpadded AveragePool: one AvgPool2d here.
+void Importer::pad(int k) {
+  known_attributes(k, {"mode", "pads", "value"});
+  const std::string mode = attr(k, "mode") ? attr(k, "mode")->s() : "constant";
+  Dims pads = attr_ints(k, "pads", {});
+  double fill = attr_float(k, "value", 0.0);
+  if (has_input(k, 1)) {
+    const Tensor* t = constant(input(k, 1));
+    if (!t || t->is_float) fail(k, "takes its pads from another node");
+    pads = t->i;
+  }
+  if (has_input(k, 2)) {
+    const Tensor* t = constant(input(k, 2));
+    if (!t || !t->is_float || t->f.size() != 1) fail(k, "takes its fill value from another node");
+    fill = t->f[0];
+  }
+  const int pool = sole_consumer(out(k));
+  const bool symmetric = pads.size() == 8 && pads[0] == 0 && pads[1] == 0 && pads[4] == 0 &&
+                         pads[5] == 0 && pads[2] == pads[6] && pads[3] == pads[7];
+  if (mode != "constant" || fill != 0 || !symmetric || !op_is(pool, "AveragePool"))
+    fail(k, "pads by " + dims_text(pads) + " (" + mode + ", " + std::to_string(fill) +
+                "); the importer takes a Pad only as the zero padding, the same on both sides, of "
+                "the AveragePool after it");
+  pad_before_[pool] = {pads[2], pads[3]};
+  alias(k, value(k, 0));
+}
+
+void Importer::linear(int k, const Tensor& matrix, bool transposed, const Tensor* bias,
+                      const Value& in) {
+  if (in.rank != 2) fail(k, "multiplies an image; the importer takes [N, features] matrices here");
+  if (matrix.dims.size() != 2)
+    fail(k, "has the weight shape " + dims_text(matrix.dims) + "; expected a matrix");
+  const int64_t out_features = transposed ? matrix.dims[0] : matrix.dims[1];
+  const int64_t in_features = transposed ? matrix.dims[1] : matrix.dims[0];
+  std::vector<float> m = matrix.f;  // [out, in]
+  if (!transposed)
+    for (int64_t o = 0; o < out_features; ++o)
+      for (int64_t i = 0; i < in_features; ++i)
+        m[static_cast<size_t>(o * in_features + i)] =
+            matrix.f[static_cast<size_t>(i * out_features + o)];
+  if (bias && bias->count() != out_features)
+    fail(k, "has " + std::to_string(bias->count()) + " biases for " + std::to_string(out_features) +
+                " outputs");
+  LayerParams p = layer_spec(LayerType::Linear).defaults;
+  p.out_channels = out_features;
+  p.bias = bias != nullptr;
+  const int node = add_layer(k, LayerType::Linear, p, {in}, out(k), 2);
+  const std::string id = project_.model.nodes[static_cast<size_t>(node)].id;
+  if (bias) weights_[id + ".bias"] = bias->f;
+  // The columns are re-laid out once the shape they come from is known.
+  weights_[id + ".weight"] = std::move(m);
+  after_analysis_.push_back([this, k, node, id, in_features, out_features](const ModelAnalysis& a) {
+    const Shape s = a.nodes[static_cast<size_t>(node)].inputs[0];
+    if (s.per_sample() != in_features)
+      fail(k, "takes " + std::to_string(in_features) + " features but its input has " +
+                  std::to_string(s.per_sample()) + " (" + std::to_string(s.c) + " channels of " +
+                  std::to_string(s.h) + "x" + std::to_string(s.w) + ")");
+    const Shape order = feature_orders(project_.model, a).columns_of(node, a);
+    if (orders_differ(order))
+      weights_[id + ".weight"] = columns_from_chw(weights_[id + ".weight"], out_features, order);
+  });
+}
+
+void Importer::gemm(int k) {
+  known_attributes(k, {"alpha", "beta", "transA", "transB"});
+  if (attr_int(k, "transA", 0) != 0) fail(k, "transposes its input (transA = 1)");
+  if (attr_float(k, "alpha", 1.0) != 1.0 || (has_input(k, 2) && attr_float(k, "beta", 1.0) != 1.0))
+    fail(k, "scales its product or bias (alpha or beta other than 1)");
+  const Value x = value(k, 0);
+  const Tensor& b = weight(k, 1, "weight matrix");
+  linear(k, b, attr_int(k, "transB", 0) != 0, has_input(k, 2) ? &weight(k, 2, "bias") : nullptr, x);
+}
+
+void Importer::flatten(int k, const Value& v) {
+  if (v.rank == 2) return alias(k, v);
+  add_layer(k, LayerType::Flatten, layer_spec(LayerType::Flatten).defaults, {v}, out(k), 2);
+}
+
+void Importer::convert(int k) {
+  const onnx::NodeProto& n = graph_.node(k);
+  const std::string& op = n.op_type();
+  if (!n.domain().empty() && n.domain() != "ai.onnx")
+    fail(k, "is an operator of the domain '" + n.domain() + "', which the importer does not know");
+  if (n.output_size() < 1) fail(k, "has no output");
+  auto simple = [&](LayerType t, LayerParams p) {
+    only_first_output(k);
+    const Value x = value(k, 0);
+    add_layer(k, t, p, {x}, out(k), x.rank);
+  };
+  const LayerParams none{};
+  if (op == "Constant") {
+    known_attributes(k, {"value", "value_float", "value_floats", "value_int", "value_ints"});
+    Tensor t;
+    if (const onnx::AttributeProto* a = attr(k, "value")) {
+      t = decode(a->t(), path_ + ": " + node_label(k) + "'s value");
+    } else if (const onnx::AttributeProto* f = attr(k, "value_float")) {
+      t.is_float = true;
+      t.f = {f->f()};
+    } else if (const onnx::AttributeProto* fs = attr(k, "value_floats")) {
+      t.is_float = true;
+      t.f.assign(fs->floats().begin(), fs->floats().end());
+      t.dims = {static_cast<int64_t>(t.f.size())};
+    } else if (const onnx::AttributeProto* i = attr(k, "value_int")) {
+      t.i = {i->i()};
+    } else if (const onnx::AttributeProto* is = attr(k, "value_ints")) {
+      t.i.assign(is->ints().begin(), is->ints().end());
+      t.dims = {static_cast<int64_t>(t.i.size())};
+    } else {
+      fail(k, "holds no value");
+    }
+    owned_.push_back(std::move(t));
+    constants_[out(k)] = &owned_.back();
+  } else if (op == "Identity") {
+    if (const Tensor* t = constant(input(k, 0)))
+      constants_[out(k)] = t;
+    else
+      alias(k, value(k, 0));
+  } else if (op == "Dropout") {
+    known_attributes(k, {"ratio", "seed"});
+    only_first_output(k);
+    double ratio = attr_float(k, "ratio", 0.5);
+    if (has_input(k, 1)) {
+      const Tensor* r = constant(input(k, 1));
+      if (!r || !r->is_float || r->f.size() != 1) fail(k, "takes its ratio from another node");
+      ratio = r->f[0];
+    }
+    if (has_input(k, 2)) {
+      const Tensor* t = constant(input(k, 2));
+      if (!t || (t->is_float ? t->f.size() != 1 || t->f[0] != 0 : t->i.size() != 1 || t->i[0] != 0))
+        fail(k, "is in training mode; export the model for inference (model.eval())");
+    }
+    if (!(ratio >= 0 && ratio < 1)) fail(k, "drops with the ratio " + std::to_string(ratio));
+    LayerParams p = layer_spec(LayerType::Dropout).defaults;
+    p.p = ratio;
+    simple(LayerType::Dropout, p);
+  } else if (op == "Conv") {
+    conv(k);
+  } else if (op == "BatchNormalization") {
+    batch_norm(k);
+  } else if (op == "Relu") {
+    simple(LayerType::ReLU, none);
+  } else if (op == "Tanh") {
+    simple(LayerType::Tanh, none);
+  } else if (op == "Sigmoid") {
+    if (!fused_silu(k)) simple(LayerType::Sigmoid, none);
+  } else if (op == "LeakyRelu") {
+    known_attributes(k, {"alpha"});
+    LayerParams p = layer_spec(LayerType::LeakyReLU).defaults;
+    p.negative_slope = attr_float(k, "alpha", 0.01);
+    simple(LayerType::LeakyReLU, p);
+  } else if (op == "Clip") {
+    known_attributes(k, {"min", "max"});
+    double lo = attr_float(k, "min", -std::numeric_limits<double>::infinity());
+    double hi = attr_float(k, "max", std::numeric_limits<double>::infinity());
+    for (int i = 1; i <= 2; ++i)
+      if (has_input(k, i)) {
+        const Tensor* t = constant(input(k, i));
+        if (!t || !t->is_float || t->f.size() != 1) fail(k, "takes its bounds from another node");
+        (i == 1 ? lo : hi) = t->f[0];
+      }
+    if (lo != 0 || hi != 6)
+      fail(k, "clips to [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                  "]; the workbench has ReLU6 only (clip to [0, 6])");
+    simple(LayerType::ReLU6, none);
+  } else if (op == "Div" && fused_gelu(k)) {
+    // GELU's five nodes became one layer
+  } else if (op == "MaxPool") {
+    pool(k, LayerType::MaxPool2d);
+  } else if (op == "AveragePool") {
+    pool(k, LayerType::AvgPool2d);
+  } else if (op == "Pad") {
+    pad(k);
+  } else if (op == "GlobalAveragePool") {
+    const Value x = value(k, 0);
+    image_input(k, x);
+    simple(LayerType::GlobalAvgPool, none);
+  } else if (op == "ReduceMean") {
+    known_attributes(k, {"axes", "keepdims", "noop_with_empty_axes"});
+    Dims axes = attr_ints(k, "axes", {});
+    if (has_input(k, 1)) {
+      const Tensor* t = constant(input(k, 1));
+      if (!t || t->is_float) fail(k, "takes its axes from another node");
+      axes = t->i;
+    }
+    for (int64_t& ax : axes) ax = ax < 0 ? ax + 4 : ax;
+    std::sort(axes.begin(), axes.end());
+    const Value x = value(k, 0);
+    image_input(k, x);
+    if (axes != Dims{2, 3})
+      fail(k, "averages over the axes " + dims_text(axes) +
+                  "; the workbench averages over height and width only (axes 2 and 3)");
+    if (attr_int(k, "keepdims", 1)) {
+      simple(LayerType::GlobalAvgPool, none);
+    } else {
+      // [N, C]: the average, flattened (a 1x1 image flattens in either order alike)
+      const int gap = add_layer(k, LayerType::GlobalAvgPool, none, {x}, out(k) + "/pooled", 4);
+      add_layer(k, LayerType::Flatten, none, {Value{gap, 4}}, out(k), 2);
+    }
+  } else if (op == "Add") {
+    const Tensor* c0 = constant(input(k, 0));
+    const Tensor* c1 = has_input(k, 1) ? constant(input(k, 1)) : nullptr;
+    const Tensor* bias = c0 ? c0 : c1;
+    if (bias) {
+      // The bias of a MatMul's Linear, written as a separate Add.
+      const std::string& from = input(k, c0 ? 1 : 0);
+      auto it = values_.find(from);
+      const int node = it == values_.end() ? -1 : it->second.node;
+      LayerNode* lin = node >= 0 ? &project_.model.nodes[static_cast<size_t>(node)] : nullptr;
+      if (!lin || lin->type != LayerType::Linear || lin->params.bias || consumers(from) != 1 ||
+          !bias->is_float || bias->count() != lin->params.out_channels)
+        fail(k, "adds the stored tensor '" + input(k, c0 ? 0 : 1) +
+                    "'; the importer takes that only as the bias of the MatMul before it");
+      lin->params.bias = true;
+      weights_[lin->id + ".bias"] = bias->f;
+      alias(k, it->second);
+    } else {
+      const Value a = value(k, 0), b = value(k, 1);
+      if (a.rank != b.rank) fail(k, "adds an image and a matrix");
+      add_layer(k, LayerType::Add, none, {a, b}, out(k), a.rank);
+    }
+  } else if (op == "Concat") {
+    known_attributes(k, {"axis"});
+    std::vector<Value> from;
+    for (int i = 0; i < inputs(k); ++i) from.push_back(value(k, i));
+    const int rank = from.front().rank;
+    for (const Value& v : from)
+      if (v.rank != rank) fail(k, "joins images and matrices");
+    const int64_t axis = attr_int(k, "axis", 1);
+    if (axis != 1 && axis != 1 - rank)
+      fail(k, "joins along axis " + std::to_string(axis) +
+                  "; the workbench joins channels (or features) only: axis 1");
+    if (from.size() < 2 || from.size() > static_cast<size_t>(kMaxInputPorts))
+      fail(k, "joins " + std::to_string(from.size()) + " tensors; the workbench joins 2 to " +
+                  std::to_string(kMaxInputPorts));
+    LayerParams p = layer_spec(LayerType::Concat).defaults;
+    p.inputs = static_cast<int64_t>(from.size());
+    add_layer(k, LayerType::Concat, p, from, out(k), rank);
+  } else if (op == "Flatten") {
+    known_attributes(k, {"axis"});
+    if (attr_int(k, "axis", 1) != 1)
+      fail(k, "flattens from axis " + std::to_string(attr_int(k, "axis", 1)) +
+                  "; the workbench flattens all but the batch (axis 1)");
+    flatten(k, value(k, 0));
+  } else if (op == "Reshape") {
+    known_attributes(k, {"allowzero"});
+    const Value x = value(k, 0);
+    const Tensor* shape = has_input(k, 1) ? constant(input(k, 1)) : nullptr;
+    if (!shape || shape->is_float)
+      fail(k, "takes its shape from other nodes; re-export with constant folding (the default)");
+    const Dims target = shape->i;
+    if (target.size() != 2 || target[0] < -1 || target[1] < -1 ||
+        (target[0] == -1 && target[1] == -1))
+      fail(k, "reshapes to " + dims_text(target) +
+                  "; the importer takes reshapes to [N, features] only (a flatten)");
+    flatten(k, x);
+    if (target[1] > 0) {
+      const int node = values_.at(out(k)).node;
+      after_analysis_.push_back([this, k, node, target](const ModelAnalysis& a) {
+        const int64_t features = a.nodes[static_cast<size_t>(node)].output.per_sample();
+        if (features != target[1])
+          fail(k, "reshapes to " + dims_text(target) + " but each sample holds " +
+                      std::to_string(features) + " values");
+      });
+    }
+  } else if (op == "Gemm") {
+    gemm(k);
+  } else if (op == "MatMul") {
+    const Value x = value(k, 0);
+    linear(k, weight(k, 1, "weight matrix"), false, nullptr, x);
+  } else if (op == "Softmax" || op == "LogSoftmax") {
+    if (!outputs_.count(out(k)))
+      fail(k,
+           "is not the model's last operator; the importer takes it only there, where the "
+           "loss computes it");
+    alias(k, value(k, 0));
+    notes_.push_back("the model's last " + op + " is left out: the loss computes it, and predict " +
+                     "prints the probabilities");
+  } else {
+    std::set<std::string> names;
+    for (const OnnxOpSupport& s : kOps)
+      for (size_t at = 0; at < s.op.size();) {
+        const size_t end = std::min(s.op.find(", ", at), s.op.size());
+        names.insert(std::string(s.op.substr(at, end - at)));
+        at = end + 2;
+      }
+    std::string ops;
+    for (const std::string& name : names) ops += (ops.empty() ? "" : ", ") + name;
+    fail(k,
+         "the workbench has no layer for the ONNX operator '" + op + "' (it imports " + ops + ")");
+  }
+}
+
+void Importer::finish_output() {
+  if (graph_.output_size() != 1)
+    fail("the model has " + std::to_string(graph_.output_size()) +
+         " outputs; the workbench's models have one: the class scores");
+  const std::string& o = graph_.output(0).name();
+  auto it = values_.find(o);
+  if (it == values_.end()) fail("no layer writes the model's output '" + o + "'");
+  LayerNode loss;
+  loss.id = "loss";
+  loss.type = LayerType::SoftmaxCrossEntropy;
+  project_.model.nodes.push_back(loss);
+  onnx_of_.push_back(-1);
+  project_.model.edges.push_back(
+      {it->second.node, 0, static_cast<int>(project_.model.nodes.size()) - 1, 0});
+}
+
+void Importer::check_and_relayout(const ModelAnalysis& a) {
+  classes_ = a.nodes[static_cast<size_t>(a.source_of(a.loss_node, 0).node)].output.c;
+  for (const auto& check : after_analysis_) check(a);
+}
+
+DatasetSpec Importer::dataset(std::vector<std::string>& notes) const {
+  DatasetSpec d;
+  const DatasetKindInfo* match = nullptr;
+  for (const DatasetKindInfo& info : dataset_kinds())
+    if (!match && info.fixed_shape && info.height == input_.h && info.width == input_.w &&
+        info.channels == input_.c && info.classes == classes_)
+      match = &info;
+  const DatasetKindInfo& info = match ? *match : dataset_kind_info(DatasetKind::ImageFolder);
+  d.kind = info.kind;
+  d.height = input_.h;
+  d.width = input_.w;
+  d.channels = input_.c;
+  d.classes = classes_;
+  if (match) {
+    d.train_size = info.train_size;
+    d.val_size = info.val_size;
+    notes.push_back("its input and classes are those of " + std::string(info.title) +
+                    ", so the project trains on it");
+  } else {
+    notes.push_back("the project reads an image folder of " + std::to_string(classes_) +
+                    " classes: set its training and validation folders before training");
+  }
+  const auto per_channel = [&](std::vector<double> v, const char* what) {
+    if (v.size() == 1) v.assign(static_cast<size_t>(input_.c), v[0]);
+    if (v.size() != static_cast<size_t>(input_.c))
+      throw UsageError("the " + std::string(what) + " has " + std::to_string(v.size()) +
+                       " values but the model's input has " + std::to_string(input_.c) +
+                       " channels");
+    return v;
+  };
+  std::map<std::string, std::string> meta;
+  for (const onnx::StringStringEntryProto& e : model_.metadata_props()) meta[e.key()] = e.value();
+  const auto listed = [&](const std::string& key) {
+    std::vector<double> v;
+    std::string text = meta[key];
+    size_t at = 0;
+    while (at < text.size()) {
+      size_t end = text.find(',', at);
+      if (end == std::string::npos) end = text.size();
+      try {
+        v.push_back(std::stod(text.substr(at, end - at)));
+      } catch (const std::exception&) {
+        return std::vector<double>{};
+      }
+      at = end + 1;
+    }
+    return v;
+  };
+  std::vector<double> mean = options_.mean, stdev = options_.std;
+  std::string source = "as given";
+  if (mean.empty() && stdev.empty() && !listed("renaissance.mean").empty()) {
+    mean = listed("renaissance.mean");
+    stdev = listed("renaissance.std");
+    source = "recorded in the file";
+  } else if (mean.empty() && stdev.empty() && match) {
+    mean.assign(info.mean, info.mean + input_.c);
+    stdev.assign(info.std, info.std + input_.c);
+    source = std::string("the usual ") + info.title + " figures; give --mean and --std if the " +
+             "model was trained with others";
+  } else if (mean.empty() && stdev.empty()) {
+    source = "none recorded: the model sees pixel / 255; give --mean and --std as it was trained";
+  }
+  d.mean = per_channel(mean.empty() ? std::vector<double>{0.0} : mean, "mean");
+  d.std = per_channel(stdev.empty() ? std::vector<double>{1.0} : stdev, "standard deviation");
+  for (double v : d.std)
+    if (!(v > 0))
+      throw UsageError("a standard deviation must be above 0, got " + std::to_string(v));
+  std::string text;
+  for (size_t c = 0; c < d.mean.size(); ++c) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s%g/%g", c ? ", " : "", d.mean[c], d.std[c]);
+    text += buf;
+  }
+  notes.push_back("input normalisation (mean/std per channel) " + text + ": " + source);
+  return d;
+}
+
+Checkpoint Importer::checkpoint() const {
+  // The weights' shapes do not depend on the data: an image folder not yet
+  // counted plans as one of a batch a split.
+  Project sized = project_;
+  if (sized.dataset.train_size == 0 || sized.dataset.val_size == 0)
+    sized.dataset.train_size = sized.dataset.val_size =
+        sized.training.global_batch * sized.training.devices.world_size();
+  const CompiledProject cp = compile_project(sized);
+  const MemoryPlan& plan = cp.plans.front();
+  Checkpoint c;
+  c.project_name = project_.name;
+  c.project_json = project_to_json(project_);
+  c.seed = project_.training.seed;
+  c.global_batch = project_.training.global_batch;
+  c.optimizer = std::string(optimizer_name(project_.training.optimizer.kind));
+  c.precision = std::string(precision_name(project_.training.precision));
+  std::set<std::string> used;
+  auto take = [&](Region first, Region last) {
+    for (int r = region_index(first); r <= region_index(last); ++r)
+      for (DTensorId id : plan.region(static_cast<Region>(r)).tensors) {
+        const DTensor& t = plan.get_dtensor(id);
+        auto it = weights_.find(t.name);
+        if (it == weights_.end() || static_cast<int64_t>(it->second.size()) != t.shape.elements())
+          throw std::logic_error("onnx import: no values for " + t.name + " " + t.shape.str());
+        c.tensors.push_back({std::string(region_name(t.region)), t.name, t.shape, it->second});
+        used.insert(t.name);
+      }
+  };
+  take(Region::B_PREV_MEAN, Region::B_PREV_VAR);
+  take(Region::W_BN_BIAS, Region::W_DEEP_CONV);
+  for (const auto& [name, v] : weights_)
+    if (!used.count(name))
+      throw std::logic_error("onnx import: " + name + " has no place in the plan");
+  return c;
+}
+
+OnnxImportResult Importer::run() {
+  for (const onnx::OperatorSetIdProto& o : model_.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+  if (opset_ == 0) fail("it names no version of the standard operators (opset)");
+  if (opset_ < 7 || opset_ > 21)
+    fail("it uses opset " + std::to_string(opset_) + "; the importer reads opsets 7 to 21");
+  read_constants();
+  for (const onnx::ValueInfoProto& o : graph_.output()) outputs_.insert(o.name());
+  for (int k = 0; k < graph_.node_size(); ++k)
+    for (const std::string& in : graph_.node(k).input())
+      if (!in.empty()) consumers_[in].push_back(k);
+  read_input();
+  done_.assign(static_cast<size_t>(graph_.node_size()), false);
+  // Constants first: a pattern matched at its first node reads those of its later ones.
+  for (int k = 0; k < graph_.node_size(); ++k)
+    if (graph_.node(k).op_type() == "Constant") {
+      convert(k);
+      done_[static_cast<size_t>(k)] = true;
+    }
+  for (int k = 0; k < graph_.node_size(); ++k)
+    if (!done_[static_cast<size_t>(k)]) convert(k);
+  finish_output();
+
+  std::string name = options_.name;
+  if (name.empty()) name = std::filesystem::path(path_).stem().string();
+  project_.name = name;
+  project_.description =
+      "Imported from " + std::filesystem::path(path_).filename().string() +
+      (model_.producer_name().empty()
+           ? ""
+           : " (written by " + model_.producer_name() + " " + model_.producer_version() + ")");
+  // The classes are the output's size: analysed once to find it, then for real.
+  project_.dataset.height = input_.h;
+  project_.dataset.width = input_.w;
+  project_.dataset.channels = input_.c;
+  {
+    const ModelAnalysis first = analyze_model(project_, 1);
+    const int loss = static_cast<int>(project_.model.nodes.size()) - 1;
+    const int logits = first.source_of(loss, 0).node;
+    if (logits >= 0 && first.nodes[static_cast<size_t>(logits)].known) {
+      const Shape s = first.nodes[static_cast<size_t>(logits)].output;
+      if (!s.is_flat())
+        fail("the model's output is an image of " + std::to_string(s.h) + "x" +
+             std::to_string(s.w) + " with " + std::to_string(s.c) +
+             " channels, not one score per class");
+      project_.dataset.classes = s.c;
+    }
+  }
+  const ModelAnalysis a = analyze_model(project_, 1);
+  if (!a.ok()) {
+    std::string text = "the imported graph does not make a model:";
+    for (const Diagnostic& d : a.problems) {
+      const int node = project_.model.find(d.node_id);
+      const int from = node >= 0 ? onnx_of_[static_cast<size_t>(node)] : -1;
+      text += "\n  " +
+              (from >= 0        ? node_label(from)
+               : d.node.empty() ? "the graph"
+                                : d.node) +
+              ": " + d.message;
+    }
+    fail(text);
+  }
+  check_and_relayout(a);
+  std::vector<std::string> notes = notes_;
+  project_.dataset = dataset(notes);
+  // Saved without variants, the file gets those a project file without
+  // them does (project_io.h); parsing it proves it loads as it will be saved.
+  nlohmann::json file = nlohmann::json::parse(project_to_json(project_));
+  file.erase("variants");
+  project_ = parse_project(file.dump(), name);
+
+  OnnxImportResult r;
+  r.checkpoint = checkpoint();
+  for (const CheckpointTensor& t : r.checkpoint.tensors)
+    if (t.region.rfind("W_", 0) == 0) parameters_ += static_cast<int64_t>(t.values.size());
+  r.project = project_;
+  r.onnx_nodes = graph_.node_size();
+  r.parameters = parameters_;
+  r.opset = opset_;
+  r.producer = model_.producer_name() +
+               (model_.producer_version().empty() ? "" : " " + model_.producer_version());
+  r.notes = std::move(notes);
+  return r;
+}
+
+}  // namespace
+
+std::span<const OnnxOpSupport> onnx_import_ops() noexcept {
+  return kOps;
+}
+
+OnnxImportResult import_onnx(const std::string& path, const OnnxImportOptions& options) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw UsageError(path + ": no such file");
+  if (std::filesystem::is_directory(path, ec))
+    throw UsageError(path + ": a folder, not an ONNX file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(path + ": cannot be read");
+  onnx::ModelProto model;
+  if (!model.ParseFromIstream(&in))
+    throw UsageError(path + ": not an ONNX model (the file does not parse as one; is it cut off?)");
+  if (!model.has_graph() || model.graph().node_size() == 0)
+    throw UsageError(path + ": not an ONNX model (it holds no graph)");
+  return Importer(path, model, options).run();
+}
+
+}  // namespace tr

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "onnx_import_file.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+
+#include <renaissance/checkpoint.h>
+#include <renaissance/error.h>
+#include <renaissance/onnx_import.h>
+#include <renaissance/project_io.h>
+
+namespace tr::gui {
+
+namespace {
+
+QString tr_(const char* text) {
+  return QCoreApplication::translate("tr::gui::MainWindow", text);
+}
+
+}  // namespace
+
+bool import_onnx_file(const QString& onnx, const QString& project, ImportedModel* out,
+                      QString* message) {
+  const QFileInfo file(project);
+  const QString checkpoint = file.dir().filePath(file.completeBaseName() + QStringLiteral(".ckpt"));
+  try {
+    OnnxImportOptions options;
+    options.name = file.completeBaseName().toStdString();
+    const OnnxImportResult r = import_onnx(onnx.toStdString(), options);
+    // The weights first (a project without them would look imported), and
+    // taken back if the project cannot be written.
+    write_checkpoint(r.checkpoint, checkpoint.toStdString());
+    try {
+      save_project(r.project, project.toStdString());
+    } catch (...) {
+      QFile::remove(checkpoint);
+      throw;
+    }
+    int64_t layers = 0;
+    for (const LayerNode& n : r.project.model.nodes)
+      layers += n.type != LayerType::Input && n.type != LayerType::SoftmaxCrossEntropy;
+    out->project = project;
+    out->checkpoint = checkpoint;
+    out->summary = tr_("Imported %1: %2 ONNX nodes became %3 layers with %4 weights; the weights "
+                       "are in %5")
+                       .arg(QFileInfo(onnx).fileName())
+                       .arg(r.onnx_nodes)
+                       .arg(layers)
+                       .arg(r.parameters)
+                       .arg(checkpoint);
+    out->notes.clear();
+    for (const std::string& n : r.notes) out->notes << QString::fromStdString(n);
+    return true;
+  } catch (const ProjectError& e) {
+    *message = tr_("The model cannot become a project: %1").arg(QString::fromStdString(e.what()));
+  } catch (const UsageError& e) {
+    *message = QString::fromStdString(e.what());
+  }
+  return false;
+}
+
+}  // namespace tr::gui
