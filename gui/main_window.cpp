@@ -5,6 +5,7 @@
 #include <QActionGroup>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDeadlineTimer>
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QDir>
@@ -35,6 +36,7 @@
 #include <renaissance/error.h>
 #include <renaissance/plan_report.h>
 #include <renaissance/project_io.h>
+#include "dataset/dataset_view.h"
 #include "designer/auto_layout.h"
 #include "designer/designer_scene.h"
 #include "designer/designer_view.h"
@@ -83,6 +85,8 @@ QString screenshot_name(MainWindow::View v) {
       return QStringLiteral("training.png");
     case MainWindow::View::Runs:
       return QStringLiteral("runs.png");
+    case MainWindow::View::Data:
+      return QStringLiteral("data.png");
   }
   return QStringLiteral("view.png");
 }
@@ -115,6 +119,7 @@ MainWindow::MainWindow(QWidget* parent)
       timeline_(new TimelineView(this)),
       training_(new TrainingView(this)),
       runs_(new RunsView(this)),
+      data_(new DatasetView(doc_, this)),
       palette_(new PaletteWidget(this)),
       properties_(new PropertiesPanel(doc_, editor_, this)),
       problems_(new ProblemsPanel(this)),
@@ -129,6 +134,7 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->addTab(timeline_, tr("Timeline"));
   tabs_->addTab(training_, tr("Training"));
   tabs_->addTab(runs_, tr("Runs"));
+  tabs_->addTab(data_, tr("Data"));
   setCentralWidget(tabs_);
   createActions();
   createMenus();
@@ -447,6 +453,7 @@ void MainWindow::createActions() {
   make("viewTraining", tr("T&raining"), {QKeySequence(tr("Alt+4"))},
        [this] { showView(View::Training); });
   make("viewRuns", tr("R&uns"), {QKeySequence(tr("Alt+5"))}, [this] { showView(View::Runs); });
+  make("viewData", tr("&Data"), {QKeySequence(tr("Alt+6"))}, [this] { showView(View::Data); });
   make("train", tr("&Train"), {QKeySequence(tr("Ctrl+R"))}, [this] {
     QString error;
     if (!train(&error)) QMessageBox::warning(this, tr("Cannot start training"), error);
@@ -534,6 +541,7 @@ void MainWindow::createMenus() {
   view->addAction(action("viewTimeline"));
   view->addAction(action("viewTraining"));
   view->addAction(action("viewRuns"));
+  view->addAction(action("viewData"));
   view->addSeparator();
   for (const char* name : {"zoomIn", "zoomOut", "zoomFit", "zoomReset", "arrange"})
     view->addAction(action(name));
@@ -716,16 +724,13 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   event->accept();
 }
 
+// The tabs are in the order of View.
 void MainWindow::showView(View view) {
-  QWidget* const pages[] = {designer_, memory_, timeline_, training_, runs_};
-  tabs_->setCurrentWidget(pages[static_cast<int>(view)]);
+  tabs_->setCurrentIndex(static_cast<int>(view));
 }
 
 MainWindow::View MainWindow::currentView() const {
-  QWidget* const pages[] = {designer_, memory_, timeline_, training_, runs_};
-  for (int i = 0; i < 5; ++i)
-    if (tabs_->currentWidget() == pages[i]) return static_cast<View>(i);
-  return View::Design;
+  return static_cast<View>(std::max(0, tabs_->currentIndex()));
 }
 
 void MainWindow::showStatus(const QString& text, int timeout_ms) {
@@ -1037,13 +1042,18 @@ bool MainWindow::writeScreenshots(const QString& dir, QString* error, int train_
       }
   }
   const View before = currentView();
-  for (View v : {View::Design, View::Memory, View::Timeline, View::Training, View::Runs}) {
+  for (View v :
+       {View::Design, View::Memory, View::Timeline, View::Training, View::Runs, View::Data}) {
     showView(v);
     if (v == View::Design) designer_->showOverview();
     // The plan by lifetime is what the Memory view shows that no other tool does.
     const int arena_tab = memory_->arenaTabs()->currentIndex();
     if (v == View::Memory) memory_->arenaTabs()->setCurrentIndex(1);
     QCoreApplication::processEvents();
+    // The Data view loads on a thread of its own: its images, not "Loading".
+    QDeadlineTimer loading(20000);
+    while (v == View::Data && !data_->isCurrent() && !loading.hasExpired())
+      QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
     const QString path = QDir(dir).filePath(screenshot_name(v));
     const bool saved = grab().save(path, "PNG");
     memory_->arenaTabs()->setCurrentIndex(arena_tab);

@@ -24,6 +24,7 @@ class QTimer;
 
 namespace tr::gui {
 
+class DatasetView;
 class DesignerView;
 class DeviceSelector;
 class MemoryView;
@@ -41,7 +42,7 @@ class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
-  enum class View { Design, Memory, Timeline, Training, Runs };
+  enum class View { Design, Memory, Timeline, Training, Runs, Data };
 
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
@@ -92,6 +93,7 @@ class MainWindow : public QMainWindow {
   TimelineView* timelineView() const { return timeline_; }
   TrainingView* trainingView() const { return training_; }
   RunsView* runsView() const { return runs_; }
+  DatasetView* datasetView() const { return data_; }
   PaletteWidget* palette() const { return palette_; }
   PropertiesPanel* properties() const { return properties_; }
   ProblemsPanel* problems() const { return problems_; }
@@ -155,6 +157,7 @@ class MainWindow : public QMainWindow {
   TimelineView* timeline_;
   TrainingView* training_;
   RunsView* runs_;
+  DatasetView* data_;
   PaletteWidget* palette_;
   PropertiesPanel* properties_;
   ProblemsPanel* problems_;

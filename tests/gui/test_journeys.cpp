@@ -59,9 +59,9 @@ using namespace tr::gui;
 
 namespace {
 
-constexpr MainWindow::View kViews[] = {MainWindow::View::Design, MainWindow::View::Memory,
+constexpr MainWindow::View kViews[] = {MainWindow::View::Design,   MainWindow::View::Memory,
                                        MainWindow::View::Timeline, MainWindow::View::Training,
-                                       MainWindow::View::Runs};
+                                       MainWindow::View::Runs,     MainWindow::View::Data};
 
 QString project_path(const char* name) {
   return QDir(QStringLiteral(TR_PROJECTS_DIR)).filePath(QLatin1String(name));

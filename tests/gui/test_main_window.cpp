@@ -93,9 +93,9 @@ class TestMainWindow : public QObject {
     QCOMPARE(win.doc()->project().name, std::string("lenet-fashion"));
     QCOMPARE(win.w.designer()->designerScene()->nodeCount(), 14);
     QVERIFY(win.w.windowTitle().startsWith("lenet-fashion.json"));
-    QCOMPARE(win.w.tabs()->count(), 5);
-    const char* tabs[] = {"Design", "Memory", "Timeline", "Training", "Runs"};
-    for (int i = 0; i < 5; ++i) QCOMPARE(win.w.tabs()->tabText(i), QLatin1String(tabs[i]));
+    QCOMPARE(win.w.tabs()->count(), 6);
+    const char* tabs[] = {"Design", "Memory", "Timeline", "Training", "Runs", "Data"};
+    for (int i = 0; i < 6; ++i) QCOMPARE(win.w.tabs()->tabText(i), QLatin1String(tabs[i]));
     QVERIFY(win.w.action("train")->isEnabled());
     QVERIFY(!win.w.action("pause")->isEnabled());
     QVERIFY(!win.w.action("stop")->isEnabled());
