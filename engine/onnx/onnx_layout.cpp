@@ -12,50 +12,59 @@ size_t at(int64_t i) {
   return static_cast<size_t>(i);
 }
 
+// Each pair of layouts is one loop: `ours` and `theirs` give an element's
+// index in our layout and in ONNX's, and the copy runs either way.
+template <typename Ours, typename Theirs>
+std::vector<float> relayout(const std::vector<float>& v, bool to_onnx, int64_t a_n, int64_t b_n,
+                            int64_t c_n, int64_t d_n, Ours ours, Theirs theirs) {
+  std::vector<float> out(v.size());
+  for (int64_t a = 0; a < a_n; ++a)
+    for (int64_t b = 0; b < b_n; ++b)
+      for (int64_t c = 0; c < c_n; ++c)
+        for (int64_t d = 0; d < d_n; ++d) {
+          const size_t o = at(ours(a, b, c, d)), t = at(theirs(a, b, c, d));
+          if (to_onnx)
+            out[t] = v[o];
+          else
+            out[o] = v[t];
+        }
+  return out;
+}
+
+std::vector<float> kernels(const std::vector<float>& v, bool to_onnx, int64_t o, int64_t kh,
+                           int64_t kw, int64_t i) {
+  return relayout(
+      v, to_onnx, o, kh, kw, i,
+      [=](int64_t a, int64_t y, int64_t x, int64_t c) { return ((a * kh + y) * kw + x) * i + c; },
+      [=](int64_t a, int64_t y, int64_t x, int64_t c) { return ((a * i + c) * kh + y) * kw + x; });
+}
+
+std::vector<float> columns(const std::vector<float>& v, bool to_onnx, int64_t out, const Shape& s) {
+  const int64_t n = s.h * s.w * s.c;
+  return relayout(
+      v, to_onnx, out, s.h, s.w, s.c,
+      [=](int64_t o, int64_t y, int64_t x, int64_t c) { return o * n + (y * s.w + x) * s.c + c; },
+      [=](int64_t o, int64_t y, int64_t x, int64_t c) { return o * n + (c * s.h + y) * s.w + x; });
+}
+
 }  // namespace
 
 std::vector<float> kernel_to_oihw(const std::vector<float>& v, int64_t o, int64_t kh, int64_t kw,
                                   int64_t i) {
-  std::vector<float> out(v.size());
-  for (int64_t a = 0; a < o; ++a)
-    for (int64_t y = 0; y < kh; ++y)
-      for (int64_t x = 0; x < kw; ++x)
-        for (int64_t c = 0; c < i; ++c)
-          out[at(((a * i + c) * kh + y) * kw + x)] = v[at(((a * kh + y) * kw + x) * i + c)];
-  return out;
+  return kernels(v, true, o, kh, kw, i);
 }
 
 std::vector<float> kernel_from_oihw(const std::vector<float>& v, int64_t o, int64_t kh, int64_t kw,
                                     int64_t i) {
-  std::vector<float> out(v.size());
-  for (int64_t a = 0; a < o; ++a)
-    for (int64_t y = 0; y < kh; ++y)
-      for (int64_t x = 0; x < kw; ++x)
-        for (int64_t c = 0; c < i; ++c)
-          out[at(((a * kh + y) * kw + x) * i + c)] = v[at(((a * i + c) * kh + y) * kw + x)];
-  return out;
+  return kernels(v, false, o, kh, kw, i);
 }
 
 std::vector<float> columns_to_chw(const std::vector<float>& v, int64_t out, const Shape& s) {
-  const int64_t n = s.h * s.w * s.c;
-  std::vector<float> r(v.size());
-  for (int64_t o = 0; o < out; ++o)
-    for (int64_t y = 0; y < s.h; ++y)
-      for (int64_t x = 0; x < s.w; ++x)
-        for (int64_t c = 0; c < s.c; ++c)
-          r[at(o * n + (c * s.h + y) * s.w + x)] = v[at(o * n + (y * s.w + x) * s.c + c)];
-  return r;
+  return columns(v, true, out, s);
 }
 
 std::vector<float> columns_from_chw(const std::vector<float>& v, int64_t out, const Shape& s) {
-  const int64_t n = s.h * s.w * s.c;
-  std::vector<float> r(v.size());
-  for (int64_t o = 0; o < out; ++o)
-    for (int64_t y = 0; y < s.h; ++y)
-      for (int64_t x = 0; x < s.w; ++x)
-        for (int64_t c = 0; c < s.c; ++c)
-          r[at(o * n + (y * s.w + x) * s.c + c)] = v[at(o * n + (c * s.h + y) * s.w + x)];
-  return r;
+  return columns(v, false, out, s);
 }
 
 Shape FeatureOrders::columns_of(int node, const ModelAnalysis& a) const {

@@ -62,11 +62,7 @@ class TestOnnxExport : public QObject {
 
   // Trains `project` for a few steps and returns its checkpoint.
   QString trained(const QString& project, const QString& name) {
-    const QString ckpts = at(name);
-    const Run r = cli({"train", project_path(project), "--max-steps", "3", "--no-store",
-                       "--no-validation", "--checkpoint-dir", ckpts});
-    if (r.code != 0) qFatal("training %s failed: %s", qPrintable(project), qPrintable(r.out));
-    return QDir(ckpts).filePath(QDir(ckpts).entryList({"*.ckpt"}).value(0));
+    return tr::test::train_checkpoint(QStringLiteral(TR_CLI), project_path(project), at(name));
   }
 
  private slots:
