@@ -130,7 +130,11 @@ DatasetView::DatasetView(ProjectDocument* doc, QWidget* parent) : QWidget(parent
 }
 
 DatasetView::~DatasetView() {
-  if (worker_) worker_->wait();
+  // A load still running never reaches loaded(), which would delete it.
+  if (worker_) {
+    worker_->wait();
+    delete worker_;
+  }
 }
 
 bool DatasetView::isCurrent() const {
