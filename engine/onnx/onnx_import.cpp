@@ -413,6 +413,7 @@ class Importer {
   std::map<std::string, std::vector<float>> weights_;  // by checkpoint name, our layout
   // Checks and re-layouts that need the model's shapes.
   std::vector<std::function<void(const ModelAnalysis&)>> after_analysis_;
+  FeatureOrders orders_;  // of the analysed model, for the checks above
   std::vector<std::string> notes_;
   int64_t parameters_ = 0;
   Shape input_{};
@@ -647,7 +648,7 @@ void Importer::linear(int k, const Tensor& matrix, bool transposed, const Tensor
       fail(k, "takes " + std::to_string(in_features) + " features but its input has " +
                   std::to_string(s.per_sample()) + " (" + std::to_string(s.c) + " channels of " +
                   std::to_string(s.h) + "x" + std::to_string(s.w) + ")");
-    const Shape order = feature_orders(project_.model, a).columns_of(node, a);
+    const Shape order = orders_.columns_of(node, a);
     if (orders_differ(order))
       weights_[id + ".weight"] = columns_from_chw(weights_[id + ".weight"], out_features, order);
   });
@@ -899,6 +900,7 @@ void Importer::finish_output() {
 }
 
 void Importer::check_and_relayout(const ModelAnalysis& a) {
+  orders_ = feature_orders(project_.model, a);  // once, for every Linear's columns
   classes_ = a.nodes[static_cast<size_t>(a.source_of(a.loss_node, 0).node)].output.c;
   for (const auto& check : after_analysis_) check(a);
 }
