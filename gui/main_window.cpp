@@ -36,6 +36,7 @@
 #include <renaissance/error.h>
 #include <renaissance/plan_report.h>
 #include <renaissance/project_io.h>
+#include <renaissance/store_location.h>
 #include "dataset/dataset_view.h"
 #include "designer/auto_layout.h"
 #include "designer/designer_scene.h"
@@ -59,6 +60,7 @@
 #include "theme.h"
 #include "timeline/profile_origin.h"
 #include "timeline/timeline_view.h"
+#include "training/resume_request.h"
 #include "training/training_view.h"
 
 namespace tr::gui {
@@ -179,6 +181,10 @@ MainWindow::MainWindow(QWidget* parent)
     updateTrainingActions();
   });
   connect(training_, &TrainingView::pausedAt, this, &MainWindow::updateTrainingActions);
+  connect(runs_, &RunsView::resumeRequested, this, [this](qint64 run) {
+    QString why;
+    if (!resumeRun(run, &why)) QMessageBox::warning(this, tr("Resume run %1").arg(run), why);
+  });
   connect(runs_, &RunsView::runActivated, this, [this](qint64 run) {
     showStatus(tr("Run %1: its curves, configuration and details are below").arg(run), 5000);
   });
@@ -840,6 +846,28 @@ bool MainWindow::train(QString* error) {
   showView(View::Training);
   updateTrainingActions();
   return true;
+}
+
+bool MainWindow::resumeRun(qint64 id, QString* error) {
+  QString why;
+  Project project;
+  TrainingRequest request;
+  QString store_path;
+  try {
+    store_path = QString::fromStdString(store::resolve_store_path());
+  } catch (const std::exception& e) {
+    why = QString::fromStdString(e.what());
+  }
+  if (why.isEmpty() && training_->isRunning())
+    why = tr("A training run is in progress; stop it first.");
+  if (why.isEmpty() && resume_request(store_path, id, &project, &request, &why) &&
+      training_->start(project, request, &why)) {
+    showView(View::Training);
+    updateTrainingActions();
+    return true;
+  }
+  if (error) *error = why;
+  return false;
 }
 
 void MainWindow::afterLoad() {

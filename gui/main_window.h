@@ -78,6 +78,10 @@ class MainWindow : public QMainWindow {
   // Starts training the current design with the Training view's settings;
   // false (nothing started) with `error` saying why.
   bool train(QString* error = nullptr);
+  // Continues the recorded run `id` (stopped, interrupted or failed) from its
+  // latest checkpoint as the same run, in the Training view; false with
+  // `error` saying why, and nothing started.
+  bool resumeRun(qint64 id, QString* error = nullptr);
   // Writes one PNG per view into `dir` (created if missing). When nothing
   // has been trained in this window yet, first trains the design for
   // `train_steps` steps (profiled), so every view has something to show.

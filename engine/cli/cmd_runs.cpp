@@ -267,6 +267,17 @@ int show(const RunStore& s, int64_t id, bool project_only) {
       std::printf("\n");
     }
   }
+  for (const store::ResumeRecord& resume : s.resumes(id)) {
+    std::printf("resumed %s from %s at step %lld (was %s; a gap of %s",
+                local_time(resume.resumed_at).c_str(), resume.checkpoint_path.c_str(),
+                static_cast<long long>(resume.from_step),
+                std::string(store::run_status_name(resume.previous_status)).c_str(),
+                duration(resume.resumed_at - resume.last_update).c_str());
+    if (resume.retrained_steps > 0)
+      std::printf("; %lld step%s trained again", static_cast<long long>(resume.retrained_steps),
+                  resume.retrained_steps == 1 ? "" : "s");
+    std::printf(")\n");
+  }
   const auto notes = s.notes(id);
   if (!notes.empty()) {
     std::printf("notes:\n");

@@ -5,11 +5,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include <renaissance/error.h>
 #include <renaissance/profile_export.h>
+#include <renaissance/project_io.h>
+#include <renaissance/run_resume.h>
+#include <renaissance/store_location.h>
 #include <renaissance/training.h>
 #include "commands.h"
 #include "run_recording.h"
@@ -22,6 +26,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: renaissance-cli train <project.json> [--epochs N] [--batch B] [--seed S]\n"
+    "       renaissance-cli train --resume-run ID [--store PATH] [--devices ...]\n"
     "         [--devices cpu:N] [--precision fp32|amp|bf16] [--threads T] [--data DIR]\n"
     "         [--max-steps N] [--profile-steps A:B] [--trace out.json] [--summary out.json]\n"
     "  --batch is the global batch; --data overrides the dataset's folder;\n"
@@ -31,6 +36,10 @@ constexpr const char* kUsage =
     "  finished, validated (unless --no-validation) and checkpointed as at an epoch end.\n"
     "  --checkpoint-dir DIR saves a checkpoint at every epoch end and on a stop;\n"
     "  --resume FILE continues from one (any --devices count); --init-from FILE starts\n"
+    "  --resume-run ID continues a stopped or interrupted recorded run from its\n"
+    "  latest checkpoint, as the same run (its project, options and checkpoint\n"
+    "  folder; its curves go on from the checkpoint's step).\n"
+
     "  a new run from its weights (of any project: tensors of another name or shape,\n"
     "  such as a last layer for another class count, start fresh); --eval-ema keeps an\n"
     "  EMA of the weights (training.ema.decay) and validates on it.\n"
@@ -65,7 +74,8 @@ void write_file(const std::string& path, const std::string& text) {
 }
 
 // The line that says why training stopped and how to go on from there.
-void print_stop(const TrainReport& report, int signal, const TrainOptions& options, bool leads) {
+void print_stop(const TrainReport& report, int signal, const TrainOptions& options, bool leads,
+                int64_t run) {
   const auto steps = static_cast<long long>(report.steps);
   const std::string how =
       signal ? "on " + signal_name(signal) + " after " + std::to_string(steps) + " steps"
@@ -75,6 +85,9 @@ void print_stop(const TrainReport& report, int signal, const TrainOptions& optio
     where = "no checkpoint (--checkpoint-dir DIR keeps one)";
   else if (!leads)
     where = "node 0 saved the checkpoint";
+  else if (!report.checkpoints.empty() && run > 0)
+    where = "continue with --resume-run " + std::to_string(run) + " (or --resume " +
+            report.checkpoints.back() + ")";
   else if (!report.checkpoints.empty())
     where = "continue with --resume " + report.checkpoints.back();
   else
@@ -82,17 +95,50 @@ void print_stop(const TrainReport& report, int signal, const TrainOptions& optio
   std::printf("stopped %s; %s\n", how.c_str(), where.c_str());
 }
 
+// --resume-run ID: the recorded run and the checkpoint it continues from.
+store::RunResume find_resumable_run(const ParsedArgs& a) {
+  for (const char* o : {"resume", "init-from", "no-store"})
+    if (a.has(o))
+      throw UsageError(std::string("option '--resume-run' continues a recorded run from its own "
+                                   "checkpoint and records into it; it does not take '--") +
+                       o + "'");
+  if (a.values.count("nodes"))
+    throw UsageError(
+        "option '--resume-run' continues a run recorded on this machine; to resume a run across "
+        "machines give every node --resume FILE (the checkpoint node 0 saved)");
+  const int64_t id = positive_integer("resume-run", a.values.at("resume-run"));
+  const std::string path =
+      store::resolve_store_path(a.values.count("store") ? a.values.at("store") : std::string());
+  const store::RunStore s(path);
+  store::RunResume r = store::find_run_resume(s, id);
+  for (const std::string& u : r.unusable)
+    std::printf("note: %s; taking an earlier one\n", u.c_str());
+  const TrainPosition& at = r.checkpoint->position;
+  std::printf("resuming run %lld (%s) from %s: epoch %lld, batch %lld, step %lld\n",
+              static_cast<long long>(id),
+              std::string(store::run_status_name(r.run.summary.status)).c_str(),
+              r.checkpoint_path.c_str(), static_cast<long long>(at.epoch + 1),
+              static_cast<long long>(at.batch + 1), static_cast<long long>(at.step));
+  return r;
+}
+
+Project resumed_project(const store::RunResume& r) {
+  return parse_project(r.run.project_json,
+                       "run " + std::to_string(r.run.summary.id) + "'s recorded project");
+}
+
 }  // namespace
 
 int cmd_train(const std::vector<std::string>& args) {
   std::set<std::string> with_value = setup_options();
   for (const char* o : {"max-steps", "profile-steps", "trace", "summary", "store", "checkpoint-dir",
-                        "resume", "init-from"})
+                        "resume", "init-from", "resume-run"})
     with_value.insert(o);
   for (const std::string& o : node_options()) with_value.insert(o);
   const ParsedArgs a =
       parse_args(args, with_value, {"help", "no-validation", "no-store", "eval-ema"});
-  if (const int code = usage_exit_code(a, kUsage, 1); code >= 0) return code;
+  const bool resume_run = a.values.count("resume-run") > 0;
+  if (const int code = usage_exit_code(a, kUsage, resume_run ? 0 : 1); code >= 0) return code;
   TrainOptions options;
   if (a.values.count("max-steps"))
     options.max_steps = positive_integer("max-steps", a.values.at("max-steps"));
@@ -113,11 +159,15 @@ int cmd_train(const std::vector<std::string>& args) {
     options.profile_end = 3;
   }
 
-  TrainingJob job = prepare_training(a.positional[0], a);
+  std::optional<store::RunResume> run_to_resume;
+  if (resume_run) run_to_resume = find_resumable_run(a);
+  TrainingJob job = run_to_resume ? prepare_training(resumed_project(*run_to_resume), a)
+                                  : prepare_training(a.positional[0], a);
   const CompiledPlan& cp = job.plan();
   const TrainingContext& context = job.context();
   if (!job.device_note().empty()) std::fprintf(stderr, "note: %s\n", job.device_note().c_str());
   read_checkpoint_options(a, options);
+  if (run_to_resume) store::apply_run_resume(*run_to_resume, options);
   const int64_t epochs = cp.project().training.epochs;
   std::printf("training %s: %lld parameters, %s, global batch %lld on %s, %lld epoch%s\n",
               cp.project().name.c_str(), static_cast<long long>(cp.analysis().total_params),
@@ -160,7 +210,14 @@ int cmd_train(const std::vector<std::string>& args) {
     }
     std::fflush(stdout);
   };
-  RunRecording recording(a, cp, context, options, context.leads);
+  cb.on_checkpoint = [](const CheckpointReport& k) {
+    if (k.error.empty()) return;
+    std::fprintf(stderr, "warning: %s; training goes on, the checkpoints before it are kept\n",
+                 k.error.c_str());
+  };
+  job.check(options);
+  RunRecording recording(a, cp, context, options, context.leads,
+                         run_to_resume ? run_to_resume->run.summary.id : 0);
   recording.attach(cb);
   // From here to the end a signal stops training at a step boundary and the
   // run is still recorded; before, there is nothing to save and the default
@@ -177,7 +234,7 @@ int cmd_train(const std::vector<std::string>& args) {
   recording.ended(report);
   for (const std::string& path : report.checkpoints) std::printf("checkpoint %s\n", path.c_str());
   if (report.stopped)
-    print_stop(report, signals.received(), options, context.leads);
+    print_stop(report, signals.received(), options, context.leads, recording.run_id());
   else if (report.reached_max_steps)
     std::printf("finished at --max-steps %lld\n", static_cast<long long>(report.steps));
 

@@ -9,7 +9,8 @@
 namespace tr::cli {
 
 RunRecording::RunRecording(const ParsedArgs& a, const CompiledPlan& plan,
-                           const TrainingContext& context, const TrainOptions& options, bool here) {
+                           const TrainingContext& context, const TrainOptions& options, bool here,
+                           int64_t resume_run) {
   if (a.has("no-store")) {
     if (a.values.count("store"))
       throw UsageError("options '--store' and '--no-store' contradict each other; give one");
@@ -18,9 +19,20 @@ RunRecording::RunRecording(const ParsedArgs& a, const CompiledPlan& plan,
   if (!here) return;
   const std::string path =
       store::resolve_store_path(a.values.count("store") ? a.values.at("store") : std::string());
-  recorder_ = std::make_unique<store::TrainingRecorder>(path, plan, context, options);
-  std::printf("recording run %lld in %s\n", static_cast<long long>(recorder_->run_id()),
-              path.c_str());
+  if (resume_run > 0) {
+    recorder_ = std::make_unique<store::TrainingRecorder>(path, resume_run, plan, context, options);
+    const store::ResumeRecord& r = recorder_->resumed();
+    std::printf("continuing run %lld in %s from step %lld", static_cast<long long>(resume_run),
+                path.c_str(), static_cast<long long>(r.from_step));
+    if (r.retrained_steps > 0)
+      std::printf(" (%lld step%s recorded after that checkpoint are trained again)",
+                  static_cast<long long>(r.retrained_steps), r.retrained_steps == 1 ? "" : "s");
+    std::printf("\n");
+  } else {
+    recorder_ = std::make_unique<store::TrainingRecorder>(path, plan, context, options);
+    std::printf("recording run %lld in %s\n", static_cast<long long>(recorder_->run_id()),
+                path.c_str());
+  }
   std::fflush(stdout);
 }
 

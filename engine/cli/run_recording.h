@@ -16,9 +16,12 @@ class RunRecording {
   // Starts the run in the store unless --no-store, or unless `here` is
   // false (a node other than 0 of a run across machines: node 0 records it);
   // a store that cannot be used fails here, before training starts.
+  // `resume_run` > 0: continue that recorded run (from options.resume)
+  // instead of starting a new one.
   RunRecording(const ParsedArgs& args, const CompiledPlan& plan, const TrainingContext& context,
-               const TrainOptions& options, bool here = true);
+               const TrainOptions& options, bool here = true, int64_t resume_run = 0);
 
+  int64_t run_id() const noexcept { return recorder_ ? recorder_->run_id() : 0; }
   void attach(TrainCallbacks& callbacks);
   void ended(const TrainReport& report);
   void failed(const std::string& error);

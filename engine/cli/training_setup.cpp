@@ -74,7 +74,10 @@ MultiNodeOptions read_node_options(const ParsedArgs& a) {
 
 TrainingJob prepare_training(const std::string& project_path, const ParsedArgs& a,
                              bool allow_cpu_fallback) {
-  Project project = load_project(project_path);
+  return prepare_training(load_project(project_path), a, allow_cpu_fallback);
+}
+
+TrainingJob prepare_training(Project project, const ParsedArgs& a, bool allow_cpu_fallback) {
   apply_overrides(a, project);
   SetupOptions options;
   options.allow_cpu_fallback = allow_cpu_fallback;

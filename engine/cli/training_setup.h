@@ -34,6 +34,9 @@ MultiNodeOptions read_node_options(const ParsedArgs& args);
 // `allow_cpu_fallback`: see SetupOptions (bench: only with --allow-fallback).
 TrainingJob prepare_training(const std::string& project_path, const ParsedArgs& args,
                              bool allow_cpu_fallback = true);
+// The same for a project already read (a recorded run's).
+TrainingJob prepare_training(Project project, const ParsedArgs& args,
+                             bool allow_cpu_fallback = true);
 
 // `train`'s state options: --checkpoint-dir DIR, --resume FILE (read and
 // checked for damage here, against the project when training starts) and

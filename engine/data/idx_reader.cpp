@@ -95,6 +95,8 @@ class GzFile {
                      (errno ? std::strerror(errno) : "zlib could not allocate its state"));
     }
     gzbuffer(file_, 1u << 17);  // fewer syscalls on the 26 MB training images
+    const uintmax_t bytes = std::filesystem::file_size(path, ec);
+    file_bytes_ = ec ? UINT64_MAX : static_cast<uint64_t>(bytes);
   }
   ~GzFile() {
     if (file_) gzclose_r(file_);
@@ -145,12 +147,24 @@ class GzFile {
     }
   }
 
+  // At most this many bytes of data follow what was read so far: what is
+  // left of a plain file, or for gzip what deflate's best ratio (1032:1,
+  // plus a little for tiny files) makes of the whole file.
+  uint64_t most_left() {
+    if (file_bytes_ == UINT64_MAX) return UINT64_MAX;
+    if (!compressed()) return file_bytes_ > consumed_ ? file_bytes_ - consumed_ : 0;
+    constexpr uint64_t kDeflateRatio = 1032, kSlack = 1024;
+    if (file_bytes_ > (UINT64_MAX - kSlack) / kDeflateRatio) return UINT64_MAX;
+    return file_bytes_ * kDeflateRatio + kSlack;
+  }
+
   bool compressed() { return gzdirect(file_) == 0; }
   bool stream_cut() const { return stream_cut_; }
 
  private:
   std::string path_;
   gzFile file_ = nullptr;
+  uint64_t file_bytes_ = UINT64_MAX;  // on disk; UINT64_MAX when unknown
   uint64_t consumed_ = 0;
   bool stream_cut_ = false;
 };
@@ -242,15 +256,26 @@ Header read_header(GzFile& in, const std::string& path, const IdxKind& kind) {
   return h;
 }
 
+[[noreturn]] void truncated(GzFile& in, const std::string& path, const IdxKind& kind,
+                            const Header& h, uint64_t got) {
+  fail(path, "truncated: header announces " + announced(kind, h) + " but the file holds only " +
+                 std::to_string(got) + " bytes after the " + std::to_string(h.header_bytes) +
+                 "-byte header" +
+                 (in.stream_cut() ? " (the gzip stream itself is cut short)" : ""));
+}
+
+// A damaged header can announce far more than the file can hold: those
+// bytes are counted, not allocated (a 20-byte file must not cost gigabytes).
+void check_payload_fits(GzFile& in, const std::string& path, const IdxKind& kind,
+                        const Header& h) {
+  if (h.payload_bytes <= in.most_left()) return;
+  truncated(in, path, kind, h, in.count_rest());
+}
+
 void read_payload(GzFile& in, const std::string& path, const IdxKind& kind, const Header& h,
                   uint8_t* out) {
   const uint64_t got = in.read(out, h.payload_bytes);
-  if (got < h.payload_bytes) {
-    fail(path, "truncated: header announces " + announced(kind, h) + " but the file holds only " +
-                   std::to_string(got) + " bytes after the " + std::to_string(h.header_bytes) +
-                   "-byte header" +
-                   (in.stream_cut() ? " (the gzip stream itself is cut short)" : ""));
-  }
+  if (got < h.payload_bytes) truncated(in, path, kind, h, got);
   const uint64_t extra = in.count_rest();
   if (extra > 0) {
     fail(path, "trailing bytes: header announces " + announced(kind, h) + " but " +
@@ -272,6 +297,7 @@ Tensor allocate(const std::string& path, const IdxKind& kind, const Header& h, S
 Tensor read_idx_images(const std::string& path, const std::string& missing_hint) {
   GzFile in(path, missing_hint);
   const Header h = read_header(in, path, kImages);
+  check_payload_fits(in, path, kImages, h);
   const Shape shape{static_cast<int64_t>(h.dims[0]), static_cast<int64_t>(h.dims[1]),
                     static_cast<int64_t>(h.dims[2]), 1};
   Tensor pixels = allocate(path, kImages, h, shape, DType::INT8);
@@ -282,6 +308,7 @@ Tensor read_idx_images(const std::string& path, const std::string& missing_hint)
 Tensor read_idx_labels(const std::string& path, int64_t classes, const std::string& missing_hint) {
   GzFile in(path, missing_hint);
   const Header h = read_header(in, path, kLabels);
+  check_payload_fits(in, path, kLabels, h);
   Tensor bytes =
       allocate(path, kLabels, h, Shape{static_cast<int64_t>(h.dims[0]), 1, 1, 1}, DType::INT8);
   read_payload(in, path, kLabels, h, bytes.data<uint8_t>());

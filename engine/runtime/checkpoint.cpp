@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include <renaissance/checkpoint.h>
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <bit>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <system_error>
 
 #include <nlohmann/json.hpp>
 
@@ -127,6 +131,82 @@ class HeaderReader {
   const std::string& path_;
 };
 
+std::string os_error(int e) {
+  return std::generic_category().message(e);
+}
+
+// The temporary file a checkpoint is written to; removed again unless it
+// was renamed into place.
+class TemporaryFile {
+ public:
+  TemporaryFile(const std::string& path, const std::string& temporary)
+      : path_(path), temporary_(temporary) {
+    fd_ = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) fail(path, "cannot create '" + temporary + "': " + os_error(errno));
+  }
+  TemporaryFile(const TemporaryFile&) = delete;
+  TemporaryFile& operator=(const TemporaryFile&) = delete;
+  ~TemporaryFile() { discard(); }
+
+  void write(const char* data, size_t bytes) {
+    while (bytes > 0) {
+      const ssize_t n = ::write(fd_, data, std::min<size_t>(bytes, size_t{1} << 30));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int e = n < 0 ? errno : ENOSPC;
+        discard();
+        fail(path_, "cannot write '" + temporary_ + "': " + os_error(e));
+      }
+      data += n;
+      bytes -= static_cast<size_t>(n);
+    }
+  }
+
+  void sync_and_close() {
+    if (::fsync(fd_) != 0) {
+      const int e = errno;
+      discard();
+      fail(path_, "cannot write '" + temporary_ + "' to the disk: " + os_error(e));
+    }
+    const int closed = ::close(fd_);
+    fd_ = -1;
+    if (closed != 0) {
+      const int e = errno;
+      discard();
+      fail(path_, "cannot write '" + temporary_ + "' to the disk: " + os_error(e));
+    }
+  }
+
+  void renamed() { kept_ = true; }
+
+  void discard() noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    if (!kept_) ::unlink(temporary_.c_str());
+    kept_ = true;
+  }
+
+ private:
+  const std::string& path_;
+  const std::string& temporary_;
+  int fd_ = -1;
+  bool kept_ = false;
+};
+
+// A rename is on the disk once the folder holding it is.
+void sync_folder_of(const std::string& path) {
+  std::string folder = std::filesystem::path(path).parent_path().string();
+  if (folder.empty()) folder = ".";
+  const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) fail(path, "written, but its folder cannot be opened to sync it: " + os_error(errno));
+  const int synced = ::fsync(fd);
+  const int e = errno;
+  ::close(fd);
+  // Some file systems cannot sync a folder; their renames are as durable as they get.
+  if (synced != 0 && e != EINVAL && e != ENOTSUP)
+    fail(path, "written, but its folder cannot be synced to the disk: " + os_error(e));
+}
+
 }  // namespace
 
 void write_checkpoint(const Checkpoint& c, const std::string& path) {
@@ -137,28 +217,23 @@ void write_checkpoint(const Checkpoint& c, const std::string& path) {
   prefix += header;
   put<uint32_t>(prefix, crc_of(header.data(), header.size()));
 
+  // Durable before it is visible: the data reaches the disk under a
+  // temporary name, the rename replaces the previous checkpoint in one step,
+  // and the folder's entry is synced. A crash or a kill at any point leaves
+  // the previous checkpoint or this one, each whole.
   const std::string temporary = path + ".tmp";
-  {
-    std::ofstream f(temporary, std::ios::binary | std::ios::trunc);
-    if (!f) fail(path, "cannot create '" + temporary + "'");
-    f.write(prefix.data(), static_cast<std::streamsize>(prefix.size()));
-    for (const CheckpointTensor& t : c.tensors)
-      f.write(reinterpret_cast<const char*>(t.values.data()),
-              static_cast<std::streamsize>(t.values.size() * sizeof(float)));
-    f.flush();
-    if (!f) {
-      std::error_code ignored;
-      std::filesystem::remove(temporary, ignored);
-      fail(path, "cannot write '" + temporary + "' (disk full?)");
-    }
+  TemporaryFile f(path, temporary);
+  f.write(prefix.data(), prefix.size());
+  for (const CheckpointTensor& t : c.tensors)
+    f.write(reinterpret_cast<const char*>(t.values.data()), t.values.size() * sizeof(float));
+  f.sync_and_close();
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    f.discard();
+    fail(path, "cannot rename '" + temporary + "' into place: " + os_error(e));
   }
-  std::error_code ec;
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
-    fail(path, "cannot rename '" + temporary + "' into place: " + ec.message());
-  }
+  f.renamed();
+  sync_folder_of(path);
 }
 
 Checkpoint read_checkpoint(const std::string& path) {

@@ -292,7 +292,8 @@ class RankLoop {
       const bool epoch_done = halt == Halt::None;
       const bool trained = samples > 0;
       if (val_ && (epoch_done || (halt == Halt::StepLimit && trained))) validate(er);
-      save_checkpoint(epoch_done ? TrainPosition{epoch + 1, 0, step} : halted_at);
+      save_checkpoint(epoch_done ? TrainPosition{epoch + 1, 0, step} : halted_at,
+                      epoch_done && rank_ == 0 ? &er : nullptr);
       // An epoch that ended before its first step has nothing to report.
       if (rank_ == 0 && (epoch_done || trained)) {
         {
@@ -347,7 +348,9 @@ class RankLoop {
 
   // The state is replicated, so global rank 0 speaks for every rank (other
   // nodes would write the same file).
-  void save_checkpoint(const TrainPosition& at) {
+  // A checkpoint that cannot be written (a full disk) is reported and
+  // training goes on: the run is worth more than one of its checkpoints.
+  void save_checkpoint(const TrainPosition& at, const EpochReport* ended) {
     if (global_rank_ != 0 || options_.checkpoint_dir.empty()) return;
     if (at.step == last_saved_.step && at.epoch == last_saved_.epoch &&
         at.batch == last_saved_.batch)
@@ -355,11 +358,22 @@ class RankLoop {
     const std::string file = at.batch == 0
                                  ? cp_.project.name + "-epoch" + std::to_string(at.epoch) + ".ckpt"
                                  : cp_.project.name + "-step" + std::to_string(at.step) + ".ckpt";
-    const std::string path = (std::filesystem::path(options_.checkpoint_dir) / file).string();
-    write_checkpoint(take_checkpoint(cp_, session_, at, rank_), path);
-    last_saved_ = at;
-    std::lock_guard<std::mutex> lock(shared_.mutex);
-    shared_.report.checkpoints.push_back(path);
+    CheckpointReport r;
+    r.path = (std::filesystem::path(options_.checkpoint_dir) / file).string();
+    r.position = at;
+    r.epoch = ended;
+    try {
+      write_checkpoint(take_checkpoint(cp_, session_, at, rank_), r.path);
+      last_saved_ = at;
+    } catch (const UsageError& e) {
+      r.error = e.what();
+    }
+    {
+      std::lock_guard<std::mutex> lock(shared_.mutex);
+      (r.error.empty() ? shared_.report.checkpoints : shared_.report.checkpoint_errors)
+          .push_back(r.error.empty() ? r.path : r.error);
+    }
+    if (callbacks_.on_checkpoint) callbacks_.on_checkpoint(r);
   }
 
   void validate(EpochReport& er) {
@@ -397,8 +411,8 @@ class RankLoop {
 
 }  // namespace
 
-TrainReport train(const CompiledProject& cp, Backend& backend, const DataSource& data,
-                  const TrainOptions& options, const TrainCallbacks& callbacks) {
+void check_train_options(const CompiledProject& cp, const Backend& backend, const DataSource& data,
+                         const TrainOptions& options) {
   const Shape s = data.sample_shape();
   const Shape in = cp.analysis.nodes[static_cast<size_t>(cp.analysis.input_node)].output;
   if (s.h != in.h || s.w != in.w || s.c != in.c)
@@ -440,6 +454,11 @@ TrainReport train(const CompiledProject& cp, Backend& backend, const DataSource&
       throw UsageError("cannot create the checkpoint folder '" + options.checkpoint_dir +
                        "': " + (ec ? ec.message() : std::string("not a folder")));
   }
+}
+
+TrainReport train(const CompiledProject& cp, Backend& backend, const DataSource& data,
+                  const TrainOptions& options, const TrainCallbacks& callbacks) {
+  check_train_options(cp, backend, data, options);
   TrainingSession session(cp, backend);
   session.initialize(cp.project.training.seed);
   TrainPosition start;

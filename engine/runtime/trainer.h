@@ -19,7 +19,11 @@ namespace tr {
 
 // Throws UsageError for a dataset that does not match the project, a
 // checkpoint that does not fit it (or is at max_steps already), or an
-// unwritable checkpoint folder, and
+// unwritable checkpoint folder (creating it), before training anything.
+void check_train_options(const CompiledProject& cp, const Backend& backend, const DataSource& data,
+                         const TrainOptions& options);
+
+// Throws what check_train_options does, and
 // std::runtime_error when the loss becomes NaN (with the step number).
 TrainReport train(const CompiledProject& cp, Backend& backend, const DataSource& data,
                   const TrainOptions& options, const TrainCallbacks& callbacks = {});

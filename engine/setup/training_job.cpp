@@ -38,6 +38,10 @@ bool TrainingJob::fell_back() const noexcept {
   return setup_->fell_back;
 }
 
+void TrainingJob::check(const TrainOptions& options) const {
+  check_train_options(*setup_->compiled, *setup_->backend, *setup_->data, options);
+}
+
 TrainReport TrainingJob::train(const TrainOptions& options, const TrainCallbacks& callbacks) {
   return tr::train(*setup_->compiled, *setup_->backend, *setup_->data, options, callbacks);
 }

@@ -10,18 +10,41 @@ namespace tr::store {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 double thread_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
+std::string rows_text(int64_t n) {
+  return std::to_string(n) + (n == 1 ? " row" : " rows");
+}
+
 }  // namespace
 
 RunRecorder::RunRecorder(const std::string& store_path, const RunStart& start,
                          RecorderOptions options)
-    : path_(store_path), store_(store_path), options_(options) {
-  run_id_ = store_.begin_run(start);
+    : path_(store_path), options_(std::move(options)), store_(open_store()) {
+  run_id_ = store_->begin_run(start);
+  start_writer();
+}
+
+RunRecorder::RunRecorder(const std::string& store_path, int64_t run, const ResumeStart& resume,
+                         RecorderOptions options)
+    : path_(store_path), options_(std::move(options)), store_(open_store()), run_id_(run) {
+  resumed_ = store_->resume_run(run, resume);
+  start_writer();
+}
+
+std::unique_ptr<RunStore> RunRecorder::open_store() const {
+  auto s = std::make_unique<RunStore>(path_);
+  s->set_busy_timeout(options_.busy_timeout);
+  return s;
+}
+
+void RunRecorder::start_writer() {
   steps_.reserve(options_.batch_rows);
   writer_ = std::thread([this] { writer_loop(); });
 }
@@ -56,6 +79,7 @@ void RunRecorder::push_epoch(EpochRecord epoch) {
 }
 
 void RunRecorder::push_checkpoint(CheckpointRecord checkpoint) {
+  // Stamped once, here: a retried insert is recognised by it.
   if (checkpoint.created_at <= 0) checkpoint.created_at = unix_now();
   std::lock_guard<std::mutex> lock(mutex_);
   if (stop_) return;
@@ -64,56 +88,142 @@ void RunRecorder::push_checkpoint(CheckpointRecord checkpoint) {
   wake_.notify_one();
 }
 
-void RunRecorder::flush() {
+bool RunRecorder::flush() {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!writer_.joinable()) return;
+  if (!writer_.joinable()) return trouble_.empty();
   flush_to_ = pushed_;
   wake_.notify_one();
   committed_.wait(lock, [&] { return written_ >= flush_to_; });
+  return trouble_.empty() && stats_.waiting_rows == 0;
+}
+
+std::string RunRecorder::commit(Waiting& w, std::string* restored_to) {
+  try {
+    if (store_->file_moved()) {
+      *restored_to = store_->restore_moved_file();
+      reopen_ = false;
+    } else if (reopen_) {
+      // A connection that met an I/O error may keep failing after the cause
+      // is gone; a fresh one is cheap. Until one opens, the old one retries.
+      try {
+        store_ = open_store();
+      } catch (const std::exception&) {
+      }
+      reopen_ = false;
+    }
+    if (!w.steps.empty() || !w.epochs.empty()) {
+      store_->append(run_id_, w.steps, w.epochs);
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++stats_.commits;
+      stats_.steps += static_cast<int64_t>(w.steps.size());
+      stats_.epochs += static_cast<int64_t>(w.epochs.size());
+      w.steps.clear();
+      w.epochs.clear();
+    }
+    while (!w.checkpoints.empty()) {
+      store_->add_checkpoint(run_id_, w.checkpoints.front());
+      w.checkpoints.erase(w.checkpoints.begin());
+    }
+    return {};
+  } catch (const std::exception& e) {
+    reopen_ = true;
+    return e.what();
+  }
 }
 
 void RunRecorder::writer_loop() {
-  std::vector<StepRecord> steps;
-  std::vector<EpochRecord> epochs;
-  std::vector<CheckpointRecord> checkpoints;
-  steps.reserve(options_.batch_rows);
+  Waiting w;
+  w.steps.reserve(options_.batch_rows);
+  bool told = false;  // the user heard of a refusal in this run
+  Clock::time_point give_up{};
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    wake_.wait_for(lock, options_.flush_interval, [&] {
-      return stop_ || flush_to_ > written_ || steps_.size() >= options_.batch_rows;
-    });
-    // Swapping keeps both buffers' capacity: no allocation per step in steady state.
-    steps.swap(steps_);
-    epochs.swap(epochs_);
-    checkpoints.swap(checkpoints_);
+    if (stop_ && !w.empty())
+      wake_.wait_for(lock, options_.flush_interval);  // a retry, not a spin
+    else
+      wake_.wait_for(lock, options_.flush_interval, [&] {
+        return stop_ || flush_to_ > written_ || steps_.size() >= options_.batch_rows;
+      });
+    // Appending keeps the order; the swap for an empty wait keeps both
+    // buffers' capacity: no allocation per step in steady state.
+    if (w.steps.empty())
+      w.steps.swap(steps_);
+    else
+      w.steps.insert(w.steps.end(), steps_.begin(), steps_.end());
+    steps_.clear();
+    w.epochs.insert(w.epochs.end(), std::make_move_iterator(epochs_.begin()),
+                    std::make_move_iterator(epochs_.end()));
+    epochs_.clear();
+    w.checkpoints.insert(w.checkpoints.end(), std::make_move_iterator(checkpoints_.begin()),
+                         std::make_move_iterator(checkpoints_.end()));
+    checkpoints_.clear();
     const uint64_t taken = pushed_;
     const bool stopping = stop_;
-    const bool failed = !error_.empty();
+    if (stopping && give_up == Clock::time_point{})
+      give_up = Clock::now() + options_.finish_timeout;
+    // Past the bound the newest steps go: the curve so far stays whole.
+    if (w.steps.size() > options_.max_waiting_steps) {
+      const size_t over = w.steps.size() - options_.max_waiting_steps;
+      w.steps.erase(w.steps.end() - static_cast<std::ptrdiff_t>(over), w.steps.end());
+      stats_.dropped_rows += static_cast<int64_t>(over);
+      lost_ = rows_text(stats_.dropped_rows) +
+              " of steps were dropped while the store refused "
+              "writes (more than " +
+              std::to_string(options_.max_waiting_steps) + " waited)";
+    }
     lock.unlock();
-    std::string error;
-    if (!failed && (!steps.empty() || !epochs.empty() || !checkpoints.empty())) {
-      try {
-        store_.append(run_id_, steps, epochs);
-        for (const CheckpointRecord& c : checkpoints) store_.add_checkpoint(run_id_, c);
-      } catch (const std::exception& e) {
-        error = e.what();
-      }
-    }
+
+    std::string error, restored_to;
+    const size_t before = w.rows();
+    if (!w.empty()) error = commit(w, &restored_to);
     const double cpu = thread_cpu_seconds();
+
     lock.lock();
-    if (!failed && error.empty() && (!steps.empty() || !epochs.empty())) {
-      ++stats_.commits;
-      stats_.steps += static_cast<int64_t>(steps.size());
-      stats_.epochs += static_cast<int64_t>(epochs.size());
-    }
     stats_.writer_cpu_seconds = cpu;
-    if (error_.empty()) error_ = error;
-    steps.clear();
-    epochs.clear();
-    checkpoints.clear();
+    std::string trouble_news, recovered_news;
+    if (!restored_to.empty()) {
+      ++stats_.restored;
+      trouble_news = "the run store '" + path_ + "' was deleted while run " +
+                     std::to_string(run_id_) +
+                     " was recorded; everything it held was written "
+                     "back to '" +
+                     restored_to + "', and the run is recorded there";
+    }
+    if (!error.empty()) {
+      ++stats_.failed_commits;
+      if (first_error_.empty()) first_error_ = error;
+      if (trouble_.empty() && !told) {
+        told = true;
+        trouble_news = "the run store does not take writes (" + error +
+                       "); training goes on and its rows wait in memory until it does";
+      }
+      trouble_ = error;
+    } else if (!trouble_.empty()) {
+      ++stats_.recoveries;
+      recovered_news = "the run store '" + path_ + "' takes writes again: the " +
+                       rows_text(static_cast<int64_t>(before)) + " that waited are recorded";
+      trouble_.clear();
+    }
+    stats_.waiting_rows = static_cast<int64_t>(w.rows());
+    stats_.most_waiting_rows = std::max(stats_.most_waiting_rows, stats_.waiting_rows);
+    const bool out_of_time = stopping && !w.empty() && Clock::now() >= give_up;
+    if (out_of_time) {
+      stats_.dropped_rows += static_cast<int64_t>(w.rows());
+      lost_ = rows_text(stats_.dropped_rows) + " could not be recorded: " + trouble_;
+      stats_.waiting_rows = 0;
+      w = {};
+    }
     written_ = taken;
     committed_.notify_all();
-    if (stopping && steps_.empty() && epochs_.empty() && checkpoints_.empty()) return;
+    const bool done =
+        stopping && w.empty() && steps_.empty() && epochs_.empty() && checkpoints_.empty();
+    if (!trouble_news.empty() || !recovered_news.empty()) {
+      lock.unlock();
+      if (!trouble_news.empty() && options_.on_trouble) options_.on_trouble(trouble_news);
+      if (!recovered_news.empty() && options_.on_recovered) options_.on_recovered(recovered_news);
+      lock.lock();
+    }
+    if (done) return;
   }
 }
 
@@ -126,19 +236,37 @@ std::string RunRecorder::finish(RunStatus status, const std::string& error) {
     wake_.notify_one();
   }
   writer_.join();
-  // The writer is gone: the store is this thread's again.
-  std::lock_guard<std::mutex> lock(mutex_);
-  try {
-    store_.end_run(run_id_, status, error);
-  } catch (const std::exception& e) {
-    if (error_.empty()) error_ = e.what();
+  // The writer is gone: the store is this thread's again. The status is
+  // what a reader looks at first, so it gets the same patience as the rows.
+  const auto give_up = Clock::now() + options_.finish_timeout;
+  std::string end_error;
+  for (;;) {
+    try {
+      if (store_->file_moved()) store_->restore_moved_file();
+      store_->end_run(run_id_, status, error);
+      end_error.clear();
+      break;
+    } catch (const std::exception& e) {
+      end_error = e.what();
+    }
+    if (Clock::now() >= give_up) break;
+    std::this_thread::sleep_for(options_.flush_interval);
+    try {
+      store_ = open_store();
+    } catch (const std::exception&) {
+    }
   }
-  return error_;
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string out = lost_;
+  if (!end_error.empty())
+    out += (out.empty() ? "" : "; ") + std::string("the run's end could not be recorded: ") +
+           end_error;
+  return out;
 }
 
 std::string RunRecorder::error() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return error_;
+  return trouble_;
 }
 
 RecorderStats RunRecorder::stats() const {

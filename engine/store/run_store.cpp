@@ -202,6 +202,53 @@ RunStore::RunStore(const std::string& path) {
   mark_dead_writers();
 }
 
+void RunStore::set_busy_timeout(std::chrono::milliseconds timeout) {
+  sqlite3_busy_timeout(db_->handle(), static_cast<int>(timeout.count()));
+}
+
+bool RunStore::file_moved() const {
+  int moved = 0;
+  if (sqlite3_file_control(db_->handle(), "main", SQLITE_FCNTL_HAS_MOVED, &moved) != SQLITE_OK)
+    return false;
+  return moved != 0;
+}
+
+std::string RunStore::restore_moved_file() {
+  const std::string original = db_->path();
+  std::string copy = original + ".restored";
+  for (int n = 2; fs::exists(copy); ++n) copy = original + ".restored" + std::to_string(n);
+  {
+    SqliteDb to(copy, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
+    sqlite3_backup* b = sqlite3_backup_init(to.handle(), "main", db_->handle(), "main");
+    if (!b) to.fail("cannot copy the deleted run store '" + original + "'");
+    const int stepped = sqlite3_backup_step(b, -1);
+    const int finished = sqlite3_backup_finish(b);
+    if (stepped != SQLITE_DONE || finished != SQLITE_OK) {
+      std::error_code ignored;
+      fs::remove(copy, ignored);
+      to.fail("cannot copy the deleted run store '" + original + "'");
+    }
+  }
+  // The last connection to the deleted file removes its -wal and -shm; if
+  // they stay, another connection still uses them, and a new store under
+  // their name would take their pages: the copy stays beside it instead.
+  append_.reset();
+  db_.reset();
+  const auto taken = [](const std::string& p) {
+    return fs::exists(p) || fs::exists(p + "-wal") || fs::exists(p + "-shm");
+  };
+  std::string target = copy;
+  std::error_code ec;
+  if (!taken(original)) {
+    fs::rename(copy, original, ec);
+    if (!ec) target = original;
+  }
+  db_ = std::make_unique<SqliteDb>(target, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX);
+  sqlite3_busy_timeout(db_->handle(), kBusyTimeoutMs);
+  check_and_prepare();
+  return target;
+}
+
 void RunStore::check_and_prepare() {
   const FileHeader first = read_header(*db_);
   const bool empty = check_header(first, db_->path());
@@ -374,6 +421,85 @@ void RunStore::end_run(int64_t run, RunStatus status, const std::string& error) 
   s.run();
 }
 
+ResumeRecord RunStore::resume_run(int64_t run, const ResumeStart& resume) {
+  if (resume.step < 0 || resume.epoch < 0)
+    throw StoreError("a resumption needs the checkpoint's step and epoch");
+  const ProcessIdentity me = current_process();
+  Transaction t(*db_);
+  // Read inside the write transaction: two processes resuming the same run
+  // cannot both find it ended.
+  const RunDetail d = this->run(run);
+  const RunStatus was = d.summary.status;
+  const std::string id = std::to_string(run);
+  if (was == RunStatus::Running)
+    throw StoreError("run " + id + " is still being recorded by process " +
+                     std::to_string(d.writer_pid) + " on " + d.writer_host +
+                     "; it can be resumed once it has ended");
+  if (was == RunStatus::Finished)
+    throw StoreError("run " + id +
+                     " finished; to train it further start a new run from one of its "
+                     "checkpoints (train --resume FILE --epochs N, or --init-from FILE)");
+  ResumeRecord r;
+  r.resumed_at = unix_now();
+  r.previous_status = was;
+  r.last_update = d.summary.updated_at;
+  r.checkpoint_path = resume.checkpoint_path;
+  r.from_step = resume.step;
+  r.writer_pid = me.pid;
+  {
+    Statement c(*db_, "SELECT count(*) FROM step_metrics WHERE run_id = ?1 AND step >= ?2");
+    c.bind(1, run).bind(2, resume.step);
+    c.step();
+    r.retrained_steps = c.int64(0);
+  }
+  Statement drop_steps(*db_, "DELETE FROM step_metrics WHERE run_id = ?1 AND step >= ?2");
+  drop_steps.bind(1, run).bind(2, resume.step);
+  drop_steps.run();
+  Statement drop_epochs(*db_, "DELETE FROM epoch_metrics WHERE run_id = ?1 AND epoch >= ?2");
+  drop_epochs.bind(1, run).bind(2, resume.epoch);
+  drop_epochs.run();
+  // The final figures go back to those of the last epoch kept.
+  Statement u(*db_,
+              "UPDATE runs SET status = 'running', ended_at = NULL, error = NULL, "
+              "updated_at = ?2, writer_host = ?3, writer_pid = ?4, writer_start = ?5, "
+              "steps = ?6, epochs = ?7, "
+              "final_train_loss = (SELECT train_loss FROM epoch_metrics e WHERE e.run_id = ?1 "
+              "  ORDER BY epoch DESC LIMIT 1), "
+              "final_train_top1 = (SELECT train_top1 FROM epoch_metrics e WHERE e.run_id = ?1 "
+              "  ORDER BY epoch DESC LIMIT 1), "
+              "final_val_loss = (SELECT val_loss FROM epoch_metrics e WHERE e.run_id = ?1 "
+              "  AND val_loss IS NOT NULL ORDER BY epoch DESC LIMIT 1), "
+              "final_val_top1 = (SELECT val_top1 FROM epoch_metrics e WHERE e.run_id = ?1 "
+              "  AND val_loss IS NOT NULL ORDER BY epoch DESC LIMIT 1), "
+              "final_val_top5 = (SELECT val_top5 FROM epoch_metrics e WHERE e.run_id = ?1 "
+              "  AND val_loss IS NOT NULL ORDER BY epoch DESC LIMIT 1) "
+              "WHERE id = ?1");
+  u.bind(1, run)
+      .bind(2, r.resumed_at)
+      .bind(3, me.host)
+      .bind(4, me.pid)
+      .bind(5, me.start)
+      .bind(6, resume.step)
+      .bind(7, resume.epoch);
+  u.run();
+  Statement i(*db_,
+              "INSERT INTO run_resumes (run_id, resumed_at, previous_status, last_update, "
+              "checkpoint_path, from_step, retrained_steps, writer_pid) "
+              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+  i.bind(1, run)
+      .bind(2, r.resumed_at)
+      .bind(3, run_status_name(was))
+      .bind(4, r.last_update)
+      .bind(5, r.checkpoint_path)
+      .bind(6, r.from_step)
+      .bind(7, r.retrained_steps)
+      .bind(8, r.writer_pid);
+  i.run();
+  r.id = sqlite3_last_insert_rowid(db_->handle());
+  t.commit();
+  return r;
+}
+
 void RunStore::require_run(int64_t run) const {
   if (!has_run(run)) no_such_run(run);
 }
@@ -388,7 +514,8 @@ int64_t RunStore::add_checkpoint(int64_t run, const CheckpointRecord& c) {
   if (c.path.empty()) throw StoreError("a checkpoint record needs the checkpoint's path");
   Statement s(*db_,
               "INSERT INTO checkpoints (run_id, path, epoch, step, metrics_json, created_at) "
-              "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+              "SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE NOT EXISTS (SELECT 1 FROM checkpoints "
+              "WHERE run_id = ?1 AND path = ?2 AND created_at = ?6)");
   s.bind(1, run).bind(2, c.path);
   if (c.epoch)
     s.bind(3, *c.epoch);
@@ -402,6 +529,7 @@ int64_t RunStore::add_checkpoint(int64_t run, const CheckpointRecord& c) {
     s.bind_null(5);
   else
     s.bind(5, c.metrics_json);
+  // The same record twice (a retry after a commit that went through) is one row.
   s.bind(6, c.created_at > 0 ? c.created_at : unix_now());
   s.run();
   return sqlite3_last_insert_rowid(db_->handle());
@@ -445,8 +573,8 @@ void RunStore::delete_run(int64_t run) {
   for (const char* sql :
        {"DELETE FROM step_metrics WHERE run_id = ?1", "DELETE FROM epoch_metrics WHERE run_id = ?1",
         "DELETE FROM checkpoints WHERE run_id = ?1", "DELETE FROM tags WHERE run_id = ?1",
-        "DELETE FROM notes WHERE run_id = ?1", "DELETE FROM run_configs WHERE run_id = ?1",
-        "DELETE FROM runs WHERE id = ?1"}) {
+        "DELETE FROM notes WHERE run_id = ?1", "DELETE FROM run_resumes WHERE run_id = ?1",
+        "DELETE FROM run_configs WHERE run_id = ?1", "DELETE FROM runs WHERE id = ?1"}) {
     Statement s(*db_, sql);
     s.bind(1, run);
     s.run();
@@ -566,6 +694,27 @@ std::vector<CheckpointRecord> RunStore::checkpoints(int64_t run) const {
     c.metrics_json = s.text(4);
     c.created_at = s.real(5);
     out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<ResumeRecord> RunStore::resumes(int64_t run) const {
+  Statement s(*db_,
+              "SELECT id, resumed_at, previous_status, last_update, checkpoint_path, from_step, "
+              "retrained_steps, writer_pid FROM run_resumes WHERE run_id = ?1 ORDER BY id");
+  s.bind(1, run);
+  std::vector<ResumeRecord> out;
+  while (s.step()) {
+    ResumeRecord r;
+    r.id = s.int64(0);
+    r.resumed_at = s.real(1);
+    r.previous_status = parse_run_status(s.text(2)).value_or(RunStatus::Interrupted);
+    r.last_update = s.real(3);
+    r.checkpoint_path = s.text(4);
+    r.from_step = s.int64(5);
+    r.retrained_steps = s.int64(6);
+    r.writer_pid = s.int64(7);
+    out.push_back(std::move(r));
   }
   return out;
 }

@@ -106,6 +106,20 @@ ALTER TABLE step_metrics ADD COLUMN loss_scale REAL;
 ALTER TABLE epoch_metrics ADD COLUMN per_class_accuracy TEXT;
 ALTER TABLE epoch_metrics ADD COLUMN confusion TEXT;
 )sql"},
+    {4, R"sql(
+CREATE TABLE run_resumes (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  resumed_at REAL NOT NULL,
+  previous_status TEXT NOT NULL,
+  last_update REAL NOT NULL,
+  checkpoint_path TEXT NOT NULL,
+  from_step INTEGER NOT NULL,
+  retrained_steps INTEGER NOT NULL,
+  writer_pid INTEGER NOT NULL
+);
+CREATE INDEX run_resumes_by_run ON run_resumes(run_id);
+)sql"},
 };
 
 static_assert(std::size(kMigrations) == kStoreSchemaVersion,

@@ -1,34 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include <renaissance/training_recorder.h>
 
-#include <cctype>
-#include <cstdlib>
-#include <optional>
-#include <string_view>
-
 #include <nlohmann/json.hpp>
 
 #include <renaissance/project_io.h>
 
 namespace tr::store {
-
-namespace {
-
-// N from a path ending in "-<word>N.ckpt", as the trainer names checkpoints.
-std::optional<int64_t> checkpoint_number(const std::string& path, std::string_view word) {
-  constexpr std::string_view kSuffix = ".ckpt";
-  const std::string_view p = path;
-  if (!p.ends_with(kSuffix)) return std::nullopt;
-  const size_t end = p.size() - kSuffix.size();
-  size_t begin = end;
-  while (begin > 0 && std::isdigit(static_cast<unsigned char>(p[begin - 1]))) --begin;
-  if (begin == end || end - begin > 18) return std::nullopt;
-  const std::string marker = "-" + std::string(word);
-  if (!p.substr(0, begin).ends_with(marker)) return std::nullopt;
-  return std::strtoll(path.c_str() + begin, nullptr, 10);
-}
-
-}  // namespace
 
 RunStart run_start_of(const CompiledPlan& plan, const TrainingContext& context,
                       const TrainOptions& options) {
@@ -38,6 +15,8 @@ RunStart run_start_of(const CompiledPlan& plan, const TrainingContext& context,
   start.name = project.name;
   start.project_json = project_to_json(project);
   nlohmann::json hyper = nlohmann::json::parse(start.project_json).at("training");
+  // A front end's epoch count (the workbench's) over the project's.
+  if (options.epochs > 0) hyper["epochs"] = options.epochs;
   hyper["max_steps"] = options.max_steps >= 0 ? nlohmann::json(options.max_steps) : nullptr;
   hyper["validation"] = options.validate;
   hyper["eval_ema"] = options.eval_ema;
@@ -56,6 +35,22 @@ TrainingRecorder::TrainingRecorder(const std::string& store_path, const Compiled
                                    const TrainingContext& context, const TrainOptions& options,
                                    RecorderOptions recorder_options)
     : recorder_(store_path, run_start_of(plan, context, options), recorder_options) {
+  count_images(plan, context);
+}
+
+TrainingRecorder::TrainingRecorder(const std::string& store_path, int64_t run,
+                                   const CompiledPlan& plan, const TrainingContext& context,
+                                   const TrainOptions& options, RecorderOptions recorder_options)
+    : recorder_(store_path, run, resume_start_of(options), recorder_options) {
+  count_images(plan, context);
+}
+
+ResumeStart TrainingRecorder::resume_start_of(const TrainOptions& options) {
+  if (!options.resume) throw std::logic_error("resuming a recorded run needs TrainOptions::resume");
+  return {options.resume_source, options.resume->position.step, options.resume->position.epoch};
+}
+
+void TrainingRecorder::count_images(const CompiledPlan& plan, const TrainingContext& context) {
   const int64_t global = plan.project().training.global_batch;
   const int64_t world = plan.world_size();
   batch_images_ = static_cast<double>(global);
@@ -93,30 +88,30 @@ void TrainingRecorder::attach(TrainCallbacks& cb) {
     r.confusion = e.confusion;
     recorder_.push_epoch(std::move(r));
   };
+  // Recorded as soon as the file is on disk: a run killed later still lists
+  // it, and --resume-run finds it.
+  cb.on_checkpoint = [this, before = cb.on_checkpoint](const CheckpointReport& k) {
+    if (before) before(k);
+    if (!k.error.empty()) return;
+    CheckpointRecord c;
+    c.path = k.path;
+    if (k.position.batch == 0) c.epoch = k.position.epoch;  // epochs done
+    c.step = k.position.step;
+    if (k.epoch) {
+      const EpochReport& e = *k.epoch;
+      nlohmann::json j = {{"train_loss", e.train_loss}, {"train_top1", e.train_top1}};
+      if (e.validated) {
+        j["val_loss"] = e.val_loss;
+        j["val_top1"] = e.val_top1;
+        j["val_top5"] = e.val_top5;
+      }
+      c.metrics_json = j.dump();
+    }
+    recorder_.push_checkpoint(std::move(c));
+  };
 }
 
 std::string TrainingRecorder::ended(const TrainReport& report) {
-  // The trainer names checkpoints <project>-epoch<E>.ckpt (E epochs done)
-  // and <project>-step<S>.ckpt (stopped before step S).
-  for (const std::string& path : report.checkpoints) {
-    CheckpointRecord c;
-    c.path = path;
-    c.epoch = checkpoint_number(path, "epoch");
-    c.step = checkpoint_number(path, "step");
-    if (c.epoch) {
-      for (const EpochReport& e : report.epochs) {
-        if (e.epoch + 1 != *c.epoch) continue;
-        nlohmann::json j = {{"train_loss", e.train_loss}, {"train_top1", e.train_top1}};
-        if (e.validated) {
-          j["val_loss"] = e.val_loss;
-          j["val_top1"] = e.val_top1;
-          j["val_top5"] = e.val_top5;
-        }
-        c.metrics_json = j.dump();
-      }
-    }
-    recorder_.push_checkpoint(std::move(c));
-  }
   return recorder_.finish(report.stopped ? RunStatus::Stopped : RunStatus::Finished);
 }
 

@@ -135,7 +135,8 @@ RunsView::RunsView(QWidget* parent)
   buildActions();
   auto* tools = new QToolBar(this);
   tools->setToolButtonStyle(Qt::ToolButtonTextOnly);
-  tools->addActions({refresh_, addTag_, removeTag_, addNote_, exportCsv_, exportProject_, delete_});
+  tools->addActions(
+      {refresh_, resume_, addTag_, removeTag_, addNote_, exportCsv_, exportProject_, delete_});
   auto* top = new QHBoxLayout;
   top->addWidget(filter_, 1);
   top->addWidget(tools);
@@ -192,6 +193,13 @@ void RunsView::buildActions() {
            &RunsView::chooseExportCsv);
   exportProject_ = make(tr("Save project…"), tr("The project as the selected run trained it"),
                         &RunsView::chooseExportProject);
+  resume_ = make(tr("Resume"),
+                 tr("Continue the selected stopped or interrupted run from its latest "
+                    "checkpoint, as the same run"),
+                 [this] {
+                   const QList<qint64> ids = selectedRuns();
+                   if (ids.size() == 1) emit resumeRequested(ids.front());
+                 });
   delete_ =
       make(tr("Delete…"), tr("Delete the selected runs from the store"), &RunsView::confirmDelete);
   delete_->setShortcut(QKeySequence::Delete);
@@ -299,6 +307,14 @@ void RunsView::updateActions() {
   refresh_->setEnabled(!storePath_.isEmpty());
   for (QAction* a : {addTag_, addNote_, exportCsv_, delete_}) a->setEnabled(open && n > 0);
   exportProject_->setEnabled(open && n == 1);
+  // Whether it has a checkpoint that can be read is for the resumption to say.
+  bool resumable = false;
+  if (open && n == 1)
+    if (const auto* row = model_->find(selectedRuns().front()))
+      resumable = row->summary.status == store::RunStatus::Stopped ||
+                  row->summary.status == store::RunStatus::Interrupted ||
+                  row->summary.status == store::RunStatus::Failed;
+  resume_->setEnabled(resumable);
   bool tagged = false;
   for (const qint64 id : selectedRuns())
     if (const auto* row = model_->find(id)) tagged = tagged || !row->summary.tags.empty();

@@ -87,6 +87,9 @@ class RunsView : public QWidget {
   void status(const QString& text);
   // A run was double-clicked (or opened with Enter).
   void runActivated(qint64 id);
+  // Resume was chosen on a stopped, interrupted or failed run: continue it
+  // from its latest checkpoint as the same run.
+  void resumeRequested(qint64 id);
 
  protected:
   void showEvent(QShowEvent* event) override;
@@ -149,6 +152,7 @@ class RunsView : public QWidget {
   QAction* addNote_;
   QAction* exportCsv_;
   QAction* exportProject_;
+  QAction* resume_;
   QAction* delete_;
 };
 

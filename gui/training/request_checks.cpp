@@ -57,6 +57,10 @@ QString check_request(const Project& project, const TrainingRequest& request) {
     return tr_("Validation on the EMA weights needs the EMA: enable training.ema in the "
                "project '%1', or leave the EMA option off.")
         .arg(QString::fromStdString(project.name));
+  if (request.resume_run > 0 && !request.resume_path.isEmpty())
+    return tr_("Run %1 continues from its own checkpoint: leave the checkpoint to resume from "
+               "empty.")
+        .arg(request.resume_run);
   if (!request.resume_path.isEmpty())
     if (QString e = check_resume_path(request.resume_path); !e.isEmpty()) return e;
   if (!request.checkpoint_dir.isEmpty())

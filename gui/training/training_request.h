@@ -14,7 +14,11 @@ struct TrainingRequest {
   bool validate = true;
   QString checkpoint_dir;  // empty: no checkpoints
   QString resume_path;     // empty: start from fresh weights
-  bool eval_ema = false;   // needs training.ema in the project
+  // > 0: continue this recorded run from its latest checkpoint, as the same
+  // run, with the options it was started with (the project is its recorded
+  // one; resume_path and checkpoint_dir stay empty).
+  int64_t resume_run = 0;
+  bool eval_ema = false;  // needs training.ema in the project
   // Profiled global steps [begin, end) for the timeline; the first step is
   // left out because it warms caches. begin < 0: no profile.
   int64_t profile_begin = 1;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include <renaissance/checkpoint.h>
+#include <renaissance/run_resume.h>
 #include <renaissance/training_job.h>
 #include <renaissance/training_recorder.h>
 #include "training/failure_text.h"
@@ -93,13 +94,18 @@ TrainingOutcome TrainingWorker::runTraining() {
   const TrainingContext& context = job->context();
 
   TrainOptions options = options_of(request_);
-  if (!request_.resume_path.isEmpty()) {
-    try {
+  try {
+    if (request_.resume_run > 0) {
+      const store::RunStore s(storePath_);
+      store::apply_run_resume(store::find_run_resume(s, request_.resume_run), options);
+    } else if (!request_.resume_path.isEmpty()) {
       options.resume_source = request_.resume_path.toStdString();
       options.resume = std::make_shared<const Checkpoint>(read_checkpoint(options.resume_source));
-    } catch (const std::exception& e) {
-      return fail(TrainingStage::Checkpoint, e);
     }
+    // Refused here, before the store records anything.
+    job->check(options);
+  } catch (const std::exception& e) {
+    return fail(TrainingStage::Checkpoint, e);
   }
   if (control_->stopRequested()) {
     out.stopped = true;  // before anything was recorded: nothing to keep
@@ -109,7 +115,10 @@ TrainingOutcome TrainingWorker::runTraining() {
 
   std::unique_ptr<store::TrainingRecorder> recorder;
   try {
-    recorder = std::make_unique<store::TrainingRecorder>(storePath_, *cp, context, options);
+    recorder = request_.resume_run > 0
+                   ? std::make_unique<store::TrainingRecorder>(storePath_, request_.resume_run, *cp,
+                                                               context, options)
+                   : std::make_unique<store::TrainingRecorder>(storePath_, *cp, context, options);
   } catch (const std::exception& e) {
     return fail(TrainingStage::Store, e);
   }

@@ -97,9 +97,10 @@ class TestCliSignals : public QObject {
     QVERIFY2(p.exitCode() == code,
              qPrintable(QString("exit %1\n%2\n%3").arg(p.exitCode()).arg(out, err)));
 
-    // "stopped on SIGINT after N steps; continue with --resume PATH"
+    // "stopped on SIGINT after N steps; continue with --resume-run 1 (or --resume PATH)"
     const QRegularExpression line("stopped on " + name +
-                                  " after (\\d+) steps; continue with --resume (\\S+)\\n");
+                                  " after (\\d+) steps; continue with --resume-run 1 "
+                                  "\\(or --resume (\\S+)\\)\\n");
     const QRegularExpressionMatch m = line.match(out);
     QVERIFY2(m.hasMatch(), qPrintable(out));
     const int stopped_at = m.captured(1).toInt();

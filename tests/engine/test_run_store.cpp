@@ -712,16 +712,24 @@ class TestRunStore : public QObject {
   void recordingErrorsNeverReachTheTrainer() {
     QTemporaryDir dir;
     const std::string path = path_in(dir, "errors.sqlite");
-    RunRecorder rec(path, start_of("x"), {std::chrono::milliseconds(1), 10});
+    RecorderOptions o;
+    o.flush_interval = std::chrono::milliseconds(1);
+    o.batch_rows = 10;
+    o.finish_timeout = std::chrono::milliseconds(200);
+    RunRecorder rec(path, start_of("x"), o);
     rec.push_step(step_of(0));
-    rec.flush();
-    // Someone removes the run under the writer: its next commit fails.
+    QVERIFY(rec.flush());
+    // Someone removes the run under the writer: no commit can go through.
     raw_sql(path, "DELETE FROM step_metrics; DELETE FROM runs;");
     for (int64_t i = 1; i < 100; ++i) rec.push_step(step_of(i));  // must not throw
-    rec.flush();
+    QVERIFY(!rec.flush());
+    QVERIFY2(rec.error().find("FOREIGN KEY") != std::string::npos, rec.error().c_str());
+    QCOMPARE(rec.stats().waiting_rows, int64_t{99});
     const std::string error = rec.finish(RunStatus::Finished);
+    QVERIFY2(error.find("99 rows could not be recorded") != std::string::npos, error.c_str());
     QVERIFY2(error.find("FOREIGN KEY") != std::string::npos, error.c_str());
     QVERIFY(rec.stats().commits >= 1);
+    QCOMPARE(rec.stats().dropped_rows, int64_t{99});
   }
 
   void compareShowsOnlyDifferences() {

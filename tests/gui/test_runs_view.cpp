@@ -679,6 +679,36 @@ class TestRunsView : public QObject {
     QCOMPARE(view.runsModel()->rowCount(), 1);
   }
 
+  void resumeIsOfferedOnRunsThatEndedEarly() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("resume.sqlite"));
+    RunStore s(path.toStdString());
+    const int64_t done = write_run(s, start_of("done", 0.1, 64), 10, 10, 0.5, {0.5});
+    const int64_t stopped = s.begin_run(start_of("stopped", 0.1, 64));
+    s.end_run(stopped, store::RunStatus::Stopped);
+    const int64_t live = s.begin_run(start_of("live", 0.1, 64));
+
+    RunsView view;
+    view.setStorePath(path);
+    QAction* resume = nullptr;
+    for (QAction* a : view.actions())
+      if (a->text() == QStringLiteral("Resume")) resume = a;
+    QVERIFY(resume);
+    QSignalSpy asked(&view, &RunsView::resumeRequested);
+    for (const int64_t id : {done, live}) {
+      view.selectRuns({id});
+      QVERIFY2(!resume->isEnabled(), qPrintable(QString::number(id)));
+    }
+    view.selectRuns({stopped, done});
+    QVERIFY(!resume->isEnabled());  // one run at a time
+    view.selectRuns({stopped});
+    QVERIFY(resume->isEnabled());
+    resume->trigger();
+    QCOMPARE(asked.count(), 1);
+    QCOMPARE(asked[0][0].toLongLong(), stopped);
+    s.end_run(live, store::RunStatus::Stopped);
+  }
+
   void aFileThatIsNotAStoreIsShownAndLeftAlone() {
     QTemporaryDir dir;
     const QString path = dir.filePath(QStringLiteral("notes.sqlite"));

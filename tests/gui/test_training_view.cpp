@@ -22,6 +22,7 @@
 #include "plot/curve_plot.h"
 #include "training/confusion_matrix_view.h"
 #include "training/progress_estimate.h"
+#include "training/resume_request.h"
 #include "training/step_throttle.h"
 #include "training/training_charts.h"
 #include "training/training_view.h"
@@ -323,11 +324,67 @@ class TestTrainingView : public QObject {
              qPrintable(message));
     QCOMPARE(view.errorText(), message);
     QCOMPARE(loss_points(view), size_t{0});
-    // Recorded as the CLI records it: a run that failed, with the reason.
-    QCOMPARE(ended.count(), 3);
-    const store::RunDetail f = stored_run(ended[2][0].toLongLong());
-    QCOMPARE(f.summary.status, store::RunStatus::Failed);
-    QVERIFY(!f.error.empty());
+    // Refused before anything was recorded, as the CLI refuses it.
+    QCOMPARE(ended.count(), 2);
+    QVERIFY2(view.statusText().contains(QStringLiteral("did not start")),
+             qPrintable(view.statusText()));
+  }
+
+  void resumesAStoppedRunAsTheSameRun() {
+    const Project tiny = load_project(TR_TEST_DATA "/projects/tiny-synthetic.json");
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    TrainingView view;
+    QSignalSpy ended(&view, &TrainingView::runEnded);
+    QSignalSpy failed(&view, &TrainingView::runFailed);
+    QSignalSpy paused(&view, &TrainingView::pausedAt);
+    TrainingRequest r;
+    r.epochs = 2;
+    r.validate = false;
+    r.checkpoint_dir = dir.filePath(QStringLiteral("ckpt"));
+    QString error;
+    // Synthetic data: its size is part of the project the store records.
+    QVERIFY2(view.start(tiny, r, &error), qPrintable(error));
+    view.pause();  // held after its first step, then stopped there
+    QTRY_COMPARE_WITH_TIMEOUT(paused.count(), 1, kRunTimeoutMs);
+    view.stop();
+    QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, kRunTimeoutMs);
+    QTRY_VERIFY(!view.isRunning());
+    const qint64 id = ended[0][0].toLongLong();
+    QCOMPARE(stored_run(id).summary.status, store::RunStatus::Stopped);
+    const qint64 stopped_at = stored_run(id).summary.steps;
+    QVERIFY(stopped_at < 20);  // two epochs of ten steps
+
+    // What the Runs view's Resume asks for: the run's own project and options.
+    Project project;
+    TrainingRequest resume;
+    const QString store_path = QString::fromStdString(store::resolve_store_path());
+    QVERIFY2(resume_request(store_path, id, &project, &resume, &error), qPrintable(error));
+    QCOMPARE(project_to_json(project), project_to_json(tiny));
+    QCOMPARE(resume.resume_run, id);
+    QCOMPARE(resume.epochs, int64_t{2});
+    QVERIFY(!resume.validate);
+    const size_t runs = stored_run_count();
+    QVERIFY2(view.start(project, resume, &error), qPrintable(error));
+    QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 2, kRunTimeoutMs);
+    QTRY_VERIFY(!view.isRunning());
+    QCOMPARE(failed.count(), 0);
+    QCOMPARE(ended[1][0].toLongLong(), id);  // the same run, not a new one
+    QCOMPARE(stored_run_count(), runs);
+    QCOMPARE(view.lossPlot()->seriesX(0).front(), static_cast<double>(stopped_at));
+    const store::RunDetail d = stored_run(id);
+    QCOMPARE(d.summary.status, store::RunStatus::Finished);
+    QCOMPARE(d.summary.steps, int64_t{20});
+    const auto steps = stored_steps(id);
+    QCOMPARE(steps.size(), size_t{20});
+    for (size_t i = 0; i < steps.size(); ++i) QCOMPARE(steps[i].step, static_cast<int64_t>(i));
+    const store::RunStore s(store_path.toStdString());
+    QCOMPARE(s.resumes(id).size(), size_t{1});
+    QCOMPARE(s.resumes(id).front().previous_status, store::RunStatus::Stopped);
+
+    // A finished run is not resumed; the message says what to do instead.
+    QVERIFY(!resume_request(store_path, id, &project, &resume, &error));
+    QVERIFY2(error.contains(QStringLiteral("finished; to train it further")), qPrintable(error));
   }
 
   void badInputsGiveClearMessagesAndStartNothing() {

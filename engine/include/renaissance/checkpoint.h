@@ -48,8 +48,11 @@ struct Checkpoint {
   std::vector<CheckpointTensor> tensors;
 };
 
-// Writes to `path` through a temporary file and a rename, so a crash never
-// leaves a half-written checkpoint under the final name. Throws UsageError.
+// Writes to `path` through a temporary file (`path`.tmp) that is synced to
+// the disk before a rename puts it in place, and syncs the folder after: a
+// crash, a kill or a power cut at any point leaves the previous checkpoint
+// or this one under `path`, whole. Throws UsageError naming the file and the
+// system's reason (a full disk, a folder gone), the previous one untouched.
 void write_checkpoint(const Checkpoint& checkpoint, const std::string& path);
 
 // Throws UsageError naming the file and what is wrong with it (missing,

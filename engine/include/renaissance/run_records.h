@@ -67,6 +67,30 @@ struct CheckpointRecord {
   double created_at = 0;
 };
 
+// A run taken up again from one of its checkpoints (train --resume-run):
+// what the store needs to know to continue the same record.
+struct ResumeStart {
+  std::string checkpoint_path;
+  int64_t step = 0;   // the checkpoint's position: the next step to train
+  int64_t epoch = 0;  // the epoch that step is in (0-based)
+};
+
+// One resumption as the run keeps it.
+struct ResumeRecord {
+  int64_t id = 0;
+  double resumed_at = 0;
+  RunStatus previous_status = RunStatus::Interrupted;
+  // The run's last commit before the resumption: resumed_at - last_update
+  // is the gap in the record.
+  double last_update = 0;
+  std::string checkpoint_path;
+  int64_t from_step = 0;
+  // Steps recorded after the checkpoint (trained before the run ended, but
+  // not saved): dropped from the curve and trained again.
+  int64_t retrained_steps = 0;
+  int64_t writer_pid = 0;
+};
+
 struct NoteRecord {
   int64_t id = 0;
   std::string text;

@@ -6,6 +6,7 @@
 // at the same time, from threads or processes, each with its own RunStore.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -37,6 +38,18 @@ class RunStore {
   // Runs this open found with a dead writer and marked interrupted.
   const std::vector<int64_t>& interrupted_on_open() const noexcept { return interrupted_; }
 
+  // How long a statement waits for another connection's lock before it
+  // fails (10 s unless set).
+  void set_busy_timeout(std::chrono::milliseconds timeout);
+  // The file this store has open was deleted, renamed or replaced since:
+  // what it writes now would go with the old file.
+  bool file_moved() const;
+  // After file_moved(): copies everything the open (deleted) store holds to
+  // a new file and goes on there: path() itself when nothing else still has
+  // the old file open, else path().restored beside it. Returns the file now
+  // written; throws StoreError when the copy cannot be made.
+  std::string restore_moved_file();
+
   // --- writing (one RunStore per thread; a run has one writer) ---
   // Inserts a run as running, written by the calling process. Returns its id.
   int64_t begin_run(const RunStart& start);
@@ -45,6 +58,12 @@ class RunStore {
   void append(int64_t run, std::span<const StepRecord> steps, std::span<const EpochRecord> epochs);
   // Sets the final status (not Running or Interrupted) and the end time.
   void end_run(int64_t run, RunStatus status, const std::string& error = {});
+  // Takes up an interrupted, stopped or failed run again from a checkpoint,
+  // written by the calling process: the steps and epochs recorded past the
+  // checkpoint are dropped (they are trained again), the run is running
+  // once more and the resumption is recorded. Throws StoreError for a run
+  // that is running or finished.
+  ResumeRecord resume_run(int64_t run, const ResumeStart& resume);
   int64_t add_checkpoint(int64_t run, const CheckpointRecord& checkpoint);
   // Tags are single words (no spaces or commas), at most 64 characters; a
   // tag a run already has is kept once.
@@ -65,6 +84,7 @@ class RunStore {
   std::vector<StepRecord> step_curve(int64_t run) const;
   std::vector<EpochRecord> epochs(int64_t run) const;
   std::vector<CheckpointRecord> checkpoints(int64_t run) const;
+  std::vector<ResumeRecord> resumes(int64_t run) const;
   std::vector<std::string> tags(int64_t run) const;
   std::vector<NoteRecord> notes(int64_t run) const;
 

@@ -67,6 +67,20 @@ struct EpochReport {
                                    // when not validated
 };
 
+// A checkpoint the trainer saved, or tried to: on_checkpoint hears of each
+// as soon as it is on disk (or has failed), so a run killed later still
+// knows it.
+struct CheckpointReport {
+  std::string path;
+  TrainPosition position;  // where training continues from it
+  // The epoch it ends, with its figures (not yet given to on_epoch); null for
+  // a checkpoint mid-epoch (a stop).
+  const EpochReport* epoch = nullptr;
+  // Why it could not be written (disk full, folder gone); empty when it was.
+  // Training goes on either way, and the previous checkpoint stays as it was.
+  std::string error;
+};
+
 struct TrainReport {
   std::vector<EpochReport> epochs;
   std::vector<double> step_seconds;  // every step's wall time
@@ -82,6 +96,7 @@ struct TrainReport {
   bool stopped = false;                  // by the stop request (on any rank or node)
   bool reached_max_steps = false;        // ended at TrainOptions::max_steps
   std::vector<std::string> checkpoints;  // files written, in order
+  std::vector<std::string> checkpoint_errors;  // checkpoints that could not be written, and why
   // TrainOptions::init_from: the tensors taken from the checkpoint, and
   // those that started fresh, each with why ("fc.weight: [5,1,1,84] here,
   // [10,1,1,84] in the checkpoint").
@@ -103,6 +118,9 @@ struct TrainCallbacks {
   // the tensors taken from the checkpoint and those that start fresh (as in
   // TrainReport::init_loaded and init_fresh).
   std::function<void(int64_t loaded, const std::vector<std::string>& fresh)> on_init_from;
+  // On the thread of global rank 0 (the one that saves) after every
+  // checkpoint it wrote or failed to write.
+  std::function<void(const CheckpointReport&)> on_checkpoint;
 };
 
 // What a run trains on and with, as the front ends and the run store describe it.

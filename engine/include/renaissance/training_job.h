@@ -54,6 +54,10 @@ class TrainingJob {
   // UsageError for a checkpoint that does not fit the project and
   // std::runtime_error when the loss becomes NaN (with the step number).
   TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks = {});
+  // The UsageErrors train() would throw for these options before its first
+  // step (a checkpoint that does not fit, a step limit already reached), so a
+  // front end can refuse them before it records anything.
+  void check(const TrainOptions& options) const;
 
  private:
   std::unique_ptr<TrainingSetup> setup_;
