@@ -19,8 +19,17 @@ RunRecording::RunRecording(const ParsedArgs& a, const CompiledPlan& plan,
   if (!here) return;
   const std::string path =
       store::resolve_store_path(a.values.count("store") ? a.values.at("store") : std::string());
+  // Said once each, from the recorder's thread; training does not wait for it.
+  store::RecorderOptions told;
+  told.on_trouble = [](const std::string& problem) {
+    std::fprintf(stderr, "warning: %s\n", problem.c_str());
+  };
+  told.on_recovered = [](const std::string& news) {
+    std::fprintf(stderr, "note: %s\n", news.c_str());
+  };
   if (resume_run > 0) {
-    recorder_ = std::make_unique<store::TrainingRecorder>(path, resume_run, plan, context, options);
+    recorder_ =
+        std::make_unique<store::TrainingRecorder>(path, resume_run, plan, context, options, told);
     const store::ResumeRecord& r = recorder_->resumed();
     std::printf("continuing run %lld in %s from step %lld", static_cast<long long>(resume_run),
                 path.c_str(), static_cast<long long>(r.from_step));
@@ -29,7 +38,7 @@ RunRecording::RunRecording(const ParsedArgs& a, const CompiledPlan& plan,
                   static_cast<long long>(r.retrained_steps), r.retrained_steps == 1 ? "" : "s");
     std::printf("\n");
   } else {
-    recorder_ = std::make_unique<store::TrainingRecorder>(path, plan, context, options);
+    recorder_ = std::make_unique<store::TrainingRecorder>(path, plan, context, options, told);
     std::printf("recording run %lld in %s\n", static_cast<long long>(recorder_->run_id()),
                 path.c_str());
   }

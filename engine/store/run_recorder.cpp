@@ -2,6 +2,10 @@
 #include <renaissance/run_recorder.h>
 
 #include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
 
 #include <exception>
 #include <utility>
@@ -22,18 +26,33 @@ std::string rows_text(int64_t n) {
   return std::to_string(n) + (n == 1 ? " row" : " rows");
 }
 
+// A writer checks first: SQLite would open a read-only file for reading,
+// leave its -wal and -shm beside it and fail only at the first insert.
+void check_writable(const std::string& path) {
+  if (::access(path.c_str(), F_OK) != 0 || ::access(path.c_str(), W_OK) == 0) return;
+  const int e = errno;
+  throw StoreError("the run store '" + path + "' is read-only (" +
+                   std::generic_category().message(e) +
+                   "), so no run can be recorded in it; make it writable, or record the run "
+                   "in another store");
+}
+
 }  // namespace
 
 RunRecorder::RunRecorder(const std::string& store_path, const RunStart& start,
                          RecorderOptions options)
-    : path_(store_path), options_(std::move(options)), store_(open_store()) {
+    : path_(store_path), options_(std::move(options)) {
+  check_writable(path_);
+  store_ = open_store();
   run_id_ = store_->begin_run(start);
   start_writer();
 }
 
 RunRecorder::RunRecorder(const std::string& store_path, int64_t run, const ResumeStart& resume,
                          RecorderOptions options)
-    : path_(store_path), options_(std::move(options)), store_(open_store()), run_id_(run) {
+    : path_(store_path), options_(std::move(options)), run_id_(run) {
+  check_writable(path_);
+  store_ = open_store();
   resumed_ = store_->resume_run(run, resume);
   start_writer();
 }

@@ -229,17 +229,17 @@ std::string RunStore::restore_moved_file() {
       to.fail("cannot copy the deleted run store '" + original + "'");
     }
   }
-  // The last connection to the deleted file removes its -wal and -shm; if
-  // they stay, another connection still uses them, and a new store under
-  // their name would take their pages: the copy stays beside it instead.
   append_.reset();
   db_.reset();
-  const auto taken = [](const std::string& p) {
-    return fs::exists(p) || fs::exists(p + "-wal") || fs::exists(p + "-shm");
-  };
+  // SQLite leaves the -wal and -shm of a deleted database behind (their
+  // pages are in the copy). Connections still open on it keep their own
+  // descriptors and never touch these names again, but a new store under
+  // the name would read them as its own: they go first. A file someone put
+  // at the path is not ours to replace; the copy stays beside it.
   std::string target = copy;
   std::error_code ec;
-  if (!taken(original)) {
+  if (!fs::exists(original, ec)) {
+    for (const char* suffix : {"-wal", "-shm"}) fs::remove(original + suffix, ec);
     fs::rename(copy, original, ec);
     if (!ec) target = original;
   }

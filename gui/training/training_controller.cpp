@@ -57,6 +57,7 @@ bool TrainingController::start(const Project& project, const TrainingRequest& re
   connect(worker_, &TrainingWorker::stepsDone, this, &TrainingController::stepsDone, q);
   connect(worker_, &TrainingWorker::epochDone, this, &TrainingController::epochDone, q);
   connect(worker_, &TrainingWorker::pausedAt, this, &TrainingController::pausedAt, q);
+  connect(worker_, &TrainingWorker::storeTrouble, this, &TrainingController::storeTrouble, q);
   connect(worker_, &TrainingWorker::profileReady, this, &TrainingController::profileReady, q);
   connect(
       worker_, &TrainingWorker::ended, this,

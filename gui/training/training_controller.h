@@ -68,6 +68,7 @@ class TrainingController : public QObject {
   void stepsDone(const std::vector<tr::gui::StepSample>& steps);
   void epochDone(const tr::EpochReport& epoch);
   void pausedAt(qint64 step);
+  void storeTrouble(const QString& text, bool recovered);
   void profileReady(const std::vector<tr::ProfileSpan>& spans,
                     std::shared_ptr<const tr::CompiledPlan> compiled);
   // The run is over and its thread joined: start() may be called again.

@@ -39,6 +39,13 @@ TrainingView::TrainingView(QWidget* parent)
     emit pausedAt(step);
   });
   connect(controller_, &TrainingController::stateChanged, this, &TrainingView::updateControls);
+  // Training goes on either way; the banner says what the store did with its rows.
+  connect(controller_, &TrainingController::storeTrouble, this,
+          [this](const QString& text, bool recovered) {
+            storeBanner_->setText(recovered ? tr("Run store: %1.").arg(text)
+                                            : tr("Run store problem: %1.").arg(text));
+            storeBanner_->show();
+          });
   connect(controller_, &TrainingController::stateChanged, this, &TrainingView::stateChanged);
   updateControls();
 }
@@ -111,6 +118,12 @@ void TrainingView::buildControls() {
   error_->setWordWrap(true);
   error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   error_->hide();
+  storeBanner_ = new QLabel(this);
+  storeBanner_->setObjectName(QStringLiteral("storeBanner"));
+  set_tone(storeBanner_, Tone::Banner);
+  storeBanner_->setWordWrap(true);
+  storeBanner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  storeBanner_->hide();
 
   charts_ = new TrainingCharts(this);
   confusion_ = new ConfusionMatrixView(this);
@@ -155,6 +168,7 @@ void TrainingView::buildControls() {
 
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(caption_);
+  layout->addWidget(storeBanner_);
   layout->addLayout(buttons);
   layout->addLayout(checks);
   layout->addLayout(files);
@@ -248,6 +262,8 @@ bool TrainingView::start(const Project& project, const TrainingRequest& request,
   validationCaption_->setText(tr("The confusion matrix appears after a validation."));
   pages_->setTabText(1, tr("Validation"));
   setError({});
+  storeBanner_->clear();
+  storeBanner_->hide();
   showProgress();
   setStatus(tr("Preparing %1: compiling, loading the dataset…")
                 .arg(QString::fromStdString(project.name)));
@@ -284,6 +300,10 @@ QString TrainingView::statusText() const {
 
 QString TrainingView::errorText() const {
   return error_->text();
+}
+
+QString TrainingView::storeBannerText() const {
+  return storeBanner_->isHidden() ? QString() : storeBanner_->text();
 }
 
 void TrainingView::setStatus(const QString& text) {

@@ -76,6 +76,8 @@ class TrainingView : public QWidget {
   qint64 stepsDone() const { return progress_.done(); }
   QString statusText() const;
   QString errorText() const;
+  // The banner about the run store's trouble during the run; empty when none.
+  QString storeBannerText() const;
 
   TrainingCharts* charts() const { return charts_; }
   CurvePlot* lossPlot() const;
@@ -134,6 +136,7 @@ class TrainingView : public QWidget {
   QProgressBar* progressBar_;
   QLabel* status_;
   QLabel* error_;
+  QLabel* storeBanner_;  // what the run store refused or took again during the run
   TrainingCharts* charts_;
   QLabel* validationCaption_;
   ConfusionMatrixView* confusion_;

@@ -114,11 +114,20 @@ TrainingOutcome TrainingWorker::runTraining() {
   options.stop = control_->stopFlag();
 
   std::unique_ptr<store::TrainingRecorder> recorder;
+  // From the recorder's own thread; the signal is queued to the GUI.
+  store::RecorderOptions told;
+  told.on_trouble = [this](const std::string& text) {
+    emit storeTrouble(QString::fromStdString(text), false);
+  };
+  told.on_recovered = [this](const std::string& text) {
+    emit storeTrouble(QString::fromStdString(text), true);
+  };
   try {
-    recorder = request_.resume_run > 0
-                   ? std::make_unique<store::TrainingRecorder>(storePath_, request_.resume_run, *cp,
-                                                               context, options)
-                   : std::make_unique<store::TrainingRecorder>(storePath_, *cp, context, options);
+    recorder =
+        request_.resume_run > 0
+            ? std::make_unique<store::TrainingRecorder>(storePath_, request_.resume_run, *cp,
+                                                        context, options, told)
+            : std::make_unique<store::TrainingRecorder>(storePath_, *cp, context, options, told);
   } catch (const std::exception& e) {
     return fail(TrainingStage::Store, e);
   }

@@ -42,6 +42,9 @@ class TrainingWorker : public QObject {
   void epochDone(const tr::EpochReport& epoch);
   // The run waits at the pause gate after this step.
   void pausedAt(qint64 step);
+  // The run store refuses writes (its rows wait in memory), or takes them
+  // again (`recovered`); said once each.
+  void storeTrouble(const QString& text, bool recovered);
   void profileReady(const std::vector<tr::ProfileSpan>& spans,
                     std::shared_ptr<const tr::CompiledPlan> compiled);
   // Always the last signal, also when the run could not start.

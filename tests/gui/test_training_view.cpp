@@ -19,6 +19,7 @@
 #include <renaissance/project_io.h>
 #include <renaissance/run_store.h>
 #include <renaissance/store_location.h>
+#include "../engine/faulty_vfs.h"
 #include "plot/curve_plot.h"
 #include "training/confusion_matrix_view.h"
 #include "training/progress_estimate.h"
@@ -328,6 +329,33 @@ class TestTrainingView : public QObject {
     QCOMPARE(ended.count(), 2);
     QVERIFY2(view.statusText().contains(QStringLiteral("did not start")),
              qPrintable(view.statusText()));
+  }
+
+  void storeTroubleShowsABannerAndLosesNoStep() {
+    const Project tiny = load_project(TR_TEST_DATA "/projects/tiny-synthetic.json");
+    test::FaultyVfs vfs;  // every connection of this process opens files through it now
+    TrainingView view;
+    QSignalSpy ended(&view, &TrainingView::runEnded);
+    QSignalSpy paused(&view, &TrainingView::pausedAt);
+    TrainingRequest r;
+    r.epochs = 3;
+    r.validate = false;
+    QString error;
+    QVERIFY2(view.start(tiny, r, &error), qPrintable(error));
+    view.pause();
+    QTRY_COMPARE_WITH_TIMEOUT(paused.count(), 1, kRunTimeoutMs);
+    QVERIFY(view.storeBannerText().isEmpty());
+    vfs.fail_after(0, 25);  // the next 25 writes fail, the ones after go through
+    view.resume();
+    QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, kRunTimeoutMs);
+    QTRY_VERIFY(!view.isRunning());
+    QVERIFY(vfs.failures() > 0);
+    vfs.heal();
+    QVERIFY2(view.storeBannerText().contains(QStringLiteral("takes writes again")),
+             qPrintable(view.storeBannerText()));
+    QVERIFY2(!view.statusText().contains(QStringLiteral("did not take everything")),
+             qPrintable(view.statusText()));
+    QCOMPARE(stored_steps(ended[0][0].toLongLong()).size(), size_t{30});
   }
 
   void resumesAStoppedRunAsTheSameRun() {

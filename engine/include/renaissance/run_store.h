@@ -45,9 +45,9 @@ class RunStore {
   // what it writes now would go with the old file.
   bool file_moved() const;
   // After file_moved(): copies everything the open (deleted) store holds to
-  // a new file and goes on there: path() itself when nothing else still has
-  // the old file open, else path().restored beside it. Returns the file now
-  // written; throws StoreError when the copy cannot be made.
+  // a new file and goes on there: path() itself when nothing is there now,
+  // else (another file was put there) path().restored beside it. Returns
+  // the file now written; throws StoreError when the copy cannot be made.
   std::string restore_moved_file();
 
   // --- writing (one RunStore per thread; a run has one writer) ---
