@@ -266,8 +266,7 @@ Header read_header(GzFile& in, const std::string& path, const IdxKind& kind) {
 
 // A damaged header can announce far more than the file can hold: those
 // bytes are counted, not allocated (a 20-byte file must not cost gigabytes).
-void check_payload_fits(GzFile& in, const std::string& path, const IdxKind& kind,
-                        const Header& h) {
+void check_payload_fits(GzFile& in, const std::string& path, const IdxKind& kind, const Header& h) {
   if (h.payload_bytes <= in.most_left()) return;
   truncated(in, path, kind, h, in.count_rest());
 }

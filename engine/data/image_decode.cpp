@@ -11,7 +11,9 @@
 #include <cmath>
 #include <csetjmp>
 #include <cstring>
+#include <filesystem>
 #include <memory>
+#include <system_error>
 
 #include <renaissance/error.h>
 
@@ -20,6 +22,18 @@ namespace tr {
 namespace {
 
 enum class Format { PNG, JPEG, Other };
+
+// Larger images are refused before anything is allocated for them (16384 x
+// 8192, 402 MB of RGB): a damaged header, or a small file that decompresses
+// to gigabytes, must fail with a message rather than exhaust the memory.
+constexpr uint64_t kMaxPixels = uint64_t{1} << 27;
+
+void check_size(const std::string& path, const char* format, uint64_t width, uint64_t height) {
+  if (width * height <= kMaxPixels) return;
+  throw UsageError(path + ": the " + format + " is " + std::to_string(width) + "x" +
+                   std::to_string(height) + " pixels, more than the " + std::to_string(kMaxPixels) +
+                   " an image may have (a damaged header, or an image to scale down first)");
+}
 
 Format sniff(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
@@ -40,6 +54,22 @@ DecodedImage decode_png(const std::string& path) {
   image.version = PNG_IMAGE_VERSION;
   if (!png_image_begin_read_from_file(&image, path.c_str()))
     throw UsageError(path + ": not a readable PNG (" + image.message + ")");
+  // Deflate packs at most 1032 bytes into one, and a PNG's pixels take at
+  // least a bit each: a header announcing more is damaged (or the file cut
+  // short), whatever its data would say.
+  std::error_code ec;
+  const uint64_t file_bytes = std::filesystem::file_size(path, ec);
+  const uint64_t pixels = uint64_t{image.width} * image.height;
+  if (!ec && pixels / 8 / 1032 > file_bytes) {
+    png_image_free(&image);
+    throw UsageError(path + ": a damaged or truncated PNG (its header announces " +
+                     std::to_string(image.width) + "x" + std::to_string(image.height) +
+                     " pixels, more than its " + std::to_string(file_bytes) + " bytes can hold)");
+  }
+  if (pixels > kMaxPixels) {
+    png_image_free(&image);
+    check_size(path, "PNG", image.width, image.height);
+  }
   const bool colour = (image.format & PNG_FORMAT_FLAG_COLOR) != 0;
   image.format = colour ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
   DecodedImage d;
@@ -57,7 +87,9 @@ DecodedImage decode_png(const std::string& path) {
 }
 
 // libjpeg reports errors through a callback that must not return: it jumps
-// back to decode_jpeg. Warnings (a file cut short is one) count as errors.
+// back to decode_jpeg. Warnings (a file cut short is one) count as errors,
+// and end the decoding at once: a damaged file that announces a huge image
+// is not decoded to its end first.
 struct JpegErrors {
   jpeg_error_mgr mgr;
   std::jmp_buf back;
@@ -73,9 +105,10 @@ void jpeg_fail(j_common_ptr c) {
 
 void jpeg_message(j_common_ptr c, int level) {
   auto* e = reinterpret_cast<JpegErrors*>(c->err);
-  if (level < 0 && !e->warned) {
+  if (level < 0) {
     (*c->err->format_message)(c, e->message);
     e->warned = true;
+    std::longjmp(e->back, 1);
   }
 }
 
@@ -93,7 +126,9 @@ DecodedImage decode_jpeg(const std::string& path) {
   auto d = std::make_unique<DecodedImage>();
   if (setjmp(errors.back)) {
     jpeg_destroy_decompress(&info);
-    throw UsageError(path + ": a damaged JPEG (" + errors.message + ")");
+    throw UsageError(path +
+                     (errors.warned ? ": a damaged or truncated JPEG (" : ": a damaged JPEG (") +
+                     errors.message + ")");
   }
   jpeg_create_decompress(&info);
   jpeg_stdio_src(&info, f);
@@ -103,21 +138,29 @@ DecodedImage decode_jpeg(const std::string& path) {
     jpeg_destroy_decompress(&info);
     throw UsageError(path + ": a CMYK JPEG; expected a grey or colour (RGB/YCbCr) one");
   }
+  if (uint64_t{info.image_width} * info.image_height > kMaxPixels) {
+    jpeg_destroy_decompress(&info);
+    check_size(path, "JPEG", info.image_width, info.image_height);
+  }
   info.out_color_space = grey ? JCS_GRAYSCALE : JCS_RGB;
   jpeg_start_decompress(&info);
   d->width = info.output_width;
   d->height = info.output_height;
   d->channels = info.output_components;
-  d->pixels.resize(static_cast<size_t>(d->width * d->height * d->channels));
+  // The pixels grow with the rows decoded (doubling, up to the whole
+  // image): a file that ends early has cost only what it held.
+  const size_t row_bytes = static_cast<size_t>(d->width * d->channels);
+  const size_t all_bytes = row_bytes * static_cast<size_t>(d->height);
   while (info.output_scanline < info.output_height) {
-    JSAMPROW row = d->pixels.data() + static_cast<size_t>(info.output_scanline) *
-                                          static_cast<size_t>(d->width * d->channels);
+    const size_t at = static_cast<size_t>(info.output_scanline) * row_bytes;
+    if (d->pixels.capacity() < at + row_bytes)
+      d->pixels.reserve(std::min(all_bytes, std::max(at + row_bytes, 2 * d->pixels.capacity())));
+    d->pixels.resize(at + row_bytes);
+    JSAMPROW row = d->pixels.data() + at;
     jpeg_read_scanlines(&info, &row, 1);
   }
   jpeg_finish_decompress(&info);
   jpeg_destroy_decompress(&info);
-  if (errors.warned)
-    throw UsageError(path + ": a damaged or truncated JPEG (" + errors.message + ")");
   return std::move(*d);
 }
 

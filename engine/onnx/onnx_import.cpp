@@ -324,11 +324,46 @@ class Importer {
     }
     return unique_id(preferred, layer_spec(t).id_base);
   }
+  // The values the project loader takes for each parameter of the layer
+  // (layer_spec.h), checked as each layer is made: the project must save
+  // and load again, and shape inference must never compute with sizes far
+  // beyond any model's. `who` prefixes the message (the input), or k names
+  // the node.
+  void check_params(int k, const LayerNode& n, const std::string& who = "") const {
+    const LayerSpec& spec = layer_spec(n.type);
+    const auto bad = [&](const ParamSpec& ps, const std::string& value,
+                         const std::string& allowed) {
+      const std::string what = "has the " + std::string(ps.key) + " " + value + "; the " +
+                               std::string(spec.name) + " layer takes " + allowed;
+      if (k < 0) fail(who + " " + what);
+      fail(k, what);
+    };
+    for (const ParamSpec& ps : spec.params) {
+      if (ps.kind == LayerParamKind::Int || ps.kind == LayerParamKind::Window) {
+        const int64_t h = n.params.*ps.int_field;
+        const int64_t w = ps.int_field_w ? n.params.*ps.int_field_w : h;
+        if (h < ps.min || h > ps.max || w < ps.min || w > ps.max)
+          bad(ps, ps.int_field_w ? std::to_string(h) + "x" + std::to_string(w) : std::to_string(h),
+              std::to_string(ps.min) + " to " + std::to_string(ps.max) +
+                  (ps.int_field_w ? " in each direction" : ""));
+      } else if (ps.kind == LayerParamKind::Number) {
+        const double v = n.params.*ps.number_field;
+        if (!(ps.lo_open ? v > ps.lo : v >= ps.lo) || !(ps.hi_open ? v < ps.hi : v <= ps.hi)) {
+          char value[32], range[80];
+          std::snprintf(value, sizeof value, "%g", v);
+          std::snprintf(range, sizeof range, "%s%g, %g%s", ps.lo_open ? "(" : "[", ps.lo, ps.hi,
+                        ps.hi_open ? ")" : "]");
+          bad(ps, value, std::string("values in ") + range);
+        }
+      }
+    }
+  }
   int add_layer(int k, LayerType t, const LayerParams& p, const std::vector<Value>& from,
                 const std::string& out, int rank) {
     LayerNode n;
     n.type = t;
     n.params = p;
+    check_params(k, n);
     n.id = layer_id(k, t);
     project_.model.nodes.push_back(n);
     const int index = static_cast<int>(project_.model.nodes.size()) - 1;
@@ -374,6 +409,23 @@ class Importer {
   }
   void image_input(int k, const Value& v) const {
     if (v.rank != 4) fail(k, "reads a [N, features] matrix where it needs an image");
+  }
+
+  // What the engine found wrong with the graph as a project, each problem at
+  // the ONNX node it came from (with the field, where `fields`).
+  [[noreturn]] void refuse(const std::vector<Diagnostic>& problems, const std::string& head,
+                           bool fields) const {
+    std::string text = head;
+    for (const Diagnostic& d : problems) {
+      const int node = project_.model.find(d.node_id);
+      const int from = node >= 0 ? onnx_of_[static_cast<size_t>(node)] : -1;
+      text += "\n  " +
+              (from >= 0        ? node_label(from)
+               : d.node.empty() ? "the graph"
+                                : d.node) +
+              ": " + (fields && !d.field.empty() ? "field '" + d.field + "': " : "") + d.message;
+    }
+    fail(text);
   }
 
   void read_constants();
@@ -463,6 +515,7 @@ void Importer::read_input() {
   in.params.height = dims[2];
   in.params.width = dims[3];
   in.params.channels = dims[1];
+  check_params(-1, in, what);
   project_.model.nodes.push_back(in);
   onnx_of_.push_back(-1);
   values_[v.name()] = {0, 4};
@@ -577,11 +630,10 @@ void Importer::pool(int k, LayerType t) {
   window(k, p, kernel);
   bool padding_counted = attr_int(k, "count_include_pad", 0) != 0;
   if (auto it = pad_before_.find(k); it != pad_before_.end()) {
-    p.pad_h += it->second.first;
-    p.pad_w += it->second.second;
+    if (p.pad_h != 0 || p.pad_w != 0) fail(k, "pads again after the Pad before it");
+    p.pad_h = it->second.first;
+    p.pad_w = it->second.second;
     padding_counted = true;  // the Pad's zeros are averaged in
-    if (p.pad_h != it->second.first || p.pad_w != it->second.second)
-      fail(k, "pads again after the Pad before it");
   }
   if (avg && (p.pad_h || p.pad_w) && !padding_counted)
     fail(k,
@@ -666,6 +718,10 @@ void Importer::gemm(int k) {
 
 void Importer::flatten(int k, const Value& v) {
   if (v.rank == 2) return alias(k, v);
+  // The model's input flattened: a Linear that reads an image input
+  // flattens it itself (and no Flatten layer may come first), as the
+  // exporter's "<linear>/flatten" says.
+  if (v.node == 0) return alias(k, Value{0, 2});
   add_layer(k, LayerType::Flatten, layer_spec(LayerType::Flatten).defaults, {v}, out(k), 2);
 }
 
@@ -1067,19 +1123,7 @@ OnnxImportResult Importer::run() {
     }
   }
   const ModelAnalysis a = analyze_model(project_, 1);
-  if (!a.ok()) {
-    std::string text = "the imported graph does not make a model:";
-    for (const Diagnostic& d : a.problems) {
-      const int node = project_.model.find(d.node_id);
-      const int from = node >= 0 ? onnx_of_[static_cast<size_t>(node)] : -1;
-      text += "\n  " +
-              (from >= 0        ? node_label(from)
-               : d.node.empty() ? "the graph"
-                                : d.node) +
-              ": " + d.message;
-    }
-    fail(text);
-  }
+  if (!a.ok()) refuse(a.problems, "the imported graph does not make a model:", false);
   check_and_relayout(a);
   std::vector<std::string> notes = notes_;
   project_.dataset = dataset(notes);
@@ -1087,10 +1131,18 @@ OnnxImportResult Importer::run() {
   // them does (project_io.h); parsing it proves it loads as it will be saved.
   nlohmann::json file = nlohmann::json::parse(project_to_json(project_));
   file.erase("variants");
-  project_ = parse_project(file.dump(), name);
+  try {
+    project_ = parse_project(file.dump(), name);
+  } catch (const ProjectError& e) {
+    refuse(e.diagnostics(), "the imported model does not make a project that loads:", true);
+  }
 
   OnnxImportResult r;
-  r.checkpoint = checkpoint();
+  try {
+    r.checkpoint = checkpoint();
+  } catch (const ProjectError& e) {
+    refuse(e.diagnostics(), "the imported model does not compile:", true);
+  }
   for (const CheckpointTensor& t : r.checkpoint.tensors)
     if (t.region.rfind("W_", 0) == 0) parameters_ += static_cast<int64_t>(t.values.size());
   r.project = project_;

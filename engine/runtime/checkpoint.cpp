@@ -331,6 +331,15 @@ Checkpoint read_checkpoint(const std::string& path) {
         fail(path, "damaged header: '" + where + "shape' has an invalid dimension");
       dims[k] = shape[k].get<int64_t>();
     }
+    // The product is checked before it is formed: four dimensions of up to
+    // 2^40 would overflow it (a fuzzed file did).
+    uint64_t elements = 1;
+    for (const int64_t d : dims) {
+      if (static_cast<uint64_t>(d) > data_bytes / sizeof(float) / elements)
+        fail(path, "damaged header: '" + where + "shape' holds more values than the file's " +
+                       std::to_string(data_bytes) + " bytes of tensor data");
+      elements *= static_cast<uint64_t>(d);
+    }
     ct.shape = {dims[0], dims[1], dims[2], dims[3]};
     const uint64_t offset = r.unsigned_integer(e, "offset", where);
     const uint64_t bytes = r.unsigned_integer(e, "bytes", where);

@@ -6,6 +6,9 @@
 #include <QFile>
 #include <nlohmann/json.hpp>
 
+#include <climits>
+#include <cmath>
+
 namespace tr::gui {
 
 namespace {
@@ -22,6 +25,13 @@ bool fail(QString* error, const QString& why) {
 std::string text_of(const nlohmann::json& e, const char* key) {
   const auto it = e.find(key);
   return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// A value as a message shows it: a number or a string as written, an array
+// or an object by its kind (its text may be long, or nested deeper than
+// dump() can recurse).
+QString shown(const nlohmann::json& v) {
+  return v.is_primitive() ? QString::fromStdString(v.dump()) : QString::fromUtf8(v.type_name());
 }
 
 GraphId graph_named(const std::string& name) {
@@ -56,6 +66,8 @@ bool parse_chrome_trace(const QByteArray& text, const QString& source,
     };
     if (!e.contains("ts") || !e["ts"].is_number()) return bad(tr_("has no numeric ts"));
     if (e.contains("dur") && !e["dur"].is_number()) return bad(tr_("has a dur that is no number"));
+    if (e.contains("dur") && e["dur"].get<double>() < 0)
+      return bad(tr_("has the negative dur %1").arg(shown(e["dur"])));
     if (!e.contains("pid") || !e["pid"].is_number_integer())
       return bad(tr_("has no integer pid (the rank)"));
     if (!e.contains("tid") || !e["tid"].is_number_integer())
@@ -72,15 +84,20 @@ bool parse_chrome_trace(const QByteArray& text, const QString& source,
     s.tag.label = text_of(e, "name");
     s.start_us = e["ts"].get<double>();
     s.end_us = s.start_us + (e.contains("dur") ? e["dur"].get<double>() : 0.0);
+    if (!std::isfinite(s.end_us))
+      return bad(tr_("ends beyond any time the timeline shows (ts + dur is %1)").arg(s.end_us));
     if (const auto args = e.find("args"); args != e.end() && args->is_object()) {
       s.tag.graph = graph_named(text_of(*args, "graph"));
-      if (const auto n = args->find("node"); n != args->end() && n->is_number_integer())
+      if (const auto n = args->find("node"); n != args->end() && n->is_number_integer()) {
+        if (n->get<int64_t>() < -1 || n->get<int64_t>() > INT_MAX)
+          return bad(tr_("has node %1 in its args, not a node number").arg(shown(*n)));
         s.tag.node = n->get<int>();
+      }
       // Absent in traces written before spans knew their step: unknown (-1).
       if (const auto st = args->find("step"); st != args->end()) {
         if (!st->is_number_integer() || st->get<int64_t>() < 0)
           return bad(tr_("has step %1 in its args, not a step number (a whole number from 0)")
-                         .arg(QString::fromStdString(st->dump())));
+                         .arg(shown(*st)));
         s.step = st->get<int64_t>();
       }
     }

@@ -339,6 +339,21 @@ class TestDataSources : public QObject {
                        {r + ": header announces 4294967295 images", "the header is damaged"});
   }
 
+  // A damaged count in a small file fails as the truncation it is, before
+  // the data it announces (gigabytes, or a terabyte) is allocated.
+  void hugeCountsInSmallFiles() {
+    const std::string l = path("huge-labels");
+    write_plain(l, idx(0x801, {0xFD060104u}, {7, 3, 9, 1}));
+    expect_usage_error([&] { read_idx_labels(l, 10); },
+                       {l + ": truncated: header announces 4245029124 labels (4245029124 bytes) "
+                            "but the file holds only 4 bytes after the 8-byte header"});
+    const std::string g = path("huge-images.gz");
+    write_gz(g, idx(0x803, {1000000, 1000, 1000}, pattern(100)));
+    expect_usage_error([&] { read_idx_images(g); },
+                       {g + ": truncated: header announces 1000000 images of 1000x1000 "
+                            "(1000000000000 bytes) but the file holds only 100 bytes"});
+  }
+
   void labelOutOfRange() {
     const std::string p = path("bad-labels.gz");
     write_gz(p, idx(0x801, {5}, {0, 1, 12, 3, 15}));

@@ -10,6 +10,7 @@
 
 // jpeglib.h needs FILE and size_t declared first.
 #include <jpeglib.h>
+#include <zlib.h>
 #include <cstddef>
 #include <cstdio>
 
@@ -17,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -74,6 +76,16 @@ void cut(const std::string& path, size_t keep) {
 
 size_t file_size(const std::string& path) {
   return static_cast<size_t>(std::filesystem::file_size(path));
+}
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+void put_be32(std::string& bytes, size_t at, uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    bytes[at + static_cast<size_t>(i)] = static_cast<char>(v >> (24 - 8 * i));
 }
 
 }  // namespace
@@ -151,6 +163,38 @@ class TestImageFolder : public QObject {
     cut(at("cut.jpg"), file_size(at("cut.jpg")) / 2);
     why = usage_error([&] { decode_image(at("cut.jpg")); });
     QVERIFY2(why.contains(QString::fromStdString(at("cut.jpg") + ": a damaged or truncated JPEG")),
+             qPrintable(why));
+  }
+
+  // A header can announce far more pixels than its file holds, or than an
+  // image should have: refused before the pixels are allocated.
+  void hugeImagesAreRefusedBeforeTheirPixels() {
+    write_png(at("huge.png"), 4, 4, 1, pattern(4, 4, 1));
+    std::string png = bytes_of(at("huge.png"));
+    put_be32(png, 16, 100000);  // IHDR's width and height, then its CRC over type and data
+    put_be32(png, 20, 100000);
+    put_be32(png, 29,
+             static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(png.data() + 12), 17)));
+    std::ofstream(at("huge.png"), std::ios::binary) << png;
+    QString why = usage_error([&] { decode_image(at("huge.png")); });
+    QVERIFY2(
+        why.contains(QString::fromStdString(at("huge.png") +
+                                            ": a damaged or truncated PNG (its header announces "
+                                            "100000x100000 pixels, more than its " +
+                                            std::to_string(png.size()) + " bytes can hold)")),
+        qPrintable(why));
+
+    write_jpeg(at("huge.jpg"), 8, 8, 1, std::vector<uint8_t>(64, 128));
+    std::string jpg = bytes_of(at("huge.jpg"));
+    const size_t sof = jpg.find("\xFF\xC0");
+    QVERIFY(sof != std::string::npos);
+    jpg[sof + 5] = jpg[sof + 7] = '\x4E';  // height and width 20000 (0x4E20)
+    jpg[sof + 6] = jpg[sof + 8] = '\x20';
+    std::ofstream(at("huge.jpg"), std::ios::binary) << jpg;
+    why = usage_error([&] { decode_image(at("huge.jpg")); });
+    QVERIFY2(why.contains(QString::fromStdString(
+                 at("huge.jpg") +
+                 ": the JPEG is 20000x20000 pixels, more than the 134217728 an image may have")),
              qPrintable(why));
   }
 

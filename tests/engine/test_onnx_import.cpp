@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <onnx/onnx_pb.h>
@@ -163,7 +164,26 @@ class TestOnnxImport : public QObject {
   }
 
  private slots:
-  void initTestCase() { QVERIFY(dir_.isValid()); }
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    // A Linear that reads the image input itself: ONNX flattens it first.
+    std::ofstream(at(QStringLiteral("linear-on-input.json")).toStdString()) << R"({
+      "format": 1, "name": "linear-on-input",
+      "model": {
+        "nodes": [
+          {"id": "input", "type": "Input", "params": {"height": 3, "width": 2, "channels": 3}},
+          {"id": "fc", "type": "Linear", "params": {"out_features": 3}},
+          {"id": "loss", "type": "SoftmaxCrossEntropy"}
+        ],
+        "edges": [{"from": "input", "to": "fc"}, {"from": "fc", "to": "loss"}]
+      },
+      "dataset": {"kind": "synthetic", "height": 3, "width": 2, "channels": 3, "classes": 3,
+                  "train_size": 32, "val_size": 16, "mean": [0.5, 0.25, 0.75],
+                  "std": [0.5, 0.125, 0.25]},
+      "training": {"optimizer": {"type": "sgd", "lr": 0.1}, "epochs": 1, "global_batch": 8,
+                   "devices": "cpu:1", "precision": "fp32", "seed": 4}
+    })";
+  }
 
   void pytorchModelsGivePyTorchsLogits() {
     const Run r =
@@ -182,6 +202,7 @@ class TestOnnxImport : public QObject {
     QTest::newRow("cnn-bn-fashion") << "cnn-bn-fashion";
     QTest::newRow("resnet8-fashion") << "resnet8-fashion";
     QTest::newRow("zoo") << QStringLiteral(TR_TEST_DATA "/onnx/zoo.json");
+    QTest::newRow("linear-on-input") << at(QStringLiteral("linear-on-input.json"));
   }
 
   void exportedAndImportedPredictsTheSame() {
@@ -396,6 +417,43 @@ class TestOnnxImport : public QObject {
     refused(
         "old opset", [](TinyModel& t) { t.model().mutable_opset_import(0)->set_version(6); },
         QStringLiteral("it uses opset 6; the importer reads opsets 7 to 21"));
+    // Sizes beyond the project loader's limits are refused where they are
+    // read (shape inference never computes with them), and whatever else the
+    // loader refuses is named in the ONNX file.
+    refused(
+        "huge padding",
+        [](TinyModel& t) {
+          onnx::AttributeProto& pads = *t.find("conv").mutable_attribute(1);
+          for (int i = 0; i < 4; ++i) pads.set_ints(i, int64_t{1} << 62);
+        },
+        QStringLiteral(
+            "node 'conv' (Conv): has the padding 4611686018427387904x4611686018427387904; "
+            "the Conv2d layer takes 0 to 65536 in each direction"));
+    refused(
+        "huge input",
+        [](TinyModel& t) {
+          t.graph()
+              .mutable_input(0)
+              ->mutable_type()
+              ->mutable_tensor_type()
+              ->mutable_shape()
+              ->mutable_dim(2)
+              ->set_dim_value(100000);
+        },
+        QStringLiteral(
+            "its input 'image' has the height 100000; the Input layer takes 1 to 65536"));
+    refused(
+        "mean not a number",
+        [](TinyModel& t) {
+          for (const auto& [key, value] :
+               {std::pair{"renaissance.mean", "nan"}, std::pair{"renaissance.std", "1"}}) {
+            onnx::StringStringEntryProto* e = t.model().add_metadata_props();
+            e->set_key(key);
+            e->set_value(value);
+          }
+        },
+        QStringLiteral("the imported model does not make a project that loads:\n  the graph: "
+                       "field 'dataset.mean[0]': expected a number"));
   }
 
   void dropoutAndItsRatioAreKept() {

@@ -88,6 +88,9 @@ class TestRunResume : public QObject {
       recorded_steps = static_cast<int64_t>(s.step_curve(1).size());
       QVERIFY(resumed_from < kSteps);
     }
+    const tr::test::ProcessRun hint = cli({"runs", "show", "1", "--store", store});
+    QVERIFY2(hint.out.contains("continue  renaissance-cli train --resume-run 1\n"),
+             qPrintable(hint.out));
 
     const tr::test::ProcessRun r = cli({"train", "--resume-run", "1", "--store", store});
     QVERIFY2(r.code == 0, qPrintable(r.out));
