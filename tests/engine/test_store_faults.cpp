@@ -271,7 +271,7 @@ class TestStoreFaults : public QObject {
     }
   }
 
-  // A real full file system: a 1 MiB tmpfs in a private mount namespace
+  // A real full file system: an 8 MiB tmpfs in a private mount namespace
   // (unshare), filled up while the CLI trains with its store and its
   // checkpoints there, held full, then freed.
   void aTinyFileSystemThatFillsUp() {
@@ -293,7 +293,7 @@ class TestStoreFaults : public QObject {
     // have met it (a minute at most), then freed.
     const QString script = QString::fromLatin1(
         "set -e\n"
-        "mount -t tmpfs -o size=1m none \"$1\"\n"
+        "mount -t tmpfs -o size=8m none \"$1\"\n"
         "\"$2\" train \"$3\" --epochs 3 --store \"$1/runs.sqlite\" --checkpoint-dir \"$1/ckpt\" "
         "--no-validation > \"$4/out.txt\" 2>&1 &\n"
         "pid=$!\n"
