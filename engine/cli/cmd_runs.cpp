@@ -220,10 +220,7 @@ int show(const RunStore& s, int64_t id, bool project_only) {
               d.git_commit.c_str(), static_cast<long long>(d.writer_pid), d.writer_host.c_str());
   if (!d.error.empty()) std::printf("  error     %s\n", d.error.c_str());
   if (!r.tags.empty()) std::printf("  tags      %s\n", join(r.tags, ", ").c_str());
-  const bool ended_early = r.status == store::RunStatus::Stopped ||
-                           r.status == store::RunStatus::Interrupted ||
-                           r.status == store::RunStatus::Failed;
-  if (ended_early && !s.checkpoints(id).empty())
+  if (store::ended_early(r.status) && !s.checkpoints(id).empty())
     std::printf("  continue  renaissance-cli train --resume-run %lld\n",
                 static_cast<long long>(r.id));
   print_config(d.hyper_json);

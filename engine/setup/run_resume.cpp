@@ -9,24 +9,45 @@
 
 namespace tr::store {
 
-RunResume find_run_resume(const RunStore& store, int64_t run) {
+namespace {
+
+std::string folder_of(const std::string& path) {
+  const std::string folder = std::filesystem::path(path).parent_path().string();
+  return folder.empty() ? "." : folder;
+}
+
+}  // namespace
+
+RunResume describe_run_resume(const RunStore& store, int64_t run) {
   RunResume r;
   r.run = store.run(run);
-  const std::string id = "run " + std::to_string(run);
-  const RunStatus status = r.run.summary.status;
-  if (status == RunStatus::Running)
-    throw StoreError(id + " is still being recorded by process " +
-                     std::to_string(r.run.writer_pid) + " on " + r.run.writer_host +
-                     "; it can be resumed once it has ended");
-  if (status == RunStatus::Finished)
-    throw StoreError(id +
-                     " finished; to train it further start a new run from one of its "
-                     "checkpoints (train --resume FILE --epochs N, or --init-from FILE)");
+  check_resumable(r.run);
   const std::vector<CheckpointRecord> checkpoints = store.checkpoints(run);
   if (checkpoints.empty())
-    throw StoreError(id + " (" + std::string(run_status_name(status)) +
+    throw StoreError("run " + std::to_string(run) + " (" +
+                     std::string(run_status_name(r.run.summary.status)) +
                      ") recorded no checkpoint, so there is nothing to continue from; it was "
                      "trained without --checkpoint-dir, or ended before its first epoch");
+  r.checkpoint_dir = folder_of(checkpoints.back().path);
+  const nlohmann::json hyper = nlohmann::json::parse(r.run.hyper_json, nullptr, false);
+  if (hyper.is_object()) {
+    const auto epochs = hyper.find("epochs");
+    if (epochs != hyper.end() && epochs->is_number_integer() && epochs->get<int64_t>() > 0)
+      r.epochs = epochs->get<int64_t>();
+    const auto steps = hyper.find("max_steps");
+    if (steps != hyper.end() && steps->is_number_integer() && steps->get<int64_t>() > 0)
+      r.max_steps = steps->get<int64_t>();
+    const auto validate = hyper.find("validation");
+    if (validate != hyper.end() && validate->is_boolean()) r.validate = validate->get<bool>();
+    const auto ema = hyper.find("eval_ema");
+    if (ema != hyper.end() && ema->is_boolean()) r.eval_ema = ema->get<bool>();
+  }
+  return r;
+}
+
+RunResume find_run_resume(const RunStore& store, int64_t run) {
+  RunResume r = describe_run_resume(store, run);
+  const std::vector<CheckpointRecord> checkpoints = store.checkpoints(run);
   // The latest first: a killed run's newest file is what it got to.
   for (auto c = checkpoints.rbegin(); c != checkpoints.rend(); ++c) {
     std::error_code ec;
@@ -45,24 +66,11 @@ RunResume find_run_resume(const RunStore& store, int64_t run) {
   if (!r.checkpoint) {
     std::string why;
     for (const std::string& u : r.unusable) why += "\n  " + u;
-    throw StoreError(id + " cannot be resumed: none of its " + std::to_string(checkpoints.size()) +
-                     " checkpoint" + (checkpoints.size() == 1 ? "" : "s") + " can be read:" + why);
+    throw StoreError("run " + std::to_string(run) + " cannot be resumed: none of its " +
+                     std::to_string(checkpoints.size()) + " checkpoint" +
+                     (checkpoints.size() == 1 ? "" : "s") + " can be read:" + why);
   }
-  r.checkpoint_dir = std::filesystem::path(r.checkpoint_path).parent_path().string();
-  if (r.checkpoint_dir.empty()) r.checkpoint_dir = ".";
-  const nlohmann::json hyper = nlohmann::json::parse(r.run.hyper_json, nullptr, false);
-  if (hyper.is_object()) {
-    const auto epochs = hyper.find("epochs");
-    if (epochs != hyper.end() && epochs->is_number_integer() && epochs->get<int64_t>() > 0)
-      r.epochs = epochs->get<int64_t>();
-    const auto steps = hyper.find("max_steps");
-    if (steps != hyper.end() && steps->is_number_integer() && steps->get<int64_t>() > 0)
-      r.max_steps = steps->get<int64_t>();
-    const auto validate = hyper.find("validation");
-    if (validate != hyper.end() && validate->is_boolean()) r.validate = validate->get<bool>();
-    const auto ema = hyper.find("eval_ema");
-    if (ema != hyper.end() && ema->is_boolean()) r.eval_ema = ema->get<bool>();
-  }
+  r.checkpoint_dir = folder_of(r.checkpoint_path);
   return r;
 }
 

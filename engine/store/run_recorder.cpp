@@ -116,20 +116,27 @@ bool RunRecorder::flush() {
   return trouble_.empty() && stats_.waiting_rows == 0;
 }
 
+std::string RunRecorder::ready_store() {
+  // First: a fresh connection to a deleted file's path would start an empty store there.
+  if (store_->file_moved()) {
+    reopen_ = false;
+    return store_->restore_moved_file();
+  }
+  if (reopen_) {
+    // A connection that met an I/O error may keep failing after the cause
+    // is gone; a fresh one is cheap. Until one opens, the old one retries.
+    try {
+      store_ = open_store();
+    } catch (const std::exception&) {
+    }
+    reopen_ = false;
+  }
+  return {};
+}
+
 std::string RunRecorder::commit(Waiting& w, std::string* restored_to) {
   try {
-    if (store_->file_moved()) {
-      *restored_to = store_->restore_moved_file();
-      reopen_ = false;
-    } else if (reopen_) {
-      // A connection that met an I/O error may keep failing after the cause
-      // is gone; a fresh one is cheap. Until one opens, the old one retries.
-      try {
-        store_ = open_store();
-      } catch (const std::exception&) {
-      }
-      reopen_ = false;
-    }
+    *restored_to = ready_store();
     if (!w.steps.empty() || !w.epochs.empty()) {
       store_->append(run_id_, w.steps, w.epochs);
       std::lock_guard<std::mutex> lock(mutex_);
@@ -261,19 +268,16 @@ std::string RunRecorder::finish(RunStatus status, const std::string& error) {
   std::string end_error;
   for (;;) {
     try {
-      if (store_->file_moved()) store_->restore_moved_file();
+      ready_store();
       store_->end_run(run_id_, status, error);
       end_error.clear();
       break;
     } catch (const std::exception& e) {
       end_error = e.what();
+      reopen_ = true;
     }
     if (Clock::now() >= give_up) break;
     std::this_thread::sleep_for(options_.flush_interval);
-    try {
-      store_ = open_store();
-    } catch (const std::exception&) {
-    }
   }
   std::lock_guard<std::mutex> lock(mutex_);
   std::string out = lost_;

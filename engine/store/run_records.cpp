@@ -24,6 +24,21 @@ std::optional<RunStatus> parse_run_status(std::string_view text) noexcept {
   return std::nullopt;
 }
 
+bool ended_early(RunStatus s) noexcept {
+  return s == RunStatus::Stopped || s == RunStatus::Interrupted || s == RunStatus::Failed;
+}
+
+void check_resumable(const RunDetail& d) {
+  const std::string id = "run " + std::to_string(d.summary.id);
+  if (d.summary.status == RunStatus::Running)
+    throw StoreError(id + " is still being recorded by process " + std::to_string(d.writer_pid) +
+                     " on " + d.writer_host + "; it can be resumed once it has ended");
+  if (d.summary.status == RunStatus::Finished)
+    throw StoreError(id +
+                     " finished; to train it further start a new run from one of its "
+                     "checkpoints (train --resume FILE --epochs N, or --init-from FILE)");
+}
+
 int64_t confusion_classes(size_t entries) noexcept {
   const auto k = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(entries))));
   return static_cast<size_t>(k * k) == entries ? k : -1;

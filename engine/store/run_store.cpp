@@ -429,16 +429,8 @@ ResumeRecord RunStore::resume_run(int64_t run, const ResumeStart& resume) {
   // Read inside the write transaction: two processes resuming the same run
   // cannot both find it ended.
   const RunDetail d = this->run(run);
+  check_resumable(d);
   const RunStatus was = d.summary.status;
-  const std::string id = std::to_string(run);
-  if (was == RunStatus::Running)
-    throw StoreError("run " + id + " is still being recorded by process " +
-                     std::to_string(d.writer_pid) + " on " + d.writer_host +
-                     "; it can be resumed once it has ended");
-  if (was == RunStatus::Finished)
-    throw StoreError("run " + id +
-                     " finished; to train it further start a new run from one of its "
-                     "checkpoints (train --resume FILE --epochs N, or --init-from FILE)");
   ResumeRecord r;
   r.resumed_at = unix_now();
   r.previous_status = was;

@@ -311,9 +311,7 @@ void RunsView::updateActions() {
   bool resumable = false;
   if (open && n == 1)
     if (const auto* row = model_->find(selectedRuns().front()))
-      resumable = row->summary.status == store::RunStatus::Stopped ||
-                  row->summary.status == store::RunStatus::Interrupted ||
-                  row->summary.status == store::RunStatus::Failed;
+      resumable = store::ended_early(row->summary.status);
   resume_->setEnabled(resumable);
   bool tagged = false;
   for (const qint64 id : selectedRuns())

@@ -12,7 +12,8 @@ bool resume_request(const QString& store_path, qint64 id, Project* project,
                     TrainingRequest* request, QString* error) {
   try {
     const store::RunStore s(store_path.toStdString());
-    const store::RunResume r = store::find_run_resume(s, id);
+    // The checkpoint itself is read on the training thread.
+    const store::RunResume r = store::describe_run_resume(s, id);
     *project =
         parse_project(r.run.project_json, "run " + std::to_string(id) + "'s recorded project");
     TrainingRequest q;

@@ -10,9 +10,10 @@
 
 namespace tr::gui {
 
-// Reads run `id` from the run store at `store_path`; false with `error`
-// saying why it cannot be resumed (running, finished, no checkpoint that
-// can be read, a recorded project this build cannot read).
+// Reads run `id` from the run store at `store_path` (not its checkpoint
+// files: the training thread reads and checks those); false with `error`
+// saying why it cannot be resumed (running, finished, no checkpoint
+// recorded, a recorded project this build cannot read).
 bool resume_request(const QString& store_path, qint64 id, Project* project,
                     TrainingRequest* request, QString* error);
 

@@ -4,9 +4,12 @@
 #pragma once
 
 #include <QDir>
+#include <QFile>
 #include <QProcess>
 #include <QString>
 #include <QStringList>
+
+#include <nlohmann/json.hpp>
 
 namespace tr::test {
 
@@ -22,6 +25,23 @@ inline ProcessRun run_process(const QString& program, const QStringList& args) {
   if (!p.waitForFinished(300000)) return {};
   return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
           QString::fromUtf8(p.readAll())};
+}
+
+// tests/data/projects/tiny-synthetic.json with `train_size` training
+// samples (and `epochs`, when > 0), written as `name` into `folder`: runs
+// long enough to stop or kill in the middle. Empty when it cannot be written.
+inline QString tiny_synthetic(const QString& folder, const QString& name, int64_t train_size,
+                              int64_t epochs = 0) {
+  QFile in(QStringLiteral(TR_TEST_DATA) + "/projects/tiny-synthetic.json");
+  if (!in.open(QIODevice::ReadOnly)) return {};
+  nlohmann::json p = nlohmann::json::parse(in.readAll().toStdString());
+  p["dataset"]["train_size"] = train_size;
+  if (epochs > 0) p["training"]["epochs"] = epochs;
+  const QString path = QDir(folder).filePath(name);
+  QFile out(path);
+  if (!out.open(QIODevice::WriteOnly)) return {};
+  const QByteArray text = QByteArray::fromStdString(p.dump(2));
+  return out.write(text) == text.size() ? path : QString();
 }
 
 // Trains `project` (a file) for three steps with `cli` (renaissance-cli),

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_process.h"
+
 using nlohmann::json;
 
 namespace {
@@ -39,20 +41,6 @@ json runs_json(const QString& store) {
   return json::parse(r.out.toStdString(), nullptr, false);
 }
 
-// tiny-synthetic with ten million training samples: an epoch of 156,250
-// steps, so the signal lands inside the first epoch on any machine.
-QString long_epoch_project(const QTemporaryDir& dir) {
-  QFile in(QStringLiteral(TR_TEST_DATA) + "/projects/tiny-synthetic.json");
-  if (!in.open(QIODevice::ReadOnly)) return {};
-  json p = json::parse(in.readAll().toStdString());
-  p["dataset"]["train_size"] = 10000000;
-  const QString path = dir.filePath("long-epoch.json");
-  QFile out(path);
-  if (!out.open(QIODevice::WriteOnly)) return {};
-  out.write(QByteArray::fromStdString(p.dump(2)));
-  return path;
-}
-
 }  // namespace
 
 class TestCliSignals : public QObject {
@@ -62,7 +50,9 @@ class TestCliSignals : public QObject {
   // the stop, the record and the resume.
   void stopsOn(int signal, int code, const QString& name, bool twice = false) {
     QTemporaryDir dir;
-    const QString project = long_epoch_project(dir);
+    // ten million training samples: an epoch of 156,250 steps, so the signal
+    // lands inside the first epoch on any machine.
+    const QString project = tr::test::tiny_synthetic(dir.path(), "long-epoch.json", 10000000);
     QVERIFY(!project.isEmpty());
     const QString store = dir.filePath("runs.sqlite");
     const QString ckpt = dir.filePath("ckpt");

@@ -13,32 +13,15 @@
 #include <filesystem>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
 #include <renaissance/run_store.h>
 #include "cli_process.h"
 
-using nlohmann::json;
 using tr::store::RunStatus;
 using tr::store::RunStore;
 
 namespace {
 
 constexpr int64_t kSteps = 5000;  // 50 epochs of 100 steps
-
-// tiny-synthetic with 6,400 training samples: 100 steps an epoch.
-QString hundred_step_project(const QTemporaryDir& dir) {
-  QFile in(QStringLiteral(TR_TEST_DATA) + "/projects/tiny-synthetic.json");
-  if (!in.open(QIODevice::ReadOnly)) return {};
-  json p = json::parse(in.readAll().toStdString());
-  p["dataset"]["train_size"] = 6400;
-  p["training"]["epochs"] = 100;
-  const QString path = dir.filePath("hundred-steps.json");
-  QFile out(path);
-  if (!out.open(QIODevice::WriteOnly)) return {};
-  out.write(QByteArray::fromStdString(p.dump(2)));
-  return path;
-}
 
 tr::test::ProcessRun cli(const QStringList& args) {
   return tr::test::run_process(QStringLiteral(TR_CLI), args);
@@ -52,7 +35,8 @@ class TestRunResume : public QObject {
  private slots:
   void killedRunContinuesAsTheSameRun() {
     QTemporaryDir dir;
-    const QString project = hundred_step_project(dir);
+    // 6,400 training samples: 100 steps an epoch.
+    const QString project = tr::test::tiny_synthetic(dir.path(), "hundred-steps.json", 6400, 100);
     const QString store = dir.filePath("runs.sqlite");
     const QString folder = dir.filePath("ckpt");
     QProcess p;

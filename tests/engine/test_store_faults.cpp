@@ -280,15 +280,9 @@ class TestStoreFaults : public QObject {
     QTemporaryDir dir;
     const QString mnt = dir.filePath("tiny");
     QVERIFY(QDir().mkpath(mnt));
-    // tiny-synthetic with 1000 steps an epoch: three epochs, three checkpoints.
-    QFile in(TR_TEST_DATA "/projects/tiny-synthetic.json");
-    QVERIFY(in.open(QIODevice::ReadOnly));
-    QByteArray text = in.readAll();
-    text.replace("\"train_size\": 600", "\"train_size\": 64000");
-    const QString project = dir.filePath("long.json");
-    QFile pf(project);
-    QVERIFY(pf.open(QIODevice::WriteOnly) && pf.write(text) == text.size());
-    pf.close();
+    // 1000 steps an epoch: three epochs, three checkpoints.
+    const QString project = test::tiny_synthetic(dir.path(), "long.json", 64000);
+    QVERIFY(!project.isEmpty());
     // Full from the first checkpoint until both the store and a checkpoint
     // have met it (a minute at most), then freed.
     const QString script = QString::fromLatin1(

@@ -104,6 +104,9 @@ class RunRecorder {
 
   void start_writer();
   void writer_loop();
+  // Before a write: the store's file written back if it was deleted (its
+  // new path returned), or a fresh connection after a failure.
+  std::string ready_store();
   // Writes what waits, emptying it; the store's complaint when it refuses.
   std::string commit(Waiting& w, std::string* restored_to);
   std::unique_ptr<RunStore> open_store() const;

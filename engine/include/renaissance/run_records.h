@@ -26,6 +26,10 @@ enum class RunStatus { Running, Finished, Stopped, Failed, Interrupted };
 std::string_view run_status_name(RunStatus s) noexcept;
 std::optional<RunStatus> parse_run_status(std::string_view text) noexcept;
 
+// A run that ended before its end (stopped, interrupted, failed): one that
+// train --resume-run and the Runs view's Resume can take up again.
+bool ended_early(RunStatus s) noexcept;
+
 // What a trainer knows when a run starts. The store adds the engine version,
 // git commit, writer process and times.
 struct RunStart {
@@ -129,6 +133,10 @@ struct RunDetail {
 // row sums); a class without samples gets 0. Empty for an empty matrix.
 // Throws StoreError when the matrix is not square.
 std::vector<double> per_class_accuracy(const std::vector<int64_t>& confusion);
+
+// Throws StoreError saying why `run` cannot be resumed: still running (by
+// whom), or finished (and what to do instead).
+void check_resumable(const RunDetail& run);
 
 // The side of a square matrix with `entries` entries, or -1.
 int64_t confusion_classes(size_t entries) noexcept;

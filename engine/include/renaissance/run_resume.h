@@ -29,9 +29,14 @@ struct RunResume {
   std::string checkpoint_dir;  // where its checkpoint went: new ones go there too
 };
 
-// Throws StoreError naming the run when it cannot be resumed: no such run,
-// still running, finished, no checkpoint recorded, or none of its checkpoint
-// files can be read (each named with why).
+// What the store says of it, without reading a checkpoint file (checkpoint
+// and checkpoint_path stay empty): quick enough for a GUI thread. Throws
+// StoreError naming the run when it cannot be resumed: no such run, still
+// running, finished, or no checkpoint recorded.
+RunResume describe_run_resume(const RunStore& store, int64_t run);
+
+// The same, with the latest checkpoint that can be read; throws StoreError
+// also when none of its checkpoint files can be read (each named with why).
 RunResume find_run_resume(const RunStore& store, int64_t run);
 
 // The options the run was started with, continuing from its checkpoint;
