@@ -11,6 +11,7 @@
 #include <QTableWidget>
 #include <QUndoStack>
 #include <QVBoxLayout>
+#include <numeric>
 
 #include <cmath>
 #include <cstdio>
@@ -227,11 +228,18 @@ void DatasetView::updateStatistics() {
       tr("the project normalises with mean %1, std %2").arg(figures(d.mean), figures(d.std));
   if (!measured)
     stats_->setText(tr("Pixel statistics appear once the data has loaded; %1.").arg(project));
-  else
+  else {
+    const int64_t images =
+        std::accumulate(preview_.train_counts.begin(), preview_.train_counts.end(), int64_t{0});
+    const QString measured_images =
+        preview_.images_measured < images
+            ? tr("%1 of %2 images").arg(preview_.images_measured).arg(images)
+            : tr("%1 images").arg(preview_.images_measured);
     stats_->setText(
-        tr("Training pixels (/255, %1 images): mean %2, std %3; %4%5.")
-            .arg(preview_.images_measured)
+        tr("Training pixels (/255, %1): mean %2, std %3; %4%5.")
+            .arg(measured_images)
             .arg(figures(mean), figures(stdev), project, same ? tr(": the same") : QString()));
+  }
 }
 
 void DatasetView::applyStatistics() {

@@ -27,7 +27,9 @@ struct DatasetPreview {
   std::vector<std::string> class_names;
   std::vector<int64_t> train_counts, val_counts;  // images per class
   std::vector<DatasetSample> samples;
-  // Of the training split's pixels / 255, per channel (population figures).
+  // Of the training split's pixels / 255, per channel (population figures),
+  // over every training image, or over images spread evenly across the
+  // split when it holds more than 2^28 pixels.
   std::vector<double> mean, std;
   int64_t images_measured = 0;
 };
