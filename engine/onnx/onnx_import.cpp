@@ -44,6 +44,8 @@ namespace {
 
 using Dims = std::vector<int64_t>;
 
+const std::string kNoName;
+
 constexpr OnnxOpSupport kOps[] = {
     {"Conv", "Conv2d (dilation 1, symmetric padding)"},
     {"BatchNormalization", "BatchNorm2d (inference form)"},
@@ -245,7 +247,13 @@ class Importer {
 
   // Inputs
   int inputs(int k) const { return graph_.node(k).input_size(); }
-  const std::string& input(int k, int i) const { return graph_.node(k).input(i); }
+  // Out of range gives "" (an absent input in ONNX's terms): the pattern matchers look at
+  // neighbours' inputs and outputs before those nodes are checked, and protobuf's Get does
+  // not check its index.
+  const std::string& input(int k, int i) const {
+    const onnx::NodeProto& n = graph_.node(k);
+    return i >= 0 && i < n.input_size() ? n.input(i) : kNoName;
+  }
   bool has_input(int k, int i) const { return i < inputs(k) && !input(k, i).empty(); }
   const Tensor* constant(const std::string& name) const {
     auto it = constants_.find(name);
@@ -373,7 +381,10 @@ class Importer {
     onnx_of_.push_back(k);
     return index;
   }
-  const std::string& out(int k) const { return graph_.node(k).output(0); }
+  const std::string& out(int k) const {
+    const onnx::NodeProto& n = graph_.node(k);
+    return n.output_size() > 0 ? n.output(0) : kNoName;
+  }
   void alias(int k, const Value& v) { values_[out(k)] = v; }
   void only_first_output(int k) const {
     for (int o = 1; o < graph_.node(k).output_size(); ++o)
@@ -924,6 +935,11 @@ void Importer::convert(int k) {
     alias(k, value(k, 0));
     notes_.push_back("the model's last " + op + " is left out: the loss computes it, and predict " +
                      "prints the probabilities");
+  } else if (op == "Div" || op == "Erf" || op == "Mul") {
+    const std::string gelu =
+        "a GELU (x / sqrt 2, Erf, + 1, times x, times 0.5, as PyTorch writes it)";
+    fail(k, "is not part of " + (op == "Mul" ? gelu + " or a SiLU (x times Sigmoid(x))" : gelu) +
+                "; the importer takes '" + op + "' only there");
   } else {
     std::set<std::string> names;
     for (const OnnxOpSupport& s : kOps)

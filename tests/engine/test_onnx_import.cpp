@@ -309,6 +309,20 @@ class TestOnnxImport : public QObject {
         QStringLiteral("node 'relu' (Selu): the workbench has no layer for the ONNX "
                        "operator 'Selu' (it imports Add, AveragePool"));
     refused(
+        "lone mul", [](TinyModel& t) { t.find("relu").set_op_type("Mul"); },
+        QStringLiteral("node 'relu' (Mul): is not part of a GELU (x / sqrt 2, Erf, + 1, times x, "
+                       "times 0.5, as PyTorch writes it) or a SiLU (x times Sigmoid(x)); the "
+                       "importer takes 'Mul' only there"));
+    // A Div with no inputs at all: the GELU matcher looks at its first input before anything
+    // checks that it has one (a fuzzing finding).
+    refused(
+        "div without inputs",
+        [](TinyModel& t) {
+          t.find("relu").set_op_type("Div");
+          t.find("relu").clear_input();
+        },
+        QStringLiteral("node 'relu' (Div): is not part of a GELU"));
+    refused(
         "dilation",
         [](TinyModel& t) {
           TinyModel::ints(t.find("conv"), "dilations", {2, 2});
