@@ -254,7 +254,7 @@ class Importer {
     const onnx::NodeProto& n = graph_.node(k);
     return i >= 0 && i < n.input_size() ? n.input(i) : kNoName;
   }
-  bool has_input(int k, int i) const { return i < inputs(k) && !input(k, i).empty(); }
+  bool has_input(int k, int i) const { return !input(k, i).empty(); }
   const Tensor* constant(const std::string& name) const {
     auto it = constants_.find(name);
     return it == constants_.end() ? nullptr : it->second;

@@ -11,11 +11,11 @@
 #include <QTableWidget>
 #include <QUndoStack>
 #include <QVBoxLayout>
-#include <numeric>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <numeric>
 
 #include <renaissance/dataset_kinds.h>
 #include <renaissance/error.h>
