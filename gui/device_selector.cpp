@@ -35,7 +35,7 @@ DeviceSelector::DeviceSelector(const DeviceScan& scan, QWidget* parent) : QCombo
                       .arg(QString::fromStdString(cpu_bf16_text(scan.cpu_bf16)),
                            QString::fromStdString(scan.cpu_kernels));
     if (!scan.cpu_kernels_note.empty())
-      tip += tr(" (not AVX-512: %1)").arg(QString::fromStdString(scan.cpu_kernels_note));
+      tip += tr(" (%1)").arg(QString::fromStdString(scan.cpu_kernels_note));
     setItemData(count() - 1, tip, Qt::ToolTipRole);
   }
   for (const CudaDeviceInfo& dev : scan.cuda) {

@@ -65,9 +65,8 @@ DeviceScan scan_devices() {
   s.host_memory_bytes = meminfo_kib("MemTotal") * 1024;
   s.host_available_bytes = meminfo_kib("MemAvailable") * 1024;
   s.cpu_bf16 = detect_cpu_bf16();
-  const cpu::Avx512Kernels& avx512 = cpu::avx512_own_kernels();
   s.cpu_kernels = cpu::best_own_kernels().isa;
-  s.cpu_kernels_note = avx512.problem;
+  s.cpu_kernels_note = cpu::narrower_kernels_note();
   const CudaPlugin& cuda = cuda_plugin();
   s.cuda_backend_path = cuda.path;
   if (cuda.table) {

@@ -39,8 +39,7 @@ int cmd_devices(const std::vector<std::string>& args) {
   std::printf("cpu      %d threads, %s memory (%s available), %s, %s kernels\n", s.host_threads,
               human_bytes(s.host_memory_bytes).c_str(), human_bytes(s.host_available_bytes).c_str(),
               cpu_bf16_text(s.cpu_bf16).c_str(), s.cpu_kernels.c_str());
-  if (!s.cpu_kernels_note.empty())
-    std::printf("         (not the AVX-512 kernels: %s)\n", s.cpu_kernels_note.c_str());
+  if (!s.cpu_kernels_note.empty()) std::printf("         (%s)\n", s.cpu_kernels_note.c_str());
   if (s.cuda.empty())
     std::printf("cuda     %s; training runs on the CPU backend\n", s.cuda_status.c_str());
   for (const CudaDeviceInfo& d : s.cuda)

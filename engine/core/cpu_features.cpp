@@ -56,4 +56,9 @@ bool cpu_runs_x86_64_v4() noexcept {
   return __builtin_cpu_supports("x86-64-v4") != 0;
 }
 
+bool cpu_runs_x86_64_v3() noexcept {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("x86-64-v3") != 0;
+}
+
 }  // namespace tr

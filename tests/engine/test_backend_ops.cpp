@@ -515,16 +515,19 @@ void run_collective(Backend& backend, const OpCase& c, const Tensors& in, Tensor
 
 // ---- the backends -----------------------------------------------------------
 
-// "cpu" (its best build of our own kernels), "cpu-portable" (the x86-64
-// build, kernel_builds.h) or "cuda".
+// A CPU backend that runs build `kernels` of our own kernels (kernel_builds.h;
+// nullptr: the widest that runs here).
+std::unique_ptr<Backend> make_cpu_backend(int world, const cpu::OwnKernels* kernels = nullptr) {
+  cpu::CpuBackendOptions o;
+  o.world = world;
+  o.check_step_schedule = false;  // one launch, no schedule
+  o.kernels = kernels;
+  return cpu::make_cpu_backend(o);
+}
+
+// "cpu" (its widest build of our own kernels) or "cuda".
 std::unique_ptr<Backend> make_backend(const std::string& which, int world, std::string& why_not) {
-  if (which == "cpu" || which == "cpu-portable") {
-    cpu::CpuBackendOptions o;
-    o.world = world;
-    o.check_step_schedule = false;  // one launch, no schedule
-    o.portable_kernels = which == "cpu-portable";
-    return cpu::make_cpu_backend(o);
-  }
+  if (which == "cpu") return make_cpu_backend(world);
   const DeviceScan scan = scan_devices();
   if (scan.cuda.empty()) {
     why_not = "no CUDA device here: " + scan.cuda_status;
@@ -2468,11 +2471,11 @@ class TestBackendOps : public QObject {
     }
   }
 
-  // Both builds of our own CPU kernels give the same bits on every case in
-  // every mode (kernel_builds.h): no contraction, no reordered sums. A NaN
-  // is a NaN: its sign and payload may differ where the vector code takes
-  // the operands of a product the other way round.
-  void avx512BuildGivesThePortableBits_data() {
+  // Every build of our own CPU kernels gives the portable build's bits on
+  // every case in every mode (kernel_builds.h): no contraction, no reordered
+  // sums. A NaN is a NaN: its sign and payload may differ where the vector
+  // code takes the operands of a product the other way round.
+  void everyBuildGivesThePortableBits_data() {
     QTest::addColumn<int>("mode");
     QTest::addColumn<int>("op");
     QTest::addColumn<int>("index");
@@ -2488,36 +2491,38 @@ class TestBackendOps : public QObject {
     }
   }
 
-  void avx512BuildGivesThePortableBits() {
+  void everyBuildGivesThePortableBits() {
     QFETCH(int, mode);
     QFETCH(int, op);
     QFETCH(int, index);
-    if (!cpu::avx512_own_kernels().kernels)
-      QSKIP(("no AVX-512 build here: " + cpu::avx512_own_kernels().problem).c_str());
+    const std::vector<const cpu::OwnKernels*> builds = cpu::runnable_own_kernels();
+    if (builds.size() < 2)
+      QSKIP(("no build but the portable one here: " + cpu::narrower_kernels_note()).c_str());
     OpCase c = cases_of(op)[static_cast<size_t>(index)];
     if (static_cast<Mode>(mode) == Mode::OVERWRITE) c.accumulate = 0;
     const CaseValues v = case_values(c, op, index, half_of(static_cast<Mode>(mode)));
     const Tensors handed = c.backend_view ? c.backend_view(v.in) : v.in;
-    Tensors outs[2];
-    const char* builds[2] = {"cpu-portable", "cpu"};
-    for (int k = 0; k < 2; ++k) {
-      std::string why_not;
-      std::unique_ptr<Backend> b = make_backend(builds[k], 1, why_not);
+    std::vector<Tensors> outs(builds.size());
+    for (size_t k = 0; k < builds.size(); ++k) {
+      std::unique_ptr<Backend> b = make_cpu_backend(1, builds[k]);
       outs[k] = v.before;
       QVERIFY(run_case(*b, c, handed, outs[k], static_cast<Mode>(mode)));
     }
-    QCOMPARE(outs[0].size(), outs[1].size());
-    for (size_t i = 0; i < outs[0].size(); ++i) {
-      QCOMPARE(outs[0][i].size(), outs[1][i].size());
-      for (size_t j = 0; j < outs[0][i].size(); ++j) {
-        const float p = outs[0][i][j], a = outs[1][i][j];
-        QVERIFY2(std::bit_cast<uint32_t>(p) == std::bit_cast<uint32_t>(a) ||
-                     (std::isnan(p) && std::isnan(a)),
-                 qPrintable(QStringLiteral("output %1 [%2]: %3 (x86-64) and %4 (AVX-512)")
-                                .arg(i)
-                                .arg(j)
-                                .arg(double(p), 0, 'g', 9)
-                                .arg(double(a), 0, 'g', 9)));
+    for (size_t k = 1; k < builds.size(); ++k) {
+      QCOMPARE(outs[0].size(), outs[k].size());
+      for (size_t i = 0; i < outs[0].size(); ++i) {
+        QCOMPARE(outs[0][i].size(), outs[k][i].size());
+        for (size_t j = 0; j < outs[0][i].size(); ++j) {
+          const float p = outs[0][i][j], a = outs[k][i][j];
+          QVERIFY2(std::bit_cast<uint32_t>(p) == std::bit_cast<uint32_t>(a) ||
+                       (std::isnan(p) && std::isnan(a)),
+                   qPrintable(QStringLiteral("output %1 [%2]: %3 (x86-64) and %4 (%5)")
+                                  .arg(i)
+                                  .arg(j)
+                                  .arg(double(p), 0, 'g', 9)
+                                  .arg(double(a), 0, 'g', 9)
+                                  .arg(builds[k]->isa)));
+        }
       }
     }
   }

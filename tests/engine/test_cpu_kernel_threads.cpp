@@ -44,8 +44,7 @@ std::vector<std::vector<float>> outputs(int threads, void (*kernel)(const Kernel
 // the same bits (the builds' equality on small cases: engine.backend_ops).
 void compare(ComputeOp op, const std::vector<Shape>& ins, const std::vector<Shape>& outs,
              const LayerNode* layer = nullptr) {
-  std::vector<const cpu::OwnKernels*> builds{&cpu::portable_own_kernels()};
-  if (cpu::avx512_own_kernels().kernels) builds.push_back(cpu::avx512_own_kernels().kernels);
+  const std::vector<const cpu::OwnKernels*> builds = cpu::runnable_own_kernels();
   const auto first = outputs(1, cpu::compute_kernel(op, *builds[0]), ins, outs, layer);
   for (const cpu::OwnKernels* build : builds)
     for (int threads : {1, 2}) {

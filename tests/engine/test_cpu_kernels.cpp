@@ -45,8 +45,7 @@ class TestCpuKernels : public QObject {
   // In every build of our own kernels (kernel_builds.h; engine.cpu_kernel_builds
   // compares the builds' bits).
   void everyOpHasAKernelExceptTheBackendsOwn() {
-    std::vector<const cpu::OwnKernels*> builds{&cpu::portable_own_kernels()};
-    if (cpu::avx512_own_kernels().kernels) builds.push_back(cpu::avx512_own_kernels().kernels);
+    const std::vector<const cpu::OwnKernels*> builds = cpu::runnable_own_kernels();
     for (const cpu::OwnKernels* own : builds) {
       for (int i = 0; i < static_cast<int>(ComputeOp::NUM_COMPUTE_OPS); ++i) {
         const ComputeOp op = static_cast<ComputeOp>(i);

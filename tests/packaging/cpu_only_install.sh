@@ -55,10 +55,12 @@ for f in "$root"/usr/bin/* "$root"/usr/lib/renaissance/*.so; do
 done
 echo "no program or library of the workbench package needs a CUDA library"
 
-# The AVX-512 build of the CPU kernels ships beside the engine, which finds
-# it there as the build tree's does (where the CPU runs it).
-[ -f "$root/usr/lib/renaissance/librenaissance-cpu-avx512.so" ] ||
-  fail "the workbench package lacks librenaissance-cpu-avx512.so"
+# The AVX2 and AVX-512 builds of the CPU kernels ship beside the engine, which
+# finds them there as the build tree's does (the widest the CPU runs).
+for k in avx2 avx512; do
+  [ -f "$root/usr/lib/renaissance/librenaissance-cpu-$k.so" ] ||
+    fail "the workbench package lacks librenaissance-cpu-$k.so"
+done
 kernels_of() { "$1" devices | grep -o '[A-Za-z0-9-]* kernels$' || true; }
 built_kernels=$(kernels_of "$build/bin/renaissance-cli")
 installed_kernels=$(kernels_of "$cli")

@@ -93,7 +93,7 @@ class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const CpuBackendOptions& o)
       : options_(o),
-        own_(o.portable_kernels ? portable_own_kernels() : best_own_kernels()),
+        own_(o.kernels ? *o.kernels : best_own_kernels()),
         collectives_(o.world),
         ranks_(static_cast<size_t>(o.world)) {
     if (o.world < 1) throw std::invalid_argument("CPU backend: world size must be at least 1");

@@ -12,6 +12,8 @@
 
 namespace tr::cpu {
 
+struct OwnKernels;
+
 struct CpuBackendOptions {
   int world = 1;
   // Prove at every end_capture that the recorded edges order each pair of
@@ -26,9 +28,9 @@ struct CpuBackendOptions {
   // does (Backend::warm_up_before_capture): for tests that show it changes
   // no result.
   bool warm_up_before_capture = false;
-  // Run the portable build of our own kernels even where the AVX-512 one
-  // loads (kernel_builds.h): for tests that compare the two.
-  bool portable_kernels = false;
+  // The build of our own kernels to run (kernel_builds.h); nullptr: the
+  // widest that runs here. For tests that compare the builds.
+  const OwnKernels* kernels = nullptr;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options);

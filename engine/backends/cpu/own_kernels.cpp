@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Our own kernels' op -> kernel table. This file and the kernels are
-// compiled twice, for any x86-64 and for AVX-512 (kernel_builds.h).
+// compiled three times, for any x86-64, for AVX2 and for AVX-512
+// (kernel_builds.h).
 #include "backends/cpu/own_kernels.h"
 
 #include "backends/cpu/kernels/activations.h"

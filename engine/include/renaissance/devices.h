@@ -44,10 +44,12 @@ struct DeviceScan {
   uint64_t host_memory_bytes = 0;     // MemTotal
   uint64_t host_available_bytes = 0;  // MemAvailable
   CpuBf16 cpu_bf16;
-  // The build of the CPU backend's own kernels in use: "AVX-512" where the
-  // CPU runs it and its library loaded, else "x86-64" with the reason.
+  // The build of the CPU backend's own kernels in use: the widest the CPU
+  // runs and whose library loaded, "AVX-512", "AVX2" or "x86-64".
   std::string cpu_kernels;
-  std::string cpu_kernels_note;      // why not the AVX-512 build; empty when it runs
+  // Why not a wider build ("not the AVX-512 kernels: this CPU lacks ...",
+  // clauses joined by "; "); empty when the widest runs.
+  std::string cpu_kernels_note;
   bool cuda_backend_loaded = false;  // the CUDA backend's library is here and loaded
   std::string cuda_backend_path;     // where it was looked for
   std::vector<CudaDeviceInfo> cuda;
