@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Kernel benchmarks' tensors: random FP32 data with its DTensor descriptor,
-// handed to kernels as KernelArgs.
+// Kernel benchmarks' tensors: random FP32 (or bfloat16) data with its
+// DTensor descriptor, handed to kernels as KernelArgs.
 #pragma once
 
 #include <memory>
@@ -9,19 +9,26 @@
 
 #include <renaissance/project.h>
 #include "compile/node_params.h"
+#include "core/bf16_convert.h"
 #include "runtime/kernel_args.h"
 
 namespace tr::bench {
 
 class Tensors {
  public:
-  size_t add(const Shape& s, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+  // FP32 or BF16 (rounded from the same draws, packed at the front).
+  size_t add(const Shape& s, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f,
+             DType dtype = DType::FP32) {
     auto d = std::make_unique<DTensor>();
     d->shape = s;
-    d->dtype = DType::FP32;
+    d->dtype = dtype;
     std::vector<float> v(static_cast<size_t>(s.elements()));
     std::uniform_real_distribution<float> u(lo, hi);
     for (float& f : v) f = u(rng);
+    if (dtype == DType::BF16) {
+      auto* bits = reinterpret_cast<uint16_t*>(v.data());
+      for (size_t i = 0; i < v.size(); ++i) bits[i] = float_to_bf16_bits(v[i]);
+    }
     descs_.push_back(std::move(d));
     data_.push_back(std::move(v));
     return descs_.size() - 1;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/kernel_builds.h"
 #include "backends/cpu/kernels/activations.h"
 #include "backends/cpu/kernels/batch_norm.h"
 #include "backends/cpu/kernels/bf16_arrays.h"
@@ -160,8 +161,7 @@ class TestCpuAmpKernels : public QObject {
 
  private slots:
   // Elementwise kernels on 16-bit storage run a chunk of rows at a time
-  // (run_16bit_elementwise), pooling a sample at a time, batch norm on
-  // compact bfloat16 through its own chunks (row_chunks.h): the bits of staging
+  // (run_16bit_elementwise), pooling a sample at a time: the bits of staging
   // the whole tensors, over dozens of chunks split between the threads,
   // padded rows, an accumulated gradient and two outputs that are one tensor.
   void chunksGiveTheStagedBits() {
@@ -227,42 +227,99 @@ class TestCpuAmpKernels : public QObject {
       bwd.in = {t.arg(y), t.arg(py), t.arg(pdy)};
       bwd.out = {t.arg(dx)};
       compare(cpu::maxpool_bwd, bwd, dx, "maxpool_bwd onto a gradient");
-      if (!bf16) continue;
-      // Batch norm (with its ReLU) reads and writes compact bfloat16 as it
-      // lies, the rows a chunk at a time: the staged bits too.
-      LayerNode bn;
-      bn.id = "bn";
-      bn.type = LayerType::BatchNorm2d;
-      const Shape bs{64, 28, 28, 16}, cs{1, 1, 1, bs.c};
-      const size_t bx = t.add(bs, f, type), by = t.add(bs, f, type), bdy = t.add(bs, g, type),
-                   bdx = t.add(bs, g, type);
-      for (size_t i : {bx, bdy}) t.fill(i, rng);
-      const size_t gamma = t.add(cs, Region::A_BN_WEIGHT, type),
-                   beta = t.add(cs, Region::A_BN_BIAS, type),
-                   prev_mean = t.add(cs, Region::B_PREV_MEAN, DType::FP32),
-                   prev_var = t.add(cs, Region::B_PREV_VAR, DType::FP32),
-                   saved = t.add({1, 1, 2, bs.c}, Region::S_BN_SAVED, DType::FP32),
-                   next_mean = t.add(cs, Region::B_NEXT_MEAN, DType::FP32),
-                   next_var = t.add(cs, Region::B_NEXT_VAR, DType::FP32),
-                   dgamma = t.add(cs, Region::H_BN_WEIGHT, type),
-                   dbeta = t.add(cs, Region::H_BN_BIAS, type);
-      for (size_t i : {gamma, beta, prev_mean, prev_var}) t.fill(i, rng);
-      KernelArgs bn_fwd;
-      bn_fwd.node = &fresh;
-      bn_fwd.layer_params = test::resolved(bn);
-      bn_fwd.in = {t.arg(bx), t.arg(gamma), t.arg(beta), t.arg(prev_mean), t.arg(prev_var)};
-      bn_fwd.out = {t.arg(by), t.arg(saved), t.arg(next_mean), t.arg(next_var)};
-      compare(cpu::bn_relu_fwd_train, bn_fwd, by, "bn_relu_fwd_train");
-      cpu::bn_relu_fwd_train(bn_fwd);
-      KernelArgs bn_bwd;
-      bn_bwd.node = &fresh;
-      bn_bwd.layer_params = bn_fwd.layer_params;
-      bn_bwd.in = {t.arg(bx), t.arg(gamma), t.arg(beta), t.arg(saved), t.arg(bdy)};
-      bn_bwd.out = {t.arg(dgamma), t.arg(dbeta), t.arg(bdx)};
-      compare(cpu::bn_relu_bwd, bn_bwd, bdx, "bn_relu_bwd dx");
-      std::fill(t.bytes(dgamma).begin(), t.bytes(dgamma).end(), 0);
-      compare(cpu::bn_relu_bwd, bn_bwd, dgamma, "bn_relu_bwd dgamma");
     }
+  }
+
+  // Batch norm, alone and with its ReLU, reads and writes compact bfloat16 as
+  // it lies, its rows widened a chunk at a time (row_chunks.h): in every build
+  // of our kernels, at widths of one to four AVX-512 vectors and between,
+  // every output (the features, the saved and running statistics, dgamma,
+  // dbeta, dx overwritten and accumulated) has the bits of staging the whole
+  // tensors through FP32.
+  void batchNormOnBf16GivesTheStagedBits() {
+    for (const cpu::OwnKernels* build : cpu::runnable_own_kernels())
+      for (const int64_t c : {16, 24, 48, 64})
+        for (const bool relu : {false, true}) {
+          const QString where = QString("%1 build, C=%2, %3")
+                                    .arg(build->isa)
+                                    .arg(c)
+                                    .arg(relu ? "with ReLU" : "alone");
+          const DType type = DType::BF16;
+          Tensors t;
+          const Shape bs{16, 14, 14, c}, cs{1, 1, 1, c};
+          const size_t x = t.add(bs, Region::F_FEATURE_BF16, type),
+                       y = t.add(bs, Region::F_FEATURE_BF16, type),
+                       dy = t.add(bs, Region::F_GRAD_SLOT_BF16, type),
+                       dx = t.add(bs, Region::F_GRAD_SLOT_BF16, type),
+                       gamma = t.add(cs, Region::A_BN_WEIGHT, type),
+                       beta = t.add(cs, Region::A_BN_BIAS, type),
+                       prev_mean = t.add(cs, Region::B_PREV_MEAN, DType::FP32),
+                       prev_var = t.add(cs, Region::B_PREV_VAR, DType::FP32),
+                       saved = t.add({1, 1, 2, c}, Region::S_BN_SAVED, DType::FP32),
+                       next_mean = t.add(cs, Region::B_NEXT_MEAN, DType::FP32),
+                       next_var = t.add(cs, Region::B_NEXT_VAR, DType::FP32),
+                       dgamma = t.add(cs, Region::H_BN_WEIGHT, type),
+                       dbeta = t.add(cs, Region::H_BN_BIAS, type);
+          std::mt19937 rng(static_cast<unsigned>(11 + c + relu));
+          for (size_t i : {x, dy, dx, gamma, beta, prev_mean, prev_var, dgamma, dbeta})
+            t.fill(i, rng);
+          // Runs `kernel` on the tensors as they lie and again staged, from the
+          // same bytes, and compares the outputs `outs`.
+          auto compare = [&](ComputeOp op, KernelArgs& a, std::initializer_list<size_t> outs,
+                             const char* what) {
+            const cpu::Kernel kernel = cpu::compute_kernel(op, *build);
+            std::vector<std::vector<uint64_t>> before;
+            for (size_t o : outs) before.push_back(t.bytes(o));
+            std::vector<uint64_t> memory(cpu::kernel_workspace_bytes(a) / 8 + 1);
+            const StreamWorkspace ws{memory.data(), memory.size() * 8};
+            a.workspace = &ws;
+            kernel(a);
+            std::vector<std::vector<uint64_t>> direct;
+            size_t k = 0;
+            for (size_t o : outs) {
+              direct.push_back(t.bytes(o));
+              t.bytes(o) = before[k++];
+            }
+            QVERIFY(cpu::detail::run_16bit_staged(a, kernel));
+            k = 0;
+            for (size_t o : outs) {
+              QVERIFY2(direct[k] == t.bytes(o),
+                       qPrintable(QString("%1: %2, output tensor %3").arg(where, what).arg(k)));
+              QVERIFY2(
+                  direct[k] != before[k],
+                  qPrintable(QString("%1: %2 left output %3 as it was").arg(where, what).arg(k)));
+              ++k;
+            }
+          };
+          LayerNode bn;
+          bn.id = "bn";
+          bn.type = LayerType::BatchNorm2d;
+          GraphNode fresh;
+          KernelArgs fwd;
+          fwd.node = &fresh;
+          fwd.layer_params = test::resolved(bn);
+          fwd.in = {t.arg(x), t.arg(gamma), t.arg(beta), t.arg(prev_mean), t.arg(prev_var)};
+          fwd.out = {t.arg(y), t.arg(saved), t.arg(next_mean), t.arg(next_var)};
+          compare(relu ? ComputeOp::BN_RELU_FWD_TRAIN : ComputeOp::BN_FWD_TRAIN, fwd,
+                  {y, saved, next_mean, next_var}, "forward");
+          cpu::compute_kernel(ComputeOp::BN_FWD_TRAIN, *build)(fwd);  // saved statistics
+          // The backward onto gradients that hold values: dgamma and dbeta
+          // overwritten, dx accumulated; then dx overwritten.
+          GraphNode onto_dx;
+          onto_dx.accumulate_mask = 4;
+          KernelArgs bwd;
+          bwd.node = &onto_dx;
+          bwd.layer_params = fwd.layer_params;
+          if (relu)
+            bwd.in = {t.arg(x), t.arg(gamma), t.arg(beta), t.arg(saved), t.arg(dy)};
+          else
+            bwd.in = {t.arg(x), t.arg(gamma), t.arg(saved), t.arg(dy)};
+          bwd.out = {t.arg(dgamma), t.arg(dbeta), t.arg(dx)};
+          const ComputeOp back = relu ? ComputeOp::BN_RELU_BWD : ComputeOp::BN_BWD;
+          compare(back, bwd, {dgamma, dbeta, dx}, "backward onto dx");
+          bwd.node = &fresh;
+          compare(back, bwd, {dx}, "backward");
+        }
   }
 
   void stagingNeedsAWorkspaceOfTheRightSize() {
