@@ -277,6 +277,8 @@ for w in rows:
                  ("%.2f" % w["ratio_ours_over_pytorch"], "%.2f" % w["ratio_median_of_rounds"],
                   "%.1f%%" % (100 * w["ours_fraction_of_ceiling"]),
                   "%.1f%%" % (100 * w["pytorch_fraction_of_ceiling"]))))
+kernels = sorted({r["result"].get("cpu_kernels", "?") for r in runs if r["side"].startswith("ours")})
+print("our own CPU kernels (besides oneDNN's): the %s build" % " and ".join(kernels))
 noisy = sum(w["runs_not_quiet"] for w in rows)
 if noisy:
     print("note: %d run(s) started while other work kept the CPUs busy (see runs_not_quiet)" % noisy)

@@ -72,6 +72,7 @@ int cmd_bench(const std::vector<std::string>& args) {
                       {"fell_back", job.fell_back()},
                       {"plan_bytes_per_device", cp.bytes_per_device()},
                       {"threads", job.context().cpu_threads},
+                      {"cpu_kernels", job.context().cpu_kernels},
                       {"batch", cp.project().training.global_batch},
                       {"steps", steps},
                       {"warmup", warmup},

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "backends/cpu/cpu_threads.h"
+#include "backends/cpu/kernel_builds.h"
 #include "runtime/trainer.h"
 #include "setup/training_setup.h"
 
@@ -21,6 +22,7 @@ TrainingJob::TrainingJob(Project project, const SetupOptions& options)
   context_.validation_samples = data.size(Split::Val);
   context_.cpu_threads = cpu::cpu_threads();
   context_.backend = backend.name();
+  if (context_.backend == "cpu") context_.cpu_kernels = cpu::best_own_kernels().isa;
   context_.first_rank = backend.global_rank(0);
   context_.ranks = backend.world_size();
   context_.global_world = backend.global_world();

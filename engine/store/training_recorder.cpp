@@ -22,6 +22,9 @@ RunStart run_start_of(const CompiledPlan& plan, const TrainingContext& context,
   hyper["eval_ema"] = options.eval_ema;
   if (!options.resume_source.empty()) hyper["resumed_from"] = options.resume_source;
   hyper["cpu_threads"] = context.cpu_threads;
+  // Which build of the CPU kernels ran: runs from machines with other
+  // instructions compare by it.
+  if (!context.cpu_kernels.empty()) hyper["cpu_kernels"] = context.cpu_kernels;
   hyper["dataset"] = context.dataset;
   start.hyper_json = hyper.dump();
   start.devices = t.devices.str();

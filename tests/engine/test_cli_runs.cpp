@@ -91,6 +91,16 @@ class TestCliRuns : public QObject {
     for (const char* part : {"run 1: tiny-synthetic (finished)", "optimizer/lr",
                              "epochs:", "final metrics", "VAL TOP-1"})
       QVERIFY2(r.out.contains(part), part);
+    // The build of the CPU kernels that ran, as `devices` names it.
+    const Result devices = run_cli({"devices", "--json"});
+    QCOMPARE(devices.code, 0);
+    const QString kernels = QString::fromStdString(
+        json::parse(devices.out.toStdString()).at("cpu").at("kernels").get<std::string>());
+    QVERIFY(!kernels.isEmpty());
+    QVERIFY2(QRegularExpression("cpu_kernels +" + QRegularExpression::escape(kernels) + "\\n")
+                 .match(r.out)
+                 .hasMatch(),
+             qPrintable(r.out));
     r = run_cli({"runs", "show", "1", "--project", "--store", store});
     QCOMPARE(json::parse(r.out.toStdString()).at("name"), "tiny-synthetic");
 

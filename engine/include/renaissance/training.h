@@ -130,6 +130,9 @@ struct TrainingContext {
   int64_t validation_samples = 0;
   int cpu_threads = 0;  // the CPU's threads the engine uses
   std::string backend;  // "cpu", "cuda"
+  // The build of the CPU backend's own kernels it runs ("AVX-512", "AVX2",
+  // "x86-64"; see DeviceScan::cpu_kernels); empty on another backend.
+  std::string cpu_kernels;
   // This process's ranks: global ranks first_rank .. first_rank + ranks - 1
   // of global_world (more than ranks when training across machines).
   int first_rank = 0, ranks = 1, global_world = 1;
