@@ -177,8 +177,10 @@ class TestCpuKernelBuilds : public QObject {
       const std::filesystem::path p = cpu::kernels_path_beside_backend(b.file);
       QCOMPARE(p.filename().string(), std::string(b.file));
       QVERIFY(std::filesystem::exists(p.parent_path() / "librenaissance-cpu.so"));
-      // The build makes every one, whatever this CPU runs.
-      QVERIFY2(std::filesystem::exists(p), p.c_str());
+      // The build makes every one, whatever this CPU runs (on x86-64 with
+      // GCC or Clang, where it makes them at all).
+      if (!contains(cpu::optional_own_kernels(b.isa)->problem, "this build has no"))
+        QVERIFY2(std::filesystem::exists(p), p.c_str());
     }
   }
 };
