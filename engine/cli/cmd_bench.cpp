@@ -17,7 +17,7 @@ namespace tr::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kBenchUsage =
     "usage: renaissance-cli bench <project.json> [--steps N] [--warmup W] [--batch B]\n"
     "         [--threads T] [--devices cpu:N|cuda:I-J] [--precision fp32|amp|bf16] [--data DIR]\n"
     "         [--rewrites on|off] [--memory-packing on|off] [--streams 5|1]\n"
@@ -37,7 +37,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   with_value.insert("warmup");
   for (const std::string& o : cuda_measure_options()) with_value.insert(o);
   const ParsedArgs a = parse_args(args, with_value, {"json", "help", "allow-fallback"});
-  if (const int code = usage_exit_code(a, kUsage, 1); code >= 0) return code;
+  if (const int code = usage_exit_code(a, kBenchUsage, 1); code >= 0) return code;
   const int64_t steps =
       a.values.count("steps") ? positive_integer("steps", a.values.at("steps")) : 20;
   const int64_t warmup =

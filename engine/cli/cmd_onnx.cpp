@@ -19,7 +19,7 @@ namespace tr::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kOnnxUsage =
     "usage: renaissance-cli onnx export <project.json> --checkpoint CKPT (-o|--output) MODEL.onnx\n"
     "         [--softmax] [--master-weights]\n"
     "  writes the project's model with the checkpoint's weights as ONNX (opset 13): input\n"
@@ -40,7 +40,7 @@ int onnx_export(std::vector<std::string> args) {
     if (arg == "-o") arg = "--output";  // the short form tools use
   const ParsedArgs a =
       parse_args(args, {"checkpoint", "output"}, {"softmax", "master-weights", "help"});
-  if (const int code = usage_exit_code(a, kUsage, 1); code >= 0) return code;
+  if (const int code = usage_exit_code(a, kOnnxUsage, 1); code >= 0) return code;
   if (!a.values.count("checkpoint"))
     throw UsageError("onnx export needs --checkpoint CKPT (a file `train --checkpoint-dir` wrote)");
   if (!a.values.count("output"))
@@ -91,7 +91,7 @@ int onnx_import(std::vector<std::string> args) {
     if (arg == "-o") arg = "--output";
   const ParsedArgs a =
       parse_args(args, {"output", "checkpoint-out", "name", "mean", "std"}, {"help"});
-  if (const int code = usage_exit_code(a, kUsage, 1); code >= 0) return code;
+  if (const int code = usage_exit_code(a, kOnnxUsage, 1); code >= 0) return code;
   if (!a.values.count("output"))
     throw UsageError("onnx import needs -o PROJECT.json (the project file to write)");
   if (a.values.count("mean") != a.values.count("std"))
@@ -141,14 +141,14 @@ int onnx_ops() {
 
 int cmd_onnx(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    std::fputs(kOnnxUsage, args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;
   }
   if (args[0] == "export") return onnx_export({args.begin() + 1, args.end()});
   if (args[0] == "import") return onnx_import({args.begin() + 1, args.end()});
   if (args[0] == "ops" && args.size() == 1) return onnx_ops();
   throw UsageError("unknown onnx subcommand '" + args[0] + "'; expected export, import or ops\n" +
-                   kUsage);
+                   kOnnxUsage);
 }
 
 }  // namespace tr::cli

@@ -24,7 +24,7 @@ namespace tr::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kPlanUsage =
     "usage: renaissance-cli plan <project.json> [--json] [--graphs] [--out FILE]\n"
     "                            [--devices cpu:N|cuda:0-3] [--precision fp32|amp|bf16]\n"
     "                            [--batch B] [--epochs N] [--seed S] [--rewrites on|off]\n"
@@ -130,7 +130,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   with_value.insert(kPackingOption);
   with_value.insert("memory");
   const ParsedArgs a = parse_args(args, with_value, {"json", "graphs", "help", "max-batch"});
-  if (const int code = usage_exit_code(a, kUsage, 1); code >= 0) return code;
+  if (const int code = usage_exit_code(a, kPlanUsage, 1); code >= 0) return code;
   Project project = load_project(a.positional[0]);
   apply_overrides(a, project);
   // Image folders: the plan is for the images they hold now.

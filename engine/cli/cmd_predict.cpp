@@ -18,7 +18,7 @@ namespace tr::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kPredictUsage =
     "usage: renaissance-cli predict <project.json> --checkpoint CKPT (IMAGE... | --folder DIR)\n"
     "         [--top K] [--json [--logits]]\n"
     "  prints each PNG or JPEG image's K (5) most likely classes with their probabilities;\n"
@@ -35,11 +35,11 @@ int cmd_predict(const std::vector<std::string>& args) {
   const ParsedArgs a =
       parse_args(args, {"checkpoint", "folder", "top"}, {"json", "logits", "help"});
   if (a.has("help")) {
-    std::fputs(kUsage, stdout);
+    std::fputs(kPredictUsage, stdout);
     return 0;
   }
   if (a.positional.empty()) {
-    std::fputs(kUsage, stderr);
+    std::fputs(kPredictUsage, stderr);
     return 2;
   }
   if (!a.values.count("checkpoint"))

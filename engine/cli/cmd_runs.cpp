@@ -27,7 +27,7 @@ namespace {
 
 using store::RunStore;
 
-constexpr const char* kUsage =
+constexpr const char* kRunsUsage =
     "usage: renaissance-cli runs <subcommand> [--store PATH] ...\n"
     "  list [--filter TEXT] [--wide] [--json]\n"
     "                                  every recorded run, oldest first; --filter keeps runs\n"
@@ -381,7 +381,7 @@ int export_csv(const RunStore& s, const std::vector<int64_t>& ids, const std::st
 bool arity(const ParsedArgs& a, size_t least, size_t most) {
   const size_t n = a.positional.size() - 1;
   if (n >= least && n <= most) return true;
-  std::fputs(kUsage, stderr);
+  std::fputs(kRunsUsage, stderr);
   return false;
 }
 
@@ -389,7 +389,7 @@ bool arity(const ParsedArgs& a, size_t least, size_t most) {
 
 int cmd_runs(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    std::fputs(kRunsUsage, args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;
   }
   const std::string sub = args[0];
@@ -416,7 +416,7 @@ int cmd_runs(const std::vector<std::string>& args) {
   }
   const ParsedArgs a = parse_args(args, values, flags);
   if (a.has("help")) {
-    std::fputs(kUsage, stdout);
+    std::fputs(kRunsUsage, stdout);
     return 0;
   }
   const size_t many = 1000000;

@@ -24,7 +24,7 @@ namespace tr::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kTrainUsage =
     "usage: renaissance-cli train <project.json> [--epochs N] [--batch B] [--seed S]\n"
     "       renaissance-cli train --resume-run ID [--store PATH] [--devices ...]\n"
     "         [--devices cpu:N] [--precision fp32|amp|bf16] [--threads T] [--data DIR]\n"
@@ -138,7 +138,7 @@ int cmd_train(const std::vector<std::string>& args) {
   const ParsedArgs a =
       parse_args(args, with_value, {"help", "no-validation", "no-store", "eval-ema"});
   const bool resume_run = a.values.count("resume-run") > 0;
-  if (const int code = usage_exit_code(a, kUsage, resume_run ? 0 : 1); code >= 0) return code;
+  if (const int code = usage_exit_code(a, kTrainUsage, resume_run ? 0 : 1); code >= 0) return code;
   TrainOptions options;
   if (a.values.count("max-steps"))
     options.max_steps = positive_integer("max-steps", a.values.at("max-steps"));

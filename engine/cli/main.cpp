@@ -13,7 +13,7 @@
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kMainUsage =
     "usage: renaissance-cli <command> [options]\n"
     "commands:\n"
     "  plan <project.json>   compile a project and print its memory plan (--help for options)\n"
@@ -32,7 +32,7 @@ constexpr const char* kUsage =
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fputs(kUsage, stderr);
+    std::fputs(kMainUsage, stderr);
     return 2;
   }
   const std::string command = argv[1];
@@ -51,10 +51,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (command == "--help" || command == "-h" || command == "help") {
-      std::fputs(kUsage, stdout);
+      std::fputs(kMainUsage, stdout);
       return 0;
     }
-    std::fprintf(stderr, "renaissance-cli: unknown command '%s'\n%s", command.c_str(), kUsage);
+    std::fprintf(stderr, "renaissance-cli: unknown command '%s'\n%s", command.c_str(), kMainUsage);
     return 2;
   } catch (const tr::ProjectError& e) {
     std::fprintf(stderr, "renaissance-cli %s: the project has %zu problem%s:\n", command.c_str(),

@@ -14,14 +14,6 @@
 
 namespace tr {
 
-namespace {
-
-std::string errno_text(int err) {
-  return std::strerror(err);
-}
-
-}  // namespace
-
 Project parse_project(std::string_view text, const std::string& file) {
   try {
     return read_project(parse_json_dom(text, file), file);
@@ -39,7 +31,7 @@ Project parse_project(std::string_view text, const std::string& file) {
 
 Project load_project(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw UsageError("cannot open project file '" + path + "': " + errno_text(errno));
+  if (!f) throw UsageError("cannot open project file '" + path + "': " + std::strerror(errno));
   std::string text;
   char buf[65536];
   int read_errno = 0;
@@ -61,7 +53,7 @@ Project load_project(const std::string& path) {
     throw UsageError("project file '" + path +
                      "' is larger than 16 MiB; refusing to read it as a project");
   if (read_errno)
-    throw UsageError("cannot open project file '" + path + "': " + errno_text(read_errno));
+    throw UsageError("cannot open project file '" + path + "': " + std::strerror(read_errno));
   Project p = parse_project(text, path);
   p.source_path = path;
   return p;

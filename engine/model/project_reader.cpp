@@ -30,7 +30,6 @@ using namespace limits;
 // are counted instead of listed so the message stays readable.
 constexpr size_t kMaxDiagnostics = 200;
 constexpr int64_t kMaxPort = std::numeric_limits<int>::max();
-constexpr int kFormat = kProjectFormat;
 
 // Validation of the DOM into a Project, collecting every problem.
 
@@ -284,12 +283,12 @@ Project Reader::read(const json& root) {
     int64_t v = 0;
     if (!to_int(*f, v)) {
       error(top, "format", "expected the integer 1, got " + describe(*f));
-    } else if (v > kFormat) {
+    } else if (v > kProjectFormat) {
       error(top, "format",
             "format " + std::to_string(v) + " is newer than this version reads (" +
-                std::to_string(kFormat) + ")");
+                std::to_string(kProjectFormat) + ")");
       return p;
-    } else if (v != kFormat) {
+    } else if (v != kProjectFormat) {
       error(top, "format", "expected 1, got " + std::to_string(v));
     }
   } else {

@@ -24,7 +24,6 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 using json_text::index_path;
-constexpr int kFormat = kProjectFormat;
 
 // Writing.
 
@@ -131,17 +130,13 @@ ProjectError write_error(const std::string& field, const std::string& message) {
   return ProjectError({d});
 }
 
-std::string errno_text(int err) {
-  return std::strerror(err);
-}
-
 }  // namespace
 
 std::string project_to_json(const Project& project) {
   try {
     const Project& p = project;
     ojson root = ojson::object();
-    root["format"] = kFormat;
+    root["format"] = kProjectFormat;
     root["name"] = p.name;
     if (!p.description.empty()) root["description"] = p.description;
 
@@ -262,7 +257,7 @@ void save_project(const Project& project, const std::string& path) {
   // point leaves the previous file whole.
   const std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw UsageError("cannot write project file '" + tmp + "': " + errno_text(errno));
+  if (!f) throw UsageError("cannot write project file '" + tmp + "': " + std::strerror(errno));
   int err = 0;
   if (std::fwrite(text.data(), 1, text.size(), f) != text.size()) err = errno ? errno : EIO;
   if (!err && std::fflush(f) != 0) err = errno ? errno : EIO;
@@ -270,12 +265,12 @@ void save_project(const Project& project, const std::string& path) {
   if (std::fclose(f) != 0 && !err) err = errno ? errno : EIO;
   if (err) {
     std::remove(tmp.c_str());
-    throw UsageError("cannot write project file '" + tmp + "': " + errno_text(err));
+    throw UsageError("cannot write project file '" + tmp + "': " + std::strerror(err));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     err = errno;
     std::remove(tmp.c_str());
-    throw UsageError("cannot replace project file '" + path + "': " + errno_text(err));
+    throw UsageError("cannot replace project file '" + path + "': " + std::strerror(err));
   }
 }
 

@@ -40,10 +40,6 @@ constexpr const char* kMagic = "renaissance-rendezvous/1";
 constexpr uint32_t kMaxFrame = 1u << 20;  // far above any real message: a guard against garbage
 enum : char { HELLO = 'H', LAYOUT = 'L', READY = 'R', GO = 'G', FAILED = 'E' };
 
-std::string errno_text(int err) {
-  return std::strerror(err);
-}
-
 std::string seconds_text(std::chrono::milliseconds ms) {
   const double s = static_cast<double>(ms.count()) / 1000.0;
   char buf[32];
@@ -79,7 +75,8 @@ class Socket {
 void set_nonblocking(int fd) {
   const int flags = ::fcntl(fd, F_GETFL, 0);
   if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
-    throw RendezvousError("rendezvous: cannot make a socket non-blocking: " + errno_text(errno));
+    throw RendezvousError(std::string("rendezvous: cannot make a socket non-blocking: ") +
+                          std::strerror(errno));
 }
 
 // Waits until `fd` is ready for `events`; false when the deadline passes first.
@@ -92,7 +89,7 @@ bool wait_fd(int fd, short events, Deadline deadline) {
     const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
     if (n > 0) return true;
     if (n < 0 && errno != EINTR)
-      throw RendezvousError("rendezvous: poll failed: " + errno_text(errno));
+      throw RendezvousError(std::string("rendezvous: poll failed: ") + std::strerror(errno));
   }
 }
 
@@ -327,7 +324,8 @@ RendezvousServer::RendezvousServer(RendezvousOptions options) : options_(std::mo
     sockaddr_storage bound{};
     socklen_t len = sizeof bound;
     if (::getsockname(s.fd(), reinterpret_cast<sockaddr*>(&bound), &len) != 0)
-      throw RendezvousError("rendezvous: cannot read the bound port: " + errno_text(errno));
+      throw RendezvousError(std::string("rendezvous: cannot read the bound port: ") +
+                            std::strerror(errno));
     port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                                               : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
     listener_ = s.release();  // closed by the destructor
@@ -339,7 +337,7 @@ RendezvousServer::RendezvousServer(RendezvousOptions options) : options_(std::mo
                           "listens there); choose another port in --rendezvous " +
                           endpoint_.host + ":PORT on every node");
   throw RendezvousError("rendezvous: cannot listen on port " + std::to_string(endpoint_.port) +
-                        ": " + errno_text(last_error));
+                        ": " + std::strerror(last_error));
 }
 
 RendezvousServer::~RendezvousServer() {
@@ -479,7 +477,7 @@ NodeLayout join_rendezvous(const RendezvousOptions& o) {
       set_nonblocking(c.fd());
       if (::connect(c.fd(), a->ai_addr, a->ai_addrlen) != 0) {
         if (errno != EINPROGRESS) {
-          last = errno_text(errno);
+          last = std::strerror(errno);
           continue;
         }
         const Deadline attempt = std::min(deadline, Clock::now() + std::chrono::seconds(5));
@@ -491,7 +489,7 @@ NodeLayout join_rendezvous(const RendezvousOptions& o) {
         socklen_t len = sizeof err;
         (void)::getsockopt(c.fd(), SOL_SOCKET, SO_ERROR, &err, &len);
         if (err != 0) {
-          last = errno_text(err);
+          last = std::strerror(err);
           continue;
         }
       }

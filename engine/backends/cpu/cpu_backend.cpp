@@ -85,10 +85,6 @@ struct DirectLaunch {
   std::optional<KernelArgs> args;
 };
 
-size_t si(StreamKind s) {
-  return static_cast<size_t>(s);
-}
-
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const CpuBackendOptions& o)
@@ -144,7 +140,7 @@ class CpuBackend final : public Backend {
   void record(int rank, StreamKind stream, EventId id) override {
     Rank& r = at(rank);
     Event& e = event(r, id);
-    CaptureState& cs = r.capture[si(stream)];
+    CaptureState& cs = r.capture[stream_index(stream)];
     if (cs.active) {
       // A record at the very start of a capture needs something to point at.
       if (cs.frontier.empty()) cs.frontier.push_back(add_node(r, stream, {}, {}, true));
@@ -158,7 +154,7 @@ class CpuBackend final : public Backend {
       std::lock_guard<std::mutex> lock(e.mutex);
       generation = ++e.recorded;
     }
-    r.streams[si(stream)]->enqueue([&e, generation] {
+    r.streams[stream_index(stream)]->enqueue([&e, generation] {
       {
         std::lock_guard<std::mutex> lock(e.mutex);
         e.completed = std::max(e.completed, generation);
@@ -170,7 +166,7 @@ class CpuBackend final : public Backend {
   void wait(int rank, StreamKind stream, EventId id) override {
     Rank& r = at(rank);
     Event& e = event(r, id);
-    CaptureState& cs = r.capture[si(stream)];
+    CaptureState& cs = r.capture[stream_index(stream)];
     if (r.capture_id >= 0 && e.capture == r.capture_id) {
       // Waiting on an event recorded inside the capture joins this stream to it.
       cs.active = true;
@@ -190,7 +186,7 @@ class CpuBackend final : public Backend {
     }
     if (target == 0) return;  // never recorded: nothing to wait for, as in CUDA
     check(r, [&](StepChecker& c) { c.wait(stream, id); });
-    r.streams[si(stream)]->enqueue([&e, target] {
+    r.streams[stream_index(stream)]->enqueue([&e, target] {
       std::unique_lock<std::mutex> lock(e.mutex);
       e.done.wait(lock, [&] { return e.completed >= target; });
     });
@@ -198,7 +194,7 @@ class CpuBackend final : public Backend {
 
   void synchronize(int rank, StreamKind stream) override {
     Rank& r = at(rank);
-    r.streams[si(stream)]->synchronize();
+    r.streams[stream_index(stream)]->synchronize();
     check(r, [&](StepChecker& c) { c.host_waits_for(stream); });
   }
   void synchronize(int rank) override {
@@ -211,13 +207,13 @@ class CpuBackend final : public Backend {
 
   void enqueue(int rank, StreamKind stream, Launch launch) override {
     Rank& r = at(rank);
-    CaptureState& cs = r.capture[si(stream)];
+    CaptureState& cs = r.capture[stream_index(stream)];
     launch.tag.stream = stream;
     if (cs.active) {
       const uint64_t need = StreamWorkspaces::need(launch);
       if (need || needs_rank_sum(launch))
         bind(r, stream, launch, r.bound_args.emplace_back(*launch.args));
-      r.capture_need[si(stream)] = std::max(r.capture_need[si(stream)], need);
+      r.capture_need[stream_index(stream)] = std::max(r.capture_need[stream_index(stream)], need);
       const int n = add_node(r, stream, std::move(launch), cs.frontier, false);
       cs.frontier = {n};
       return;
@@ -229,7 +225,7 @@ class CpuBackend final : public Backend {
     check(r, [&](StepChecker& c) { c.issue(stream, {&task->launch}, task->launch.tag.label); });
     if (StreamWorkspaces::need(task->launch) || needs_rank_sum(task->launch))
       bind(r, stream, task->launch, task->args.emplace(*task->launch.args));
-    r.streams[si(stream)]->enqueue([this, rank, task] { execute(rank, task->launch); });
+    r.streams[stream_index(stream)]->enqueue([this, rank, task] { execute(rank, task->launch); });
   }
 
   void begin_capture(int rank, StreamKind primary) override {
@@ -239,7 +235,7 @@ class CpuBackend final : public Backend {
     r.capture_primary = primary;
     r.building = std::make_unique<CpuGraph>();
     r.building->rank = rank;
-    r.capture[si(primary)] = CaptureState{true, {}};
+    r.capture[stream_index(primary)] = CaptureState{true, {}};
     r.capture_need.fill(0);
   }
 
@@ -250,7 +246,7 @@ class CpuBackend final : public Backend {
     std::unique_ptr<CpuGraph> g = std::move(r.building);
     // Every stream that joined must flow back into the primary (CUDA reports
     // cudaErrorStreamCaptureUnjoined otherwise).
-    const std::vector<bool> reach = reaches(*g, r.capture[si(primary)].frontier);
+    const std::vector<bool> reach = reaches(*g, r.capture[stream_index(primary)].frontier);
     for (int s = 0; s < kNumStreams; ++s) {
       const CaptureState& cs = r.capture[static_cast<size_t>(s)];
       if (!cs.active || s == static_cast<int>(primary)) continue;
@@ -283,7 +279,7 @@ class CpuBackend final : public Backend {
     Rank& r = at(rank);
     if (handle < 0 || static_cast<size_t>(handle) >= r.graphs.size())
       throw std::out_of_range("CPU backend: no graph " + std::to_string(handle));
-    if (r.capture[si(stream)].active)
+    if (r.capture[stream_index(stream)].active)
       throw std::logic_error("CPU backend: graph launch inside a capture");
     const CpuGraph* g = r.graphs[static_cast<size_t>(handle)].get();
     check(r, [&](StepChecker& c) {
@@ -299,7 +295,7 @@ class CpuBackend final : public Backend {
     });
     // Capture order is a topological order of the recorded edges, so running
     // the nodes in index order honours every dependency.
-    r.streams[si(stream)]->enqueue([this, rank, g] {
+    r.streams[stream_index(stream)]->enqueue([this, rank, g] {
       for (const CapturedNode& n : g->nodes)
         if (!n.empty) execute(rank, n.launch);
     });
@@ -386,7 +382,7 @@ class CpuBackend final : public Backend {
 
   void host_collective(int rank, StreamKind stream, CollectiveCall call) {
     Rank& r = at(rank);
-    if (r.capture[si(stream)].active || r.capture_id >= 0)
+    if (r.capture[stream_index(stream)].active || r.capture_id >= 0)
       throw std::logic_error("CPU backend: host-issued collective while capturing");
     if (!r.grouping) {
       enqueue_collective(rank, stream, {std::move(call)});

@@ -8,10 +8,6 @@ namespace tr::cpu {
 
 namespace {
 
-size_t si(StreamKind s) {
-  return static_cast<size_t>(s);
-}
-
 void merge_into(std::vector<ByteRange>& out, const std::vector<ByteRange>& in) {
   for (const ByteRange& r : in)
     if (r.bytes > 0) out.push_back(r);
@@ -71,29 +67,30 @@ std::string range_text(ByteRange r) {
 void StepChecker::record(StreamKind stream, int event) {
   if (event < 0) return;
   if (static_cast<size_t>(event) >= events_.size()) events_.resize(static_cast<size_t>(event) + 1);
-  events_[static_cast<size_t>(event)] = streams_[si(stream)];
+  events_[static_cast<size_t>(event)] = streams_[stream_index(stream)];
 }
 
 void StepChecker::wait(StreamKind stream, int event) {
   if (event < 0 || static_cast<size_t>(event) >= events_.size()) return;
-  Clock& c = streams_[si(stream)];
+  Clock& c = streams_[stream_index(stream)];
   const Clock& e = events_[static_cast<size_t>(event)];
   for (size_t s = 0; s < c.size(); ++s) c[s] = std::max(c[s], e[s]);
 }
 
 void StepChecker::host_waits_for(StreamKind stream) {
-  const Clock& c = streams_[si(stream)];
+  const Clock& c = streams_[stream_index(stream)];
   for (size_t s = 0; s < host_.size(); ++s) host_[s] = std::max(host_[s], c[s]);
   // What the host has seen finish is ordered before all it issues later.
-  std::erase_if(window_,
-                [&](const Unit& u) { return u.clock[si(u.stream)] <= host_[si(u.stream)]; });
+  std::erase_if(window_, [&](const Unit& u) {
+    return u.clock[stream_index(u.stream)] <= host_[stream_index(u.stream)];
+  });
 }
 
 void StepChecker::issue(StreamKind stream, const std::vector<const Launch*>& launches,
                         std::string label) {
-  Clock& c = streams_[si(stream)];
+  Clock& c = streams_[stream_index(stream)];
   for (size_t s = 0; s < c.size(); ++s) c[s] = std::max(c[s], host_[s]);
-  ++c[si(stream)];
+  ++c[stream_index(stream)];
   Unit u{stream, c, std::move(label), {}, {}};
   // Each launch's footprint once: for the unit's bytes and for following it.
   std::vector<Footprint> derived(launches.size());
@@ -107,7 +104,7 @@ void StepChecker::issue(StreamKind stream, const std::vector<const Launch*>& lau
   u.writes = merged(std::move(u.writes));
   for (const Unit& w : window_) {
     // Ordered: this unit's clock has seen w's own tick.
-    if (w.clock[si(w.stream)] <= u.clock[si(w.stream)]) continue;
+    if (w.clock[stream_index(w.stream)] <= u.clock[stream_index(w.stream)]) continue;
     ByteRange at;
     if (intersect(w.writes, u.reads, &at) || intersect(w.writes, u.writes, &at) ||
         intersect(w.reads, u.writes, &at))

@@ -46,10 +46,6 @@ namespace tr::cuda {
 
 namespace {
 
-size_t si(StreamKind s) {
-  return static_cast<size_t>(s);
-}
-
 // Makes `device` current for the scope and restores the caller's device, so
 // a host thread that drives several ranks never leaks one rank's device.
 class DeviceScope {
@@ -233,14 +229,14 @@ class CudaBackend final : public Backend {
     for (auto& r : ranks_) {
       DeviceScope scope(r->device);
       TR_CUDA_CHECK(cudaMemcpyAsync(r->vote, &mine, sizeof mine, cudaMemcpyHostToDevice,
-                                    r->streams[si(StreamKind::UPDATE)]),
+                                    r->streams[stream_index(StreamKind::UPDATE)]),
                     r->device);
     }
     TR_NCCL_CHECK(ncclGroupStart(), -1);
     try {
       for (auto& r : ranks_)
         TR_NCCL_CHECK(ncclAllReduce(r->vote, r->vote, 1, ncclInt32, ncclMax, comm(*r),
-                                    r->streams[si(StreamKind::UPDATE)]),
+                                    r->streams[stream_index(StreamKind::UPDATE)]),
                       r->device);
     } catch (...) {
       (void)ncclGroupEnd();
@@ -251,12 +247,12 @@ class CudaBackend final : public Backend {
     {
       DeviceScope scope(first.device);
       TR_CUDA_CHECK(cudaMemcpyAsync(&any, first.vote, sizeof any, cudaMemcpyDeviceToHost,
-                                    first.streams[si(StreamKind::UPDATE)]),
+                                    first.streams[stream_index(StreamKind::UPDATE)]),
                     first.device);
     }
     for (auto& r : ranks_) {
       DeviceScope scope(r->device);
-      TR_CUDA_CHECK(cudaStreamSynchronize(r->streams[si(StreamKind::UPDATE)]), r->device);
+      TR_CUDA_CHECK(cudaStreamSynchronize(r->streams[stream_index(StreamKind::UPDATE)]), r->device);
       after_synchronize(*r);
     }
     return any != 0;
@@ -309,8 +305,9 @@ class CudaBackend final : public Backend {
                    r.device);
       r.arena = static_cast<uint8_t*>(p);
       // On our own stream: a plain cudaMemset would use the legacy default stream.
-      TR_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, r.streams[si(StreamKind::TRANS)]), r.device);
-      TR_CUDA_CHECK(cudaStreamSynchronize(r.streams[si(StreamKind::TRANS)]), r.device);
+      TR_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, r.streams[stream_index(StreamKind::TRANS)]),
+                    r.device);
+      TR_CUDA_CHECK(cudaStreamSynchronize(r.streams[stream_index(StreamKind::TRANS)]), r.device);
     }
     arena_bytes_ = bytes;
   }
@@ -337,7 +334,7 @@ class CudaBackend final : public Backend {
       return;
     }
     DeviceScope scope(r.device);
-    TR_CUDA_CHECK(cudaEventRecord(event(r, id), r.streams[si(stream)]), r.device);
+    TR_CUDA_CHECK(cudaEventRecord(event(r, id), r.streams[stream_index(stream)]), r.device);
   }
 
   void wait(int rank, StreamKind stream, EventId id) override {
@@ -349,13 +346,13 @@ class CudaBackend final : public Backend {
     }
     DeviceScope scope(r.device);
     // Never recorded: completes at once, as the CPU backend's wait does.
-    TR_CUDA_CHECK(cudaStreamWaitEvent(r.streams[si(stream)], event(r, id), 0), r.device);
+    TR_CUDA_CHECK(cudaStreamWaitEvent(r.streams[stream_index(stream)], event(r, id), 0), r.device);
   }
 
   void synchronize(int rank, StreamKind stream) override {
     Rank& r = ready(rank);
     DeviceScope scope(r.device);
-    TR_CUDA_CHECK(cudaStreamSynchronize(r.streams[si(stream)]), r.device);
+    TR_CUDA_CHECK(cudaStreamSynchronize(r.streams[stream_index(stream)]), r.device);
     after_synchronize(r);
   }
 
@@ -379,7 +376,7 @@ class CudaBackend final : public Backend {
 
   // One launch on its stream now: inside a capture it becomes a graph node.
   void run_launch(Rank& r, StreamKind stream, const Launch& launch) {
-    cudaStream_t s = r.streams[si(stream)];
+    cudaStream_t s = r.streams[stream_index(stream)];
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     TR_CUDA_CHECK(cudaStreamIsCapturing(s, &status), r.device);
     const bool captured = status != cudaStreamCaptureStatusNone;
@@ -421,7 +418,7 @@ class CudaBackend final : public Backend {
     Rank& r = at(rank);
     DeviceScope scope(r.device);
     // Chooses (and caches) the launch's algorithms; the capture finds them.
-    const uint64_t need = cuda_workspace_bytes(*l.args, r.streams[si(stream)]);
+    const uint64_t need = cuda_workspace_bytes(*l.args, r.streams[stream_index(stream)]);
     if (need) reserve_workspace(r, stream, need);
   }
 
@@ -435,8 +432,9 @@ class CudaBackend final : public Backend {
       return;
     }
     DeviceScope scope(r.device);
-    TR_CUDA_CHECK(cudaStreamBeginCapture(r.streams[si(primary)], cudaStreamCaptureModeRelaxed),
-                  r.device);
+    TR_CUDA_CHECK(
+        cudaStreamBeginCapture(r.streams[stream_index(primary)], cudaStreamCaptureModeRelaxed),
+        r.device);
     r.capturing = true;
     r.primary = primary;
   }
@@ -452,7 +450,7 @@ class CudaBackend final : public Backend {
     }
     DeviceScope scope(r.device);
     cudaGraph_t graph = nullptr;
-    const cudaError_t err = cudaStreamEndCapture(r.streams[si(primary)], &graph);
+    const cudaError_t err = cudaStreamEndCapture(r.streams[stream_index(primary)], &graph);
     r.capturing = false;
     if (err == cudaErrorStreamCaptureUnjoined) {
       (void)cudaGetLastError();
@@ -485,7 +483,7 @@ class CudaBackend final : public Backend {
     DeviceScope scope(r.device);
     // Join every stream that forked into the capture back into the primary,
     // so that ending it ends the whole capture sequence.
-    cudaStream_t primary = r.streams[si(r.primary)];
+    cudaStream_t primary = r.streams[stream_index(r.primary)];
     for (cudaStream_t s : distinct_streams(r)) {
       cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
       if (s == primary || cudaStreamIsCapturing(s, &status) != cudaSuccess ||
@@ -519,7 +517,7 @@ class CudaBackend final : public Backend {
       return;
     }
     DeviceScope scope(r.device);
-    cudaStream_t s = r.streams[si(stream)];
+    cudaStream_t s = r.streams[stream_index(stream)];
     LaunchTag tag;
     tag.stream = stream;
     tag.label = "graph " + std::to_string(handle);
@@ -708,10 +706,10 @@ class CudaBackend final : public Backend {
     if (!k)
       throw std::logic_error("CUDA backend: no CUDA kernel for " +
                              std::string(cuda_op_name(*l.args->node)) + " yet");
-    const uint64_t need = cuda_workspace_bytes(*l.args, r.streams[si(stream)]);
+    const uint64_t need = cuda_workspace_bytes(*l.args, r.streams[stream_index(stream)]);
     const bool sums = needs_rank_sum(*l.args);
     if (!need && !sums) {
-      k(*l.args, r.streams[si(stream)]);
+      k(*l.args, r.streams[stream_index(stream)]);
       return;
     }
     KernelArgs bound = *l.args;
@@ -723,7 +721,7 @@ class CudaBackend final : public Backend {
             "CudaBackendOptions::sync_batch_norm");
       bound.rank_sum = r.rank_sum.get();
     }
-    k(bound, r.streams[si(stream)]);
+    k(bound, r.streams[stream_index(stream)]);
   }
 
   // SyncBatchNorm's training kernels sum their statistics across ranks.
@@ -756,7 +754,7 @@ class CudaBackend final : public Backend {
   // captured); the old buffer is retired, as queued launches and captured
   // graphs may still use it.
   const StreamWorkspace& reserve_workspace(Rank& r, StreamKind stream, uint64_t bytes) {
-    StreamWorkspace& w = r.workspaces[si(stream)];
+    StreamWorkspace& w = r.workspaces[stream_index(stream)];
     if (bytes <= w.bytes) return w;
     // Whole MiB: the next larger need often differs by a few bytes.
     const uint64_t rounded = (bytes + (1u << 20) - 1) & ~uint64_t{(1u << 20) - 1};
@@ -814,15 +812,15 @@ class CudaBackend final : public Backend {
   // the work it forked joins back there, as the capture protocol arranged.
   void replay(Rank& r, StreamKind stream, const GraphSlot& slot) {
     DeviceScope scope(r.device);
-    cudaStream_t launched_on = r.streams[si(stream)];
-    cudaStream_t primary = r.streams[si(slot.primary)];
+    cudaStream_t launched_on = r.streams[stream_index(stream)];
+    cudaStream_t primary = r.streams[stream_index(slot.primary)];
     // The program forks from its primary stream and joins back there; when
     // launched on another stream it must start after that stream's work and
     // finish before that stream's next work, as a graph launched there would.
     const bool bridge = launched_on != primary;
     if (bridge) join(r, launched_on, primary);
     for (const RecordedOp& op : slot.program) {
-      cudaStream_t s = r.streams[si(op.stream)];
+      cudaStream_t s = r.streams[stream_index(op.stream)];
       switch (op.kind) {
         case RecordedOp::Kind::RECORD:
           TR_CUDA_CHECK(cudaEventRecord(event(r, op.event), s), r.device);
@@ -907,7 +905,7 @@ class CudaBackend final : public Backend {
       for (size_t i = 0; i < round.size(); ++i) {
         const Rank& r = *ranks_[i];
         const ncclComm_t c = comm(r);
-        cudaStream_t s = r.streams[si(round[i].stream)];
+        cudaStream_t s = r.streams[stream_index(round[i].stream)];
         for (const HostCollective& call : round[i].calls) {
           if (call.bytes == 0) continue;
           if (call.kind == HostCollectiveKind::BROADCAST)

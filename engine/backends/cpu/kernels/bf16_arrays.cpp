@@ -17,10 +17,10 @@ namespace {
 
 // ---- portable -------------------------------------------------------------
 
-constexpr auto widen_flat_portable = &detail::widen_flat_portable<&bf16_bits_to_float>;
-constexpr auto narrow_flat_portable = &detail::narrow_flat_portable<&float_to_bf16_bits>;
-constexpr auto widen_rows_portable = &detail::widen_rows_portable<&bf16_bits_to_float>;
-constexpr auto narrow_rows_portable = &detail::narrow_rows_portable<&float_to_bf16_bits>;
+constexpr auto widen_flat_bf16_portable = &detail::widen_flat_portable<&bf16_bits_to_float>;
+constexpr auto narrow_flat_bf16_portable = &detail::narrow_flat_portable<&float_to_bf16_bits>;
+constexpr auto widen_rows_bf16_portable = &detail::widen_rows_portable<&bf16_bits_to_float>;
+constexpr auto narrow_rows_bf16_portable = &detail::narrow_rows_portable<&float_to_bf16_bits>;
 
 // ---- AVX-512 BF16 -----------------------------------------------------------
 // Compiled for these extensions only here and called only when the CPU has
@@ -95,24 +95,26 @@ bool bf16_arrays_use_avx512() noexcept {
 
 void widen_bf16(const uint16_t* in, float* out, int64_t n) {
   detail::convert_flat(in, out, n,
-                       bf16_arrays_use_avx512() ? &widen_flat_avx512 : widen_flat_portable);
+                       bf16_arrays_use_avx512() ? &widen_flat_avx512 : widen_flat_bf16_portable);
 }
 
 void narrow_to_bf16(const float* in, uint16_t* out, int64_t n) {
   detail::convert_flat(in, out, n,
-                       bf16_arrays_use_avx512() ? &narrow_flat_avx512 : narrow_flat_portable);
+                       bf16_arrays_use_avx512() ? &narrow_flat_avx512 : narrow_flat_bf16_portable);
 }
 
 void widen_bf16_rows(const uint16_t* in, int64_t stride, float* out, int64_t rows, int64_t c) {
   if (stride == c) return widen_bf16(in, out, rows * c);
-  detail::widen_rows_split(in, stride, out, rows, c,
-                           bf16_arrays_use_avx512() ? &widen_rows_avx512 : widen_rows_portable);
+  detail::widen_rows_split(
+      in, stride, out, rows, c,
+      bf16_arrays_use_avx512() ? &widen_rows_avx512 : widen_rows_bf16_portable);
 }
 
 void narrow_to_bf16_rows(const float* in, uint16_t* out, int64_t stride, int64_t rows, int64_t c) {
   if (stride == c) return narrow_to_bf16(in, out, rows * c);
-  detail::narrow_rows_split(in, out, stride, rows, c,
-                            bf16_arrays_use_avx512() ? &narrow_rows_avx512 : narrow_rows_portable);
+  detail::narrow_rows_split(
+      in, out, stride, rows, c,
+      bf16_arrays_use_avx512() ? &narrow_rows_avx512 : narrow_rows_bf16_portable);
 }
 
 }  // namespace tr::cpu

@@ -16,10 +16,10 @@ namespace {
 
 // ---- portable -------------------------------------------------------------
 
-constexpr auto widen_flat_portable = &detail::widen_flat_portable<&half_bits_to_float>;
-constexpr auto narrow_flat_portable = &detail::narrow_flat_portable<&float_to_half_bits>;
-constexpr auto widen_rows_portable = &detail::widen_rows_portable<&half_bits_to_float>;
-constexpr auto narrow_rows_portable = &detail::narrow_rows_portable<&float_to_half_bits>;
+constexpr auto widen_flat_half_portable = &detail::widen_flat_portable<&half_bits_to_float>;
+constexpr auto narrow_flat_half_portable = &detail::narrow_flat_portable<&float_to_half_bits>;
+constexpr auto widen_rows_half_portable = &detail::widen_rows_portable<&half_bits_to_float>;
+constexpr auto narrow_rows_half_portable = &detail::narrow_rows_portable<&float_to_half_bits>;
 
 // ---- F16C -----------------------------------------------------------------
 // Compiled for AVX2 + F16C only here and called only when the CPU has both,
@@ -43,7 +43,7 @@ TR_F16C void widen_flat_f16c(const uint16_t* in, float* out, int64_t n) {
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(out + i,
                      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
-  widen_flat_portable(in + i, out + i, n - i);
+  widen_flat_half_portable(in + i, out + i, n - i);
 }
 
 TR_F16C void narrow_flat_f16c(const float* in, uint16_t* out, int64_t n) {
@@ -51,7 +51,7 @@ TR_F16C void narrow_flat_f16c(const float* in, uint16_t* out, int64_t n) {
   for (; i + 8 <= n; i += 8)
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
                      _mm256_cvtps_ph(_mm256_loadu_ps(in + i), kRound));
-  narrow_flat_portable(in + i, out + i, n - i);
+  narrow_flat_half_portable(in + i, out + i, n - i);
 }
 
 // A padded stride is a multiple of 8 (features, gradient slots) or of 4
@@ -163,12 +163,13 @@ bool half_arrays_use_f16c() noexcept {
 }
 
 void widen_half(const uint16_t* in, float* out, int64_t n) {
-  detail::convert_flat(in, out, n, half_arrays_use_f16c() ? &widen_flat_f16c : widen_flat_portable);
+  detail::convert_flat(in, out, n,
+                       half_arrays_use_f16c() ? &widen_flat_f16c : widen_flat_half_portable);
 }
 
 void narrow_to_half(const float* in, uint16_t* out, int64_t n) {
   detail::convert_flat(in, out, n,
-                       half_arrays_use_f16c() ? &narrow_flat_f16c : narrow_flat_portable);
+                       half_arrays_use_f16c() ? &narrow_flat_f16c : narrow_flat_half_portable);
 }
 
 void widen_half_rows(const uint16_t* in, int64_t stride, float* out, int64_t rows, int64_t c) {
@@ -177,7 +178,7 @@ void widen_half_rows(const uint16_t* in, int64_t stride, float* out, int64_t row
   detail::widen_rows_split(in, stride, out, rows, c,
                            fast && stride % 8 == 0   ? &widen_rows8_f16c
                            : fast && stride % 4 == 0 ? &widen_rows4_f16c
-                                                     : widen_rows_portable);
+                                                     : widen_rows_half_portable);
 }
 
 void narrow_to_half_rows(const float* in, uint16_t* out, int64_t stride, int64_t rows, int64_t c) {
@@ -186,7 +187,7 @@ void narrow_to_half_rows(const float* in, uint16_t* out, int64_t stride, int64_t
   detail::narrow_rows_split(in, out, stride, rows, c,
                             fast && stride % 8 == 0   ? &narrow_rows8_f16c
                             : fast && stride % 4 == 0 ? &narrow_rows4_f16c
-                                                      : narrow_rows_portable);
+                                                      : narrow_rows_half_portable);
 }
 
 }  // namespace tr::cpu
