@@ -11,9 +11,10 @@ namespace tr::gui {
 
 namespace {
 
-QString tr_(const char* text) {
-  return QCoreApplication::translate("tr::gui::MainWindow", text);
-}
+// The translation context of this file's text.
+struct OnnxExportText {
+  Q_DECLARE_TR_FUNCTIONS(tr::gui::MainWindow)
+};
 
 }  // namespace
 
@@ -22,22 +23,24 @@ bool export_onnx_file(const Project& project, const QString& checkpoint, const Q
   try {
     const Checkpoint c = read_checkpoint(checkpoint.toStdString());
     if (c.project_name != project.name) {
-      *message = tr_("%1 is a checkpoint of '%2', not of the open project '%3'")
+      *message = OnnxExportText::tr("%1 is a checkpoint of '%2', not of the open project '%3'")
                      .arg(checkpoint, QString::fromStdString(c.project_name),
                           QString::fromStdString(project.name));
       return false;
     }
     const OnnxExportSummary s = export_onnx(project, c, out.toStdString());
-    *message = tr_("Exported %1: %2 ONNX nodes, %3 parameters (%4 weights of step %5), output '%6'")
+    *message = OnnxExportText::tr(
+                   "Exported %1: %2 ONNX nodes, %3 parameters (%4 weights of step %5), output '%6'")
                    .arg(out)
                    .arg(s.nodes)
                    .arg(s.parameters)
-                   .arg(s.used_ema ? tr_("EMA") : tr_("trained"))
+                   .arg(s.used_ema ? OnnxExportText::tr("EMA") : OnnxExportText::tr("trained"))
                    .arg(c.position.step)
                    .arg(QString::fromStdString(s.output));
     return true;
   } catch (const ProjectError& e) {
-    *message = tr_("The design cannot be exported: %1").arg(QString::fromStdString(e.what()));
+    *message = OnnxExportText::tr("The design cannot be exported: %1")
+                   .arg(QString::fromStdString(e.what()));
   } catch (const UsageError& e) {
     *message = QString::fromStdString(e.what());
   }

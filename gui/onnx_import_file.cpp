@@ -15,9 +15,10 @@ namespace tr::gui {
 
 namespace {
 
-QString tr_(const char* text) {
-  return QCoreApplication::translate("tr::gui::MainWindow", text);
-}
+// The translation context of this file's text.
+struct OnnxImportText {
+  Q_DECLARE_TR_FUNCTIONS(tr::gui::MainWindow)
+};
 
 }  // namespace
 
@@ -43,7 +44,8 @@ bool import_onnx_file(const QString& onnx, const QString& project, ImportedModel
       layers += n.type != LayerType::Input && n.type != LayerType::SoftmaxCrossEntropy;
     out->project = project;
     out->checkpoint = checkpoint;
-    out->summary = tr_("Imported %1: %2 ONNX nodes became %3 layers with %4 weights; the weights "
+    out->summary = OnnxImportText::tr(
+                       "Imported %1: %2 ONNX nodes became %3 layers with %4 weights; the weights "
                        "are in %5")
                        .arg(QFileInfo(onnx).fileName())
                        .arg(r.onnx_nodes)
@@ -54,7 +56,8 @@ bool import_onnx_file(const QString& onnx, const QString& project, ImportedModel
     for (const std::string& n : r.notes) out->notes << QString::fromStdString(n);
     return true;
   } catch (const ProjectError& e) {
-    *message = tr_("The model cannot become a project: %1").arg(QString::fromStdString(e.what()));
+    *message = OnnxImportText::tr("The model cannot become a project: %1")
+                   .arg(QString::fromStdString(e.what()));
   } catch (const UsageError& e) {
     *message = QString::fromStdString(e.what());
   }

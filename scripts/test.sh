@@ -14,8 +14,8 @@ ctest --test-dir "$root/build" --output-on-failure -j "$(nproc)" "$@"
 # CUDA, no benchmarks, of the GUI tests only the journeys through every view),
 # at -O1 with assertions on, as the sanitizers' documentation advises: on a
 # 2-core Zen 3 it builds in 13 minutes instead of 19 at -O3, and its tests
-# take the same 4.8. Nobody edits this tree, so the engine compiles as unity
-# files (TR_UNITY_BUILD). TR_SKIP_SANITIZERS=1 skips it.
+# take the same 4.8. Nobody edits this tree, so the engine and the workbench
+# compile as unity files (TR_UNITY_BUILD). TR_SKIP_SANITIZERS=1 skips it.
 if [ "${TR_SKIP_SANITIZERS:-0}" != "1" ]; then
   BUILD_DIR="$root/build-asan" \
     TR_CMAKE_ARGS="-DTR_CUDA=OFF -DTR_GUI=ON -DTR_GUI_TESTS=journeys -DTR_BENCH=OFF -DTR_SANITIZE=address,undefined -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DTR_UNITY_BUILD=ON" \

@@ -8,9 +8,10 @@ namespace tr::gui {
 
 namespace {
 
-QString tr_(const char* text) {
-  return QCoreApplication::translate("LayerCatalog", text);
-}
+// The translation context of this file's text.
+struct LayerCatalogText {
+  Q_DECLARE_TR_FUNCTIONS(LayerCatalog)
+};
 
 }  // namespace
 
@@ -21,19 +22,19 @@ LayerGroup layer_group(LayerType t) {
 QString layer_group_name(LayerGroup g) {
   switch (g) {
     case LayerGroup::InputOutput:
-      return tr_("Input and loss");
+      return LayerCatalogText::tr("Input and loss");
     case LayerGroup::Convolution:
-      return tr_("Convolution");
+      return LayerCatalogText::tr("Convolution");
     case LayerGroup::Normalisation:
-      return tr_("Normalisation, dropout");
+      return LayerCatalogText::tr("Normalisation, dropout");
     case LayerGroup::Activation:
-      return tr_("Activation");
+      return LayerCatalogText::tr("Activation");
     case LayerGroup::Pooling:
-      return tr_("Pooling");
+      return LayerCatalogText::tr("Pooling");
     case LayerGroup::Dense:
-      return tr_("Dense");
+      return LayerCatalogText::tr("Dense");
     case LayerGroup::Merge:
-      return tr_("Merge (residual)");
+      return LayerCatalogText::tr("Merge (residual)");
   }
   return {};
 }

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "lifetime_chart.h"
 
-#include <QLocale>
 #include <QMouseEvent>
 #include <QPainter>
 #include <algorithm>
@@ -16,7 +15,7 @@ namespace tr::gui {
 
 namespace {
 
-constexpr int kMargin = 8;
+constexpr int kChartMargin = 8;
 constexpr int kTickLabelGap = 8;  // px between two graph names on one row
 constexpr int kMaxShared = 8;     // tensors named in a tooltip before "and N more"
 
@@ -42,10 +41,6 @@ QColor mix(const QColor& a, const QColor& b, double t) {
   auto channel = [t](int x, int y) { return static_cast<int>(std::lround(x * (1 - t) + y * t)); };
   return QColor(channel(a.red(), b.red()), channel(a.green(), b.green()),
                 channel(a.blue(), b.blue()));
-}
-
-QString number(uint64_t n) {
-  return QLocale(QLocale::English).toString(static_cast<qulonglong>(n));
 }
 
 QFont small_font(const QFont& f) {
@@ -114,10 +109,10 @@ int LifetimeChart::axisLabelWidth() const {
 }
 
 QRect LifetimeChart::plotRect() const {
-  const int left = kMargin + axisLabelWidth();
-  const int top = kMargin + legendHeight();
-  return QRect(left, top, std::max(10, width() - left - kMargin),
-               std::max(10, height() - top - axisHeight() - kMargin));
+  const int left = kChartMargin + axisLabelWidth();
+  const int top = kChartMargin + legendHeight();
+  return QRect(left, top, std::max(10, width() - left - kChartMargin),
+               std::max(10, height() - top - axisHeight() - kChartMargin));
 }
 
 double LifetimeChart::yMax() const {
@@ -175,7 +170,7 @@ void LifetimeChart::relayout() {
     const double x0 = xAt(ticks_[i].position), x1 = xAt(endOf(i));
     const bool centred = x1 - x0 >= w + kTickLabelGap;
     int x = static_cast<int>(std::lround(centred ? (x0 + x1 - w) / 2 : x0 + 2));
-    x = std::clamp(x, plot.left(), std::max(plot.left(), width() - kMargin - w));
+    x = std::clamp(x, plot.left(), std::max(plot.left(), width() - kChartMargin - w));
     for (int row = 0; row < 2; ++row) {
       const QRect r(x, plot.bottom() + 4 + row * fm.height(), w, fm.height());
       const bool free = std::none_of(labels_.begin(), labels_.end(), [&](const TickLabel& l) {
@@ -239,8 +234,8 @@ QString LifetimeChart::describeBlock(int block) const {
           .arg(b.last)
           .arg(QString::fromStdString(life.describe(cp_->project(), b.first)),
                QString::fromStdString(life.describe(cp_->project(), b.last)), bytes_text(b.bytes),
-               number(b.bytes), blocks_->packed() ? tr("pool offset") : tr("offset"),
-               number(blocks_->packed() ? b.offset : b.offset + blocks_->base()));
+               exact_bytes_text(b.bytes), blocks_->packed() ? tr("pool offset") : tr("offset"),
+               exact_bytes_text(blocks_->packed() ? b.offset : b.offset + blocks_->base()));
   const std::vector<int> shares = blocks_->sharing(block);
   if (shares.empty()) {
     if (blocks_->packed()) text += tr("\nits bytes are its own for the whole step");
@@ -278,7 +273,7 @@ QSize LifetimeChart::sizeHint() const {
 }
 
 QSize LifetimeChart::minimumSizeHint() const {
-  return QSize(320, legendHeight() + axisHeight() + 2 * kMargin + 80);
+  return QSize(320, legendHeight() + axisHeight() + 2 * kChartMargin + 80);
 }
 
 void LifetimeChart::paintEvent(QPaintEvent*) {
@@ -294,10 +289,10 @@ void LifetimeChart::paintEvent(QPaintEvent*) {
 
   // Legend: the figures, then what the colours and lines mean.
   p.setPen(text);
-  p.drawText(QRect(kMargin, kMargin, width() - 2 * kMargin, fm.height()),
+  p.drawText(QRect(kChartMargin, kChartMargin, width() - 2 * kChartMargin, fm.height()),
              Qt::AlignLeft | Qt::AlignVCenter, legendText());
-  int x = kMargin;
-  const int swatchY = kMargin + fm.height() + 4;
+  int x = kChartMargin;
+  const int swatchY = kChartMargin + fm.height() + 4;
   bool present[kNumBlockKinds] = {};
   for (const PoolBlock& b : blocks_->blocks()) present[static_cast<int>(b.kind)] = true;
   for (int k = 0; k < kNumBlockKinds; ++k) {
@@ -327,7 +322,7 @@ void LifetimeChart::paintEvent(QPaintEvent*) {
     p.setPen(grid);
     p.drawLine(QPointF(plot.left(), py), QPointF(plot.right(), py));
     p.setPen(text);
-    p.drawText(QRectF(kMargin, py - sfm.height() / 2.0, axisLabelWidth() - 6, sfm.height()),
+    p.drawText(QRectF(kChartMargin, py - sfm.height() / 2.0, axisLabelWidth() - 6, sfm.height()),
                Qt::AlignRight | Qt::AlignVCenter, bytes_text(y));
   }
   p.setPen(grid);

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "region_bands.h"
 
-#include <QLocale>
 #include <QMouseEvent>
 #include <QPainter>
 #include <algorithm>
@@ -52,10 +51,6 @@ QColor series_colour(char series) {
     default:
       return QColor(0x9e, 0x9e, 0x9e);
   }
-}
-
-QString number(uint64_t n) {
-  return QLocale(QLocale::English).toString(static_cast<qulonglong>(n));
 }
 
 QString engine_name(Region r) {
@@ -292,8 +287,8 @@ QString RegionBands::describeAt(QPoint pt) const {
   if (band == kPoolBand) {
     text = tr("%1: offset %2, %3 (%4 bytes, %5% of the arena), %6 tensor(s) in use, %7 before "
               "packing")
-               .arg(pool_band_long_title(), number(bandOffset(band)), bytes_text(bandBytes(band)),
-                    number(bandBytes(band)))
+               .arg(pool_band_long_title(), exact_bytes_text(bandOffset(band)),
+                    bytes_text(bandBytes(band)), exact_bytes_text(bandBytes(band)))
                .arg(share, 0, 'f', 2)
                .arg(blocks_ ? blocks_->blocks().size() : 0)
                .arg(bytes_text(blocks_ ? blocks_->slotBytes() : 0));
@@ -301,8 +296,8 @@ QString RegionBands::describeAt(QPoint pt) const {
     const Region region = static_cast<Region>(band);
     const RegionInfo& info = p->region(region);
     text = tr("%1 (%2): offset %3, %4 (%5 bytes, %6% of the arena), %7 tensor(s)")
-               .arg(band_title(band), engine_name(region), number(info.base_offset),
-                    bytes_text(info.total_bytes), number(info.total_bytes))
+               .arg(band_title(band), engine_name(region), exact_bytes_text(info.base_offset),
+                    bytes_text(info.total_bytes), exact_bytes_text(info.total_bytes))
                .arg(share, 0, 'f', 2)
                .arg(info.tensors.size());
   }
@@ -327,7 +322,7 @@ QString RegionBands::describeAt(QPoint pt) const {
                 .arg(QString::fromStdString(t.name), layer, QString::fromStdString(t.shape.str()),
                      QString::fromUtf8(dtype_name(t.dtype).data()))
                 .arg(t.padded_c())
-                .arg(number(t.offset), number(t.slot_bytes));
+                .arg(exact_bytes_text(t.offset), exact_bytes_text(t.slot_bytes));
     if (const int i = blocks_ ? blocks_->indexOf(id) : -1; i >= 0) {
       const PoolBlock& b = blocks_->blocks()[static_cast<size_t>(i)];
       text += tr(", live [%1, %2]").arg(b.first).arg(b.last);
@@ -406,7 +401,7 @@ void RegionBands::paintEvent(QPaintEvent*) {
     const QString text = tr("%1 · %2% · offset %3")
                              .arg(bytes_text(bandBytes(b)))
                              .arg(share, 0, 'f', 2)
-                             .arg(number(bandOffset(b)));
+                             .arg(exact_bytes_text(bandOffset(b)));
     painter.drawText(QRect(row.right() - kTextWidth + 8, row.top(), kTextWidth - 8, row.height()),
                      Qt::AlignLeft | Qt::AlignVCenter, text);
   }

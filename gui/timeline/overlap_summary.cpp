@@ -13,9 +13,10 @@ namespace tr::gui {
 
 namespace {
 
-QString tr_(const char* text) {
-  return QCoreApplication::translate("OverlapSummary", text);
-}
+// The translation context of this file's text.
+struct OverlapSummaryText {
+  Q_DECLARE_TR_FUNCTIONS(OverlapSummary)
+};
 
 QString stream_name(StreamKind s) {
   return QString::fromUtf8(stream_kind_name(s).data());
@@ -35,7 +36,7 @@ QString overlap_summary(const std::vector<ProfileSpan>& spans) {
     busy[o.rank][o.a] = o.busy_a_us;
     busy[o.rank][o.b] = o.busy_b_us;
     if (o.overlap_us <= 0) continue;
-    pairs[o.rank] << tr_("  %1 with %2: %3 together (%4 of %1, %5 of %2)")
+    pairs[o.rank] << OverlapSummaryText::tr("  %1 with %2: %3 together (%4 of %1, %5 of %2)")
                          .arg(stream_name(o.a), stream_name(o.b), duration_text(o.overlap_us),
                               percent_text(o.busy_a_us > 0 ? o.overlap_us / o.busy_a_us : 0),
                               percent_text(o.busy_b_us > 0 ? o.overlap_us / o.busy_b_us : 0));
@@ -51,27 +52,28 @@ QString overlap_summary(const std::vector<ProfileSpan>& spans) {
 
   QStringList lines;
   for (const auto& [rank, streams] : single) {
-    lines << tr_("rank %1").arg(rank);
+    lines << OverlapSummaryText::tr("rank %1").arg(rank);
     const auto& measured = busy.count(rank) ? busy[rank] : streams;
     QStringList b;
     for (const auto& [stream, us] : measured)
       b << QStringLiteral("%1 %2").arg(stream_name(stream), duration_text(us));
-    lines << tr_("  busy: %1").arg(b.join(QStringLiteral(" · ")));
+    lines << OverlapSummaryText::tr("  busy: %1").arg(b.join(QStringLiteral(" · ")));
     if (pairs.count(rank))
       lines << pairs[rank];
     else
-      lines << tr_("  no two streams ran at the same time");
+      lines << OverlapSummaryText::tr("  no two streams ran at the same time");
     if (auto c = comm.find(rank); c != comm.end())
-      lines << tr_("  DEEP_COMM under FIRST_LAYER_BWD: %1 of DEEP_COMM's %2 hidden (%3)")
+      lines << OverlapSummaryText::tr(
+                   "  DEEP_COMM under FIRST_LAYER_BWD: %1 of DEEP_COMM's %2 hidden (%3)")
                    .arg(percent_text(c->second.fraction_of_a()), duration_text(c->second.busy_a_us),
                         duration_text(c->second.overlap_us));
     else if (has_deep_comm)
-      lines << tr_(
+      lines << OverlapSummaryText::tr(
           "  DEEP_COMM under FIRST_LAYER_BWD: not measured (this rank ran only one "
           "of the two in the profiled steps)");
   }
   if (!has_deep_comm)
-    lines << tr_(
+    lines << OverlapSummaryText::tr(
         "No DEEP_COMM in this profile: the gradient exchange runs with two or more "
         "ranks (e.g. devices cpu:2).");
   return lines.join('\n');

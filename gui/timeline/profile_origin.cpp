@@ -12,17 +12,19 @@ namespace tr::gui {
 
 namespace {
 
-QString tr_(const char* text) {
-  return QCoreApplication::translate("ProfileOrigin", text);
-}
+// The translation context of this file's text.
+struct ProfileOriginText {
+  Q_DECLARE_TR_FUNCTIONS(ProfileOrigin)
+};
 
 QString steps_text(const ProfileContents& c) {
-  if (c.steps.empty()) return tr_("steps not recorded");
+  if (c.steps.empty()) return ProfileOriginText::tr("steps not recorded");
   const QString all =
-      (c.steps.size() == 1 ? tr_("step %1") : tr_("steps %1")).arg(number_ranges(c.steps));
-  if (c.shown) return tr_("step %1 of %2").arg(*c.shown).arg(all);
+      (c.steps.size() == 1 ? ProfileOriginText::tr("step %1") : ProfileOriginText::tr("steps %1"))
+          .arg(number_ranges(c.steps));
+  if (c.shown) return ProfileOriginText::tr("step %1 of %2").arg(*c.shown).arg(all);
   // Spans of no step are shown with the others, so the caption owns up to them.
-  return c.unknown_steps ? tr_("%1 and spans of no recorded step").arg(all) : all;
+  return c.unknown_steps ? ProfileOriginText::tr("%1 and spans of no recorded step").arg(all) : all;
 }
 
 }  // namespace
@@ -30,11 +32,12 @@ QString steps_text(const ProfileContents& c) {
 QString profile_caption(const ProfileOrigin& origin, const ProfileContents& contents) {
   QStringList parts;
   if (!origin.trace_file.isEmpty()) parts << QFileInfo(origin.trace_file).fileName();
-  if (origin.run_id > 0) parts << tr_("Run %1").arg(origin.run_id);
+  if (origin.run_id > 0) parts << ProfileOriginText::tr("Run %1").arg(origin.run_id);
   if (!origin.project.isEmpty()) parts << origin.project;
   parts << steps_text(contents);
   if (!contents.ranks.empty())
-    parts << (contents.ranks.size() == 1 ? tr_("rank %1") : tr_("ranks %1"))
+    parts << (contents.ranks.size() == 1 ? ProfileOriginText::tr("rank %1")
+                                         : ProfileOriginText::tr("ranks %1"))
                  .arg(number_ranges(contents.ranks));
   return parts.join(QStringLiteral(" · "));
 }

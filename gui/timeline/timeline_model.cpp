@@ -17,9 +17,10 @@ namespace tr::gui {
 
 namespace {
 
-QString tr_(const char* text) {
-  return QCoreApplication::translate("TimelineModel", text);
-}
+// The translation context of this file's text.
+struct TimelineModelText {
+  Q_DECLARE_TR_FUNCTIONS(TimelineModel)
+};
 
 // Far beyond any machine, small enough that lanes stay allocatable.
 constexpr int kMaxRank = 4096;
@@ -92,11 +93,17 @@ TimelineModel::TimelineModel(std::vector<ProfileSpan> spans, const CompiledPlan*
     }
   }
   if (bad_rank)
-    problems_ << tr_("%1 span(s) with a rank outside 0..%2 left out").arg(bad_rank).arg(kMaxRank);
-  if (bad_stream) problems_ << tr_("%1 span(s) on an unknown stream left out").arg(bad_stream);
-  if (bad_time) problems_ << tr_("%1 span(s) without a finite start or end left out").arg(bad_time);
+    problems_ << TimelineModelText::tr("%1 span(s) with a rank outside 0..%2 left out")
+                     .arg(bad_rank)
+                     .arg(kMaxRank);
+  if (bad_stream)
+    problems_ << TimelineModelText::tr("%1 span(s) on an unknown stream left out").arg(bad_stream);
+  if (bad_time)
+    problems_
+        << TimelineModelText::tr("%1 span(s) without a finite start or end left out").arg(bad_time);
   if (reversed)
-    problems_ << tr_("%1 span(s) ending before they start drawn as instants").arg(reversed);
+    problems_ << TimelineModelText::tr("%1 span(s) ending before they start drawn as instants")
+                     .arg(reversed);
   if (ranks.empty()) {
     origin_us_ = 0;
     return;
@@ -173,7 +180,9 @@ std::pair<size_t, size_t> TimelineModel::laneRange(int lane, double t0_us, doubl
 QString TimelineModel::laneName(int lane) const {
   if (lane < 0 || static_cast<size_t>(lane) >= lanes_.size()) return {};
   const TimelineLane& l = lanes_[static_cast<size_t>(lane)];
-  return tr_("rank %1 · %2").arg(l.rank).arg(QString::fromUtf8(stream_kind_name(l.stream).data()));
+  return TimelineModelText::tr("rank %1 · %2")
+      .arg(l.rank)
+      .arg(QString::fromUtf8(stream_kind_name(l.stream).data()));
 }
 
 QString TimelineModel::layerName(int layer) const {
@@ -183,7 +192,7 @@ QString TimelineModel::layerName(int layer) const {
 QString TimelineModel::graphName(int bar) const {
   if (bar < 0 || static_cast<size_t>(bar) >= bars_.size()) return {};
   const GraphId g = spans_[static_cast<size_t>(bars_[static_cast<size_t>(bar)].span)].tag.graph;
-  if (g == GraphId::NUM_GRAPH_IDS) return tr_("outside graphs");
+  if (g == GraphId::NUM_GRAPH_IDS) return TimelineModelText::tr("outside graphs");
   return QString::fromUtf8(graph_id_name(g).data());
 }
 
@@ -191,7 +200,7 @@ QString TimelineModel::label(int bar) const {
   if (bar < 0 || static_cast<size_t>(bar) >= bars_.size()) return {};
   const std::string& l =
       spans_[static_cast<size_t>(bars_[static_cast<size_t>(bar)].span)].tag.label;
-  return l.empty() ? tr_("(unnamed launch)") : QString::fromStdString(l);
+  return l.empty() ? TimelineModelText::tr("(unnamed launch)") : QString::fromStdString(l);
 }
 
 QString TimelineModel::describe(int bar) const {
@@ -201,18 +210,18 @@ QString TimelineModel::describe(int bar) const {
   QStringList lines;
   lines << label(bar);
   if (tag.graph == GraphId::NUM_GRAPH_IDS)
-    lines << tr_("graph: none (launched by the host)");
+    lines << TimelineModelText::tr("graph: none (launched by the host)");
   else
-    lines << tr_("graph: %1, node %2").arg(graphName(bar)).arg(tag.node);
+    lines << TimelineModelText::tr("graph: %1, node %2").arg(graphName(bar)).arg(tag.node);
   if (b.layer >= 0)
-    lines << tr_("layer: %1")
+    lines << TimelineModelText::tr("layer: %1")
                  .arg(layerName(b.layer).isEmpty() ? QString::number(b.layer) : layerName(b.layer));
   else if (layer_names_.isEmpty() && tag.graph != GraphId::NUM_GRAPH_IDS)
-    lines << tr_("layer: unknown (no compiled project with this profile)");
+    lines << TimelineModelText::tr("layer: unknown (no compiled project with this profile)");
   else
-    lines << tr_("layer: none (engine work)");
-  lines << tr_("%1, %2").arg(laneName(b.lane), bar_kind_name(b.kind));
-  lines << tr_("start %1, duration %2")
+    lines << TimelineModelText::tr("layer: none (engine work)");
+  lines << TimelineModelText::tr("%1, %2").arg(laneName(b.lane), bar_kind_name(b.kind));
+  lines << TimelineModelText::tr("start %1, duration %2")
                .arg(duration_text(b.start_us), duration_text(b.end_us - b.start_us));
   return lines.join('\n');
 }

@@ -13,9 +13,10 @@ namespace tr::gui {
 
 namespace {
 
-QString tr_(const char* text) {
-  return QCoreApplication::translate("TraceImport", text);
-}
+// The translation context of this file's text.
+struct TraceImportText {
+  Q_DECLARE_TR_FUNCTIONS(TraceImport)
+};
 
 bool fail(QString* error, const QString& why) {
   if (error) *error = why;
@@ -47,36 +48,41 @@ bool parse_chrome_trace(const QByteArray& text, const QString& source,
   using nlohmann::json;
   const json doc = json::parse(text.constData(), text.constData() + text.size(), nullptr, false);
   if (doc.is_discarded())
-    return fail(error, tr_("%1 is not JSON, so not a Chrome trace").arg(source));
+    return fail(error, TraceImportText::tr("%1 is not JSON, so not a Chrome trace").arg(source));
   // The format allows the bare event array as well as the object around it.
   const json* events = doc.is_array() ? &doc : nullptr;
   if (doc.is_object() && doc.contains("traceEvents")) events = &doc["traceEvents"];
   if (!events || !events->is_array())
-    return fail(error, tr_("%1 is not a Chrome trace: it has no list of traceEvents").arg(source));
+    return fail(
+        error,
+        TraceImportText::tr("%1 is not a Chrome trace: it has no list of traceEvents").arg(source));
 
   std::vector<ProfileSpan> out;
   for (size_t i = 0; i < events->size(); ++i) {
     const json& e = (*events)[i];
     if (!e.is_object() || text_of(e, "ph") != "X") continue;  // metadata, instants, counters
     auto bad = [&](const QString& why) {
-      return fail(error, tr_("%1: event %2 (\"%3\") %4")
+      return fail(error, TraceImportText::tr("%1: event %2 (\"%3\") %4")
                              .arg(source)
                              .arg(i)
                              .arg(QString::fromStdString(text_of(e, "name")), why));
     };
-    if (!e.contains("ts") || !e["ts"].is_number()) return bad(tr_("has no numeric ts"));
-    if (e.contains("dur") && !e["dur"].is_number()) return bad(tr_("has a dur that is no number"));
+    if (!e.contains("ts") || !e["ts"].is_number())
+      return bad(TraceImportText::tr("has no numeric ts"));
+    if (e.contains("dur") && !e["dur"].is_number())
+      return bad(TraceImportText::tr("has a dur that is no number"));
     if (e.contains("dur") && e["dur"].get<double>() < 0)
-      return bad(tr_("has the negative dur %1").arg(shown(e["dur"])));
+      return bad(TraceImportText::tr("has the negative dur %1").arg(shown(e["dur"])));
     if (!e.contains("pid") || !e["pid"].is_number_integer())
-      return bad(tr_("has no integer pid (the rank)"));
+      return bad(TraceImportText::tr("has no integer pid (the rank)"));
     if (!e.contains("tid") || !e["tid"].is_number_integer())
-      return bad(tr_("has no integer tid (the stream)"));
+      return bad(TraceImportText::tr("has no integer tid (the stream)"));
     const int64_t tid = e["tid"].get<int64_t>();
     if (tid < 0 || tid >= kNumStreams)
-      return bad(tr_("has tid %1, not a stream (0 TRANS to 4 UPDATE)").arg(tid));
+      return bad(TraceImportText::tr("has tid %1, not a stream (0 TRANS to 4 UPDATE)").arg(tid));
     const int64_t pid = e["pid"].get<int64_t>();
-    if (pid < 0 || pid > 1'000'000) return bad(tr_("has pid %1, not a rank").arg(pid));
+    if (pid < 0 || pid > 1'000'000)
+      return bad(TraceImportText::tr("has pid %1, not a rank").arg(pid));
 
     ProfileSpan s;
     s.rank = static_cast<int>(pid);
@@ -85,18 +91,21 @@ bool parse_chrome_trace(const QByteArray& text, const QString& source,
     s.start_us = e["ts"].get<double>();
     s.end_us = s.start_us + (e.contains("dur") ? e["dur"].get<double>() : 0.0);
     if (!std::isfinite(s.end_us))
-      return bad(tr_("ends beyond any time the timeline shows (ts + dur is %1)").arg(s.end_us));
+      return bad(TraceImportText::tr("ends beyond any time the timeline shows (ts + dur is %1)")
+                     .arg(s.end_us));
     if (const auto args = e.find("args"); args != e.end() && args->is_object()) {
       s.tag.graph = graph_named(text_of(*args, "graph"));
       if (const auto n = args->find("node"); n != args->end() && n->is_number_integer()) {
         if (n->get<int64_t>() < -1 || n->get<int64_t>() > INT_MAX)
-          return bad(tr_("has node %1 in its args, not a node number").arg(shown(*n)));
+          return bad(
+              TraceImportText::tr("has node %1 in its args, not a node number").arg(shown(*n)));
         s.tag.node = n->get<int>();
       }
       // Absent in traces written before spans knew their step: unknown (-1).
       if (const auto st = args->find("step"); st != args->end()) {
         if (!st->is_number_integer() || st->get<int64_t>() < 0)
-          return bad(tr_("has step %1 in its args, not a step number (a whole number from 0)")
+          return bad(TraceImportText::tr(
+                         "has step %1 in its args, not a step number (a whole number from 0)")
                          .arg(shown(*st)));
         s.step = st->get<int64_t>();
       }
@@ -105,7 +114,8 @@ bool parse_chrome_trace(const QByteArray& text, const QString& source,
     out.push_back(std::move(s));
   }
   if (out.empty())
-    return fail(error, tr_("%1 holds no spans (no complete \"X\" events)").arg(source));
+    return fail(error,
+                TraceImportText::tr("%1 holds no spans (no complete \"X\" events)").arg(source));
   spans = std::move(out);
   return true;
 }
@@ -113,7 +123,7 @@ bool parse_chrome_trace(const QByteArray& text, const QString& source,
 bool read_chrome_trace(const QString& path, std::vector<ProfileSpan>& spans, QString* error) {
   QFile f(path);
   if (!f.open(QIODevice::ReadOnly))
-    return fail(error, tr_("Cannot read %1: %2").arg(path, f.errorString()));
+    return fail(error, TraceImportText::tr("Cannot read %1: %2").arg(path, f.errorString()));
   return parse_chrome_trace(f.readAll(), path, spans, error);
 }
 

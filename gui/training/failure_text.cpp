@@ -10,9 +10,10 @@ namespace tr::gui {
 
 namespace {
 
-QString tr_(const char* text) {
-  return QCoreApplication::translate("tr::gui::TrainingView", text);
-}
+// The translation context of this file's text.
+struct FailureText {
+  Q_DECLARE_TR_FUNCTIONS(tr::gui::TrainingView)
+};
 
 }  // namespace
 
@@ -21,22 +22,25 @@ QString failure_text(TrainingStage stage, const std::exception& error) {
   switch (stage) {
     case TrainingStage::Setup:
       if (dynamic_cast<const ProjectError*>(&error))
-        return tr_("The project does not compile:\n%1\nFix it in the Design view and train again.")
+        return FailureText::tr(
+                   "The project does not compile:\n%1\nFix it in the Design view and train again.")
             .arg(what);
-      return tr_("Training could not be set up: %1").arg(what);
+      return FailureText::tr("Training could not be set up: %1").arg(what);
     case TrainingStage::Checkpoint:
-      return tr_("Cannot resume: %1\nChoose a checkpoint written by a training run of this "
+      return FailureText::tr(
+                 "Cannot resume: %1\nChoose a checkpoint written by a training run of this "
                  "project.")
           .arg(what);
     case TrainingStage::Store:
-      return tr_("Cannot record the run in the run store: %1\nEvery run is recorded there; "
+      return FailureText::tr(
+                 "Cannot record the run in the run store: %1\nEvery run is recorded there; "
                  "set %2 to the path of another store file, or move the damaged file away, "
                  "and train again.")
           .arg(what, QString::fromLatin1(store::kStoreEnvVar));
     case TrainingStage::Training:
       break;
   }
-  return tr_("Training failed: %1").arg(what);
+  return FailureText::tr("Training failed: %1").arg(what);
 }
 
 }  // namespace tr::gui
