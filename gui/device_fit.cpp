@@ -25,9 +25,12 @@ DeviceFit check_device_fit(const CompiledPlan& cp, const DeviceScan& scan) {
     fit.checked = true;
     fit.fits = all <= scan.host_available_bytes;
     fit.text =
-        QStringLiteral("%1 %2: %3 for %4 rank arena(s), %5 of host memory available")
+        QStringLiteral("%1 %2: %3 for %4, %5 of host memory available")
             .arg(fit.fits ? QStringLiteral("Fits") : QStringLiteral("Does NOT fit"), name,
-                 bytes(all), QString::number(cp.world_size()), bytes(scan.host_available_bytes));
+                 bytes(all),
+                 cp.world_size() == 1 ? QStringLiteral("1 rank arena")
+                                      : QStringLiteral("%1 rank arenas").arg(cp.world_size()),
+                 bytes(scan.host_available_bytes));
     return fit;
   }
   if (scan.cuda.empty()) {

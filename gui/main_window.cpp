@@ -18,6 +18,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
 #include <QStandardPaths>
@@ -50,6 +51,7 @@
 #include "memory/memory_view.h"
 #include "onnx_export_file.h"
 #include "onnx_import_file.h"
+#include "predict/model_weights.h"
 #include "predict/try_model_dialog.h"
 #include "problems_panel.h"
 #include "project_document.h"
@@ -62,6 +64,8 @@
 #include "timeline/timeline_view.h"
 #include "training/resume_request.h"
 #include "training/training_view.h"
+#include "undo_keys_filter.h"
+#include "widgets/count_text.h"
 
 namespace tr::gui {
 
@@ -143,6 +147,10 @@ MainWindow::MainWindow(QWidget* parent)
   createToolBar();
   createDocks();
   statusBar()->addPermanentWidget(summary_);
+  // Undo and Redo typed in a field of the forms undo the project too.
+  auto* undoKeys = new UndoKeysFilter(this);
+  undoKeys->watch(properties_, [this] { properties_->commitPendingEdits(); });
+  undoKeys->watch(settings_, [this] { settings_->commitPendingEdits(); });
 
   connect(doc_, &ProjectDocument::analysisChanged, this, [this] {
     problems_->setDesignProblems(doc_->analysis().problems);
@@ -381,6 +389,21 @@ void MainWindow::onExportOnnx() {
     QMessageBox::warning(this, tr("Export ONNX"), message);
 }
 
+TryModelDialog* MainWindow::tryModel() {
+  // The newest run's final weights, else the project's starting weights.
+  QString store_path;
+  try {
+    store_path = QString::fromStdString(store::resolve_store_path());
+  } catch (const std::exception&) {
+    // No store to look in: the project's own weights, or the reason none are found.
+  }
+  auto* d =
+      new TryModelDialog(doc_->project(), find_model_weights(doc_->project(), store_path), this);
+  d->setAttribute(Qt::WA_DeleteOnClose);
+  d->show();
+  return d;
+}
+
 void MainWindow::onImportOnnx() {
   if (!maybeSave()) return;
   const QString onnx = QFileDialog::getOpenFileName(this, tr("Import ONNX"), startFolder(),
@@ -401,13 +424,11 @@ void MainWindow::onImportOnnx() {
     QMessageBox::warning(this, tr("Import ONNX"), error);
     return;
   }
-  importedProject_ = m.project;
-  importedCheckpoint_ = m.checkpoint;
   QMessageBox::information(
       this, tr("Import ONNX"),
       m.summary + QStringLiteral(".\n\n- ") + m.notes.join(QStringLiteral("\n- ")) +
-          tr("\n\nRun > Try the Model classifies images with these weights; train with them "
-             "from the command line with --init-from %1.")
+          tr("\n\nRun > Try the Model classifies images with these weights, and training "
+             "starts from them (Start from weights in the Training settings: %1).")
               .arg(m.checkpoint));
 }
 
@@ -430,14 +451,7 @@ void MainWindow::createActions() {
   make("saveAs", tr("Save &As…"), {QKeySequence::SaveAs}, [this] { onSaveAs(); });
   make("exportOnnx", tr("Export &ONNX…"), {}, [this] { onExportOnnx(); });
   make("importOnnx", tr("&Import ONNX…"), {}, [this] { onImportOnnx(); });
-  make("tryModel", tr("Try the &Model…"), {}, [this] {
-    const bool imported =
-        !importedProject_.isEmpty() && QFileInfo(doc_->filePath()).canonicalFilePath() ==
-                                           QFileInfo(importedProject_).canonicalFilePath();
-    auto* d = new TryModelDialog(doc_->project(), imported ? importedCheckpoint_ : QString(), this);
-    d->setAttribute(Qt::WA_DeleteOnClose);
-    d->show();
-  });
+  make("tryModel", tr("Try the &Model…"), {}, [this] { tryModel(); });
   make("quit", tr("&Quit"), {QKeySequence::Quit}, [this] { close(); });
   make("compile", tr("&Compile"), {QKeySequence(Qt::Key_F5), QKeySequence(tr("Ctrl+B"))},
        [this] { onCompile(); });
@@ -660,6 +674,13 @@ void MainWindow::createToolBar() {
   bar->addAction(action("compile"));
   bar->addSeparator();
   for (const char* name : {"train", "pause", "stop"}) bar->addAction(action(name));
+  // Pause becomes Resume: the button keeps the wider text's width, so Stop
+  // and the device choice never move under the pointer.
+  if (QWidget* pause = bar->widgetForAction(action("pause"))) {
+    const QFontMetrics fm = pause->fontMetrics();
+    const int grow = fm.horizontalAdvance(tr("Resume")) - fm.horizontalAdvance(tr("Pause"));
+    pause->setMinimumWidth(pause->sizeHint().width() + std::max(0, grow));
+  }
   bar->addSeparator();
   bar->addWidget(new QLabel(tr("Devices "), bar));
   bar->addWidget(devices_);
@@ -689,10 +710,26 @@ void MainWindow::createDocks() {
   resizeDocks({problemsDock_}, {96}, Qt::Vertical);
 }
 
+namespace {
+
+// What a window manager's frame and title bar take, at most, before the
+// window has been shown and its frame is known.
+const QSize kFirstFrame(16, 40);
+
+}  // namespace
+
 void MainWindow::restoreLayout() {
   QSettings settings;
   const QByteArray geometry = settings.value(QStringLiteral("window/geometry")).toByteArray();
-  if (geometry.isEmpty() || !restoreGeometry(geometry)) resize(1400, 900);
+  if (geometry.isEmpty() || !restoreGeometry(geometry)) {
+    // The first start: 1400x900 where the screen has room, else what it
+    // has, so the status bar and the docks' bottoms are not off screen.
+    const QRect room = screen()->availableGeometry();
+    const QSize size = QSize(1400, 900).boundedTo(room.size() - kFirstFrame);
+    resize(size);
+    move(room.topLeft() + QPoint((room.width() - size.width()) / 2,
+                                 (room.height() - size.height() - kFirstFrame.height()) / 2));
+  }
   restoreState(settings.value(QStringLiteral("window/state")).toByteArray(), kLayoutVersion);
 }
 
@@ -756,10 +793,12 @@ void MainWindow::updateTitle() {
 
 void MainWindow::updateStatusSummary() {
   const ModelAnalysis& a = doc_->analysis();
-  summary_->setText(
-      tr("%1 layers · %2 parameters · %n problem(s)", nullptr, static_cast<int>(a.problems.size()))
-          .arg(doc_->project().model.nodes.size())
-          .arg(grouped_number(a.total_params)));
+  summary_->setText(tr("%1 · %2 parameters · %3")
+                        .arg(count_text(static_cast<qint64>(doc_->project().model.nodes.size()),
+                                        tr("%1 layer"), tr("%1 layers")),
+                             grouped_number(a.total_params),
+                             count_text(static_cast<qint64>(a.problems.size()), tr("%1 problem"),
+                                        tr("%1 problems"))));
 }
 
 void MainWindow::designChanged() {
@@ -787,8 +826,9 @@ QString MainWindow::trainBlockedReason() const {
   if (doc_->project().model.nodes.empty())
     return tr("The design is empty: add layers from the palette, or open a project");
   if (!doc_->analysis().ok() || problems_->blockingCount() > 0)
-    return tr("%n problem(s) block training: see the Problems panel", nullptr,
-              std::max<int>(1, problems_->blockingCount()));
+    return count_text(std::max<int>(1, problems_->blockingCount()),
+                      tr("%1 problem blocks training: see the Problems panel"),
+                      tr("%1 problems block training: see the Problems panel"));
   return {};
 }
 
@@ -980,10 +1020,11 @@ bool MainWindow::compile(QString* error) {
     return false;
   }
   memory_->setCompiled(cp, scan_);
-  showStatus(
-      tr("Compiled: %1 per device, %n variant(s)", nullptr, static_cast<int>(cp->plans().size()))
-          .arg(QString::fromStdString(human_bytes(cp->bytes_per_device()))),
-      8000);
+  showStatus(tr("Compiled: %1 per device, %2")
+                 .arg(QString::fromStdString(human_bytes(cp->bytes_per_device())),
+                      count_text(static_cast<qint64>(cp->plans().size()), tr("%1 variant"),
+                                 tr("%1 variants"))),
+             8000);
   checkReadiness();
   return true;
 }
@@ -1008,8 +1049,9 @@ std::shared_ptr<const CompiledPlan> MainWindow::compileDesign(QString* error) {
     }
     problems_->setCompileProblems(extra);
     if (error)
-      *error = tr("Compile failed: %n problem(s), listed in the Problems panel", nullptr,
-                  static_cast<int>(e.diagnostics().size()));
+      *error = count_text(static_cast<qint64>(e.diagnostics().size()),
+                          tr("Compile failed: %1 problem, listed in the Problems panel"),
+                          tr("Compile failed: %1 problems, listed in the Problems panel"));
   } catch (const std::exception& e) {
     Diagnostic d;
     d.message = e.what();

@@ -37,6 +37,7 @@ class RunsView;
 class TimelineView;
 class TrainingSettingsPanel;
 class TrainingView;
+class TryModelDialog;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -89,6 +90,9 @@ class MainWindow : public QMainWindow {
 
   void showView(View view);
   View currentView() const;
+  // Run > Try the Model: the dialog, opened on the newest run's final
+  // weights (or the project's starting weights), saying which or why none.
+  TryModelDialog* tryModel();
 
   ProjectDocument* document() const { return doc_; }
   ModelEditor* editor() const { return editor_; }
@@ -177,8 +181,6 @@ class MainWindow : public QMainWindow {
   std::string loadedName_;
   // The weights File > Import ONNX wrote for the project it opened, which
   // Try the Model starts from while that project is open.
-  QString importedCheckpoint_;
-  QString importedProject_;
   TrainingReadiness readiness_;
 };
 

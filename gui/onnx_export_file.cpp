@@ -6,6 +6,7 @@
 #include <renaissance/checkpoint.h>
 #include <renaissance/error.h>
 #include <renaissance/onnx_export.h>
+#include <renaissance/predict.h>
 
 namespace tr::gui {
 
@@ -28,7 +29,9 @@ bool export_onnx_file(const Project& project, const QString& checkpoint, const Q
                           QString::fromStdString(project.name));
       return false;
     }
-    const OnnxExportSummary s = export_onnx(project, c, out.toStdString());
+    OnnxExportOptions options;
+    options.class_names = folder_class_names(project.dataset);
+    const OnnxExportSummary s = export_onnx(project, c, out.toStdString(), options);
     *message = OnnxExportText::tr(
                    "Exported %1: %2 ONNX nodes, %3 parameters (%4 weights of step %5), output '%6'")
                    .arg(out)

@@ -29,7 +29,10 @@ bool import_onnx_file(const QString& onnx, const QString& project, ImportedModel
   try {
     OnnxImportOptions options;
     options.name = file.completeBaseName().toStdString();
-    const OnnxImportResult r = import_onnx(onnx.toStdString(), options);
+    OnnxImportResult r = import_onnx(onnx.toStdString(), options);
+    // Training the imported project fine-tunes from the model's weights.
+    r.project.training.init_from =
+        path_from_project_file(project.toStdString(), checkpoint.toStdString());
     // The weights first (a project without them would look imported), and
     // taken back if the project cannot be written.
     write_checkpoint(r.checkpoint, checkpoint.toStdString());

@@ -28,6 +28,8 @@ struct ProjectSettings {
   std::string description;
   DatasetSpec dataset;
   TrainingSpec training;
+
+  bool operator==(const ProjectSettings&) const = default;
 };
 
 class ProjectDocument : public QObject {

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "training_readiness.h"
 
+#include <filesystem>
 #include <string>
 
 #include <renaissance/largest_batch.h>
+#include <renaissance/project_io.h>
 #include "device_fit.h"
 
 namespace tr::gui {
@@ -37,6 +39,18 @@ TrainingReadiness check_training_readiness(const Project& project, const Dataset
   }
   if (const std::string why = precision_problem(t.precision, t.devices, scan); !why.empty())
     r.blocking.push_back(about(project, "training.precision", why));
+  if (!t.init_from.empty()) {
+    // Said before training, not when the run would read it.
+    const std::string file = resolve_project_path(project, t.init_from);
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec))
+      r.blocking.push_back(
+          about(project, "training.init_from",
+                "the starting weights " + file +
+                    (std::filesystem::exists(file, ec) ? " are not a file" : " do not exist") +
+                    "; choose a checkpoint (a run's final weights, an imported model's) or clear "
+                    "\"Start from weights\" to start from fresh weights"));
+  }
   if (plan) {
     const DeviceFit fit = check_device_fit(*plan, scan);
     if (fit.checked && !fit.fits) {

@@ -37,7 +37,10 @@ int cmd_bench(const std::vector<std::string>& args) {
   with_value.insert("warmup");
   for (const std::string& o : cuda_measure_options()) with_value.insert(o);
   const ParsedArgs a = parse_args(args, with_value, {"json", "help", "allow-fallback"});
-  if (const int code = usage_exit_code(a, kBenchUsage, 1); code >= 0) return code;
+  if (const int code =
+          usage_exit_code(a, kBenchUsage, 1, "bench", "the project file (bench <project.json>)");
+      code >= 0)
+    return code;
   const int64_t steps =
       a.values.count("steps") ? positive_integer("steps", a.values.at("steps")) : 20;
   const int64_t warmup =

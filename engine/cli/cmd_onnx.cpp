@@ -11,6 +11,7 @@
 #include <renaissance/error.h>
 #include <renaissance/onnx_export.h>
 #include <renaissance/onnx_import.h>
+#include <renaissance/predict.h>
 #include <renaissance/project_io.h>
 #include "commands.h"
 #include "options.h"
@@ -35,12 +36,26 @@ constexpr const char* kOnnxUsage =
     "       renaissance-cli onnx ops\n"
     "  lists the ONNX operators the importer takes.\n";
 
+// "ankle-boot, bag, coat, ... (10)", or why there are none.
+std::string class_list_text(const std::vector<std::string>& names) {
+  if (names.empty())
+    return "not named (the image folders that name them cannot be read), so an import calls "
+           "them class 0, class 1, ...";
+  std::string text;
+  for (size_t i = 0; i < names.size() && i < 4; ++i) text += (i ? ", " : "") + names[i];
+  if (names.size() > 4) text += ", ... (" + std::to_string(names.size()) + ")";
+  return text + ", recorded in the file";
+}
+
 int onnx_export(std::vector<std::string> args) {
   for (std::string& arg : args)
     if (arg == "-o") arg = "--output";  // the short form tools use
   const ParsedArgs a =
       parse_args(args, {"checkpoint", "output"}, {"softmax", "master-weights", "help"});
-  if (const int code = usage_exit_code(a, kOnnxUsage, 1); code >= 0) return code;
+  if (const int code = usage_exit_code(a, kOnnxUsage, 1, "onnx export",
+                                       "the project file (onnx export <project.json>)");
+      code >= 0)
+    return code;
   if (!a.values.count("checkpoint"))
     throw UsageError("onnx export needs --checkpoint CKPT (a file `train --checkpoint-dir` wrote)");
   if (!a.values.count("output"))
@@ -53,6 +68,7 @@ int onnx_export(std::vector<std::string> args) {
   OnnxExportOptions o;
   o.softmax = a.has("softmax");
   o.ema = !a.has("master-weights");
+  o.class_names = folder_class_names(project.dataset);
   const std::string& out = a.values.at("output");
   const OnnxExportSummary s = export_onnx(project, checkpoint, out, o);
   std::printf(
@@ -63,6 +79,7 @@ int onnx_export(std::vector<std::string> args) {
       static_cast<long long>(project.dataset.channels),
       static_cast<long long>(project.dataset.height), static_cast<long long>(project.dataset.width),
       s.output.c_str(), static_cast<long long>(s.classes));
+  std::printf("  classes: %s\n", class_list_text(s.class_names).c_str());
   return 0;
 }
 
@@ -91,7 +108,10 @@ int onnx_import(std::vector<std::string> args) {
     if (arg == "-o") arg = "--output";
   const ParsedArgs a =
       parse_args(args, {"output", "checkpoint-out", "name", "mean", "std"}, {"help"});
-  if (const int code = usage_exit_code(a, kOnnxUsage, 1); code >= 0) return code;
+  if (const int code = usage_exit_code(a, kOnnxUsage, 1, "onnx import",
+                                       "the ONNX file (onnx import <model.onnx>)");
+      code >= 0)
+    return code;
   if (!a.values.count("output"))
     throw UsageError("onnx import needs -o PROJECT.json (the project file to write)");
   if (a.values.count("mean") != a.values.count("std"))
@@ -106,10 +126,12 @@ int onnx_import(std::vector<std::string> args) {
       a.values.count("checkpoint-out")
           ? a.values.at("checkpoint-out")
           : std::filesystem::path(project_path).replace_extension(".ckpt").string();
-  const OnnxImportResult r = import_onnx(a.positional[0], o);
+  OnnxImportResult r = import_onnx(a.positional[0], o);
+  // Training the imported project fine-tunes from the model's weights.
+  r.project.training.init_from = path_from_project_file(project_path, ckpt);
   const Project& p = r.project;
-  save_project(p, project_path);
   write_checkpoint(r.checkpoint, ckpt);
+  save_project(p, project_path);
   int64_t layers = 0;
   for (const LayerNode& n : p.model.nodes)
     layers += n.type != LayerType::Input && n.type != LayerType::SoftmaxCrossEntropy;
@@ -124,9 +146,9 @@ int onnx_import(std::vector<std::string> args) {
   for (const std::string& note : r.notes) std::printf("  %s\n", note.c_str());
   std::printf("wrote %s and %s\n", project_path.c_str(), ckpt.c_str());
   std::printf(
-      "next: renaissance-cli predict %s --checkpoint %s IMAGE..., or train it with "
-      "--init-from %s\n",
-      project_path.c_str(), ckpt.c_str(), ckpt.c_str());
+      "next: renaissance-cli predict %s --checkpoint %s IMAGE..., or train it: it starts from "
+      "those weights (its \"training.init_from\")\n",
+      project_path.c_str(), ckpt.c_str());
   return 0;
 }
 
@@ -141,14 +163,19 @@ int onnx_ops() {
 
 int cmd_onnx(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    if (args.empty())
+      std::fputs("renaissance-cli onnx: missing the subcommand (export, import or ops)\n", stderr);
     std::fputs(kOnnxUsage, args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;
   }
   if (args[0] == "export") return onnx_export({args.begin() + 1, args.end()});
   if (args[0] == "import") return onnx_import({args.begin() + 1, args.end()});
   if (args[0] == "ops" && args.size() == 1) return onnx_ops();
-  throw UsageError("unknown onnx subcommand '" + args[0] + "'; expected export, import or ops\n" +
-                   kOnnxUsage);
+  if (args[0] == "ops")
+    throw UsageError("onnx ops takes no arguments; 'renaissance-cli onnx ops' lists the operators");
+  throw UsageError("unknown onnx subcommand '" + args[0] +
+                   "'; expected export, import or ops ('renaissance-cli onnx --help' shows their "
+                   "usage)");
 }
 
 }  // namespace tr::cli

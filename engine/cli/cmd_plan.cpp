@@ -105,8 +105,9 @@ std::string fit_line(const CompiledPlan& cp) {
     const uint64_t all = need * static_cast<uint64_t>(cp.world_size());
     return "fits " + devs.str() + ": " +
            std::string(all <= scan.host_available_bytes ? "yes" : "NO") + " (" + human_bytes(all) +
-           " for " + std::to_string(cp.world_size()) + " rank arena(s), " +
-           human_bytes(scan.host_available_bytes) + " of host memory available)";
+           " for " + std::to_string(cp.world_size()) + " rank arena" +
+           (cp.world_size() == 1 ? "" : "s") + ", " + human_bytes(scan.host_available_bytes) +
+           " of host memory available)";
   }
   std::string out = "fits " + devs.str() + ": ";
   if (scan.cuda.empty()) return out + "cannot check here (" + scan.cuda_status + ")";
@@ -130,7 +131,10 @@ int cmd_plan(const std::vector<std::string>& args) {
   with_value.insert(kPackingOption);
   with_value.insert("memory");
   const ParsedArgs a = parse_args(args, with_value, {"json", "graphs", "help", "max-batch"});
-  if (const int code = usage_exit_code(a, kPlanUsage, 1); code >= 0) return code;
+  if (const int code =
+          usage_exit_code(a, kPlanUsage, 1, "plan", "the project file (plan <project.json>)");
+      code >= 0)
+    return code;
   Project project = load_project(a.positional[0]);
   apply_overrides(a, project);
   // Image folders: the plan is for the images they hold now.

@@ -38,10 +38,9 @@ int cmd_predict(const std::vector<std::string>& args) {
     std::fputs(kPredictUsage, stdout);
     return 0;
   }
-  if (a.positional.empty()) {
-    std::fputs(kPredictUsage, stderr);
-    return 2;
-  }
+  if (a.positional.empty())
+    wrong_arguments(a.positional, 1, "predict",
+                    "the project file (predict <project.json> --checkpoint CKPT IMAGE...)");
   if (!a.values.count("checkpoint"))
     throw UsageError("predict needs --checkpoint CKPT (a file `train --checkpoint-dir` wrote)");
   if (a.has("logits") && !a.has("json"))

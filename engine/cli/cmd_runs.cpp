@@ -82,6 +82,11 @@ std::string run_time(const store::RunSummary& r) {
   return duration(r.ended_at.value_or(r.updated_at) - r.started_at);
 }
 
+// "131 of 469 steps": how far an epoch cut short went.
+std::string cut_short_text(const store::EpochRecord& e) {
+  return std::to_string(e.steps) + " of " + std::to_string(e.batches) + " steps";
+}
+
 std::string fmt(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
@@ -220,27 +225,38 @@ int show(const RunStore& s, int64_t id, bool project_only) {
               d.git_commit.c_str(), static_cast<long long>(d.writer_pid), d.writer_host.c_str());
   if (!d.error.empty()) std::printf("  error     %s\n", d.error.c_str());
   if (!r.tags.empty()) std::printf("  tags      %s\n", join(r.tags, ", ").c_str());
+  if (!r.final_weights.empty())
+    std::printf(
+        "  weights   %s (the weights it ended with: predict --checkpoint, train "
+        "--init-from)\n",
+        r.final_weights.c_str());
   if (store::ended_early(r.status) && !s.checkpoints(id).empty())
     std::printf("  continue  renaissance-cli train --resume-run %lld\n",
                 static_cast<long long>(r.id));
   print_config(d.hyper_json);
+  const std::vector<store::EpochRecord> epochs = s.epochs(id);
+  std::string cut;  // the epoch a stop cut short, after the whole ones
+  if (!epochs.empty() && epochs.back().partial())
+    cut = " and " + cut_short_text(epochs.back()) + " of epoch " +
+          std::to_string(epochs.back().epoch + 1);
   std::printf(
-      "final metrics: steps %lld, epochs %lld, train_loss %s, train_top1 %s, "
+      "final metrics: steps %lld, epochs %lld%s, train_loss %s, train_top1 %s, "
       "val_loss %s, val_top1 %s, val_top5 %s\n",
-      static_cast<long long>(r.steps), static_cast<long long>(r.epochs),
+      static_cast<long long>(r.steps), static_cast<long long>(r.epochs), cut.c_str(),
       loss(r.final_train_loss).c_str(), percent(r.final_train_top1).c_str(),
       loss(r.final_val_loss).c_str(), percent(r.final_val_top1).c_str(),
       percent(r.final_val_top5).c_str());
 
-  const std::vector<store::EpochRecord> epochs = s.epochs(id);
   if (!epochs.empty()) {
     std::printf("epochs:\n");
     std::vector<std::vector<std::string>> rows{{"EPOCH", "TRAIN LOSS", "TRAIN TOP-1", "VAL LOSS",
                                                 "VAL TOP-1", "VAL TOP-5", "IMG/S", "TIME"}};
     for (const auto& e : epochs)
-      rows.push_back({std::to_string(e.epoch + 1), loss(e.train_loss), percent(e.train_top1),
-                      loss(e.val_loss), percent(e.val_top1), percent(e.val_top5),
-                      fmt("%.0f", e.images_per_s), duration(e.seconds)});
+      rows.push_back({std::to_string(e.epoch + 1) +
+                          (e.partial() ? " (" + cut_short_text(e) + ")" : std::string()),
+                      loss(e.train_loss), percent(e.train_top1), loss(e.val_loss),
+                      percent(e.val_top1), percent(e.val_top5), fmt("%.0f", e.images_per_s),
+                      duration(e.seconds)});
     print_table(rows, std::vector<bool>(8, true), "  ");
     const auto with_classes = std::find_if(epochs.rbegin(), epochs.rend(), [](const auto& e) {
       return !e.per_class_accuracy.empty();
@@ -377,18 +393,24 @@ int export_csv(const RunStore& s, const std::vector<int64_t>& ids, const std::st
   return 0;
 }
 
-// Checks the number of positional arguments after the subcommand.
-bool arity(const ParsedArgs& a, size_t least, size_t most) {
+// Checks the number of positional arguments after the subcommand; a wrong
+// count is a UsageError saying what the subcommand takes.
+void arity(const ParsedArgs& a, size_t least, size_t most, const char* takes) {
   const size_t n = a.positional.size() - 1;
-  if (n >= least && n <= most) return true;
-  std::fputs(kRunsUsage, stderr);
-  return false;
+  if (n >= least && n <= most) return;
+  const std::vector<std::string> after(a.positional.begin() + 1, a.positional.end());
+  wrong_arguments(after, n < least ? least : most, "runs " + a.positional.front(), takes);
 }
 
 }  // namespace
 
 int cmd_runs(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    if (args.empty())
+      std::fputs(
+          "renaissance-cli runs: missing the subcommand (list, show, compare, export, "
+          "note, tag or delete)\n",
+          stderr);
     std::fputs(kRunsUsage, args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;
   }
@@ -420,11 +442,13 @@ int cmd_runs(const std::vector<std::string>& args) {
     return 0;
   }
   const size_t many = 1000000;
-  if ((sub == "list" && !arity(a, 0, 0)) || (sub == "show" && !arity(a, 1, 1)) ||
-      (sub == "compare" && !arity(a, 2, many)) || (sub == "export" && !arity(a, 1, many)) ||
-      (sub == "note" && !arity(a, 2, many)) || (sub == "tag" && !arity(a, 2, 2)) ||
-      (sub == "delete" && !arity(a, 1, 1)))
-    return 2;
+  if (sub == "list") arity(a, 0, 0, "no arguments, only options (runs list [--filter TEXT])");
+  if (sub == "show") arity(a, 1, 1, "one run id (runs show ID)");
+  if (sub == "compare") arity(a, 2, many, "two or more run ids (runs compare ID ID...)");
+  if (sub == "export") arity(a, 1, many, "one or more run ids (runs export ID... --csv FILE)");
+  if (sub == "note") arity(a, 2, many, "a run id and the note's text (runs note ID TEXT...)");
+  if (sub == "tag") arity(a, 2, 2, "a run id and one tag (runs tag ID TAG [--remove])");
+  if (sub == "delete") arity(a, 1, 1, "one run id (runs delete ID)");
   if (sub == "export" && !a.values.count("csv"))
     throw UsageError("runs export needs --csv FILE ('-' writes to stdout)");
   // Ids are checked before the store is opened (or created).

@@ -138,7 +138,14 @@ int cmd_train(const std::vector<std::string>& args) {
   const ParsedArgs a =
       parse_args(args, with_value, {"help", "no-validation", "no-store", "eval-ema"});
   const bool resume_run = a.values.count("resume-run") > 0;
-  if (const int code = usage_exit_code(a, kTrainUsage, resume_run ? 0 : 1); code >= 0) return code;
+  if (resume_run && !a.has("help") && !a.positional.empty())
+    throw UsageError("--resume-run takes the project from run " + a.values.at("resume-run") +
+                     "; leave out '" + a.positional.front() + "'");
+  if (const int code = usage_exit_code(a, kTrainUsage, resume_run ? 0 : 1, "train",
+                                       "the project file (train <project.json>, or --resume-run "
+                                       "ID to continue a recorded run)");
+      code >= 0)
+    return code;
   TrainOptions options;
   if (a.values.count("max-steps"))
     options.max_steps = positive_integer("max-steps", a.values.at("max-steps"));
@@ -167,7 +174,10 @@ int cmd_train(const std::vector<std::string>& args) {
   const TrainingContext& context = job.context();
   if (!job.device_note().empty()) std::fprintf(stderr, "note: %s\n", job.device_note().c_str());
   read_checkpoint_options(a, options);
-  if (run_to_resume) store::apply_run_resume(*run_to_resume, options);
+  if (run_to_resume)
+    store::apply_run_resume(*run_to_resume, options);
+  else
+    apply_project_init_from(cp.project(), options);  // --init-from wins
   const int64_t epochs = cp.project().training.epochs;
   std::printf("training %s: %lld parameters, %s, global batch %lld on %s, %lld epoch%s\n",
               cp.project().name.c_str(), static_cast<long long>(cp.analysis().total_params),
@@ -189,8 +199,12 @@ int cmd_train(const std::vector<std::string>& args) {
     elapsed += e.seconds;
     const double eta =
         elapsed / static_cast<double>(++epochs_run) * static_cast<double>(epochs - e.epoch - 1);
-    std::printf("epoch %lld/%lld  loss %.4f  top-1 %.2f%%", static_cast<long long>(e.epoch + 1),
-                static_cast<long long>(epochs), e.train_loss, 100 * e.train_top1);
+    std::printf("epoch %lld/%lld", static_cast<long long>(e.epoch + 1),
+                static_cast<long long>(epochs));
+    if (!e.complete())
+      std::printf(" (cut short: %lld of %lld steps)", static_cast<long long>(e.steps),
+                  static_cast<long long>(e.batches));
+    std::printf("  loss %.4f  top-1 %.2f%%", e.train_loss, 100 * e.train_top1);
     if (e.validated)
       std::printf("  val_loss %.4f  val_top-1 %.2f%%  val_top-5 %.2f%%", e.val_loss,
                   100 * e.val_top1, 100 * e.val_top5);
@@ -219,6 +233,9 @@ int cmd_train(const std::vector<std::string>& args) {
   RunRecording recording(a, cp, context, options, context.leads,
                          run_to_resume ? run_to_resume->run.summary.id : 0);
   recording.attach(cb);
+  // A recorded run keeps the weights it ends with, so predict, onnx export
+  // and the workbench's Try the Model find them without a checkpoint folder.
+  options.final_weights = recording.final_weights_path();
   // From here to the end a signal stops training at a step boundary and the
   // run is still recorded; before, there is nothing to save and the default
   // action (ending the process) is what a user waiting for a rendezvous wants.
@@ -233,6 +250,11 @@ int cmd_train(const std::vector<std::string>& args) {
   }
   recording.ended(report);
   for (const std::string& path : report.checkpoints) std::printf("checkpoint %s\n", path.c_str());
+  if (!report.final_weights.empty())
+    std::printf("final weights %s\n", report.final_weights.c_str());
+  if (!report.final_weights_error.empty())
+    std::fprintf(stderr, "warning: the final weights were not kept: %s\n",
+                 report.final_weights_error.c_str());
   if (report.stopped)
     print_stop(report, signals.received(), options, context.leads, recording.run_id());
   else if (report.reached_max_steps)
@@ -257,11 +279,10 @@ int cmd_train(const std::vector<std::string>& args) {
     s["project"] = cp.project().name;
     s["epochs"] = nlohmann::json::array();
     for (const EpochReport& e : report.epochs) {
-      nlohmann::json j = {{"epoch", e.epoch + 1},
-                          {"train_loss", e.train_loss},
-                          {"train_top1", e.train_top1},
-                          {"images_per_s", e.images_per_s},
-                          {"seconds", e.seconds}};
+      nlohmann::json j = {{"epoch", e.epoch + 1},           {"steps", e.steps},
+                          {"batches", e.batches},           {"complete", e.complete()},
+                          {"train_loss", e.train_loss},     {"train_top1", e.train_top1},
+                          {"images_per_s", e.images_per_s}, {"seconds", e.seconds}};
       if (e.validated) {
         j["val_loss"] = e.val_loss;
         j["val_top1"] = e.val_top1;

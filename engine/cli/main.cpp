@@ -32,6 +32,7 @@ constexpr const char* kMainUsage =
 
 int main(int argc, char** argv) {
   if (argc < 2) {
+    std::fputs("renaissance-cli: missing the command; the commands are below\n", stderr);
     std::fputs(kMainUsage, stderr);
     return 2;
   }

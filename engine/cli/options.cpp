@@ -43,16 +43,27 @@ ParsedArgs parse_args(const std::vector<std::string>& args, const std::set<std::
   return out;
 }
 
-int usage_exit_code(const ParsedArgs& args, const char* usage, size_t positional) {
+int usage_exit_code(const ParsedArgs& args, const char* usage, size_t positional,
+                    const std::string& command, const std::string& expected) {
   if (args.has("help")) {
     std::fputs(usage, stdout);
     return 0;
   }
-  if (args.positional.size() != positional) {
-    std::fputs(usage, stderr);
-    return 2;
-  }
+  if (args.positional.size() != positional)
+    wrong_arguments(args.positional, positional, command, expected);
   return -1;
+}
+
+void wrong_arguments(const std::vector<std::string>& given, size_t wanted,
+                     const std::string& command, const std::string& expected) {
+  const std::string help = "; 'renaissance-cli " + command + " --help' shows its usage";
+  if (given.size() < wanted) throw UsageError("missing " + expected + help);
+  std::string extra;
+  for (size_t i = wanted; i < given.size(); ++i)
+    extra += (extra.empty() ? "'" : " '") + given[i] + "'";
+  throw UsageError("unexpected argument" + std::string(given.size() - wanted > 1 ? "s " : " ") +
+                   extra + ": " + command + " takes " + (wanted ? "only " + expected : expected) +
+                   help);
 }
 
 long long positive_integer(const std::string& option, const std::string& text) {

@@ -22,9 +22,16 @@ struct ParsedArgs {
 ParsedArgs parse_args(const std::vector<std::string>& args, const std::set<std::string>& with_value,
                       const std::set<std::string>& flags);
 
-// --help prints `usage` and gives 0; a wrong number of positional arguments
-// prints it to stderr and gives 2; otherwise -1 (go on).
-int usage_exit_code(const ParsedArgs& args, const char* usage, size_t positional);
+// --help prints `usage` and gives 0; otherwise -1 (go on). A wrong number of
+// positional arguments is a UsageError saying in one line what is missing or
+// left over, with `expected` naming what the command takes ("a project file
+// (<project.json>)") and `command` ("train") where its help is.
+int usage_exit_code(const ParsedArgs& args, const char* usage, size_t positional,
+                    const std::string& command, const std::string& expected);
+
+// The one line a wrong count of positional arguments gets.
+[[noreturn]] void wrong_arguments(const std::vector<std::string>& given, size_t wanted,
+                                  const std::string& command, const std::string& expected);
 
 // Parses a whole positive integer; UsageError naming the option otherwise.
 long long positive_integer(const std::string& option, const std::string& text);

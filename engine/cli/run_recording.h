@@ -22,6 +22,10 @@ class RunRecording {
                const TrainOptions& options, bool here = true, int64_t resume_run = 0);
 
   int64_t run_id() const noexcept { return recorder_ ? recorder_->run_id() : 0; }
+  // Where the recorded run keeps its final weights; empty when not recorded.
+  std::string final_weights_path() const {
+    return recorder_ ? recorder_->final_weights_path() : std::string();
+  }
   void attach(TrainCallbacks& callbacks);
   void ended(const TrainReport& report);
   void failed(const std::string& error);

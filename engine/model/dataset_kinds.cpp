@@ -102,6 +102,7 @@ const DatasetKindInfo& dataset_kind_info(DatasetKind kind) {
 }
 
 std::vector<std::string> dataset_class_names(const DatasetSpec& spec) {
+  if (static_cast<int64_t>(spec.class_names.size()) == spec.classes) return spec.class_names;
   const DatasetKindInfo& info = dataset_kind_info(spec.kind);
   std::vector<std::string> names;
   for (int64_t c = 0; c < spec.classes; ++c)

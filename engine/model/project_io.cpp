@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include <renaissance/error.h>
 #include "model/json_dom.h"
@@ -27,6 +28,23 @@ Project parse_project(std::string_view text, const std::string& file) {
     d.message = std::string("cannot read the project: ") + e.what();
     throw ProjectError({d});
   }
+}
+
+std::string resolve_project_path(const Project& project, const std::string& path) {
+  const std::filesystem::path file(path);
+  if (file.empty() || file.is_absolute() || project.source_path.empty()) return path;
+  return (std::filesystem::path(project.source_path).parent_path() / file).string();
+}
+
+std::string path_from_project_file(const std::string& project_file, const std::string& file) {
+  std::error_code ec;
+  const std::filesystem::path folder =
+      std::filesystem::absolute(project_file, ec).lexically_normal().parent_path();
+  const std::filesystem::path target = std::filesystem::absolute(file, ec).lexically_normal();
+  if (ec) return file;
+  const std::filesystem::path rel = target.lexically_relative(folder);
+  if (rel.empty() || *rel.begin() == "..") return file;
+  return rel.string();
 }
 
 Project load_project(const std::string& path) {

@@ -253,6 +253,8 @@ class Reader {
   void read_params(const json& params, LayerType t, const Scope& s, LayerParams& lp);
   void read_edges(const json& edges, Project& p);
   void read_dataset(const json& d, DatasetSpec& ds);
+  void read_class_names(const json& d, const Scope& s, int64_t classes,
+                        std::vector<std::string>& out);
   bool read_values(const json& obj, const Scope& s, const char* key, const Range& r,
                    std::vector<double>& out);
   bool read_training(const json& t, TrainingSpec& ts);
@@ -560,6 +562,42 @@ void Reader::read_edges(const json& edges, Project& p) {
   }
 }
 
+void Reader::read_class_names(const json& d, const Scope& s, int64_t classes,
+                              std::vector<std::string>& out) {
+  const json* v = member(d, "class_names");
+  if (!v) return;
+  const std::string field = "dataset.class_names";
+  const std::string expected = "expected an array of " +
+                               (classes > 0 ? std::to_string(classes) + " " : std::string()) +
+                               "distinct non-empty strings, one per class in label order";
+  if (!v->is_array() || v->empty()) {
+    error(s, field, expected + ", got " + describe(*v));
+    return;
+  }
+  std::vector<std::string> names;
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& n = (*v)[i];
+    if (!n.is_string() || n.get_ref<const std::string&>().empty()) {
+      error(s, index_path(field, i),
+            "expected a class name (a non-empty string), got " + describe(n));
+      return;
+    }
+    const std::string& name = n.get_ref<const std::string&>();
+    if (std::find(names.begin(), names.end(), name) != names.end()) {
+      error(s, index_path(field, i), quote(name) + " names two classes; each class needs its own");
+      return;
+    }
+    names.push_back(name);
+  }
+  if (classes > 0 && static_cast<int64_t>(names.size()) != classes) {
+    error(s, field,
+          "names " + std::to_string(names.size()) + " classes but \"dataset.classes\" is " +
+              std::to_string(classes) + "; give one name per class");
+    return;
+  }
+  out = std::move(names);
+}
+
 bool Reader::read_values(const json& obj, const Scope& s, const char* key, const Range& r,
                          std::vector<double>& out) {
   const json* v = member(obj, key);
@@ -586,10 +624,10 @@ void Reader::read_dataset(const json& d, DatasetSpec& ds) {
   const Scope s;
   static const char* const kSyntheticOnly[] = {"height",  "width",      "channels",
                                                "classes", "train_size", "val_size"};
-  check_keys(
-      d, s, "dataset",
-      {"kind", "path", "dir", "train_dir", "val_dir", "on_bad_image", "height", "width", "channels",
-       "classes", "train_size", "val_size", "mean", "std", "random_crop_padding", "random_flip"});
+  check_keys(d, s, "dataset",
+             {"kind", "path", "dir", "train_dir", "val_dir", "on_bad_image", "height", "width",
+              "channels", "classes", "class_names", "train_size", "val_size", "mean", "std",
+              "random_crop_padding", "random_flip"});
   auto kind = [](DatasetKind k) { return Choice<DatasetKind>{dataset_kind_info(k).name, k}; };
   read_choice<DatasetKind>(
       d, s, "dataset", "kind", "dataset kind",
@@ -629,7 +667,9 @@ void Reader::read_dataset(const json& d, DatasetSpec& ds) {
     read_int(d, s, "dataset", "width", 1, kMaxExtent, ds.width);
     const json* c = member(d, "channels");
     if (c) channels_ok = read_int(d, s, "dataset", "channels", 1, kMaxExtent, ds.channels);
-    read_int(d, s, "dataset", "classes", 2, kMaxFeatures, ds.classes);
+    const bool classes_ok =
+        read_int(d, s, "dataset", "classes", 2, kMaxFeatures, ds.classes) || !member(d, "classes");
+    read_class_names(d, s, classes_ok ? ds.classes : 0, ds.class_names);
     if (!image_folder) {
       read_int(d, s, "dataset", "train_size", 1, kMaxSamples, ds.train_size);
       read_int(d, s, "dataset", "val_size", 1, kMaxSamples, ds.val_size);
@@ -644,6 +684,9 @@ void Reader::read_dataset(const json& d, DatasetSpec& ds) {
                   " classes, " + std::to_string(info.train_size) + " training and " +
                   std::to_string(info.val_size) + " validation images");
     }
+    if (member(d, "class_names"))
+      error(s, "dataset.class_names",
+            std::string("not for ") + info.title + ", whose files name its classes");
     read_string(d, s, "dataset", info.folder_key, ds.path, false, true);
     ds.height = info.height;
     ds.width = info.width;
@@ -686,7 +729,7 @@ bool Reader::read_training(const json& t, TrainingSpec& ts) {
   bool ok = true;
   check_keys(t, s, "training",
              {"optimizer", "schedule", "epochs", "global_batch", "devices", "precision", "seed",
-              "ema", "sync_batch_norm"});
+              "ema", "sync_batch_norm", "init_from"});
   if (const json* o = member(t, "optimizer"); o && expect_object(*o, s, "training.optimizer")) {
     // Every optimizer accepts every optimizer key: the writer stores them all,
     // so switching the type in the designer keeps the other settings.
@@ -762,6 +805,7 @@ bool Reader::read_training(const json& t, TrainingSpec& ts) {
     read_number(*e, s, "training.ema", "decay", kUnitOpen, ts.ema_decay);
   }
   read_bool(t, s, "training", "sync_batch_norm", ts.sync_batch_norm);
+  read_string(t, s, "training", "init_from", ts.init_from, false, false);
   return ok;
 }
 

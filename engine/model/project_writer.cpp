@@ -183,6 +183,9 @@ std::string project_to_json(const Project& project) {
       ds["width"] = d.width;
       ds["channels"] = d.channels;
       ds["classes"] = d.classes;
+      // Names that no longer fit the class count (it was edited) are dropped.
+      if (!d.class_names.empty() && static_cast<int64_t>(d.class_names.size()) == d.classes)
+        ds["class_names"] = d.class_names;
       if (!info.counted) {
         ds["train_size"] = d.train_size;
         ds["val_size"] = d.val_size;
@@ -222,6 +225,7 @@ std::string project_to_json(const Project& project) {
     tr["ema"] = {{"enabled", t.ema}, {"decay", t.ema_decay}};
     // Written only when on, so projects that never use it stay as they were.
     if (t.sync_batch_norm) tr["sync_batch_norm"] = true;
+    if (!t.init_from.empty()) tr["init_from"] = t.init_from;
     root["training"] = std::move(tr);
 
     ojson variants = ojson::array();

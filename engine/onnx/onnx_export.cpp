@@ -16,16 +16,40 @@
 #include <system_error>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include <renaissance/dataset_kinds.h>
 #include <renaissance/error.h>
 #include <renaissance/layer_spec.h>
 #include <renaissance/shape_inference.h>
 #include "onnx/onnx_layout.h"
+#include "onnx/onnx_metadata.h"
 
 namespace tr {
 
 namespace {
 
 constexpr int64_t kOpset = 13;
+
+// The names the file records: the caller's, else the project's where it
+// knows them; none rather than invented ones.
+std::vector<std::string> class_names(const DatasetSpec& d, const OnnxExportOptions& options,
+                                     int64_t classes) {
+  const auto fits = [&](const std::vector<std::string>& v) {
+    return static_cast<int64_t>(v.size()) == classes;
+  };
+  if (!options.class_names.empty()) {
+    if (!fits(options.class_names))
+      throw UsageError("the model has " + std::to_string(classes) + " classes but " +
+                       std::to_string(options.class_names.size()) + " class names were given");
+    return options.class_names;
+  }
+  const DatasetKindInfo& info = dataset_kind_info(d.kind);
+  if (d.classes == classes &&
+      (fits(d.class_names) || info.class_names || d.kind == DatasetKind::Synthetic))
+    return dataset_class_names(d);
+  return {};
+}
 constexpr int64_t kIrVersion = 7;  // the IR of opset 13
 
 // The checkpoint's tensors by name in the series that matter here.
@@ -335,12 +359,16 @@ OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoi
     }
     return s;
   };
-  meta("renaissance.project", project.name);
-  meta("renaissance.input", "NCHW float, normalised: (pixel / 255 - mean) / std per channel");
-  meta("renaissance.mean", list(project.dataset.mean));
-  meta("renaissance.std", list(project.dataset.std));
-  meta("renaissance.step", std::to_string(checkpoint.position.step));
-  meta("renaissance.weights", weights.used_ema() ? "ema" : "master");
+  namespace key = onnx_metadata;
+  meta(key::kProject, project.name);
+  meta(key::kInput, "NCHW float, normalised: (pixel / 255 - mean) / std per channel");
+  meta(key::kMean, list(project.dataset.mean));
+  meta(key::kStd, list(project.dataset.std));
+  meta(key::kStep, std::to_string(checkpoint.position.step));
+  meta(key::kWeights, weights.used_ema() ? "ema" : "master");
+  meta(key::kDataset, dataset_kind_info(project.dataset.kind).name);
+  const std::vector<std::string> names = class_names(project.dataset, options, classes);
+  if (!names.empty()) meta(key::kClassNames, nlohmann::json(names).dump());
   *model.mutable_graph() = std::move(graph);
 
   const std::string tmp = path + ".tmp";
@@ -364,6 +392,7 @@ OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoi
   s.input = in_node.id;
   s.output = output;
   s.classes = classes;
+  s.class_names = names;
   return s;
 }
 

@@ -37,6 +37,7 @@
 #include <renaissance/shape_inference.h>
 #include "compile/compiler.h"
 #include "onnx/onnx_layout.h"
+#include "onnx/onnx_metadata.h"
 
 namespace tr {
 
@@ -978,27 +979,88 @@ void Importer::check_and_relayout(const ModelAnalysis& a) {
 }
 
 DatasetSpec Importer::dataset(std::vector<std::string>& notes) const {
+  namespace key = onnx_metadata;
+  std::map<std::string, std::string> meta;
+  for (const onnx::StringStringEntryProto& e : model_.metadata_props()) meta[e.key()] = e.value();
+  const auto recorded = [&](const char* k) -> const std::string* {
+    const auto it = meta.find(k);
+    return it == meta.end() ? nullptr : &it->second;
+  };
+  const auto fits = [&](const DatasetKindInfo& info) {
+    return !info.fixed_shape || (info.height == input_.h && info.width == input_.w &&
+                                 info.channels == input_.c && info.classes == classes_);
+  };
+
+  // The dataset kind the file names, where it fits the model; never one
+  // guessed from the input's shape.
+  const DatasetKindInfo* named = nullptr;
+  if (const std::string* k = recorded(key::kDataset)) {
+    for (const DatasetKindInfo& info : dataset_kinds())
+      if (*k == info.name) named = &info;
+    if (!named)
+      notes.push_back("the file names an unknown dataset kind \"" + *k + "\": left aside");
+    else if (!fits(*named)) {
+      notes.push_back(std::string("the file names ") + named->title +
+                      ", whose images or classes are not the model's: left aside");
+      named = nullptr;
+    }
+  }
+  if (named && named->kind == DatasetKind::Synthetic) named = nullptr;  // nothing to read again
+  const DatasetKindInfo& info = named ? *named : dataset_kind_info(DatasetKind::ImageFolder);
   DatasetSpec d;
-  const DatasetKindInfo* match = nullptr;
-  for (const DatasetKindInfo& info : dataset_kinds())
-    if (!match && info.fixed_shape && info.height == input_.h && info.width == input_.w &&
-        info.channels == input_.c && info.classes == classes_)
-      match = &info;
-  const DatasetKindInfo& info = match ? *match : dataset_kind_info(DatasetKind::ImageFolder);
   d.kind = info.kind;
   d.height = input_.h;
   d.width = input_.w;
   d.channels = input_.c;
   d.classes = classes_;
-  if (match) {
+  if (info.fixed_shape) {
     d.train_size = info.train_size;
     d.val_size = info.val_size;
-    notes.push_back("its input and classes are those of " + std::string(info.title) +
-                    ", so the project trains on it");
+    notes.push_back(std::string("it was trained on ") + info.title +
+                    " (recorded in the file), so the project trains on it");
   } else {
+    d.train_size = d.val_size = 0;
     notes.push_back("the project reads an image folder of " + std::to_string(classes_) +
                     " classes: set its training and validation folders before training");
   }
+
+  // The class names, as the file records them; else "class 0", "class 1", ...
+  std::string names_note;
+  if (const std::string* text = recorded(key::kClassNames)) {
+    std::vector<std::string> names;
+    const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+    bool ok = j.is_array() && static_cast<int64_t>(j.size()) == classes_;
+    for (size_t i = 0; ok && i < j.size(); ++i) {
+      ok = j[i].is_string() && !j[i].get_ref<const std::string&>().empty() &&
+           std::find(names.begin(), names.end(), j[i].get<std::string>()) == names.end();
+      if (ok) names.push_back(j[i].get<std::string>());
+    }
+    if (ok) {
+      if (!info.fixed_shape) d.class_names = names;
+      names_note = "the class names recorded in the file (" + names.front() + ", ...)";
+    } else {
+      names_note = "the file's class names (" + std::string(key::kClassNames) +
+                   ") are not a list of " + std::to_string(classes_) +
+                   " distinct names, so they are left aside";
+    }
+  }
+  if (d.class_names.empty() && !info.fixed_shape) {
+    if (!names_note.empty()) names_note += "; ";
+    names_note +=
+        "the file does not say what the classes are called: they are \"class 0\" to "
+        "\"class " +
+        std::to_string(classes_ - 1) +
+        "\" until the project's image "
+        "folders name them";
+    // A hint, not a guess: the user knows what the model learnt.
+    for (const DatasetKindInfo& k : dataset_kinds())
+      if (k.fixed_shape && fits(k))
+        names_note += std::string(" (its input and classes have ") + k.title +
+                      "'s shape; if it learnt " + k.title + ", set the dataset kind to \"" +
+                      k.name + "\")";
+  }
+  if (!names_note.empty()) notes.push_back("classes: " + names_note);
+
   const auto per_channel = [&](std::vector<double> v, const char* what) {
     if (v.size() == 1) v.assign(static_cast<size_t>(input_.c), v[0]);
     if (v.size() != static_cast<size_t>(input_.c))
@@ -1007,17 +1069,16 @@ DatasetSpec Importer::dataset(std::vector<std::string>& notes) const {
                        " channels");
     return v;
   };
-  std::map<std::string, std::string> meta;
-  for (const onnx::StringStringEntryProto& e : model_.metadata_props()) meta[e.key()] = e.value();
-  const auto listed = [&](const std::string& key) {
+  const auto listed = [&](const char* k) {
     std::vector<double> v;
-    std::string text = meta[key];
+    const std::string* text = recorded(k);
+    if (!text) return v;
     size_t at = 0;
-    while (at < text.size()) {
-      size_t end = text.find(',', at);
-      if (end == std::string::npos) end = text.size();
+    while (at < text->size()) {
+      size_t end = text->find(',', at);
+      if (end == std::string::npos) end = text->size();
       try {
-        v.push_back(std::stod(text.substr(at, end - at)));
+        v.push_back(std::stod(text->substr(at, end - at)));
       } catch (const std::exception&) {
         return std::vector<double>{};
       }
@@ -1027,11 +1088,11 @@ DatasetSpec Importer::dataset(std::vector<std::string>& notes) const {
   };
   std::vector<double> mean = options_.mean, stdev = options_.std;
   std::string source = "as given";
-  if (mean.empty() && stdev.empty() && !listed("renaissance.mean").empty()) {
-    mean = listed("renaissance.mean");
-    stdev = listed("renaissance.std");
+  if (mean.empty() && stdev.empty() && !listed(key::kMean).empty()) {
+    mean = listed(key::kMean);
+    stdev = listed(key::kStd);
     source = "recorded in the file";
-  } else if (mean.empty() && stdev.empty() && match) {
+  } else if (mean.empty() && stdev.empty() && info.fixed_shape) {
     mean.assign(info.mean, info.mean + input_.c);
     stdev.assign(info.std, info.std + input_.c);
     source = std::string("the usual ") + info.title + " figures; give --mean and --std if the " +

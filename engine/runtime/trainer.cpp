@@ -196,6 +196,7 @@ class RankLoop {
         train_->start_epoch(epoch, start_.batch);
       EpochReport er;
       er.epoch = epoch;
+      er.batches = train_->batches_per_epoch();
       double loss_sum = 0, top1_sum = 0, samples = 0;
       const auto t_epoch = Clock::now();
       // Time the front end holds the step callback (a workbench pause) is
@@ -291,9 +292,10 @@ class RankLoop {
       // A stop request skips the validation.
       const bool epoch_done = halt == Halt::None;
       const bool trained = samples > 0;
+      er.steps = epoch_done ? batches : halted_at.batch;
       if (val_ && (epoch_done || (halt == Halt::StepLimit && trained))) validate(er);
-      save_checkpoint(epoch_done ? TrainPosition{epoch + 1, 0, step} : halted_at,
-                      epoch_done && rank_ == 0 ? &er : nullptr);
+      end_at_ = epoch_done ? TrainPosition{epoch + 1, 0, step} : halted_at;
+      save_checkpoint(end_at_, epoch_done && rank_ == 0 ? &er : nullptr);
       // An epoch that ended before its first step has nothing to report.
       if (rank_ == 0 && (epoch_done || trained)) {
         {
@@ -308,6 +310,7 @@ class RankLoop {
       shared_.report.stopped = halt == Halt::Stop;
       shared_.report.reached_max_steps = halt == Halt::StepLimit;
     }
+    if (step > start_.step) save_final_weights();
   }
 
  private:
@@ -376,6 +379,38 @@ class RankLoop {
     if (callbacks_.on_checkpoint) callbacks_.on_checkpoint(r);
   }
 
+  // The weights the run ended with (global rank 0 speaks for all, as for
+  // checkpoints): what predicting, exporting and fine-tuning need, without
+  // the optimizer state only resuming would.
+  void save_final_weights() {
+    if (global_rank_ != 0 || options_.final_weights.empty()) return;
+    CheckpointReport r;
+    r.path = options_.final_weights;
+    r.position = end_at_;
+    try {
+      Checkpoint c = take_checkpoint(cp_, session_, end_at_, rank_);
+      std::erase_if(c.tensors, [](const CheckpointTensor& t) {
+        return !(t.region.starts_with("W_") || t.region.starts_with("E_") ||
+                 t.region.starts_with("B_"));
+      });
+      std::error_code ec;
+      const std::filesystem::path folder = std::filesystem::path(r.path).parent_path();
+      if (!folder.empty()) std::filesystem::create_directories(folder, ec);
+      if (ec)
+        throw UsageError("the final weights' folder " + folder.string() +
+                         " cannot be made: " + ec.message());
+      write_checkpoint(c, r.path);
+    } catch (const UsageError& e) {
+      r.error = e.what();
+    }
+    {
+      std::lock_guard<std::mutex> lock(shared_.mutex);
+      (r.error.empty() ? shared_.report.final_weights : shared_.report.final_weights_error) =
+          r.error.empty() ? r.path : r.error;
+    }
+    if (callbacks_.on_final_weights) callbacks_.on_final_weights(r);
+  }
+
   void validate(EpochReport& er) {
     val_->start_epoch(er.epoch);
     session_.begin_validation(rank_, options_.eval_ema);
@@ -401,6 +436,7 @@ class RankLoop {
   int global_rank_;  // over all nodes
   TrainPosition start_;
   TrainPosition last_saved_{-1, -1, -1};
+  TrainPosition end_at_;  // where the run ended: its final weights' position
   int train_variant_, last_variant_, val_variant_;
   std::unique_ptr<BatchPipeline> train_, val_;
   // After the pipelines: unpinned before their buffers go.

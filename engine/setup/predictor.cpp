@@ -52,13 +52,17 @@ class ImagesSource final : public DataSource {
 
 }  // namespace
 
+std::vector<std::string> folder_class_names(const DatasetSpec& dataset) {
+  if (dataset.kind != DatasetKind::ImageFolder) return {};
+  const DatasetProbe probe = probe_dataset(dataset);
+  if (probe.ok && static_cast<int64_t>(probe.class_names.size()) == dataset.classes)
+    return probe.class_names;
+  return {};
+}
+
 std::vector<std::string> class_names_of(const DatasetSpec& dataset) {
-  if (dataset.kind == DatasetKind::ImageFolder) {
-    const DatasetProbe probe = probe_dataset(dataset);
-    if (probe.ok && static_cast<int64_t>(probe.class_names.size()) == dataset.classes)
-      return probe.class_names;
-  }
-  return dataset_class_names(dataset);
+  std::vector<std::string> names = folder_class_names(dataset);
+  return names.empty() ? dataset_class_names(dataset) : names;
 }
 
 std::vector<PredictImage> folder_images(const std::string& dir,

@@ -5,12 +5,28 @@
 
 #include <utility>
 
+#include <renaissance/checkpoint.h>
+#include <renaissance/error.h>
+#include <renaissance/project_io.h>
+
 #include "backends/cpu/cpu_threads.h"
 #include "backends/cpu/kernel_builds.h"
 #include "runtime/trainer.h"
 #include "setup/training_setup.h"
 
 namespace tr {
+
+void apply_project_init_from(const Project& project, TrainOptions& options) {
+  if (project.training.init_from.empty() || options.resume || options.init_from) return;
+  options.init_from_source = resolve_project_path(project, project.training.init_from);
+  try {
+    options.init_from =
+        std::make_shared<const Checkpoint>(read_checkpoint(options.init_from_source));
+  } catch (const UsageError& e) {
+    throw UsageError(std::string("the project's starting weights (\"training.init_from\"): ") +
+                     e.what());
+  }
+}
 
 TrainingJob::TrainingJob(Project project, const SetupOptions& options)
     : setup_(std::make_unique<TrainingSetup>(prepare_training(std::move(project), options))),

@@ -85,6 +85,13 @@ RunComparison compare_runs(const RunStore& store, const std::vector<int64_t>& ru
     const size_t i = out.runs.size() - 1;
     std::optional<double> last;
     for (const EpochRecord& e : epochs) {
+      // An epoch cut short is no row beside whole ones; its validation (a
+      // step limit's) is still the run's last word on the model.
+      if (e.partial()) {
+        if (metric.rfind("val_", 0) == 0)
+          if (const auto v = epoch_metric(e, metric)) last = v;
+        continue;
+      }
       const auto row = static_cast<size_t>(e.epoch);
       if (out.metric_by_epoch.size() <= row) out.metric_by_epoch.resize(row + 1);
       out.metric_by_epoch[row].resize(runs.size());

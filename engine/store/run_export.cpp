@@ -9,7 +9,7 @@ namespace tr::store {
 
 const char* const kCurvesCsvHeader =
     "run_id,kind,epoch,step,loss,top1,lr,loss_scale,images_per_s,val_loss,val_top1,val_top5,"
-    "seconds";
+    "seconds,epoch_steps,epoch_batches";
 
 namespace {
 
@@ -47,7 +47,7 @@ void write_curves_csv(const RunStore& store, const std::vector<int64_t>& runs, s
       put(line, s.lr);
       put(line, s.loss_scale);
       put(line, s.images_per_s);
-      line += ",,,,";  // val_loss, val_top1, val_top5, seconds
+      line += ",,,,,,";  // val_loss, val_top1, val_top5, seconds, epoch_steps, epoch_batches
       out << line << '\n';
     }
     for (const EpochRecord& e : store.epochs(id)) {
@@ -62,6 +62,12 @@ void write_curves_csv(const RunStore& store, const std::vector<int64_t>& runs, s
       put(line, e.val_top1);
       put(line, e.val_top5);
       put(line, e.seconds);
+      if (e.batches > 0) {
+        put(line, e.steps);
+        put(line, e.batches);
+      } else {
+        line += ",,";
+      }
       out << line << '\n';
     }
   }

@@ -253,6 +253,11 @@ void RunRecorder::writer_loop() {
   }
 }
 
+void RunRecorder::set_final_weights(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  final_weights_ = path;
+}
+
 std::string RunRecorder::finish(RunStatus status, const std::string& error) {
   if (finished_) throw std::logic_error("RunRecorder::finish called twice");
   finished_ = true;
@@ -269,6 +274,12 @@ std::string RunRecorder::finish(RunStatus status, const std::string& error) {
   for (;;) {
     try {
       ready_store();
+      std::string weights;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        weights = final_weights_;
+      }
+      if (!weights.empty()) store_->set_final_weights(run_id_, weights);
       store_->end_run(run_id_, status, error);
       end_error.clear();
       break;

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <renaissance/store_location.h>
 #include "store/build_info.h"
 #include "store/process_identity.h"
 #include "store/schema.h"
@@ -112,8 +113,8 @@ std::vector<std::string> split_tags(const std::string& joined) {
   "r.precision, r.seed, r.steps, r.epochs, r.final_train_loss, r.final_train_top1, "            \
   "r.final_val_loss, r.final_val_top1, r.final_val_top5, "                                      \
   "(SELECT group_concat(tag, ',') FROM (SELECT tag FROM tags t WHERE t.run_id = r.id ORDER BY " \
-  "tag))"
-constexpr int kSummaryColumns = 18;
+  "tag)), r.final_weights"
+constexpr int kSummaryColumns = 19;
 
 RunSummary read_summary(const Statement& s) {
   RunSummary r;
@@ -135,6 +136,7 @@ RunSummary read_summary(const Statement& s) {
   r.final_val_top1 = s.optional_real(15);
   r.final_val_top5 = s.optional_real(16);
   r.tags = split_tags(s.text(17));
+  r.final_weights = s.text(18);
   return r;
 }
 
@@ -160,11 +162,15 @@ struct RunStore::AppendStatements {
         epoch(db,
               "INSERT OR REPLACE INTO epoch_metrics "
               "(run_id, epoch, train_loss, train_top1, val_loss, val_top1, val_top5, "
-              "images_per_s, seconds, ended_at, per_class_accuracy, confusion) "
-              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"),
+              "images_per_s, seconds, ended_at, per_class_accuracy, confusion, steps, batches) "
+              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"),
+        // `epochs` counts whole epochs; the final training figures are the
+        // last whole epoch's, or a partial one's while there is none (?8).
         finals(db,
-               "UPDATE runs SET epochs = max(epochs, ?2), final_train_loss = ?3, "
-               "final_train_top1 = ?4, final_val_loss = coalesce(?5, final_val_loss), "
+               "UPDATE runs SET epochs = max(epochs, ?2), "
+               "final_train_loss = CASE WHEN ?8 OR epochs = 0 THEN ?3 ELSE final_train_loss END, "
+               "final_train_top1 = CASE WHEN ?8 OR epochs = 0 THEN ?4 ELSE final_train_top1 END, "
+               "final_val_loss = coalesce(?5, final_val_loss), "
                "final_val_top1 = coalesce(?6, final_val_top1), "
                "final_val_top5 = coalesce(?7, final_val_top5) WHERE id = ?1"),
         progress(db, "UPDATE runs SET steps = max(steps, ?2), updated_at = ?3 WHERE id = ?1") {}
@@ -379,10 +385,17 @@ void RunStore::append(int64_t run, std::span<const StepRecord> steps,
             std::vector<int64_t>(e.confusion.begin() + r * k, e.confusion.begin() + (r + 1) * k));
       st.epoch.bind(12, rows.dump());
     }
+    if (e.batches > 0)
+      st.epoch.bind(13, e.steps).bind(14, e.batches);
+    else
+      st.epoch.bind_null(13).bind_null(14);
     st.epoch.run();
   }
   if (!epochs.empty()) {
-    const EpochRecord& last = epochs.back();
+    const EpochRecord* whole = nullptr;
+    for (const EpochRecord& e : epochs)
+      if (!e.partial()) whole = &e;
+    const EpochRecord& last = whole ? *whole : epochs.back();
     // Validation figures come from the last validated epoch: an epoch cut
     // short by a stop has none, and must not erase the ones before it.
     const EpochRecord* validated = nullptr;
@@ -392,12 +405,13 @@ void RunStore::append(int64_t run, std::span<const StepRecord> steps,
     const EpochRecord& val = validated ? *validated : none;
     st.finals.reset();
     st.finals.bind(1, run)
-        .bind(2, last.epoch + 1)
+        .bind(2, whole ? whole->epoch + 1 : int64_t{0})
         .bind(3, last.train_loss)
         .bind(4, last.train_top1)
         .bind(5, val.val_loss)
         .bind(6, val.val_top1)
-        .bind(7, val.val_top5);
+        .bind(7, val.val_top5)
+        .bind(8, int64_t{whole ? 1 : 0});
     st.finals.run();
   }
   st.progress.reset();
@@ -418,6 +432,16 @@ void RunStore::end_run(int64_t run, RunStatus status, const std::string& error) 
     s.bind_null(4);
   else
     s.bind(4, error);
+  s.run();
+}
+
+void RunStore::set_final_weights(int64_t run, const std::string& path) {
+  Statement s(*db_, "UPDATE runs SET final_weights = ?2 WHERE id = ?1");
+  s.bind(1, run);
+  if (path.empty())
+    s.bind_null(2);
+  else
+    s.bind(2, path);
   s.run();
 }
 
@@ -456,9 +480,9 @@ ResumeRecord RunStore::resume_run(int64_t run, const ResumeStart& resume) {
               "updated_at = ?2, writer_host = ?3, writer_pid = ?4, writer_start = ?5, "
               "steps = ?6, epochs = ?7, "
               "final_train_loss = (SELECT train_loss FROM epoch_metrics e WHERE e.run_id = ?1 "
-              "  ORDER BY epoch DESC LIMIT 1), "
+              "  ORDER BY coalesce(steps >= batches, 1) DESC, epoch DESC LIMIT 1), "
               "final_train_top1 = (SELECT train_top1 FROM epoch_metrics e WHERE e.run_id = ?1 "
-              "  ORDER BY epoch DESC LIMIT 1), "
+              "  ORDER BY coalesce(steps >= batches, 1) DESC, epoch DESC LIMIT 1), "
               "final_val_loss = (SELECT val_loss FROM epoch_metrics e WHERE e.run_id = ?1 "
               "  AND val_loss IS NOT NULL ORDER BY epoch DESC LIMIT 1), "
               "final_val_top1 = (SELECT val_top1 FROM epoch_metrics e WHERE e.run_id = ?1 "
@@ -572,6 +596,10 @@ void RunStore::delete_run(int64_t run) {
     s.run();
   }
   t.commit();
+  // Its own files go with it (the final weights); a folder that cannot be
+  // removed is left, as files of the user's own would be.
+  std::error_code ec;
+  std::filesystem::remove_all(run_folder(path(), run), ec);
 }
 
 std::vector<RunSummary> RunStore::list_runs(const std::string& filter) const {
@@ -640,7 +668,7 @@ std::vector<StepRecord> RunStore::step_curve(int64_t run) const {
 std::vector<EpochRecord> RunStore::epochs(int64_t run) const {
   Statement s(*db_,
               "SELECT epoch, train_loss, train_top1, val_loss, val_top1, val_top5, "
-              "images_per_s, seconds, ended_at, per_class_accuracy, confusion "
+              "images_per_s, seconds, ended_at, per_class_accuracy, confusion, steps, batches "
               "FROM epoch_metrics WHERE run_id = ?1 ORDER BY epoch");
   s.bind(1, run);
   std::vector<EpochRecord> out;
@@ -655,6 +683,8 @@ std::vector<EpochRecord> RunStore::epochs(int64_t run) const {
     e.images_per_s = s.real(6);
     e.seconds = s.real(7);
     e.ended_at = s.real(8);
+    e.steps = s.int64(11);  // NULL reads as 0: a whole epoch of an older store
+    e.batches = s.int64(12);
     // Written by append() only, but a hand-edited store must not crash a reader.
     const auto acc = nlohmann::json::parse(s.text(9), nullptr, false);
     if (acc.is_array())

@@ -120,6 +120,13 @@ CREATE TABLE run_resumes (
 );
 CREATE INDEX run_resumes_by_run ON run_resumes(run_id);
 )sql"},
+    {5, R"sql(
+ALTER TABLE epoch_metrics ADD COLUMN steps INTEGER;
+ALTER TABLE epoch_metrics ADD COLUMN batches INTEGER;
+)sql"},
+    {6, R"sql(
+ALTER TABLE runs ADD COLUMN final_weights TEXT;
+)sql"},
 };
 
 static_assert(std::size(kMigrations) == kStoreSchemaVersion,

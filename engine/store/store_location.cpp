@@ -2,6 +2,7 @@
 #include <renaissance/store_location.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "store/sqlite_db.h"
 
@@ -26,6 +27,16 @@ std::string resolve_store_path(const std::string& explicit_path) {
   throw StoreError(
       std::string("no place for the run store: HOME is not set; give --store PATH or set ") +
       kStoreEnvVar);
+}
+
+std::string run_folder(const std::string& store_path, int64_t run) {
+  const std::filesystem::path store(store_path);
+  return (store.parent_path() / (store.stem().string() + ".files") / ("run-" + std::to_string(run)))
+      .string();
+}
+
+std::string final_weights_path(const std::string& store_path, int64_t run) {
+  return (std::filesystem::path(run_folder(store_path, run)) / "final.ckpt").string();
 }
 
 }  // namespace tr::store

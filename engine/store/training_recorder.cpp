@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <renaissance/project_io.h>
+#include <renaissance/store_location.h>
 
 namespace tr::store {
 
@@ -21,6 +22,7 @@ RunStart run_start_of(const CompiledPlan& plan, const TrainingContext& context,
   hyper["validation"] = options.validate;
   hyper["eval_ema"] = options.eval_ema;
   if (!options.resume_source.empty()) hyper["resumed_from"] = options.resume_source;
+  if (!options.init_from_source.empty()) hyper["init_from"] = options.init_from_source;
   hyper["cpu_threads"] = context.cpu_threads;
   // Which build of the CPU kernels ran: runs from machines with other
   // instructions compare by it.
@@ -79,6 +81,8 @@ void TrainingRecorder::attach(TrainCallbacks& cb) {
     if (before) before(e);
     EpochRecord r;
     r.epoch = e.epoch;
+    r.steps = e.steps;
+    r.batches = e.batches;
     r.train_loss = e.train_loss;
     r.train_top1 = e.train_top1;
     if (e.validated) {
@@ -114,7 +118,12 @@ void TrainingRecorder::attach(TrainCallbacks& cb) {
   };
 }
 
+std::string TrainingRecorder::final_weights_path() const {
+  return store::final_weights_path(store_path(), run_id());
+}
+
 std::string TrainingRecorder::ended(const TrainReport& report) {
+  if (!report.final_weights.empty()) recorder_.set_final_weights(report.final_weights);
   return recorder_.finish(report.stopped ? RunStatus::Stopped : RunStatus::Finished);
 }
 

@@ -100,7 +100,12 @@ DatasetView::DatasetView(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   counts_->setHorizontalHeaderLabels({tr("Class"), tr("Training"), tr("Validation")});
   counts_->verticalHeader()->hide();
   counts_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  counts_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  // Whole class names and counts: the columns take what their contents
+  // need, and the splitter gives the table its width first.
+  counts_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  counts_->horizontalHeader()->setStretchLastSection(true);
+  counts_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
+  counts_->setWordWrap(false);
   grid_ = new SampleGrid;
   grid_->setObjectName(QStringLiteral("sampleGrid"));
   auto* scroll = new QScrollArea(this);
@@ -116,7 +121,9 @@ DatasetView::DatasetView(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   auto* split = new QSplitter(Qt::Horizontal, this);
   split->addWidget(counts_);
   split->addWidget(scroll);
-  split->setStretchFactor(1, 3);
+  split->setStretchFactor(0, 0);
+  split->setStretchFactor(1, 1);
+  split->setCollapsible(0, false);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(top);
   layout->addLayout(statsRow);

@@ -11,6 +11,9 @@ namespace tr::gui {
 namespace {
 
 constexpr int kGap = 8;
+// A cell is as wide as its widest caption up to this (CIFAR-100's
+// "aquarium_fish" included); longer folder names are cut with an ellipsis.
+constexpr int kMaxCaptionWidth = 160;
 
 }  // namespace
 
@@ -35,9 +38,25 @@ int SampleGrid::imageSide() const {
   return side * std::max(1, 84 / side);
 }
 
+int SampleGrid::captionWidth() const {
+  int widest = 0;
+  for (const Cell& c : cells_)
+    widest = std::max(widest, fontMetrics().horizontalAdvance(c.caption));
+  return std::min(widest + 4, kMaxCaptionWidth);
+}
+
 QSize SampleGrid::cellSize() const {
   const int side = imageSide();
-  return {std::max(side, 72), side + fontMetrics().height() + 4};
+  return {std::max({side, 72, captionWidth()}), side + fontMetrics().height() + 4};
+}
+
+QStringList SampleGrid::cutCaptions() const {
+  QStringList cut;
+  const int width = cellSize().width();
+  for (const Cell& c : cells_)
+    if (fontMetrics().horizontalAdvance(c.caption) > width && !cut.contains(c.caption))
+      cut << c.caption;
+  return cut;
 }
 
 int SampleGrid::columns(int width) const {

@@ -6,6 +6,7 @@
 
 #include <QImage>
 #include <QString>
+#include <QStringList>
 #include <QWidget>
 #include <vector>
 
@@ -24,6 +25,8 @@ class SampleGrid : public QWidget {
   void setCells(std::vector<Cell> cells);
   int cellCount() const { return static_cast<int>(cells_.size()); }
   const Cell& cell(int i) const { return cells_[static_cast<size_t>(i)]; }
+  // Captions too long for a cell, cut with an ellipsis (names past 160 pixels).
+  QStringList cutCaptions() const;
 
   bool hasHeightForWidth() const override { return true; }
   int heightForWidth(int width) const override;
@@ -34,6 +37,7 @@ class SampleGrid : public QWidget {
 
  private:
   QSize cellSize() const;  // image side plus caption
+  int captionWidth() const;
   int columns(int width) const;
   int imageSide() const;
 

@@ -34,12 +34,13 @@ void EditNodeCommand::redo() {
 }
 
 void EditNodeCommand::undo() {
+  undone_ = true;
   doc_->setNode(index_, before_);
 }
 
 bool EditNodeCommand::mergeWith(const QUndoCommand* other) {
   const auto* o = static_cast<const EditNodeCommand*>(other);
-  if (o->index_ != index_ || o->field_ != field_) return false;
+  if (undone_ || o->index_ != index_ || o->field_ != field_) return false;
   after_ = o->after_;
   setObsolete(same(before_, after_));
   return true;

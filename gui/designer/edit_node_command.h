@@ -29,6 +29,10 @@ class EditNodeCommand : public QUndoCommand {
   int index_;
   LayerNode before_, after_;
   QString field_;
+  // Undone once: the next edit of the field is a step of its own, not
+  // folded into this one (Ctrl+Z, then a new value, then Ctrl+Z again
+  // returns to the value before the new one).
+  bool undone_ = false;
 };
 
 }  // namespace tr::gui

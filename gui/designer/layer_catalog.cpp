@@ -79,6 +79,11 @@ QString shape_text(const Shape& s) {
   return QString::fromStdString(s.str());
 }
 
+QString sample_shape_text(const Shape& s) {
+  if (s.h == 1 && s.w == 1) return QString::number(s.c);
+  return QStringLiteral("%1×%2×%3").arg(s.h).arg(s.w).arg(s.c);
+}
+
 QString grouped_number(int64_t n) {
   QLocale c(QLocale::English);
   return c.toString(static_cast<qlonglong>(n));

@@ -31,6 +31,8 @@ QString designer_summary(const LayerNode& node);
 
 // "[128,28,28,6]"
 QString shape_text(const Shape& s);
+// One sample of it, H×W×C ("28×28×6"), or the features alone ("120") for [N,1,1,C].
+QString sample_shape_text(const Shape& s);
 
 // 61706 -> "61,706"
 QString grouped_number(int64_t n);

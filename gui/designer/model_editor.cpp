@@ -11,6 +11,7 @@
 #include "move_nodes_command.h"
 #include "param_names.h"
 #include "set_devices_command.h"
+#include "widgets/count_text.h"
 
 namespace tr::gui {
 
@@ -82,9 +83,11 @@ bool ModelEditor::removeItems(const std::vector<int>& nodes, const std::vector<i
   if (nodes.size() == 1 && edges.empty())
     text = tr("Delete %1").arg(id_of(g, nodes.front()));
   else if (nodes.empty())
-    text = tr("Disconnect %n edge(s)", nullptr, static_cast<int>(edges.size()));
+    text = count_text(static_cast<qint64>(edges.size()), tr("Disconnect %1 edge"),
+                      tr("Disconnect %1 edges"));
   else
-    text = tr("Delete %n layer(s)", nullptr, static_cast<int>(nodes.size()));
+    text = count_text(static_cast<qint64>(nodes.size()), tr("Delete %1 layer"),
+                      tr("Delete %1 layers"));
   doc_->undoStack()->push(new GraphCommand(doc_, text, g, without(g, nodes, edges)));
   return true;
 }
@@ -127,7 +130,9 @@ bool ModelEditor::editNode(int index, const LayerNode& node, const QString& fiel
             .arg(label.isEmpty() ? field : in_sentence(label), QString::fromStdString(before.id))
             .arg(ports);
     if (dropped > 0)
-      text = tr("%1, dropping %n connection(s)", nullptr, static_cast<int>(dropped)).arg(text);
+      text = tr("%1, dropping %2")
+                 .arg(text, count_text(static_cast<qint64>(dropped), tr("%1 connection"),
+                                       tr("%1 connections")));
     doc_->undoStack()->push(new GraphCommand(doc_, text, g, std::move(after)));
     return true;
   }
@@ -141,7 +146,9 @@ std::vector<int> ModelEditor::insertFragment(const ModelGraph& fragment, QPointF
   const ModelGraph& g = doc_->project().model;
   ModelGraph after = with_fragment(g, fragment, offset.x(), offset.y(), &added);
   doc_->undoStack()->push(new GraphCommand(
-      doc_, tr("Paste %n layer(s)", nullptr, static_cast<int>(added.size())), g, std::move(after)));
+      doc_,
+      count_text(static_cast<qint64>(added.size()), tr("Paste %1 layer"), tr("Paste %1 layers")), g,
+      std::move(after)));
   return added;
 }
 

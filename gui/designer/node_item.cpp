@@ -21,6 +21,18 @@ bool dark_theme(const QPalette& pal) {
   return pal.color(QPalette::Window).lightness() < 128;
 }
 
+// Readable at 100% zoom: the title a little above the UI font, details at it.
+QFont title_font(QFont base) {
+  base.setBold(true);
+  base.setPointSizeF(base.pointSizeF() * 1.1);
+  return base;
+}
+
+QFont detail_font(QFont base) {
+  base.setPointSizeF(base.pointSizeF() * 0.95);
+  return base;
+}
+
 }  // namespace
 
 NodeItem::NodeItem(int index, const LayerNode& node) : index_(index), layerType_(node.type) {
@@ -53,12 +65,17 @@ void NodeItem::setInfo(const LayerNode& node, const NodeAnalysis* analysis,
       details_ = QObject::tr("%1 params").arg(grouped_number(analysis->params));
     if (layer_output_ports(node.type) > 0) {
       if (!details_.isEmpty()) details_ += QStringLiteral(" · ");
-      details_ += QStringLiteral("→ ") + shape_text(analysis->output);
+      // One sample's shape: the batch is every layer's, and [128,28,28,6]
+      // did not fit beside the parameters (the tooltip has it whole).
+      details_ += QStringLiteral("→ ") + sample_shape_text(analysis->output);
     }
   }
   problems_ = problems;
   QString tip = QStringLiteral("<b>%1</b> (%2)").arg(id_.toHtmlEscaped(), typeName_);
   if (!summary_.isEmpty()) tip += QStringLiteral("<br>") + summary_.toHtmlEscaped();
+  if (analysis && analysis->known && layer_output_ports(node.type) > 0)
+    tip += QStringLiteral("<br>") +
+           QObject::tr("output %1 (N, H, W, C)").arg(shape_text(analysis->output)).toHtmlEscaped();
   if (!details_.isEmpty()) tip += QStringLiteral("<br>") + details_.toHtmlEscaped();
   for (const QString& p : problems_)
     tip += QStringLiteral("<br><font color='#c62828'>%1</font>").arg(p.toHtmlEscaped());
@@ -76,6 +93,16 @@ PortItem* NodeItem::outputPort(int port) const {
   return port >= 0 && static_cast<size_t>(port) < outputs_.size()
              ? outputs_[static_cast<size_t>(port)]
              : nullptr;
+}
+
+QStringList NodeItem::cutTexts(const QFont& font) const {
+  const QFontMetricsF tm(title_font(font)), sm(detail_font(font));
+  const double typeWidth = sm.horizontalAdvance(typeName_);
+  QStringList cut;
+  if (tm.horizontalAdvance(id_) > kWidth - 3 * kPad - typeWidth) cut << id_;
+  for (const QString& line : {summary_, details_})
+    if (sm.horizontalAdvance(line) > kWidth - 2 * kPad) cut << line;
+  return cut;
 }
 
 QRectF NodeItem::boundingRect() const {
@@ -99,12 +126,7 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
   painter->drawRoundedRect(r, 6, 6);
 
   const QColor text = pal.color(QPalette::Text);
-  // Readable at 100% zoom: the title a little above the UI font, details at it.
-  QFont title = painter->font();
-  title.setBold(true);
-  title.setPointSizeF(title.pointSizeF() * 1.1);
-  QFont small = painter->font();
-  small.setPointSizeF(small.pointSizeF() * 0.95);
+  const QFont title = title_font(painter->font()), small = detail_font(painter->font());
   const QFontMetricsF tm(title), sm(small);
 
   painter->setFont(small);

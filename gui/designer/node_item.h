@@ -30,6 +30,9 @@ class NodeItem : public QGraphicsItem {
   // Parameters, shapes and problems (messages) as the document has them now.
   void setInfo(const LayerNode& node, const NodeAnalysis* analysis, const QStringList& problems);
   bool hasProblems() const { return !problems_.isEmpty(); }
+  // The texts paint() must cut short (elide) with `font` as the view's: none
+  // for a readable node.
+  QStringList cutTexts(const QFont& font) const;
 
   PortItem* inputPort(int port) const;
   PortItem* outputPort(int port) const;

@@ -15,6 +15,7 @@
 #include "layer_catalog.h"
 #include "model_editor.h"
 #include "project_document.h"
+#include "widgets/count_text.h"
 #include "widgets/tone.h"
 
 namespace tr::gui {
@@ -64,6 +65,20 @@ PropertiesPanel::PropertiesPanel(ProjectDocument* doc, ModelEditor* editor, QWid
     if (node_ >= static_cast<int>(doc_->project().model.nodes.size())) showNode(-1);
   });
   showNode(-1);
+}
+
+void PropertiesPanel::commitPendingEdits() {
+  if (node_ < 0) return;
+  if (idEdit_ &&
+      idEdit_->text().toStdString() != doc_->project().model.nodes[static_cast<size_t>(node_)].id)
+    commitId();
+  // Emits valueChanged, and so commits, when the typed text differs.
+  for (const Field& f : fields_)
+    if (auto* spin = qobject_cast<QAbstractSpinBox*>(f.editor)) spin->interpretText();
+}
+
+QString PropertiesPanel::infoText() const {
+  return info_->text();
 }
 
 QWidget* PropertiesPanel::fieldEditor(const QString& key) const {
@@ -223,8 +238,9 @@ void PropertiesPanel::refreshInfo() {
                        .arg(doc_->analysisBatch())
                        .arg(QString::fromStdString(p.training.devices.str())));
     problems_->setText(a.problems.empty() ? QString()
-                                          : tr("%n problem(s): see the Problems panel.", nullptr,
-                                               static_cast<int>(a.problems.size())));
+                                          : count_text(static_cast<qint64>(a.problems.size()),
+                                                       tr("%1 problem: see the Problems panel."),
+                                                       tr("%1 problems: see the Problems panel.")));
     return;
   }
   const LayerNode& n = p.model.nodes[static_cast<size_t>(node_)];
@@ -240,6 +256,14 @@ void PropertiesPanel::refreshInfo() {
     if (!inputs.isEmpty()) info += tr("Input: %1\n").arg(inputs.join(QStringLiteral(", ")));
     if (layer_output_ports(n.type) > 0) info += tr("Output: %1\n").arg(shape_text(na.output));
     info += tr("Parameters: %1\nForward: %2").arg(grouped_number(na.params), flops_text(na.flops));
+  } else if (static_cast<size_t>(node_) < a.nodes.size() &&
+             static_cast<int>(a.nodes[static_cast<size_t>(node_)].inputs.size()) ==
+                 layer_input_ports(n)) {
+    // Its inputs are known: what is wrong is this layer's own settings.
+    QStringList inputs;
+    for (const Shape& s : a.nodes[static_cast<size_t>(node_)].inputs) inputs << shape_text(s);
+    if (!inputs.isEmpty()) info += tr("Input: %1\n").arg(inputs.join(QStringLiteral(", ")));
+    info += tr("No output: this layer's settings do not fit its input (see its problem below).");
   } else {
     info = tr("Shapes unknown until the layers before it are connected and valid.");
   }

@@ -31,6 +31,11 @@ class PropertiesPanel : public QWidget {
   int node() const { return node_; }
   // The editor of a field ("id", "params.out_channels", "params.bias"...), or null.
   QWidget* fieldEditor(const QString& key) const;
+  // The shapes, parameters and cost shown under the title (or why not).
+  QString infoText() const;
+  // Applies what is typed but not committed yet (a field that still has the
+  // focus commits on Enter or when left).
+  void commitPendingEdits();
 
  public slots:
   void showNode(int index);

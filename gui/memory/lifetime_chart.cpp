@@ -9,6 +9,7 @@
 
 #include "pool_blocks.h"
 #include "widgets/bytes_text.h"
+#include "widgets/count_text.h"
 #include "widgets/hover_tooltip.h"
 
 namespace tr::gui {
@@ -171,17 +172,42 @@ void LifetimeChart::relayout() {
     const bool centred = x1 - x0 >= w + kTickLabelGap;
     int x = static_cast<int>(std::lround(centred ? (x0 + x1 - w) / 2 : x0 + 2));
     x = std::clamp(x, plot.left(), std::max(plot.left(), width() - kChartMargin - w));
+    const int tickX = static_cast<int>(std::lround(x0));
     for (int row = 0; row < 2; ++row) {
       const QRect r(x, plot.bottom() + 4 + row * fm.height(), w, fm.height());
       const bool free = std::none_of(labels_.begin(), labels_.end(), [&](const TickLabel& l) {
-        return l.rect.top() == r.top() && r.left() < l.rect.right() + kTickLabelGap &&
-               l.rect.left() < r.right() + kTickLabelGap;
+        const bool beside = l.rect.top() == r.top() && r.left() < l.rect.right() + kTickLabelGap &&
+                            l.rect.left() < r.right() + kTickLabelGap;
+        // A name hanging from its tick on the second row: its line must not
+        // run through a name on the first.
+        const bool crossed = !centred && l.rect.top() < r.top() && tickX >= l.rect.left() - 2 &&
+                             tickX <= l.rect.right() + 2;
+        // Nor may a first-row name be put where a second-row line runs.
+        const bool crosses = !l.centred && l.rect.top() > r.top() && l.line >= r.left() - 2 &&
+                             l.line <= r.right() + 2;
+        return beside || crossed || crosses;
       });
       if (!free) continue;
-      labels_.push_back({r, static_cast<int>(i), centred});
+      labels_.push_back({r, static_cast<int>(i), centred, tickX});
       break;
     }
   }
+}
+
+QStringList LifetimeChart::crossedLabels() const {
+  QStringList out;
+  for (const TickLabel& a : labels_)
+    for (const TickLabel& b : labels_) {
+      if (&a == &b) continue;
+      const QString names = ticks_[static_cast<size_t>(a.tick)].name + QStringLiteral(" / ") +
+                            ticks_[static_cast<size_t>(b.tick)].name;
+      if (&a < &b && a.rect.intersects(b.rect)) out << names;
+      // b hangs below a's row: its line must miss a.
+      if (!b.centred && b.rect.top() > a.rect.top() && b.line >= a.rect.left() &&
+          b.line <= a.rect.right())
+        out << names;
+    }
+  return out;
 }
 
 QRectF LifetimeChart::blockRect(int block) const {
@@ -245,9 +271,10 @@ QString LifetimeChart::describeBlock(int block) const {
   for (size_t i = 0; i < shares.size() && i < kMaxShared; ++i) names << lifetimeText(shares[i]);
   if (shares.size() > kMaxShared)
     names << tr("and %1 more").arg(shares.size() - static_cast<size_t>(kMaxShared));
-  text += tr("\nshares its bytes with %n tensor(s) at other times: %1", nullptr,
-             static_cast<int>(shares.size()))
-              .arg(names.join(QStringLiteral(", ")));
+  text +=
+      tr("\nshares its bytes with %1 at other times: %2")
+          .arg(count_text(static_cast<qint64>(shares.size()), tr("%1 tensor"), tr("%1 tensors")),
+               names.join(QStringLiteral(", ")));
   return text;
 }
 

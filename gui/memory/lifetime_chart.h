@@ -13,6 +13,7 @@
 #pragma once
 
 #include <QRectF>
+#include <QStringList>
 #include <QWidget>
 #include <memory>
 #include <vector>
@@ -34,6 +35,10 @@ class LifetimeChart : public QWidget {
 
   explicit LifetimeChart(QWidget* parent = nullptr);
   ~LifetimeChart() override;
+
+  // Graph names drawn over one another, or crossed by another's tick line
+  // (none once laid out; for the readability checks).
+  QStringList crossedLabels() const;
 
   // Shares the plan's ownership; null clears. `blocks` is built here when
   // null or for another variant.
@@ -82,6 +87,7 @@ class LifetimeChart : public QWidget {
     QRect rect;
     int tick;
     bool centred;  // under its graph's span, not beside its start
+    int line;      // x of its tick; a name beside its tick hangs from it by a line
   };
   int legendHeight() const;
   int axisHeight() const;

@@ -30,6 +30,7 @@
 #include "region_bands.h"
 #include "variant_agreement.h"
 #include "widgets/bytes_text.h"
+#include "widgets/count_text.h"
 #include "widgets/tone.h"
 
 namespace tr::gui {
@@ -296,12 +297,12 @@ void MemoryView::refresh() {
                               : tr("the largest variant");
   QString text =
       tr("Plan of %1, compiled at %2. This variant: %3 · per device: %4 (%5) · "
-         "%6 rank(s): %7 in all.\n%8")
+         "%6: %7 in all.\n%8")
           .arg(QString::fromStdString(cp_->project().name),
                compiledAt_.toString(QStringLiteral("HH:mm:ss")), variantBytes,
-               bytes_text(per_device), largest)
-          .arg(cp_->world_size())
-          .arg(bytes_text(per_device * static_cast<uint64_t>(cp_->world_size())), fitText_);
+               bytes_text(per_device), largest,
+               count_text(cp_->world_size(), tr("%1 rank"), tr("%1 ranks")),
+               bytes_text(per_device * static_cast<uint64_t>(cp_->world_size())), fitText_);
   summary_->setText(text);
   set_tone(summary_, fits_ ? Tone::Normal : Tone::Error);
 
@@ -309,17 +310,19 @@ void MemoryView::refresh() {
   if (agreement.holds() && agreement.per_variant > 0) {
     agreement_->setText(
         tr("Offsets agree: all %1 DTensors outside the step-local pool have the same offset and "
-           "slot in all %n variant(s); the pool's %2 features, gradient slots and scratch "
-           "tensors are placed per variant by their lifetimes.",
-           nullptr, static_cast<int>(cp_->plans().size()))
+           "slot in %2; the pool's %3 features, gradient slots and scratch tensors are placed "
+           "per variant by their lifetimes.")
             .arg(agreement.tensors)
+            .arg(cp_->plans().size() == 1 ? tr("its one variant")
+                                          : tr("all %1 variants").arg(cp_->plans().size()))
             .arg(agreement.per_variant));
     set_tone(agreement_, Tone::Normal);
   } else if (agreement.holds()) {
-    agreement_->setText(tr("Offsets agree: all %1 DTensors have the same offset and slot in all "
-                           "%n variant(s).",
-                           nullptr, static_cast<int>(cp_->plans().size()))
-                            .arg(agreement.tensors));
+    agreement_->setText(tr("Offsets agree: all %1 DTensors have the same offset and slot in %2.")
+                            .arg(agreement.tensors)
+                            .arg(cp_->plans().size() == 1
+                                     ? tr("its one variant")
+                                     : tr("all %1 variants").arg(cp_->plans().size())));
     set_tone(agreement_, Tone::Normal);
   } else {
     agreement_->setText(tr("Offsets DIFFER between variants for %1 of %2 DTensors (first: id %3)")
@@ -333,7 +336,8 @@ void MemoryView::refresh() {
   bands_->setPlan(cp_, v, blocks);
   chart_->setPlan(cp_, v, std::move(blocks));
   // The engine's region names start with their series letter: say what each
-  // means, the pool's F and T included.
+  // means, the pool's F and T included (its title names both, whether or
+  // not this plan has temporaries).
   std::vector<Region> named;
   for (int b : bands_->shownBands()) {
     if (b != kPoolBand) {
@@ -341,9 +345,7 @@ void MemoryView::refresh() {
       continue;
     }
     for (int r = 0; r < kNumRegions; ++r)
-      if (is_step_local(static_cast<Region>(r)) &&
-          !plan.region(static_cast<Region>(r)).tensors.empty())
-        named.push_back(static_cast<Region>(r));
+      if (is_step_local(static_cast<Region>(r))) named.push_back(static_cast<Region>(r));
   }
   QStringList series;
   for (Region r : named) {
@@ -373,17 +375,18 @@ void MemoryView::refreshTensors() {
             .arg(QString::fromStdString(cp_->variants()[static_cast<size_t>(v)].name)));
   } else if (region == kPoolBand) {
     tensorsTitle_->setText(
-        tr("%1: %2 DTensor(s) in use, offset %3, %4 (%5 before packing)")
+        tr("%1: %2 in use, offset %3, %4 (%5 before packing)")
             .arg(band_title(region))
-            .arg(model_->rowCount())
+            .arg(count_text(model_->rowCount(), tr("%1 DTensor"), tr("%1 DTensors")))
             .arg(plan.pool().offset)
             .arg(bytes_text(plan.pool().bytes), bytes_text(plan.step_local_slot_bytes())));
   } else {
     const RegionInfo& info = plan.region(static_cast<Region>(region));
     tensorsTitle_->setText(
-        tr("%1: %2 DTensor(s), offset %3, %4")
+        tr("%1: %2, offset %3, %4")
             .arg(QString::fromUtf8(region_title(static_cast<Region>(region)).data()))
-            .arg(info.tensors.size())
+            .arg(count_text(static_cast<qint64>(info.tensors.size()), tr("%1 DTensor"),
+                            tr("%1 DTensors")))
             .arg(info.base_offset)
             .arg(bytes_text(info.total_bytes)));
   }
@@ -393,8 +396,9 @@ void MemoryView::refreshTensors() {
     for (int l : layers)
       if (l >= 0 && static_cast<size_t>(l) < cp_->project().model.nodes.size())
         names << QString::fromStdString(cp_->project().model.nodes[static_cast<size_t>(l)].id);
-    QString title = tr("%n DTensor(s) of %1 in variant %2", nullptr, model_->rowCount())
-                        .arg(names.join(QStringLiteral(", ")),
+    QString title = tr("%1 of %2 in variant %3")
+                        .arg(count_text(model_->rowCount(), tr("%1 DTensor"), tr("%1 DTensors")),
+                             names.join(QStringLiteral(", ")),
                              QString::fromStdString(cp_->variants()[static_cast<size_t>(v)].name));
     if (region >= 0) title += tr(", region %1").arg(band_title(region));
     tensorsTitle_->setText(title);

@@ -8,6 +8,7 @@
 
 #include "pool_blocks.h"
 #include "widgets/bytes_text.h"
+#include "widgets/count_text.h"
 #include "widgets/hover_tooltip.h"
 
 namespace tr::gui {
@@ -48,6 +49,8 @@ QColor series_colour(char series) {
       return QColor(0xff, 0xa7, 0x26);
     case 'S':
       return QColor(0x78, 0x90, 0x9c);
+    case 'T':
+      return QColor(0xa1, 0x88, 0x7f);
     default:
       return QColor(0x9e, 0x9e, 0x9e);
   }
@@ -285,21 +288,22 @@ QString RegionBands::describeAt(QPoint pt) const {
                        static_cast<double>(std::max<uint64_t>(1, p->total_bytes()));
   QString text;
   if (band == kPoolBand) {
-    text = tr("%1: offset %2, %3 (%4 bytes, %5% of the arena), %6 tensor(s) in use, %7 before "
-              "packing")
+    text = tr("%1: offset %2, %3 (%4 bytes, %5% of the arena), %6 in use, %7 before packing")
                .arg(pool_band_long_title(), exact_bytes_text(bandOffset(band)),
                     bytes_text(bandBytes(band)), exact_bytes_text(bandBytes(band)))
                .arg(share, 0, 'f', 2)
-               .arg(blocks_ ? blocks_->blocks().size() : 0)
-               .arg(bytes_text(blocks_ ? blocks_->slotBytes() : 0));
+               .arg(count_text(blocks_ ? static_cast<qint64>(blocks_->blocks().size()) : 0,
+                               tr("%1 tensor"), tr("%1 tensors")),
+                    bytes_text(blocks_ ? blocks_->slotBytes() : 0));
   } else {
     const Region region = static_cast<Region>(band);
     const RegionInfo& info = p->region(region);
-    text = tr("%1 (%2): offset %3, %4 (%5 bytes, %6% of the arena), %7 tensor(s)")
+    text = tr("%1 (%2): offset %3, %4 (%5 bytes, %6% of the arena), %7")
                .arg(band_title(band), engine_name(region), exact_bytes_text(info.base_offset),
                     bytes_text(info.total_bytes), exact_bytes_text(info.total_bytes))
                .arg(share, 0, 'f', 2)
-               .arg(info.tensors.size());
+               .arg(count_text(static_cast<qint64>(info.tensors.size()), tr("%1 tensor"),
+                               tr("%1 tensors")));
   }
   const std::vector<DTensorId> ids = tensorsAt(pt);
   if (ids.size() > 1 && blocks_) {

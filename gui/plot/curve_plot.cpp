@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "plot/curve_plot.h"
 
+#include <QFontMetrics>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -108,6 +109,7 @@ void CurvePlot::applyPalette() {
 }
 
 void CurvePlot::setIntegerXTicks(bool integer) {
+  integerTicks_ = integer;
   if (!integer) {
     xAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
     return;
@@ -189,7 +191,14 @@ void CurvePlot::fitToData() {
   }
   if (!std::isfinite(x_lo)) return;
   // One point (one epoch) sits in the middle, not on the plot's edge.
+  const double last_x = x_hi;
   if (x_hi <= x_lo) x_lo -= 0.5, x_hi = x_lo + 1;
+  if (pointMargins_) {
+    const double margin = std::max(0.1, 0.03 * (x_hi - x_lo));
+    x_lo -= margin;
+    x_hi += margin;
+    if (integerTicks_) x_hi = std::max(x_hi, std::ceil(last_x));
+  }
   if (!std::isfinite(y_lo)) y_lo = 0, y_hi = 1;
   const double pad = y_hi > y_lo ? 0.05 * (y_hi - y_lo) : 0.5;
   xAxis->setRange(x_lo, x_hi);
@@ -206,6 +215,11 @@ void CurvePlot::requestReplot() {
 }
 
 void CurvePlot::decimateForReplot() {
+  // As many value ticks as the axis has room for, two label heights apart:
+  // a short plot (four share a view at 1280x800) must not stack its labels.
+  const int line = QFontMetrics(yAxis->tickLabelFont()).height();
+  const int tall = axisRect()->height() > 0 ? axisRect()->height() : height() - 4 * line;
+  yAxis->ticker()->setTickCount(std::clamp(tall / (2 * line), 2, 5));
   const QCPRange range = xAxis->range();
   // The axis rect is laid out during the replot, after this; before the
   // first one it may not know its size yet. The widget's width bounds it.

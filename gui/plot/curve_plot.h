@@ -43,6 +43,11 @@ class CurvePlot : public QCustomPlot {
   void setTitle(const QString& title);
   // Whole numbers only on the x axis (epochs): no tick at 1.5 epochs.
   void setIntegerXTicks(bool integer);
+  // For plots of a few marked points (one per epoch): the x axis leaves room
+  // around the first and last, so no marker is cut by the plot's edge, and
+  // with whole-number ticks reaches the next whole number past the last
+  // point, so an epoch cut short sits between its ticks.
+  void setPointMargins(bool on) { pointMargins_ = on; }
   // The legend in a row under the plot instead of over the data.
   void placeLegendBelow();
   // Keeps the x axis following new points (until the user zooms or pans).
@@ -77,6 +82,8 @@ class CurvePlot : public QCustomPlot {
   double smoothing_ = 0;
   bool follow_ = true;
   bool userMovedAxis_ = false;
+  bool integerTicks_ = false;
+  bool pointMargins_ = false;
 };
 
 }  // namespace tr::gui

@@ -27,7 +27,7 @@ enum Column { kImage, kFile, kTop, kTruth, kColumns };
 
 }  // namespace
 
-TryModelDialog::TryModelDialog(const Project& project, const QString& checkpoint, QWidget* parent)
+TryModelDialog::TryModelDialog(const Project& project, const ModelWeights& weights, QWidget* parent)
     : QDialog(parent), project_(project) {
   setWindowTitle(tr("Try %1").arg(QString::fromStdString(project.name)));
   setAcceptDrops(true);
@@ -35,15 +35,19 @@ TryModelDialog::TryModelDialog(const Project& project, const QString& checkpoint
   auto* layout = new QVBoxLayout(this);
   auto* top = new QHBoxLayout;
   top->addWidget(new QLabel(tr("Checkpoint:"), this));
-  checkpoint_ = new QLineEdit(checkpoint, this);
+  checkpoint_ = new QLineEdit(weights.path, this);
   checkpoint_->setObjectName(QStringLiteral("checkpoint"));
   checkpoint_->setPlaceholderText(tr("the weights to classify with (a .ckpt file)"));
+  // Enter takes the path typed (and says what it holds), not a button's click.
+  connect(checkpoint_, &QLineEdit::returnPressed, this, &TryModelDialog::takeTypedCheckpoint);
   top->addWidget(checkpoint_, 1);
   auto* browse = new QPushButton(tr("Browse…"), this);
   connect(browse, &QPushButton::clicked, this, [this] {
     const QString f = QFileDialog::getOpenFileName(this, tr("Checkpoint"), checkpoint_->text(),
                                                    tr("Checkpoints (*.ckpt);;All files (*)"));
-    if (!f.isEmpty()) checkpoint_->setText(f);
+    if (f.isEmpty()) return;
+    checkpoint_->setText(f);
+    takeTypedCheckpoint();
   });
   top->addWidget(browse);
   auto* files = new QPushButton(tr("Images…"), this);
@@ -59,7 +63,13 @@ TryModelDialog::TryModelDialog(const Project& project, const QString& checkpoint
     if (!d.isEmpty()) classifyFolder(d);
   });
   top->addWidget(folder);
+  for (QPushButton* b : {browse, files, folder}) b->setAutoDefault(false);
   layout->addLayout(top);
+  weights_ = new QLabel(
+      weights.path.isEmpty() ? weights.origin : tr("Weights: %1.").arg(weights.origin), this);
+  weights_->setObjectName(QStringLiteral("weightsInfo"));
+  weights_->setWordWrap(true);
+  layout->addWidget(weights_);
   summary_ = new QLabel(tr("Drop images or a folder here (a folder of class folders is scored "
                            "against its labels)."),
                         this);
@@ -76,6 +86,30 @@ TryModelDialog::TryModelDialog(const Project& project, const QString& checkpoint
 
 void TryModelDialog::setCheckpoint(const QString& path) {
   checkpoint_->setText(path);
+}
+
+QString TryModelDialog::checkpoint() const {
+  return checkpoint_->text().trimmed();
+}
+
+QString TryModelDialog::weightsText() const {
+  return weights_->text();
+}
+
+void TryModelDialog::takeTypedCheckpoint() {
+  const QString path = checkpoint();
+  if (path.isEmpty()) {
+    weights_->setText(tr("Choose the checkpoint whose weights classify the images."));
+    return;
+  }
+  try {
+    const Checkpoint c = read_checkpoint(path.toStdString());
+    weights_->setText(tr("Weights: %1 (of project '%2', step %3).")
+                          .arg(path, QString::fromStdString(c.project_name))
+                          .arg(c.position.step));
+  } catch (const UsageError& e) {
+    weights_->setText(QString::fromStdString(e.what()));
+  }
 }
 
 QString TryModelDialog::summary() const {

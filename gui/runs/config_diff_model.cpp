@@ -5,6 +5,7 @@
 #include <QFont>
 #include <QFontDatabase>
 #include <QStringList>
+#include <algorithm>
 
 namespace tr::gui {
 
@@ -142,8 +143,13 @@ QVariant ConfigDiffModel::headerData(int section, Qt::Orientation orientation, i
   if (section == 0) return role == Qt::DisplayRole ? tr("Setting") : QVariant();
   const auto run = static_cast<size_t>(section - 1);
   if (run >= ids_.size()) return {};
-  // Two lines keep the column as narrow as its values allow.
-  if (role == Qt::DisplayRole) return tr("Run %1\n%2").arg(ids_[run]).arg(names_[run]);
+  // The project's name only where the runs are of several (the summary
+  // above names a common one): the column stays as narrow as its values.
+  if (role == Qt::DisplayRole)
+    return std::all_of(names_.begin(), names_.end(),
+                       [&](const QString& n) { return n == names_.front(); })
+               ? tr("Run #%1").arg(ids_[run])
+               : tr("Run #%1\n%2").arg(ids_[run]).arg(names_[run]);
   if (role == Qt::ToolTipRole) return tr("Run %1: %2").arg(ids_[run]).arg(names_[run]);
   return {};
 }

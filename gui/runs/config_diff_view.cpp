@@ -2,7 +2,6 @@
 // The grouped configuration differences with their filter box.
 #include "runs/config_diff_view.h"
 
-#include <QEvent>
 #include <QHeaderView>
 #include <QLineEdit>
 #include <QSortFilterProxyModel>
@@ -42,9 +41,6 @@ ConfigDiffView::ConfigDiffView(QWidget* parent)
   tree_->header()->setStretchLastSection(false);
   tree_->header()->setSectionsMovable(false);
   tree_->header()->setDefaultAlignment(Qt::AlignLeft | Qt::AlignVCenter);
-  connect(tree_, &QTreeView::expanded, this, &ConfigDiffView::fitColumns);
-  connect(tree_, &QTreeView::collapsed, this, &ConfigDiffView::fitColumns);
-  tree_->viewport()->installEventFilter(this);
 
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
@@ -84,18 +80,11 @@ void ConfigDiffView::fitColumns() {
   QHeaderView* header = tree_->header();
   const int columns = proxy_->columnCount();
   if (columns == 0) return;
-  // The runs' columns share what the names leave, so they always fit the
-  // width; the names take what they need, up to two fifths of it.
-  header->setSectionResizeMode(0, QHeaderView::Interactive);
-  for (int c = 1; c < columns; ++c) header->setSectionResizeMode(c, QHeaderView::Stretch);
-  tree_->resizeColumnToContents(0);
-  const int most = std::max(header->minimumSectionSize(), tree_->viewport()->width() * 2 / 5);
-  if (header->sectionSize(0) > most) header->resizeSection(0, most);
-}
-
-bool ConfigDiffView::eventFilter(QObject* watched, QEvent* event) {
-  if (watched == tree_->viewport() && event->type() == QEvent::Resize) fitColumns();
-  return QWidget::eventFilter(watched, event);
+  // The names whole, whatever the pane's width ("op…" named nothing); the
+  // runs' columns share what they leave, a value too long for its column
+  // elided with the whole of it in its tooltip.
+  header->setSectionResizeMode(QHeaderView::Stretch);
+  header->setSectionResizeMode(0, QHeaderView::ResizeToContents);
 }
 
 }  // namespace tr::gui

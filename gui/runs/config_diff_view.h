@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // ConfigDiffView: the Compare tab's table of configuration differences: a
-// tree of groups (see ConfigDiffModel) with a filter box, sized so that the
-// runs' columns share the width left by the setting names: no horizontal
-// scrolling, long values elided with the whole value in their tooltip.
+// tree of groups (see ConfigDiffModel) with a filter box: the setting names
+// whole, the runs' columns sharing the width they leave, long values elided
+// with the whole value in their tooltip.
 #pragma once
 
 #include <QWidget>
@@ -35,10 +35,6 @@ class ConfigDiffView : public QWidget {
   QSortFilterProxyModel* filtered() const { return proxy_; }
   QTreeView* tree() const { return tree_; }
   QLineEdit* filterEdit() const { return filter_; }
-
- protected:
-  // The tree's viewport resized: the columns are fitted to its new width.
-  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   void expandAsDefault();

@@ -81,9 +81,12 @@ std::vector<double> step_epochs(const RunCurves& run) {
       epoch = s.epoch;
       within = 0;
       n = count[epoch];
-      const bool finished = std::any_of(run.epochs.begin(), run.epochs.end(),
-                                        [&](const auto& e) { return e.epoch == epoch; });
-      if (!finished) n = std::max(n, previous);
+      const auto record = std::find_if(run.epochs.begin(), run.epochs.end(),
+                                       [&](const auto& e) { return e.epoch == epoch; });
+      if (record != run.epochs.end() && record->partial())
+        n = std::max(n, record->batches);  // cut short: the steps it did of those it had
+      else if (record == run.epochs.end())
+        n = std::max(n, previous);
     }
     ++within;
     x.push_back(static_cast<double>(epoch) + static_cast<double>(within) / static_cast<double>(n));
@@ -165,6 +168,9 @@ CurveSeries curve_series(const RunCurves& run, const CurveMetric& metric, CurveA
   for (const store::EpochRecord& e : run.epochs) {
     const std::optional<double> v = store::epoch_metric(e, metric.key);
     double x = static_cast<double>(e.epoch + 1);
+    if (e.partial())  // where it was cut short
+      x = static_cast<double>(e.epoch) +
+          static_cast<double>(e.steps) / static_cast<double>(e.batches);
     if (axis == CurveAxis::WallTime) x = e.ended_at - run.started_at;
     if (axis == CurveAxis::Step) {
       const auto it = steps_done.upper_bound(e.epoch);

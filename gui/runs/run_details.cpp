@@ -57,10 +57,14 @@ QString epochs_html(const std::vector<store::EpochRecord>& epochs) {
                                  QObject::tr("Val top-1"), QObject::tr("Val top-5"),
                                  QObject::tr("Images/s"), QObject::tr("Time")}};
   for (const store::EpochRecord& e : epochs)
-    rows.push_back({QString::number(e.epoch + 1), loss_text(e.train_loss),
-                    percent_text(e.train_top1), loss_text(e.val_loss), percent_text(e.val_top1),
-                    percent_text(e.val_top5), QString::number(e.images_per_s, 'f', 0),
-                    run_duration_text(e.seconds)});
+    rows.push_back({e.partial() ? QObject::tr("%1 (cut short: %2 of %3 steps)")
+                                      .arg(e.epoch + 1)
+                                      .arg(e.steps)
+                                      .arg(e.batches)
+                                : QString::number(e.epoch + 1),
+                    loss_text(e.train_loss), percent_text(e.train_top1), loss_text(e.val_loss),
+                    percent_text(e.val_top1), percent_text(e.val_top5),
+                    QString::number(e.images_per_s, 'f', 0), run_duration_text(e.seconds)});
   QString out = section(QObject::tr("Epochs")) + table(rows);
 
   const auto with_classes = std::find_if(
@@ -120,15 +124,23 @@ QString run_details_html(const store::RunStore& store, int64_t run) {
     html +=
         QStringLiteral("<p>%1 %2</p>").arg(QObject::tr("Tags:"), tags.join(QStringLiteral(", ")));
   }
+  const std::vector<store::EpochRecord> epochs = store.epochs(run);
+  // Whole epochs, and how far into the next a stop cut.
+  QString epochs_done = QString::number(r.epochs);
+  if (!epochs.empty() && epochs.back().partial())
+    epochs_done = QObject::tr("%1 and %2 of %3 steps of epoch %4")
+                      .arg(r.epochs)
+                      .arg(epochs.back().steps)
+                      .arg(epochs.back().batches)
+                      .arg(epochs.back().epoch + 1);
   html += section(QObject::tr("Final metrics"));
-  html +=
-      table({{QObject::tr("Steps"), QObject::tr("Epochs"), QObject::tr("Train loss"),
-              QObject::tr("Train top-1"), QObject::tr("Val loss"), QObject::tr("Val top-1"),
-              QObject::tr("Val top-5")},
-             {QString::number(r.steps), QString::number(r.epochs), loss_text(r.final_train_loss),
-              percent_text(r.final_train_top1), loss_text(r.final_val_loss),
-              percent_text(r.final_val_top1), percent_text(r.final_val_top5)}});
-  html += epochs_html(store.epochs(run));
+  html += table({{QObject::tr("Steps"), QObject::tr("Epochs"), QObject::tr("Train loss"),
+                  QObject::tr("Train top-1"), QObject::tr("Val loss"), QObject::tr("Val top-1"),
+                  QObject::tr("Val top-5")},
+                 {QString::number(r.steps), epochs_done, loss_text(r.final_train_loss),
+                  percent_text(r.final_train_top1), loss_text(r.final_val_loss),
+                  percent_text(r.final_val_top1), percent_text(r.final_val_top5)}});
+  html += epochs_html(epochs);
   html += configuration(d.hyper_json);
 
   const auto checkpoints = store.checkpoints(run);

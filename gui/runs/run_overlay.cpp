@@ -4,7 +4,7 @@
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
-#include <QHBoxLayout>
+#include <QGridLayout>
 #include <QLabel>
 #include <QVBoxLayout>
 
@@ -56,13 +56,16 @@ RunOverlay::RunOverlay(QWidget* parent)
   plot_->placeLegendBelow();
   plot_->legend->setVisible(true);
 
-  auto* choosers = new QHBoxLayout;
-  choosers->addWidget(new QLabel(tr("Metric"), this));
-  choosers->addWidget(metric_, 1);
-  choosers->addWidget(new QLabel(tr("x axis"), this));
-  choosers->addWidget(axis_);
-  choosers->addWidget(new QLabel(tr("Smoothing"), this));
-  choosers->addWidget(smoothing_);
+  // Two rows: beside Details and Compare at 1280 pixels, one row of
+  // choosers took the width the configuration's names needed.
+  auto* choosers = new QGridLayout;
+  choosers->addWidget(new QLabel(tr("Metric"), this), 0, 0);
+  choosers->addWidget(metric_, 0, 1, 1, 3);
+  choosers->addWidget(new QLabel(tr("x axis"), this), 1, 0);
+  choosers->addWidget(axis_, 1, 1);
+  choosers->addWidget(new QLabel(tr("Smoothing"), this), 1, 2, Qt::AlignRight);
+  choosers->addWidget(smoothing_, 1, 3);
+  choosers->setColumnStretch(1, 1);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(choosers);
@@ -105,6 +108,7 @@ void RunOverlay::redraw() {
   plot_->clearSeries();
   const CurveMetric* m = find_curve_metric(metric());
   if (!m) return;
+  plot_->setPointMargins(!m->perStep);  // one marked point per epoch
   const CurveAxis x = axis();
   size_t without = 0;
   for (const Run& r : runs_) {

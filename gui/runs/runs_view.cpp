@@ -93,6 +93,8 @@ RunsView::RunsView(QWidget* parent)
   filter_->setObjectName(QStringLiteral("runsFilter"));
   filter_->setPlaceholderText(tr("Filter: name, status, devices, precision, commit, tag or note"));
   filter_->setClearButtonEnabled(true);
+  // The actions beside it fold into the toolbar's » menu before the filter shrinks.
+  filter_->setMinimumWidth(filter_->fontMetrics().horizontalAdvance(QLatin1Char('x')) * 24);
   connect(filter_, &QLineEdit::textChanged, this, &RunsView::refresh);
 
   errorLabel_->setObjectName(QStringLiteral("runsError"));
@@ -141,11 +143,14 @@ RunsView::RunsView(QWidget* parent)
   top->addWidget(filter_, 1);
   top->addWidget(tools);
 
-  auto* lower = new QSplitter(Qt::Horizontal, this);
+  lower_ = new QSplitter(Qt::Horizontal, this);
+  QSplitter* lower = lower_;
   lower->addWidget(overlay_);
   lower->addWidget(tabs_);
-  lower->setStretchFactor(0, 3);
-  lower->setStretchFactor(1, 2);
+  // Half each: the configuration's names and values need the room as much as
+  // the curves do.
+  lower->setStretchFactor(0, 1);
+  lower->setStretchFactor(1, 1);
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(table_);
   split->addWidget(lower);
@@ -546,6 +551,16 @@ void RunsView::showEvent(QShowEvent* event) {
   QWidget::showEvent(event);
   refresh();
   poll_->start();
+  // Shown the first time: the curves and Details/Compare get half each,
+  // once the layout has given the splitter its width (their size hints
+  // alone gave Compare a fifth).
+  if (!halved_) {
+    halved_ = true;
+    QTimer::singleShot(0, lower_, [this] {
+      const int w = lower_->width();
+      lower_->setSizes({w / 2, w - w / 2});
+    });
+  }
 }
 
 void RunsView::hideEvent(QHideEvent* event) {

@@ -20,6 +20,7 @@ class QAction;
 class QLabel;
 class QLineEdit;
 class QSortFilterProxyModel;
+class QSplitter;
 class QTabWidget;
 class QTableView;
 class QTextBrowser;
@@ -141,6 +142,8 @@ class RunsView : public QWidget {
   QTableView* table_;
   RunOverlay* overlay_;
   QTabWidget* tabs_;
+  QSplitter* lower_;     // the curves beside Details and Compare
+  bool halved_ = false;  // lower_ split in half once, when first shown
   QLabel* compareSummary_;
   ConfigDiffView* diff_;
   QTextBrowser* details_;

@@ -506,6 +506,32 @@ void TrainingSettingsPanel::buildForm(QWidget* host) {
     f.set = [](ProjectSettings& s, const QVariant& v) { s.training.seed = v.toULongLong(); };
   }
   {
+    auto* edit = line();
+    edit->setPlaceholderText(tr("none: fresh weights from the seed"));
+    Field& f = addField(form, Kind::Text, edit, QStringLiteral("training.init_from"),
+                        tr("Start from weights"), tr("starting weights"),
+                        tr("A checkpoint to start from, wherever a layer's weights fit by name "
+                           "and shape (fine-tuning: an imported model's weights, a run's final "
+                           "weights); relative to the project's folder; empty: fresh weights"));
+    f.get = [](const ProjectSettings& s) {
+      return QVariant(QString::fromStdString(s.training.init_from));
+    };
+    f.set = [](ProjectSettings& s, const QVariant& v) {
+      s.training.init_from = v.toString().trimmed().toStdString();
+    };
+    auto* browse = new QPushButton(tr("Browse…"), host);
+    browse->setObjectName(QStringLiteral("training.init_from.browse"));
+    browse->setToolTip(tr("Choose a checkpoint (.ckpt) to start from"));
+    besideEditor(f, browse);
+    connect(browse, &QPushButton::clicked, this, [this, &f, edit] {
+      const QString file = QFileDialog::getOpenFileName(
+          this, tr("Start from weights"), edit->text(), tr("Checkpoints (*.ckpt);;All files (*)"));
+      if (file.isEmpty()) return;
+      edit->setText(file);
+      commit(f);
+    });
+  }
+  {
     Field& f = addField(form, Kind::Bool, check(tr("Average of the weights (EMA)")),
                         QStringLiteral("training.ema.enabled"), tr("EMA"), tr("EMA"),
                         tr("Validate with an exponential moving average of the weights"));

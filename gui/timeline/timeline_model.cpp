@@ -12,6 +12,7 @@
 
 #include "timeline/overlap_summary.h"
 #include "timeline/time_ticks.h"
+#include "widgets/count_text.h"
 
 namespace tr::gui {
 
@@ -93,17 +94,22 @@ TimelineModel::TimelineModel(std::vector<ProfileSpan> spans, const CompiledPlan*
     }
   }
   if (bad_rank)
-    problems_ << TimelineModelText::tr("%1 span(s) with a rank outside 0..%2 left out")
-                     .arg(bad_rank)
+    problems_ << count_text(bad_rank,
+                            TimelineModelText::tr("%1 span with a rank outside 0..%2 left out"),
+                            TimelineModelText::tr("%1 spans with a rank outside 0..%2 left out"))
                      .arg(kMaxRank);
   if (bad_stream)
-    problems_ << TimelineModelText::tr("%1 span(s) on an unknown stream left out").arg(bad_stream);
+    problems_ << count_text(bad_stream,
+                            TimelineModelText::tr("%1 span on an unknown stream left out"),
+                            TimelineModelText::tr("%1 spans on an unknown stream left out"));
   if (bad_time)
-    problems_
-        << TimelineModelText::tr("%1 span(s) without a finite start or end left out").arg(bad_time);
+    problems_ << count_text(
+        bad_time, TimelineModelText::tr("%1 span without a finite start or end left out"),
+        TimelineModelText::tr("%1 spans without a finite start or end left out"));
   if (reversed)
-    problems_ << TimelineModelText::tr("%1 span(s) ending before they start drawn as instants")
-                     .arg(reversed);
+    problems_ << count_text(
+        reversed, TimelineModelText::tr("%1 span ending before it starts drawn as an instant"),
+        TimelineModelText::tr("%1 spans ending before they start drawn as instants"));
   if (ranks.empty()) {
     origin_us_ = 0;
     return;

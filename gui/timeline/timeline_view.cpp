@@ -27,6 +27,7 @@
 #include "timeline/time_ticks.h"
 #include "timeline/timeline_canvas.h"
 #include "timeline/trace_import.h"
+#include "widgets/count_text.h"
 
 namespace tr::gui {
 
@@ -59,8 +60,10 @@ TimelineView::TimelineView(QWidget* parent)
       summary_(new QLabel(this)),
       range_(new QLabel(this)),
       fit_(new QPushButton(tr("Fit"), this)),
-      export_(new QPushButton(tr("Export Chrome trace…"), this)),
-      open_(new QPushButton(tr("Open Chrome trace…"), this)),
+      // Short, so the toolbar fits beside the docks on a 1280-pixel screen;
+      // the tooltips say which format.
+      export_(new QPushButton(tr("Export Trace…"), this)),
+      open_(new QPushButton(tr("Open Trace…"), this)),
       canvas_(new TimelineCanvas(this)),
       overlaps_(new QPlainTextEdit(this)) {
   auto* outer = new QVBoxLayout(this);
@@ -100,8 +103,11 @@ TimelineView::TimelineView(QWidget* parent)
   bar->addWidget(range_);
   // Room for the widest range text, so the toolbar does not jump while zooming.
   range_->setMinimumWidth(
-      range_->fontMetrics().horizontalAdvance(QStringLiteral("showing -888.88 ms – 888.88 ms  ")));
+      range_->fontMetrics().horizontalAdvance(QStringLiteral("showing 888.88 ms to 888.88 ms  ")));
   fit_->setToolTip(tr("Show the whole profile (0)"));
+  open_->setToolTip(
+      tr("Open a Chrome trace (JSON) that renaissance-cli train --trace, this view "
+         "or another tool wrote"));
   export_->setToolTip(
       tr("Write the spans of all profiled steps as Chrome trace JSON (Perfetto, "
          "chrome://tracing)"));
@@ -212,10 +218,11 @@ void TimelineView::showModel(TimelineModel model) {
   canvas_->setHighlightedLayers(std::vector<int>(highlighted_.begin(), highlighted_.end()));
   std::set<int> ranks;
   for (const TimelineLane& l : model_.lanes()) ranks.insert(l.rank);
-  QString summary = tr("%1 span(s) on %2 rank(s) over %3")
-                        .arg(model_.bars().size())
-                        .arg(ranks.size())
-                        .arg(duration_text(model_.durationUs()));
+  QString summary =
+      tr("%1 on %2 over %3")
+          .arg(count_text(static_cast<qint64>(model_.bars().size()), tr("%1 span"), tr("%1 spans")),
+               count_text(static_cast<qint64>(ranks.size()), tr("%1 rank"), tr("%1 ranks")),
+               duration_text(model_.durationUs()));
   if (!cp_) summary += tr(" · no compiled project: bars have no layers");
   if (!model_.problems().isEmpty()) summary += QStringLiteral(" · ") + model_.problems();
   summary_->setText(summary);
@@ -365,7 +372,16 @@ void TimelineView::onBarClicked(int bar) {
 }
 
 void TimelineView::showRange(double t0_us, double t1_us) {
-  range_->setText(tr("showing %1 – %2").arg(duration_text(t0_us), duration_text(t1_us)));
+  // The part of the profile in view: the margins around it hold no time,
+  // and a negative start would read as a minus sign.
+  const double end = std::max(0.0, model_.durationUs());
+  range_->setText(tr("showing %1 to %2")
+                      .arg(duration_text(std::clamp(t0_us, 0.0, end)),
+                           duration_text(std::clamp(t1_us, 0.0, end))));
+}
+
+QString TimelineView::rangeText() const {
+  return range_->text();
 }
 
 }  // namespace tr::gui

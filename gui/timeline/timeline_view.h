@@ -85,6 +85,8 @@ class TimelineView : public QWidget {
   QString overlapText() const;
   QString summaryText() const;
   QString captionText() const;
+  // "showing 0 µs to 16.52 ms": the part of the profile in view.
+  QString rangeText() const;
   QString emptyText() const;
   QPushButton* fitButton() const { return fit_; }
   QPushButton* exportButton() const { return export_; }

@@ -28,7 +28,7 @@ int64_t ProgressEstimate::total() const {
 
 double ProgressEstimate::etaSeconds() const {
   const int64_t run = done_ - first_;
-  if (first_ < 0 || run <= 0 || total() < 0) return -1;
+  if (ended_ || first_ < 0 || run <= 0 || total() < 0) return -1;
   return elapsed_ / static_cast<double>(run) *
          static_cast<double>(std::max<int64_t>(0, total() - done_));
 }

@@ -22,8 +22,10 @@ class ProgressEstimate {
   // Steps of the whole run (the epochs' batches, cut by max_steps); -1
   // until the first step says how many batches an epoch has.
   int64_t total() const;
-  // Seconds until the last step; -1 while unknown.
+  // Seconds until the last step; -1 while unknown, and once the run ended.
   double etaSeconds() const;
+  // The run ended (finished, stopped or failed): no time is left to estimate.
+  void end() { ended_ = true; }
   // "step 120 of 1407 (8.5%), ETA 0:01:23"
   QString text() const;
 
@@ -36,6 +38,7 @@ class ProgressEstimate {
   int64_t first_ = -1;  // the first step this run reported
   int64_t done_ = 0;
   double elapsed_ = 0;
+  bool ended_ = false;
 };
 
 }  // namespace tr::gui

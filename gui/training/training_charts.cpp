@@ -52,6 +52,7 @@ TrainingCharts::TrainingCharts(QWidget* parent) : QWidget(parent) {
   lr_->setObjectName(QStringLiteral("lrPlot"));
   throughput_->setObjectName(QStringLiteral("throughputPlot"));
   top1_->setIntegerXTicks(true);
+  top1_->setPointMargins(true);
   for (CurvePlot* p : {loss_, top1_, lr_, throughput_}) p->placeLegendBelow();
 
   slider_ = new QSlider(Qt::Horizontal, this);
@@ -106,7 +107,6 @@ void TrainingCharts::addSeries() {
 void TrainingCharts::clear() {
   flushTimer_->stop();
   pending_.clear();
-  lastStep_ = StepSample{};
   for (CurvePlot* p : {loss_, top1_, lr_, throughput_}) p->clearSeries();
   addSeries();
 }
@@ -138,7 +138,6 @@ void TrainingCharts::flush() {
   flushTimer_->stop();
   sinceFlush_.restart();
   if (pending_.empty()) return;
-  lastStep_ = pending_.back();
   const size_t n = pending_.size();
   std::vector<double> x(n), loss(n), lr(n), ips(n);
   for (size_t i = 0; i < n; ++i) {
@@ -159,10 +158,9 @@ void TrainingCharts::addEpoch(const EpochReport& e) {
   // An epoch ends at its last step: a run stopped partway through an epoch
   // plots that epoch where it stopped, not as a whole one.
   double x = static_cast<double>(e.epoch + 1);
-  if (lastStep_.epoch == e.epoch && lastStep_.batches > 0 &&
-      lastStep_.batch + 1 < lastStep_.batches)
+  if (!e.complete() && e.batches > 0)
     x = static_cast<double>(e.epoch) +
-        static_cast<double>(lastStep_.batch + 1) / static_cast<double>(lastStep_.batches);
+        static_cast<double>(e.steps) / static_cast<double>(e.batches);
   top1_->appendPoint(0, x, 100 * e.train_top1);
   if (e.validated) top1_->appendPoint(1, x, 100 * e.val_top1);
 }

@@ -56,7 +56,6 @@ class TrainingCharts : public QWidget {
   QTimer* flushTimer_;
   QElapsedTimer sinceFlush_;
   std::vector<StepSample> pending_;
-  StepSample lastStep_;  // the newest step plotted
 };
 
 }  // namespace tr::gui

@@ -17,7 +17,14 @@ struct TrainingOutcome {
   bool failed = false;
   QString error;            // why it failed
   QStringList checkpoints;  // files written, in order
-  QString record_warning;   // what the run store could not take; empty when all went in
+  // The weights the run ended with (in its own folder beside the run store);
+  // empty when none were kept, with the reason in final_weights_error when
+  // writing failed.
+  QString final_weights, final_weights_error;
+  // Started from these weights (Start from weights), with this many tensors taken.
+  QString init_from;
+  int64_t init_loaded = 0;
+  QString record_warning;  // what the run store could not take; empty when all went in
 };
 
 }  // namespace tr::gui

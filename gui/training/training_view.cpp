@@ -20,6 +20,7 @@
 #include "training/class_names.h"
 #include "training/confusion_matrix_view.h"
 #include "training/training_charts.h"
+#include "widgets/count_text.h"
 #include "widgets/tone.h"
 
 namespace tr::gui {
@@ -60,7 +61,10 @@ TrainingView::~TrainingView() {
 void TrainingView::buildControls() {
   train_ = new QPushButton(tr("Train"), this);
   train_->setObjectName(QStringLiteral("train"));
-  pause_ = new QPushButton(tr("Pause"), this);
+  pause_ = new QPushButton(tr("Resume"), this);
+  // Sized for the wider of its two texts, so the buttons after it stay put.
+  pause_->setMinimumWidth(pause_->sizeHint().width());
+  pause_->setText(tr("Pause"));
   pause_->setObjectName(QStringLiteral("pause"));
   stop_ = new QPushButton(tr("Stop"), this);
   stop_->setObjectName(QStringLiteral("stop"));
@@ -104,6 +108,9 @@ void TrainingView::buildControls() {
   progressBar_->setRange(0, 1);
   progressBar_->setValue(0);
   caption_ = new QLabel(tr("No run yet."), this);
+  caption_->setToolTip(
+      tr("Run numbers count every run in the run store, of every project (the Runs view lists "
+         "them)."));
   caption_->setObjectName(QStringLiteral("runCaption"));
   QFont bold = caption_->font();
   bold.setBold(true);
@@ -157,6 +164,13 @@ void TrainingView::buildControls() {
   auto* validation = new QWidget(this);
   auto* validationLayout = new QVBoxLayout(validation);
   validationLayout->addWidget(validationCaption_);
+  // Which axis is which, in view, not only in a tooltip.
+  auto* axes = new QLabel(tr("Rows: the true class ↓ · Columns: the predicted class → (numbered "
+                             "as the rows; hover a cell for both names)"),
+                          validation);
+  axes->setObjectName(QStringLiteral("confusionAxes"));
+  axes->setWordWrap(true);
+  validationLayout->addWidget(axes);
   validationLayout->addWidget(confusion_, 1);
 
   // The curves and the confusion matrix each get the whole width: beside
@@ -334,7 +348,9 @@ void TrainingView::updateControls() {
 }
 
 void TrainingView::onStarted(qint64 runId, const QString& description) {
-  caption_->setText(tr("Run %1 of %2").arg(runId).arg(runProject_));
+  // "#": the run store numbers every run, of every project; "Run 2 of
+  // lenet-fashion" read as lenet-fashion's second run.
+  caption_->setText(tr("%1, run #%2").arg(runProject_).arg(runId));
   setStatus(tr("Run %1: %2").arg(runId).arg(description));
   emit runStarted(runId);
 }
@@ -397,16 +413,28 @@ void TrainingView::onEnded(const TrainingOutcome& o) {
   } else {
     text = o.stopped ? tr("Run %1 stopped after step %2.").arg(o.run_id).arg(o.steps)
                      : tr("Run %1 finished: %2 steps.").arg(o.run_id).arg(o.steps);
+    if (!o.init_from.isEmpty())
+      text += QLatin1Char(' ') +
+              tr("It started from %1 (%2 taken).")
+                  .arg(o.init_from, count_text(o.init_loaded, tr("%1 tensor"), tr("%1 tensors")));
     if (!o.checkpoints.isEmpty())
       text += QLatin1Char(' ') + tr("Last checkpoint: %1").arg(o.checkpoints.back());
+    if (!o.final_weights.isEmpty())
+      text += QLatin1Char(' ') +
+              tr("Its final weights: %1 (Run > Try the Model).").arg(o.final_weights);
+    else if (!o.final_weights_error.isEmpty())
+      text +=
+          QLatin1Char(' ') + tr("Its final weights were not kept: %1").arg(o.final_weights_error);
   }
   if (!o.record_warning.isEmpty())
     text += QLatin1Char(' ') +
             tr("Warning: the run store did not take everything: %1").arg(o.record_warning);
   const QString how = o.failed ? tr("failed") : o.stopped ? tr("stopped") : tr("finished");
+  progress_.end();
   caption_->setText(
-      o.run_id ? tr("Run %1 of %2 (%3, %4 steps)").arg(o.run_id).arg(runProject_, how).arg(o.steps)
-               : tr("%1: training did not start").arg(runProject_));
+      o.run_id
+          ? tr("%1, run #%2 (%3, %4 steps)").arg(runProject_).arg(o.run_id).arg(how).arg(o.steps)
+          : tr("%1: training did not start").arg(runProject_));
   showProgress();
   setStatus(text);
   if (o.failed) emit runFailed(o.error);

@@ -101,6 +101,8 @@ TrainingOutcome TrainingWorker::runTraining() {
     } else if (!request_.resume_path.isEmpty()) {
       options.resume_source = request_.resume_path.toStdString();
       options.resume = std::make_shared<const Checkpoint>(read_checkpoint(options.resume_source));
+    } else {
+      apply_project_init_from(project_, options);  // Start from weights
     }
     // Refused here, before the store records anything.
     job->check(options);
@@ -132,6 +134,9 @@ TrainingOutcome TrainingWorker::runTraining() {
     return fail(TrainingStage::Store, e);
   }
   out.run_id = recorder->run_id();
+  // Every run keeps the weights it ends with, so Try the Model, Export ONNX
+  // and Start from weights find them without a checkpoint folder.
+  options.final_weights = recorder->final_weights_path();
   const int64_t epochs = options.epochs > 0 ? options.epochs : cp->project().training.epochs;
   emit started(out.run_id, description_of(*cp, context, job->device_note(), epochs));
 
@@ -204,6 +209,10 @@ TrainingOutcome TrainingWorker::runTraining() {
   out.stopped = report.stopped;
   for (const std::string& path : report.checkpoints)
     out.checkpoints.push_back(QString::fromStdString(path));
+  out.final_weights = QString::fromStdString(report.final_weights);
+  out.final_weights_error = QString::fromStdString(report.final_weights_error);
+  out.init_loaded = report.init_loaded;
+  out.init_from = QString::fromStdString(options.init_from_source);
   // A run stopped inside its profiled steps still shows what it profiled.
   if (!profile_shown && !report.profile.empty()) emit profileReady(report.profile, cp);
   return out;

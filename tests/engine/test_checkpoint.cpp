@@ -6,10 +6,12 @@
 // what is wrong; and the command line saves and resumes.
 #include <QtTest>
 
+#include <atomic>
 #include <fstream>
 
 #include <renaissance/checkpoint.h>
 #include <renaissance/error.h>
+#include <renaissance/training_job.h>
 #include "rank_runs.h"
 #include "runtime/checkpoint_state.h"
 #include "usage_error.h"
@@ -150,6 +152,85 @@ class TestCheckpoint : public QObject {
     QVERIFY2(why.contains("checkpoint 'foreign.ckpt' (of project 'ranks-bn') has no weight of the "
                           "same name and shape as project 'ranks-bn-3-classes' needs"),
              qPrintable(why));
+  }
+
+  // TrainOptions::final_weights: a run that trained keeps the weights it
+  // ended with (finished or stopped), the weights, EMA and BN statistics
+  // only, and they predict and fine-tune as its checkpoint would; a run
+  // that trained no step keeps none.
+  void runsKeepTheirFinalWeights() {
+    const Project a = stateful(1);
+    QTemporaryDir dir;
+    TrainOptions o = saving_to(dir, 5);
+    o.final_weights = dir.filePath("runs.files/run-1/final.ckpt").toStdString();
+    const rank_runs::Run r = run(a, o);
+    QCOMPARE(r.report.final_weights, o.final_weights);
+    QVERIFY(r.report.final_weights_error.empty());
+    const Checkpoint kept = read_checkpoint(o.final_weights);
+    const Checkpoint full = read_checkpoint(dir.filePath("ranks-bn-step5.ckpt").toStdString());
+    QCOMPARE(kept.position.step, int64_t{5});
+    int64_t w = 0, e = 0, b = 0;
+    for (const CheckpointTensor& t : kept.tensors) {
+      QVERIFY2(t.region[0] == 'W' || t.region[0] == 'E' || t.region[0] == 'B', t.region.c_str());
+      w += t.region[0] == 'W';
+      e += t.region[0] == 'E';
+      b += t.region[0] == 'B';
+      // The same values as the run's full checkpoint at the same step.
+      bool found = false;
+      for (const CheckpointTensor& u : full.tensors)
+        if (u.region == t.region && u.name == t.name) found = u.values == t.values;
+      QVERIFY2(found, (t.region + " " + t.name).c_str());
+    }
+    QVERIFY(w > 0 && e > 0 && b > 0);
+    QVERIFY(kept.tensors.size() < full.tensors.size());  // no optimizer moments
+    // It starts a fine-tuning run, and, named by the project, without options.
+    Project b2 = a;
+    b2.training.init_from = o.final_weights;
+    TrainOptions from_project;
+    from_project.max_steps = 1;
+    apply_project_init_from(b2, from_project);
+    QCOMPARE(from_project.init_from_source, o.final_weights);
+    const rank_runs::Run tuned = run(b2, from_project);
+    QVERIFY(tuned.report.init_loaded >= w);
+    QVERIFY(tuned.report.init_fresh.empty());
+    // Relative to the project file's folder.
+    b2.source_path = dir.filePath("p.json").toStdString();
+    b2.training.init_from = "runs.files/run-1/final.ckpt";
+    TrainOptions relative;
+    apply_project_init_from(b2, relative);
+    QCOMPARE(relative.init_from_source, o.final_weights);
+    // A run's --init-from wins over the project's; a resumed run takes neither.
+    TrainOptions given;
+    given.init_from = std::make_shared<Checkpoint>(full);
+    given.init_from_source = "given.ckpt";
+    apply_project_init_from(b2, given);
+    QCOMPARE(given.init_from_source, std::string("given.ckpt"));
+    // A missing file is named.
+    b2.training.init_from = "nowhere.ckpt";
+    TrainOptions missing;
+    const QString why = usage_error([&] { apply_project_init_from(b2, missing); });
+    QVERIFY2(why.startsWith("the project's starting weights (\"training.init_from\"): ") &&
+                 why.contains(dir.filePath("nowhere.ckpt")),
+             qPrintable(why));
+
+    // Stopped before its first step: nothing kept.
+    std::atomic<bool> stop{true};
+    TrainOptions stopped;
+    stopped.stop = &stop;
+    stopped.final_weights = dir.filePath("none/final.ckpt").toStdString();
+    const rank_runs::Run none = run(a, stopped);
+    QVERIFY(none.report.stopped);
+    QVERIFY(none.report.final_weights.empty());
+    QVERIFY(!QFile::exists(dir.filePath("none/final.ckpt")));
+    // A folder that cannot be made: said, and the run still ends well.
+    std::ofstream(dir.filePath("file").toStdString()) << "x";
+    TrainOptions blocked;
+    blocked.max_steps = 1;
+    blocked.final_weights = dir.filePath("file/final.ckpt").toStdString();
+    const rank_runs::Run r2 = run(a, blocked);
+    QVERIFY(r2.report.final_weights.empty());
+    QVERIFY2(r2.report.final_weights_error.find("cannot be made") != std::string::npos,
+             r2.report.final_weights_error.c_str());
   }
 
   void resumeMidEpochContinuesBitForBit() {

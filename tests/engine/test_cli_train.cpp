@@ -145,6 +145,43 @@ class TestCliTrain : public QObject {
     QCOMPARE(r.code, 2);
     QVERIFY(r.err.contains("--steps"));
   }
+
+  // A wrong command line is told in its first line: what conflicts with
+  // what, or what is missing or left over, and what to do; never the whole
+  // usage alone.
+  void usageErrorsSayFirstWhatWasWrong() {
+    const struct {
+      QStringList args;
+      const char* first_line;
+    } cases[] = {
+        {{"train", "P.json", "--resume-run", "7"},
+         "renaissance-cli train: --resume-run takes the project from run 7; leave out 'P.json'"},
+        {{"train"}, "renaissance-cli train: missing the project file (train <project.json>"},
+        {{"train", "a.json", "b.json"},
+         "renaissance-cli train: unexpected argument 'b.json': train takes only the project file"},
+        {{"plan"}, "renaissance-cli plan: missing the project file (plan <project.json>)"},
+        {{"bench", "a.json", "b", "c"}, "renaissance-cli bench: unexpected arguments 'b' 'c'"},
+        {{"predict"}, "renaissance-cli predict: missing the project file"},
+        {{"onnx"}, "renaissance-cli onnx: missing the subcommand (export, import or ops)"},
+        {{"onnx", "import"}, "renaissance-cli onnx: missing the ONNX file"},
+        {{"onnx", "ops", "x"}, "renaissance-cli onnx: onnx ops takes no arguments"},
+        {{"runs"}, "renaissance-cli runs: missing the subcommand"},
+        {{"runs", "show"}, "renaissance-cli runs: missing one run id (runs show ID)"},
+        {{"runs", "list", "extra"},
+         "renaissance-cli runs: unexpected argument 'extra': runs list takes no arguments"},
+        {{}, "renaissance-cli: missing the command"},
+    };
+    for (const auto& c : cases) {
+      const Result r = run_cli(c.args);
+      const QString first = r.err.section('\n', 0, 0);
+      QVERIFY2(r.code == 2, qPrintable(c.args.join(' ') + ": " + r.err));
+      QVERIFY2(first.startsWith(QString::fromUtf8(c.first_line)),
+               qPrintable(c.args.join(' ') + ": " + first));
+      if (first.contains(QStringLiteral("missing")) || first.contains(QStringLiteral("unexpected")))
+        QVERIFY2(first.contains(QStringLiteral("--help' shows")) || c.args.size() < 2,
+                 qPrintable(c.args.join(' ') + ": " + first));
+    }
+  }
 };
 
 QTEST_GUILESS_MAIN(TestCliTrain)

@@ -4,6 +4,7 @@
 // where torch is missing); our own trained models exported and imported
 // again predict bit for bit what they did; and what the importer cannot take
 // is refused naming the file, the node and what is wrong.
+#include <QDir>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include <renaissance/checkpoint.h>
+#include <renaissance/dataset_kinds.h>
 #include <renaissance/error.h>
 #include <renaissance/onnx_import.h>
 #include <renaissance/project_io.h>
@@ -248,6 +250,130 @@ class TestOnnxImport : public QObject {
     QCOMPARE(back.size(), size_t{5});
     for (size_t i = 0; i < ours.size(); ++i)
       QVERIFY2(back[i] == ours[i], qPrintable(QStringLiteral("image %1").arg(i)));
+  }
+
+  // An image-folder model keeps its class names, their order and its
+  // probabilities through export and import: the names travel in the file's
+  // metadata, not guessed from the shape.
+  void anImageFolderModelKeepsItsClassNames() {
+    const QStringList classes{"ankle-boot", "bag", "coat"};
+    QStringList images;
+    for (const char* split : {"train", "val"})
+      for (int k = 0; k < classes.size(); ++k)
+        for (int i = 0; i < 4; ++i) {
+          const QString folder = at(QStringLiteral("folders/%1/%2").arg(split, classes[k]));
+          QVERIFY(QDir().mkpath(folder));
+          const QString png = QStringLiteral("%1/%2.png").arg(folder).arg(i);
+          tr::test::write_png(png.toStdString(), 8, 8, 1,
+                              tr::test::pattern(8, 8, 1, 60 * k + 11 * i));
+          if (std::string_view(split) == "val" && i == 0) images << png;
+        }
+    const QString project = at(QStringLiteral("folder-model.json"));
+    // Built as JSON, not written out as text: moc does not read raw strings
+    // broken by << into their parts.
+    const auto edge = [](const char* from, const char* to) {
+      return nlohmann::json{{"from", from}, {"to", to}};
+    };
+    const nlohmann::json file = {
+        {"format", 1},
+        {"name", "folder-model"},
+        {"model",
+         {{"nodes",
+           {{{"id", "input"},
+             {"type", "Input"},
+             {"params", {{"height", 8}, {"width", 8}, {"channels", 1}}}},
+            {{"id", "conv"},
+             {"type", "Conv2d"},
+             {"params", {{"out_channels", 4}, {"kernel", 3}, {"padding", 1}}}},
+            {{"id", "relu"}, {"type", "ReLU"}},
+            {{"id", "flatten"}, {"type", "Flatten"}},
+            {{"id", "fc"}, {"type", "Linear"}, {"params", {{"out_features", 3}}}},
+            {{"id", "loss"}, {"type", "SoftmaxCrossEntropy"}}}},
+          {"edges",
+           {edge("input", "conv"), edge("conv", "relu"), edge("relu", "flatten"),
+            edge("flatten", "fc"), edge("fc", "loss")}}}},
+        {"dataset",
+         {{"kind", "image-folder"},
+          {"train_dir", at(QStringLiteral("folders/train")).toStdString()},
+          {"val_dir", at(QStringLiteral("folders/val")).toStdString()},
+          {"height", 8},
+          {"width", 8},
+          {"channels", 1},
+          {"classes", 3}}},
+        {"training", {{"epochs", 1}, {"global_batch", 4}}}};
+    std::ofstream(project.toStdString()) << file.dump(2);
+    const QString ckpt = trained(project, QStringLiteral("folder-ckpt"));
+    const QString onnx = at(QStringLiteral("folder-model.onnx"));
+    Run r = cli({"onnx", "export", project, "--checkpoint", ckpt, "-o", onnx, "--master-weights"});
+    QVERIFY2(r.code == 0, qPrintable(r.out));
+    QVERIFY2(r.out.contains(QStringLiteral("classes: ankle-boot, bag, coat, recorded in the file")),
+             qPrintable(r.out));
+    const QString imported = at(QStringLiteral("folder-imported.json"));
+    const QString weights = at(QStringLiteral("folder-imported.ckpt"));
+    r = cli({"onnx", "import", onnx, "-o", imported, "--checkpoint-out", weights});
+    QVERIFY2(r.code == 0, qPrintable(r.out));
+    QVERIFY2(r.out.contains(QStringLiteral("the class names recorded in the file")),
+             qPrintable(r.out));
+    QVERIFY2(!r.out.contains(QStringLiteral("Fashion")), qPrintable(r.out));
+    const Project back = load_project(imported.toStdString());
+    QCOMPARE(back.dataset.kind, DatasetKind::ImageFolder);
+    QCOMPARE(back.dataset.class_names, (std::vector<std::string>{"ankle-boot", "bag", "coat"}));
+
+    // The same names, in the same order, with the same probabilities.
+    const auto predicted = [&](const QString& p, const QString& c) {
+      const Run run =
+          cli(QStringList{"predict", p, "--checkpoint", c, "--json", "--top", "3"} + images);
+      if (run.code != 0) qFatal("predict failed: %s", qPrintable(run.out));
+      return nlohmann::json::parse(run.out.toStdString());
+    };
+    const nlohmann::json ours = predicted(project, ckpt), theirs = predicted(imported, weights);
+    QCOMPARE(ours.size(), size_t(3));
+    for (size_t i = 0; i < ours.size(); ++i) {
+      QCOMPARE(theirs[i].at("top3"), ours[i].at("top3"));
+      const std::string best = ours[i].at("top3")[0].at("class").get<std::string>();
+      QVERIFY2(classes.contains(QString::fromStdString(best)), best.c_str());
+    }
+  }
+
+  // A model whose file does not name its classes (as PyTorch writes them) is
+  // not given Fashion-MNIST's names because its input and outputs have
+  // Fashion-MNIST's shape: the classes are "class 0" ... and the user is told.
+  void unnamedClassesAreNotGuessedFromTheShape() {
+    const QString ckpt = trained(QStringLiteral("lenet-fashion"), QStringLiteral("unnamed"));
+    const QString onnx = at(QStringLiteral("unnamed.onnx"));
+    Run r = cli({"onnx", "export", project_path(QStringLiteral("lenet-fashion")), "--checkpoint",
+                 ckpt, "-o", onnx});
+    QVERIFY2(r.code == 0, qPrintable(r.out));
+    onnx::ModelProto m;
+    {
+      std::ifstream in(onnx.toStdString(), std::ios::binary);
+      QVERIFY(m.ParseFromIstream(&in));
+    }
+    QVERIFY(m.metadata_props_size() > 0);
+    m.clear_metadata_props();
+    {
+      std::ofstream out(onnx.toStdString(), std::ios::binary | std::ios::trunc);
+      QVERIFY(m.SerializeToOstream(&out));
+    }
+    const OnnxImportResult res = import_onnx(onnx.toStdString());
+    QCOMPARE(res.project.dataset.kind, DatasetKind::ImageFolder);
+    QVERIFY(res.project.dataset.class_names.empty());
+    QCOMPARE(dataset_class_names(res.project.dataset).front(), std::string("class 0"));
+    QCOMPARE(dataset_class_names(res.project.dataset).back(), std::string("class 9"));
+    std::string notes;
+    for (const std::string& n : res.notes) notes += n + "\n";
+    QVERIFY2(notes.find("does not say what the classes are called") != std::string::npos,
+             notes.c_str());
+    QVERIFY2(notes.find("if it learnt Fashion-MNIST") != std::string::npos, notes.c_str());
+    QVERIFY2(notes.find("none recorded") != std::string::npos, notes.c_str());
+
+    // With its metadata, the same file is Fashion-MNIST again, with its names.
+    r = cli({"onnx", "export", project_path(QStringLiteral("lenet-fashion")), "--checkpoint", ckpt,
+             "-o", onnx});
+    QVERIFY2(r.code == 0, qPrintable(r.out));
+    const OnnxImportResult named = import_onnx(onnx.toStdString());
+    QCOMPARE(named.project.dataset.kind, DatasetKind::FashionMnist);
+    QCOMPARE(dataset_class_names(named.project.dataset).front(), std::string("T-shirt/top"));
   }
 
   void importedModelsFineTune() {

@@ -244,11 +244,14 @@ class TestRunStore : public QObject {
       e0.images_per_s = 1234.5;
       e0.seconds = 1.25;
       e0.confusion = {8, 2, 0, 1, 9, 0, 0, 5, 0};  // 3 classes; none of class 2 right
+      e0.steps = e0.batches = 10;
       rec.push_epoch(e0);
-      EpochRecord e1;  // stopped before validation
+      EpochRecord e1;  // stopped before validation, after 5 of its 10 steps
       e1.epoch = 1;
       e1.train_loss = 0.4;
       e1.train_top1 = 0.7;
+      e1.steps = 5;
+      e1.batches = 10;
       rec.push_epoch(e1);
       QCOMPARE(rec.finish(RunStatus::Stopped), std::string());
     }
@@ -261,9 +264,12 @@ class TestRunStore : public QObject {
     QCOMPARE(r.id, id);
     QCOMPARE(r.status, RunStatus::Stopped);
     QCOMPARE(r.steps, int64_t{25});
-    QCOMPARE(r.epochs, int64_t{2});
+    // Whole epochs only: the second was cut short, and the final training
+    // figures are the whole epoch's, not those of its 5 steps.
+    QCOMPARE(r.epochs, int64_t{1});
     QVERIFY(r.ended_at && *r.ended_at >= r.started_at);
-    QCOMPARE(r.final_train_loss.value_or(-1), 0.4);
+    QCOMPARE(r.final_train_loss.value_or(-1), 0.7);
+    QCOMPARE(r.final_train_top1.value_or(-1), 0.6);
     // The last epoch was not validated: the final validation figures are the last ones measured.
     QCOMPARE(r.final_val_top1.value_or(-1), 0.8);
     const RunDetail d = s.run(id);
@@ -294,6 +300,33 @@ class TestRunStore : public QObject {
     QVERIFY(epochs[0].ended_at > 0);
     QVERIFY(!epochs[1].val_loss && !epochs[1].val_top1 && !epochs[1].val_top5);
     QVERIFY(epochs[1].confusion.empty());
+    QVERIFY(!epochs[0].partial() && epochs[1].partial());
+    QCOMPARE(epochs[1].steps, int64_t{5});
+    QCOMPARE(epochs[1].batches, int64_t{10});
+  }
+
+  // A run stopped inside its first epoch has no whole epoch: it counts 0,
+  // and its final training figures are the cut-short epoch's, the only ones.
+  void aRunStoppedInItsFirstEpochHasNoWholeEpoch() {
+    QTemporaryDir dir;
+    const std::string path = path_in(dir, "runs.sqlite");
+    int64_t id = 0;
+    {
+      RunRecorder rec(path, start_of("lenet"));
+      id = rec.run_id();
+      for (int64_t i = 0; i < 3; ++i) rec.push_step(step_of(i));
+      EpochRecord e;
+      e.train_loss = 1.5;
+      e.steps = 3;
+      e.batches = 10;
+      rec.push_epoch(e);
+      QCOMPARE(rec.finish(RunStatus::Stopped), std::string());
+    }
+    const RunStore s(path);
+    const RunSummary r = s.run(id).summary;
+    QCOMPARE(r.epochs, int64_t{0});
+    QCOMPARE(r.final_train_loss.value_or(-1), 1.5);
+    QVERIFY(s.epochs(id).at(0).partial());
   }
 
   void migratesFromVersion1() {
@@ -328,6 +361,9 @@ class TestRunStore : public QObject {
     QCOMPARE(again.step_curve(1).back().loss_scale.value_or(-1), 1024.0);
     QCOMPARE(again.epochs(1).back().per_class_accuracy, (std::vector<double>{0.75, 1.0}));
     QCOMPARE(again.run(1).summary.steps, int64_t{4});
+    // An epoch recorded before the store kept step counts was a whole one.
+    QVERIFY(!again.epochs(1).front().partial());
+    QCOMPARE(again.run(1).summary.epochs, int64_t{2});
   }
 
   void migratesFromVersion2() {
@@ -561,9 +597,12 @@ class TestRunStore : public QObject {
       a.val_top5 = 1.0;
       a.images_per_s = 12345.678;
       a.seconds = 0.1;
+      a.steps = a.batches = 20;
       EpochRecord b;
       b.epoch = 1;
       b.train_loss = 0.05;
+      b.steps = 7;  // cut short
+      b.batches = 20;
       s.append(id, steps, std::vector<EpochRecord>{a, b});
       s.end_run(id, RunStatus::Finished);
     }
@@ -571,7 +610,7 @@ class TestRunStore : public QObject {
     write_curves_csv(s, ids, out);
     std::vector<std::string> header;
     const auto rows = parse_csv(out.str(), header);
-    QCOMPARE(header.size(), size_t{13});
+    QCOMPARE(header.size(), size_t{15});
     QCOMPARE(QString::fromStdString(out.str()).section('\n', 0, 0),
              QString::fromLatin1(kCurvesCsvHeader));
     QCOMPARE(rows.size(), size_t{2 * (40 + 2)});
@@ -602,6 +641,8 @@ class TestRunStore : public QObject {
         QCOMPARE(row.num.at("val_top5"), e.val_top5);
         QCOMPARE(row.num.at("images_per_s").value(), e.images_per_s);
         QCOMPARE(row.num.at("seconds").value(), e.seconds);
+        QCOMPARE(row.num.at("epoch_steps").value(), static_cast<double>(e.steps));
+        QCOMPARE(row.num.at("epoch_batches").value(), static_cast<double>(e.batches));
       }
     }
     // The values went in as written, so the export holds them too.

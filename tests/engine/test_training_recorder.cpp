@@ -161,6 +161,11 @@ class TestTrainingRecorder : public QObject {
     QCOMPARE(epochs.size(), size_t{1});
     QVERIFY(epochs[0].val_top1.has_value());
     QCOMPARE(epochs[0].confusion.size(), size_t{16});  // 4 classes
+    // The step limit validates what it trained, but 3 of 10 steps are still
+    // a partial epoch.
+    QVERIFY(epochs[0].partial());
+    QCOMPARE(epochs[0].steps, int64_t{3});
+    QCOMPARE(d.summary.epochs, int64_t{0});
     QCOMPARE(d.summary.final_val_top1.value_or(-1), t.report.epochs.back().val_top1);
     const auto ck = s.checkpoints(t.run);
     QCOMPARE(ck.size(), size_t{1});
@@ -198,6 +203,15 @@ class TestTrainingRecorder : public QObject {
     const auto epochs = s.epochs(recorder.run_id());
     QCOMPARE(epochs.size(), size_t{1});
     QVERIFY(!epochs[0].val_top1);
+    // The epoch it cut short is kept as such: 4 of its 10 steps (600 images
+    // in batches of 64), and no whole epoch counted.
+    QCOMPARE(report.epochs.at(0).steps, int64_t{4});
+    QCOMPARE(report.epochs.at(0).batches, int64_t{10});
+    QVERIFY(!report.epochs.at(0).complete());
+    QVERIFY(epochs[0].partial());
+    QCOMPARE(epochs[0].steps, int64_t{4});
+    QCOMPARE(epochs[0].batches, int64_t{10});
+    QCOMPARE(d.summary.epochs, int64_t{0});
     const auto ck = s.checkpoints(recorder.run_id());
     QCOMPARE(ck.size(), size_t{1});
     QCOMPARE(ck[0].step.value_or(-1), int64_t{4});

@@ -296,6 +296,28 @@ class TestDesigner : public QObject {
     QCOMPARE(channels->value(), 16);
     QCOMPARE(d.doc.analysis().total_params, before);
 
+    // A kernel larger than its input: the panel shows the input it has and
+    // says the layer's own settings are wrong, not that the layers before it
+    // are unconnected (they are fine).
+    auto* kernel = qobject_cast<QSpinBox*>(d.properties.fieldEditor("params.kernel_h"));
+    QVERIFY(kernel);
+    kernel->setValue(40);
+    QVERIFY2(!d.properties.infoText().contains(QStringLiteral("Shapes unknown")),
+             qPrintable(d.properties.infoText()));
+    QVERIFY2(d.properties.infoText().contains(QStringLiteral("Input: [")) &&
+                 d.properties.infoText().contains(QStringLiteral("settings do not fit its input")),
+             qPrintable(d.properties.infoText()));
+    d.doc.undoStack()->undo();
+    QVERIFY2(d.properties.infoText().startsWith(QStringLiteral("Input: [")),
+             qPrintable(d.properties.infoText()));
+    // A layer after it, whose input is unknown while conv2 is wrong, still says so.
+    kernel->setValue(40);
+    d.scene()->selectNodes({d.index("relu2")});
+    QVERIFY2(d.properties.infoText().contains(QStringLiteral("Shapes unknown")),
+             qPrintable(d.properties.infoText()));
+    d.doc.undoStack()->undo();
+    d.scene()->selectNodes({d.index("conv2")});
+
     // Rename: a taken id is refused with a message and nothing changes.
     auto* id = qobject_cast<QLineEdit*>(d.properties.fieldEditor("id"));
     QVERIFY(id);

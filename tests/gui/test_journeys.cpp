@@ -15,11 +15,13 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
+#include <QGraphicsView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QScreen>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
@@ -33,18 +35,23 @@
 #include <renaissance/dataset_probe.h>
 
 #include <renaissance/project_io.h>
+#include "dataset/sample_grid.h"
 #include "designer/designer_scene.h"
 #include "designer/designer_view.h"
 #include "designer/model_editor.h"
+#include "designer/node_item.h"
 #include "designer/palette_widget.h"
 #include "designer/properties_panel.h"
 #include "dialog_driver.h"
 #include "main_window.h"
 #include "memory/dtensor_table_model.h"
+#include "memory/lifetime_chart.h"
 #include "memory/memory_view.h"
 #include "plot/curve_plot.h"
 #include "problems_panel.h"
 #include "project_document.h"
+#include "readability.h"
+#include "runs/runs_view.h"
 #include "settings/set_training_command.h"
 #include "settings/training_settings_panel.h"
 #include "theme.h"
@@ -69,8 +76,9 @@ QString project_path(const char* name) {
 // The window at the size the README promises every view is readable at.
 struct Window {
   MainWindow w;
-  Window() {
-    w.resize(1280, 800);
+  // An invalid size: the first start's own (fresh settings).
+  explicit Window(QSize size = QSize(1280, 800)) {
+    if (size.isValid()) w.resize(size);
     w.show();
     QApplication::setActiveWindow(&w);
     if (!QTest::qWaitForWindowActive(&w)) qWarning("the window did not become active");
@@ -561,8 +569,10 @@ class TestJourneys : public QObject {
     request.profile_end = 4;
     QVERIFY2(training->start(win.doc()->project(), request, &error), qPrintable(error));
     QTRY_VERIFY_WITH_TIMEOUT(!training->isRunning(), 60000);
-    QVERIFY2(training->captionText().contains("of lenet-fashion (finished, 6 steps)"),
-             qPrintable(training->captionText()));
+    QVERIFY2(
+        training->captionText() ==
+            QStringLiteral("lenet-fashion, run #%1 (finished, 6 steps)").arg(training->lastRunId()),
+        qPrintable(training->captionText()));
     QVERIFY(training->lossPlot()->pointCount(0) > 0);
     QTRY_VERIFY(win.w.timelineView()->hasProfile());
     // The timeline names the run, its project and the profiled steps.
@@ -630,10 +640,24 @@ class TestJourneys : public QObject {
   // at least the width its text needs; a scroll area may hide rows below,
   // never the right part of a row), and the palette shows its whole names.
   void everyViewIsReadableAt1280x800() {
-    Window win;
+    // A first start, with fresh settings, on a 1280x800 screen (CTest gives
+    // this test that screen: tests/gui/screen-1280x800.json): the window
+    // fits the screen, whole, and every view is read at that size.
+    QSettings().clear();
+    Window win{QSize()};
+    const QRect room = win.w.screen()->availableGeometry();
+    QVERIFY2(room.size() == QSize(1280, 800),
+             "run through CTest, which gives this test a 1280x800 screen (QT_QPA_PLATFORM="
+             "offscreen:configfile=tests/gui/screen-1280x800.json)");
+    QVERIFY2(room.contains(win.w.frameGeometry()),
+             qPrintable(QStringLiteral("the first window %1,%2 %3x%4 is not inside the screen")
+                            .arg(win.w.frameGeometry().x())
+                            .arg(win.w.frameGeometry().y())
+                            .arg(win.w.frameGeometry().width())
+                            .arg(win.w.frameGeometry().height())));
+    const QSize first = win.w.size();
     QString error;
     QVERIFY(win.w.openProject(project_path("lenet-fashion.json"), &error));
-    win.w.resize(1280, 800);
     win.settle();
     // Every view with content (a short validated, profiled run, the run
     // selected in the Runs view), each one shown: the window keeps its size.
@@ -641,18 +665,46 @@ class TestJourneys : public QObject {
     QVERIFY2(win.w.writeScreenshots(shots.path(), &error, 12), qPrintable(error));
     QCOMPARE(win.w.trainingView()->confusionMatrix()->classes(), 10);
     QVERIFY(win.w.timelineView()->hasProfile());
-    if (win.w.size() != QSize(1280, 800)) {
+    if (win.w.size() != first) {
       for (int i = 0; i < win.w.tabs()->count(); ++i)
         qWarning() << win.w.tabs()->tabText(i) << "needs"
                    << win.w.tabs()->widget(i)->minimumSizeHint();
     }
-    QCOMPARE(win.w.size(), QSize(1280, 800));
+    QCOMPARE(win.w.size(), first);
     QStringList cut;
     auto check = [&](const QString& where) {
       for (QWidget* widget : win.w.findChildren<QWidget*>()) {
         if (!widget->isVisible() || widget->visibleRegion().isEmpty()) continue;
         int need = 0;
         QString text;
+        if (auto* items = qobject_cast<QAbstractItemView*>(widget)) {
+          cut << tr::test::cut_in_item_view(items, where);
+          continue;
+        }
+        if (auto* plot = qobject_cast<QCustomPlot*>(widget)) {
+          cut << tr::test::overlapping_ticks(plot, where);
+          continue;
+        }
+        if (auto* chart = qobject_cast<LifetimeChart*>(widget)) {
+          for (const QString& names : chart->crossedLabels())
+            cut << QStringLiteral("%1: step lifetimes' names %2 cross").arg(where, names);
+          continue;
+        }
+        if (auto* grid = qobject_cast<SampleGrid*>(widget)) {
+          for (const QString& caption : grid->cutCaptions())
+            cut << QStringLiteral("%1: sample caption '%2' cut").arg(where, caption);
+          continue;
+        }
+        if (auto* graphics = qobject_cast<QGraphicsView*>(widget)) {
+          // The designer's nodes: every title and subtitle whole.
+          for (QGraphicsItem* item : graphics->items(graphics->viewport()->rect()))
+            if (item->type() == NodeItem::Type)
+              for (const QString& shortened :
+                   static_cast<NodeItem*>(item)->cutTexts(graphics->font()))
+                cut << QStringLiteral("%1: node '%2' cuts '%3'")
+                           .arg(where, static_cast<NodeItem*>(item)->nodeId(), shortened);
+          continue;
+        }
         if (auto* label = qobject_cast<QLabel*>(widget)) {
           if (label->wordWrap() || label->text().isEmpty() || label->textFormat() == Qt::RichText)
             continue;
@@ -681,6 +733,29 @@ class TestJourneys : public QObject {
     for (MainWindow::View v : kViews) {
       win.visit(v);
       check(win.w.tabs()->tabText(static_cast<int>(v)));
+    }
+    // Two runs that differ, compared: the Compare pane's names and values.
+    {
+      const qint64 earlier = win.w.trainingView()->lastRunId();
+      ProjectSettings other = win.doc()->settings();
+      other.training.optimizer.lr = 0.02;
+      other.training.optimizer.momentum = 0.8;
+      win.doc()->undoStack()->push(new SetTrainingCommand(win.doc(), win.doc()->settings(), other,
+                                                          QStringLiteral("training.optimizer.lr"),
+                                                          QStringLiteral("learning rate")));
+      TrainingRequest request = win.w.trainingView()->requestFromControls();
+      request.max_steps = 3;
+      request.validate = false;
+      request.profile_begin = -1;
+      QVERIFY2(win.w.trainingView()->start(win.doc()->project(), request, &error),
+               qPrintable(error));
+      QTRY_VERIFY_WITH_TIMEOUT(!win.w.trainingView()->isRunning(), 60000);
+      win.visit(MainWindow::View::Runs);
+      win.w.runsView()->refresh();
+      win.w.runsView()->selectRuns({earlier, win.w.trainingView()->lastRunId()});
+      win.w.runsView()->tabs()->setCurrentIndex(1);  // Compare
+      win.settle();
+      check(QStringLiteral("Runs, two compared"));
     }
     PaletteWidget* palette = win.w.palette();
     for (int i = 0; i < palette->topLevelItemCount(); ++i) {

@@ -14,15 +14,19 @@
 #include <QImage>
 #include <QLineEdit>
 #include <QProcess>
+#include <QPushButton>
+#include <QScopeGuard>
 #include <QSettings>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QToolBar>
 #include <QTreeWidget>
 #include <QtTest>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include <renaissance/project_io.h>
 #include <renaissance/run_store.h>
@@ -46,6 +50,7 @@
 #include "project_document.h"
 #include "runs/runs_table_model.h"
 #include "runs/runs_view.h"
+#include "settings/training_settings_panel.h"
 #include "template_catalog.h"
 #include "timeline/timeline_canvas.h"
 #include "timeline/timeline_model.h"
@@ -109,6 +114,161 @@ class TestMainWindow : public QObject {
     // The device choice shows the project's and offers CPU ranks.
     QCOMPARE(win.w.deviceSelector()->currentDevices().str(), std::string("cpu:1"));
     QVERIFY(win.w.deviceSelector()->findData(QStringLiteral("cpu:4")) >= 0);
+  }
+
+  // Ctrl+Z and Ctrl+Shift+Z with the cursor still in the field just edited
+  // undo and redo the project, in the layer properties and the training
+  // settings alike; a value typed but not yet committed is committed first.
+  void undoKeysWorkInTheFieldJustEdited() {
+    Window win;
+    QApplication::setActiveWindow(&win.w);
+    QVERIFY(QTest::qWaitForWindowActive(&win.w));
+    const int conv2 = win.index("conv2");
+    win.w.findChild<QDockWidget*>(QStringLiteral("propertiesDock"))->raise();
+    win.w.designer()->designerScene()->selectNodes({conv2});
+    auto* channels =
+        qobject_cast<QSpinBox*>(win.w.properties()->fieldEditor("params.out_channels"));
+    QVERIFY(channels);
+    const auto out = [&] {
+      return win.doc()->project().model.nodes[static_cast<size_t>(conv2)].params.out_channels;
+    };
+    QTRY_VERIFY(channels->isVisible());
+    channels->setFocus();
+    QTRY_VERIFY(channels->hasFocus());
+    channels->selectAll();
+    QTest::keyClicks(channels, "32");
+    QTest::keyClick(channels, Qt::Key_Return);
+    QCOMPARE(out(), int64_t{32});
+    QVERIFY2(channels->hasFocus(), "the field just edited keeps the cursor");
+    QTest::keyClick(channels, Qt::Key_Z, Qt::ControlModifier);
+    QCOMPARE(out(), int64_t{16});
+    QCOMPARE(channels->value(), 16);
+    QTest::keyClick(channels, Qt::Key_Z, Qt::ControlModifier | Qt::ShiftModifier);
+    QCOMPARE(out(), int64_t{32});
+    QTest::keyClick(channels, Qt::Key_Y, Qt::ControlModifier);  // nothing left to redo
+    QCOMPARE(out(), int64_t{32});
+    // Typed, not committed: Ctrl+Z commits it, then undoes it.
+    channels->selectAll();
+    QTest::keyClicks(channels, "40");
+    QTest::keyClick(channels, Qt::Key_Z, Qt::ControlModifier);
+    QCOMPARE(out(), int64_t{32});
+    QTest::keyClick(channels, Qt::Key_Y, Qt::ControlModifier);
+    QCOMPARE(out(), int64_t{40});
+
+    // The same in the training settings.
+    win.w.findChild<QDockWidget*>(QStringLiteral("settingsDock"))->raise();
+    QCoreApplication::processEvents();
+    auto* epochs = qobject_cast<QSpinBox*>(win.w.settingsPanel()->fieldEditor("training.epochs"));
+    QVERIFY(epochs);
+    const int64_t before = win.doc()->project().training.epochs;
+    QTRY_VERIFY(epochs->isVisible());
+    epochs->setFocus();
+    QTRY_VERIFY(epochs->hasFocus());
+    epochs->selectAll();
+    QTest::keyClicks(epochs, "7");
+    QTest::keyClick(epochs, Qt::Key_Return);
+    QCOMPARE(win.doc()->project().training.epochs, int64_t{7});
+    QTest::keyClick(epochs, Qt::Key_Z, Qt::ControlModifier);
+    QCOMPARE(win.doc()->project().training.epochs, before);
+    QTest::keyClick(epochs, Qt::Key_Z, Qt::ControlModifier | Qt::ShiftModifier);
+    QCOMPARE(win.doc()->project().training.epochs, int64_t{7});
+  }
+
+  // Pause becoming Resume does not move the toolbar's buttons after it.
+  void theToolbarKeepsStillWhenPauseBecomesResume() {
+    Window win;
+    QAction* pause = win.w.action("pause");
+    auto* bar = win.w.findChild<QToolBar*>(QStringLiteral("mainToolBar"));
+    QVERIFY(bar);
+    QWidget* stop = bar->widgetForAction(win.w.action("stop"));
+    QCoreApplication::processEvents();
+    const int x = stop->x();
+    const QString text = pause->text();
+    pause->setText(QStringLiteral("&Resume"));
+    QCoreApplication::processEvents();
+    bar->layout()->activate();
+    QCOMPARE(stop->x(), x);
+    pause->setText(text);
+  }
+
+  // A run from the workbench with no checkpoint folder keeps its final
+  // weights: Try the Model opens on them and says so (before any run it says
+  // why it has none), Enter in its field takes a typed path, and Start from
+  // weights in the training settings trains from them.
+  void tryTheModelOpensOnTheLastRunsWeights() {
+    QTemporaryDir dir;
+    const QByteArray store = qgetenv("RENAISSANCE_STORE");
+    qputenv("RENAISSANCE_STORE", QFile::encodeName(dir.filePath("runs.sqlite")));
+    const auto restore = qScopeGuard([&] { qputenv("RENAISSANCE_STORE", store); });
+    Window win;
+    TryModelDialog* d = win.w.tryModel();
+    QVERIFY(d->checkpoint().isEmpty());
+    QVERIFY2(d->weightsText().startsWith(QStringLiteral("No weights yet: train the model")),
+             qPrintable(d->weightsText()));
+    d->close();
+
+    TrainingView* training = win.w.trainingView();
+    TrainingRequest request = training->requestFromControls();
+    QVERIFY(request.checkpoint_dir.isEmpty());  // the default: no checkpoints
+    request.max_steps = 3;
+    request.validate = false;
+    request.profile_begin = -1;
+    QString error;
+    QVERIFY2(training->start(win.doc()->project(), request, &error), qPrintable(error));
+    QTRY_VERIFY_WITH_TIMEOUT(!training->isRunning(), 60000);
+    const qint64 run = training->lastRunId();
+    d = win.w.tryModel();
+    QVERIFY2(QFileInfo(d->checkpoint()).isFile(), qPrintable(d->checkpoint()));
+    QVERIFY2(d->weightsText().contains(
+                 QStringLiteral("the final weights of run #%1 (finished at step 3)").arg(run)),
+             qPrintable(d->weightsText()));
+    const QString weights = d->checkpoint();
+    // Enter takes what is typed: a wrong path is named, a right one described.
+    auto* field = d->findChild<QLineEdit*>(QStringLiteral("checkpoint"));
+    field->setText(dir.filePath("nowhere.ckpt"));
+    QTest::keyClick(field, Qt::Key_Return);
+    QVERIFY(d->isVisible());  // Enter opened no file dialog and closed nothing
+    QVERIFY2(d->weightsText().contains(dir.filePath("nowhere.ckpt")), qPrintable(d->weightsText()));
+    field->setText(weights);
+    QTest::keyClick(field, Qt::Key_Return);
+    QCOMPARE(d->weightsText(),
+             QStringLiteral("Weights: %1 (of project 'lenet-fashion', step 3).").arg(weights));
+    d->close();
+
+    // Start from weights: a missing file blocks training, named in the Problems panel.
+    auto* start =
+        qobject_cast<QLineEdit*>(win.w.settingsPanel()->fieldEditor("training.init_from"));
+    QVERIFY(start);
+    QVERIFY(win.w.settingsPanel()->findChild<QPushButton*>("training.init_from.browse"));
+    start->setText(dir.filePath("nowhere.ckpt"));
+    win.w.settingsPanel()->commitPendingEdits();
+    QCOMPARE(win.doc()->project().training.init_from, dir.filePath("nowhere.ckpt").toStdString());
+    win.w.checkReadiness();
+    bool named = false;
+    for (int i = 0; i < win.w.problems()->problemCount(); ++i)
+      named = named || win.w.problems()->fieldKey(i) == QStringLiteral("training.init_from");
+    QVERIFY(named);
+    QVERIFY(!win.w.action("train")->isEnabled());
+    start->setText(weights);
+    win.w.settingsPanel()->commitPendingEdits();
+    win.w.checkReadiness();
+    QVERIFY(win.w.action("train")->isEnabled());
+    request = training->requestFromControls();
+    request.max_steps = 2;
+    request.validate = false;
+    request.profile_begin = -1;
+    QVERIFY2(training->start(win.doc()->project(), request, &error), qPrintable(error));
+    QTRY_VERIFY_WITH_TIMEOUT(!training->isRunning(), 60000);
+    QVERIFY2(training->statusText().contains(QStringLiteral("started from")),
+             qPrintable(training->statusText()));
+    const store::RunStore s(dir.filePath("runs.sqlite").toStdString());
+    QCOMPARE(QString::fromStdString(nlohmann::json::parse(s.run(training->lastRunId()).hyper_json)
+                                        .at("init_from")
+                                        .get<std::string>()),
+             weights);
+    win.doc()->undoStack()->undo();
+    win.doc()->undoStack()->undo();
+    QVERIFY(win.doc()->project().training.init_from.empty());
   }
 
   void problemsSelectTheirNode() {
@@ -379,7 +539,7 @@ class TestMainWindow : public QObject {
         QVERIFY(img.save(dir.filePath(QStringLiteral("labelled/%1/%2.png").arg(cls).arg(i))));
       }
     }
-    TryModelDialog d(win.doc()->project(), QString());
+    TryModelDialog d(win.doc()->project(), ModelWeights{});
     QString error;
     QVERIFY(!d.classifyFolder(dir.filePath("labelled"), &error));
     QVERIFY2(error.contains("choose the checkpoint"), qPrintable(error));

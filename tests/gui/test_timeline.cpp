@@ -176,8 +176,7 @@ class TestTimeline : public QObject {
     }
     QCOMPARE(ranks, (std::set<int>{0, 1}));
     QCOMPARE(first, 0.0);
-    QVERIFY(
-        view_->summaryText().contains(QString("%1 span(s) on 2 rank(s)").arg(lenet_.spans.size())));
+    QVERIFY(view_->summaryText().contains(QString("%1 spans on 2 ranks").arg(lenet_.spans.size())));
   }
 
   void barsMapToTheLayersTheirNodesCompute() {
@@ -522,9 +521,9 @@ class TestTimeline : public QObject {
     spans.push_back(reversed);
     const TimelineModel m(spans, lenet_.cp.get());
     QCOMPARE(m.bars().size(), size_t{21});
-    QVERIFY(m.problems().contains("1 span(s) with a rank outside"));
-    QVERIFY(m.problems().contains("1 span(s) on an unknown stream"));
-    QVERIFY(m.problems().contains("ending before they start"));
+    QVERIFY(m.problems().contains("1 span with a rank outside"));
+    QVERIFY(m.problems().contains("1 span on an unknown stream"));
+    QVERIFY(m.problems().contains("1 span ending before it starts"));
     QCOMPARE(m.bars().back().end_us, m.bars().back().start_us);
     view_->setProfile(spans, lenet_.cp);
     QVERIFY(view_->summaryText().contains("unknown stream"));
@@ -628,9 +627,13 @@ class TestTimeline : public QObject {
       // Fitted to the step: its duration and a margin of 1% either side.
       QVERIFY(qFuzzyCompare(view_->visibleEnd(), 1.01 * model().durationUs()));
       QVERIFY(qFuzzyCompare(view_->visibleStart(), -0.01 * model().durationUs()));
+      // The range names the profile's time in view, not the margins: no
+      // negative start (it read "showing -165 µs - 16.68 ms").
+      QCOMPARE(view_->rangeText(), QStringLiteral("showing %1 to %2")
+                                       .arg(duration_text(0), duration_text(model().durationUs())));
       QVERIFY2(view_->captionText().contains(QString("step %1 of steps 1").arg(step)),
                qPrintable(view_->captionText()));
-      QVERIFY(view_->summaryText().startsWith(QString("%1 span(s)").arg(mine.size())));
+      QVERIFY(view_->summaryText().startsWith(QString("%1 spans").arg(mine.size())));
     }
     // A step the profile does not have changes nothing.
     QVERIFY(!view_->showStep(7));

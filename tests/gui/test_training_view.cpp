@@ -130,6 +130,10 @@ class TestTrainingView : public QObject {
     QCOMPARE(p.done(), int64_t{50});
     QCOMPARE(p.etaSeconds(), 25.0);
     QVERIFY2(p.text().contains(QStringLiteral("0:00:25")), qPrintable(p.text()));
+    // A run that ended (a stop) has no time left: the ETA goes.
+    p.end();
+    QCOMPARE(p.etaSeconds(), -1.0);
+    QCOMPARE(p.text(), QStringLiteral("step 50 of 100 (50.0%)"));
     p.reset(2, 60);  // max_steps cuts the total
     p.add(s);
     QCOMPARE(p.total(), int64_t{60});
@@ -195,6 +199,8 @@ class TestTrainingView : public QObject {
     QCOMPARE(running.count(), 2);
     QCOMPARE(loss_points(view), static_cast<size_t>(last + 1));
     QVERIFY2(view.statusText().contains(QStringLiteral("stopped")), qPrintable(view.statusText()));
+    QVERIFY2(!view.progressBar()->format().contains(QStringLiteral("ETA")),
+             qPrintable(view.progressBar()->format()));
     // The Train button needs a project to train.
     QVERIFY(!view.trainButton()->isEnabled());
     view.setProject(lenet());
@@ -244,6 +250,13 @@ class TestTrainingView : public QObject {
     QCOMPARE(m->horizontalHeaderItem(9)->text(), QStringLiteral("9"));
     QCOMPARE(m->horizontalHeaderItem(9)->toolTip(), QStringLiteral("predicted Ankle boot"));
     QCOMPARE(m->horizontalHeaderItem(10)->text(), QStringLiteral("accuracy"));
+    // Which axis is the true class and which the predicted one is said in
+    // view, above the matrix.
+    auto* axes = view.findChild<QLabel*>(QStringLiteral("confusionAxes"));
+    QVERIFY(axes);
+    QVERIFY(axes->text().startsWith(QStringLiteral("Rows: the true class")) &&
+            axes->text().contains(QStringLiteral("Columns: the predicted class")));
+    QCOMPARE(axes->parentWidget(), m->parentWidget());
     int64_t correct = 0;
     for (int c = 0; c < 10; ++c) {
       int64_t row = 0;
@@ -515,7 +528,9 @@ class TestTrainingView : public QObject {
     QVERIFY(d.summary.steps < 469);
   }
 
-  // A run stopped partway through an epoch plots that epoch where it stopped.
+  // A run stopped partway through an epoch plots that epoch where it
+  // stopped, as the epoch's report says (100 of its 400 steps), and the
+  // axis leaves room around it so no point sits clipped on an edge.
   void aPartialEpochIsPlottedWhereItStopped() {
     TrainingCharts charts;
     std::vector<StepSample> steps;
@@ -532,6 +547,8 @@ class TestTrainingView : public QObject {
     EpochReport e;
     e.epoch = 0;
     e.train_top1 = 0.5;
+    e.steps = 100;
+    e.batches = 400;
     charts.addEpoch(e);
     QCOMPARE(charts.top1Plot()->seriesX(0), std::vector<double>{0.25});
     // A whole epoch ends at its number.
@@ -545,8 +562,30 @@ class TestTrainingView : public QObject {
     charts.clear();
     charts.addSteps(steps);
     charts.addSteps(rest);
+    e.steps = 400;
     charts.addEpoch(e);
     QCOMPARE(charts.top1Plot()->seriesX(0), std::vector<double>{1.0});
+    // Epoch 2 cut short after 131 of its 469 steps, as in a stopped run:
+    // both points inside the axis, with whole-epoch ticks only.
+    charts.clear();
+    EpochReport whole;
+    whole.train_top1 = 0.6;
+    whole.val_top1 = 0.65;
+    whole.validated = true;
+    whole.steps = whole.batches = 469;
+    charts.addEpoch(whole);
+    EpochReport cut;
+    cut.epoch = 1;
+    cut.train_top1 = 0.7;
+    cut.steps = 131;
+    cut.batches = 469;
+    charts.addEpoch(cut);
+    CurvePlot* plot = charts.top1Plot();
+    QCOMPARE(plot->seriesX(0).back(), 1.0 + 131.0 / 469.0);
+    QCOMPARE(plot->seriesX(1), std::vector<double>{1.0});  // no validation for the cut epoch
+    const QCPRange range = plot->xAxis->range();
+    QVERIFY2(range.lower < 1.0 && range.upper > 1.0 + 131.0 / 469.0,
+             qPrintable(QStringLiteral("%1 .. %2").arg(range.lower).arg(range.upper)));
   }
 };
 

@@ -42,9 +42,10 @@ const DatasetKindInfo& dataset_kind_info(DatasetKind kind);
 // project nor the environment names one ("~" expanded).
 std::string default_dataset_dir(const DatasetKindInfo& info);
 
-// What a dataset calls its classes: the kind's names where its files fix
-// them (Fashion-MNIST, CIFAR-10), else "class 0", "class 1", ... (image
-// folders name theirs by folder: DatasetProbe::class_names).
+// What a dataset calls its classes: the names the project gives
+// (DatasetSpec::class_names), else the kind's where its files fix them
+// (Fashion-MNIST, CIFAR-10), else "class 0", "class 1", ... (image folders
+// name theirs by folder: DatasetProbe::class_names).
 std::vector<std::string> dataset_class_names(const DatasetSpec& spec);
 
 }  // namespace tr

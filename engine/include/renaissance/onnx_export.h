@@ -3,11 +3,14 @@
 // interface as they expect, BatchNorm in its inference form, the weights of
 // a checkpoint. The input is the normalised image (the project's dataset
 // mean and std, which the file also records in its metadata), the output
-// the logits or, on request, the class probabilities.
+// the logits or, on request, the class probabilities. The metadata
+// (docs/onnx.md) also names the dataset kind and the classes in label order,
+// so an import, ours or another tool's, calls them what training did.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <renaissance/checkpoint.h>
 #include <renaissance/project.h>
@@ -17,6 +20,11 @@ namespace tr {
 struct OnnxExportOptions {
   bool softmax = false;  // end in Softmax: probabilities instead of logits
   bool ema = true;       // the EMA weights where the checkpoint has them
+  // What the classes are called, in label order (class_names_of in
+  // predict.h reads an image folder's). Empty: the project's own names where
+  // it has them (DatasetSpec::class_names, or the kind's); an image folder's
+  // unknown names are then left out rather than invented.
+  std::vector<std::string> class_names;
 };
 
 struct OnnxExportSummary {
@@ -26,6 +34,7 @@ struct OnnxExportSummary {
   bool used_ema = false;
   std::string input, output;  // the graph's input and output names
   int64_t classes = 0;
+  std::vector<std::string> class_names;  // what the file records; empty: none known
 };
 
 // Writes `project`'s model with `checkpoint`'s weights to `path` (through a

@@ -20,7 +20,10 @@ struct OnnxImportOptions {
   std::string name;  // the project's; empty: the file's name without ".onnx"
   // How the model's inputs were normalised, per channel (one value: every
   // channel). Empty: the file's renaissance metadata, else the usual figures
-  // of the dataset kind the input matches, else none (mean 0, std 1).
+  // of the dataset kind the file names, else none (mean 0, std 1). The
+  // dataset kind and the class names come from the metadata too, never from
+  // the input's shape: without them the project reads an image folder and
+  // its classes are "class 0", "class 1", ...
   std::vector<double> mean, std;
 };
 

@@ -42,9 +42,15 @@ struct PredictReport {
   std::vector<int64_t> confusion;
 };
 
-// What a dataset calls its classes: an image folder's class folders, else
-// the kind's names (dataset_class_names).
+// What a dataset calls its classes: an image folder's class folders (what
+// training reads), else the project's or the kind's names
+// (dataset_class_names).
 std::vector<std::string> class_names_of(const DatasetSpec& dataset);
+
+// An image folder's class folders, sorted as training labels them; empty for
+// the other kinds and for folders that cannot be read (or hold another
+// number of classes than the project).
+std::vector<std::string> folder_class_names(const DatasetSpec& dataset);
 
 // The images of `dir`: with class subfolders, those folders' images labelled
 // by `class_names` (a folder no class is named after is an error, naming

@@ -75,10 +75,16 @@ struct DatasetSpec {
   std::string val_path;
   bool skip_bad_images = false;
   int64_t height = 28, width = 28, channels = 1, classes = 10;
+  // What the classes are called, in label order, where the project says so
+  // (a model imported with its names); empty: the image folders' names or
+  // the kind's (dataset_class_names). Only for kinds whose files do not fix them.
+  std::vector<std::string> class_names;
   int64_t train_size = 60000, val_size = 10000;
   std::vector<double> mean{0.286041}, std{0.353024};  // per channel
   int64_t random_crop_padding = 0;                    // 0: no crop
   bool random_flip = false;
+
+  bool operator==(const DatasetSpec&) const = default;
 };
 
 enum class ScheduleKind { Constant, Step, Cosine };
@@ -90,6 +96,8 @@ struct ScheduleSpec {
   double min_lr = 0;        // cosine floor
   int64_t step_epochs = 1;  // step: decay every this many epochs
   double gamma = 0.1;       // step: multiply by this
+
+  bool operator==(const ScheduleSpec&) const = default;
 };
 
 struct DeviceSet {
@@ -97,6 +105,8 @@ struct DeviceSet {
   std::vector<int> ids{0};  // cpu:N means N ranks 0..N-1
   int world_size() const noexcept { return static_cast<int>(ids.size()); }
   std::string str() const;  // "cpu:2", "cuda:0-3"
+
+  bool operator==(const DeviceSet&) const = default;
 };
 
 struct TrainingSpec {
@@ -112,6 +122,13 @@ struct TrainingSpec {
   // SyncBatchNorm: batch statistics (and their gradients) over the global
   // batch, summed across ranks inside each BN layer, instead of per rank.
   bool sync_batch_norm = false;
+  // Start from these weights (a checkpoint: an imported model's, a run's
+  // final weights) wherever a tensor fits by name and shape: fine-tuning.
+  // A relative path is relative to the project file's folder. Empty: fresh
+  // weights from the seed.
+  std::string init_from;
+
+  bool operator==(const TrainingSpec&) const = default;
 };
 
 enum class VariantKind { Train, LastBatch, Validation };

@@ -22,6 +22,15 @@ Project parse_project(std::string_view text, const std::string& file);
 std::string project_to_json(const Project& project);
 void save_project(const Project& project, const std::string& path);
 
+// A path the project names (training.init_from) as a file to open: a
+// relative one is taken from the project file's folder (from the working
+// folder for a project never loaded from a file).
+std::string resolve_project_path(const Project& project, const std::string& path);
+
+// How a project written to `project_file` names `file`: relative to the
+// project's folder when the file is in it or below, else as given.
+std::string path_from_project_file(const std::string& project_file, const std::string& file);
+
 // Parses "cpu:2", "cpu", "cuda:0", "cuda:0-3", "cuda:0,2". Returns false with
 // `error` set on bad text.
 bool parse_device_set(std::string_view text, DeviceSet& out, std::string& error);

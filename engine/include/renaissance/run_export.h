@@ -11,7 +11,9 @@
 
 namespace tr::store {
 
-// run_id,kind,epoch,step,loss,top1,lr,loss_scale,images_per_s,val_loss,val_top1,val_top5,seconds
+// run_id,kind,epoch,step,loss,top1,lr,loss_scale,images_per_s,val_loss,val_top1,val_top5,seconds,
+// epoch_steps,epoch_batches: an epoch row's batches trained of how many
+// (fewer for an epoch cut short; empty where the store did not know them).
 extern const char* const kCurvesCsvHeader;
 
 // Throws StoreError for an unknown run before writing anything.

@@ -78,6 +78,8 @@ class RunRecorder {
   void push_step(const StepRecord& step);
   void push_epoch(EpochRecord epoch);
   void push_checkpoint(CheckpointRecord checkpoint);
+  // The file of the weights the run ended with, recorded with its end by finish().
+  void set_final_weights(const std::string& path);
 
   // Returns once the writer has tried everything pushed so far: committed,
   // or waiting for a store that refuses it (then the result is false).
@@ -134,6 +136,7 @@ class RunRecorder {
   RecorderStats stats_;
   std::thread writer_;
   bool finished_ = false;
+  std::string final_weights_;  // for finish(), under mutex_
 };
 
 }  // namespace tr::store

@@ -52,6 +52,11 @@ struct StepRecord {
 
 struct EpochRecord {
   int64_t epoch = 0;  // from 0
+  // The epoch's batches trained, of how many: fewer for an epoch cut short
+  // (its figures cover only those). 0 of 0: a whole epoch (recorded before
+  // the store kept the counts).
+  int64_t steps = 0, batches = 0;
+  bool partial() const noexcept { return batches > 0 && steps < batches; }
   double train_loss = 0, train_top1 = 0;
   std::optional<double> val_loss, val_top1, val_top5;  // absent when not validated
   double images_per_s = 0;
@@ -117,6 +122,9 @@ struct RunSummary {
   std::optional<double> final_train_loss, final_train_top1, final_val_loss, final_val_top1,
       final_val_top5;
   std::vector<std::string> tags;
+  // The weights the run ended with (a checkpoint file in its run_folder);
+  // empty: none kept (a run that failed, or trained no step).
+  std::string final_weights;
 };
 
 struct RunDetail {

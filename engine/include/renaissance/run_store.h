@@ -58,6 +58,9 @@ class RunStore {
   void append(int64_t run, std::span<const StepRecord> steps, std::span<const EpochRecord> epochs);
   // Sets the final status (not Running or Interrupted) and the end time.
   void end_run(int64_t run, RunStatus status, const std::string& error = {});
+  // The file of the weights the run ended with (store_location.h's
+  // final_weights_path); empty: none.
+  void set_final_weights(int64_t run, const std::string& path);
   // Takes up an interrupted, stopped or failed run again from a checkpoint,
   // written by the calling process: the steps and epochs recorded past the
   // checkpoint are dropped (they are trained again), the run is running
@@ -70,8 +73,9 @@ class RunStore {
   void add_tag(int64_t run, const std::string& tag);
   void remove_tag(int64_t run, const std::string& tag);
   int64_t add_note(int64_t run, const std::string& text);
-  // Removes the run and all its metrics, checkpoint rows, tags and notes.
-  // Refuses a run whose writer is still alive.
+  // Removes the run and all its metrics, checkpoint rows, tags and notes,
+  // and its own folder (run_folder: the final weights). Refuses a run whose
+  // writer is still alive.
   void delete_run(int64_t run);
 
   // --- reading ---

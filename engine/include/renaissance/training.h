@@ -42,6 +42,12 @@ struct TrainOptions {
   // (a last layer made for another class count). Not with `resume`.
   std::shared_ptr<const Checkpoint> init_from;
   std::string init_from_source;
+  // Non-empty: when the run ends having trained (finished, stopped or at
+  // max_steps; not when it fails), its final weights go to this file, its
+  // folder made if need be: a checkpoint of the weights, EMA weights and BN
+  // statistics only, no optimizer state, to predict with, export or
+  // fine-tune from (init_from), never to resume.
+  std::string final_weights;
 };
 
 struct StepReport {
@@ -57,6 +63,11 @@ struct StepReport {
 
 struct EpochReport {
   int64_t epoch = 0;
+  // How far the epoch went: it trained its batches up to `steps` of
+  // `batches`. Fewer is an epoch cut short (a stop, the step limit), whose
+  // figures cover only the steps it trained.
+  int64_t steps = 0, batches = 0;
+  bool complete() const noexcept { return steps >= batches; }
   double train_loss = 0, train_top1 = 0;
   double val_loss = 0, val_top1 = 0, val_top5 = 0;
   bool validated = false;
@@ -102,6 +113,10 @@ struct TrainReport {
   // [10,1,1,84] in the checkpoint").
   int64_t init_loaded = 0;
   std::vector<std::string> init_fresh;
+  // TrainOptions::final_weights as written; empty when none was asked for,
+  // the run trained no step, or writing failed (final_weights_error says why).
+  std::string final_weights;
+  std::string final_weights_error;
 };
 
 struct TrainCallbacks {
@@ -121,6 +136,9 @@ struct TrainCallbacks {
   // On the thread of global rank 0 (the one that saves) after every
   // checkpoint it wrote or failed to write.
   std::function<void(const CheckpointReport&)> on_checkpoint;
+  // On the same thread once the final weights are written, or failed to be
+  // (TrainOptions::final_weights; the report's error says why).
+  std::function<void(const CheckpointReport&)> on_final_weights;
 };
 
 // What a run trains on and with, as the front ends and the run store describe it.

@@ -36,6 +36,12 @@ struct SetupOptions {
 
 struct TrainingSetup;  // the engine's (setup/training_setup.h)
 
+// The project's starting weights (training.init_from) as options.init_from,
+// unless the options already resume a run or start from other weights (a
+// front end's --init-from wins). Throws UsageError naming the file when it
+// cannot be read.
+void apply_project_init_from(const Project& project, TrainOptions& options);
+
 class TrainingJob {
  public:
   // Throws UsageError (or ProjectError) naming what is wrong with the

@@ -38,12 +38,15 @@ class TrainingRecorder {
   int64_t run_id() const noexcept { return recorder_.run_id(); }
   const ResumeRecord& resumed() const noexcept { return recorder_.resumed(); }
   const std::string& store_path() const noexcept { return recorder_.store_path(); }
+  // Where this run keeps the weights it ends with (TrainOptions::final_weights):
+  // final.ckpt in its own folder beside the store (store_location.h).
+  std::string final_weights_path() const;
 
   // Adds recording to the callbacks, after what they already do. The
   // callbacks then refer to this recorder: keep it alive while they run.
   void attach(TrainCallbacks& callbacks);
-  // Stopped on a stop request, else finished (the last epoch or max_steps).
-  // Returns what could not be
+  // Stopped on a stop request, else finished (the last epoch or max_steps),
+  // with the final weights the report names. Returns what could not be
   // recorded (empty when all was).
   std::string ended(const TrainReport& report);
   std::string failed(const std::string& error);

@@ -27,6 +27,8 @@ struct OptimizerSpec {
   bool nesterov = false;                               // SGD
   double beta1 = 0.9, beta2 = 0.999, adam_eps = 1e-8;  // Adam
   double trust_coefficient = 0.001;                    // LARS
+
+  bool operator==(const OptimizerSpec&) const = default;
 };
 
 }  // namespace tr
