@@ -38,6 +38,7 @@
 #include <renaissance/plan_report.h>
 #include <renaissance/project_io.h>
 #include <renaissance/store_location.h>
+#include "analysis/network_analysis_panel.h"
 #include "dataset/dataset_view.h"
 #include "designer/auto_layout.h"
 #include "designer/designer_scene.h"
@@ -129,6 +130,7 @@ MainWindow::MainWindow(QWidget* parent)
       palette_(new PaletteWidget(this)),
       properties_(new PropertiesPanel(doc_, editor_, this)),
       problems_(new ProblemsPanel(this)),
+      analysis_(new NetworkAnalysisPanel(this)),
       settings_(new TrainingSettingsPanel(doc_, this)),
       devices_(new DeviceSelector(scan_, this)),
       summary_(new QLabel(this)),
@@ -199,6 +201,13 @@ MainWindow::MainWindow(QWidget* parent)
   problems_->setFieldNamer([this](const QString& key) {
     const QString param = param_label(key);
     return param.isEmpty() ? settings_->fieldLabel(key) : param;
+  });
+  // A layer clicked in the analysis is shown in the designer.
+  connect(analysis_, &NetworkAnalysisPanel::layerActivated, this, [this](int node) {
+    const auto& nodes = doc_->project().model.nodes;
+    if (node < 0 || static_cast<size_t>(node) >= nodes.size()) return;
+    showView(View::Design);
+    designer_->focusNode(QString::fromStdString(nodes[static_cast<size_t>(node)].id));
   });
   connect(problems_, &ProblemsPanel::nodeRequested, this,
           [this](const QString& id, const QString& field) {
@@ -328,11 +337,29 @@ void MainWindow::rebuildRecentMenu() {
           [] { QSettings().remove(QStringLiteral("files/recent")); });
 }
 
-QString MainWindow::startFolder() const {
+namespace {
+
+QString last_folder() {
   const QString last = QSettings().value(QStringLiteral("files/lastFolder")).toString();
-  if (!last.isEmpty() && QFileInfo(last).isDir()) return last;
+  return !last.isEmpty() && QFileInfo(last).isDir() ? last : QString();
+}
+
+QString documents_folder() {
   const QString docs = QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation);
   return QFileInfo(docs).isDir() ? docs : QDir::homePath();
+}
+
+}  // namespace
+
+QString MainWindow::openFolder() const {
+  if (const QString last = last_folder(); !last.isEmpty()) return last;
+  if (!doc_->samplePath().isEmpty() && !samplesFolder().isEmpty()) return samplesFolder();
+  return documents_folder();
+}
+
+QString MainWindow::saveFolder() const {
+  if (const QString last = last_folder(); !last.isEmpty()) return last;
+  return QDir(documents_folder()).filePath(tr("Renaissance Projects"));
 }
 
 void MainWindow::rememberFolder(const QString& path) {
@@ -406,7 +433,7 @@ TryModelDialog* MainWindow::tryModel() {
 
 void MainWindow::onImportOnnx() {
   if (!maybeSave()) return;
-  const QString onnx = QFileDialog::getOpenFileName(this, tr("Import ONNX"), startFolder(),
+  const QString onnx = QFileDialog::getOpenFileName(this, tr("Import ONNX"), openFolder(),
                                                     tr("ONNX models (*.onnx);;All files (*)"));
   if (onnx.isEmpty()) return;
   const QFileInfo in(onnx);
@@ -453,6 +480,12 @@ void MainWindow::createActions() {
   make("importOnnx", tr("&Import ONNX…"), {}, [this] { onImportOnnx(); });
   make("tryModel", tr("Try the &Model…"), {}, [this] { tryModel(); });
   make("quit", tr("&Quit"), {QKeySequence::Quit}, [this] { close(); });
+  make("analyze", tr("&Analyze Network"), {QKeySequence(tr("Ctrl+Shift+A"))}, [this] {
+    // The table is of the compiled design: compile what changed first.
+    if (!memory_->compiled() || memory_->isStale()) compile();
+    analysisDock_->show();
+    analysisDock_->raise();
+  });
   make("compile", tr("&Compile"), {QKeySequence(Qt::Key_F5), QKeySequence(tr("Ctrl+B"))},
        [this] { onCompile(); });
   make("arrange", tr("&Arrange Layers"), {QKeySequence(tr("Ctrl+L"))},
@@ -588,6 +621,7 @@ void MainWindow::createMenus() {
 
   QMenu* build = menuBar()->addMenu(tr("&Build"));
   build->addAction(action("compile"));
+  build->addAction(action("analyze"));
   QMenu* run = menuBar()->addMenu(tr("&Run"));
   for (const char* name : {"train", "pause", "stop"}) run->addAction(action(name));
   run->addSeparator();
@@ -700,6 +734,12 @@ void MainWindow::createDocks() {
   propertiesDock_ = dock("propertiesDock", tr("Properties"), properties_, Qt::RightDockWidgetArea);
   problemsDock_ = dock("problemsDock", tr("Problems"), problems_, Qt::BottomDockWidgetArea);
   settingsDock_ = dock("settingsDock", tr("Training settings"), settings_, Qt::RightDockWidgetArea);
+  analysisDock_ = dock("analysisDock", tr("Network analysis"), analysis_, Qt::BottomDockWidgetArea);
+  // Under the views beside the problems, one tab each, once shown (View
+  // menu, Build > Analyze Network): the views keep its tab bar's height.
+  tabifyDockWidget(problemsDock_, analysisDock_);
+  analysisDock_->hide();
+  problemsDock_->raise();
   // The settings share the right side with the node properties, one tab each.
   tabifyDockWidget(propertiesDock_, settingsDock_);
   propertiesDock_->raise();
@@ -803,6 +843,7 @@ void MainWindow::updateStatusSummary() {
 
 void MainWindow::designChanged() {
   memory_->setStale(true);
+  analysis_->setStale(true);
   problems_->setCompileProblems({});
   training_->setProject(doc_->project());
   readinessTimer_->start();
@@ -921,6 +962,7 @@ void MainWindow::afterLoad() {
   loadedName_ = doc_->project().name;
   statusBar()->clearMessage();  // nothing said about the previous project holds
   memory_->setCompiled(nullptr, scan_);
+  analysis_->setCompiled(nullptr);
   training_->setProject(doc_->project());
   training_->clearRun();
   // A profile of another project's run would name layers this one lacks.
@@ -1020,6 +1062,7 @@ bool MainWindow::compile(QString* error) {
     return false;
   }
   memory_->setCompiled(cp, scan_);
+  analysis_->setCompiled(cp);
   showStatus(tr("Compiled: %1 per device, %2")
                  .arg(QString::fromStdString(human_bytes(cp->bytes_per_device())),
                       count_text(static_cast<qint64>(cp->plans().size()), tr("%1 variant"),
@@ -1161,7 +1204,7 @@ void MainWindow::onNew() {
 
 void MainWindow::onOpen() {
   if (!maybeSave()) return;
-  QFileDialog dialog(this, tr("Open project"), startFolder(), tr("Projects (*.json)"));
+  QFileDialog dialog(this, tr("Open project"), openFolder(), tr("Projects (*.json)"));
   dialog.setObjectName(QStringLiteral("openDialog"));
   dialog.setFileMode(QFileDialog::ExistingFile);
   dialog.setAcceptMode(QFileDialog::AcceptOpen);
@@ -1190,8 +1233,11 @@ bool MainWindow::onSave() {
 
 bool MainWindow::onSaveAs() {
   QString start = doc_->filePath();
-  if (start.isEmpty())
-    start = QDir(startFolder()).filePath(QString::fromStdString(doc_->project().name) + ".json");
+  if (start.isEmpty()) {
+    const QString folder = saveFolder();
+    QDir().mkpath(folder);  // the projects folder, the first time
+    start = QDir(folder).filePath(QString::fromStdString(doc_->project().name) + ".json");
+  }
   QString path =
       QFileDialog::getSaveFileName(this, tr("Save project"), start, tr("Projects (*.json)"));
   if (path.isEmpty()) return false;

@@ -28,6 +28,7 @@ class DatasetView;
 class DesignerView;
 class DeviceSelector;
 class MemoryView;
+class NetworkAnalysisPanel;
 class ModelEditor;
 class PaletteWidget;
 class ProblemsPanel;
@@ -105,11 +106,22 @@ class MainWindow : public QMainWindow {
   PaletteWidget* palette() const { return palette_; }
   PropertiesPanel* properties() const { return properties_; }
   ProblemsPanel* problems() const { return problems_; }
+  NetworkAnalysisPanel* networkAnalysis() const { return analysis_; }
   TrainingSettingsPanel* settingsPanel() const { return settings_; }
   DeviceSelector* deviceSelector() const { return devices_; }
   QTabWidget* tabs() const { return tabs_; }
   // Actions by object name ("compile", "save", "undo"...), for tests.
   QAction* action(const QString& name) const;
+
+  // Where File > Open starts: the folder last worked in; before there is
+  // one, with a sample open, the samples (what a new user opens next), else
+  // Documents.
+  QString openFolder() const;
+  // Where Save As starts for a project without a file of its own (a sample,
+  // a template, a new one): the folder last worked in, else the user's
+  // projects folder (Documents/Renaissance Projects, made when saving);
+  // never the samples' folder, where a copy would count as a sample.
+  QString saveFolder() const;
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -122,8 +134,6 @@ class MainWindow : public QMainWindow {
   void rebuildRecentMenu();
   void addRecent(const QString& path);
   void forgetRecent(const QString& path);
-  // The folder the file dialogs start in: the last one used, else Documents.
-  QString startFolder() const;
   void rememberFolder(const QString& path);
   void showShortcuts();
   void showAbout();
@@ -169,18 +179,17 @@ class MainWindow : public QMainWindow {
   PaletteWidget* palette_;
   PropertiesPanel* properties_;
   ProblemsPanel* problems_;
+  NetworkAnalysisPanel* analysis_;
   TrainingSettingsPanel* settings_;
   DeviceSelector* devices_;
   QDockWidget *paletteDock_ = nullptr, *propertiesDock_ = nullptr, *problemsDock_ = nullptr,
-              *settingsDock_ = nullptr;
+              *settingsDock_ = nullptr, *analysisDock_ = nullptr;
   QLabel* summary_;
   QTimer* readinessTimer_;  // re-checks readiness shortly after the last edit
   QMenu* recentMenu_ = nullptr;
   // The project's name when it was opened: Save As names the project after
   // its new file unless the user renamed it since.
   std::string loadedName_;
-  // The weights File > Import ONNX wrote for the project it opened, which
-  // Try the Model starts from while that project is open.
   TrainingReadiness readiness_;
 };
 

@@ -13,6 +13,7 @@
 #include <renaissance/devices.h>
 #include <renaissance/error.h>
 #include <renaissance/largest_batch.h>
+#include <renaissance/layer_analysis.h>
 #include <renaissance/plan_report.h>
 #include <renaissance/project_io.h>
 #include "commands.h"
@@ -25,7 +26,8 @@ namespace tr::cli {
 namespace {
 
 constexpr const char* kPlanUsage =
-    "usage: renaissance-cli plan <project.json> [--json] [--graphs] [--out FILE]\n"
+    "usage: renaissance-cli plan <project.json> [--json] [--graphs] [--layers [--csv]]\n"
+    "                            [--out FILE]\n"
     "                            [--devices cpu:N|cuda:0-3] [--precision fp32|amp|bf16]\n"
     "                            [--batch B] [--epochs N] [--seed S] [--rewrites on|off]\n"
     "                            [--memory-packing on|off]\n"
@@ -34,6 +36,9 @@ constexpr const char* kPlanUsage =
     "  every shape variant, and the bytes each device needs.\n"
     "  --json      machine-readable plan instead of tables\n"
     "  --graphs    also print every ComputationGraph\n"
+    "  --layers    the network analysed layer by layer instead: output shape,\n"
+    "              parameters, forward FLOPs, each variant's activation bytes, what the\n"
+    "              compiler did to it and warnings (with --json as JSON, with --csv as CSV)\n"
     "  --out FILE  write to FILE instead of standard output\n"
     "  --devices, --precision, --batch, --epochs, --seed override the project's settings\n"
     "  --rewrites off  no BN+ReLU fusion and no in-place gradients (default on)\n"
@@ -130,7 +135,8 @@ int cmd_plan(const std::vector<std::string>& args) {
   with_value.insert(kRewritesOption);
   with_value.insert(kPackingOption);
   with_value.insert("memory");
-  const ParsedArgs a = parse_args(args, with_value, {"json", "graphs", "help", "max-batch"});
+  const ParsedArgs a =
+      parse_args(args, with_value, {"json", "graphs", "help", "max-batch", "layers", "csv"});
   if (const int code =
           usage_exit_code(a, kPlanUsage, 1, "plan", "the project file (plan <project.json>)");
       code >= 0)
@@ -162,7 +168,25 @@ int cmd_plan(const std::vector<std::string>& args) {
           : "largest batch that fits (" + budget_text + "): global batch " +
                 std::to_string(search.global_batch) + ", " + human_bytes(search.bytes_per_device) +
                 " per device (" + std::to_string(search.compiles) + " compiles)";
-  if (a.has("json")) {
+  if (a.has("csv") && !a.has("layers"))
+    throw UsageError("--csv goes with --layers (the layer table as CSV)");
+  if (a.has("layers") && (a.has("graphs") || a.has("max-batch")))
+    throw UsageError("--layers prints the layer table alone; leave out " +
+                     std::string(a.has("graphs") ? "--graphs" : "--max-batch"));
+  if (a.has("layers") && a.has("json") && a.has("csv"))
+    throw UsageError("--json and --csv are two forms of the layer table; give one");
+  if (a.has("layers")) {
+    const LayerTable table = analyze_layers(cp);
+    if (a.has("json"))
+      text = layer_table_json(table).dump(2) + "\n";
+    else if (a.has("csv"))
+      text = layer_table_csv(table);
+    else
+      text = "layers of " + cp.project().name + " (batch " +
+             std::to_string(
+                 cp.variants()[static_cast<size_t>(cp.variant_index(VariantKind::Train))].batch) +
+             " per device; activations by variant)\n" + layer_table_text(table);
+  } else if (a.has("json")) {
     nlohmann::json j = plan_report_json(cp);
     j["fits"] = fit;
     if (a.has("max-batch"))

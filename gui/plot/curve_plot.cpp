@@ -53,7 +53,7 @@ int CurvePlot::addSeries(const QString& name, const QColor& color, bool smoothab
   }
   series_.push_back(std::move(s));
   restyle(series_.back());
-  legend->setVisible(series_.size() > 1);
+  showLegend(series_.size() > 1);
   requestReplot();
   return static_cast<int>(series_.size()) - 1;
 }
@@ -129,6 +129,17 @@ void CurvePlot::placeLegendBelow() {
   legend->setFillOrder(QCPLegend::foColumnsFirst);
   legend->setWrap(3);
   legend->setBorderPen(Qt::NoPen);
+  showLegend(legend->visible());
+}
+
+void CurvePlot::showLegend(bool show) {
+  legend->setVisible(show);
+  // A layout keeps a row for a hidden element: below the plot, the hidden
+  // legend's row is closed, so a plot of one series keeps the height.
+  if (legend->layout() != plotLayout()) return;
+  legend->setMaximumSize(QWIDGETSIZE_MAX, show ? QWIDGETSIZE_MAX : 0);
+  legend->setMargins(show ? QMargins(7, 5, 7, 4) : QMargins());
+  requestReplot();
 }
 
 void CurvePlot::setSeriesData(int series, std::vector<double> x, std::vector<double> y) {
@@ -219,6 +230,7 @@ void CurvePlot::decimateForReplot() {
   // a short plot (four share a view at 1280x800) must not stack its labels.
   const int line = QFontMetrics(yAxis->tickLabelFont()).height();
   const int tall = axisRect()->height() > 0 ? axisRect()->height() : height() - 4 * line;
+  yAxis->ticker()->setTickStepStrategy(QCPAxisTicker::tssMeetTickCount);
   yAxis->ticker()->setTickCount(std::clamp(tall / (2 * line), 2, 5));
   const QCPRange range = xAxis->range();
   // The axis rect is laid out during the replot, after this; before the

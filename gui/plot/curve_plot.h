@@ -50,6 +50,8 @@ class CurvePlot : public QCustomPlot {
   void setPointMargins(bool on) { pointMargins_ = on; }
   // The legend in a row under the plot instead of over the data.
   void placeLegendBelow();
+  // Shows or hides the legend (a hidden one below the plot takes no room).
+  void showLegend(bool show);
   // Keeps the x axis following new points (until the user zooms or pans).
   void setFollowData(bool follow) { follow_ = follow; }
   // Fits both axes to all data.

@@ -54,7 +54,7 @@ RunOverlay::RunOverlay(QWidget* parent)
   plot_->setMinimumSize(320, 200);
   // Under the plot, wrapping into rows as runs are added, so no curve hides behind it.
   plot_->placeLegendBelow();
-  plot_->legend->setVisible(true);
+  plot_->showLegend(true);
 
   // Two rows: beside Details and Compare at 1280 pixels, one row of
   // choosers took the width the configuration's names needed.
@@ -117,7 +117,7 @@ void RunOverlay::redraw() {
     if (c.x.empty()) ++without;
     plot_->setSeriesData(s, std::move(c.x), std::move(c.y));
   }
-  plot_->legend->setVisible(!runs_.empty());
+  plot_->showLegend(!runs_.empty());
   if (x == CurveAxis::WallTime) {
     auto ticker = QSharedPointer<QCPAxisTickerTime>::create();
     ticker->setTimeFormat(QStringLiteral("%h:%m:%s"));

@@ -195,6 +195,8 @@ void TrainingView::buildControls() {
 void TrainingView::setProject(const Project& project) {
   project_ = project;
   epochs_->setSpecialValueText(tr("project's (%1)").arg(project.training.epochs));
+  // The spin box sized itself for the text it had; the layout asks again.
+  epochs_->updateGeometry();
   if (!project.training.ema) evalEma_->setChecked(false);
   updateControls();
 }

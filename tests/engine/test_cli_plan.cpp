@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // renaissance-cli plan end to end: the JSON schema the issue fixes, the text
 // tables, and clear failures on bad input.
+#include <QFile>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <set>
@@ -41,6 +43,90 @@ class TestCliPlan : public QObject {
     const Result bad = run_cli({"layers", "extra"});
     QCOMPARE(bad.code, 2);
     QVERIFY2(bad.err.contains("layers takes no arguments"), bad.err.constData());
+  }
+
+  // Analyze network (plan --layers): per layer its output, parameters,
+  // FLOPs and each variant's activation bytes, the same bytes the plan's
+  // tensor table gives the layer's features, gradient slots, masks and saved
+  // statistics, and warnings where they are due.
+  void layersAnalyseTheNetwork() {
+    Result r =
+        run_cli({"plan", project("lenet-fashion"), "--layers", "--json", "--precision", "amp"});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const json t = json::parse(r.out.toStdString());
+    r = run_cli({"plan", project("lenet-fashion"), "--json", "--precision", "amp"});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const json plan = json::parse(r.out.toStdString());
+    const auto& layers = t.at("layers");
+    QCOMPARE(layers.size(), size_t{14});
+    QCOMPARE(t.at("variants").size(), plan.at("variants").size());
+    int64_t params = 0;
+    std::vector<uint64_t> sums(t.at("variants").size(), 0);
+    for (const auto& l : layers) {
+      params += l.at("parameters").get<int64_t>();
+      const std::string id = l.at("id").get<std::string>();
+      for (size_t v = 0; v < sums.size(); ++v) {
+        uint64_t owned = 0;
+        for (const auto& x : plan.at("variants")[v].at("tensors")) {
+          const std::string region = x.at("region").get<std::string>();
+          if (x.at("owner").get<std::string>() != id || (region[0] != 'F' && region[0] != 'S'))
+            continue;
+          if (x.contains("in_use") && !x.at("in_use").get<bool>()) continue;
+          owned += x.at("slot_bytes").get<uint64_t>();
+        }
+        QCOMPARE(l.at("activation_bytes")[v].get<uint64_t>(), owned);
+        sums[v] += owned;
+      }
+    }
+    QCOMPARE(params, plan.at("parameters").get<int64_t>());
+    QCOMPARE(t.at("totals").at("activation_bytes").get<std::vector<uint64_t>>(), sums);
+    const auto row = [&](const char* id) {
+      for (const auto& l : layers)
+        if (l.at("id").get<std::string>() == id) return l;
+      return json();
+    };
+    QCOMPARE(row("conv1").at("output").get<std::vector<int64_t>>(),
+             (std::vector<int64_t>{128, 28, 28, 6}));
+    QCOMPARE(row("conv1").at("forward_flops").get<int64_t>(), int64_t{30707712});
+    // conv1's 6 FP16 channels are padded to 8; fc1 holds most parameters;
+    // relu1 inherits its 6 channels and fc3's 10 are the classes: no warning.
+    QVERIFY(row("conv1").at("warnings")[0].get<std::string>().starts_with(
+        "its 6 channels are padded to 8 on the device in fp16"));
+    QCOMPARE(row("fc1").at("warnings")[0].get<std::string>(),
+             std::string("holds 78% of the network's parameters"));
+    QVERIFY(row("relu1").at("warnings").empty());
+    QVERIFY(row("fc3").at("warnings").empty());
+
+    // A 3x3 stride-2 window on 28 rows without padding never reads the last
+    // row or column; the text table and the CSV say so too.
+    QTemporaryDir dir;
+    QFile lenet(project("lenet-fashion"));
+    QVERIFY(lenet.open(QIODevice::ReadOnly));
+    json p = json::parse(lenet.readAll().toStdString());
+    for (auto& n : p.at("model").at("nodes"))
+      if (n.at("id") == "conv1") n["params"] = {{"out_channels", 8}, {"kernel", 3}, {"stride", 2}};
+    const QString strided = dir.filePath("strided.json");
+    {
+      QFile f(strided);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(QByteArray::fromStdString(p.dump(2)));
+    }
+    r = run_cli({"plan", strided, "--layers"});
+    QVERIFY2(r.code == 0, r.err.constData());
+    QVERIFY2(r.out.contains("warning: its last 1 row and 1 column of the 28x28 input are never "
+                            "read: the stride (2x2) steps past them"),
+             r.out.constData());
+    r = run_cli({"plan", strided, "--layers", "--csv"});
+    QVERIFY2(r.code == 0, r.err.constData());
+    QVERIFY(
+        r.out.startsWith("id,type,settings,output,parameters,forward_flops,train_activation_"
+                         "bytes"));
+    QCOMPARE(r.out.count('\n'), 15);  // header and 14 layers
+    QVERIFY(r.out.contains("its last 1 row and 1 column of the 28x28 input"));
+    // --csv alone, or with --graphs, is refused with what to do.
+    r = run_cli({"plan", strided, "--csv"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("--csv goes with --layers"), r.err.constData());
   }
 
   void jsonSchema() {

@@ -35,6 +35,7 @@
 #include <renaissance/dataset_probe.h>
 
 #include <renaissance/project_io.h>
+#include "analysis/network_analysis_panel.h"
 #include "dataset/sample_grid.h"
 #include "designer/designer_scene.h"
 #include "designer/designer_view.h"
@@ -715,8 +716,12 @@ class TestJourneys : public QObject {
           text = button->text();
           need = button->sizeHint().width() - 2;  // the style's own margins count
         } else if (auto* box = qobject_cast<QAbstractSpinBox*>(widget)) {
-          text = box->text();
-          need = box->minimumSizeHint().width() - 2;
+          // What its field shows ("project's (3)"), in the field beside the arrows.
+          const QLineEdit* field = box->findChild<QLineEdit*>();
+          text = field ? field->text() : box->text();
+          need = field ? field->fontMetrics().horizontalAdvance(text) + 4 -
+                             (field->width() - box->width())
+                       : box->minimumSizeHint().width() - 2;
         } else {
           continue;
         }
@@ -777,6 +782,14 @@ class TestJourneys : public QObject {
     win.w.findChild<QDockWidget*>("settingsDock")->raise();
     win.settle();
     check(QStringLiteral("Training settings"));
+    auto* analysis = win.w.findChild<QDockWidget*>("analysisDock");
+    QVERIFY(!analysis->isVisible());  // until asked for
+    analysis->show();
+    analysis->raise();
+    win.settle();
+    QVERIFY(win.w.networkAnalysis()->isVisible());
+    check(QStringLiteral("Network analysis"));
+    QCOMPARE(win.w.size(), first);  // nothing raised grew the window
     // Widening the right dock never takes from the palette (it keeps the
     // width its names need).
     auto* right = win.w.findChild<QDockWidget*>("propertiesDock");

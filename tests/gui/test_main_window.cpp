@@ -9,6 +9,7 @@
 // found in the runs view; with the views linked through the selected node.
 #include <QAction>
 #include <QComboBox>
+#include <QDir>
 #include <QDockWidget>
 #include <QFile>
 #include <QImage>
@@ -19,6 +20,7 @@
 #include <QSettings>
 #include <QSpinBox>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QToolBar>
@@ -31,6 +33,8 @@
 #include <renaissance/project_io.h>
 #include <renaissance/run_store.h>
 #include <renaissance/store_location.h>
+#include "analysis/layer_table_model.h"
+#include "analysis/network_analysis_panel.h"
 #include "canvas_driver.h"
 #include "designer/designer_scene.h"
 #include "designer/designer_view.h"
@@ -50,6 +54,7 @@
 #include "project_document.h"
 #include "runs/runs_table_model.h"
 #include "runs/runs_view.h"
+#include "settings/set_training_command.h"
 #include "settings/training_settings_panel.h"
 #include "template_catalog.h"
 #include "timeline/timeline_canvas.h"
@@ -269,6 +274,95 @@ class TestMainWindow : public QObject {
     win.doc()->undoStack()->undo();
     win.doc()->undoStack()->undo();
     QVERIFY(win.doc()->project().training.init_from.empty());
+  }
+
+  // With a sample open and no folder worked in yet, Open starts among the
+  // samples and Save As in the user's projects folder, never among the
+  // samples; once the user saved somewhere, both start there.
+  void fileDialogsStartWhereTheWorkIs() {
+    QSettings().remove(QStringLiteral("files/lastFolder"));
+    Window win;
+    QVERIFY(!win.doc()->samplePath().isEmpty());  // lenet-fashion is a sample
+    QCOMPARE(win.w.openFolder(), MainWindow::samplesFolder());
+    QVERIFY(win.w.saveFolder().endsWith(QStringLiteral("/Renaissance Projects")));
+    QVERIFY(!MainWindow::isSample(QDir(win.w.saveFolder()).filePath("copy.json")));
+    QTemporaryDir dir;
+    QString error;
+    QVERIFY2(win.w.saveProjectAs(dir.filePath("mine.json"), &error), qPrintable(error));
+    QCOMPARE(win.w.openFolder(), dir.path());
+    QCOMPARE(win.w.saveFolder(), dir.path());
+    QSettings().remove(QStringLiteral("files/lastFolder"));
+  }
+
+  // View > Network analysis: the compiled design layer by layer, the same
+  // table as plan --layers; a row's click shows the layer in the designer;
+  // Export CSV writes it; an edit marks it out of date until compiled again.
+  void networkAnalysisShowsEveryLayer() {
+    Window win;
+    // Build > Analyze Network compiles what changed and shows the table.
+    win.doc()->undoStack()->push(new SetTrainingCommand(
+        win.doc(), win.doc()->settings(),
+        [&] {
+          ProjectSettings s = win.doc()->settings();
+          s.training.epochs = 4;
+          return s;
+        }(),
+        QStringLiteral("training.epochs"), QStringLiteral("epochs")));
+    QVERIFY(win.w.memoryView()->isStale());
+    win.w.action("analyze")->trigger();
+    QVERIFY(!win.w.memoryView()->isStale());
+    NetworkAnalysisPanel* panel = win.w.networkAnalysis();
+    QTRY_VERIFY(panel->isVisible());
+    QCOMPARE(panel->model()->rowCount(), 14);
+    QVERIFY2(panel->captionText().startsWith(
+                 QStringLiteral("lenet-fashion: 14 layers, 61,706 parameters, ")),
+             qPrintable(panel->captionText()));
+    QVERIFY2(panel->captionText().contains(QStringLiteral("1 warning")),
+             qPrintable(panel->captionText()));  // fc1 holds 78% of the parameters
+    QCOMPARE(panel->model()->columnCount(), LayerTableModel::FirstVariant + 3 + 2);
+    QCOMPARE(panel->model()
+                 ->headerData(LayerTableModel::FirstVariant, Qt::Horizontal, Qt::DisplayRole)
+                 .toString(),
+             QStringLiteral("train activations"));
+    int fc1 = -1;
+    for (int r = 0; r < panel->model()->rowCount(); ++r)
+      if (panel->model()->index(r, LayerTableModel::Layer).data().toString() == "fc1") fc1 = r;
+    QVERIFY(fc1 >= 0);
+    QCOMPARE(panel->model()->index(fc1, LayerTableModel::Parameters).data().toString(),
+             QStringLiteral("48,120"));
+    QVERIFY(panel->model()
+                ->index(fc1, LayerTableModel::Layer)
+                .data(Qt::ToolTipRole)
+                .toString()
+                .contains(QStringLiteral("holds 78% of the network's parameters")));
+    // The click shows fc1 in the designer.
+    win.w.findChild<QDockWidget*>(QStringLiteral("analysisDock"))->raise();
+    QTableView* table = panel->table();
+    QTRY_VERIFY(table->isVisible());
+    const QModelIndex shown = table->model()->index(fc1, LayerTableModel::Type);
+    table->scrollTo(shown);
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(shown).center());
+    QCOMPARE(win.w.currentView(), MainWindow::View::Design);
+    QCOMPARE(win.w.properties()->node(), win.index("fc1"));
+    QTemporaryDir dir;
+    QString error;
+    QVERIFY2(panel->exportCsv(dir.filePath("layers.csv"), &error), qPrintable(error));
+    QFile csv(dir.filePath("layers.csv"));
+    QVERIFY(csv.open(QIODevice::ReadOnly));
+    const QList<QByteArray> lines = csv.readAll().split('\n');
+    QVERIFY(lines.front().startsWith("id,type,settings,output,parameters,forward_flops"));
+    QVERIFY(lines[9].startsWith("fc1,Linear,120,\"[128,1,1,120]\",48120,"));
+    // An edit: the table says it is out of date; a compile brings it back.
+    auto* features =
+        qobject_cast<QSpinBox*>(win.w.properties()->fieldEditor("params.out_features"));
+    QVERIFY(features);
+    features->setValue(60);
+    QVERIFY2(panel->captionText().contains(QStringLiteral("the design changed since")),
+             qPrintable(panel->captionText()));
+    QVERIFY(win.w.compile());
+    QVERIFY(!panel->captionText().contains(QStringLiteral("changed since")));
+    QCOMPARE(panel->model()->index(fc1, LayerTableModel::Output).data().toString(),
+             QStringLiteral("[128,1,1,60]"));
   }
 
   void problemsSelectTheirNode() {
