@@ -4,6 +4,7 @@
 // table in docs/project-format.md is the engine's own.
 #include <QtTest>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -42,6 +43,45 @@ class TestProjects : public QObject {
     QVERIFY2(shown == layer_table_markdown(),
              "docs/project-format.md's layer table is out of date: replace it with the output "
              "of `renaissance-cli layers`");
+  }
+
+  // Every project file the tree holds (the samples, the templates, the test
+  // projects and one per group of settings, each away from its defaults)
+  // reads and writes to exactly the text it wrote when the table-driven
+  // settings came in (tests/data/projects/written/, made by the writer
+  // before: TR_UPDATE_WRITTEN=1 writes them anew after a deliberate change),
+  // and that text reads back to the same project.
+  void everyProjectFileWritesAsItDid() {
+    const std::filesystem::path root(TR_PROJECTS_DIR "/..");
+    const std::filesystem::path written(TR_TEST_DATA "/projects/written");
+    const bool update = qEnvironmentVariableIsSet("TR_UPDATE_WRITTEN");
+    int files = 0;
+    for (const std::filesystem::path& folder :
+         {root / "projects", root / "resources" / "templates",
+          std::filesystem::path(TR_TEST_DATA "/projects"),
+          std::filesystem::path(TR_TEST_DATA "/projects/settings")}) {
+      for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+        if (entry.path().extension() != ".json") continue;
+        ++files;
+        const Project p = load_project(entry.path().string());
+        const std::string text = project_to_json(p);
+        const std::filesystem::path golden = written / entry.path().filename();
+        if (update) {
+          std::filesystem::create_directories(written);
+          std::ofstream(golden, std::ios::binary) << text;
+          continue;
+        }
+        std::ifstream f(golden, std::ios::binary);
+        QVERIFY2(f, golden.c_str());
+        std::stringstream before;
+        before << f.rdbuf();
+        QVERIFY2(text == before.str(),
+                 qPrintable(QString::fromStdString(entry.path().string() +
+                                                   ": written differently than before:\n" + text)));
+        QCOMPARE(project_to_json(parse_project(text, golden.string())), text);
+      }
+    }
+    QCOMPARE(files, 13);
   }
 
   void parameterCounts_data() {
