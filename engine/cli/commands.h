@@ -14,6 +14,7 @@ int cmd_train(const std::vector<std::string>& args);
 int cmd_bench(const std::vector<std::string>& args);
 int cmd_runs(const std::vector<std::string>& args);
 int cmd_layers(const std::vector<std::string>& args);
+int cmd_settings(const std::vector<std::string>& args);
 int cmd_onnx(const std::vector<std::string>& args);
 int cmd_predict(const std::vector<std::string>& args);
 

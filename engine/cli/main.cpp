@@ -22,6 +22,7 @@ constexpr const char* kMainUsage =
     "  runs <subcommand>     the run history: list, show, compare, export, note, tag, delete\n"
     "  devices               list the CPU and the CUDA devices this machine offers\n"
     "  layers                the layer types a project may use, with their parameters\n"
+    "  settings              the dataset and training settings a project may set\n"
     "  predict <project.json>  classify images with a trained model (--help for options)\n"
     "  onnx export <project.json>  a trained model as an ONNX file (--help for options)\n"
     "  onnx import <model.onnx>    an ONNX model as a project and checkpoint; onnx ops: what it "
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
     if (command == "bench") return tr::cli::cmd_bench(args);
     if (command == "runs") return tr::cli::cmd_runs(args);
     if (command == "layers") return tr::cli::cmd_layers(args);
+    if (command == "settings") return tr::cli::cmd_settings(args);
     if (command == "onnx") return tr::cli::cmd_onnx(args);
     if (command == "predict") return tr::cli::cmd_predict(args);
     if (command == "version") {

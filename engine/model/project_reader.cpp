@@ -16,6 +16,7 @@
 #include <renaissance/layer_spec.h>
 #include <renaissance/project_io.h>
 #include <renaissance/project_limits.h>
+#include <renaissance/setting_spec.h>
 #include "model/json_text.h"
 
 namespace tr {
@@ -180,35 +181,41 @@ class Reader {
     return true;
   }
 
+  // Which of `names` the string `v` is; -1 (said, with the nearest name)
+  // when it is none of them. `what` names the choice ("optimizer").
+  int choice_index(const json& v, const Scope& s, const std::string& field, std::string_view what,
+                   const std::vector<std::string_view>& names) {
+    const std::string expected = "expected one of " + list_names(names);
+    if (!v.is_string()) {
+      error(s, field, expected + ", got " + describe(v));
+      return -1;
+    }
+    const std::string& text = v.get_ref<const std::string&>();
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == text) return static_cast<int>(i);
+    std::string msg = "unknown " + std::string(what) + " " + quote(text) + "; " + expected;
+    std::string_view near = closest(text, names);
+    if (!near.empty()) msg += "; did you mean " + quote(near) + "?";
+    error(s, field, std::move(msg));
+    return -1;
+  }
+
   template <typename Enum>
   bool read_choice(const json& obj, const Scope& s, std::string_view path, const char* key,
                    const char* what, std::initializer_list<Choice<Enum>> choices, Enum& out,
                    bool required = false) {
     const json* v = member(obj, key);
-    std::string field = join_path(path, key);
+    const std::string field = join_path(path, key);
     std::vector<std::string_view> names;
     for (const auto& c : choices) names.push_back(c.name);
-    std::string expected = "expected one of " + list_names(names);
     if (!v) {
-      if (required) error(s, field, "missing; " + expected);
+      if (required) error(s, field, "missing; expected one of " + list_names(names));
       return false;
     }
-    if (!v->is_string()) {
-      error(s, field, expected + ", got " + describe(*v));
-      return false;
-    }
-    const std::string& text = v->get_ref<const std::string&>();
-    for (const auto& c : choices) {
-      if (c.name == text) {
-        out = c.value;
-        return true;
-      }
-    }
-    std::string msg = "unknown " + std::string(what) + " " + quote(text) + "; " + expected;
-    std::string_view near = closest(text, names);
-    if (!near.empty()) msg += "; did you mean " + quote(near) + "?";
-    error(s, field, std::move(msg));
-    return false;
+    const int i = choice_index(*v, s, field, what, names);
+    if (i < 0) return false;
+    out = std::data(choices)[i].value;
+    return true;
   }
 
   // An integer or a pair [h, w] (kernel, stride, padding).
@@ -252,12 +259,19 @@ class Reader {
   void read_node(const json& n, size_t index, Project& p);
   void read_params(const json& params, LayerType t, const Scope& s, LayerParams& lp);
   void read_edges(const json& edges, Project& p);
-  void read_dataset(const json& d, DatasetSpec& ds);
-  void read_class_names(const json& d, const Scope& s, int64_t classes,
-                        std::vector<std::string>& out);
-  bool read_values(const json& obj, const Scope& s, const char* key, const Range& r,
-                   std::vector<double>& out);
-  bool read_training(const json& t, TrainingSpec& ts);
+  void read_dataset(const json& d, Project& p);
+  bool read_training(const json& t, Project& p);
+  // The settings table's rows under `object` ("dataset", "training.optimizer"):
+  // its keys, in the table's order, for check_keys.
+  std::vector<std::string_view> setting_keys(std::string_view object) const;
+  void check_setting_objects(const json& top, std::string_view object);
+  // Reads one setting by its row from `obj` (the object its key hangs in);
+  // false when the value was there and wrong (said), or absent.
+  bool read_setting(const json& obj, const SettingSpec& spec, std::string_view key, Project& p);
+  bool read_values(const json& v, const SettingSpec& spec, const std::string& field,
+                   size_t channels, bool channels_ok, std::vector<double>& out);
+  bool read_names(const json& v, const std::string& field, int64_t classes,
+                  std::vector<std::string>& out);
   void read_variants(const json* v, Project& p, bool derive_ok);
 
   std::string file_;
@@ -307,11 +321,11 @@ Project Reader::read(const json& root) {
     error(top, "model", "missing; expected an object with \"nodes\" and \"edges\"");
   }
   if (const json* d = member(root, "dataset"))
-    if (expect_object(*d, top, "dataset")) read_dataset(*d, p.dataset);
+    if (expect_object(*d, top, "dataset")) read_dataset(*d, p);
   bool training_ok = true;
   if (const json* t = member(root, "training")) {
     if (expect_object(*t, top, "training"))
-      training_ok = read_training(*t, p.training);
+      training_ok = read_training(*t, p);
     else
       training_ok = false;
   }
@@ -562,30 +576,106 @@ void Reader::read_edges(const json& edges, Project& p) {
   }
 }
 
-void Reader::read_class_names(const json& d, const Scope& s, int64_t classes,
-                              std::vector<std::string>& out) {
-  const json* v = member(d, "class_names");
-  if (!v) return;
-  const std::string field = "dataset.class_names";
+// The last part of a setting's key: "lr" of "training.optimizer.lr".
+std::string_view leaf_of(std::string_view key) {
+  return key.substr(key.find_last_of('.') + 1);
+}
+
+// The object a setting's key hangs in: "training.optimizer" of "training.optimizer.lr".
+std::string_view parent_of(std::string_view key) {
+  return key.substr(0, key.find_last_of('.'));
+}
+
+bool under(std::string_view key, std::string_view object) {
+  return key.size() > object.size() && key.substr(0, object.size()) == object &&
+         key[object.size()] == '.';
+}
+
+std::vector<std::string_view> Reader::setting_keys(std::string_view object) const {
+  std::vector<std::string_view> keys;
+  const auto add = [&](std::string_view k) {
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  };
+  for (const SettingSpec& spec : project_settings()) {
+    if (!under(spec.key, object)) continue;
+    std::string_view rest = spec.key.substr(object.size() + 1);
+    if (spec.kind_key) {
+      // The dataset folder: every kind's key for it.
+      for (const DatasetKindInfo& k : dataset_kinds())
+        if (k.files) add(k.folder_key);
+      continue;
+    }
+    add(rest.substr(0, rest.find('.')));
+  }
+  return keys;
+}
+
+// Every object the rows of `object` hang in below it (training.optimizer,
+// training.schedule, training.ema): an object, with known keys only.
+void Reader::check_setting_objects(const json& top, std::string_view object) {
+  const Scope s;
+  check_keys(top, s, object, setting_keys(object));
+  std::vector<std::string_view> seen;
+  for (const SettingSpec& spec : project_settings()) {
+    if (!under(spec.key, object)) continue;
+    const std::string_view parent = parent_of(spec.key);
+    if (parent == object || std::find(seen.begin(), seen.end(), parent) != seen.end()) continue;
+    seen.push_back(parent);
+    const json* sub = member(top, std::string(leaf_of(parent)).c_str());
+    if (sub && expect_object(*sub, s, parent)) check_keys(*sub, s, parent, setting_keys(parent));
+  }
+}
+
+bool Reader::read_values(const json& v, const SettingSpec& spec, const std::string& field,
+                         size_t channels, bool channels_ok, std::vector<double>& out) {
+  const Scope s;
+  if (!v.is_array() || v.empty()) {
+    error(s, field, "expected an array of numbers, one per channel, got " + describe(v));
+    return false;
+  }
+  const Range r{spec.lo, spec.lo_open, spec.hi, spec.hi_open};
+  std::vector<double> values;
+  bool ok = true;
+  for (size_t i = 0; i < v.size(); ++i) {
+    double d = 0;
+    if (number_value(v[i], s, index_path(field, i), r, d))
+      values.push_back(d);
+    else
+      ok = false;
+  }
+  if (!ok) return false;
+  if (channels_ok && values.size() != channels) {
+    error(s, field,
+          "expected " + std::to_string(channels) + " value" + (channels == 1 ? "" : "s") +
+              " (one per channel), got " + std::to_string(values.size()));
+    return false;
+  }
+  out = std::move(values);
+  return true;
+}
+
+bool Reader::read_names(const json& v, const std::string& field, int64_t classes,
+                        std::vector<std::string>& out) {
+  const Scope s;
   const std::string expected = "expected an array of " +
                                (classes > 0 ? std::to_string(classes) + " " : std::string()) +
                                "distinct non-empty strings, one per class in label order";
-  if (!v->is_array() || v->empty()) {
-    error(s, field, expected + ", got " + describe(*v));
-    return;
+  if (!v.is_array() || v.empty()) {
+    error(s, field, expected + ", got " + describe(v));
+    return false;
   }
   std::vector<std::string> names;
-  for (size_t i = 0; i < v->size(); ++i) {
-    const json& n = (*v)[i];
+  for (size_t i = 0; i < v.size(); ++i) {
+    const json& n = v[i];
     if (!n.is_string() || n.get_ref<const std::string&>().empty()) {
       error(s, index_path(field, i),
             "expected a class name (a non-empty string), got " + describe(n));
-      return;
+      return false;
     }
     const std::string& name = n.get_ref<const std::string&>();
     if (std::find(names.begin(), names.end(), name) != names.end()) {
       error(s, index_path(field, i), quote(name) + " names two classes; each class needs its own");
-      return;
+      return false;
     }
     names.push_back(name);
   }
@@ -593,193 +683,168 @@ void Reader::read_class_names(const json& d, const Scope& s, int64_t classes,
     error(s, field,
           "names " + std::to_string(names.size()) + " classes but \"dataset.classes\" is " +
               std::to_string(classes) + "; give one name per class");
-    return;
-  }
-  out = std::move(names);
-}
-
-bool Reader::read_values(const json& obj, const Scope& s, const char* key, const Range& r,
-                         std::vector<double>& out) {
-  const json* v = member(obj, key);
-  if (!v) return false;
-  std::string field = join_path("dataset", key);
-  if (!v->is_array() || v->empty()) {
-    error(s, field, "expected an array of numbers, one per channel, got " + describe(*v));
     return false;
   }
-  std::vector<double> values;
-  bool ok = true;
-  for (size_t i = 0; i < v->size(); ++i) {
-    double d = 0;
-    if (number_value((*v)[i], s, index_path(field, i), r, d))
-      values.push_back(d);
-    else
-      ok = false;
-  }
-  if (ok) out = std::move(values);
-  return ok;
+  out = std::move(names);
+  return true;
 }
 
-void Reader::read_dataset(const json& d, DatasetSpec& ds) {
+bool Reader::read_setting(const json& obj, const SettingSpec& spec, std::string_view key,
+                          Project& p) {
   const Scope s;
-  static const char* const kSyntheticOnly[] = {"height",  "width",      "channels",
-                                               "classes", "train_size", "val_size"};
-  check_keys(d, s, "dataset",
-             {"kind", "path", "dir", "train_dir", "val_dir", "on_bad_image", "height", "width",
-              "channels", "classes", "class_names", "train_size", "val_size", "mean", "std",
-              "random_crop_padding", "random_flip"});
-  auto kind = [](DatasetKind k) { return Choice<DatasetKind>{dataset_kind_info(k).name, k}; };
-  read_choice<DatasetKind>(
-      d, s, "dataset", "kind", "dataset kind",
-      {kind(DatasetKind::FashionMnist), kind(DatasetKind::Cifar10), kind(DatasetKind::Cifar100),
-       kind(DatasetKind::ImageFolder), kind(DatasetKind::Synthetic)},
-      ds.kind);
+  const std::string path(parent_of(spec.key));
+  const std::string k(key);
+  const json* v = member(obj, k.c_str());
+  if (!v) return false;
+  const std::string field = join_path(path, k);
+  switch (spec.kind) {
+    case SettingKind::Int:
+      return int_value(*v, s, field, spec.min, spec.max, spec.int_ref(p));
+    case SettingKind::Number:
+      return number_value(*v, s, field, Range{spec.lo, spec.lo_open, spec.hi, spec.hi_open},
+                          spec.number_ref(p));
+    case SettingKind::Bool:
+      return read_bool(obj, s, path, k.c_str(), spec.bool_ref(p));
+    case SettingKind::Choice: {
+      std::vector<std::string_view> names;
+      for (const SettingChoice& c : spec.choices) names.push_back(c.name);
+      const int i = choice_index(*v, s, field, spec.choice_what, names);
+      if (i < 0) return false;
+      spec.choice_set(p, spec.choices[static_cast<size_t>(i)].value);
+      return true;
+    }
+    case SettingKind::Text:
+    case SettingKind::Path:
+      return read_string(obj, s, path, k.c_str(), spec.text_ref(p), false, false);
+    case SettingKind::Seed:
+      if (!to_uint64(*v, spec.seed_ref(p))) {
+        error(
+            s, field,
+            "expected a non-negative integer (at most 18446744073709551615), got " + describe(*v));
+        return false;
+      }
+      return true;
+    case SettingKind::Devices: {
+      std::string why;
+      if (!v->is_string()) {
+        error(s, field,
+              "expected a device string such as \"cpu:2\" or \"cuda:0-3\", got " + describe(*v));
+        return false;
+      }
+      if (!parse_device_set(v->get_ref<const std::string&>(), spec.devices_ref(p), why)) {
+        error(s, field, why);
+        return false;
+      }
+      return true;
+    }
+    case SettingKind::Values:
+    case SettingKind::Names:
+      break;  // read where the dataset's channels and classes are known
+  }
+  return false;
+}
+
+void Reader::read_dataset(const json& d, Project& p) {
+  const Scope s;
+  DatasetSpec& ds = p.dataset;
+  check_setting_objects(d, "dataset");
+  // The kind first: the other keys are read for it.
+  const SettingSpec& kind_row = *find_setting("dataset.kind");
+  read_setting(d, kind_row, "kind", p);
   const DatasetKindInfo& info = dataset_kind_info(ds.kind);
-  bool channels_ok = true;
-  // The folder key of every kind with files: only this kind's is read.
-  for (const char* key : {"path", "dir", "train_dir"}) {
-    if (!member(d, key) || (info.files && std::string_view(key) == info.folder_key)) continue;
-    std::string why = info.files ? std::string("; ") + info.title + "'s folder is \"dataset." +
-                                       info.folder_key + "\""
-                                 : "; a synthetic dataset has no files";
-    error(s, join_path("dataset", key),
-          std::string("not a key of ") + info.name + " datasets" + why);
-  }
-  const bool image_folder = ds.kind == DatasetKind::ImageFolder;
-  for (const char* key : {"val_dir", "on_bad_image"})
-    if (member(d, key) && !image_folder)
-      error(s, join_path("dataset", key),
-            std::string("only for image-folder datasets, not ") + info.name + " ones");
-  if (image_folder) {
-    // Either may be unset while the model is designed: loading the data asks for it.
-    read_string(d, s, "dataset", "train_dir", ds.path, false, false);
-    read_string(d, s, "dataset", "val_dir", ds.val_path, false, false);
-    read_choice<bool>(d, s, "dataset", "on_bad_image", "what an unreadable image does",
-                      {{"stop", false}, {"skip", true}}, ds.skip_bad_images);
-    for (const char* key : {"train_size", "val_size"})
-      if (member(d, key))
-        error(s, join_path("dataset", key),
-              "not for image folders: the images in them are counted when the data is loaded");
-    ds.train_size = ds.val_size = 0;
-  }
-  if (!info.fixed_shape) {
-    read_int(d, s, "dataset", "height", 1, kMaxExtent, ds.height);
-    read_int(d, s, "dataset", "width", 1, kMaxExtent, ds.width);
-    const json* c = member(d, "channels");
-    if (c) channels_ok = read_int(d, s, "dataset", "channels", 1, kMaxExtent, ds.channels);
-    const bool classes_ok =
-        read_int(d, s, "dataset", "classes", 2, kMaxFeatures, ds.classes) || !member(d, "classes");
-    read_class_names(d, s, classes_ok ? ds.classes : 0, ds.class_names);
-    if (!image_folder) {
-      read_int(d, s, "dataset", "train_size", 1, kMaxSamples, ds.train_size);
-      read_int(d, s, "dataset", "val_size", 1, kMaxSamples, ds.val_size);
-    }
-  } else {
-    for (const char* key : kSyntheticOnly) {
-      if (member(d, key))
-        error(s, join_path("dataset", key),
-              std::string("only for synthetic datasets; ") + info.title + " is always " +
-                  std::to_string(info.height) + "x" + std::to_string(info.width) + "x" +
-                  std::to_string(info.channels) + " with " + std::to_string(info.classes) +
-                  " classes, " + std::to_string(info.train_size) + " training and " +
-                  std::to_string(info.val_size) + " validation images");
-    }
-    if (member(d, "class_names"))
-      error(s, "dataset.class_names",
-            std::string("not for ") + info.title + ", whose files name its classes");
-    read_string(d, s, "dataset", info.folder_key, ds.path, false, true);
+  // The files fix some kinds' shape and sizes; image folders count theirs.
+  if (info.fixed_shape) {
     ds.height = info.height;
     ds.width = info.width;
     ds.channels = info.channels;
     ds.classes = info.classes;
     ds.train_size = info.train_size;
     ds.val_size = info.val_size;
+  } else if (info.counted) {
+    ds.train_size = ds.val_size = 0;
   }
-  // Absent statistics are the kind's usual ones, or repeat the default for
-  // every channel of synthetic data.
-  const DatasetSpec defaults;
-  size_t channels = static_cast<size_t>(ds.channels);
-  ds.mean.assign(channels, defaults.mean.front());
-  ds.std.assign(channels, defaults.std.front());
-  if (info.fixed_shape)
-    for (size_t c = 0; c < channels; ++c) {
-      ds.mean[c] = info.mean[c];
-      ds.std[c] = info.std[c];
-    }
-  const std::pair<const char*, std::vector<double>*> stats[] = {{"mean", &ds.mean},
-                                                                {"std", &ds.std}};
-  for (const auto& [key, values] : stats) {
-    std::vector<double> read;
-    if (!read_values(d, s, key, std::string_view(key) == "std" ? kPositive : kAnyNumber, read))
+  // Why a key is not this kind's.
+  const auto not_for_kind = [&](const SettingSpec& spec) -> std::string {
+    if (spec.dataset == DatasetScope::ImageFolder)
+      return std::string("only for image-folder datasets, not ") + info.name + " ones";
+    if (info.fixed_shape)
+      return "only for " + dataset_scope_text(spec.dataset) + " datasets; " + info.title +
+             " is always " + std::to_string(info.height) + "x" + std::to_string(info.width) + "x" +
+             std::to_string(info.channels) + " with " + std::to_string(info.classes) +
+             " classes, " + std::to_string(info.train_size) + " training and " +
+             std::to_string(info.val_size) + " validation images";
+    return "not for image folders: the images in them are counted when the data is loaded";
+  };
+  bool channels_ok = true;
+  for (const SettingSpec& spec : project_settings()) {
+    if (!under(spec.key, "dataset") || &spec == &kind_row) continue;
+    if (spec.kind_key) {
+      // The folder: only this kind's key for it.
+      for (const DatasetKindInfo& k : dataset_kinds()) {
+        if (!k.files || !member(d, k.folder_key) ||
+            (info.files && std::string_view(k.folder_key) == info.folder_key))
+          continue;
+        const std::string why = info.files ? std::string("; ") + info.title +
+                                                 "'s folder is \"dataset." + info.folder_key + "\""
+                                           : "; a synthetic dataset has no files";
+        error(s, join_path("dataset", k.folder_key),
+              std::string("not a key of ") + info.name + " datasets" + why);
+      }
+      // Either folder may be unset while the model is designed: loading the
+      // data asks for it. Image folders need a name; the others' empty is
+      // their default folder.
+      if (info.files)
+        read_string(d, s, "dataset", info.folder_key, spec.text_ref(p), false, info.fixed_shape);
       continue;
-    if (channels_ok && read.size() != channels) {
-      error(s, join_path("dataset", key),
-            "expected " + std::to_string(channels) + " value" + (channels == 1 ? "" : "s") +
-                " (one per channel), got " + std::to_string(read.size()));
+    }
+    const std::string key(leaf_of(spec.key));
+    const json* v = member(d, key.c_str());
+    if (spec.kind == SettingKind::Values) {
+      // Absent statistics are the kind's usual ones, or repeat the default
+      // for every channel of data the project shapes.
+      const size_t channels = static_cast<size_t>(ds.channels);
+      std::vector<double>& values = spec.values_ref(p);
+      Project defaults;
+      values.assign(channels, spec.values_ref(defaults).front());
+      if (info.fixed_shape)
+        for (size_t c = 0; c < channels; ++c) values[c] = spec.usual(info, c);
+      if (v) read_values(*v, spec, join_path("dataset", key), channels, channels_ok, values);
       continue;
     }
-    *values = std::move(read);
+    if (!v) continue;
+    if (!setting_in_dataset(spec, ds.kind)) {
+      error(s, join_path("dataset", key), not_for_kind(spec));
+      continue;
+    }
+    if (spec.kind == SettingKind::Names) {
+      read_names(*v, join_path("dataset", key), ds.classes, spec.names_ref(p));
+      continue;
+    }
+    const bool read = read_setting(d, spec, key, p);
+    // Statistics are checked against the channels only when those read well.
+    if (!read && spec.key == "dataset.channels") channels_ok = false;
   }
-  read_int(d, s, "dataset", "random_crop_padding", 0, kMaxPadding, ds.random_crop_padding);
-  read_bool(d, s, "dataset", "random_flip", ds.random_flip);
 }
 
-bool Reader::read_training(const json& t, TrainingSpec& ts) {
+bool Reader::read_training(const json& t, Project& p) {
   const Scope s;
-  bool ok = true;
-  check_keys(t, s, "training",
-             {"optimizer", "schedule", "epochs", "global_batch", "devices", "precision", "seed",
-              "ema", "sync_batch_norm", "init_from"});
-  if (const json* o = member(t, "optimizer"); o && expect_object(*o, s, "training.optimizer")) {
-    // Every optimizer accepts every optimizer key: the writer stores them all,
-    // so switching the type in the designer keeps the other settings.
-    const char* P = "training.optimizer";
-    OptimizerSpec& op = ts.optimizer;
-    check_keys(*o, s, P,
-               {"type", "lr", "momentum", "weight_decay", "nesterov", "beta1", "beta2", "eps",
-                "trust_coefficient"});
-    read_choice<OptimizerKind>(
-        *o, s, P, "type", "optimizer",
-        {{"sgd", OptimizerKind::SGD}, {"adam", OptimizerKind::Adam}, {"lars", OptimizerKind::LARS}},
-        op.kind);
-    read_number(*o, s, P, "lr", kPositive, op.lr);
-    read_number(*o, s, P, "momentum", kUnitHalfOpen, op.momentum);
-    read_number(*o, s, P, "weight_decay", kNonNegative, op.weight_decay);
-    read_bool(*o, s, P, "nesterov", op.nesterov);
-    read_number(*o, s, P, "beta1", kUnitHalfOpen, op.beta1);
-    read_number(*o, s, P, "beta2", kUnitHalfOpen, op.beta2);
-    read_number(*o, s, P, "eps", kPositive, op.adam_eps);
-    read_number(*o, s, P, "trust_coefficient", kPositive, op.trust_coefficient);
-  }
-  if (const json* c = member(t, "schedule"); c && expect_object(*c, s, "training.schedule")) {
-    const char* P = "training.schedule";
-    ScheduleSpec& sc = ts.schedule;
-    check_keys(*c, s, P, {"type", "warmup_epochs", "min_lr", "step_epochs", "gamma"});
-    read_choice<ScheduleKind>(*c, s, P, "type", "schedule",
-                              {{"constant", ScheduleKind::Constant},
-                               {"step", ScheduleKind::Step},
-                               {"cosine", ScheduleKind::Cosine}},
-                              sc.kind);
-    read_number(*c, s, P, "warmup_epochs", kNonNegative, sc.warmup_epochs);
-    read_number(*c, s, P, "min_lr", kNonNegative, sc.min_lr);
-    read_int(*c, s, P, "step_epochs", 1, kMaxEpochs, sc.step_epochs);
-    read_number(*c, s, P, "gamma", kPositive, sc.gamma);
-  }
-  const char* P = "training";
-  read_int(t, s, P, "epochs", 1, kMaxEpochs, ts.epochs);
-  bool batch_ok = !member(t, "global_batch") ||
-                  read_int(t, s, P, "global_batch", 1, kMaxBatch, ts.global_batch);
-  bool devices_ok = true;
-  if (const json* d = member(t, "devices")) {
-    std::string why;
-    if (!d->is_string()) {
-      error(s, "training.devices",
-            "expected a device string such as \"cpu:2\" or \"cuda:0-3\", got " + describe(*d));
-      devices_ok = false;
-    } else if (!parse_device_set(d->get_ref<const std::string&>(), ts.devices, why)) {
-      error(s, "training.devices", why);
-      devices_ok = false;
+  TrainingSpec& ts = p.training;
+  check_setting_objects(t, "training");
+  bool batch_ok = true, devices_ok = true;
+  for (const SettingSpec& spec : project_settings()) {
+    if (!under(spec.key, "training")) continue;
+    // The object the key hangs in: training itself, or one inside it.
+    const json* obj = &t;
+    const std::string_view parent = parent_of(spec.key);
+    if (parent != "training") {
+      obj = member(t, std::string(leaf_of(parent)).c_str());
+      if (!obj || !obj->is_object()) continue;  // said by check_setting_objects
     }
+    const std::string key(leaf_of(spec.key));
+    if (!member(*obj, key.c_str())) continue;
+    const bool ok = read_setting(*obj, spec, key, p);
+    if (spec.kind == SettingKind::Devices) devices_ok = ok;
+    if (spec.key == "training.global_batch") batch_ok = ok;
   }
   if (batch_ok && devices_ok && ts.global_batch % ts.devices.world_size() != 0) {
     error(s, "training.global_batch",
@@ -788,25 +853,7 @@ bool Reader::read_training(const json& t, TrainingSpec& ts) {
               "; every rank takes the same share");
     batch_ok = false;
   }
-  ok = batch_ok && devices_ok;
-  read_choice<Precision>(
-      t, s, P, "precision", "precision",
-      {{"fp32", Precision::FP32}, {"amp", Precision::AMP}, {"bf16", Precision::BF16}},
-      ts.precision);
-  if (const json* seed = member(t, "seed")) {
-    if (!to_uint64(*seed, ts.seed))
-      error(
-          s, "training.seed",
-          "expected a non-negative integer (at most 18446744073709551615), got " + describe(*seed));
-  }
-  if (const json* e = member(t, "ema"); e && expect_object(*e, s, "training.ema")) {
-    check_keys(*e, s, "training.ema", {"enabled", "decay"});
-    read_bool(*e, s, "training.ema", "enabled", ts.ema);
-    read_number(*e, s, "training.ema", "decay", kUnitOpen, ts.ema_decay);
-  }
-  read_bool(t, s, "training", "sync_batch_norm", ts.sync_batch_norm);
-  read_string(t, s, "training", "init_from", ts.init_from, false, false);
-  return ok;
+  return batch_ok && devices_ok;
 }
 
 void Reader::read_variants(const json* v, Project& p, bool derive_ok) {

@@ -15,6 +15,7 @@
 #include <renaissance/error.h>
 #include <renaissance/layer_spec.h>
 #include <renaissance/project_io.h>
+#include <renaissance/setting_spec.h>
 #include "model/json_text.h"
 #include "model/project_reader.h"
 
@@ -130,6 +131,75 @@ ProjectError write_error(const std::string& field, const std::string& message) {
   return ProjectError({d});
 }
 
+// The settings table's rows under `object` as the file has them, each where
+// its key puts it (training.optimizer.lr in an "optimizer" object), in the
+// table's order; a dataset key only for the kinds it is for, a WriteWhen::Set
+// one only away from its default.
+ojson settings_json(const Project& project, std::string_view object) {
+  Project& p = const_cast<Project&>(project);  // the rows' references; nothing is written
+  static Project defaults;
+  const DatasetKindInfo& info = dataset_kind_info(p.dataset.kind);
+  ojson out = ojson::object();
+  for (const SettingSpec& s : project_settings()) {
+    if (s.key.size() <= object.size() || s.key.substr(0, object.size()) != object ||
+        s.key[object.size()] != '.')
+      continue;
+    if (!setting_in_dataset(s, p.dataset.kind)) continue;
+    ojson value;
+    bool is_default = false;
+    switch (s.kind) {
+      case SettingKind::Int:
+        value = s.int_ref(p);
+        is_default = s.int_ref(p) == s.int_ref(defaults);
+        break;
+      case SettingKind::Number:
+        value = s.number_ref(p);
+        is_default = s.number_ref(p) == s.number_ref(defaults);
+        break;
+      case SettingKind::Bool:
+        value = s.bool_ref(p);
+        is_default = s.bool_ref(p) == s.bool_ref(defaults);
+        break;
+      case SettingKind::Choice:
+        for (const SettingChoice& c : s.choices)
+          if (c.value == s.choice_get(p)) value = std::string(c.name);
+        is_default = s.choice_get(p) == s.choice_get(defaults);
+        break;
+      case SettingKind::Text:
+      case SettingKind::Path:
+        value = s.text_ref(p);
+        is_default = s.text_ref(p).empty();
+        break;
+      case SettingKind::Seed:
+        value = s.seed_ref(p);
+        is_default = s.seed_ref(p) == s.seed_ref(defaults);
+        break;
+      case SettingKind::Devices:
+        value = s.devices_ref(p).str();
+        is_default = s.devices_ref(p) == s.devices_ref(defaults);
+        break;
+      case SettingKind::Values:
+        value = s.values_ref(p);
+        break;
+      case SettingKind::Names:
+        value = s.names_ref(p);
+        // Names that no longer fit the class count (it was edited) are dropped.
+        is_default = static_cast<int64_t>(s.names_ref(p).size()) != p.dataset.classes;
+        break;
+    }
+    if (s.write == WriteWhen::Set && is_default) continue;
+    // The key's parts below `object`: the last is the value's, the others objects.
+    std::string_view rest = s.key.substr(object.size() + 1);
+    ojson* at = &out;
+    for (size_t dot = rest.find('.'); dot != std::string_view::npos; dot = rest.find('.')) {
+      at = &(*at)[std::string(rest.substr(0, dot))];
+      rest = rest.substr(dot + 1);
+    }
+    (*at)[s.kind_key ? std::string(info.folder_key) : std::string(rest)] = std::move(value);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string project_to_json(const Project& project) {
@@ -167,66 +237,8 @@ std::string project_to_json(const Project& project) {
     }
     root["model"] = {{"nodes", std::move(nodes)}, {"edges", std::move(edges)}};
 
-    const DatasetSpec& d = p.dataset;
-    ojson ds = ojson::object();
-    const DatasetKindInfo& info = dataset_kind_info(d.kind);
-    ds["kind"] = info.name;
-    if (d.kind == DatasetKind::ImageFolder) {
-      if (!d.path.empty()) ds["train_dir"] = d.path;
-      if (!d.val_path.empty()) ds["val_dir"] = d.val_path;
-      if (d.skip_bad_images) ds["on_bad_image"] = "skip";
-    } else if (info.files && !d.path.empty()) {
-      ds[info.folder_key] = d.path;
-    }
-    if (!info.fixed_shape) {
-      ds["height"] = d.height;
-      ds["width"] = d.width;
-      ds["channels"] = d.channels;
-      ds["classes"] = d.classes;
-      // Names that no longer fit the class count (it was edited) are dropped.
-      if (!d.class_names.empty() && static_cast<int64_t>(d.class_names.size()) == d.classes)
-        ds["class_names"] = d.class_names;
-      if (!info.counted) {
-        ds["train_size"] = d.train_size;
-        ds["val_size"] = d.val_size;
-      }
-    }
-    ds["mean"] = d.mean;
-    ds["std"] = d.std;
-    ds["random_crop_padding"] = d.random_crop_padding;
-    ds["random_flip"] = d.random_flip;
-    root["dataset"] = std::move(ds);
-
-    const TrainingSpec& t = p.training;
-    ojson tr = ojson::object();
-    ojson opt = ojson::object();
-    opt["type"] = std::string(optimizer_name(t.optimizer.kind));
-    opt["lr"] = t.optimizer.lr;
-    opt["momentum"] = t.optimizer.momentum;
-    opt["weight_decay"] = t.optimizer.weight_decay;
-    opt["nesterov"] = t.optimizer.nesterov;
-    opt["beta1"] = t.optimizer.beta1;
-    opt["beta2"] = t.optimizer.beta2;
-    opt["eps"] = t.optimizer.adam_eps;
-    opt["trust_coefficient"] = t.optimizer.trust_coefficient;
-    tr["optimizer"] = std::move(opt);
-    ojson sched = ojson::object();
-    sched["type"] = std::string(schedule_name(t.schedule.kind));
-    sched["warmup_epochs"] = t.schedule.warmup_epochs;
-    sched["min_lr"] = t.schedule.min_lr;
-    sched["step_epochs"] = t.schedule.step_epochs;
-    sched["gamma"] = t.schedule.gamma;
-    tr["schedule"] = std::move(sched);
-    tr["epochs"] = t.epochs;
-    tr["global_batch"] = t.global_batch;
-    tr["devices"] = t.devices.str();
-    tr["precision"] = std::string(precision_name(t.precision));
-    tr["seed"] = t.seed;
-    tr["ema"] = {{"enabled", t.ema}, {"decay", t.ema_decay}};
-    // Written only when on, so projects that never use it stay as they were.
-    if (t.sync_batch_norm) tr["sync_batch_norm"] = true;
-    if (!t.init_from.empty()) tr["init_from"] = t.init_from;
-    root["training"] = std::move(tr);
+    root["dataset"] = settings_json(p, "dataset");
+    root["training"] = settings_json(p, "training");
 
     ojson variants = ojson::array();
     for (const VariantSpec& v : p.variants) {

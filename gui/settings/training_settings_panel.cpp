@@ -5,6 +5,7 @@
 #include <QAbstractSpinBox>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QCoreApplication>
 #include <QEvent>
 #include <QFileDialog>
 #include <QFormLayout>
@@ -21,6 +22,7 @@
 #include <QUndoStack>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -28,7 +30,7 @@
 #include <vector>
 
 #include <renaissance/dataset_kinds.h>
-#include <renaissance/project_limits.h>
+#include <renaissance/setting_spec.h>
 #include "settings/real_spin_box.h"
 #include "settings/set_training_command.h"
 #include "widgets/tone.h"
@@ -37,13 +39,9 @@ namespace tr::gui {
 
 namespace {
 
-// The loader's limits, so every value the panel accepts also loads back.
-constexpr int kMaxEpochs = static_cast<int>(limits::kMaxEpochs);
-constexpr int kMaxBatch = static_cast<int>(limits::kMaxBatch);
-constexpr int kMaxPadding = static_cast<int>(limits::kMaxPadding);
-constexpr int kMaxExtent = static_cast<int>(limits::kMaxExtent);
-constexpr int kMaxClasses = static_cast<int>(limits::kMaxFeatures);
-constexpr int kMaxSamples = static_cast<int>(limits::kMaxSamples);
+// The settings table's bounds are the loader's, so every value the panel
+// accepts also loads back.
+constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kHuge = std::numeric_limits<double>::max();
 // The loader's "> 0" and "< 1" as closed spin box ranges.
 constexpr double kTiny = 1e-300;
@@ -105,6 +103,87 @@ void set_dataset_channels(DatasetSpec& d, int64_t channels) {
     const double first = v->empty() ? 0.5 : v->front();
     v->resize(static_cast<size_t>(channels), first);
   }
+}
+
+QString text_of(std::string_view s) {
+  return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
+}
+
+// The settings as a project, whose fields the settings table reaches.
+Project as_project(const ProjectSettings& s) {
+  Project p;
+  p.name = s.name;
+  p.description = s.description;
+  p.dataset = s.dataset;
+  p.training = s.training;
+  return p;
+}
+
+QVariant setting_value(const SettingSpec& spec, const ProjectSettings& s) {
+  Project p = as_project(s);
+  switch (spec.kind) {
+    case SettingKind::Int:
+      return static_cast<qlonglong>(spec.int_ref(p));
+    case SettingKind::Number:
+      return spec.number_ref(p);
+    case SettingKind::Bool:
+      return spec.bool_ref(p);
+    case SettingKind::Choice:
+      return spec.choice_get(p);
+    case SettingKind::Text:
+    case SettingKind::Path:
+      return QString::fromStdString(spec.text_ref(p));
+    case SettingKind::Seed:
+      return static_cast<qulonglong>(spec.seed_ref(p));
+    case SettingKind::Values:
+      return to_list(spec.values_ref(p));
+    case SettingKind::Names: {
+      QStringList names;
+      for (const std::string& n : spec.names_ref(p)) names << QString::fromStdString(n);
+      return names;
+    }
+    case SettingKind::Devices:
+      return QString::fromStdString(spec.devices_ref(p).str());
+  }
+  return {};
+}
+
+void set_setting(const SettingSpec& spec, ProjectSettings& s, const QVariant& v) {
+  Project p = as_project(s);
+  switch (spec.kind) {
+    case SettingKind::Int:
+      spec.int_ref(p) = v.toLongLong();
+      break;
+    case SettingKind::Number:
+      spec.number_ref(p) = v.toDouble();
+      break;
+    case SettingKind::Bool:
+      spec.bool_ref(p) = v.toBool();
+      break;
+    case SettingKind::Choice:
+      spec.choice_set(p, v.toInt());
+      break;
+    case SettingKind::Text:
+    case SettingKind::Path:
+      spec.text_ref(p) = v.toString().trimmed().toStdString();
+      break;
+    case SettingKind::Seed:
+      spec.seed_ref(p) = v.toULongLong();
+      break;
+    case SettingKind::Values:
+      spec.values_ref(p) = from_list(v);
+      break;
+    case SettingKind::Names: {
+      std::vector<std::string> names;
+      for (const QString& n : v.toStringList()) names.push_back(n.toStdString());
+      spec.names_ref(p) = std::move(names);
+      break;
+    }
+    case SettingKind::Devices:
+      break;  // chosen in the toolbar (SetDevicesCommand)
+  }
+  s.dataset = std::move(p.dataset);
+  s.training = std::move(p.training);
 }
 
 QString batch_problem(const TrainingSpec& t) {
@@ -185,7 +264,9 @@ void TrainingSettingsPanel::commitPendingEdits() {
   for (Field& f : fields_) {
     // Emits valueChanged, and so commits, when the typed text differs.
     if (auto* spin = qobject_cast<QAbstractSpinBox*>(f.editor)) spin->interpretText();
-    if (f.kind == Kind::Text || f.kind == Kind::Seed || f.kind == Kind::List) commit(f);
+    if (f.kind == Kind::Text || f.kind == Kind::Seed || f.kind == Kind::List ||
+        f.kind == Kind::Names)
+      commit(f);
   }
 }
 
@@ -266,11 +347,174 @@ TrainingSettingsPanel::Field& TrainingSettingsPanel::addField(QFormLayout* form,
     case Kind::Text:
     case Kind::Seed:
     case Kind::List:
+    case Kind::Names:
       connect(static_cast<QLineEdit*>(editor), &QLineEdit::editingFinished, this,
               [this, &f] { commit(f); });
       break;
   }
   return f;
+}
+
+void TrainingSettingsPanel::addSetting(QFormLayout* form, const SettingSpec& spec) {
+  QWidget* host = form->parentWidget();
+  const QString key = text_of(spec.key);
+  const QString label = QCoreApplication::translate("SettingSpec", text_of(spec.label).toUtf8());
+  const QString help = QCoreApplication::translate("SettingSpec", text_of(spec.help).toUtf8());
+  const QString tip =
+      help + QStringLiteral(" (") + QString::fromStdString(setting_bounds_text(spec)) + ')';
+  if (spec.kind == SettingKind::Devices) {
+    devices_ = new QLabel(host);
+    devices_->setObjectName(key);
+    devices_->setWordWrap(true);
+    devices_->setToolTip(tr("The devices are chosen in the toolbar"));
+    form->addRow(label, devices_);
+    return;
+  }
+  // What the data is, before its normalisation.
+  if (spec.kind == SettingKind::Values && !dataset_) {
+    dataset_ = new QLabel(host);
+    dataset_->setObjectName(QStringLiteral("dataset.summary"));
+    dataset_->setWordWrap(true);
+    dataset_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    form->addRow(QString(), dataset_);
+  }
+  // Editors: one value a change, not one a keystroke; the panel commits on
+  // Enter, on leaving the field, on each arrow step (merged into one undo step).
+  QWidget* editor = nullptr;
+  Kind kind = Kind::Text;
+  switch (spec.kind) {
+    case SettingKind::Int: {
+      auto* box = new QSpinBox(host);
+      box->setRange(static_cast<int>(std::max<int64_t>(spec.min, INT_MIN)),
+                    static_cast<int>(std::min<int64_t>(spec.max, INT_MAX)));
+      box->setKeyboardTracking(false);
+      if (!spec.suffix.empty()) box->setSuffix(tr(text_of(spec.suffix).toUtf8()));
+      if (!spec.zero_text.empty()) box->setSpecialValueText(tr(text_of(spec.zero_text).toUtf8()));
+      editor = box;
+      kind = Kind::Int;
+      break;
+    }
+    case SettingKind::Number: {
+      // The loader's open ends as closed spin box ranges.
+      const double lo = spec.lo == -kInf ? -kHuge : spec.lo_open && spec.lo == 0 ? kTiny : spec.lo;
+      const double hi = spec.hi == kInf                ? kHuge
+                        : spec.hi_open && spec.hi == 1 ? kBelowOne
+                                                       : spec.hi;
+      auto* box = new RealSpinBox(host);
+      box->setRange(lo, hi);
+      box->setKeyboardTracking(false);
+      if (spec.step > 0) {
+        box->setSingleStep(spec.step);
+      } else {
+        // Steps of a tenth of the value's decade, for values spanning decades.
+        box->setStepType(QAbstractSpinBox::AdaptiveDecimalStepType);
+        box->setSingleStep(1e-4);  // the first step from 0
+      }
+      editor = box;
+      kind = Kind::Real;
+      break;
+    }
+    case SettingKind::Bool:
+      editor = new QCheckBox(label, host);
+      kind = Kind::Bool;
+      break;
+    case SettingKind::Choice: {
+      auto* box = new QComboBox(host);
+      for (const SettingChoice& c : spec.choices)
+        box->addItem(QCoreApplication::translate("SettingSpec", text_of(c.title).toUtf8()),
+                     c.value);
+      editor = box;
+      kind = Kind::Choice;
+      break;
+    }
+    case SettingKind::Text:
+    case SettingKind::Path:
+      editor = new QLineEdit(host);
+      kind = Kind::Text;
+      break;
+    case SettingKind::Seed:
+      editor = new QLineEdit(host);
+      kind = Kind::Seed;
+      break;
+    case SettingKind::Values: {
+      auto* edit = new QLineEdit(host);
+      edit->setPlaceholderText(tr("one number per channel, separated by commas"));
+      editor = edit;
+      kind = Kind::List;
+      break;
+    }
+    case SettingKind::Names: {
+      auto* edit = new QLineEdit(host);
+      edit->setPlaceholderText(tr("none: class 0, class 1, ... (or the folders' names)"));
+      editor = edit;
+      kind = Kind::Names;
+      break;
+    }
+    case SettingKind::Devices:
+      return;  // a label, above
+  }
+  // The undo step's noun: the label as a sentence has it ("learning rate",
+  // but "EMA decay").
+  QString what = label;
+  if (what.size() > 1 && what[1].isLower()) what[0] = what[0].toLower();
+  Field& f = addField(form, kind, editor, key, kind == Kind::Bool ? QString() : label, what, tip);
+  f.spec = &spec;
+  f.get = [&spec](const ProjectSettings& s) { return setting_value(spec, s); };
+  f.set = [&spec](ProjectSettings& s, const QVariant& v) { set_setting(spec, s, v); };
+  f.applies = [&spec](const ProjectSettings& s) { return setting_applies(spec, as_project(s)); };
+  // What one setting's change does to the others, and checks that involve
+  // them: the loader's, word for word.
+  if (spec.key == "dataset.kind")
+    f.set = [](ProjectSettings& s, const QVariant& v) { set_dataset_kind(s.dataset, v.toInt()); };
+  if (spec.key == "dataset.channels")
+    f.set = [](ProjectSettings& s, const QVariant& v) {
+      set_dataset_channels(s.dataset, v.toLongLong());
+    };
+  if (spec.key == "training.global_batch")
+    f.check = [](const ProjectSettings& s) { return batch_problem(s.training); };
+  if (spec.kind == SettingKind::Values)
+    f.check = [&spec](const ProjectSettings& s) {
+      Project p = as_project(s);
+      return values_problem(spec.values_ref(p), s.dataset.channels,
+                            std::string(spec.key.substr(spec.key.find('.') + 1)).c_str(),
+                            spec.lo_open && spec.lo == 0);
+    };
+  if (spec.kind == SettingKind::Names)
+    f.check = [&spec](const ProjectSettings& s) {
+      Project p = as_project(s);
+      const auto& names = spec.names_ref(p);
+      if (!names.empty() && static_cast<int64_t>(names.size()) != s.dataset.classes)
+        return tr("names %1 classes but there are %2; give one name per class, or none")
+            .arg(names.size())
+            .arg(s.dataset.classes);
+      for (size_t i = 0; i < names.size(); ++i)
+        if (std::count(names.begin(), names.end(), names[i]) > 1)
+          return tr("\"%1\" names two classes; each class needs its own")
+              .arg(QString::fromStdString(names[i]));
+      return QString();
+    };
+  if (spec.kind == SettingKind::Path) {
+    auto* edit = static_cast<QLineEdit*>(editor);
+    if (spec.kind_key) datasetFolder_ = edit;  // its grey hint names the kind's default folder
+    if (!spec.kind_key && !spec.folder)
+      edit->setPlaceholderText(tr("none: fresh weights from the seed"));
+    auto* browse = new QPushButton(tr("Browse…"), host);
+    browse->setObjectName(key + QStringLiteral(".browse"));
+    browse->setToolTip(spec.folder ? tr("Choose the folder") : tr("Choose the file"));
+    besideEditor(f, browse);
+    connect(browse, &QPushButton::clicked, this, [this, &f, &spec, edit, label] {
+      const QString start = edit->text().isEmpty() && spec.kind_key
+                                ? QString::fromStdString(probe_.dir)
+                                : edit->text();
+      const QString chosen =
+          spec.folder ? QFileDialog::getExistingDirectory(this, label, start)
+                      : QFileDialog::getOpenFileName(this, label, start,
+                                                     tr("Checkpoints (*.ckpt);;All files (*)"));
+      if (chosen.isEmpty()) return;
+      edit->setText(chosen);
+      commit(f);
+    });
+  }
 }
 
 void TrainingSettingsPanel::buildForm(QWidget* host) {
@@ -283,53 +527,7 @@ void TrainingSettingsPanel::buildForm(QWidget* host) {
     column->addWidget(box);
     return form;
   };
-  // Editors: one value a change, not one a keystroke; the panel commits on
-  // Enter, on leaving the field, on each arrow step (merged into one undo step).
-  auto intBox = [&](int min, int max) {
-    auto* box = new QSpinBox(host);
-    box->setRange(min, max);
-    box->setKeyboardTracking(false);
-    return box;
-  };
-  // `step` 0: steps of a tenth of the value's decade, for values spanning decades.
-  auto realBox = [&](double min, double max, double step) {
-    auto* box = new RealSpinBox(host);
-    box->setRange(min, max);
-    box->setKeyboardTracking(false);
-    if (step > 0) {
-      box->setSingleStep(step);
-    } else {
-      box->setStepType(QAbstractSpinBox::AdaptiveDecimalStepType);
-      box->setSingleStep(1e-4);  // the first step from 0
-    }
-    return box;
-  };
-  auto choice = [&](const std::vector<std::pair<QString, int>>& items) {
-    auto* box = new QComboBox(host);
-    for (const auto& [text, value] : items) box->addItem(text, value);
-    return box;
-  };
-  auto check = [&](const QString& text) { return new QCheckBox(text, host); };
   auto line = [&] { return new QLineEdit(host); };
-
-  auto real = [](double OptimizerSpec::*m) {
-    return std::pair{std::function<QVariant(const ProjectSettings&)>([m](const ProjectSettings& s) {
-                       return QVariant(s.training.optimizer.*m);
-                     }),
-                     std::function<void(ProjectSettings&, const QVariant&)>(
-                         [m](ProjectSettings& s, const QVariant& v) {
-                           s.training.optimizer.*m = v.toDouble();
-                         })};
-  };
-  auto optimizerIs = [](std::initializer_list<OptimizerKind> kinds) {
-    std::vector<OptimizerKind> k(kinds);
-    return [k](const ProjectSettings& s) {
-      return std::find(k.begin(), k.end(), s.training.optimizer.kind) != k.end();
-    };
-  };
-  auto scheduleIs = [](ScheduleKind kind) {
-    return [kind](const ProjectSettings& s) { return s.training.schedule.kind == kind; };
-  };
 
   // Project
   QFormLayout* form = group(tr("Project"));
@@ -353,394 +551,19 @@ void TrainingSettingsPanel::buildForm(QWidget* host) {
     };
   }
 
-  // Optimizer. Every optimizer keeps every field: the file stores them all,
-  // so switching to Adam and back loses nothing.
-  form = group(tr("Optimizer"));
-  {
-    Field& f = addField(form, Kind::Choice,
-                        choice({{tr("SGD"), static_cast<int>(OptimizerKind::SGD)},
-                                {tr("Adam"), static_cast<int>(OptimizerKind::Adam)},
-                                {tr("LARS"), static_cast<int>(OptimizerKind::LARS)}}),
-                        QStringLiteral("training.optimizer.type"), tr("Optimizer"), tr("optimizer"),
-                        tr("SGD with momentum, Adam, or LARS (layer-wise trust ratio)"));
-    f.get = [](const ProjectSettings& s) {
-      return QVariant(static_cast<int>(s.training.optimizer.kind));
-    };
-    f.set = [](ProjectSettings& s, const QVariant& v) {
-      s.training.optimizer.kind = static_cast<OptimizerKind>(v.toInt());
-    };
-  }
-  struct RealSpec {
-    const char* key;
-    QString label, what, tip;
-    double min, max, step;
-    double OptimizerSpec::*member;
-    std::function<bool(const ProjectSettings&)> applies;
+  // The dataset and training settings: one field a row of the settings
+  // table (renaissance/setting_spec.h), in its groups, in its order.
+  const std::pair<SettingGroup, QString> groups[] = {
+      {SettingGroup::Optimizer, tr("Optimizer")},
+      {SettingGroup::Schedule, tr("Schedule")},
+      {SettingGroup::Run, tr("Run")},
+      {SettingGroup::Precision, tr("Precision && ranks")},
+      {SettingGroup::Data, tr("Data")},
   };
-  const RealSpec optimizerFields[] = {
-      {"training.optimizer.lr", tr("Learning rate"), tr("learning rate"),
-       tr("Peak learning rate: a number > 0"), kTiny, kHuge, 0, &OptimizerSpec::lr, nullptr},
-      {"training.optimizer.momentum", tr("Momentum"), tr("momentum"), tr("A number in [0, 1)"), 0,
-       kBelowOne, 0.01, &OptimizerSpec::momentum,
-       optimizerIs({OptimizerKind::SGD, OptimizerKind::LARS})},
-      {"training.optimizer.weight_decay", tr("Weight decay"), tr("weight decay"),
-       tr("L2 penalty: a number >= 0"), 0, kHuge, 0, &OptimizerSpec::weight_decay, nullptr},
-      {"training.optimizer.beta1", tr("Beta 1"), tr("beta 1"),
-       tr("Decay of Adam's first moment: a number in [0, 1)"), 0, kBelowOne, 0.01,
-       &OptimizerSpec::beta1, optimizerIs({OptimizerKind::Adam})},
-      {"training.optimizer.beta2", tr("Beta 2"), tr("beta 2"),
-       tr("Decay of Adam's second moment: a number in [0, 1)"), 0, kBelowOne, 0.001,
-       &OptimizerSpec::beta2, optimizerIs({OptimizerKind::Adam})},
-      {"training.optimizer.eps", tr("Epsilon"), tr("Adam epsilon"),
-       tr("Added to Adam's denominator: a number > 0"), kTiny, kHuge, 0, &OptimizerSpec::adam_eps,
-       optimizerIs({OptimizerKind::Adam})},
-      {"training.optimizer.trust_coefficient", tr("Trust coefficient"), tr("trust coefficient"),
-       tr("Scales LARS's layer-wise trust ratio: a number > 0"), kTiny, kHuge, 0,
-       &OptimizerSpec::trust_coefficient, optimizerIs({OptimizerKind::LARS})},
-  };
-  for (const RealSpec& r : optimizerFields) {
-    Field& f = addField(form, Kind::Real, realBox(r.min, r.max, r.step), QString::fromLatin1(r.key),
-                        r.label, r.what, r.tip);
-    std::tie(f.get, f.set) = real(r.member);
-    f.applies = r.applies;
-    if (r.member == &OptimizerSpec::momentum) {
-      // Nesterov sits under the momentum it modifies.
-      Field& n = addField(form, Kind::Bool, check(tr("Nesterov momentum")),
-                          QStringLiteral("training.optimizer.nesterov"), QString(),
-                          tr("Nesterov momentum"), tr("SGD only: look ahead along the momentum"));
-      n.get = [](const ProjectSettings& s) { return QVariant(s.training.optimizer.nesterov); };
-      n.set = [](ProjectSettings& s, const QVariant& v) {
-        s.training.optimizer.nesterov = v.toBool();
-      };
-      n.applies = optimizerIs({OptimizerKind::SGD});
-    }
-  }
-
-  // Schedule
-  form = group(tr("Schedule"));
-  {
-    Field& f = addField(form, Kind::Choice,
-                        choice({{tr("Constant"), static_cast<int>(ScheduleKind::Constant)},
-                                {tr("Step"), static_cast<int>(ScheduleKind::Step)},
-                                {tr("Cosine"), static_cast<int>(ScheduleKind::Cosine)}}),
-                        QStringLiteral("training.schedule.type"), tr("Schedule"), tr("schedule"),
-                        tr("Learning rate over the run: constant, decayed in steps, or cosine"));
-    f.get = [](const ProjectSettings& s) {
-      return QVariant(static_cast<int>(s.training.schedule.kind));
-    };
-    f.set = [](ProjectSettings& s, const QVariant& v) {
-      s.training.schedule.kind = static_cast<ScheduleKind>(v.toInt());
-    };
-  }
-  {
-    Field& f = addField(form, Kind::Real, realBox(0, kHuge, 1),
-                        QStringLiteral("training.schedule.warmup_epochs"), tr("Warm-up epochs"),
-                        tr("warm-up epochs"),
-                        tr("Epochs of linear ramp from 0 to the learning rate: a number >= 0"));
-    f.get = [](const ProjectSettings& s) { return QVariant(s.training.schedule.warmup_epochs); };
-    f.set = [](ProjectSettings& s, const QVariant& v) {
-      s.training.schedule.warmup_epochs = v.toDouble();
-    };
-  }
-  {
-    Field& f = addField(form, Kind::Real, realBox(0, kHuge, 0),
-                        QStringLiteral("training.schedule.min_lr"), tr("Final learning rate"),
-                        tr("final learning rate"), tr("Where the cosine ends: a number >= 0"));
-    f.get = [](const ProjectSettings& s) { return QVariant(s.training.schedule.min_lr); };
-    f.set = [](ProjectSettings& s, const QVariant& v) {
-      s.training.schedule.min_lr = v.toDouble();
-    };
-    f.applies = scheduleIs(ScheduleKind::Cosine);
-  }
-  {
-    Field& f = addField(form, Kind::Int, intBox(1, kMaxEpochs),
-                        QStringLiteral("training.schedule.step_epochs"), tr("Decay every"),
-                        tr("decay interval"), tr("Epochs between decays: a positive integer"));
-    static_cast<QSpinBox*>(f.editor)->setSuffix(tr(" epochs"));
-    f.get = [](const ProjectSettings& s) {
-      return QVariant(static_cast<qlonglong>(s.training.schedule.step_epochs));
-    };
-    f.set = [](ProjectSettings& s, const QVariant& v) {
-      s.training.schedule.step_epochs = v.toLongLong();
-    };
-    f.applies = scheduleIs(ScheduleKind::Step);
-  }
-  {
-    Field& f =
-        addField(form, Kind::Real, realBox(kTiny, kHuge, 0),
-                 QStringLiteral("training.schedule.gamma"), tr("Decay factor"), tr("decay factor"),
-                 tr("What each decay multiplies the learning rate by: a number > 0"));
-    f.get = [](const ProjectSettings& s) { return QVariant(s.training.schedule.gamma); };
-    f.set = [](ProjectSettings& s, const QVariant& v) { s.training.schedule.gamma = v.toDouble(); };
-    f.applies = scheduleIs(ScheduleKind::Step);
-  }
-
-  // Run
-  form = group(tr("Run"));
-  {
-    Field& f = addField(form, Kind::Int, intBox(1, kMaxEpochs), QStringLiteral("training.epochs"),
-                        tr("Epochs"), tr("epochs"), tr("Passes over the training set"));
-    f.get = [](const ProjectSettings& s) {
-      return QVariant(static_cast<qlonglong>(s.training.epochs));
-    };
-    f.set = [](ProjectSettings& s, const QVariant& v) { s.training.epochs = v.toLongLong(); };
-  }
-  {
-    Field& f =
-        addField(form, Kind::Int, intBox(1, kMaxBatch), QStringLiteral("training.global_batch"),
-                 tr("Global batch"), tr("global batch"),
-                 tr("Samples per step over all ranks; divides by the number of ranks"));
-    f.get = [](const ProjectSettings& s) {
-      return QVariant(static_cast<qlonglong>(s.training.global_batch));
-    };
-    f.set = [](ProjectSettings& s, const QVariant& v) { s.training.global_batch = v.toLongLong(); };
-    f.check = [](const ProjectSettings& s) { return batch_problem(s.training); };
-  }
-  {
-    Field& f =
-        addField(form, Kind::Seed, line(), QStringLiteral("training.seed"), tr("Seed"), tr("seed"),
-                 tr("Initial weights, shuffling and augmentation: a non-negative integer"));
-    f.get = [](const ProjectSettings& s) {
-      return QVariant(static_cast<qulonglong>(s.training.seed));
-    };
-    f.set = [](ProjectSettings& s, const QVariant& v) { s.training.seed = v.toULongLong(); };
-  }
-  {
-    auto* edit = line();
-    edit->setPlaceholderText(tr("none: fresh weights from the seed"));
-    Field& f = addField(form, Kind::Text, edit, QStringLiteral("training.init_from"),
-                        tr("Start from weights"), tr("starting weights"),
-                        tr("A checkpoint to start from, wherever a layer's weights fit by name "
-                           "and shape (fine-tuning: an imported model's weights, a run's final "
-                           "weights); relative to the project's folder; empty: fresh weights"));
-    f.get = [](const ProjectSettings& s) {
-      return QVariant(QString::fromStdString(s.training.init_from));
-    };
-    f.set = [](ProjectSettings& s, const QVariant& v) {
-      s.training.init_from = v.toString().trimmed().toStdString();
-    };
-    auto* browse = new QPushButton(tr("Browse…"), host);
-    browse->setObjectName(QStringLiteral("training.init_from.browse"));
-    browse->setToolTip(tr("Choose a checkpoint (.ckpt) to start from"));
-    besideEditor(f, browse);
-    connect(browse, &QPushButton::clicked, this, [this, &f, edit] {
-      const QString file = QFileDialog::getOpenFileName(
-          this, tr("Start from weights"), edit->text(), tr("Checkpoints (*.ckpt);;All files (*)"));
-      if (file.isEmpty()) return;
-      edit->setText(file);
-      commit(f);
-    });
-  }
-  {
-    Field& f = addField(form, Kind::Bool, check(tr("Average of the weights (EMA)")),
-                        QStringLiteral("training.ema.enabled"), tr("EMA"), tr("EMA"),
-                        tr("Validate with an exponential moving average of the weights"));
-    f.get = [](const ProjectSettings& s) { return QVariant(s.training.ema); };
-    f.set = [](ProjectSettings& s, const QVariant& v) { s.training.ema = v.toBool(); };
-  }
-  {
-    Field& f = addField(form, Kind::Real, realBox(kTiny, kBelowOne, 0.001),
-                        QStringLiteral("training.ema.decay"), tr("EMA decay"), tr("EMA decay"),
-                        tr("Weight of the past in the average: a number in (0, 1)"));
-    f.get = [](const ProjectSettings& s) { return QVariant(s.training.ema_decay); };
-    f.set = [](ProjectSettings& s, const QVariant& v) { s.training.ema_decay = v.toDouble(); };
-    f.applies = [](const ProjectSettings& s) { return s.training.ema; };
-  }
-
-  // Precision & ranks
-  form = group(tr("Precision && ranks"));
-  {
-    Field& f = addField(
-        form, Kind::Choice,
-        choice({{tr("FP32"), static_cast<int>(Precision::FP32)},
-                {tr("AMP (mixed FP16/FP32)"), static_cast<int>(Precision::AMP)},
-                {tr("BF16 (bfloat16, FP32 master weights)"), static_cast<int>(Precision::BF16)}}),
-        QStringLiteral("training.precision"), tr("Precision"), tr("precision"),
-        tr("FP32 throughout; AMP: FP16 storage with a loss scale; BF16: "
-           "bfloat16 storage with FP32's range, no loss scale"));
-    f.get = [](const ProjectSettings& s) {
-      return QVariant(static_cast<int>(s.training.precision));
-    };
-    f.set = [](ProjectSettings& s, const QVariant& v) {
-      s.training.precision = static_cast<Precision>(v.toInt());
-    };
-  }
-  devices_ = new QLabel(host);
-  devices_->setObjectName(QStringLiteral("training.devices"));
-  devices_->setWordWrap(true);
-  devices_->setToolTip(tr("The devices are chosen in the toolbar"));
-  form->addRow(tr("Devices"), devices_);
-  {
-    Field& f = addField(form, Kind::Bool, check(tr("Synchronised BatchNorm")),
-                        QStringLiteral("training.sync_batch_norm"), QString(),
-                        tr("synchronised BatchNorm"),
-                        tr("BatchNorm statistics over the global batch across ranks, instead of "
-                           "over each rank's share; no effect with one rank"));
-    f.get = [](const ProjectSettings& s) { return QVariant(s.training.sync_batch_norm); };
-    f.set = [](ProjectSettings& s, const QVariant& v) { s.training.sync_batch_norm = v.toBool(); };
-  }
-
-  // Data
-  form = group(tr("Data"));
-  {
-    std::vector<std::pair<QString, int>> kinds;
-    for (const DatasetKindInfo& k : dataset_kinds())
-      kinds.emplace_back(QString::fromUtf8(k.title), static_cast<int>(k.kind));
-    Field& f = addField(form, Kind::Choice, choice(kinds), QStringLiteral("dataset.kind"),
-                        tr("Dataset"), tr("dataset"),
-                        tr("Fashion-MNIST, CIFAR-10 or CIFAR-100 from their files, or generated "
-                           "images of any shape (for trying a design without data)"));
-    f.get = [](const ProjectSettings& s) { return QVariant(static_cast<int>(s.dataset.kind)); };
-    f.set = [](ProjectSettings& s, const QVariant& v) { set_dataset_kind(s.dataset, v.toInt()); };
-  }
-  {
-    auto* edit = line();
-    datasetFolder_ = edit;
-    Field& f = addField(form, Kind::Text, edit, QStringLiteral("dataset.path"), tr("Folder"),
-                        tr("dataset folder"),
-                        tr("The folder holding the dataset's files (Fashion-MNIST's four IDX "
-                           "files, CIFAR's binary batches); empty: the default location"));
-    f.get = [](const ProjectSettings& s) {
-      return QVariant(QString::fromStdString(s.dataset.path));
-    };
-    f.set = [](ProjectSettings& s, const QVariant& v) {
-      s.dataset.path = v.toString().trimmed().toStdString();
-    };
-    f.applies = [](const ProjectSettings& s) { return dataset_kind_info(s.dataset.kind).files; };
-    auto* browse = new QPushButton(tr("Browse…"), host);
-    browse->setObjectName(QStringLiteral("dataset.path.browse"));
-    browse->setToolTip(tr("Choose the dataset's folder"));
-    besideEditor(f, browse);
-    connect(browse, &QPushButton::clicked, this, [this, &f, edit] {
-      const QString start =
-          edit->text().isEmpty() ? QString::fromStdString(probe_.dir) : edit->text();
-      const QString dir = QFileDialog::getExistingDirectory(this, tr("Dataset folder"), start);
-      if (dir.isEmpty()) return;
-      edit->setText(dir);
-      commit(f);
-    });
-  }
-  struct IntSpec {
-    const char* key;
-    QString label, what, tip;
-    int min, max;
-    int64_t DatasetSpec::*member;
-  };
-  const IntSpec syntheticFields[] = {
-      {"dataset.height", tr("Height"), tr("image height"), tr("Pixels: a positive integer"), 1,
-       kMaxExtent, &DatasetSpec::height},
-      {"dataset.width", tr("Width"), tr("image width"), tr("Pixels: a positive integer"), 1,
-       kMaxExtent, &DatasetSpec::width},
-      {"dataset.channels", tr("Channels"), tr("channels"), tr("Colour channels: 1 grey, 3 colour"),
-       1, kMaxExtent, &DatasetSpec::channels},
-      {"dataset.classes", tr("Classes"), tr("classes"), tr("At least 2"), 2, kMaxClasses,
-       &DatasetSpec::classes},
-      {"dataset.train_size", tr("Training images"), tr("training images"),
-       tr("Generated training samples per epoch"), 1, kMaxSamples, &DatasetSpec::train_size},
-      {"dataset.val_size", tr("Validation images"), tr("validation images"),
-       tr("Generated validation samples"), 1, kMaxSamples, &DatasetSpec::val_size},
-  };
-  for (const IntSpec& spec : syntheticFields) {
-    Field& f = addField(form, Kind::Int, intBox(spec.min, spec.max), QString::fromLatin1(spec.key),
-                        spec.label, spec.what, spec.tip);
-    const auto member = spec.member;
-    f.get = [member](const ProjectSettings& s) {
-      return QVariant(static_cast<qlonglong>(s.dataset.*member));
-    };
-    if (member == &DatasetSpec::channels)
-      f.set = [](ProjectSettings& s, const QVariant& v) {
-        set_dataset_channels(s.dataset, v.toLongLong());
-      };
-    else
-      f.set = [member](ProjectSettings& s, const QVariant& v) {
-        s.dataset.*member = v.toLongLong();
-      };
-    // The shape where the project says it; the sizes where nothing counts them.
-    const bool size = member == &DatasetSpec::train_size || member == &DatasetSpec::val_size;
-    f.applies = [size](const ProjectSettings& s) {
-      const DatasetKindInfo& k = dataset_kind_info(s.dataset.kind);
-      return !k.fixed_shape && !(size && k.counted);
-    };
-  }
-  {
-    auto* edit = line();
-    Field& f = addField(form, Kind::Text, edit, QStringLiteral("dataset.val_dir"),
-                        tr("Validation folder"), tr("validation folder"),
-                        tr("One subfolder per class, named as in the training folder, of PNG or "
-                           "JPEG images"));
-    f.get = [](const ProjectSettings& s) {
-      return QVariant(QString::fromStdString(s.dataset.val_path));
-    };
-    f.set = [](ProjectSettings& s, const QVariant& v) {
-      s.dataset.val_path = v.toString().trimmed().toStdString();
-    };
-    f.applies = [](const ProjectSettings& s) { return s.dataset.kind == DatasetKind::ImageFolder; };
-    auto* browse = new QPushButton(tr("Browse…"), host);
-    browse->setObjectName(QStringLiteral("dataset.val_dir.browse"));
-    browse->setToolTip(tr("Choose the validation folder"));
-    besideEditor(f, browse);
-    connect(browse, &QPushButton::clicked, this, [this, &f, edit] {
-      const QString dir =
-          QFileDialog::getExistingDirectory(this, tr("Validation folder"), edit->text());
-      if (dir.isEmpty()) return;
-      edit->setText(dir);
-      commit(f);
-    });
-  }
-  {
-    Field& f = addField(form, Kind::Bool, check(tr("Leave unreadable images out")),
-                        QStringLiteral("dataset.on_bad_image"), QString(), tr("unreadable images"),
-                        tr("A damaged or truncated image is left out (and listed) instead of "
-                           "stopping the load"));
-    f.get = [](const ProjectSettings& s) { return QVariant(s.dataset.skip_bad_images); };
-    f.set = [](ProjectSettings& s, const QVariant& v) { s.dataset.skip_bad_images = v.toBool(); };
-    f.applies = [](const ProjectSettings& s) { return s.dataset.kind == DatasetKind::ImageFolder; };
-  }
-  dataset_ = new QLabel(host);
-  dataset_->setObjectName(QStringLiteral("dataset.summary"));
-  dataset_->setWordWrap(true);
-  dataset_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  form->addRow(QString(), dataset_);
-  const std::pair<const char*, bool> stats[] = {{"mean", false}, {"std", true}};
-  for (const auto& [key, positive] : stats) {
-    const bool isStd = positive;
-    auto* edit = line();
-    edit->setPlaceholderText(tr("one number per channel, separated by commas"));
-    Field& f =
-        addField(form, Kind::List, edit, QStringLiteral("dataset.%1").arg(QLatin1String(key)),
-                 isStd ? tr("Standard deviation") : tr("Mean"),
-                 isStd ? tr("normalisation std") : tr("normalisation mean"),
-                 isStd ? tr("Per channel, each > 0: inputs are divided by it")
-                       : tr("Per channel: subtracted from the inputs"));
-    f.get = [isStd](const ProjectSettings& s) {
-      return QVariant(to_list(isStd ? s.dataset.std : s.dataset.mean));
-    };
-    f.set = [isStd](ProjectSettings& s, const QVariant& v) {
-      (isStd ? s.dataset.std : s.dataset.mean) = from_list(v);
-    };
-    f.check = [key = key, isStd](const ProjectSettings& s) {
-      return values_problem(isStd ? s.dataset.std : s.dataset.mean, s.dataset.channels, key, isStd);
-    };
-  }
-  {
-    Field& f = addField(form, Kind::Int, intBox(0, kMaxPadding),
-                        QStringLiteral("dataset.random_crop_padding"), tr("Random crop padding"),
-                        tr("random crop padding"),
-                        tr("Pad by this many pixels, then crop back at a random offset; 0: off"));
-    static_cast<QSpinBox*>(f.editor)->setSpecialValueText(tr("off"));
-    f.get = [](const ProjectSettings& s) {
-      return QVariant(static_cast<qlonglong>(s.dataset.random_crop_padding));
-    };
-    f.set = [](ProjectSettings& s, const QVariant& v) {
-      s.dataset.random_crop_padding = v.toLongLong();
-    };
-  }
-  {
-    Field& f = addField(form, Kind::Bool, check(tr("Random horizontal flip")),
-                        QStringLiteral("dataset.random_flip"), QString(), tr("random flip"),
-                        tr("Mirror half of the training images"));
-    f.get = [](const ProjectSettings& s) { return QVariant(s.dataset.random_flip); };
-    f.set = [](ProjectSettings& s, const QVariant& v) { s.dataset.random_flip = v.toBool(); };
+  for (const auto& [which, title] : groups) {
+    form = group(title);
+    for (const SettingSpec& spec : project_settings())
+      if (spec.group == which) addSetting(form, spec);
   }
   column->addStretch(1);
 }
@@ -868,7 +691,7 @@ bool TrainingSettingsPanel::readEditor(const Field& field, QVariant& value, QStr
         const double v = QLocale::c().toDouble(parts[i], &ok);
         if (!ok || !std::isfinite(v)) {
           // The loader's phrase for the key: std must be positive, mean is any number.
-          const bool positive = field.key == QLatin1String("dataset.std");
+          const bool positive = field.spec && field.spec->lo_open && field.spec->lo == 0;
           why = QStringLiteral("%1[%2]: expected %3, got %4")
                     .arg(field.key)
                     .arg(i)
@@ -879,6 +702,13 @@ bool TrainingSettingsPanel::readEditor(const Field& field, QVariant& value, QStr
         values << v;
       }
       value = values;
+      return true;
+    }
+    case Kind::Names: {
+      QStringList names;
+      for (const QString& n : static_cast<QLineEdit*>(field.editor)->text().split(QLatin1Char(',')))
+        if (!n.trimmed().isEmpty()) names << n.trimmed();
+      value = names;
       return true;
     }
   }
@@ -909,14 +739,16 @@ void TrainingSettingsPanel::writeEditor(const Field& field, const QVariant& valu
     }
     case Kind::Text:
     case Kind::Seed:
-    case Kind::List: {
+    case Kind::List:
+    case Kind::Names: {
       auto* edit = static_cast<QLineEdit*>(field.editor);
       QVariant shown;
       QString why;
       if (readEditor(field, shown, why) && shown == value) break;
-      edit->setText(field.kind == Kind::Text   ? value.toString()
-                    : field.kind == Kind::Seed ? QString::number(value.toULongLong())
-                                               : values_text(value.toList()));
+      edit->setText(field.kind == Kind::Text    ? value.toString()
+                    : field.kind == Kind::Seed  ? QString::number(value.toULongLong())
+                    : field.kind == Kind::Names ? value.toStringList().join(QStringLiteral(", "))
+                                                : values_text(value.toList()));
       edit->setCursorPosition(0);  // the start of a long description, not its end
       break;
     }

@@ -15,6 +15,7 @@
 #include <functional>
 
 #include <renaissance/dataset_probe.h>
+#include <renaissance/setting_spec.h>
 #include "project_document.h"
 
 class QFormLayout;
@@ -50,11 +51,12 @@ class TrainingSettingsPanel : public QWidget {
   bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
-  enum class Kind { Int, Real, Bool, Choice, Text, Seed, List };
+  enum class Kind { Int, Real, Bool, Choice, Text, Seed, List, Names };
   struct Field {
-    QString key;    // "training.optimizer.lr": also the editor's object name
-    QString what;   // "learning rate", for the undo step's text
-    QString label;  // "Learning rate", as the form shows it
+    QString key;                        // "training.optimizer.lr": also the editor's object name
+    const SettingSpec* spec = nullptr;  // its row in the settings table; null: name, description
+    QString what;                       // "learning rate", for the undo step's text
+    QString label;                      // "Learning rate", as the form shows it
     Kind kind = Kind::Int;
     QWidget* editor = nullptr;
     QWidget* row = nullptr;  // editor and message: one row of `form`
@@ -72,6 +74,8 @@ class TrainingSettingsPanel : public QWidget {
   Field& addField(QFormLayout* form, Kind kind, QWidget* editor, const QString& key,
                   const QString& label, const QString& what, const QString& tip);
   void buildForm(QWidget* host);
+  // A field for a row of the settings table, in `form`.
+  void addSetting(QFormLayout* form, const SettingSpec& spec);
   void refresh(bool reset);
   void commit(Field& field);
   // The editor's value; false with `why` set when its text is not one.

@@ -318,14 +318,16 @@ const std::vector<BrokenCase>& broken_cases() {
        {"second train variant", "variants[0]"}},
       {"no_train_variant.json", "variants", "", 0, {"exactly one", "train"}},
       {"duplicate_variant_name.json", "variants[1].name", "", 0, {"duplicate variant name"}},
-      {"fashion_with_height.json", "dataset.height", "", 0, {"only for synthetic datasets"}},
+      // The shape is also an image folder's to say (it was "only for synthetic").
+      {"fashion_with_height.json", "dataset.height", "", 0,
+       {"only for image-folder and synthetic datasets"}},
       {"cifar_with_path.json", "dataset.path", "", 0,
        {"not a key of cifar-10 datasets; CIFAR-10's folder is \"dataset.dir\""}},
       {"fashion_with_dir.json", "dataset.dir", "", 0,
        {"not a key of fashion-mnist datasets; Fashion-MNIST's folder is \"dataset.path\""}},
       {"cifar_with_classes.json", "dataset.classes", "", 0,
-       {"only for synthetic datasets; CIFAR-100 is always 32x32x3 with 100 classes, 50000 "
-        "training and 10000 validation images"}},
+       {"only for image-folder and synthetic datasets; CIFAR-100 is always 32x32x3 with 100 "
+        "classes, 50000 training and 10000 validation images"}},
       {"std_wrong_count.json", "dataset.std", "", 0, {"expected 3 values", "got 2"}},
       {"std_zero.json", "dataset.std[0]", "", 0, {"> 0"}},
       {"dataset_kind_bad.json", "dataset.kind", "", 0, {"unknown dataset kind \"cifar10\""}},

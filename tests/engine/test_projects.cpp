@@ -10,6 +10,7 @@
 
 #include <renaissance/layer_spec.h>
 #include <renaissance/project_io.h>
+#include <renaissance/setting_spec.h>
 #include "compile/compiler.h"
 
 using namespace tr;
@@ -18,6 +19,22 @@ namespace {
 
 Project load(const char* name) {
   return load_project(std::string(TR_PROJECTS_DIR) + "/" + name + ".json");
+}
+
+// What docs/project-format.md holds between "<!-- NAME: ... engine.projects
+// checks it -->" and "<!-- end of NAME -->": a generated table.
+std::string documented(const std::string& name) {
+  std::ifstream f(std::string(TR_PROJECTS_DIR) + "/../docs/project-format.md");
+  std::stringstream text;
+  text << f.rdbuf();
+  const std::string doc = text.str();
+  const size_t start = doc.find("<!-- " + name + ": ");
+  const std::string begin = "engine.projects checks it -->\n";
+  const size_t a = start == std::string::npos ? start : doc.find(begin, start);
+  const size_t b = doc.find("<!-- end of " + name + " -->");
+  if (a == std::string::npos || b == std::string::npos || b < a)
+    return "docs/project-format.md lacks the markers of the generated " + name + " table";
+  return doc.substr(a + begin.size(), b - a - begin.size());
 }
 
 }  // namespace
@@ -29,20 +46,17 @@ class TestProjects : public QObject {
   // The document shows what `renaissance-cli layers` prints, so a layer
   // added to model/layer_spec.cpp without regenerating the docs fails here.
   void documentedLayerTableIsTheEngines() {
-    std::ifstream f(std::string(TR_PROJECTS_DIR) + "/../docs/project-format.md");
-    QVERIFY(f);
-    std::stringstream text;
-    text << f.rdbuf();
-    const std::string doc = text.str();
-    const std::string begin = "engine.projects checks it -->\n";
-    const std::string end = "<!-- end of layers -->";
-    const size_t a = doc.find(begin), b = doc.find(end);
-    QVERIFY2(a != std::string::npos && b != std::string::npos && a < b,
-             "docs/project-format.md lacks the generated layer table's markers");
-    const std::string shown = doc.substr(a + begin.size(), b - a - begin.size());
-    QVERIFY2(shown == layer_table_markdown(),
+    QVERIFY2(documented("layers") == layer_table_markdown(),
              "docs/project-format.md's layer table is out of date: replace it with the output "
              "of `renaissance-cli layers`");
+  }
+
+  // The same for the settings: a setting added to model/setting_spec.cpp
+  // without regenerating the docs fails here.
+  void documentedSettingsTableIsTheEngines() {
+    QVERIFY2(documented("settings") == settings_table_markdown(),
+             "docs/project-format.md's settings table is out of date: replace it with the "
+             "output of `renaissance-cli settings`");
   }
 
   // Every project file the tree holds (the samples, the templates, the test

@@ -340,7 +340,10 @@ class TestTrainingSettings : public QObject {
                  .contains(QStringLiteral("the training folder ") + train +
                            QStringLiteral(" does not exist")),
              qPrintable(p.message("dataset.path")));
-    p.editor<QCheckBox>("dataset.on_bad_image")->click();
+    // The file's two words, stop and skip, as the form's two choices.
+    auto* bad = p.editor<QComboBox>("dataset.on_bad_image");
+    QCOMPARE(bad->count(), 2);
+    bad->setCurrentIndex(bad->findText(QStringLiteral("Leave it out")));
     QVERIFY(p.doc.project().dataset.skip_bad_images);
     type(p.editor<QLineEdit>("dataset.val_dir"), QStringLiteral("/somewhere/val"));
     QCOMPARE(p.doc.project().dataset.val_path, std::string("/somewhere/val"));
