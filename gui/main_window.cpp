@@ -80,22 +80,54 @@ constexpr const char* kDefaultProject = "lenet-fashion.json";
 constexpr const char* kEmptyProject =
     R"({"format": 1, "name": "untitled", "model": {"nodes": [], "edges": []}})";
 
-QString screenshot_name(MainWindow::View v) {
-  switch (v) {
-    case MainWindow::View::Design:
-      return QStringLiteral("designer.png");
-    case MainWindow::View::Memory:
-      return QStringLiteral("memory.png");
-    case MainWindow::View::Timeline:
-      return QStringLiteral("timeline.png");
-    case MainWindow::View::Training:
-      return QStringLiteral("training.png");
-    case MainWindow::View::Runs:
-      return QStringLiteral("runs.png");
-    case MainWindow::View::Data:
-      return QStringLiteral("data.png");
-  }
-  return QStringLiteral("view.png");
+using V = MainWindow::View;
+const MainWindow::ViewInfo kViews[] = {
+    {V::Design, "viewDesign", QT_TRANSLATE_NOOP("tr::gui::MainWindow", "Design"),
+     QT_TRANSLATE_NOOP("tr::gui::MainWindow", "&Design"), "designer.png",
+     QT_TRANSLATE_NOOP("tr::gui::MainWindow",
+                       "The network: layers from the palette, connected port to port"),
+     [](const MainWindow& w) -> QWidget* { return w.designer(); },
+     [](MainWindow& w) { w.designer()->showOverview(); }},
+    {V::Memory, "viewMemory", QT_TRANSLATE_NOOP("tr::gui::MainWindow", "Memory"),
+     QT_TRANSLATE_NOOP("tr::gui::MainWindow", "&Memory"), "memory.png",
+     QT_TRANSLATE_NOOP("tr::gui::MainWindow",
+                       "The compiled memory plan: every region and tensor's place, per variant"),
+     [](const MainWindow& w) -> QWidget* { return w.memoryView(); },
+     // The plan by lifetime is what the Memory view shows that no other tool does.
+     [](MainWindow& w) { w.memoryView()->arenaTabs()->setCurrentIndex(1); }},
+    {V::Timeline, "viewTimeline", QT_TRANSLATE_NOOP("tr::gui::MainWindow", "Timeline"),
+     QT_TRANSLATE_NOOP("tr::gui::MainWindow", "&Timeline"), "timeline.png",
+     QT_TRANSLATE_NOOP("tr::gui::MainWindow",
+                       "Profiled steps on the five streams of each rank, with their overlap"),
+     [](const MainWindow& w) -> QWidget* { return w.timelineView(); }, nullptr},
+    {V::Training, "viewTraining", QT_TRANSLATE_NOOP("tr::gui::MainWindow", "Training"),
+     QT_TRANSLATE_NOOP("tr::gui::MainWindow", "T&raining"), "training.png",
+     QT_TRANSLATE_NOOP("tr::gui::MainWindow",
+                       "The run: train, pause, stop; its curves and its confusion matrix"),
+     [](const MainWindow& w) -> QWidget* { return w.trainingView(); }, nullptr},
+    {V::Runs, "viewRuns", QT_TRANSLATE_NOOP("tr::gui::MainWindow", "Runs"),
+     QT_TRANSLATE_NOOP("tr::gui::MainWindow", "R&uns"), "runs.png",
+     QT_TRANSLATE_NOOP("tr::gui::MainWindow",
+                       "Every recorded run: their curves overlaid, their settings compared"),
+     [](const MainWindow& w) -> QWidget* { return w.runsView(); }, nullptr},
+    {V::Data, "viewData", QT_TRANSLATE_NOOP("tr::gui::MainWindow", "Data"),
+     QT_TRANSLATE_NOOP("tr::gui::MainWindow", "&Data"), "data.png",
+     QT_TRANSLATE_NOOP("tr::gui::MainWindow",
+                       "The dataset: classes and counts, images as the network sees them"),
+     [](const MainWindow& w) -> QWidget* { return w.datasetView(); },
+     // It loads on a thread of its own: its images, not "Loading".
+     [](MainWindow& w) {
+       QDeadlineTimer loading(20000);
+       while (!w.datasetView()->isCurrent() && !loading.hasExpired())
+         QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
+     }},
+};
+
+// The row of `v`.
+const MainWindow::ViewInfo& view_info(MainWindow::View v) {
+  for (const MainWindow::ViewInfo& i : kViews)
+    if (i.view == v) return i;
+  return kViews[0];
 }
 
 // The index of the node called `id` in `project`, -1 when there is none.
@@ -137,12 +169,10 @@ MainWindow::MainWindow(QWidget* parent)
       readinessTimer_(new QTimer(this)) {
   setObjectName(QStringLiteral("MainWindow"));
   tabs_->setDocumentMode(true);
-  tabs_->addTab(designer_, tr("Design"));
-  tabs_->addTab(memory_, tr("Memory"));
-  tabs_->addTab(timeline_, tr("Timeline"));
-  tabs_->addTab(training_, tr("Training"));
-  tabs_->addTab(runs_, tr("Runs"));
-  tabs_->addTab(data_, tr("Data"));
+  for (const ViewInfo& v : kViews) {
+    const int tab = tabs_->addTab(v.widget(*this), tr(v.title));
+    tabs_->setTabToolTip(tab, tr(v.shows));
+  }
   setCentralWidget(tabs_);
   createActions();
   createMenus();
@@ -497,16 +527,12 @@ void MainWindow::createActions() {
        [this] { designer_->zoomToFit(); });
   make("zoomReset", tr("Actual &Size"), {QKeySequence(tr("Ctrl+1"))},
        [this] { designer_->resetZoom(); });
-  make("viewDesign", tr("&Design"), {QKeySequence(tr("Alt+1"))},
-       [this] { showView(View::Design); });
-  make("viewMemory", tr("&Memory"), {QKeySequence(tr("Alt+2"))},
-       [this] { showView(View::Memory); });
-  make("viewTimeline", tr("&Timeline"), {QKeySequence(tr("Alt+3"))},
-       [this] { showView(View::Timeline); });
-  make("viewTraining", tr("T&raining"), {QKeySequence(tr("Alt+4"))},
-       [this] { showView(View::Training); });
-  make("viewRuns", tr("R&uns"), {QKeySequence(tr("Alt+5"))}, [this] { showView(View::Runs); });
-  make("viewData", tr("&Data"), {QKeySequence(tr("Alt+6"))}, [this] { showView(View::Data); });
+  int place = 0;
+  for (const ViewInfo& v : kViews) {
+    QAction* a = make(v.action, tr(v.menu), {QKeySequence(Qt::ALT | (Qt::Key_1 + place++))},
+                      [this, view = v.view] { showView(view); });
+    a->setStatusTip(tr(v.shows));
+  }
   make("train", tr("&Train"), {QKeySequence(tr("Ctrl+R"))}, [this] {
     QString error;
     if (!train(&error)) QMessageBox::warning(this, tr("Cannot start training"), error);
@@ -589,12 +615,7 @@ void MainWindow::createMenus() {
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   view->setObjectName(QStringLiteral("viewMenu"));
-  view->addAction(action("viewDesign"));
-  view->addAction(action("viewMemory"));
-  view->addAction(action("viewTimeline"));
-  view->addAction(action("viewTraining"));
-  view->addAction(action("viewRuns"));
-  view->addAction(action("viewData"));
+  for (const ViewInfo& v : kViews) view->addAction(action(QString::fromLatin1(v.action)));
   view->addSeparator();
   for (const char* name : {"zoomIn", "zoomOut", "zoomFit", "zoomReset", "arrange"})
     view->addAction(action(name));
@@ -808,12 +829,18 @@ void MainWindow::closeEvent(QCloseEvent* event) {
 }
 
 // The tabs are in the order of View.
+std::span<const MainWindow::ViewInfo> MainWindow::views() {
+  return kViews;
+}
+
 void MainWindow::showView(View view) {
-  tabs_->setCurrentIndex(static_cast<int>(view));
+  tabs_->setCurrentWidget(view_info(view).widget(*this));
 }
 
 MainWindow::View MainWindow::currentView() const {
-  return static_cast<View>(std::max(0, tabs_->currentIndex()));
+  for (const ViewInfo& v : kViews)
+    if (v.widget(*this) == tabs_->currentWidget()) return v.view;
+  return kViews[0].view;
 }
 
 void MainWindow::showStatus(const QString& text, int timeout_ms) {
@@ -1155,21 +1182,12 @@ bool MainWindow::writeScreenshots(const QString& dir, QString* error, int train_
       }
   }
   const View before = currentView();
-  for (View v :
-       {View::Design, View::Memory, View::Timeline, View::Training, View::Runs, View::Data}) {
-    showView(v);
-    if (v == View::Design) designer_->showOverview();
-    // The plan by lifetime is what the Memory view shows that no other tool does.
-    const int arena_tab = memory_->arenaTabs()->currentIndex();
-    if (v == View::Memory) memory_->arenaTabs()->setCurrentIndex(1);
+  for (const ViewInfo& v : kViews) {
+    showView(v.view);
+    if (v.pose) v.pose(*this);
     QCoreApplication::processEvents();
-    // The Data view loads on a thread of its own: its images, not "Loading".
-    QDeadlineTimer loading(20000);
-    while (v == View::Data && !data_->isCurrent() && !loading.hasExpired())
-      QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
-    const QString path = QDir(dir).filePath(screenshot_name(v));
+    const QString path = QDir(dir).filePath(QString::fromLatin1(v.screenshot));
     const bool saved = grab().save(path, "PNG");
-    memory_->arenaTabs()->setCurrentIndex(arena_tab);
     if (!saved) {
       if (error) *error = tr("Cannot write '%1'; is the folder writable?").arg(path);
       showView(before);

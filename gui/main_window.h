@@ -10,6 +10,7 @@
 
 #include <QMainWindow>
 #include <memory>
+#include <span>
 
 #include <renaissance/compiled_plan.h>
 #include <renaissance/devices.h>
@@ -45,6 +46,21 @@ class MainWindow : public QMainWindow {
 
  public:
   enum class View { Design, Memory, Timeline, Training, Runs, Data };
+
+  // The views, one row each in their tabs' order: a new view is its widget,
+  // its enum value and its row.
+  struct ViewInfo {
+    View view;
+    const char* action;      // "viewDesign"; its key is Alt and its place (Alt+1)
+    const char* title;       // the tab's (translated in the MainWindow context): "Design"
+    const char* menu;        // View menu's: "&Design"
+    const char* screenshot;  // --screenshots' file: "designer.png"
+    const char* shows;       // what it shows: the tab's tooltip
+    QWidget* (*widget)(const MainWindow&);
+    // Before its screenshot: what it should show in a picture of it (may be null).
+    void (*pose)(MainWindow&);
+  };
+  static std::span<const ViewInfo> views();
 
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;

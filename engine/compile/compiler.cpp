@@ -8,6 +8,7 @@
 
 #include <renaissance/error.h>
 #include <renaissance/layer_spec.h>
+#include <renaissance/setting_spec.h>
 #include "compile/layer_lowering.h"
 #include "compile/layer_rewrites.h"
 #include "compile/step_packing.h"
@@ -109,14 +110,15 @@ SeriesUse series_for(const TrainingSpec& t) {
   SeriesUse u;
   const OptimizerSpec& o = t.optimizer;
   const bool sixteen = t.precision != Precision::FP32;
-  const bool momentum = o.kind != OptimizerKind::SGD || o.momentum > 0;
+  const OptimizerInfo& info = optimizer_info(o.kind);
+  const bool momentum = info.first_moment || o.momentum > 0;
   for (ParamSeries s : kAllSeries) {
     // Both 16-bit precisions compute on a 16-bit weight copy and write
     // 16-bit weight gradients (each op has one storage type: cuDNN's rule).
     if ((s == ParamSeries::A || s == ParamSeries::H) && !sixteen) continue;
     if (s == ParamSeries::E && !t.ema) continue;
     if (s == ParamSeries::M && !momentum) continue;
-    if (s == ParamSeries::V && o.kind != OptimizerKind::Adam) continue;
+    if (s == ParamSeries::V && !info.second_moment) continue;
     u.series.push_back(s);
   }
   return u;
@@ -161,7 +163,7 @@ class TensorAllocator {
         o.layer = v;
         o.analysis = &na;
         o.first = v == a_.first_layer;
-        o.lars = p_.training.optimizer.kind == OptimizerKind::LARS;
+        o.lars = optimizer_info(p_.training.optimizer.kind).layer_norms;
         o.plan = &plan_;
         o.params = [&](std::array<DTensorId, 7>& ids, ParamKind kind, const Shape& shape,
                        const std::string& name) { params(ids, kind, shape, name, v); };

@@ -2,6 +2,8 @@
 // Project: node labels, id lookup, device-set text and the enum names used in files.
 #include <renaissance/project.h>
 
+#include <renaissance/setting_spec.h>
+
 namespace tr {
 
 std::string LayerNode::label() const {
@@ -48,15 +50,7 @@ std::string_view variant_kind_name(VariantKind k) noexcept {
 }
 
 std::string_view optimizer_name(OptimizerKind k) noexcept {
-  switch (k) {
-    case OptimizerKind::SGD:
-      return "sgd";
-    case OptimizerKind::Adam:
-      return "adam";
-    case OptimizerKind::LARS:
-      return "lars";
-  }
-  return "?";
+  return optimizer_info(k).name;
 }
 
 std::string_view schedule_name(ScheduleKind k) noexcept {

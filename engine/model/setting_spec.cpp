@@ -21,14 +21,29 @@ using limits::kMaxSamples;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 constexpr OptimizerInfo kOptimizers[] = {
-    {OptimizerKind::SGD, "sgd", "SGD",
-     "Stochastic gradient descent with momentum (and Nesterov's, if asked)"},
-    {OptimizerKind::Adam, "adam", "Adam",
-     "Adam: a step scaled per weight by running averages of the gradient and its square"},
-    {OptimizerKind::LARS, "lars", "LARS",
-     "SGD with momentum whose step is scaled per layer by the ratio of the weights' norm to "
-     "the gradient's (for large batches)"},
+    {.kind = OptimizerKind::SGD,
+     .name = "sgd",
+     .title = "SGD",
+     .description = "Stochastic gradient descent with momentum (and Nesterov's, if asked)"},
+    {.kind = OptimizerKind::Adam,
+     .name = "adam",
+     .title = "Adam",
+     .description =
+         "Adam: a step scaled per weight by running averages of the gradient and its square",
+     .first_moment = true,
+     .second_moment = true},
+    {.kind = OptimizerKind::LARS,
+     .name = "lars",
+     .title = "LARS",
+     .description = "SGD with momentum whose step is scaled per layer by the ratio of the "
+                    "weights' norm to the gradient's (for large batches)",
+     .first_moment = true,
+     .layer_norms = true},
 };
+static_assert(std::size(kOptimizers) == 3 && kOptimizers[0].kind == OptimizerKind::SGD &&
+                  kOptimizers[1].kind == OptimizerKind::Adam &&
+                  kOptimizers[2].kind == OptimizerKind::LARS,
+              "kOptimizers lists the optimizers in their enum order");
 
 constexpr SettingChoice kSchedules[] = {
     {"constant", "Constant", static_cast<int>(ScheduleKind::Constant)},
@@ -584,9 +599,7 @@ std::span<const OptimizerInfo> optimizer_kinds() noexcept {
 }
 
 const OptimizerInfo& optimizer_info(OptimizerKind kind) noexcept {
-  for (const OptimizerInfo& o : kOptimizers)
-    if (o.kind == kind) return o;
-  return kOptimizers[0];
+  return kOptimizers[static_cast<size_t>(kind)];
 }
 
 std::string settings_table_markdown() {

@@ -121,13 +121,20 @@ std::string dataset_scope_text(DatasetScope scope);
 // What values it takes, in words ("> 0", "in [0, 1)", "1..100000", the choices).
 std::string setting_bounds_text(const SettingSpec& s);
 
-// The optimizers, one row each: what the file and the form call it and
-// what it is.
+// The optimizers, one row each: what the file and the form call it, what
+// it is, and the state the compiler gives it (its settings say which
+// optimizers they are for: SettingSpec::optimizers).
 struct OptimizerInfo {
   OptimizerKind kind = OptimizerKind::SGD;
   std::string_view name{};         // "adam"
   std::string_view title{};        // "Adam"
   std::string_view description{};  // a sentence
+  // A first moment (the M series) even at momentum 0; else only when the
+  // momentum is above 0.
+  bool first_moment = false;
+  bool second_moment = false;  // the V series
+  bool layer_norms =
+      false;  // per-layer weight and gradient norms (the N series), and its own graphs
 };
 std::span<const OptimizerInfo> optimizer_kinds() noexcept;
 const OptimizerInfo& optimizer_info(OptimizerKind kind) noexcept;
