@@ -5,7 +5,7 @@
 // runs the AVX2 and AVX-512 builds of our own kernels.
 #pragma once
 
-#include <renaissance/devices.h>
+#include <renaissance/cpu_bf16.h>
 
 namespace tr {
 

@@ -4,8 +4,6 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include <renaissance/dataset_probe.h>
-
 namespace tr {
 
 namespace {

@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include <renaissance/devices.h>
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/kernel_builds.h"
 #include "backends/cpu/kernels/activations.h"

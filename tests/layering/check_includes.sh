@@ -59,6 +59,68 @@ for folder in "${!allowed[@]}"; do
   done < <(find "$folder" $depth -type f \( -name '*.h' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \))
 done
 
+# Each public header belongs to one layer: the one whose file implements it
+# (the file that includes it first), or, for declarations only, the layer
+# named here. A folder may include a public header only of a layer it may
+# include, and so may another public header of that layer.
+declare -A owner=(
+  [dtype.h]=core [project_limits.h]=core [stream_kind.h]=core [training_values.h]=core
+  [cpu_bf16.h]=core [checkpoint_values.h]=core
+  [plan_report.h]=compile [step_lifetimes.h]=compile
+  [training.h]=runtime [profile.h]=runtime
+  [multi_node_options.h]=net
+)
+while IFS= read -r file; do
+  first=$(grep -m1 -E '^#include' "$file" || true)
+  [[ "$first" =~ \<renaissance/([a-z_]+\.h)\> ]] || continue
+  header=${BASH_REMATCH[1]}
+  folder=${file%/*}
+  owner[$header]=${folder#engine/}
+done < <(find engine -name '*.cpp' -not -path 'engine/cli/*' -not -path 'engine/backends/cuda/*')
+for header in engine/include/renaissance/*.h; do
+  name=${header##*/}
+  if [ -z "${owner[$name]:-}" ]; then
+    echo "$header: no layer implements it; name its layer in check_includes.sh's owner table" >&2
+    bad=$((bad + 1))
+  fi
+done
+# May `folder` (an engine folder) include a header of layer `layer`?
+may_include() {
+  local folder=$1 layer=$2 a
+  [ "engine/$layer" = "$folder" ] && return 0
+  for a in ${allowed[$folder]}; do [ "$a" = "$layer" ] && return 0; done
+  return 1
+}
+for folder in "${!allowed[@]}"; do
+  [ "$folder" = engine/cli ] || [ "$folder" = gui ] && continue
+  depth=""
+  [ "$folder" = engine/backends ] && depth="-maxdepth 1"
+  while IFS=: read -r file line inc; do
+    name=$(sed -E 's/^#include <renaissance\/([^>]+)>.*/\1/' <<<"$inc")
+    layer=${owner[$name]:-}
+    [ -n "$layer" ] || continue
+    if ! may_include "$folder" "$layer"; then
+      echo "$file:$line: includes <renaissance/$name>, the $layer layer's, which $folder may not" \
+           "(it may include ${allowed[$folder]})" >&2
+      bad=$((bad + 1))
+    fi
+  done < <(find "$folder" $depth -type f \( -name '*.h' -o -name '*.cpp' \) -exec grep -nE '^#include <renaissance/' {} + 2>/dev/null |
+           sed -E 's/^([^:]+):([0-9]+):/\1:\2:/')
+done
+for header in engine/include/renaissance/*.h; do
+  self=${owner[${header##*/}]:-}
+  [ -n "$self" ] || continue
+  while IFS=: read -r line inc; do
+    name=$(sed -E 's/^#include <renaissance\/([^>]+)>.*/\1/' <<<"$inc")
+    layer=${owner[$name]:-}
+    if [ -n "$layer" ] && ! may_include "engine/$self" "$layer"; then
+      echo "$header:$line: includes <renaissance/$name>, the $layer layer's, below which" \
+           "$self (its own layer) does not sit" >&2
+      bad=$((bad + 1))
+    fi
+  done < <(grep -nE '^#include <renaissance/' "$header" || true)
+done
+
 # The public headers include only each other and the standard library (and nlohmann's JSON).
 while IFS=: read -r file line inc; do
   echo "$file:$line: a public header includes $inc; it may include only <renaissance/...>" >&2

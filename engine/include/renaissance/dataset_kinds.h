@@ -15,6 +15,10 @@
 
 namespace tr {
 
+// Where Fashion-MNIST is looked for when the project names no folder.
+inline constexpr const char* kFashionMnistEnvVar = "TR_FASHION_MNIST_DIR";
+inline constexpr const char* kFashionMnistDefaultDir = "/usr/share/datasets/fashion-mnist";
+
 struct DatasetKindInfo {
   DatasetKind kind = DatasetKind::Synthetic;
   const char* name = "";     // in the project file: "fashion-mnist"

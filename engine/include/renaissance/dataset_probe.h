@@ -9,13 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <renaissance/dataset_kinds.h>
 #include <renaissance/project.h>
 
 namespace tr {
-
-// Where Fashion-MNIST is looked for when the project names no folder.
-inline constexpr const char* kFashionMnistEnvVar = "TR_FASHION_MNIST_DIR";
-inline constexpr const char* kFashionMnistDefaultDir = "/usr/share/datasets/fashion-mnist";
 
 struct DatasetProbe {
   bool ok = false;

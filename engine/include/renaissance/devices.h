@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <renaissance/cpu_bf16.h>
 #include <renaissance/project.h>
 
 namespace tr {
@@ -19,13 +20,6 @@ struct CudaDeviceInfo {
   uint64_t memory_bytes = 0;
   int cc_major = 0, cc_minor = 0;
   int multiprocessors = 0;
-};
-
-// The CPU's bfloat16 instructions: BF16 training needs one of them.
-struct CpuBf16 {
-  bool avx512_bf16 = false;  // AVX-512 BF16: conversions and dot products
-  bool amx_bf16 = false;     // AMX: BF16 matrix tiles (enabled by the OS)
-  bool any() const noexcept { return avx512_bf16 || amx_bf16; }
 };
 
 // "AMX and AVX-512 BF16", "AVX-512 BF16", or what is missing.

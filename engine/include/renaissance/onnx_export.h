@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include <renaissance/checkpoint.h>
+#include <renaissance/checkpoint_values.h>
 #include <renaissance/project.h>
 
 namespace tr {

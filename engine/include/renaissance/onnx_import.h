@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include <renaissance/checkpoint.h>
+#include <renaissance/checkpoint_values.h>
 #include <renaissance/project.h>
 
 namespace tr {
