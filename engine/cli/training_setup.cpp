@@ -82,8 +82,6 @@ TrainingJob prepare_training(Project project, const ParsedArgs& a, bool allow_cp
   SetupOptions options;
   options.allow_cpu_fallback = allow_cpu_fallback;
   options.nodes = read_node_options(a);
-  // Before the dataset loads: CPU ranks cannot train across machines.
-  check_multi_node(options.nodes, project.training.devices);
   if (a.values.count("threads"))
     options.cpu_threads = static_cast<int>(positive_integer("threads", a.values.at("threads")));
   if (a.values.count("data")) options.data_dir = a.values.at("data");

@@ -15,8 +15,8 @@
 
 namespace tr {
 
-// The project compiled for every node's ranks: nodes x this node's devices
-// share the global batch. The compiled project keeps this node's device
+// The project compiled for every node's ranks (one machine's, as the
+// compiler compiles it): nodes x this node's devices share the global batch. The compiled project keeps this node's device
 // list; its world_size is the global one.
 CompiledProject compile_for_nodes(const Project& project, const CompileOptions& options,
                                   const MultiNodeOptions& nodes);

@@ -42,8 +42,9 @@ std::string cuda_unavailable(const DeviceSet& devices, const DeviceScan& scan) {
 TrainingSetup prepare_training(Project project, const SetupOptions& options) {
   TrainingSetup out;
   bool on_cuda = false;
+  // Once: the scan loads the CUDA backend and asks the driver.
+  const DeviceScan scan = scan_devices();
   if (project.training.devices.kind == DeviceKind::CUDA) {
-    const DeviceScan scan = scan_devices();
     const std::string why = cuda_unavailable(project.training.devices, scan);
     on_cuda = why.empty();
     if (on_cuda) {
@@ -63,8 +64,9 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
       for (int i = 0; i < world; ++i) project.training.devices.ids.push_back(i);
     }
   }
+  // Once, here, before the dataset loads: with the devices the run trains
+  // on after a fallback, which its message names.
   check_multi_node(options.nodes, project.training.devices, out.device_note);
-  const DeviceScan scan = scan_devices();
   if (const std::string problem =
           precision_problem(project.training.precision, project.training.devices, scan);
       !problem.empty())
@@ -84,8 +86,11 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
     out.data = load_dataset(project.dataset, options.data_dir, seed);
     settle_dataset_sizes(project, out.data->size(Split::Train), out.data->size(Split::Val));
   }
-  out.compiled =
-      std::make_unique<CompiledProject>(compile_for_nodes(project, options.compile, options.nodes));
+  // One machine's plan is the compiler's own; across machines the net
+  // layer compiles for every node's ranks.
+  out.compiled = std::make_unique<CompiledProject>(
+      options.nodes.across_nodes() ? compile_for_nodes(project, options.compile, options.nodes)
+                                   : compile_project(project, options.compile));
   // Refused before any allocation, with both numbers.
   if (const std::string problem = plan_fit_problem(*out.compiled, scan); !problem.empty())
     throw UsageError("project '" + project.name + "' does not fit: " + problem);
