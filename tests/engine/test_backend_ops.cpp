@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -352,8 +353,15 @@ std::vector<Mode> modes_of(const OpCase& c) {
 // which it overwrites with what the launch left (in the PARTS mode, the launch
 // of part `only` alone where it is set). Returns false when an FP16 output's
 // padding lane is not zero.
+// Perf mode: the launch repeated `repeats` times, and how long they took
+// (the copies in and out left out).
+struct Timing {
+  int repeats = 1;
+  double seconds = 0;
+};
+
 bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out, Mode mode,
-              int only = -1) {
+              int only = -1, Timing* timing = nullptr) {
   const bool fp16 = mode == Mode::FP16;
   Placed p = place(c, half_of(mode));
   // In place: output 0 is input 0's bytes (same shape and type).
@@ -439,14 +447,27 @@ bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out
   } else {
     launches.push_back(args);
   }
-  for (const KernelArgs& a : launches) {
-    Launch kernel;
-    kernel.kind = LaunchKind::KERNEL;
-    kernel.args = &a;
-    kernel.tag.stream = StreamKind::COMP_1;
-    kernel.tag.label = c.name;
-    backend.prepare_launch(0, StreamKind::COMP_1, kernel);
-    backend.enqueue(0, StreamKind::COMP_1, kernel);
+  // Prepared once, as a captured graph's launches are; a timed run repeats
+  // only the enqueues.
+  std::vector<Launch> kernels(launches.size());
+  for (size_t k = 0; k < launches.size(); ++k) {
+    kernels[k].kind = LaunchKind::KERNEL;
+    kernels[k].args = &launches[k];
+    kernels[k].tag.stream = StreamKind::COMP_1;
+    kernels[k].tag.label = c.name;
+    backend.prepare_launch(0, StreamKind::COMP_1, kernels[k]);
+  }
+  std::chrono::steady_clock::time_point started;
+  if (timing) {
+    backend.synchronize(0);  // the inputs are in: only the launches are timed
+    started = std::chrono::steady_clock::now();
+  }
+  for (int r = 0; r < (timing ? timing->repeats : 1); ++r)
+    for (Launch& kernel : kernels) backend.enqueue(0, StreamKind::COMP_1, kernel);
+  if (timing) {
+    backend.synchronize(0);
+    timing->seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }
   for (size_t i = c.in.size(); i < p.descs.size(); ++i)
     enqueue_copy(LaunchKind::COPY_D2H, p.descs[i]->offset, bytes[i].data(), bytes[i].size());
@@ -1812,16 +1833,41 @@ std::vector<OpCase> accumulate_cases() {
 }
 
 // AMP's unscaling: by INV_LOSS_SCALE, unless the step overflowed (then nothing).
+// ---- A template: the cases of a new op, written out --------------------
+//
+// SCALE's cases, annotated as the pattern for a new op (ggml's
+// test-backend-ops keeps such an example too). To give an op its cases:
+//  1. Write a function returning its cases, as below: each names the op
+//     (`op` for a ComputeOp, `range` for a RangeOp: range_case sets it),
+//     gives its tensors (`in`/`out` shapes for a compute op; span lengths in
+//     elements for a range op), the layer settings it reads (`layer`), the
+//     scalars it reads (S_SCALARS slots), and a `reference`: the expected
+//     outputs from the inputs and the outputs' starting values, in double,
+//     written for obviousness.
+//  2. Put the function in the op's row of kComputeOps or kRangeOps (replacing
+//     an `elsewhere` note).
+//  3. For a 16-bit form, give `in_roles`/`out_roles` (what each tensor is in
+//     an AMP or BF16 plan); for a backward, `forward` and its indices, so the
+//     result is also checked against central differences.
+// Every backend then runs every case in every mode the case allows (FP32,
+// FP16, BF16, forked parts, in place, overwriting); no backend code changes
+// here. TR_BACKEND_OPS=perf times them (opPerformance).
 std::vector<OpCase> scale_cases() {
   std::vector<OpCase> v;
+  // One case per behaviour worth pinning: the plain scaling, and a step
+  // whose gradients overflowed, which SCALE must leave untouched.
   for (const bool overflow : {false, true}) {
-    OpCase c = range_case(RangeOp::SCALE, overflow ? "SCALE after an overflow" : "SCALE", {kSpan},
-                          {kSpan}, [overflow](const Tensors& in, const Tensors& b) {
+    OpCase c = range_case(RangeOp::SCALE, overflow ? "SCALE after an overflow" : "SCALE",
+                          /*in spans*/ {kSpan}, /*out spans*/ {kSpan},
+                          // in: the inputs (random, seeded per case); b: the outputs before
+                          // the launch (random too, so an output the op forgets shows).
+                          [overflow](const Tensors& in, const Tensors& b) {
                             Values y(in[0].size());
                             for (size_t i = 0; i < y.size(); ++i)
                               y[i] = overflow ? b[0][i] : in[0][i] * 0.125;
                             return std::vector<Values>{y};
                           });
+    // What the op reads besides its tensors: the S_SCALARS block.
     c.scalars = {{ScalarSlot::INV_LOSS_SCALE, 0.125f},
                  {ScalarSlot::OVERFLOW, overflow ? 1.0f : 0.0f}};
     v.push_back(c);
@@ -2469,6 +2515,67 @@ class TestBackendOps : public QObject {
                                 .arg(numeric)));
       }
     }
+  }
+
+  // Perf mode (TR_BACKEND_OPS=perf; otherwise skipped): each case's launch
+  // timed on each backend, in each storage type, repeated for about 50 ms
+  // after a warm-up, printed as microseconds a launch and the bytes its
+  // tensors hold moved per second. It checks nothing: speed goals are
+  // bench/'s, against a peer measured in the same run.
+  void opPerformance_data() {
+    QTest::addColumn<QString>("backend");
+    QTest::addColumn<int>("mode");
+    QTest::addColumn<int>("op");
+    QTest::addColumn<int>("index");
+    if (qgetenv("TR_BACKEND_OPS") != "perf") {
+      QTest::newRow("off") << QString() << 0 << -1 << -1;
+      return;
+    }
+    for (const char* b : {"cpu", "cuda"})
+      for (int op = 0; op < kOps; ++op) {
+        const std::vector<OpCase> cs = cases_of(op);
+        for (size_t i = 0; i < cs.size(); ++i)
+          for (const Mode m : modes_of(cs[i]))
+            if (m == Mode::FP32 || m == Mode::FP16 || m == Mode::BF16)
+              QTest::newRow(qPrintable(
+                  QStringLiteral("%1/%2/%3").arg(b).arg(mode_name(m)).arg(cs[i].name.c_str())))
+                  << QString(b) << static_cast<int>(m) << op << static_cast<int>(i);
+      }
+  }
+
+  void opPerformance() {
+    QFETCH(QString, backend);
+    QFETCH(int, mode);
+    QFETCH(int, op);
+    QFETCH(int, index);
+    if (op < 0) QSKIP("perf mode: TR_BACKEND_OPS=perf build/tests/test_backend_ops opPerformance");
+    const OpCase c = cases_of(op)[static_cast<size_t>(index)];
+    if (c.world > 1) QSKIP("a collective: bench_collectives times them");
+    std::string why_not;
+    std::unique_ptr<Backend> b = make_backend(backend.toStdString(), c.world, why_not);
+    if (!b) QSKIP(why_not.c_str());
+    const CaseValues v = case_values(c, op, index, half_of(static_cast<Mode>(mode)));
+    const Tensors handed = c.backend_view ? c.backend_view(v.in) : v.in;
+    Tensors out = v.before;
+    Timing once;
+    run_case(*b, c, handed, out, static_cast<Mode>(mode), -1, &once);  // warm-up
+    out = v.before;
+    run_case(*b, c, handed, out, static_cast<Mode>(mode), -1, &once);  // the measure of one
+    Timing t;
+    t.repeats = std::clamp(static_cast<int>(0.05 / std::max(once.seconds, 1e-6)), 3, 10000);
+    out = v.before;
+    run_case(*b, c, handed, out, static_cast<Mode>(mode), -1, &t);
+    const double each = t.seconds / t.repeats;
+    // The bytes its tensors and spans hold, in the storage type of the mode.
+    const double element = static_cast<Mode>(mode) == Mode::FP32 ? 4 : 2;
+    double bytes = 0;
+    for (const Shape& s : c.in) bytes += static_cast<double>(s.elements()) * element;
+    for (const Shape& s : c.out) bytes += static_cast<double>(s.elements()) * element;
+    for (const int64_t n : c.in_spans) bytes += static_cast<double>(n) * 4;
+    for (const int64_t n : c.out_spans) bytes += static_cast<double>(n) * 4;
+    qInfo("%-6s %-5s %-44s %10.2f us %8.2f GB/s  (%d runs)", qPrintable(backend),
+          mode_name(static_cast<Mode>(mode)), c.name.c_str(), each * 1e6, bytes / each / 1e9,
+          t.repeats);
   }
 
   // Every build of our own CPU kernels gives the portable build's bits on
