@@ -266,6 +266,7 @@ MainWindow::MainWindow(QWidget* parent)
   });
   connect(problems_, &ProblemsPanel::countChanged, this, [this](int n) {
     problemsDock_->setWindowTitle(n ? tr("Problems (%1)").arg(n) : tr("Problems"));
+    updateStatusSummary();
   });
   connect(palette_, &PaletteWidget::layerActivated, this, [this](LayerType t) {
     showView(View::Design);
@@ -430,14 +431,36 @@ QString MainWindow::defaultProjectPath() {
   return {};
 }
 
+QString MainWindow::workFolder() const {
+  const QString file = doc_->filePath();
+  if (!file.isEmpty() && !isSample(file)) return QFileInfo(file).absolutePath();
+  return saveFolder();
+}
+
+ModelWeights MainWindow::modelWeights() const {
+  QString store_path;
+  try {
+    store_path = QString::fromStdString(store::resolve_store_path());
+  } catch (const std::exception&) {
+    // No store to look in: the project's own weights, or the reason none are found.
+  }
+  return find_model_weights(doc_->project(), store_path);
+}
+
 void MainWindow::onExportOnnx() {
-  const QString checkpoint =
-      QFileDialog::getOpenFileName(this, tr("Export ONNX: the checkpoint with the weights"),
-                                   QString(), tr("Checkpoints (*.ckpt);;All files (*)"));
+  // The weights Try the Model would use are chosen already; the model goes
+  // beside the project (a run's weights live in the data folder).
+  const ModelWeights weights = modelWeights();
+  const QString checkpoint = QFileDialog::getOpenFileName(
+      this,
+      weights.path.isEmpty() ? tr("Export ONNX: the checkpoint with the weights")
+                             : tr("Export ONNX: %1").arg(weights.origin),
+      weights.path.isEmpty() ? workFolder() : weights.path,
+      tr("Checkpoints (*.ckpt);;All files (*)"));
   if (checkpoint.isEmpty()) return;
   const QString name = QString::fromStdString(doc_->project().name) + QStringLiteral(".onnx");
   const QString out = QFileDialog::getSaveFileName(
-      this, tr("Export ONNX"), QFileInfo(checkpoint).dir().filePath(name), tr("ONNX (*.onnx)"));
+      this, tr("Export ONNX"), QDir(workFolder()).filePath(name), tr("ONNX (*.onnx)"));
   if (out.isEmpty()) return;
   QString message;
   if (export_onnx_file(doc_->project(), checkpoint, out, &message))
@@ -447,15 +470,7 @@ void MainWindow::onExportOnnx() {
 }
 
 TryModelDialog* MainWindow::tryModel() {
-  // The newest run's final weights, else the project's starting weights.
-  QString store_path;
-  try {
-    store_path = QString::fromStdString(store::resolve_store_path());
-  } catch (const std::exception&) {
-    // No store to look in: the project's own weights, or the reason none are found.
-  }
-  auto* d =
-      new TryModelDialog(doc_->project(), find_model_weights(doc_->project(), store_path), this);
+  auto* d = new TryModelDialog(doc_->project(), modelWeights(), this);
   d->setAttribute(Qt::WA_DeleteOnClose);
   d->show();
   return d;
@@ -469,7 +484,7 @@ void MainWindow::onImportOnnx() {
   const QFileInfo in(onnx);
   const QString path = QFileDialog::getSaveFileName(
       this, tr("Import ONNX: the project to write (its weights go beside it)"),
-      in.dir().filePath(in.completeBaseName() + QStringLiteral(".json")), tr("Projects (*.json)"));
+      import_project_path(onnx), tr("Projects (*.json)"));
   if (path.isEmpty()) return;
   ImportedModel m;
   QString error;
@@ -505,7 +520,10 @@ void MainWindow::createActions() {
   make("new", tr("&New"), {QKeySequence::New}, [this] { onNew(); });
   make("open", tr("&Open…"), {QKeySequence::Open}, [this] { onOpen(); });
   make("save", tr("&Save"), {QKeySequence::Save}, [this] { onSave(); });
-  make("saveAs", tr("Save &As…"), {QKeySequence::SaveAs}, [this] { onSaveAs(); });
+  // Qt's generic desktop has no Save As keys; the common one then.
+  QList<QKeySequence> saveAsKeys = QKeySequence::keyBindings(QKeySequence::SaveAs);
+  if (saveAsKeys.isEmpty()) saveAsKeys << QKeySequence(tr("Ctrl+Shift+S"));
+  make("saveAs", tr("Save &As…"), saveAsKeys, [this] { onSaveAs(); });
   make("exportOnnx", tr("Export &ONNX…"), {}, [this] { onExportOnnx(); });
   make("importOnnx", tr("&Import ONNX…"), {}, [this] { onImportOnnx(); });
   make("tryModel", tr("Try the &Model…"), {}, [this] { tryModel(); });
@@ -860,12 +878,14 @@ void MainWindow::updateTitle() {
 
 void MainWindow::updateStatusSummary() {
   const ModelAnalysis& a = doc_->analysis();
-  summary_->setText(tr("%1 · %2 parameters · %3")
-                        .arg(count_text(static_cast<qint64>(doc_->project().model.nodes.size()),
-                                        tr("%1 layer"), tr("%1 layers")),
-                             grouped_number(a.total_params),
-                             count_text(static_cast<qint64>(a.problems.size()), tr("%1 problem"),
-                                        tr("%1 problems"))));
+  summary_->setText(
+      tr("%1 · %2 parameters · %3")
+          .arg(count_text(static_cast<qint64>(doc_->project().model.nodes.size()), tr("%1 layer"),
+                          tr("%1 layers")),
+               grouped_number(a.total_params),
+               // What the Problems panel lists: the design's, the
+               // compiler's and training's.
+               count_text(problems_->problemCount(), tr("%1 problem"), tr("%1 problems"))));
 }
 
 void MainWindow::designChanged() {

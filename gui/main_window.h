@@ -14,6 +14,7 @@
 
 #include <renaissance/compiled_plan.h>
 #include <renaissance/devices.h>
+#include "predict/model_weights.h"
 #include "training_readiness.h"
 
 class QAction;
@@ -138,6 +139,13 @@ class MainWindow : public QMainWindow {
   // projects folder (Documents/Renaissance Projects, made when saving);
   // never the samples' folder, where a copy would count as a sample.
   QString saveFolder() const;
+  // Where what is made from the open project goes (File > Export ONNX):
+  // its own folder, else saveFolder() (a sample, a new project).
+  QString workFolder() const;
+  // The weights Run > Try the Model and File > Export ONNX start with: the
+  // newest run's final weights, else the project's starting weights; with no
+  // path, why there are none.
+  ModelWeights modelWeights() const;
 
  protected:
   void closeEvent(QCloseEvent* event) override;

@@ -22,6 +22,22 @@ struct OnnxImportText {
 
 }  // namespace
 
+QString import_project_path(const QString& onnx) {
+  const QFileInfo model(onnx);
+  const QDir dir = model.dir();
+  const auto free = [&](const QString& stem) {
+    return !QFileInfo::exists(dir.filePath(stem + QStringLiteral(".json"))) &&
+           !QFileInfo::exists(dir.filePath(stem + QStringLiteral(".ckpt")));
+  };
+  QString stem = model.completeBaseName();
+  if (!free(stem)) {
+    const QString imported = stem + QStringLiteral("-imported");
+    stem = imported;
+    for (int n = 2; !free(stem); ++n) stem = imported + QStringLiteral("-%1").arg(n);
+  }
+  return dir.filePath(stem + QStringLiteral(".json"));
+}
+
 bool import_onnx_file(const QString& onnx, const QString& project, ImportedModel* out,
                       QString* message) {
   const QFileInfo file(project);

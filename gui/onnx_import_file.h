@@ -16,6 +16,12 @@ struct ImportedModel {
   QStringList notes;   // what the user should know (dataset, normalisation)
 };
 
+// The project file an import proposes: beside the model and named after it
+// ("lenet.onnx" -> "lenet.json"), "lenet-imported.json" (then "-2", "-3"...)
+// where that is taken (often by the project the model was exported from),
+// never an existing file, nor one whose checkpoint exists.
+QString import_project_path(const QString& onnx);
+
 // Imports `onnx` into the project file `project` (named after it). True with
 // `out` filled; false with `message` saying what was wrong (nothing written).
 bool import_onnx_file(const QString& onnx, const QString& project, ImportedModel* out,

@@ -24,8 +24,9 @@ constexpr const char* kPredictUsage =
     "  prints each PNG or JPEG image's K (5) most likely classes with their probabilities;\n"
     "  the images are fitted to the project's input and normalised as its dataset is.\n"
     "  --folder DIR: the images in DIR, or, when DIR has one subfolder per class (named as\n"
-    "  the model's classes), every image in them, with the accuracy and the confusion\n"
-    "  matrix. --json writes [{\"file\", \"top5\": [{\"class\", \"index\", \"p\"}, ...]}, ...]\n"
+    "  the model's classes, or in lower case with dashes: \"T-shirt/top\" as t-shirt-top),\n"
+    "  every image in them, with the accuracy and the confusion matrix.\n"
+    "  --json writes [{\"file\", \"top5\": [{\"class\", \"index\", \"p\"}, ...]}, ...]\n"
     "  (\"topK\" for --top K; \"label\" for a labelled image, \"error\" for an unreadable one;\n"
     "  \"logits\": the model's raw output per class, with --logits).\n";
 

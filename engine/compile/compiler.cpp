@@ -83,7 +83,10 @@ std::vector<ResolvedVariant> resolve_variants(const Project& p) {
                   " per device is not smaller than the train batch " + std::to_string(local)));
         break;
       case VariantKind::Validation:
-        if (v.batch * world > p.dataset.val_size)
+        // No validation samples: an image folder not counted yet (sizes
+        // come from its images, dataset_probe.h). The plan does not depend
+        // on them; reading the folder will say what is wrong.
+        if (p.dataset.val_size > 0 && v.batch * world > p.dataset.val_size)
           problems.push_back(variant_problem(p, i, "batch",
                                              "validation batch " + std::to_string(v.batch) + " x " +
                                                  std::to_string(world) + " devices exceeds the " +

@@ -6,6 +6,7 @@
 #include <renaissance/predict.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <numeric>
@@ -65,6 +66,41 @@ std::vector<std::string> class_names_of(const DatasetSpec& dataset) {
   return names.empty() ? dataset_class_names(dataset) : names;
 }
 
+std::string class_folder_form(const std::string& class_name) {
+  std::string form;
+  bool dash = false;
+  for (const char ch : class_name) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) || c >= 0x80) {  // UTF-8 letters stay as they are
+      if (dash && !form.empty()) form += '-';
+      dash = false;
+      form += static_cast<char>(std::tolower(c));
+    } else {
+      dash = true;
+    }
+  }
+  return form;
+}
+
+namespace {
+
+// The class a folder is named after: by its name, else by its folder form
+// when exactly one class has that form; -1 when none.
+int32_t class_of_folder(const std::string& folder, const std::vector<std::string>& class_names) {
+  const auto exact = std::find(class_names.begin(), class_names.end(), folder);
+  if (exact != class_names.end()) return static_cast<int32_t>(exact - class_names.begin());
+  const std::string form = class_folder_form(folder);
+  int32_t found = -1;
+  for (size_t i = 0; i < class_names.size(); ++i)
+    if (class_folder_form(class_names[i]) == form) {
+      if (found >= 0) return -1;  // two classes read alike: only their exact names tell
+      found = static_cast<int32_t>(i);
+    }
+  return found;
+}
+
+}  // namespace
+
 std::vector<PredictImage> folder_images(const std::string& dir,
                                         const std::vector<std::string>& class_names) {
   std::error_code ec;
@@ -80,15 +116,19 @@ std::vector<PredictImage> folder_images(const std::string& dir,
     for (const std::string& f : image_files_in(dir)) out.push_back({f, -1});
   for (const fs::path& folder : folders) {
     const std::string name = folder.filename().string();
-    const auto it = std::find(class_names.begin(), class_names.end(), name);
-    if (it == class_names.end()) {
-      std::string known;
-      for (const std::string& c : class_names) known += (known.empty() ? "" : ", ") + c;
+    const int32_t label = class_of_folder(name, class_names);
+    if (label < 0) {
+      std::string known, spelt;
+      for (const std::string& c : class_names) {
+        known += (known.empty() ? "" : ", ") + c;
+        // A folder cannot hold every name ("T-shirt/top"): say how one is spelt.
+        if (spelt.empty() && class_folder_form(c) != c)
+          spelt = "; a folder may spell '" + c + "' as '" + class_folder_form(c) + "'";
+      }
       throw UsageError(folder.string() + ": no class of the model is called '" + name +
-                       "' (its classes: " + known + ")");
+                       "' (its classes: " + known + spelt + ")");
     }
-    for (const std::string& f : image_files_in(folder.string()))
-      out.push_back({f, static_cast<int32_t>(it - class_names.begin())});
+    for (const std::string& f : image_files_in(folder.string())) out.push_back({f, label});
   }
   if (out.empty())
     throw UsageError(dir + " holds no PNG or JPEG images" +

@@ -13,6 +13,8 @@ namespace tr::gui {
 namespace {
 
 constexpr size_t kMarkedPoints = 12;
+// Half a marked point's disc, its pen and a pixel to spare.
+constexpr double kPointRadius = 5;
 
 }  // namespace
 
@@ -211,10 +213,24 @@ void CurvePlot::fitToData() {
     if (integerTicks_) x_hi = std::max(x_hi, std::ceil(last_x));
   }
   if (!std::isfinite(y_lo)) y_lo = 0, y_hi = 1;
-  const double pad = y_hi > y_lo ? 0.05 * (y_hi - y_lo) : 0.5;
+  double pad = y_hi > y_lo ? 0.05 * (y_hi - y_lo) : 0.5;
+  if (pointMargins_ && y_hi > y_lo) {
+    // A marked point is a disc: 5% of a short plot (the Top-1 chart at
+    // 1280x800 is 30 px tall) is less than its radius, and the highest and
+    // lowest would be cut in half by the axis.
+    updateLayout();  // the axis rect of the current size, not of the last replot
+    const int tall = axisRect()->height() > 0 ? axisRect()->height() : height() / 2;
+    const double room = std::max(1.0, tall - 2.0 * kPointRadius);
+    pad = std::max(pad, (y_hi - y_lo) * kPointRadius / room);
+  }
   xAxis->setRange(x_lo, x_hi);
   yAxis->setRange(y_lo - pad, y_hi + pad);
   requestReplot();
+}
+
+void CurvePlot::resizeEvent(QResizeEvent* event) {
+  QCustomPlot::resizeEvent(event);
+  if (pointMargins_) followIfAsked();
 }
 
 void CurvePlot::followIfAsked() {

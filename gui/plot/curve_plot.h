@@ -46,7 +46,9 @@ class CurvePlot : public QCustomPlot {
   // For plots of a few marked points (one per epoch): the x axis leaves room
   // around the first and last, so no marker is cut by the plot's edge, and
   // with whole-number ticks reaches the next whole number past the last
-  // point, so an epoch cut short sits between its ticks.
+  // point, so an epoch cut short sits between its ticks; the value axis
+  // leaves a marker's radius in pixels above and below, however short the
+  // plot (refitted when it is resized).
   void setPointMargins(bool on) { pointMargins_ = on; }
   // The legend in a row under the plot instead of over the data.
   void placeLegendBelow();
@@ -65,6 +67,8 @@ class CurvePlot : public QCustomPlot {
  protected:
   // A theme change (light, dark) recolours the axes, grid, text and legend.
   void changeEvent(QEvent* event) override;
+  // Point margins are in pixels: a new size refits a plot that follows its data.
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void applyPalette();

@@ -12,6 +12,8 @@
 #include <QMimeData>
 #include <QPixmap>
 #include <QPushButton>
+#include <QSettings>
+#include <QStandardPaths>
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -52,15 +54,21 @@ TryModelDialog::TryModelDialog(const Project& project, const ModelWeights& weigh
   top->addWidget(browse);
   auto* files = new QPushButton(tr("Images…"), this);
   connect(files, &QPushButton::clicked, this, [this] {
-    const QStringList f = QFileDialog::getOpenFileNames(this, tr("Images to classify"), QString(),
-                                                        tr("Images (*.png *.jpg *.jpeg)"));
-    if (!f.isEmpty()) classifyFiles(f);
+    const QStringList f = QFileDialog::getOpenFileNames(
+        this, tr("Images to classify"), imagesFolder(), tr("Images (*.png *.jpg *.jpeg)"));
+    if (f.isEmpty()) return;
+    rememberImages(QFileInfo(f.front()).absolutePath());
+    classifyFiles(f);
   });
   top->addWidget(files);
   auto* folder = new QPushButton(tr("Folder…"), this);
   connect(folder, &QPushButton::clicked, this, [this] {
-    const QString d = QFileDialog::getExistingDirectory(this, tr("Folder of images"));
-    if (!d.isEmpty()) classifyFolder(d);
+    const QString d =
+        QFileDialog::getExistingDirectory(this, tr("Folder of images"), imagesFolder());
+    if (d.isEmpty()) return;
+    // The folder above a scored folder of classes is where the next one is.
+    rememberImages(QFileInfo(d).absolutePath());
+    classifyFolder(d);
   });
   top->addWidget(folder);
   for (QPushButton* b : {browse, files, folder}) b->setAutoDefault(false);
@@ -82,6 +90,30 @@ TryModelDialog::TryModelDialog(const Project& project, const ModelWeights& weigh
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->setIconSize(QSize(48, 48));
   layout->addWidget(table_, 1);
+}
+
+namespace {
+
+const QString kImagesKey = QStringLiteral("predict/imagesFolder");
+
+}  // namespace
+
+QString TryModelDialog::imagesFolder() const {
+  const QString last = QSettings().value(kImagesKey).toString();
+  if (!last.isEmpty() && QFileInfo(last).isDir()) return last;
+  if (project_.dataset.kind == DatasetKind::ImageFolder)
+    for (const std::string& dir : {project_.dataset.val_path, project_.dataset.path})
+      if (!dir.empty()) {
+        // As the data loader reads it: a relative folder from the working one.
+        const QFileInfo folder(QString::fromStdString(dir));
+        if (folder.isDir()) return folder.absoluteFilePath();
+      }
+  const QString pictures = QStandardPaths::writableLocation(QStandardPaths::PicturesLocation);
+  return QFileInfo(pictures).isDir() ? pictures : QDir::homePath();
+}
+
+void TryModelDialog::rememberImages(const QString& folder) {
+  QSettings().setValue(kImagesKey, folder);
 }
 
 void TryModelDialog::setCheckpoint(const QString& path) {

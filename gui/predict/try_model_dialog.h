@@ -33,6 +33,10 @@ class TryModelDialog : public QDialog {
   bool classifyFolder(const QString& dir, QString* error = nullptr);
   void setCheckpoint(const QString& path);
   QString checkpoint() const;
+  // Where Images… and Folder… start: the folder images were last taken
+  // from, else an image-folder project's validation (or training) folder,
+  // else Pictures; never the folder the workbench was started in.
+  QString imagesFolder() const;
 
   QTableWidget* table() const { return table_; }
   QString summary() const;
@@ -48,6 +52,7 @@ class TryModelDialog : public QDialog {
   // Reads the checkpoint the field names (Enter) and says what it holds.
   void takeTypedCheckpoint();
   void showReport(const PredictReport& report);
+  void rememberImages(const QString& folder);
 
   Project project_;
   QLineEdit* checkpoint_;

@@ -91,7 +91,10 @@ RunsView::RunsView(QWidget* parent)
   }
 
   filter_->setObjectName(QStringLiteral("runsFilter"));
-  filter_->setPlaceholderText(tr("Filter: name, status, devices, precision, commit, tag or note"));
+  filter_->setPlaceholderText(tr("Filter runs"));
+  filter_->setToolTip(
+      tr("Shows the runs whose name, status, devices, precision, commit, tag or note holds "
+         "this text"));
   filter_->setClearButtonEnabled(true);
   // The actions beside it fold into the toolbar's » menu before the filter shrinks.
   filter_->setMinimumWidth(filter_->fontMetrics().horizontalAdvance(QLatin1Char('x')) * 24);

@@ -6,8 +6,10 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QCoreApplication>
+#include <QDir>
 #include <QEvent>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -318,10 +320,10 @@ TrainingSettingsPanel::Field& TrainingSettingsPanel::addField(QFormLayout* form,
   f.message->hide();
   column->addWidget(f.message);
 
-  auto* name = new QLabel(label, form->parentWidget());
-  name->setBuddy(editor);
-  name->setToolTip(tip);
-  form->addRow(name, f.row);
+  f.name = new QLabel(label, form->parentWidget());
+  f.name->setBuddy(editor);
+  f.name->setToolTip(tip);
+  form->addRow(f.name, f.row);
 
   switch (kind) {
     case Kind::Int:
@@ -376,7 +378,7 @@ void TrainingSettingsPanel::addSetting(QFormLayout* form, const SettingSpec& spe
     dataset_->setObjectName(QStringLiteral("dataset.summary"));
     dataset_->setWordWrap(true);
     dataset_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    form->addRow(QString(), dataset_);
+    form->addRow(dataset_);  // the panel's whole width: it names a folder
   }
   // Editors: one value a change, not one a keystroke; the panel commits on
   // Enter, on leaving the field, on each arrow step (merged into one undo step).
@@ -444,9 +446,8 @@ void TrainingSettingsPanel::addSetting(QFormLayout* form, const SettingSpec& spe
       break;
     }
     case SettingKind::Names: {
-      auto* edit = new QLineEdit(host);
-      edit->setPlaceholderText(tr("none: class 0, class 1, ... (or the folders' names)"));
-      editor = edit;
+      classNames_ = new QLineEdit(host);
+      editor = classNames_;
       kind = Kind::Names;
       break;
     }
@@ -479,6 +480,7 @@ void TrainingSettingsPanel::addSetting(QFormLayout* form, const SettingSpec& spe
                             std::string(spec.key.substr(spec.key.find('.') + 1)).c_str(),
                             spec.lo_open && spec.lo == 0);
     };
+  if (spec.kind == SettingKind::Names) labelAbove(f);  // a list of names wants the width
   if (spec.kind == SettingKind::Names)
     f.check = [&spec](const ProjectSettings& s) {
       Project p = as_project(s);
@@ -495,17 +497,21 @@ void TrainingSettingsPanel::addSetting(QFormLayout* form, const SettingSpec& spe
     };
   if (spec.kind == SettingKind::Path) {
     auto* edit = static_cast<QLineEdit*>(editor);
-    if (spec.kind_key) datasetFolder_ = edit;  // its grey hint names the kind's default folder
+    if (spec.kind_key) {  // its tooltip names the kind's default folder
+      datasetFolder_ = edit;
+      datasetFolderTip_ = tip;
+    }
     if (!spec.kind_key && !spec.folder)
-      edit->setPlaceholderText(tr("none: fresh weights from the seed"));
+      edit->setPlaceholderText(tr("none: fresh weights"));
+    else if (!spec.kind_key)  // the validation images
+      edit->setPlaceholderText(tr("one subfolder per class"));
     auto* browse = new QPushButton(tr("Browse…"), host);
     browse->setObjectName(key + QStringLiteral(".browse"));
     browse->setToolTip(spec.folder ? tr("Choose the folder") : tr("Choose the file"));
     besideEditor(f, browse);
+    labelAbove(f);
     connect(browse, &QPushButton::clicked, this, [this, &f, &spec, edit, label] {
-      const QString start = edit->text().isEmpty() && spec.kind_key
-                                ? QString::fromStdString(probe_.dir)
-                                : edit->text();
+      const QString start = browseStart(f.key);
       const QString chosen =
           spec.folder ? QFileDialog::getExistingDirectory(this, label, start)
                       : QFileDialog::getOpenFileName(this, label, start,
@@ -581,7 +587,10 @@ void TrainingSettingsPanel::refresh(bool reset) {
       writeEditor(f, value);
     }
     updateMessage(f, now);
-    if (f.applies) f.form->setRowVisible(f.row, f.applies(now));
+    if (f.applies) {
+      f.form->setRowVisible(f.row, f.applies(now));
+      if (f.above) f.form->setRowVisible(f.name, f.applies(now));
+    }
   }
   shown_ = now;
 
@@ -602,11 +611,18 @@ void TrainingSettingsPanel::refresh(bool reset) {
   const DatasetSpec& d = now.dataset;
   const DatasetKindInfo& kind = dataset_kind_info(d.kind);
   if (d.kind == DatasetKind::ImageFolder)
-    datasetFolder_->setPlaceholderText(tr("the training folder: one subfolder per class"));
-  else if (kind.files)
-    datasetFolder_->setPlaceholderText(
-        tr("default: $%1 or %2")
-            .arg(QLatin1String(kind.env_var), QString::fromStdString(default_dataset_dir(kind))));
+    datasetFolder_->setPlaceholderText(tr("one subfolder per class"));
+  else if (kind.files)  // the line under it and the tooltip say where that is
+    datasetFolder_->setPlaceholderText(tr("the default location"));
+  datasetFolder_->setToolTip(kind.files
+                                 ? datasetFolderTip_ + QLatin1Char('\n') +
+                                       tr("Left empty: $%1 when it is set, else %2")
+                                           .arg(QLatin1String(kind.env_var),
+                                                QString::fromStdString(default_dataset_dir(kind)))
+                                 : datasetFolderTip_);
+  classNames_->setPlaceholderText(d.kind == DatasetKind::ImageFolder
+                                      ? tr("none: the class folders' names")
+                                      : tr("none: class 0, class 1, …"));
   const QString channels = d.channels == 1 ? tr("1 channel") : tr("%1 channels").arg(d.channels);
   const QString shape =
       tr("%1×%2, %3, %4 classes").arg(d.height).arg(d.width).arg(channels).arg(d.classes);
@@ -760,12 +776,7 @@ void TrainingSettingsPanel::updateMessage(Field& field, const ProjectSettings& n
     QString text = field.check ? field.check(now) : QString();
     // A dataset that cannot be read says so under the field that would fix it.
     // (The folder field serves every kind with files, whatever its key in the file.)
-    const std::string key = field.key.toStdString();
-    if (text.isEmpty() && !probe_.ok &&
-        (key == probe_.field ||
-         (key == "dataset.path" &&
-          probe_.field ==
-              "dataset." + std::string(dataset_kind_info(now.dataset.kind).folder_key))))
+    if (text.isEmpty() && !probe_.ok && find(QString::fromStdString(probe_.field)) == &field)
       text = QString::fromStdString(probe_.problem);
     showMessage(field, text);
     return;
@@ -799,9 +810,40 @@ void TrainingSettingsPanel::besideEditor(Field& field, QWidget* extra) {
   column->insertLayout(0, line);
 }
 
+QString TrainingSettingsPanel::browseStart(const QString& key) const {
+  const Field& field = *find(key);
+  const QString now = static_cast<const QLineEdit*>(field.editor)->text();
+  if (!now.isEmpty()) return now;
+  const DatasetSpec& d = doc_->project().dataset;
+  if (field.spec->kind_key && !probe_.dir.empty()) return QString::fromStdString(probe_.dir);
+  // An image folder's two folders are usually side by side.
+  if (field.spec->folder) {
+    const std::string& other = field.spec->kind_key ? d.val_path : d.path;
+    if (!other.empty()) return QFileInfo(QString::fromStdString(other)).absolutePath();
+  }
+  if (!doc_->filePath().isEmpty() && doc_->samplePath().isEmpty())
+    return QFileInfo(doc_->filePath()).absolutePath();
+  return QDir::homePath();
+}
+
+void TrainingSettingsPanel::labelAbove(Field& field) {
+  int at = 0;
+  QFormLayout::ItemRole role = QFormLayout::FieldRole;
+  field.form->getWidgetPosition(field.row, &at, &role);
+  field.form->takeRow(at);  // gives the widgets back, does not delete them
+  field.form->insertRow(at, field.name);
+  field.form->insertRow(at + 1, field.row);
+  field.above = true;
+}
+
 const TrainingSettingsPanel::Field* TrainingSettingsPanel::find(const QString& key) const {
   for (const Field& f : fields_)
     if (f.key == key) return &f;
+  // The folder field serves every kind with files, whatever its key in the
+  // file ("dataset.train_dir" in a problem is that field too).
+  for (const DatasetKindInfo& k : dataset_kinds())
+    if (k.files && key == QStringLiteral("dataset.") + QLatin1String(k.folder_key))
+      return datasetFolder_ ? find(datasetFolder_->objectName()) : nullptr;
   return nullptr;
 }
 

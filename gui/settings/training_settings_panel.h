@@ -34,6 +34,11 @@ class TrainingSettingsPanel : public QWidget {
   // "training.optimizer.lr", "training.ema.enabled", "dataset.mean"...), or null.
   QWidget* fieldEditor(const QString& key) const;
   // What the form calls that field ("Learning rate"), or empty.
+  // Where the Browse… of the path field `key` starts: its path; when empty,
+  // where the dataset kind is looked for, beside the image folder's other
+  // folder, the project's folder (not a sample's), else home; never the
+  // folder the workbench was started in.
+  QString browseStart(const QString& key) const;
   QString fieldLabel(const QString& key) const;
   // As wide as the widest row needs (rows scroll vertically, never sideways).
   QSize minimumSizeHint() const override;
@@ -62,6 +67,8 @@ class TrainingSettingsPanel : public QWidget {
     QWidget* row = nullptr;  // editor and message: one row of `form`
     QFormLayout* form = nullptr;
     QLabel* message = nullptr;
+    QLabel* name = nullptr;  // the label; a row of its own above `row` when `above`
+    bool above = false;
     std::function<QVariant(const ProjectSettings&)> get;
     std::function<void(ProjectSettings&, const QVariant&)> set;
     // A check that involves other settings, with the loader's message; null when none.
@@ -86,13 +93,18 @@ class TrainingSettingsPanel : public QWidget {
   const Field* find(const QString& key) const;
   // Puts `extra` (a Browse button) on the editor's line.
   void besideEditor(Field& field, QWidget* extra);
+  // The label on a row of its own, so the editor (a path) has the panel's
+  // whole width instead of what the longest label leaves.
+  void labelAbove(Field& field);
 
   ProjectDocument* doc_;
   std::deque<Field> fields_;  // a deque: connections hold references to its elements
   ProjectSettings shown_;     // what the editors showed after the last refresh
   QLabel* devices_ = nullptr;
   QLabel* dataset_ = nullptr;
-  QLineEdit* datasetFolder_ = nullptr;  // its grey hint names where the kind is looked for
+  QLineEdit* datasetFolder_ = nullptr;  // its tooltip names where the kind is looked for
+  QString datasetFolderTip_;            // the setting's own help, before that
+  QLineEdit* classNames_ = nullptr;     // its grey hint says what names the classes without it
   QWidget* host_ = nullptr;             // the form inside the scroll area
   DatasetProbe probe_;                  // the shown settings' dataset, looked at on every refresh
 };

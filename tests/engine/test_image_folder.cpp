@@ -19,6 +19,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -29,6 +30,7 @@
 
 #include <renaissance/dataset_probe.h>
 #include <renaissance/error.h>
+#include <renaissance/predict.h>
 #include <renaissance/project_io.h>
 #include "data/dataset.h"
 #include "data/image_decode.h"
@@ -301,6 +303,31 @@ class TestImageFolder : public QObject {
     QVERIFY2(why.contains(QString::fromStdString(at("f2/val/zebra") +
                                                  ": a validation class the training folder " +
                                                  at("f2/train") + " lacks (its classes: a, b)")),
+             qPrintable(why));
+  }
+
+  // Images to classify in class folders: a folder is named as its class or
+  // as a folder can spell it ("T-shirt/top" has a '/'), so a model's own
+  // class names label them; a form two classes share tells neither.
+  void classFoldersMayUseTheFolderForm() {
+    QCOMPARE(class_folder_form("T-shirt/top"), std::string("t-shirt-top"));
+    QCOMPARE(class_folder_form("Ankle boot"), std::string("ankle-boot"));
+    QCOMPARE(class_folder_form("  Bag!"), std::string("bag"));
+    const std::vector<std::string> names{"T-shirt/top", "Ankle boot", "Bag"};
+    images({"f5/t-shirt-top/1.png", "f5/Ankle boot/1.png", "f5/ankle_boot/2.png", "f5/Bag/1.png"});
+    const std::vector<PredictImage> got = folder_images(at("f5"), names);
+    std::map<std::string, int32_t> label;
+    for (const PredictImage& image : got)
+      label[std::filesystem::path(image.file).parent_path().filename().string()] = image.label;
+    QCOMPARE(label.size(), size_t{4});
+    QCOMPARE(label["t-shirt-top"], 0);
+    QCOMPARE(label["Ankle boot"], 1);
+    QCOMPARE(label["ankle_boot"], 1);
+    QCOMPARE(label["Bag"], 2);
+    images({"f6/Ankle boot/1.png", "f6/ankle_boot/1.png"});
+    const QString why = usage_error([&] { folder_images(at("f6"), {"Ankle boot", "ankle-boot"}); });
+    QVERIFY2(why.contains("no class of the model is called 'ankle_boot' (its classes: Ankle boot, "
+                          "ankle-boot; a folder may spell 'Ankle boot' as 'ankle-boot')"),
              qPrintable(why));
   }
 

@@ -22,9 +22,12 @@
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QScreen>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
+#include <QStyle>
 #include <QTabBar>
 #include <QTabWidget>
 #include <QTemporaryDir>
@@ -725,6 +728,17 @@ class TestJourneys : public QObject {
           if (button->text().isEmpty()) continue;
           text = button->text();
           need = button->sizeHint().width() - 2;  // the style's own margins count
+        } else if (auto* edit = qobject_cast<QLineEdit*>(widget);
+                   edit && edit->text().isEmpty() && !edit->placeholderText().isEmpty() &&
+                   !qobject_cast<QAbstractSpinBox*>(edit->parentWidget())) {
+          // An empty field's grey hint ("none: fresh weights"):
+          // what it shows inside its frame and the line edit's own margins.
+          text = edit->placeholderText();
+          const int frame = edit->hasFrame() ? edit->style()->pixelMetric(
+                                                   QStyle::PM_DefaultFrameWidth, nullptr, edit)
+                                             : 0;
+          const QMargins m = edit->textMargins();
+          need = edit->fontMetrics().horizontalAdvance(text) + 2 * frame + 4 + m.left() + m.right();
         } else if (auto* box = qobject_cast<QAbstractSpinBox*>(widget)) {
           // What its field shows ("project's (3)"), in the field beside the arrows.
           const QLineEdit* field = box->findChild<QLineEdit*>();
@@ -791,7 +805,17 @@ class TestJourneys : public QObject {
     }
     win.w.findChild<QDockWidget*>("settingsDock")->raise();
     win.settle();
-    check(QStringLiteral("Training settings"));
+    // The form is taller than the dock: each screenful of it, scrolled.
+    auto* form = win.w.settingsPanel()->findChild<QScrollArea*>();
+    QVERIFY(form);
+    QScrollBar* down = form->verticalScrollBar();
+    for (int at = 0;; at += down->pageStep()) {
+      down->setValue(std::min(at, down->maximum()));
+      win.settle();
+      check(QStringLiteral("Training settings, scrolled %1 px").arg(down->value()));
+      if (down->value() >= down->maximum()) break;
+    }
+    down->setValue(0);
     auto* analysis = win.w.findChild<QDockWidget*>("analysisDock");
     QVERIFY(!analysis->isVisible());  // until asked for
     analysis->show();

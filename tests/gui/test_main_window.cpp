@@ -12,13 +12,16 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
+#include <QFileInfo>
 #include <QImage>
+#include <QLabel>
 #include <QLineEdit>
 #include <QProcess>
 #include <QPushButton>
 #include <QScopeGuard>
 #include <QSettings>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTableWidget>
@@ -497,6 +500,8 @@ class TestMainWindow : public QObject {
     QVERIFY(win.index("relu3") >= 0);
     QTest::keyClick(&win.w, Qt::Key_F5);
     QCOMPARE(win.w.currentView(), MainWindow::View::Memory);
+    // Save As has keys on every desktop, Qt's generic one included.
+    QVERIFY(!win.w.action(QStringLiteral("saveAs"))->shortcuts().isEmpty());
   }
 
   void compileActionShowsTheMemoryView() {
@@ -558,6 +563,11 @@ class TestMainWindow : public QObject {
                                              "project 'cnn-bn-fashion'")),
              qPrintable(message));
     QVERIFY(!QFile::exists(dir.filePath("other.onnx")));
+    // The exported model goes beside the project, not beside its weights
+    // (a run's are in the data folder); a sample's, where Save As would put it.
+    QCOMPARE(win.w.workFolder(), win.w.saveFolder());
+    QVERIFY(win.w.saveProjectAs(dir.filePath("mine.json"), &error));
+    QCOMPARE(win.w.workFolder(), dir.path());
     QVERIFY(!export_onnx_file(win.doc()->project(), dir.filePath("absent.ckpt"), out, &message));
     QVERIFY2(message.contains(QStringLiteral("absent.ckpt")), qPrintable(message));
   }
@@ -579,6 +589,12 @@ class TestMainWindow : public QObject {
               {"onnx", "export", MainWindow::defaultProjectPath(), "--checkpoint",
                dir.filePath("lenet-fashion-step2.ckpt"), "-o", onnx});
     QVERIFY(cli.waitForFinished(60000) && cli.exitCode() == 0);
+    // Proposed beside the model, named after it, never over a file there.
+    QCOMPARE(import_project_path(onnx), dir.filePath(QStringLiteral("lenet.json")));
+    QFile(dir.filePath(QStringLiteral("lenet.json"))).open(QIODevice::WriteOnly);
+    QCOMPARE(import_project_path(onnx), dir.filePath(QStringLiteral("lenet-imported.json")));
+    QFile(dir.filePath(QStringLiteral("lenet-imported.ckpt"))).open(QIODevice::WriteOnly);
+    QCOMPARE(import_project_path(onnx), dir.filePath(QStringLiteral("lenet-imported-2.json")));
     ImportedModel m;
     QString message;
     const QString project = dir.filePath(QStringLiteral("imported.json"));
@@ -607,6 +623,30 @@ class TestMainWindow : public QObject {
     QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("no.ckpt"))));
   }
 
+  // An image-folder project whose folders are not chosen yet (an imported
+  // model's) compiles: its plan does not depend on how many images there
+  // are. Training waits for the folder, and the status bar counts what the
+  // Problems panel lists.
+  void anImageFolderProjectWithoutFoldersCompiles() {
+    Window win;
+    Project p = load_project(MainWindow::defaultProjectPath().toStdString());
+    p.dataset.kind = DatasetKind::ImageFolder;
+    p.dataset.path.clear();
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("folders.json"));
+    save_project(p, path.toStdString());
+    QString error;
+    QVERIFY2(win.w.openProject(path, &error), qPrintable(error));
+    QVERIFY2(win.w.compile(&error), qPrintable(error));
+    QTRY_VERIFY(win.w.problems()->blockingCount() == 1);
+    QCOMPARE(win.w.problems()->fieldKey(0), QStringLiteral("dataset.train_dir"));
+    const QLabel* summary = nullptr;
+    for (const QLabel* l : win.w.statusBar()->findChildren<QLabel*>())
+      if (l->text().contains(QStringLiteral(" parameters · "))) summary = l;
+    QVERIFY(summary);
+    QVERIFY2(summary->text().endsWith(QStringLiteral("· 1 problem")), qPrintable(summary->text()));
+  }
+
   // Run > Try the Model, without its file dialogs: a labelled folder is
   // classified with the accuracy, misclassified images first; an unreadable
   // file is listed; without a checkpoint it says what to choose.
@@ -619,10 +659,10 @@ class TestMainWindow : public QObject {
                 {"train", MainWindow::defaultProjectPath(), "--max-steps", "30", "--no-store",
                  "--no-validation", "--checkpoint-dir", dir.path()});
     QVERIFY(train.waitForFinished(120000) && train.exitCode() == 0);
-    // Each image in nine class folders: exactly one label is right unless
-    // the model says T-shirt/top (the one class a folder cannot be named).
-    const char* classes[] = {"Trouser", "Pullover", "Dress", "Coat",      "Sandal",
-                             "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+    // Each image in ten class folders, one for each class: exactly one
+    // label is right. T-shirt/top's folder spells it as a folder can.
+    const char* classes[] = {"t-shirt-top", "Trouser", "Pullover", "Dress", "Coat",
+                             "Sandal",      "Shirt",   "Sneaker",  "Bag",   "ankle-boot"};
     for (const char* cls : classes) {
       QDir(dir.path()).mkpath(QStringLiteral("labelled/%1").arg(cls));
       for (int i = 0; i < 4; ++i) {
@@ -639,21 +679,31 @@ class TestMainWindow : public QObject {
     QVERIFY2(error.contains("choose the checkpoint"), qPrintable(error));
     d.setCheckpoint(dir.filePath("lenet-fashion-step30.ckpt"));
     QVERIFY2(d.classifyFolder(dir.filePath("labelled"), &error), qPrintable(error));
-    QCOMPARE(d.table()->rowCount(), 36);
-    QVERIFY2(d.summary().contains("36 images classified; accuracy "), qPrintable(d.summary()));
+    QCOMPARE(d.table()->rowCount(), 40);
+    QVERIFY2(d.summary().contains("40 images classified; accuracy "), qPrintable(d.summary()));
     int right = 0, wrong = 0;
-    for (int r = 0; r < 36; ++r) {
+    for (int r = 0; r < 40; ++r) {
       const bool ok = d.table()->item(r, 2)->text().startsWith(d.table()->item(r, 3)->text() + " ");
       QVERIFY2(!(right > 0 && !ok), "a misclassified image after a correct one");
       (ok ? right : wrong) += 1;
     }
     QVERIFY2(right > 0 && wrong > 0,
              qPrintable(QStringLiteral("%1 right, %2 wrong").arg(right).arg(wrong)));
-    QVERIFY(d.summary().contains(QStringLiteral("(%1 of 36)").arg(right)));
+    QVERIFY(d.summary().contains(QStringLiteral("(%1 of 40)").arg(right)));
     std::ofstream(dir.filePath("broken.png").toStdString()) << "no";
     QVERIFY(d.classifyFiles({dir.filePath("labelled/Bag/0.png"), dir.filePath("broken.png")}));
     QVERIFY2(d.summary().contains("1 image classified; 1 unreadable"), qPrintable(d.summary()));
     QVERIFY(d.table()->item(0, 2)->text().startsWith("unreadable: "));
+    // Images… and Folder… start in Pictures (or home), never in the folder
+    // the workbench was started from; for an image-folder project, in its
+    // validation folder.
+    QSettings().remove(QStringLiteral("predict/imagesFolder"));
+    QVERIFY(d.imagesFolder() != QDir::currentPath());
+    QVERIFY(QFileInfo(d.imagesFolder()).isDir());
+    Project folders = win.doc()->project();
+    folders.dataset.kind = DatasetKind::ImageFolder;
+    folders.dataset.val_path = dir.filePath("labelled").toStdString();
+    QCOMPARE(TryModelDialog(folders, ModelWeights{}).imagesFolder(), dir.filePath("labelled"));
   }
 
   void newProjectIsEmptyAndSaysWhatIsMissing() {

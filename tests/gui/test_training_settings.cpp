@@ -300,8 +300,10 @@ class TestTrainingSettings : public QObject {
     QVERIFY(p.shown("dataset.path"));
     QVERIFY(!p.shown("dataset.height"));
     auto* folder = p.editor<QLineEdit>("dataset.path");
-    QVERIFY2(folder->placeholderText().contains(QStringLiteral("TR_CIFAR10_DIR")),
-             qPrintable(folder->placeholderText()));
+    QCOMPARE(folder->placeholderText(), QStringLiteral("the default location"));
+    QVERIFY2(
+        folder->toolTip().contains(QStringLiteral("Left empty: $TR_CIFAR10_DIR when it is set")),
+        qPrintable(folder->toolTip()));
     const QString absent = QDir::tempPath() + QStringLiteral("/tr-no-cifar-here");
     type(folder, absent);
     QCOMPARE(p.doc.project().dataset.path, absent.toStdString());
@@ -334,6 +336,20 @@ class TestTrainingSettings : public QObject {
                             "dataset.height", "dataset.classes"})
       QVERIFY2(p.shown(key), key);
     QVERIFY(!p.shown("dataset.train_size"));
+    // A problem about the training folder (the file's "dataset.train_dir")
+    // is the Folder field's, in the Problems panel and under the field; each
+    // empty field's hint says what goes in it.
+    QCOMPARE(p.panel.fieldLabel(QStringLiteral("dataset.train_dir")), QStringLiteral("Folder"));
+    QCOMPARE(p.panel.fieldLabel(QStringLiteral("dataset.val_dir")),
+             QStringLiteral("Validation folder"));
+    QVERIFY2(p.message("dataset.path").startsWith(QStringLiteral("no training folder is set")),
+             qPrintable(p.message("dataset.path")));
+    QCOMPARE(p.editor<QLineEdit>("dataset.path")->placeholderText(),
+             QStringLiteral("one subfolder per class"));
+    QCOMPARE(p.editor<QLineEdit>("dataset.val_dir")->placeholderText(),
+             QStringLiteral("one subfolder per class"));
+    QCOMPARE(p.editor<QLineEdit>("dataset.class_names")->placeholderText(),
+             QStringLiteral("none: the class folders' names"));
     const QString train = QDir::tempPath() + QStringLiteral("/tr-no-train-folder");
     type(p.editor<QLineEdit>("dataset.path"), train);
     QVERIFY2(p.message("dataset.path")
@@ -345,7 +361,13 @@ class TestTrainingSettings : public QObject {
     QCOMPARE(bad->count(), 2);
     bad->setCurrentIndex(bad->findText(QStringLiteral("Leave it out")));
     QVERIFY(p.doc.project().dataset.skip_bad_images);
+    // Browse… for the validation folder starts beside the training folder.
+    QCOMPARE(p.panel.browseStart(QStringLiteral("dataset.val_dir")), QDir::tempPath());
     type(p.editor<QLineEdit>("dataset.val_dir"), QStringLiteral("/somewhere/val"));
+    QCOMPARE(p.panel.browseStart(QStringLiteral("dataset.val_dir")),
+             QStringLiteral("/somewhere/val"));
+    // A sample's weights are not kept beside it: from home.
+    QCOMPARE(p.panel.browseStart(QStringLiteral("training.init_from")), QDir::homePath());
     QCOMPARE(p.doc.project().dataset.val_path, std::string("/somewhere/val"));
   }
 

@@ -587,6 +587,49 @@ class TestTrainingView : public QObject {
     QVERIFY2(range.lower < 1.0 && range.upper > 1.0 + 131.0 / 469.0,
              qPrintable(QStringLiteral("%1 .. %2").arg(range.lower).arg(range.upper)));
   }
+
+  // Each epoch's point is a disc of 6 px: on a plot as short as the Top-1
+  // chart gets at 1280x800, the lowest and highest are still whole inside
+  // the axis, not cut in half by its edge.
+  void epochPointsAreWholeOnAShortPlot() {
+    TrainingCharts charts;
+    const double train[] = {0.76, 0.875, 0.90};
+    const double val[] = {0.83, 0.875, 0.89};
+    for (int i = 0; i < 3; ++i) {
+      EpochReport e;
+      e.epoch = i;
+      e.train_top1 = train[i];
+      e.val_top1 = val[i];
+      e.validated = true;
+      e.steps = e.batches = 469;
+      charts.addEpoch(e);
+    }
+    CurvePlot* plot = charts.top1Plot();
+    plot->resize(360, 110);
+    plot->setViewport(plot->rect());  // as its resize event would, shown
+    plot->fitToData();
+    plot->replot();
+    const QRect inside = plot->axisRect()->rect();
+    QVERIFY(inside.height() > 0);
+    for (int g = 0; g < 2; ++g)
+      for (size_t i = 0; i < 3; ++i) {
+        const double x = plot->seriesX(g)[i];
+        const double y = 100 * (g == 0 ? train[i] : val[i]);
+        const QPointF at(plot->xAxis->coordToPixel(x), plot->yAxis->coordToPixel(y));
+        const QRectF disc(at - QPointF(3, 3), QSizeF(6, 6));
+        QVERIFY2(
+            QRectF(inside).contains(disc),
+            qPrintable(QStringLiteral("series %1 epoch %2 at (%3, %4), axis (%5, %6) to (%7, %8)")
+                           .arg(g)
+                           .arg(i + 1)
+                           .arg(at.x())
+                           .arg(at.y())
+                           .arg(inside.left())
+                           .arg(inside.top())
+                           .arg(inside.right())
+                           .arg(inside.bottom())));
+      }
+  }
 };
 
 QTEST_MAIN(TestTrainingView)

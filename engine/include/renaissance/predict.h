@@ -52,10 +52,17 @@ std::vector<std::string> class_names_of(const DatasetSpec& dataset);
 // number of classes than the project).
 std::vector<std::string> folder_class_names(const DatasetSpec& dataset);
 
+// A class name as a folder may spell it: lower case, each run of other
+// characters than letters and digits one dash ("T-shirt/top" ->
+// "t-shirt-top", "Ankle boot" -> "ankle-boot"); a '/' cannot be in a
+// folder's name.
+std::string class_folder_form(const std::string& class_name);
+
 // The images of `dir`: with class subfolders, those folders' images labelled
-// by `class_names` (a folder no class is named after is an error, naming
-// it); else the PNG and JPEG files in `dir` itself, unlabelled. Throws
-// UsageError naming what is wrong.
+// by `class_names` (a folder is named as its class, or as its
+// class_folder_form where no two classes share that form; a folder no class
+// is named after is an error, naming it); else the PNG and JPEG files in
+// `dir` itself, unlabelled. Throws UsageError naming what is wrong.
 std::vector<PredictImage> folder_images(const std::string& dir,
                                         const std::vector<std::string>& class_names);
 
