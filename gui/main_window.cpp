@@ -13,6 +13,7 @@
 #include <QElapsedTimer>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QHeaderView>
 #include <QLabel>
 #include <QMenu>
 #include <QMenuBar>
@@ -24,6 +25,7 @@
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTimer>
 #include <QToolBar>
 #include <QTreeWidget>
@@ -179,6 +181,7 @@ MainWindow::MainWindow(QWidget* parent)
   createToolBar();
   createDocks();
   statusBar()->addPermanentWidget(summary_);
+  statusBar()->installEventFilter(this);
   // Undo and Redo typed in a field of the forms undo the project too.
   auto* undoKeys = new UndoKeysFilter(this);
   undoKeys->watch(properties_, [this] { properties_->commitPendingEdits(); });
@@ -533,6 +536,17 @@ void MainWindow::createActions() {
     if (!memory_->compiled() || memory_->isStale()) compile();
     analysisDock_->show();
     analysisDock_->raise();
+    // The bottom docks are sized for a few problems; the table wants rows
+    // (measured once the shown dock is laid out), as many as the views'
+    // least height leaves: four at 1280x800.
+    QTimer::singleShot(0, this, [this] {
+      const int rows = 8;
+      const QTableView* table = analysis_->table();
+      const int want = analysisDock_->height() - table->viewport()->height() +
+                       rows * table->verticalHeader()->defaultSectionSize();
+      if (analysisDock_->height() < want)
+        resizeDocks({analysisDock_}, {std::min(want, height() / 2)}, Qt::Vertical);
+    });
   });
   make("compile", tr("&Compile"), {QKeySequence(Qt::Key_F5), QKeySequence(tr("Ctrl+B"))},
        [this] { onCompile(); });
@@ -861,14 +875,35 @@ MainWindow::View MainWindow::currentView() const {
   return kViews[0].view;
 }
 
+namespace {
+
+// A status message elided to the room left of the layer/parameter counter.
+QString status_shown(const QStatusBar* bar, const QWidget* counter, const QString& text) {
+  const int room = bar->width() - counter->width() - 32;
+  return bar->fontMetrics().elidedText(text, Qt::ElideRight, std::max(80, room));
+}
+
+}  // namespace
+
 void MainWindow::showStatus(const QString& text, int timeout_ms) {
-  // Elided to the room left of the layer/parameter counter, so the two never
-  // overlap; the whole message is the status bar's tooltip.
-  const int room = statusBar()->width() - summary_->width() - 32;
-  const QString shown =
-      statusBar()->fontMetrics().elidedText(text, Qt::ElideRight, std::max(80, room));
-  statusBar()->setToolTip(shown == text ? QString() : text);
-  statusBar()->showMessage(shown, timeout_ms);
+  // Elided so the message and the counter never overlap; the whole message
+  // is the status bar's tooltip.
+  statusText_ = text;
+  statusTimeout_ = timeout_ms;
+  statusShown_ = status_shown(statusBar(), summary_, text);
+  statusBar()->setToolTip(statusShown_ == text ? QString() : text);
+  statusBar()->showMessage(statusShown_, timeout_ms);
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == statusBar() && event->type() == QEvent::Resize && !statusText_.isEmpty()) {
+    // Still showing (not timed out, not replaced) and no longer the right fit.
+    const QString now = statusBar()->currentMessage();
+    if (!now.isEmpty() && now == statusShown_ &&
+        status_shown(statusBar(), summary_, statusText_) != now)
+      showStatus(statusText_, statusTimeout_);
+  }
+  return QMainWindow::eventFilter(watched, event);
 }
 
 void MainWindow::updateTitle() {

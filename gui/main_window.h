@@ -149,6 +149,10 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  // The status bar's message is elided again when the bar is resized (a
+  // message shown while the window was still being laid out, shortened to
+  // its width then, shows whole once there is room).
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   void createActions();
@@ -209,6 +213,9 @@ class MainWindow : public QMainWindow {
   QDockWidget *paletteDock_ = nullptr, *propertiesDock_ = nullptr, *problemsDock_ = nullptr,
               *settingsDock_ = nullptr, *analysisDock_ = nullptr;
   QLabel* summary_;
+  // The last showStatus message: whole, as shown, and its timeout.
+  QString statusText_, statusShown_;
+  int statusTimeout_ = 0;
   QTimer* readinessTimer_;  // re-checks readiness shortly after the last edit
   QMenu* recentMenu_ = nullptr;
   // The project's name when it was opened: Save As names the project after

@@ -157,7 +157,14 @@ MemoryView::MemoryView(QWidget* parent)
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 2);
   layout->addWidget(split, 1);
-  pages_->addWidget(page);
+  // The plan scrolls when the view is squeezed (a tall bottom dock at
+  // 1280x800) rather than holding the window's central area open.
+  auto* scrolled = new QScrollArea(this);
+  scrolled->setObjectName(QStringLiteral("planScroll"));
+  scrolled->setWidgetResizable(true);
+  scrolled->setFrameShape(QFrame::NoFrame);
+  scrolled->setWidget(page);
+  pages_->addWidget(scrolled);
 
   connect(variant_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
   connect(scale_, &QComboBox::currentIndexChanged, this, [this](int i) {

@@ -247,7 +247,8 @@ void CurvePlot::decimateForReplot() {
   const int line = QFontMetrics(yAxis->tickLabelFont()).height();
   const int tall = axisRect()->height() > 0 ? axisRect()->height() : height() - 4 * line;
   yAxis->ticker()->setTickStepStrategy(QCPAxisTicker::tssMeetTickCount);
-  yAxis->ticker()->setTickCount(std::clamp(tall / (2 * line), 2, 5));
+  // Squeezed to a few lines' height (a tall dock below), one or two labels.
+  yAxis->ticker()->setTickCount(std::clamp(tall / (2 * line), 1, 5));
   const QCPRange range = xAxis->range();
   // The axis rect is laid out during the replot, after this; before the
   // first one it may not know its size yet. The widget's width bounds it.

@@ -11,6 +11,7 @@
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QVBoxLayout>
@@ -177,7 +178,14 @@ void TrainingView::buildControls() {
   // each other at 1280 pixels neither was readable (2 of 10 columns).
   pages_ = new QTabWidget(this);
   pages_->setObjectName(QStringLiteral("trainingPages"));
-  pages_->addTab(charts_, tr("Curves"));
+  // The curves scroll when the view is squeezed (a tall bottom dock at
+  // 1280x800) rather than holding the window's central area open.
+  auto* curves = new QScrollArea(this);
+  curves->setObjectName(QStringLiteral("curvesScroll"));
+  curves->setWidgetResizable(true);
+  curves->setFrameShape(QFrame::NoFrame);
+  curves->setWidget(charts_);
+  pages_->addTab(curves, tr("Curves"));
   pages_->addTab(validation, tr("Validation"));
 
   auto* layout = new QVBoxLayout(this);

@@ -16,6 +16,7 @@
 #include <QDockWidget>
 #include <QFile>
 #include <QGraphicsView>
+#include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
@@ -30,6 +31,7 @@
 #include <QStyle>
 #include <QTabBar>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QToolBar>
 #include <QTreeWidget>
@@ -818,11 +820,22 @@ class TestJourneys : public QObject {
     down->setValue(0);
     auto* analysis = win.w.findChild<QDockWidget*>("analysisDock");
     QVERIFY(!analysis->isVisible());  // until asked for
-    analysis->show();
-    analysis->raise();
+    win.w.action(QStringLiteral("analyze"))->trigger();
     win.settle();
     QVERIFY(win.w.networkAnalysis()->isVisible());
+    // Asked for, it shows rows of the table, not only its header (the views
+    // scroll rather than keep the dock short).
+    const QTableView* layers = win.w.networkAnalysis()->table();
+    const auto rows = [&] {
+      return layers->viewport()->height() / layers->verticalHeader()->defaultSectionSize();
+    };
+    QTRY_VERIFY2(rows() >= 4, qPrintable(QStringLiteral("%1 rows of the table show").arg(rows())));
+    win.settle();
     check(QStringLiteral("Network analysis"));
+    for (MainWindow::View v : kViews) {  // each view, squeezed above it
+      win.visit(v);
+      check(win.w.tabs()->tabText(tab_of(win.w, v)) + QStringLiteral(", under Network analysis"));
+    }
     QCOMPARE(win.w.size(), first);  // nothing raised grew the window
     // Widening the right dock never takes from the palette (it keeps the
     // width its names need).

@@ -623,6 +623,28 @@ class TestMainWindow : public QObject {
     QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("no.ckpt"))));
   }
 
+  // A message shown while the window is narrow (as while it is laid out on
+  // opening) shows whole once the window is wide enough.
+  void aStatusMessageShowsWholeOnceThereIsRoom() {
+    Window win;
+    const int narrow = win.w.minimumSizeHint().width();
+    win.w.resize(narrow, 700);
+    QTRY_COMPARE(win.w.statusBar()->width(), narrow);
+    // A message 100 px longer than the room it has now.
+    QStatusBar* bar = win.w.statusBar();
+    QString text = QStringLiteral("Compiled: 1.19 MiB per device, 3 variants");
+    int counter = 0;
+    for (const QLabel* l : bar->findChildren<QLabel*>())
+      if (l->text().contains(QStringLiteral(" parameters · "))) counter = l->width();
+    QVERIFY(counter > 0);
+    const int room = narrow - counter - 32;
+    while (bar->fontMetrics().horizontalAdvance(text) < room + 100) text += QStringLiteral(" x");
+    emit win.w.trainingView()->status(text);
+    QVERIFY(bar->currentMessage() != text);
+    win.w.resize(narrow + 400, 700);
+    QTRY_COMPARE(bar->currentMessage(), text);
+  }
+
   // An image-folder project whose folders are not chosen yet (an imported
   // model's) compiles: its plan does not depend on how many images there
   // are. Training waits for the folder, and the status bar counts what the
