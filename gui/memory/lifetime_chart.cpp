@@ -300,7 +300,9 @@ QSize LifetimeChart::sizeHint() const {
 }
 
 QSize LifetimeChart::minimumSizeHint() const {
-  return QSize(320, legendHeight() + axisHeight() + 2 * kChartMargin + 80);
+  // 60 px of lanes: enough to read, and low enough that the Memory view
+  // leaves a bottom dock room for rows at 1280x800.
+  return QSize(320, legendHeight() + axisHeight() + 2 * kChartMargin + 60);
 }
 
 void LifetimeChart::paintEvent(QPaintEvent*) {

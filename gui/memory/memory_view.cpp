@@ -111,7 +111,9 @@ MemoryView::MemoryView(QWidget* parent)
   scroll->setWidget(bands_);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
-  scroll->setMinimumHeight(170);  // the strip and half a dozen bands before scrolling
+  // The strip and four bands before scrolling: low enough that the view
+  // leaves a bottom dock (Network analysis) room for rows at 1280x800.
+  scroll->setMinimumHeight(130);
   tabs_->setDocumentMode(true);
   tabs_->addTab(scroll, tr("Arena"));
   tabs_->addTab(chart_, tr("Step lifetimes"));
@@ -157,14 +159,7 @@ MemoryView::MemoryView(QWidget* parent)
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 2);
   layout->addWidget(split, 1);
-  // The plan scrolls when the view is squeezed (a tall bottom dock at
-  // 1280x800) rather than holding the window's central area open.
-  auto* scrolled = new QScrollArea(this);
-  scrolled->setObjectName(QStringLiteral("planScroll"));
-  scrolled->setWidgetResizable(true);
-  scrolled->setFrameShape(QFrame::NoFrame);
-  scrolled->setWidget(page);
-  pages_->addWidget(scrolled);
+  pages_->addWidget(page);
 
   connect(variant_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
   connect(scale_, &QComboBox::currentIndexChanged, this, [this](int i) {
