@@ -534,18 +534,22 @@ void MainWindow::createActions() {
   make("analyze", tr("&Analyze Network"), {QKeySequence(tr("Ctrl+Shift+A"))}, [this] {
     // The table is of the compiled design: compile what changed first.
     if (!memory_->compiled() || memory_->isStale()) compile();
+    // The problems' height as it is alone, to give back on closing.
+    const int alone =
+        !analysisDock_->isVisible() && problemsDock_->isVisible() ? problemsDock_->height() : 0;
     analysisDock_->show();
     analysisDock_->raise();
     // The bottom docks are sized for a few problems; the table wants rows
     // (measured once the shown dock is laid out), as many as the views'
     // least height leaves: four at 1280x800.
-    QTimer::singleShot(0, this, [this] {
+    QTimer::singleShot(0, this, [this, alone] {
       const int rows = 8;
       const QTableView* table = analysis_->table();
       const int want = analysisDock_->height() - table->viewport()->height() +
                        rows * table->verticalHeader()->defaultSectionSize();
-      if (analysisDock_->height() < want)
-        resizeDocks({analysisDock_}, {std::min(want, height() / 2)}, Qt::Vertical);
+      if (analysisDock_->height() >= want) return;
+      if (bottomBefore_ == 0) bottomBefore_ = alone;
+      resizeDocks({analysisDock_}, {std::min(want, height() / 2)}, Qt::Vertical);
     });
   });
   make("compile", tr("&Compile"), {QKeySequence(Qt::Key_F5), QKeySequence(tr("Ctrl+B"))},
@@ -793,6 +797,12 @@ void MainWindow::createDocks() {
   tabifyDockWidget(problemsDock_, analysisDock_);
   analysisDock_->hide();
   problemsDock_->raise();
+  // Closed again, it gives the views back the height Analyze took.
+  connect(analysisDock_->toggleViewAction(), &QAction::toggled, this, [this](bool shown) {
+    if (shown || bottomBefore_ == 0) return;
+    resizeDocks({problemsDock_}, {bottomBefore_}, Qt::Vertical);
+    bottomBefore_ = 0;
+  });
   // The settings share the right side with the node properties, one tab each.
   tabifyDockWidget(propertiesDock_, settingsDock_);
   propertiesDock_->raise();

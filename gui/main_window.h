@@ -213,6 +213,8 @@ class MainWindow : public QMainWindow {
   QDockWidget *paletteDock_ = nullptr, *propertiesDock_ = nullptr, *problemsDock_ = nullptr,
               *settingsDock_ = nullptr, *analysisDock_ = nullptr;
   QLabel* summary_;
+  // The bottom docks' height before Analyze Network grew them; 0: not grown.
+  int bottomBefore_ = 0;
   // The last showStatus message: whole, as shown, and its timeout.
   QString statusText_, statusShown_;
   int statusTimeout_ = 0;

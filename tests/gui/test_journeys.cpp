@@ -820,6 +820,7 @@ class TestJourneys : public QObject {
     down->setValue(0);
     auto* analysis = win.w.findChild<QDockWidget*>("analysisDock");
     QVERIFY(!analysis->isVisible());  // until asked for
+    const int viewsTall = win.w.tabs()->height();
     win.w.action(QStringLiteral("analyze"))->trigger();
     win.settle();
     QVERIFY(win.w.networkAnalysis()->isVisible());
@@ -830,6 +831,7 @@ class TestJourneys : public QObject {
       return layers->viewport()->height() / layers->verticalHeader()->defaultSectionSize();
     };
     QTRY_VERIFY2(rows() >= 4, qPrintable(QStringLiteral("%1 rows of the table show").arg(rows())));
+    QVERIFY(win.w.tabs()->height() < viewsTall);
     win.settle();
     check(QStringLiteral("Network analysis"));
     for (MainWindow::View v : kViews) {  // each view, squeezed above it
@@ -837,6 +839,11 @@ class TestJourneys : public QObject {
       check(win.w.tabs()->tabText(tab_of(win.w, v)) + QStringLiteral(", under Network analysis"));
     }
     QCOMPARE(win.w.size(), first);  // nothing raised grew the window
+    // Closed, it gives the views back their height, and shows again as tall.
+    analysis->close();
+    QTRY_COMPARE(win.w.tabs()->height(), viewsTall);
+    win.w.action(QStringLiteral("analyze"))->trigger();
+    QTRY_VERIFY(rows() >= 4);
     // Widening the right dock never takes from the palette (it keeps the
     // width its names need).
     auto* right = win.w.findChild<QDockWidget*>("propertiesDock");
