@@ -6,6 +6,7 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableWidget>
@@ -103,7 +104,6 @@ DatasetView::DatasetView(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   // Whole class names and counts: the columns take what their contents
   // need, and the splitter gives the table its width first.
   counts_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  counts_->horizontalHeader()->setStretchLastSection(true);
   counts_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
   counts_->setWordWrap(false);
   grid_ = new SampleGrid;
@@ -211,6 +211,11 @@ void DatasetView::loaded() {
         counts_->setItem(static_cast<int>(c), col, item);
       }
     }
+    // The counts arrive after the splitter sized the table: it keeps the
+    // width its columns need (and a scroll bar's), not what it had empty.
+    counts_->horizontalHeader()->resizeSections(QHeaderView::ResizeToContents);
+    counts_->setMinimumWidth(2 * counts_->frameWidth() + counts_->horizontalHeader()->length() +
+                             counts_->verticalScrollBar()->sizeHint().width());
     for (const DatasetSample& s : p.samples)
       cells.push_back({to_image(s, p.height, p.width, p.channels),
                        s.label >= 0 && static_cast<size_t>(s.label) < p.class_names.size()

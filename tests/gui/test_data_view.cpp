@@ -3,8 +3,10 @@
 // when shown, lists the images per class, shows the first training images
 // of the chosen epoch, reloads when the dataset's settings change, and makes
 // the measured mean and std the project's normalisation in one undo step.
+#include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QUndoStack>
@@ -126,6 +128,15 @@ class TestDataView : public QObject {
     QCOMPARE(v.view.counts()->item(9, 1)->text(), QStringLiteral("6000"));
     QVERIFY2(!v.view.useStatistics()->isEnabled(), qPrintable(v.view.statistics()->text()));
     QCOMPARE(v.view.grid()->cell(0).image.format(), QImage::Format_Grayscale8);
+    // The counts arrive after the view is laid out: the table still shows
+    // its three columns whole, without scrolling sideways.
+    QTableWidget* counts = v.view.counts();
+    QTRY_COMPARE(counts->horizontalScrollBar()->maximum(), 0);
+    const QHeaderView* h = counts->horizontalHeader();
+    QVERIFY2(h->sectionViewportPosition(2) + h->sectionSize(2) <= counts->viewport()->width(),
+             qPrintable(QStringLiteral("Validation ends at %1 of %2 px")
+                            .arg(h->sectionViewportPosition(2) + h->sectionSize(2))
+                            .arg(counts->viewport()->width())));
   }
 };
 
