@@ -39,11 +39,16 @@ struct Range {
     if (hi_open ? !(d < hi) : !(d <= hi)) return false;
     return true;
   }
+  // "> 0", ">= 0", "in [0, 1)"; "any number" when unbounded.
+  std::string bounds() const {
+    if (lo == -kInf && hi == kInf) return "any number";
+    if (hi == kInf) return std::string(lo_open ? "> " : ">= ") + number_text(lo);
+    return std::string("in ") + (lo_open ? "(" : "[") + number_text(lo) + ", " + number_text(hi) +
+           (hi_open ? ")" : "]");
+  }
+  // "a number > 0", "a number in [0, 1)", "a number".
   std::string phrase() const {
-    if (lo == -kInf && hi == kInf) return "a number";
-    if (hi == kInf) return std::string("a number ") + (lo_open ? "> " : ">= ") + number_text(lo);
-    return std::string("a number in ") + (lo_open ? "(" : "[") + number_text(lo) + ", " +
-           number_text(hi) + (hi_open ? ")" : "]");
+    return lo == -kInf && hi == kInf ? "a number" : "a number " + bounds();
   }
 };
 

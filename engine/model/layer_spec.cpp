@@ -7,6 +7,7 @@
 
 #include <renaissance/project_limits.h>
 
+#include "model/json_text.h"
 #include "model/layer_shapes.h"
 
 namespace tr {
@@ -14,7 +15,8 @@ namespace tr {
 namespace {
 
 using namespace limits;
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using json_text::kInf;
+using json_text::number_text;
 
 // An integer; one that may be left out keeps the node's default, and shows
 // in the summary under `tag` when it is away from it.
@@ -252,12 +254,6 @@ static_assert(std::size(kSpecs) == std::size(kAllLayerTypes),
 // pointers is not a constant expression under UBSan.)
 static_assert(in_type_order(), "kSpecs lists the layer types in their enum order");
 
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 // "`stride` (1; 1..65536): step between windows"
 std::string param_cell(const LayerSpec& spec, const ParamSpec& p) {
   static const LayerParams file_defaults{};
@@ -275,12 +271,8 @@ std::string param_cell(const LayerSpec& spec, const ParamSpec& p) {
       if (p.kind == LayerParamKind::Window) s += ", or `[h, w]`";
       break;
     case LayerParamKind::Number:
-      s += number(file_defaults.*p.number_field) + "; ";
-      if (p.hi == kInf)
-        s += std::string(p.lo_open ? "> " : ">= ") + number(p.lo);
-      else
-        s += std::string("in ") + (p.lo_open ? "(" : "[") + number(p.lo) + ", " + number(p.hi) +
-             (p.hi_open ? ")" : "]");
+      s += number_text(file_defaults.*p.number_field) + "; " +
+           json_text::Range{p.lo, p.lo_open, p.hi, p.hi_open}.bounds();
       break;
     case LayerParamKind::Bool:
       s += file_defaults.*p.bool_field ? "true" : "false";
@@ -322,7 +314,7 @@ std::string layer_summary(const LayerNode& node, const SummaryStyle& style) {
         part = std::string(p.tag) + size(lp.*p.int_field, lp.*p.int_field_w);
         break;
       case LayerParamKind::Number:
-        part = std::string(p.tag) + std::string(style.number_tag) + number(lp.*p.number_field);
+        part = std::string(p.tag) + std::string(style.number_tag) + number_text(lp.*p.number_field);
         break;
       case LayerParamKind::Bool:
         if (lp.*p.bool_field) {

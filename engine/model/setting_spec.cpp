@@ -7,18 +7,20 @@
 #include <limits>
 
 #include <renaissance/project_limits.h>
+#include "model/json_text.h"
 
 namespace tr {
 
 namespace {
 
+using json_text::kInf;
+using json_text::number_text;
 using limits::kMaxBatch;
 using limits::kMaxEpochs;
 using limits::kMaxExtent;
 using limits::kMaxFeatures;
 using limits::kMaxPadding;
 using limits::kMaxSamples;
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 constexpr OptimizerInfo kOptimizers[] = {
     {.kind = OptimizerKind::SGD,
@@ -443,12 +445,6 @@ std::vector<SettingSpec> make_settings() {
   };
 }
 
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 }  // namespace
 
 // "> 0", "in [0, 1)", "1..100000"
@@ -458,10 +454,7 @@ std::string setting_bounds_text(const SettingSpec& s) {
       return std::to_string(s.min) + ".." + std::to_string(s.max);
     case SettingKind::Number:
     case SettingKind::Values:
-      if (s.lo == -kInf && s.hi == kInf) return "any number";
-      if (s.hi == kInf) return std::string(s.lo_open ? "> " : ">= ") + number(s.lo);
-      return std::string("in ") + (s.lo_open ? "(" : "[") + number(s.lo) + ", " + number(s.hi) +
-             (s.hi_open ? ")" : "]");
+      return json_text::Range{s.lo, s.lo_open, s.hi, s.hi_open}.bounds();
     case SettingKind::Bool:
       return "true or false";
     case SettingKind::Choice: {
@@ -491,7 +484,7 @@ std::string default_text(const SettingSpec& s) {
     case SettingKind::Int:
       return std::to_string(s.int_ref(defaults));
     case SettingKind::Number:
-      return number(s.number_ref(defaults));
+      return number_text(s.number_ref(defaults));
     case SettingKind::Bool:
       return s.bool_ref(defaults) ? "true" : "false";
     case SettingKind::Choice:
