@@ -830,7 +830,10 @@ void TrainingSettingsPanel::labelAbove(Field& field) {
   int at = 0;
   QFormLayout::ItemRole role = QFormLayout::FieldRole;
   field.form->getWidgetPosition(field.row, &at, &role);
-  field.form->takeRow(at);  // gives the widgets back, does not delete them
+  // The widgets come back; their layout items are ours to delete.
+  const QFormLayout::TakeRowResult taken = field.form->takeRow(at);
+  delete taken.labelItem;
+  delete taken.fieldItem;
   field.form->insertRow(at, field.name);
   field.form->insertRow(at + 1, field.row);
   field.above = true;
