@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
-# The CUDA backend's check on a machine with GPUs: build, CUDA tests (with the
-# CPU/CUDA training parity test), and the ResNet-50 benchmark beside PyTorch.
-# Every command has a time limit, and the results file is written after every
-# stage, so a run killed at any point still reports what it finished.
+# The CUDA backend's check on a machine with GPUs: the backend's smoke test,
+# the ResNet-50 benchmark beside PyTorch, the CUDA tests (with the CPU/CUDA
+# training parity test) and the remaining benchmark rows, in that order, all
+# inside one deadline. The results file is written after every step, so a run
+# killed at any point still reports what it finished.
 #
 # usage:
 #   scripts/device-check.sh [--results FILE] [--full]
@@ -13,32 +14,43 @@
 #       on a build machine without a GPU: build, and pack the CLI, the CUDA test
 #       programs and the non-CUDA libraries they load into FILE, for a GPU machine
 #       that lacks the build dependencies (Qt, oneDNN, ...).
-#   scripts/device-check.sh --prebuilt FILE.tar.xz [--results FILE] [--full]
-#       on the GPU machine: unpack such a bundle instead of building (the way to
+#   scripts/device-check.sh --prebuilt FILE.tar.xz|FOLDER [--results FILE] [--full]
+#       on the GPU machine: unpack such a bundle (or use one unpacked, a folder
+#       with bin/ and lib/) instead of building (the way to
 #       stay inside a short lease). The CUDA libraries (cudart, cuBLAS, cuDNN,
-#       NCCL) come from the machine: the system's, or those of the Python
-#       environment that holds PyTorch.
+#       and NCCL for more than one GPU) come from the machine: the system's
+#       folders first, a Python wheel's only for a library they lack.
 #   scripts/device-check.sh --dry-run [--results FILE]
 #       a rehearsal on a machine without a GPU, with the normal build
-#       ($BUILD_DIR, default build/): every stage runs as far as it can and says
+#       ($BUILD_DIR, default build/): every step runs as far as it can and says
 #       what it skipped; the benchmark's rows are refusals (no CUDA figure comes
-#       from the CPU). Under 3 minutes.
+#       from the CPU). About 15 seconds.
 #
-# By default AMP only, 10 timed steps after 3 (about 6 minutes on one H200 from
-# a bundle, leaving room for one rerun in a 15-minute lease); --full adds BF16
-# and FP32 and times 20 steps after 5; --quick is the default's precision
-# choice; PRECISIONS (e.g. "bf16") names the precisions to time instead.
+# One deadline (DEADLINE, 540 s: a device command is killed at 600) bounds the
+# whole run: each step's time limit is what it wants or what is left, every
+# limit is `timeout -k 5` (a process stuck in the driver ignores SIGTERM), and
+# the results name every step the deadline cut. The most valuable rows come
+# first: the smoke test, our captured ResNet-50 row per precision, PyTorch's
+# eager row per precision, the parity test, the other tests, the other rows.
+# By default AMP and BF16, 10 timed steps after 3; --full adds FP32 and times
+# 20 steps after 5; --quick times AMP only; PRECISIONS (e.g. "bf16") names the
+# precisions to time instead.
 # environment (defaults): PYTHON (python3, with torch and torchvision), ARCHS
 #   (the GPUs' compute capabilities, e.g. 90), JOBS (nproc), STEPS, WARMUP,
 #   BATCH (256), BUILD_DIR (<repo>/build-device; build/ for --dry-run),
-#   ARCHS_BUNDLE (80;90), PROJECT (<repo>/projects/resnet50.json),
-#   TEST_TIMEOUT (120 s per test program), BENCH_TIMEOUT (90 s per benchmark run).
+#   ARCHS_BUNDLE (80;90), PROJECT (<repo>/projects/resnet50.json), DEADLINE
+#   (540 s for the whole run), TEST_TIMEOUT (120 s per test program at most),
+#   BENCH_TIMEOUT (90 s per benchmark run at most).
 # Two files come out: the results (default device-check-results.md: the
-# environment, each stage's status and time, the tests, the parity figures, a
-# table of images/s and memory per configuration with the ratio to PyTorch's
-# best) and FILE-logs.tar.gz beside it with every log and the raw JSON lines.
+# environment with the CUDA libraries' paths and versions, each step's status
+# and time, the tests, the parity figures, a table of images/s and memory per
+# configuration with the ratio to PyTorch's best, and what the deadline cut)
+# and FILE-logs.tar.gz beside it with every log and the raw JSON lines.
 set -uo pipefail
+started=$(date +%s)
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/device_check_lib.sh
+. "$root/scripts/device_check_lib.sh"
 build=${BUILD_DIR:-$root/build-device}
 python=${PYTHON:-python3}
 jobs=${JOBS:-$(nproc)}
@@ -63,19 +75,19 @@ while [ $# -gt 0 ]; do
     --quick) quick=1; shift ;;
     --full) full=1; shift ;;
     --dry-run) dry=1; shift ;;
-    -h|--help) sed -n '3,40p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,48p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
 case $results in /*) ;; *) results=$PWD/$results ;; esac
 mkdir -p "$(dirname "$results")" || die "cannot make the folder of $results"
-# The default fits about 6 minutes on one H200 with a prebuilt bundle (room
-# for one rerun in a 15-minute lease): AMP only, 10 timed steps. --full:
-# AMP, BF16 and FP32, 20 steps. Every command has a time limit.
+deadline=${DEADLINE:-540}
+case $deadline in '' | *[!0-9]*) die "DEADLINE must be a number of seconds, not '$deadline'" ;; esac
+DC_DEADLINE_AT=$((started + deadline))
 if [ "$full" = 1 ]; then
   precisions="amp bf16 fp32"; steps=${steps:-20}; warmup=${warmup:-5}
 else
-  precisions=amp; steps=${steps:-10}; warmup=${warmup:-3}
+  precisions="amp bf16"; steps=${steps:-10}; warmup=${warmup:-3}
 fi
 [ "$quick" = 1 ] && precisions=amp
 if [ -n "${PRECISIONS:-}" ]; then
@@ -115,7 +127,8 @@ if [ "$mode" = bundle ]; then
   cp "$build"/lib/librenaissance-*.so "$stage/lib/" ||
     die "no engine or CUDA backend library in $build/lib"
   # Every library the programs load except the C runtime and CUDA's own,
-  # which must match the GPU machine's driver and come from there.
+  # which must match the GPU machine's driver and come from there (NCCL is
+  # not linked: the backend loads it for a world of more than one GPU).
   for f in "$stage"/bin/* "$stage"/lib/librenaissance-cuda.so; do
     ldd "$f" | awk '$3 ~ /^\// {print $3}'
   done | sort -u | grep -Ev '/(libc|libm|libdl|libpthread|librt|libgcc_s|libstdc\+\+|ld-linux[^/]*)\.so' |
@@ -129,7 +142,6 @@ if [ "$mode" = bundle ]; then
 fi
 
 # ---------------------------------------------------------------------------
-started=$(date +%s)
 our_libs=${LD_LIBRARY_PATH:-}
 # Logs live outside the results' folder and travel as one archive beside the
 # results file: a device run returns only a few files.
@@ -137,9 +149,11 @@ logs=$(mktemp -d)
 archive=${results%.md}-logs.tar.gz
 raw=$logs/bench.jsonl
 : >"$raw"
-stage_lines=()   # "| stage | status | seconds |"
+stage_lines=()   # "| step | status | seconds |"
 test_lines=()
 env_lines=()
+cut_lines=()     # what the deadline left out
+device_lines=""  # renaissance-cli devices: the GPUs and the CUDA libraries it loaded
 parity=""
 failed=0
 
@@ -149,17 +163,25 @@ write_results() {  # everything so far: a run killed at any point still reports
     echo
     echo "- commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
     printf '%s\n' "${env_lines[@]}"
-    echo "- elapsed: $(( $(date +%s) - started )) s; logs: $(basename "$archive")"
+    echo "- elapsed: $(( $(date +%s) - started )) s of a $deadline s deadline; logs: $(basename "$archive")"
+    if [ -n "$device_lines" ]; then
+      echo
+      echo "## Devices and CUDA libraries (renaissance-cli devices)"
+      echo
+      echo '```'
+      echo "$device_lines"
+      echo '```'
+    fi
     echo
-    echo "## Stages"
+    echo "## Steps"
     echo
-    echo "| stage | status | seconds |"
+    echo "| step | status | seconds |"
     echo "| --- | --- | --- |"
     [ ${#stage_lines[@]} -gt 0 ] && printf '%s\n' "${stage_lines[@]}"
     echo
     echo "## CUDA tests"
     echo
-    echo "| program | result | totals |"
+    echo "| program | result | Qt Test totals |"
     echo "| --- | --- | --- |"
     [ ${#test_lines[@]} -gt 0 ] && printf '%s\n' "${test_lines[@]}"
     echo
@@ -170,53 +192,84 @@ write_results() {  # everything so far: a run killed at any point still reports
     echo "## $(basename "$project" .json), batch $batch, median of $steps steps after $warmup"
     echo
     "$python" "$root/scripts/device_check_table.py" "$raw" 2>&1
+    echo
+    echo "## Cut by the deadline"
+    echo
+    if [ ${#cut_lines[@]} -gt 0 ]; then printf '%s\n' "${cut_lines[@]}"; else echo "- nothing"; fi
   } >"$results"
   tar -C "$logs" -czf "$archive" . 2>/dev/null || true
 }
 
-stage_done() {  # $1 stage, $2 status, $3 start time
+stage_done() {  # $1 step, $2 status, $3 start time
   stage_lines+=("| $1 | $2 | $(( $(date +%s) - $3 )) |")
   write_results
 }
 
+# Sets `limit` for a step that wants $2 seconds, or records step $1 as cut by
+# the deadline and returns 1.
+step_limit() {
+  limit=$(dc_limit_for "$2")
+  [ "$limit" != 0 ] && return 0
+  cut_lines+=("- $1 (wanted up to $2 s; $(dc_seconds_left) s were left)")
+  write_results
+  return 1
+}
+
 # ---- Environment --------------------------------------------------------------
 t0=$(date +%s)
-if command -v nvidia-smi >/dev/null && [ -n "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null)" ]; then
-  env_lines+=("- GPUs: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | paste -sd';')")
-  archs=${ARCHS:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | tr -d '.' | sort -u | paste -sd';')}
+if command -v nvidia-smi >/dev/null && [ -n "$(timeout -k 5 20 nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null)" ]; then
+  env_lines+=("- GPUs: $(timeout -k 5 20 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | paste -sd';')")
+  archs=${ARCHS:-$(timeout -k 5 20 nvidia-smi --query-gpu=compute_cap --format=csv,noheader | tr -d '.' | sort -u | paste -sd';')}
   env_status=run
 elif [ "$dry" = 1 ]; then
-  env_lines+=("- GPUs: none (dry run: every stage goes as far as it can without one)")
+  env_lines+=("- GPUs: none (dry run: every step goes as far as it can without one)")
   archs=""
   env_status="skipped: no GPU (dry run)"
 else
   die "no nvidia-smi or no GPU: this is not a machine with NVIDIA GPUs (--dry-run rehearses without one)"
 fi
 env_lines+=("- mode: $mode; CUDA architectures: ${archs:-none}; steps $steps, warmup $warmup; precisions: $precisions")
-env_lines+=("- PyTorch: $("$python" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda, "devices", torch.cuda.device_count())' 2>&1 | tail -1)")
+env_lines+=("- PyTorch: $(timeout -k 5 60 "$python" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda, "devices", torch.cuda.device_count())' 2>&1 | tail -1)")
 stage_done environment "$env_status" "$t0"
+
+# The folders of the Python environment's NVIDIA wheels that hold library $1,
+# for a library the system's folders lack.
+wheel_dirs_with() {
+  "$python" -c '
+import glob, os, site, sys
+for s in site.getsitepackages():
+    for d in sorted(glob.glob(os.path.join(s, "nvidia", "*", "lib"))):
+        if os.path.exists(os.path.join(d, sys.argv[1])):
+            print(d)' "$1" 2>/dev/null
+}
 
 # ---- Build --------------------------------------------------------------------
 t0=$(date +%s)
 if [ "$mode" = prebuilt ]; then
-  [ -f "$bundle" ] || die "no bundle '$bundle'"
-  unpacked=$(mktemp -d)
-  tar -C "$unpacked" -xJf "$bundle" || die "could not unpack $bundle"
+  if [ -d "$bundle" ]; then  # one unpacked already
+    unpacked=$bundle
+  else
+    [ -f "$bundle" ] || die "no bundle '$bundle'"
+    unpacked=$(mktemp -d)
+    tar -C "$unpacked" -xJf "$bundle" || die "could not unpack $bundle"
+  fi
+  [ -x "$unpacked/bin/renaissance-cli" ] || die "$bundle holds no bin/renaissance-cli"
   bin=$unpacked/bin
-  # CUDA's libraries from the machine: the toolkit's, else the Python wheels'.
-  cuda_libs=$("$python" -c '
-import glob, os, site
-dirs = []
-for s in site.getsitepackages():
-    dirs += glob.glob(os.path.join(s, "nvidia", "*", "lib"))
-print(":".join(sorted(set(dirs))))' 2>/dev/null)
-  # For our programs only: PyTorch must keep its own libstdc++ and CUDA libraries.
-  our_libs="$unpacked/lib:${cuda_libs}:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
-  for f in "$bin/renaissance-cli" $(for t in $(cuda_tests); do echo "$bin/$t"; done) \
-    "$unpacked/lib/librenaissance-cuda.so"; do
-    missing=$(LD_LIBRARY_PATH=$our_libs ldd "$f" | awk '/not found/ {print $1}' | paste -sd' ')
-    [ -z "$missing" ] || die "$(basename "$f") cannot find: $missing (searched $our_libs)"
+  # CUDA's libraries from the system's folders (the loader's cache and the
+  # toolkit's); a Python wheel's folder only for a library those lack, so a
+  # CUDA-12 wheel's libcudnn.so.9 never shadows the system's. For our programs
+  # only: PyTorch keeps its own libstdc++ and CUDA libraries.
+  our_libs="$unpacked/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  programs="$bin/renaissance-cli $(for t in $(cuda_tests); do echo "$bin/$t"; done) $unpacked/lib/librenaissance-cuda.so"
+  missing_libs() {
+    for f in $programs; do LD_LIBRARY_PATH=$our_libs ldd "$f" | awk '/not found/ {print $1}'; done | sort -u
+  }
+  for lib in $(missing_libs); do
+    dir=$(wheel_dirs_with "$lib" | head -1)
+    [ -n "$dir" ] && our_libs="$our_libs:$dir"
   done
+  missing=$(missing_libs | paste -sd' ')
+  [ -z "$missing" ] || die "the bundle's programs cannot find: $missing (searched $our_libs and the loader's cache)"
   build_status="unpacked $(basename "$bundle")"
 elif [ "$dry" = 1 ]; then
   # A rehearsal builds nothing: the normal build as it is.
@@ -224,9 +277,16 @@ elif [ "$dry" = 1 ]; then
   [ -x "$bin/renaissance-cli" ] || die "no $bin/renaissance-cli: build first (scripts/build.sh) or set BUILD_DIR"
   build_status="skipped: the dry run uses $build"
 else
-  if ! configure_and_build "$archs" >"$logs/build.log" 2>&1; then
+  if step_limit build 100000; then
+    dc_run_limited "$limit" bash -c "$(declare -f configure_and_build die cuda_tests); build='$build' jobs='$jobs' root='$root' configure_and_build '$archs'" \
+      >"$logs/build.log" 2>&1
+    code=$?
+  else
+    code=124
+  fi
+  if [ "$code" != 0 ]; then
     tail -30 "$logs/build.log"
-    stage_done build FAILED "$t0"
+    stage_done build "FAILED (exit $code)" "$t0"
     exit 2
   fi
   bin=$build/bin
@@ -237,64 +297,75 @@ cli=$bin/renaissance-cli
 export TR_PROJECTS_DIR=$root/projects
 export RENAISSANCE_STORE=$logs/runs.sqlite
 
-# ---- CUDA tests -------------------------------------------------------------
+# ---- Devices and the libraries the backend resolved ----------------------------
 t0=$(date +%s)
-for t in $(cuda_tests); do
-  log=$logs/$t.log
-  exe=$bin/$t
-  [ -x "$exe" ] || exe=$build/tests/$t
-  if [ ! -x "$exe" ]; then test_lines+=("| $t | not built | |"); failed=1; continue; fi
-  LD_LIBRARY_PATH=$our_libs timeout "$test_timeout" "$exe" >"$log" 2>&1
-  code=$?
-  case $code in
-    0) r=passed ;;
-    124) r="TIMED OUT after $test_timeout s"; failed=1 ;;
-    *) r="FAILED (exit $code)"; failed=1 ;;
-  esac
-  # Skips for want of a device mean the check did not check.
-  if grep -qE 'no CUDA device|^SKIP' "$log"; then
-    r="skipped: $(grep -m1 -oE '(no CUDA device|SKIP).*' "$log" | cut -c1-120 | tr '|' '/')"
-    [ "$dry" = 1 ] || failed=1
-  fi
-  totals=$(grep -E '^Totals:' "$log" | tail -1)
-  test_lines+=("| $t | $r | ${totals#Totals: } |")
-  write_results
-done
-parity=$(grep -hE 'largest relative difference' "$logs"/test_cuda_training.log 2>/dev/null |
-         sed 's/^QINFO *: *//')
-stage_done "CUDA tests" run "$t0"
+if step_limit devices 60; then
+  device_lines=$(LD_LIBRARY_PATH=$our_libs dc_run_limited "$limit" "$cli" devices 2>&1 | cut -c1-300)
+  stage_done devices run "$t0"
+fi
 
-# ---- Benchmark: ours and PyTorch's, alternating, one configuration at a time ----
-row_error() {  # $1 exit code, $2 log: a short reason for the table
-  if [ "$1" = 124 ]; then echo "timed out after $bench_timeout s"; return; fi
+# ---- One step each: a test program, our benchmark row, PyTorch's ----------------
+run_test() {  # $1 program
+  local t=$1 log=$logs/$1.log exe=$bin/$1 t0
+  t0=$(date +%s)
+  [ -x "$exe" ] || exe=$build/tests/$t
+  if [ ! -x "$exe" ]; then test_lines+=("| $t | not built | |"); failed=1; write_results; return; fi
+  step_limit "$t" "$test_timeout" || return
+  LD_LIBRARY_PATH=$our_libs dc_run_limited "$limit" "$exe" >"$log" 2>&1
+  dc_test_verdict $? "$log" "$limit"
+  case $DC_VERDICT in
+    failed) failed=1 ;;
+    skipped) [ "$dry" = 1 ] || failed=1 ;;  # a device test that did not run checked nothing
+  esac
+  test_lines+=("| $t | $DC_TEXT | $DC_TOTALS |")
+  if [ "$t" = test_cuda_training ]; then
+    parity=$(grep -hE 'largest relative difference' "$log" | sed 's/^QINFO *: *//')
+  fi
+  stage_done "$t" "$DC_VERDICT" "$t0"
+}
+
+row_error() {  # $1 exit code, $2 log, $3 limit: a short reason for the table
+  case $1 in
+    124 | 137) echo "timed out after $3 s"; return ;;
+  esac
   grep -v '^$' "$2" | tail -1 | cut -c1-200 | tr '"|\\' "'/ "
 }
 bench_ours() {  # $1 precision, $2 label, then extra CLI arguments
-  local p=$1 label=$2 line code log
+  local p=$1 label=$2 line code log t0
+  t0=$(date +%s)
   log=$logs/bench-ours-$1-$(echo "$2" | tr -c 'a-z0-9' '-').log
   shift 2
-  line=$(LD_LIBRARY_PATH=$our_libs timeout "$bench_timeout" "$cli" bench "$bench_project" \
+  step_limit "ours $p $label" "$bench_timeout" || return
+  line=$(LD_LIBRARY_PATH=$our_libs dc_run_limited "$limit" "$cli" bench "$bench_project" \
          --devices cuda:0 --precision "$p" --batch "$batch" --steps "$steps" --warmup "$warmup" \
          --json "$@" 2>"$log" | tail -1)
   code=${PIPESTATUS[0]}
-  case $line in "{"*) ;; *) line="{\"error\": \"$(row_error "$code" "$log")\"}" ;; esac
+  case $line in "{"*) ;; *) line="{\"error\": \"$(row_error "$code" "$log" "$limit")\"}" ;; esac
   echo "{\"side\": \"ours\", \"config\": \"$label\", \"precision\": \"$p\", \"result\": $line}" >>"$raw"
-  write_results
+  stage_done "ours $p $label" "exit $code" "$t0"
 }
 bench_torch() {  # $1 precision, $2 eager|graph
-  local line code log=$logs/bench-torch-$1-$2.log
-  line=$(timeout "$bench_timeout" "$python" "$root/bench/pytorch_resnet50_cuda.py" --precision "$1" \
+  local line code log=$logs/bench-torch-$1-$2.log t0
+  t0=$(date +%s)
+  step_limit "PyTorch $1 $2" "$bench_timeout" || return
+  line=$(dc_run_limited "$limit" "$python" "$root/bench/pytorch_resnet50_cuda.py" --precision "$1" \
          --mode "$2" --batch "$batch" --steps "$steps" --warmup "$warmup" 2>"$log" | tail -1)
   code=${PIPESTATUS[0]}
-  case $line in "{"*) ;; *) line="{\"error\": \"$(row_error "$code" "$log")\"}" ;; esac
+  case $line in "{"*) ;; *) line="{\"error\": \"$(row_error "$code" "$log" "$limit")\"}" ;; esac
   echo "{\"side\": \"pytorch\", \"config\": \"$2\", \"precision\": \"$1\", \"result\": $line}" >>"$raw"
-  write_results
+  stage_done "PyTorch $1 $2" "exit $code" "$t0"
 }
-t0=$(date +%s)
+
+# ---- The steps, most valuable first ------------------------------------------
 bench_project=$project
+run_test test_cuda_backend
+for p in $precisions; do bench_ours "$p" "captured, 5 streams"; done
+for p in $precisions; do bench_torch "$p" eager; done
+run_test test_cuda_training
+for t in $(cuda_tests); do
+  case $t in test_cuda_backend | test_cuda_training) ;; *) run_test "$t" ;; esac
+done
 for p in $precisions; do
-  bench_ours "$p" "captured, 5 streams"
-  bench_torch "$p" eager
   bench_ours "$p" "uncaptured, 5 streams" --capture off
   bench_torch "$p" graph
   bench_ours "$p" "captured, 1 stream" --streams 1
@@ -307,7 +378,8 @@ if [ "$dry" = 1 ]; then
   bench_ours amp "captured, 5 streams, allowed to fall back (dry run)" --allow-fallback
   batch=$saved_batch
 fi
-stage_done benchmark run "$t0"
+[ ${#cut_lines[@]} -gt 0 ] && failed=1
+write_results
 
 cat "$results"
 echo "device-check: results in $results, logs in $archive ($(( $(date +%s) - started )) s)"
