@@ -25,6 +25,12 @@ int cmd_devices(const std::vector<std::string>& args) {
     if (!s.cpu_kernels_note.empty()) j["cpu"]["kernels_note"] = s.cpu_kernels_note;
     j["cuda_backend"] = {{"loaded", s.cuda_backend_loaded}, {"path", s.cuda_backend_path}};
     j["cuda_status"] = s.cuda_status;
+    j["cuda_libraries"] = nlohmann::json::array();
+    for (const CudaLibraryInfo& l : s.cuda_libraries) {
+      nlohmann::json lib = {{"name", l.name}, {"version", l.version}, {"path", l.path}};
+      if (!l.problem.empty()) lib["problem"] = l.problem;
+      j["cuda_libraries"].push_back(lib);
+    }
     j["cuda"] = nlohmann::json::array();
     for (const CudaDeviceInfo& d : s.cuda)
       j["cuda"].push_back(
@@ -47,6 +53,13 @@ int cmd_devices(const std::vector<std::string>& args) {
                 human_bytes(d.memory_bytes).c_str(), d.cc_major, d.cc_minor, d.multiprocessors);
   if (!s.cuda.empty())
     std::printf("         (%s; backend %s)\n", s.cuda_status.c_str(), s.cuda_backend_path.c_str());
+  // Which CUDA libraries the backend resolved: a wheel's copy may shadow the system's.
+  for (const CudaLibraryInfo& l : s.cuda_libraries) {
+    if (!l.problem.empty())
+      std::printf("  %-13s %s\n", l.name.c_str(), l.problem.c_str());
+    else
+      std::printf("  %-13s %-8s %s\n", l.name.c_str(), l.version.c_str(), l.path.c_str());
+  }
   return 0;
 }
 

@@ -124,6 +124,37 @@ class CudaPluginTest : public QObject {
     DeviceScan s;
     p.table->scan_devices(s);
     QVERIFY(!s.cuda_status.empty());  // the devices, or why there are none
+    // Every CUDA library with its version and file, device or not; NCCL's
+    // entry may instead say why it cannot be loaded.
+    QCOMPARE(s.cuda_libraries.size(), size_t{4});
+    const char* names[] = {"CUDA runtime", "cuBLAS", "cuDNN", "NCCL"};
+    for (size_t i = 0; i < 4; ++i) {
+      const CudaLibraryInfo& l = s.cuda_libraries[i];
+      QCOMPARE(l.name, std::string(names[i]));
+      if (l.name == "NCCL" && !l.problem.empty()) continue;
+      QVERIFY2(QRegularExpression("^[0-9]+\\.[0-9]+\\.[0-9]+$")
+                   .match(QString::fromStdString(l.version))
+                   .hasMatch(),
+               (l.name + ": " + l.version).c_str());
+      QVERIFY2(QFileInfo(QString::fromStdString(l.path)).isFile(),
+               (l.name + ": " + l.path).c_str());
+    }
+#else
+    QSKIP("this build has no CUDA backend (TR_CUDA=OFF)");
+#endif
+  }
+
+  // NCCL is loaded at run time for more than one GPU, never linked: a
+  // machine without it still runs one GPU, and a bundle without it loads.
+  void theRealBackendDoesNotLinkNccl() {
+#ifdef REAL_CUDA_PLUGIN
+    QProcess readelf;
+    readelf.start("readelf", {"-d", REAL_CUDA_PLUGIN});
+    if (!readelf.waitForFinished(30000) || readelf.exitCode() != 0)
+      QSKIP("readelf is not available here");
+    const QString needed = QString::fromUtf8(readelf.readAllStandardOutput());
+    QVERIFY2(needed.contains("libcudart"), qPrintable(needed));  // it did read the library
+    QVERIFY2(!needed.contains("libnccl"), qPrintable(needed));
 #else
     QSKIP("this build has no CUDA backend (TR_CUDA=OFF)");
 #endif

@@ -78,6 +78,7 @@ took=$(($(date +%s) - t0))
 r=$work/dry/r.md
 contains "$r" '^\| test_cuda_backend \| skipped: no CUDA device' "the smoke test is a skip"
 contains "$r" '^## Devices and CUDA libraries' "the devices section"
+contains "$r" '^  cuDNN +[0-9]+\.[0-9]+\.[0-9]+ +/' "cuDNN's version and file"
 contains "$r" 'REFUSED: ran on cpu' "a CPU figure is refused"
 contains "$r" '^## Cut by the deadline' "the cut section"
 [ -f "$work/dry/r-logs.tar.gz" ] && echo "ok: the logs archive" || fail "no logs archive"

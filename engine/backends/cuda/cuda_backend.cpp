@@ -18,7 +18,6 @@
 #include "backends/cuda/cuda_backend.h"
 
 #include <cuda_runtime_api.h>
-#include <nccl.h>
 
 #include <algorithm>
 #include <array>
@@ -39,6 +38,7 @@
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/device_rank_sum.h"
 #include "backends/cuda/host_collectives.h"
+#include "backends/cuda/nccl_library.h"
 #include "backends/cuda/stream_handles.h"
 #include "net/tcp_rendezvous.h"
 
@@ -102,7 +102,7 @@ class NcclRankSum final : public DeviceRankSum {
  public:
   NcclRankSum(ncclComm_t comm, int device) : comm_(comm), device_(device) {}
   void enqueue_sum(float* data, uint64_t count, cudaStream_t stream) const override {
-    TR_NCCL_CHECK(ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm_, stream), device_);
+    TR_NCCL_CHECK(nccl().all_reduce(data, data, count, ncclFloat, ncclSum, comm_, stream), device_);
   }
 
  private:
@@ -198,7 +198,7 @@ class CudaBackend final : public Backend {
         init_across_nodes(o, comms);
       else if (devices_.size() > 1)
         TR_NCCL_CHECK(
-            ncclCommInitAll(comms.data(), static_cast<int>(devices_.size()), devices_.data()),
+            nccl().comm_init_all(comms.data(), static_cast<int>(devices_.size()), devices_.data()),
             devices_.front());
       for (size_t i = 0; i < comms.size(); ++i) ranks_[i]->comm = comms[i];
       if (o.sync_batch_norm && global_world() > 1) split_bn_comms();
@@ -232,17 +232,17 @@ class CudaBackend final : public Backend {
                                     r->streams[stream_index(StreamKind::UPDATE)]),
                     r->device);
     }
-    TR_NCCL_CHECK(ncclGroupStart(), -1);
+    TR_NCCL_CHECK(nccl().group_start(), -1);
     try {
       for (auto& r : ranks_)
-        TR_NCCL_CHECK(ncclAllReduce(r->vote, r->vote, 1, ncclInt32, ncclMax, comm(*r),
-                                    r->streams[stream_index(StreamKind::UPDATE)]),
+        TR_NCCL_CHECK(nccl().all_reduce(r->vote, r->vote, 1, ncclInt32, ncclMax, comm(*r),
+                                        r->streams[stream_index(StreamKind::UPDATE)]),
                       r->device);
     } catch (...) {
-      (void)ncclGroupEnd();
+      (void)nccl().group_end();
       throw;
     }
-    TR_NCCL_CHECK(ncclGroupEnd(), -1);
+    TR_NCCL_CHECK(nccl().group_end(), -1);
     Rank& first = *ranks_.front();
     {
       DeviceScope scope(first.device);
@@ -587,7 +587,7 @@ class CudaBackend final : public Backend {
         if (!*c) continue;
         aborting_.emplace_back([comm = std::exchange(*c, nullptr), device = r->device] {
           (void)cudaSetDevice(device);
-          (void)ncclCommAbort(comm);
+          (void)nccl().comm_abort(comm);
         });
       }
   }
@@ -733,20 +733,20 @@ class CudaBackend final : public Backend {
   // A second communicator over the same ranks for SyncBatchNorm, split from
   // the first (one collective call per rank, grouped as one thread makes them).
   void split_bn_comms() {
-    TR_NCCL_CHECK(ncclGroupStart(), -1);
+    TR_NCCL_CHECK(nccl().group_start(), -1);
     try {
       for (size_t i = 0; i < ranks_.size(); ++i) {
         Rank& r = *ranks_[i];
         DeviceScope scope(r.device);
         TR_NCCL_CHECK(
-            ncclCommSplit(r.comm, 0, global_rank(static_cast<int>(i)), &r.bn_comm, nullptr),
+            nccl().comm_split(r.comm, 0, global_rank(static_cast<int>(i)), &r.bn_comm, nullptr),
             r.device);
       }
     } catch (...) {
-      (void)ncclGroupEnd();
+      (void)nccl().group_end();
       throw;
     }
-    TR_NCCL_CHECK(ncclGroupEnd(), -1);
+    TR_NCCL_CHECK(nccl().group_end(), -1);
     for (auto& r : ranks_) r->rank_sum = std::make_unique<NcclRankSum>(r->bn_comm, r->device);
   }
 
@@ -877,12 +877,12 @@ class CudaBackend final : public Backend {
     const ncclRedOp_t op = l.args->node->range_op == RangeOp::ALLREDUCE_MEAN ? ncclAvg : ncclSum;
     if (global_world() == 1) return;  // the compiler emits none for one rank; nothing to do
     ncclComm_t c = comm(r);
-    TR_NCCL_CHECK(ncclGroupStart(), r.device);
+    TR_NCCL_CHECK(nccl().group_start(), r.device);
     for (const SpanArg& span : l.args->in_spans)
       if (span.bytes)
-        TR_NCCL_CHECK(ncclAllReduce(span.data, span.data, span.floats(), ncclFloat, op, c, s),
+        TR_NCCL_CHECK(nccl().all_reduce(span.data, span.data, span.floats(), ncclFloat, op, c, s),
                       r.device);
-    TR_NCCL_CHECK(ncclGroupEnd(), r.device);
+    TR_NCCL_CHECK(nccl().group_end(), r.device);
   }
 
   void host_collective(Rank& r, StreamKind stream, HostCollective call) {
@@ -900,7 +900,10 @@ class CudaBackend final : public Backend {
   // One round of host collectives, a batch per rank, as one NCCL group: a
   // single host thread may be issuing for every device.
   void issue(const std::vector<HostBatch>& round) {
-    TR_NCCL_CHECK(ncclGroupStart(), -1);
+    // One rank's broadcast or all-reduce is itself: a world of one has no
+    // communicator (and needs no NCCL).
+    if (global_world() == 1) return;
+    TR_NCCL_CHECK(nccl().group_start(), -1);
     try {
       for (size_t i = 0; i < round.size(); ++i) {
         const Rank& r = *ranks_[i];
@@ -910,21 +913,21 @@ class CudaBackend final : public Backend {
           if (call.bytes == 0) continue;
           if (call.kind == HostCollectiveKind::BROADCAST)
             TR_NCCL_CHECK(
-                ncclBroadcast(call.data, call.data, call.bytes, ncclUint8, call.root, c, s),
+                nccl().broadcast(call.data, call.data, call.bytes, ncclUint8, call.root, c, s),
                 r.device);
           else
             TR_NCCL_CHECK(
-                ncclAllReduce(call.data, call.data, call.bytes / 4, ncclFloat,
-                              call.kind == HostCollectiveKind::ALL_REDUCE_MEAN ? ncclAvg : ncclSum,
-                              c, s),
+                nccl().all_reduce(
+                    call.data, call.data, call.bytes / 4, ncclFloat,
+                    call.kind == HostCollectiveKind::ALL_REDUCE_MEAN ? ncclAvg : ncclSum, c, s),
                 r.device);
         }
       }
     } catch (...) {
-      (void)ncclGroupEnd();
+      (void)nccl().group_end();
       throw;
     }
-    TR_NCCL_CHECK(ncclGroupEnd(), -1);
+    TR_NCCL_CHECK(nccl().group_end(), -1);
   }
 
   // Node 0 makes the unique id; the rendezvous checks that the nodes agree
@@ -940,7 +943,7 @@ class CudaBackend final : public Backend {
     ro.timeout = o.nodes.timeout;
     ncclUniqueId id{};
     if (ro.node_rank == 0) {
-      TR_NCCL_CHECK(ncclGetUniqueId(&id), devices_.front());
+      TR_NCCL_CHECK(nccl().get_unique_id(&id), devices_.front());
       ro.blob.assign(reinterpret_cast<const char*>(&id), sizeof id);
     }
     const net::NodeLayout layout = net::rendezvous(ro);
@@ -957,20 +960,20 @@ class CudaBackend final : public Backend {
       TR_CUDA_CHECK(cudaMalloc(&p, sizeof(int32_t)), r->device);
       r->vote = static_cast<int32_t*>(p);
     }
-    TR_NCCL_CHECK(ncclGroupStart(), -1);
+    TR_NCCL_CHECK(nccl().group_start(), -1);
     try {
       for (size_t i = 0; i < devices_.size(); ++i) {
         DeviceScope scope(devices_[i]);  // ncclCommInitRank takes the current device
         TR_NCCL_CHECK(
-            ncclCommInitRank(&comms[i], layout.world, id, first_rank_ + static_cast<int>(i)),
+            nccl().comm_init_rank(&comms[i], layout.world, id, first_rank_ + static_cast<int>(i)),
             devices_[i]);
       }
     } catch (...) {
-      (void)ncclGroupEnd();
+      (void)nccl().group_end();
       destroy_comms(comms);
       throw;
     }
-    const ncclResult_t res = ncclGroupEnd();
+    const ncclResult_t res = nccl().group_end();
     if (res != ncclSuccess) {
       destroy_comms(comms);
       check_nccl(res, "ncclCommInitRank across nodes", -1);
@@ -978,7 +981,7 @@ class CudaBackend final : public Backend {
   }
   static void destroy_comms(std::vector<ncclComm_t>& comms) noexcept {
     for (ncclComm_t& c : comms)
-      if (c) (void)ncclCommDestroy(std::exchange(c, nullptr));
+      if (c) (void)nccl().comm_destroy(std::exchange(c, nullptr));
   }
 
   // Frees what exists; errors are ignored (a destructor must not throw).
@@ -1006,9 +1009,9 @@ class CudaBackend final : public Backend {
     for (auto& rp : ranks_) {
       Rank& r = *rp;
       if (cudaSetDevice(r.device) != cudaSuccess) continue;
-      if (r.bn_comm) (void)ncclCommDestroy(r.bn_comm);
+      if (r.bn_comm) (void)nccl().comm_destroy(r.bn_comm);
       r.bn_comm = nullptr;
-      if (r.comm) (void)ncclCommDestroy(r.comm);
+      if (r.comm) (void)nccl().comm_destroy(r.comm);
       r.comm = nullptr;
     }
     for (auto& rp : ranks_) {

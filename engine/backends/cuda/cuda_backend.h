@@ -21,6 +21,8 @@ std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& options);
 
 namespace tr {
 struct DeviceScan;
-// Fills scan.cuda and scan.cuda_status from the CUDA runtime.
+// Fills scan.cuda, scan.cuda_status and scan.cuda_libraries from the CUDA runtime.
 void scan_cuda_devices(DeviceScan& scan);
+// Fills scan.cuda_libraries: each CUDA library's version and file (cuda_libraries.cpp).
+void scan_cuda_libraries(DeviceScan& scan);
 }  // namespace tr

@@ -5,10 +5,11 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
-#include <nccl.h>
 
 #include <stdexcept>
 #include <string>
+
+#include "backends/cuda/nccl_library.h"
 
 namespace tr::cuda {
 
@@ -24,10 +25,11 @@ inline void check_cuda(cudaError_t err, const char* call, int device) {
                            cudaGetErrorString(err) + " (" + cudaGetErrorName(err) + ")");
 }
 
+// A result comes from a call through nccl(), so NCCL is loaded here.
 inline void check_nccl(ncclResult_t res, const char* call, int device) {
   if (res == ncclSuccess) return;
   throw std::runtime_error(std::string("NCCL error in ") + call + " " + device_text(device) + ": " +
-                           ncclGetErrorString(res));
+                           nccl().error_string(res));
 }
 
 // The device this thread currently works on, for messages; -1 when unknown.

@@ -11,6 +11,7 @@
 namespace tr {
 
 void scan_cuda_devices(DeviceScan& scan) {
+  scan_cuda_libraries(scan);
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {

@@ -33,6 +33,14 @@ std::string cpu_precision_problem(Precision p, const CpuBf16& f);
 // cuBLAS's bfloat16 kernels need compute capability 8.0 (Ampere) or later.
 std::string cuda_precision_problem(Precision p, const CudaDeviceInfo& d);
 
+// A library the CUDA backend runs on, as the loader resolved it.
+struct CudaLibraryInfo {
+  std::string name;     // "CUDA runtime", "cuBLAS", "cuDNN", "NCCL"
+  std::string version;  // "9.19.0"
+  std::string path;     // the file, links resolved
+  std::string problem;  // why it cannot be used (NCCL, loaded only for more than one GPU)
+};
+
 struct DeviceScan {
   int host_threads = 1;
   uint64_t host_memory_bytes = 0;     // MemTotal
@@ -48,6 +56,7 @@ struct DeviceScan {
   std::string cuda_backend_path;     // where it was looked for
   std::vector<CudaDeviceInfo> cuda;
   std::string cuda_status;  // why there are no CUDA devices, or the driver/runtime versions
+  std::vector<CudaLibraryInfo> cuda_libraries;  // when the CUDA backend loaded
 };
 
 DeviceScan scan_devices();
