@@ -25,6 +25,9 @@ struct CudaBackendOptions {
   // false records each "captured" graph as a list of launches and replays
   // it by launching them one by one, as a framework without graphs would.
   bool capture = true;
+  // Convolutions keep to deterministic cuDNN algorithms (conv_launchers.h:
+  // ConvAlgorithms::DETERMINISTIC) rather than the fastest measured.
+  bool deterministic_conv = false;
   // The plan uses SyncBatchNorm: a second communicator for the BN layers'
   // in-graph sums (only with more than one rank in the world).
   bool sync_batch_norm = false;

@@ -21,10 +21,12 @@ constexpr const char* kBenchUsage =
     "usage: renaissance-cli bench <project.json> [--steps N] [--warmup W] [--batch B]\n"
     "         [--threads T] [--devices cpu:N|cuda:I-J] [--precision fp32|amp|bf16] [--data DIR]\n"
     "         [--rewrites on|off] [--memory-packing on|off] [--streams 5|1]\n"
-    "         [--capture on|off] [--allow-fallback] [--json]\n"
+    "         [--capture on|off] [--conv-algorithms fastest|deterministic]\n"
+    "         [--allow-fallback] [--json]\n"
     "  Trains W + N steps (no validation) and reports the median time of the last N.\n"
-    "  On CUDA devices, --streams 1 runs all five streams' work on one CUDA stream and\n"
-    "  --capture off launches each captured graph's work one launch at a time.\n"
+    "  On CUDA devices, --streams 1 runs all five streams' work on one CUDA stream,\n"
+    "  --capture off launches each captured graph's work one launch at a time, and\n"
+    "  --conv-algorithms deterministic keeps cuDNN to algorithms that repeat bit for bit.\n"
     "  CUDA devices that are not usable here are an error (a figure for them must not\n"
     "  come from the CPU); --allow-fallback measures as many CPU ranks instead, and the\n"
     "  JSON's \"backend\" says which ran.\n";
@@ -67,22 +69,25 @@ int cmd_bench(const std::vector<std::string>& args) {
   const double batch = static_cast<double>(cp.project().training.global_batch);
   const double flops_per_step =
       3.0 * static_cast<double>(cp.analysis().total_flops) * static_cast<double>(cp.world_size());
-  nlohmann::json j = {{"project", cp.project().name},
-                      {"backend", job.context().backend},
-                      {"streams", a.values.count("streams") ? a.values.at("streams") : "5"},
-                      {"capture", a.values.count("capture") ? a.values.at("capture") : "on"},
-                      {"devices", cp.project().training.devices.str()},
-                      {"fell_back", job.fell_back()},
-                      {"plan_bytes_per_device", cp.bytes_per_device()},
-                      {"threads", job.context().cpu_threads},
-                      {"cpu_kernels", job.context().cpu_kernels},
-                      {"batch", cp.project().training.global_batch},
-                      {"steps", steps},
-                      {"warmup", warmup},
-                      {"median_ms_per_step", median_ms},
-                      {"min_ms_per_step", 1000 * timed.front()},
-                      {"images_per_s", batch / (median_ms / 1000)},
-                      {"train_gflop_per_s", flops_per_step / (median_ms / 1000) / 1e9}};
+  nlohmann::json j = {
+      {"project", cp.project().name},
+      {"backend", job.context().backend},
+      {"streams", a.values.count("streams") ? a.values.at("streams") : "5"},
+      {"capture", a.values.count("capture") ? a.values.at("capture") : "on"},
+      {"conv_algorithms",
+       a.values.count("conv-algorithms") ? a.values.at("conv-algorithms") : "fastest"},
+      {"devices", cp.project().training.devices.str()},
+      {"fell_back", job.fell_back()},
+      {"plan_bytes_per_device", cp.bytes_per_device()},
+      {"threads", job.context().cpu_threads},
+      {"cpu_kernels", job.context().cpu_kernels},
+      {"batch", cp.project().training.global_batch},
+      {"steps", steps},
+      {"warmup", warmup},
+      {"median_ms_per_step", median_ms},
+      {"min_ms_per_step", 1000 * timed.front()},
+      {"images_per_s", batch / (median_ms / 1000)},
+      {"train_gflop_per_s", flops_per_step / (median_ms / 1000) / 1e9}};
   if (a.has("json")) {
     std::printf("%s\n", j.dump().c_str());
   } else {

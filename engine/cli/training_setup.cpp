@@ -19,6 +19,7 @@ std::set<std::string> setup_options() {
   s.insert("threads");
   s.insert(kRewritesOption);
   s.insert(kPackingOption);
+  s.insert("conv-algorithms");
   return s;
 }
 
@@ -102,6 +103,15 @@ TrainingJob prepare_training(Project project, const ParsedArgs& a, bool allow_cp
           "one by one), got '" +
           v + "'");
     options.cuda_capture = v == "on";
+  }
+  if (a.values.count("conv-algorithms")) {
+    const std::string& v = a.values.at("conv-algorithms");
+    if (v != "fastest" && v != "deterministic")
+      throw UsageError(
+          "option '--conv-algorithms' takes fastest (cuDNN's fastest measured algorithm) or "
+          "deterministic (the fastest whose results repeat bit for bit), got '" +
+          v + "'");
+    options.cuda_deterministic_conv = v == "deterministic";
   }
   options.compile = compile_options_from(a);
   return TrainingJob(std::move(project), options);

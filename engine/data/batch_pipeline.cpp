@@ -38,10 +38,13 @@ BatchPipeline::BatchPipeline(const DataSource& source, Split split, BatchSpec sp
   const Shape s = source.sample_shape();
   const int64_t local = plan_.local_batch();
   for (int i = 0; i < 2; ++i) {
-    // Zero-filled once so no row (e.g. past a partial batch) is ever uninitialised memory.
+    // Zero-filled once so no row (e.g. past a partial batch) is ever
+    // uninitialised memory; whole pages, as a device backend page-locks each
+    // buffer on its own.
     const int64_t c = spec_.padded_channels > 0 ? spec_.padded_channels : s.c;
-    buffers_[static_cast<size_t>(i)].images = Tensor({local, s.h, s.w, c}, spec_.dtype);
-    buffers_[static_cast<size_t>(i)].labels = Tensor({local, 1, 1, 1}, DType::INT32);
+    buffers_[static_cast<size_t>(i)].images =
+        Tensor::whole_pages({local, s.h, s.w, c}, spec_.dtype);
+    buffers_[static_cast<size_t>(i)].labels = Tensor::whole_pages({local, 1, 1, 1}, DType::INT32);
     buffers_[static_cast<size_t>(i)].buffer = i;
   }
   producer_ = std::thread([this] { produce(); });

@@ -26,6 +26,10 @@ class Tensor {
   // reads, batch staging). Untouched pages cost no memory, so a bogus size
   // from a file header only fails when the data really isn't there.
   static Tensor uninitialized(Shape shape, DType dtype);
+  // Zero-filled, starting on a page and filling whole pages
+  // (allocated_bytes()): a staging buffer that a device backend page-locks
+  // shares no page with another, so pinning one never half-pins the next.
+  static Tensor whole_pages(Shape shape, DType dtype);
 
   // A moved-from Tensor is empty (shape [0,0,0,0]), never a dangling view.
   Tensor(Tensor&& other) noexcept;
@@ -39,6 +43,9 @@ class Tensor {
   DType dtype() const noexcept { return dtype_; }
   int64_t elements() const noexcept { return shape_.elements(); }
   size_t bytes() const noexcept { return bytes_; }
+  // The allocation's size: bytes() rounded up to its alignment (whole pages
+  // for whole_pages()).
+  size_t allocated_bytes() const noexcept { return allocated_; }
   bool empty() const noexcept { return bytes_ == 0; }
 
   // Typed access. FP32: float; FP16 and BF16: uint16_t (binary16 bits, see
@@ -59,7 +66,12 @@ class Tensor {
 
  private:
   struct AlignedDelete {
+    // Constructors, not a member initialiser: unique_ptr asks whether this
+    // is default-constructible while Tensor is still incomplete.
+    AlignedDelete() noexcept : alignment(kAlignment) {}
+    explicit AlignedDelete(size_t a) noexcept : alignment(a) {}
     void operator()(std::byte* p) const noexcept;
+    size_t alignment;
   };
 
   template <class T>
@@ -80,11 +92,12 @@ class Tensor {
   }
   [[noreturn]] void mismatch(const char* requested) const;
 
-  Tensor(Shape shape, DType dtype, bool zero);
+  Tensor(Shape shape, DType dtype, bool zero, size_t alignment = kAlignment);
 
   Shape shape_{0, 0, 0, 0};
   DType dtype_ = DType::FP32;
   size_t bytes_ = 0;
+  size_t allocated_ = 0;
   std::unique_ptr<std::byte[], AlignedDelete> storage_;
 };
 

@@ -51,8 +51,10 @@ class Backend {
 
   // Host memory that copies read or write at every replay (the input
   // pipeline's staging buffers): a GPU backend page-locks it, so a captured
-  // copy is a plain DMA that never stages through a driver buffer. Every
-  // pin_host is undone by unpin_host before the memory is freed.
+  // copy is a plain DMA that never stages through a driver buffer. The
+  // memory is whole pages of its own (Tensor::whole_pages), as page-locking
+  // works on pages. Every pin_host is undone by unpin_host before the memory
+  // is freed.
   virtual void pin_host(const void* data, uint64_t bytes) {
     (void)data;
     (void)bytes;

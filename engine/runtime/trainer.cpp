@@ -160,7 +160,7 @@ class RankLoop {
     for (const BatchPipeline* src : {train_.get(), val_.get()})
       for (int buffer = 0; src && buffer < 2; ++buffer)
         for (const Tensor* t : {&src->staging(buffer).images, &src->staging(buffer).labels})
-          pinned_.emplace_back(backend_, t->data<std::byte>(), t->bytes());
+          pinned_.emplace_back(backend_, t->data<std::byte>(), t->allocated_bytes());
     RankStaging staging;
     staging.per_variant.resize(cp.variants.size());
     for (size_t v = 0; v < cp.variants.size(); ++v) {

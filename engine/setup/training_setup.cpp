@@ -101,6 +101,7 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
     o.nodes = options.nodes;
     o.streams = options.cuda_streams;
     o.capture = options.cuda_capture;
+    o.deterministic_conv = options.cuda_deterministic_conv;
     o.sync_batch_norm = out.compiled->project.training.sync_batch_norm;
     if (options.nodes.across_nodes()) o.fingerprint = plan_fingerprint(*out.compiled);
     // on_cuda means the scan found devices, so the backend is loaded.

@@ -211,8 +211,16 @@ class TestCudaConv : public QObject {
 
   // The same inputs give the same bits on every run: deterministic
   // algorithms are preferred, and the choice is made once per geometry.
+  // Bit for bit with deterministic algorithms only: the default takes
+  // cuDNN's fastest, which for dW may sum in any order.
   void repeatable() {
     TR_REQUIRE_CUDA_DEVICE();
+    struct Deterministic {
+      Deterministic() {
+        cuda::conv::set_conv_algorithms(cuda::conv::ConvAlgorithms::DETERMINISTIC);
+      }
+      ~Deterministic() { cuda::conv::set_conv_algorithms(cuda::conv::ConvAlgorithms::FASTEST); }
+    } deterministic;
     const Size s = kSizes[3];
     Layer l(s, 36);
     GraphNode n = node_for(ComputeOp::CONV_BWD);

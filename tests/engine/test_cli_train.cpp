@@ -105,6 +105,11 @@ class TestCliTrain : public QObject {
     r = run_cli({"bench", tiny(), "--capture", "maybe"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("'--capture' takes on"), qPrintable(r.err));
+    r = run_cli({"train", tiny(), "--conv-algorithms", "quickest"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.startsWith("renaissance-cli train: option '--conv-algorithms' takes fastest") &&
+                 r.err.contains("got 'quickest'"),
+             qPrintable(r.err));
     r = run_cli({"train", tiny(), "--devices", "cuda:0", "--epochs", "1"});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     if (!r.err.contains("training on cpu:1 instead"))
@@ -124,6 +129,7 @@ class TestCliTrain : public QObject {
     QCOMPARE(j.at("backend").get<std::string>(), std::string("cpu"));
     QVERIFY(j.at("fell_back").get<bool>());
     QVERIFY(j.at("plan_bytes_per_device").get<uint64_t>() > 0);
+    QCOMPARE(j.at("conv_algorithms").get<std::string>(), std::string("fastest"));
     r = run_cli({"bench", tiny(), "--devices", "cuda:0", "--streams", "1", "--steps", "2",
                  "--allow-fallback"});
     QCOMPARE(r.code, 2);

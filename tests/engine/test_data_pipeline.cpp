@@ -2,6 +2,8 @@
 // The input pipeline: epoch plans (coverage, shuffling, rank slices, the
 // partial last batch), normalisation and augmentation, FP16 output, and the
 // A/B prefetch thread (overlap, ordering, errors, clean shutdown).
+#include <unistd.h>
+
 #include <QElapsedTimer>
 #include <QtTest>
 
@@ -15,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <renaissance/error.h>
@@ -521,6 +524,37 @@ class TestDataPipeline : public QObject {
     QCOMPARE(c->index, int64_t{2});
     p.release(b);
     p.release(c);
+  }
+
+  // A device backend page-locks each staging buffer on its own: a buffer
+  // sharing a page with another would be half pinned (the second
+  // registration of that page fails). Labels are far smaller than a page.
+  void stagingBuffersAreWholePagesOfTheirOwn() {
+    const CountingSource src(64, 2, 2, 1);
+    BatchPipeline p(src, Split::Train, spec(8));
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    std::vector<std::pair<uintptr_t, uintptr_t>> spans;  // [first page, end)
+    for (int buffer = 0; buffer < 2; ++buffer)
+      for (const Tensor* t : {&p.staging(buffer).images, &p.staging(buffer).labels}) {
+        const auto at = reinterpret_cast<uintptr_t>(t->data<std::byte>());
+        QCOMPARE(at % page, uintptr_t{0});
+        QCOMPARE(t->allocated_bytes() % page, size_t{0});
+        QVERIFY(t->allocated_bytes() >= t->bytes());
+        // The tail past the data is zero, as the data is before the first fill.
+        const std::byte* tail = t->data<std::byte>() + t->bytes();
+        QVERIFY(std::all_of(tail, tail + (t->allocated_bytes() - t->bytes()),
+                            [](std::byte b) { return b == std::byte{0}; }));
+        spans.emplace_back(at, at + t->allocated_bytes());
+      }
+    QCOMPARE(p.staging(0).labels.bytes(), size_t{8 * 4});
+    std::sort(spans.begin(), spans.end());
+    for (size_t i = 1; i < spans.size(); ++i) QVERIFY(spans[i - 1].second <= spans[i].first);
+    // A moved buffer keeps its allocation and frees it with its own alignment.
+    Tensor moved = Tensor::whole_pages({3, 1, 1, 1}, DType::INT32);
+    const size_t allocated = moved.allocated_bytes();
+    Tensor into = std::move(moved);
+    QCOMPARE(into.allocated_bytes(), allocated);
+    QCOMPARE(moved.allocated_bytes(), size_t{0});
   }
 
   void startEpochMidEpochRestartsCleanly() {

@@ -1,20 +1,24 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Convolution launchers through cuDNN's convolution API (see conv_launchers.h).
 //
-// One ConvPlan per (device, geometry, dtype, math mode, direction) holds the
-// descriptors and the chosen algorithm for the process: the runtime sizes the
-// stream workspaces before each launch is captured, which is where a plan is
-// made, so a captured graph never depends on a choice made later.
+// One ConvPlan per (device, geometry, dtype, math mode, direction, choice)
+// holds the descriptors and the chosen algorithm for the process: the
+// runtime prepares every launch before capturing it (prepare_launch, which
+// sizes the stream workspace), which is where a plan is made, so a captured
+// graph never depends on a choice made later.
 //
-// The choice is cuDNN's heuristic ranking (the *_v7 queries: host-side, safe
-// while a stream captures), filtered to deterministic algorithms whose
-// workspace fits kWorkspaceCap; the first of those wins. Determinism keeps a
-// seed's run identical from run to run, which the rest of the backend keeps
-// too (fixed-order reductions); an algorithm that is not deterministic is
-// taken only when no deterministic one qualifies.
+// The choice is measured, as PyTorch's cudnn.benchmark does: cuDNN's
+// Find*AlgorithmEx times every candidate on the launch's own inputs in the
+// arena (a scratch output and workspace, freed at once), on the launch's
+// stream before it captures. Only a plan first needed inside a capture (none
+// is, as every launch is prepared) would fall back to cuDNN's heuristic
+// ranking. ConvAlgorithms::DETERMINISTIC keeps to deterministic algorithms,
+// so a seed's run repeats bit for bit; the default takes the fastest.
 #include "backends/cuda/conv_launchers.h"
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <climits>
 #include <memory>
 #include <mutex>
@@ -33,6 +37,8 @@
 namespace tr::cuda::conv {
 
 namespace {
+
+std::atomic<ConvAlgorithms> g_conv_algorithms{ConvAlgorithms::FASTEST};
 
 // A generous cap: the stream workspace is shared by every kernel on the
 // stream and sized to the largest need, so one greedy algorithm sets it.
@@ -78,16 +84,43 @@ struct Layout {
   bool strict;                   // FP32 without TF32 (Fp32Gemm::STRICT)
   int device;
   Direction dir;
+  ConvAlgorithms algorithms;
 };
 
-using PlanKey = std::array<int64_t, 20>;
+// What a measured search runs on: the launch's two inputs in the arena (x
+// and w forward, w and dy for dx, x and dy for dw) and its output's size (a
+// scratch buffer takes the output). No inputs: the heuristic chooses.
+struct SearchOperands {
+  const void* in0 = nullptr;
+  const void* in1 = nullptr;
+  uint64_t out_bytes = 0;
+};
+
+using PlanKey = std::array<int64_t, 21>;
 
 PlanKey key_of(const Layout& l) {
   const Geom& g = l.g;
-  return {g.n,         g.h,         g.w,      g.ci,     g.co,
-          g.kh,        g.kw,        g.sh,     g.sw,     g.ph,
-          g.pw,        g.ho,        g.wo,     g.groups, l.dtype,
-          l.x_cstride, l.y_cstride, l.strict, l.device, static_cast<int64_t>(l.dir)};
+  return {g.n,
+          g.h,
+          g.w,
+          g.ci,
+          g.co,
+          g.kh,
+          g.kw,
+          g.sh,
+          g.sw,
+          g.ph,
+          g.pw,
+          g.ho,
+          g.wo,
+          g.groups,
+          l.dtype,
+          l.x_cstride,
+          l.y_cstride,
+          l.strict,
+          l.device,
+          static_cast<int64_t>(l.dir),
+          static_cast<int64_t>(l.algorithms)};
 }
 
 struct PlanKeyHash {
@@ -130,8 +163,12 @@ class ConvPlan {
                 "cudnnSetConvolution2dDescriptor", dev);
     check_cudnn(cudnnSetConvolutionGroupCount(conv_, as_int(g.groups, "groups")),
                 "cudnnSetConvolutionGroupCount", dev);
-    // TF32 or FP16 tensor cores unless strict FP32 asks for plain FMA.
-    math_ = l.strict ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+    // The math the candidates are ranked under: FP32 at DEFAULT (TF32 tensor
+    // cores where the GPU has them, as PyTorch; never converted to FP16),
+    // strict FP32 at FMA, FP16 and BF16 at tensor-op math.
+    math_ = l.strict                      ? CUDNN_FMA_MATH
+            : l.dtype == CUDNN_DATA_FLOAT ? CUDNN_DEFAULT_MATH
+                                          : CUDNN_TENSOR_OP_MATH;
     check_cudnn(cudnnSetConvolutionMathType(conv_, math_), "cudnnSetConvolutionMathType", dev);
   }
   ~ConvPlan() {
@@ -144,41 +181,68 @@ class ConvPlan {
   ConvPlan(const ConvPlan&) = delete;
   ConvPlan& operator=(const ConvPlan&) = delete;
 
-  // Ranks cuDNN's candidates for this direction and keeps one (see the top).
-  void choose(cudnnHandle_t h, bool strict, int dev) {
+  // Chooses this direction's algorithm (see the top): measured on
+  // `operands` when given and `stream` is not capturing, else by cuDNN's
+  // heuristic ranking. Then the workspace it needs with the math type set.
+  void choose(cudnnHandle_t h, const Layout& l, const SearchOperands& operands,
+              cudaStream_t stream) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    const bool measure = operands.in0 && operands.in1 &&
+                         cudaStreamIsCapturing(stream, &status) == cudaSuccess &&
+                         status == cudaStreamCaptureStatusNone;
     switch (dir_) {
-      case Direction::FWD: {
-        std::vector<cudnnConvolutionFwdAlgoPerf_t> r(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
-        int got = 0;
-        check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(
-                        h, x_, w_, conv_, y_, static_cast<int>(r.size()), &got, r.data()),
-                    "cudnnGetConvolutionForwardAlgorithm_v7", dev);
-        r.resize(static_cast<size_t>(got));
-        pick(r, strict, dev);
+      case Direction::FWD:
+        choose_from<cudnnConvolutionFwdAlgoPerf_t>(
+            h, l, measure, operands, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+            [&](int n, int* got, cudnnConvolutionFwdAlgoPerf_t* r) {
+              return cudnnGetConvolutionForwardAlgorithm_v7(h, x_, w_, conv_, y_, n, got, r);
+            },
+            [&](int n, int* got, cudnnConvolutionFwdAlgoPerf_t* r, void* out, void* ws,
+                size_t ws_bytes) {
+              return cudnnFindConvolutionForwardAlgorithmEx(
+                  h, x_, operands.in0, w_, operands.in1, conv_, y_, out, n, got, r, ws, ws_bytes);
+            },
+            [&](size_t* bytes) {
+              return cudnnGetConvolutionForwardWorkspaceSize(
+                  h, x_, w_, conv_, y_, static_cast<cudnnConvolutionFwdAlgo_t>(algo_), bytes);
+            });
         break;
-      }
-      case Direction::BWD_DATA: {
-        std::vector<cudnnConvolutionBwdDataAlgoPerf_t> r(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
-        int got = 0;
-        check_cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                        h, w_, y_, conv_, x_, static_cast<int>(r.size()), &got, r.data()),
-                    "cudnnGetConvolutionBackwardDataAlgorithm_v7", dev);
-        r.resize(static_cast<size_t>(got));
-        pick(r, strict, dev);
+      case Direction::BWD_DATA:
+        choose_from<cudnnConvolutionBwdDataAlgoPerf_t>(
+            h, l, measure, operands, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+            [&](int n, int* got, cudnnConvolutionBwdDataAlgoPerf_t* r) {
+              return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w_, y_, conv_, x_, n, got, r);
+            },
+            [&](int n, int* got, cudnnConvolutionBwdDataAlgoPerf_t* r, void* out, void* ws,
+                size_t ws_bytes) {
+              return cudnnFindConvolutionBackwardDataAlgorithmEx(
+                  h, w_, operands.in0, y_, operands.in1, conv_, x_, out, n, got, r, ws, ws_bytes);
+            },
+            [&](size_t* bytes) {
+              return cudnnGetConvolutionBackwardDataWorkspaceSize(
+                  h, w_, y_, conv_, x_, static_cast<cudnnConvolutionBwdDataAlgo_t>(algo_), bytes);
+            });
         break;
-      }
-      case Direction::BWD_FILTER: {
-        std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> r(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
-        int got = 0;
-        check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                        h, x_, y_, conv_, w_, static_cast<int>(r.size()), &got, r.data()),
-                    "cudnnGetConvolutionBackwardFilterAlgorithm_v7", dev);
-        r.resize(static_cast<size_t>(got));
-        pick(r, strict, dev);
+      case Direction::BWD_FILTER:
+        choose_from<cudnnConvolutionBwdFilterAlgoPerf_t>(
+            h, l, measure, operands, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+            [&](int n, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* r) {
+              return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x_, y_, conv_, w_, n, got, r);
+            },
+            [&](int n, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* r, void* out, void* ws,
+                size_t ws_bytes) {
+              return cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                  h, x_, operands.in0, y_, operands.in1, conv_, w_, out, n, got, r, ws, ws_bytes);
+            },
+            [&](size_t* bytes) {
+              return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                  h, x_, y_, conv_, w_, static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo_), bytes);
+            });
         break;
-      }
     }
   }
+
+  bool measured() const { return measured_; }
 
   uint64_t workspace() const { return workspace_; }
 
@@ -228,26 +292,81 @@ class ConvPlan {
                 "cudnnSetTensor4dDescriptorEx", dev);
   }
 
-  template <typename Perf>
-  void pick(const std::vector<Perf>& ranked, bool strict, int dev) {
-    const Perf* chosen = nullptr;
-    for (int pass = 0; pass < 2 && !chosen; ++pass)
-      for (const Perf& p : ranked) {
-        if (p.status != CUDNN_STATUS_SUCCESS || p.memory > kWorkspaceCap) continue;
-        if (strict && p.mathType != CUDNN_FMA_MATH) continue;
-        if (pass == 0 && p.determinism != CUDNN_DETERMINISTIC) continue;
-        chosen = &p;
-        break;
+  // The heuristic's ranking, then (when measuring) cuDNN's timings of
+  // every candidate on the launch's own inputs, with a scratch output and a
+  // scratch workspace as large as the largest candidate within the cap, both
+  // freed at once. Nothing here runs inside a capture (the caller checked).
+  template <typename Perf, typename Heuristic, typename Find, typename WorkspaceSize>
+  void choose_from(cudnnHandle_t, const Layout& l, bool measure, const SearchOperands& operands,
+                   int count, Heuristic heuristic, Find find, WorkspaceSize workspace_size) {
+    const int dev = l.device;
+    std::vector<Perf> ranked(static_cast<size_t>(count));
+    int got = 0;
+    check_cudnn(heuristic(count, &got, ranked.data()), "the cuDNN heuristic query", dev);
+    ranked.resize(static_cast<size_t>(got));
+    if (measure) {
+      uint64_t ws_bytes = 0;
+      for (const Perf& p : ranked)
+        if (p.status == CUDNN_STATUS_SUCCESS && p.memory <= kWorkspaceCap)
+          ws_bytes = std::max<uint64_t>(ws_bytes, p.memory);
+      void* out = nullptr;
+      void* ws = nullptr;
+      // Out of memory for the search is no error: the heuristic still chooses.
+      if (cudaMalloc(&out, std::max<uint64_t>(operands.out_bytes, 1)) == cudaSuccess &&
+          (ws_bytes == 0 || cudaMalloc(&ws, ws_bytes) == cudaSuccess)) {
+        std::vector<Perf> timed(static_cast<size_t>(count));
+        int found = 0;
+        const cudnnStatus_t st = find(count, &found, timed.data(), out, ws, ws_bytes);
+        if (st == CUDNN_STATUS_SUCCESS && found > 0) {
+          timed.resize(static_cast<size_t>(found));
+          ranked = std::move(timed);  // fastest first
+          measured_ = true;
+        }
       }
+      (void)cudaGetLastError();
+      if (ws) (void)cudaFree(ws);
+      if (out) (void)cudaFree(out);
+    }
+    pick(ranked, l, dev);
+    // The workspace of the algorithm as it runs: with the math type now set.
+    size_t bytes = 0;
+    if (workspace_size(&bytes) == CUDNN_STATUS_SUCCESS) workspace_ = bytes;
+  }
+
+  // FP32 never runs as FP16 (ALLOW_CONVERSION). Strict FP32 takes FMA
+  // kernels first, then those ranked at DEFAULT math (run with FMA math).
+  // ConvAlgorithms::DETERMINISTIC takes deterministic ones only; otherwise
+  // a measured ranking is taken as it is (fastest first), and a heuristic one
+  // prefers a deterministic algorithm.
+  template <typename Perf>
+  void pick(const std::vector<Perf>& ranked, const Layout& l, int dev) {
+    const bool fp32 = l.dtype == CUDNN_DATA_FLOAT;
+    const bool deterministic_only = l.algorithms == ConvAlgorithms::DETERMINISTIC;
+    const bool prefer_deterministic = deterministic_only || !measured_;
+    auto fits = [&](const Perf& p, bool other_math, bool any_determinism) {
+      if (p.status != CUDNN_STATUS_SUCCESS || p.memory > kWorkspaceCap) return false;
+      if (fp32 && p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return false;
+      if (l.strict && p.mathType != CUDNN_FMA_MATH &&
+          !(other_math && p.mathType == CUDNN_DEFAULT_MATH))
+        return false;
+      return any_determinism || p.determinism == CUDNN_DETERMINISTIC;
+    };
+    const Perf* chosen = nullptr;
+    for (const bool other_math : {false, true})
+      for (const bool any_determinism : {!prefer_deterministic, !deterministic_only})
+        for (const Perf& p : ranked)
+          if (!chosen && fits(p, other_math, any_determinism)) chosen = &p;
     if (!chosen)
       throw std::runtime_error(std::string("cuDNN offers no ") + direction_name(dir_) +
+                               (deterministic_only ? " deterministic" : "") +
                                " convolution algorithm for this layer within " +
                                std::to_string(kWorkspaceCap >> 20) + " MiB of workspace " +
                                device_text(dev));
     algo_ = static_cast<int>(chosen->algo);
     workspace_ = chosen->memory;
-    // cuDNN asks for the ranked result's math type on the descriptor it runs with.
-    math_ = chosen->mathType;
+    // cuDNN asks for the ranked result's math type on the descriptor it runs
+    // with; strict FP32 runs a DEFAULT-math candidate as FMA.
+    math_ = l.strict ? CUDNN_FMA_MATH : chosen->mathType;
     check_cudnn(cudnnSetConvolutionMathType(conv_, math_), "cudnnSetConvolutionMathType", dev);
   }
 
@@ -258,6 +377,7 @@ class ConvPlan {
   cudnnMathType_t math_ = CUDNN_DEFAULT_MATH;
   int algo_ = 0;
   uint64_t workspace_ = 0;
+  bool measured_ = false;  // chosen by cuDNN's timings, not its heuristic
 };
 
 // Plans live for the process: a geometry's choice is fixed once made, and
@@ -267,21 +387,31 @@ struct PlanCache {
   std::unordered_map<PlanKey, std::unique_ptr<ConvPlan>, PlanKeyHash> plans;
 };
 
+// Never destroyed: a static's destructor would destroy cuDNN descriptors at
+// exit, possibly after cuDNN's own statics are gone (a passing program
+// exiting with a crash).
 PlanCache& plan_cache() {
-  static PlanCache c;
-  return c;
+  static PlanCache* const c = new PlanCache;
+  return *c;
 }
 
-const ConvPlan& plan_for(const Layout& l, cudaStream_t stream) {
+// The plan of `l`, made (and its algorithm chosen, measured on `operands`
+// where given) at first sight.
+const ConvPlan& plan_for(const Layout& l, cudaStream_t stream,
+                         const SearchOperands& operands = {}) {
   PlanCache& c = plan_cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   std::unique_ptr<ConvPlan>& slot = c.plans[key_of(l)];
   if (!slot) {
     auto made = std::make_unique<ConvPlan>(l);
-    made->choose(cudnn_handle(stream), l.strict, l.device);
+    made->choose(cudnn_handle(stream), l, operands, stream);
     slot = std::move(made);
   }
   return *slot;
+}
+
+SearchOperands search_operands(const TensorArg& in0, const TensorArg& in1, const TensorArg& out) {
+  return {in0.data, in1.data, out.desc ? out.desc->device_bytes() : 0};
 }
 
 // x, w and y (or dx, dw, dy) share one dtype: cuDNN's mixed precision is
@@ -298,7 +428,8 @@ Layout layout_of(const char* op, const KernelArgs& a, const Geom& g, const Tenso
            y.desc->padded_c(),
            e == Elem::F32 && fp32_gemm() == Fp32Gemm::STRICT,
            current_device(),
-           dir};
+           dir,
+           conv_algorithms()};
   return l;
 }
 
@@ -360,6 +491,14 @@ bool is_conv(ComputeOp op) {
 }
 
 }  // namespace
+
+void set_conv_algorithms(ConvAlgorithms choice) noexcept {
+  g_conv_algorithms.store(choice);
+}
+
+ConvAlgorithms conv_algorithms() noexcept {
+  return g_conv_algorithms.load();
+}
 
 void fwd(const KernelArgs& a, cudaStream_t stream) {
   constexpr const char* op = "CONV_FWD";
@@ -436,7 +575,8 @@ uint64_t workspace_bytes(const KernelArgs& a, cudaStream_t stream) {
       for (const TensorArg* t : {&a.in[0], &a.in[1], &a.out[0]})
         if (!t->desc) return 0;
       const Geom g = geom(op, a, a.in[0].shape(), a.in[1].shape(), a.out[0].shape());
-      return plan_for(layout_of(op, a, g, a.in[0], a.in[1], a.out[0], Direction::FWD), stream)
+      return plan_for(layout_of(op, a, g, a.in[0], a.in[1], a.out[0], Direction::FWD), stream,
+                      search_operands(a.in[0], a.in[1], a.out[0]))
           .workspace();
     }
     const bool first = a.node->op == ComputeOp::CONV_BWD_FIRST;
@@ -454,15 +594,15 @@ uint64_t workspace_bytes(const KernelArgs& a, cudaStream_t stream) {
     if (bias && a.runs(BwdPart::DB)) need = column_sum_workspace_bytes(g.n * g.ho * g.wo, g.co);
     if (a.part == static_cast<int>(BwdPart::DB)) return need;
     if (a.runs(BwdPart::DW))
-      need = std::max(
-          need,
-          plan_for(layout_of(op, a, g, x, dw, dy, Direction::BWD_FILTER), stream).workspace());
+      need = std::max(need, plan_for(layout_of(op, a, g, x, dw, dy, Direction::BWD_FILTER), stream,
+                                     search_operands(x, dy, dw))
+                                .workspace());
     const size_t dx_index = a.out.size() - 1;
     if (!first && a.runs(BwdPart::DX) && has_out(a, dx_index) && a.out[dx_index].desc)
       need = std::max(
-          need,
-          plan_for(layout_of(op, a, g, a.out[dx_index], a.in[1], dy, Direction::BWD_DATA), stream)
-              .workspace());
+          need, plan_for(layout_of(op, a, g, a.out[dx_index], a.in[1], dy, Direction::BWD_DATA),
+                         stream, search_operands(a.in[1], dy, a.out[dx_index]))
+                    .workspace());
     return need;
   } catch (const std::invalid_argument&) {
     return 0;

@@ -5,9 +5,10 @@
 // with FP32 accumulation for AMP). Same operands, forked parts and
 // accumulate semantics as the CPU twin in backends/cpu/kernels/dense.h.
 //
-// Algorithms are chosen once per geometry, when the backend sizes the stream
-// workspace for a launch before capturing it (workspace_bytes), and kept for
-// the process; a launch only looks its choice up.
+// Algorithms are chosen once per geometry, measured by cuDNN on the launch's
+// own inputs when the backend prepares the launch before capturing it
+// (workspace_bytes), and kept for the process; a launch only looks its
+// choice up.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -17,6 +18,14 @@
 #include "runtime/kernel_args.h"
 
 namespace tr::cuda::conv {
+
+// How a geometry's algorithm is chosen among cuDNN's measured candidates:
+// the fastest (PyTorch's cudnn.benchmark), or the fastest deterministic one
+// (a seed's run repeats bit for bit). Process-wide, set by the backend from
+// CudaBackendOptions::deterministic; part of every plan's key.
+enum class ConvAlgorithms { FASTEST, DETERMINISTIC };
+void set_conv_algorithms(ConvAlgorithms choice) noexcept;
+ConvAlgorithms conv_algorithms() noexcept;
 
 // in [x, w, (b)] out [y]
 void fwd(const KernelArgs& a, cudaStream_t stream);

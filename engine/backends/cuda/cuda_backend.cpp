@@ -18,6 +18,7 @@
 #include "backends/cuda/cuda_backend.h"
 
 #include <cuda_runtime_api.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -34,6 +35,7 @@
 #include <thread>
 #include <utility>
 
+#include "backends/cuda/conv_launchers.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/device_rank_sum.h"
@@ -124,7 +126,7 @@ struct Rank {
   cudaEvent_t bridge_event = nullptr;  // replay's join to the launch stream
   StreamKind primary = StreamKind::COMP_1;
   std::array<StreamWorkspace, kNumStreams> workspaces{};
-  // One cuBLAS and one cuDNN handle a stream, made at first use (stream_handles.h).
+  // One cuBLAS and one cuDNN handle a stream, made with the stream (stream_handles.h).
   std::unique_ptr<StreamHandles> handles;
   std::vector<void*> retired;  // workspaces replaced by larger ones
   std::deque<HostCall> kept;   // host functions of captured graphs
@@ -166,6 +168,8 @@ class CudaBackend final : public Backend {
     if (o.streams != 1 && o.streams != kNumStreams)
       throw std::invalid_argument("CUDA backend: " + std::to_string(o.streams) +
                                   " streams asked for; 5 (one per StreamKind) or 1");
+    conv::set_conv_algorithms(o.deterministic_conv ? conv::ConvAlgorithms::DETERMINISTIC
+                                                   : conv::ConvAlgorithms::FASTEST);
     int count = 0;
     TR_CUDA_CHECK(cudaGetDeviceCount(&count), -1);
     for (int d : devices_)
@@ -258,10 +262,16 @@ class CudaBackend final : public Backend {
     return any != 0;
   }
 
-  // Portable: every device's copies see the pages as page-locked. Memory
-  // pinned before (by another rank of this process) stays pinned once.
+  // Portable: every device's copies see the pages as page-locked. The
+  // staging buffers are whole pages of their own (Tensor::whole_pages):
+  // cudaHostRegister pins whole pages, so two buffers sharing one would
+  // make the second registration fail and leave its tail pageable.
   void pin_host(const void* data, uint64_t bytes) override {
     if (!data || bytes == 0) return;
+    const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    if (reinterpret_cast<uintptr_t>(data) % page != 0 || bytes % page != 0)
+      throw std::logic_error("CUDA backend: staging memory to pin must be whole pages (" +
+                             std::to_string(bytes) + " bytes)");
     std::lock_guard<std::mutex> lock(pin_mutex_);
     if (pinned_.count(data)) return;
     // Under one of our devices: a thread with none current would make a
@@ -269,13 +279,26 @@ class CudaBackend final : public Backend {
     DeviceScope scope(devices_.front());
     const cudaError_t err =
         cudaHostRegister(const_cast<void*>(data), bytes, cudaHostRegisterPortable);
-    if (err == cudaErrorHostMemoryAlreadyRegistered) {
+    if (err != cudaErrorHostMemoryAlreadyRegistered)
+      check_cuda(err, ("cudaHostRegister of " + std::to_string(bytes) + " staging bytes").c_str(),
+                 devices_.front());
+    else
       (void)cudaGetLastError();
-      return;
+    // Every page, whoever registered it: a captured copy from a pageable
+    // page would go through a driver buffer, or fail.
+    const auto* bytes_at = static_cast<const uint8_t*>(data);
+    for (uint64_t at = 0; at < bytes; at += page) {
+      cudaPointerAttributes attributes{};
+      const cudaError_t e = cudaPointerGetAttributes(&attributes, bytes_at + at);
+      if (e != cudaSuccess || attributes.type != cudaMemoryTypeHost) {
+        (void)cudaGetLastError();
+        if (err == cudaSuccess) (void)cudaHostUnregister(const_cast<void*>(data));
+        throw std::runtime_error("CUDA backend: " + std::to_string(bytes) +
+                                 " staging bytes are not all page-locked: byte " +
+                                 std::to_string(at) + " is pageable after cudaHostRegister");
+      }
     }
-    check_cuda(err, ("cudaHostRegister of " + std::to_string(bytes) + " staging bytes").c_str(),
-               devices_.front());
-    pinned_.insert(data);
+    if (err == cudaSuccess) pinned_.insert(data);
   }
 
   void unpin_host(const void* data) noexcept override {
@@ -408,11 +431,14 @@ class CudaBackend final : public Backend {
     if (timing) finish_timing(r, s, std::move(timed));
   }
 
-  // Relaxed capture mode: a captured launch may have to grow its stream's
-  // workspace, a cudaMalloc that the other modes forbid while capturing; and
-  // rank threads capture side by side, which global mode would turn into
-  // errors on each other's unsafe calls. Nothing here synchronises a
-  // capturing stream, which relaxed mode no longer catches.
+  // Before its rank captures (runtime/graph_capture.cpp): chooses every
+  // library algorithm (cuDNN's measured search runs kernels on this stream,
+  // and allocates and frees its scratch) and grows the stream workspace, so
+  // nothing inside the capture allocates. Captures use relaxed mode because
+  // rank threads capture side by side while another rank's thread may be
+  // here, which global mode would turn into errors on each other's unsafe
+  // calls. Nothing synchronises a capturing stream, which relaxed mode no
+  // longer catches.
   void prepare_launch(int rank, StreamKind stream, const Launch& l) override {
     if (l.kind != LaunchKind::KERNEL || !l.args || !l.args->node) return;
     Rank& r = at(rank);

@@ -24,7 +24,7 @@ namespace {
 
 struct Entry {
   int device = 0;
-  cublasHandle_t blas = nullptr;  // each null until the first launch that needs it
+  cublasHandle_t blas = nullptr;  // both made when the stream is adopted
   cudnnHandle_t dnn = nullptr;
 };
 

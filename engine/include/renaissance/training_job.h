@@ -25,6 +25,10 @@ struct SetupOptions {
   // --streams and --capture); UsageError when the run is not on CUDA.
   int cuda_streams = 5;
   bool cuda_capture = true;
+  // CUDA convolutions keep to deterministic cuDNN algorithms (a seed's run
+  // repeats bit for bit) instead of the fastest measured ones; the CPU's
+  // kernels are deterministic either way.
+  bool cuda_deterministic_conv = false;
   // CUDA devices asked for but not usable here: train on as many CPU ranks
   // with a note (true), or refuse with UsageError (false: a measurement must
   // not report the CPU as the GPU).
