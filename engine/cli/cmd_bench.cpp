@@ -22,8 +22,11 @@ constexpr const char* kBenchUsage =
     "         [--threads T] [--devices cpu:N|cuda:I-J] [--precision fp32|amp|bf16] [--data DIR]\n"
     "         [--rewrites on|off] [--memory-packing on|off] [--streams 5|1]\n"
     "         [--capture on|off] [--conv-algorithms fastest|deterministic]\n"
-    "         [--allow-fallback] [--json]\n"
-    "  Trains W + N steps (no validation) and reports the median time of the last N.\n"
+    "         [--resident-batch] [--allow-fallback] [--json]\n"
+    "  Trains W + N steps (no validation) and reports the median time of the last N,\n"
+    "  and how much of it waited for the input pipeline. --resident-batch trains every\n"
+    "  step on one batch left on the device (as PyTorch's benchmark does): the device\n"
+    "  alone, without the input pipeline.\n"
     "  On CUDA devices, --streams 1 runs all five streams' work on one CUDA stream,\n"
     "  --capture off launches each captured graph's work one launch at a time, and\n"
     "  --conv-algorithms deterministic keeps cuDNN to algorithms that repeat bit for bit.\n"
@@ -38,7 +41,8 @@ int cmd_bench(const std::vector<std::string>& args) {
   with_value.insert("steps");
   with_value.insert("warmup");
   for (const std::string& o : cuda_measure_options()) with_value.insert(o);
-  const ParsedArgs a = parse_args(args, with_value, {"json", "help", "allow-fallback"});
+  const ParsedArgs a =
+      parse_args(args, with_value, {"json", "help", "allow-fallback", "resident-batch"});
   if (const int code =
           usage_exit_code(a, kBenchUsage, 1, "bench", "the project file (bench <project.json>)");
       code >= 0)
@@ -57,6 +61,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   options.validate = false;
   options.max_steps = warmup + steps;
   options.epochs = 1000000;  // max_steps ends it
+  options.resident_batch = a.has("resident-batch");
   const TrainReport report = job.train(options);
   // Steps run on across epochs, so only a stop can leave fewer.
   if (static_cast<int64_t>(report.step_seconds.size()) < warmup + steps)
@@ -66,6 +71,11 @@ int cmd_bench(const std::vector<std::string>& args) {
   std::vector<double> timed(report.step_seconds.begin() + warmup, report.step_seconds.end());
   std::sort(timed.begin(), timed.end());
   const double median_ms = 1000 * timed[timed.size() / 2];
+  // How much of a step waited for the input pipeline's next batch.
+  std::vector<double> waits(report.input_wait_seconds.begin() + warmup,
+                            report.input_wait_seconds.end());
+  std::sort(waits.begin(), waits.end());
+  const double median_wait_ms = waits.empty() ? 0.0 : 1000 * waits[waits.size() / 2];
   const double batch = static_cast<double>(cp.project().training.global_batch);
   const double flops_per_step =
       3.0 * static_cast<double>(cp.analysis().total_flops) * static_cast<double>(cp.world_size());
@@ -84,16 +94,21 @@ int cmd_bench(const std::vector<std::string>& args) {
       {"batch", cp.project().training.global_batch},
       {"steps", steps},
       {"warmup", warmup},
+      {"resident_batch", options.resident_batch},
       {"median_ms_per_step", median_ms},
+      {"median_input_wait_ms", median_wait_ms},
       {"min_ms_per_step", 1000 * timed.front()},
       {"images_per_s", batch / (median_ms / 1000)},
       {"train_gflop_per_s", flops_per_step / (median_ms / 1000) / 1e9}};
   if (a.has("json")) {
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("%s: %.2f ms/step (median of %lld), %.0f images/s, %.1f GFLOP/s\n",
-                cp.project().name.c_str(), median_ms, static_cast<long long>(steps),
-                j["images_per_s"].get<double>(), j["train_gflop_per_s"].get<double>());
+    std::printf(
+        "%s: %.2f ms/step (median of %lld; %.2f ms of it waiting for the input), %.0f "
+        "images/s, %.1f GFLOP/s%s\n",
+        cp.project().name.c_str(), median_ms, static_cast<long long>(steps), median_wait_ms,
+        j["images_per_s"].get<double>(), j["train_gflop_per_s"].get<double>(),
+        options.resident_batch ? " (one resident batch)" : "");
   }
   return 0;
 }

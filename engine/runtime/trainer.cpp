@@ -206,10 +206,14 @@ class RankLoop {
       TrainPosition halted_at;  // the first batch not trained
       const Batch* batch = train_->next();
       if (batch) session_.transfer(rank_, variant_of(*batch), batch->buffer);
+      // A resident batch (TrainOptions::resident_batch) stands for every
+      // batch of the epoch: this counts the steps trained on it.
+      int64_t resident_index = batch ? batch->index : 0;
       while (batch) {
+        const int64_t index = options_.resident_batch ? resident_index : batch->index;
         halt = shared_.halt_before(step, options_, backend_, rank_);
         if (halt != Halt::None) {
-          halted_at = {epoch, batch->index, step};
+          halted_at = {epoch, index, step};
           break;
         }
         const bool profile = step >= options_.profile_begin && step < options_.profile_end;
@@ -220,19 +224,28 @@ class RankLoop {
         // This batch is on the device once its transfer (launched by the
         // step before) has landed: its staging buffer goes back to the
         // pipeline now, so filling the batch after next overlaps this step.
-        const int64_t index = batch->index;
         const bool partial = batch->partial;
         const int variant = variant_of(*batch), buffer = batch->buffer;
         backend_.synchronize(rank_, StreamKind::TRANS);
-        train_->release(batch);
+        const Batch* next = nullptr;
+        const auto t_wait = Clock::now();
+        if (!options_.resident_batch) {
+          train_->release(batch);
+          next = train_->next();
+        } else if (++resident_index < batches) {
+          next = batch;  // trained on again, already on the device
+        } else {
+          train_->release(batch);
+        }
+        const double input_wait = options_.resident_batch ? 0.0 : seconds_since(t_wait);
         batch = nullptr;
-        const Batch* next = train_->next();
         const double position =
             static_cast<double>(epoch) + static_cast<double>(index) / static_cast<double>(batches);
         const double lr = learning_rate(cp_.project.training.optimizer,
                                         cp_.project.training.schedule, epochs, position);
-        const StepMetrics m = session_.train_step(rank_, variant, buffer, next,
-                                                  next ? variant_of(*next) : 0, lr, step);
+        const Batch* transfer = options_.resident_batch ? nullptr : next;
+        const StepMetrics m = session_.train_step(rank_, variant, buffer, transfer,
+                                                  transfer ? variant_of(*transfer) : 0, lr, step);
         // Only AMP skips a step: FP32 and BF16 share a range no loss scale
         // could rescue, so a NaN or infinity there is the model diverging.
         if (m.overflow && cp_.project.training.precision != Precision::AMP)
@@ -261,6 +274,7 @@ class RankLoop {
           {
             std::lock_guard<std::mutex> lock(shared_.mutex);
             shared_.report.step_seconds.push_back(dt);
+            shared_.report.input_wait_seconds.push_back(input_wait);
             shared_.report.steps = step + 1;
           }
           if (callbacks_.on_step) {

@@ -87,6 +87,26 @@ class TestCliTrain : public QObject {
     QVERIFY(!j.at("fell_back").get<bool>());
   }
 
+  // The device alone: one batch left on the device for every step of an
+  // epoch (22 steps cross two epoch ends of tiny's 10 batches), no step
+  // waiting for the input pipeline; without it the wait is reported too.
+  void benchCanTrainOnOneResidentBatch() {
+    Result r =
+        run_cli({"bench", tiny(), "--steps", "20", "--warmup", "2", "--resident-batch", "--json"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    json j = json::parse(r.out.trimmed().toStdString());
+    QVERIFY(j.at("resident_batch").get<bool>());
+    QCOMPARE(j.at("steps").get<int>(), 20);
+    QCOMPARE(j.at("median_input_wait_ms").get<double>(), 0.0);
+    QVERIFY(j.at("images_per_s").get<double>() > 0);
+    r = run_cli({"bench", tiny(), "--steps", "3", "--warmup", "1", "--json"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    j = json::parse(r.out.trimmed().toStdString());
+    QVERIFY(!j.at("resident_batch").get<bool>());
+    QVERIFY(j.at("median_input_wait_ms").get<double>() >= 0.0);
+    QVERIFY(j.at("median_input_wait_ms").get<double>() <= j.at("median_ms_per_step").get<double>());
+  }
+
   void mixedPrecisionTrains() {
     // FP16 input buffers pad the single channel to 4: the transfer converts the layout.
     const Result r = run_cli({"train", tiny(), "--precision", "amp", "--epochs", "1"});

@@ -48,6 +48,11 @@ struct TrainOptions {
   // statistics only, no optimizer state, to predict with, export or
   // fine-tune from (init_from), never to resume.
   std::string final_weights;
+  // For measuring the device alone (bench --resident-batch, as PyTorch's
+  // benchmark reuses one batch): every step of an epoch trains on the
+  // epoch's first batch, transferred once and left on the device, so no
+  // step waits for the input pipeline or copies a batch.
+  bool resident_batch = false;
 };
 
 struct StepReport {
@@ -95,6 +100,9 @@ struct CheckpointReport {
 struct TrainReport {
   std::vector<EpochReport> epochs;
   std::vector<double> step_seconds;  // every step's wall time
+  // The part of each step's wall time spent waiting for the input
+  // pipeline's next batch (0 with TrainOptions::resident_batch).
+  std::vector<double> input_wait_seconds;
   // The profiled steps' spans, every rank's, each stamped with its step:
   // spans are taken at the end of every profiled step, so work launched in
   // step k that runs past its end (the next batch's TRANSFER) says k, and
