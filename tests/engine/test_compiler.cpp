@@ -14,6 +14,7 @@
 #include <renaissance/project_io.h>
 #include "compile/compiler.h"
 #include "compile/layer_lowering.h"
+#include "compile/ops.h"
 #include "compile/step_packing.h"
 #include "compile/stream_policy.h"
 #include "model_builder.h"
@@ -951,6 +952,21 @@ class TestCompiler : public QObject {
     QCOMPARE(
         plan.region_range(Region::B_NEXT_MEAN, Region::B_NEXT_VAR).bytes,
         plan.region(Region::B_NEXT_MEAN).total_bytes + plan.region(Region::B_NEXT_VAR).total_bytes);
+
+    // SyncBatchNorm's sums (a communicator of their own on the compute
+    // streams) run only inside DEEP_FWD_BWD, which the step finishes
+    // (deep_done) before UPDATE starts a gradient all-reduce on the other
+    // communicator: the two never run at once, which NCCL warns can deadlock.
+    p.training.sync_batch_norm = true;
+    const CompiledProject synced = compile_or_fail(p);
+    size_t bn_training_nodes = 0;
+    for (const ComputationGraph& g : synced.graphs)
+      for (const GraphNode& n : g.nodes)
+        if (n.kind == NodeKind::COMPUTE && is_bn_training(n.op)) {
+          QCOMPARE(g.id, GraphId::DEEP_FWD_BWD);
+          ++bn_training_nodes;
+        }
+    QVERIFY(bn_training_nodes > 0);
 
     // Without BN there are neither.
     Project lenet = load("lenet-fashion");

@@ -24,6 +24,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -98,8 +99,10 @@ struct GraphSlot {
 };
 
 // SyncBatchNorm's sums across ranks: an NCCL all-reduce on a communicator of
-// its own, as they run on compute streams while the gradient all-reduces of
-// the other communicator run on UPDATE.
+// its own, on the compute streams. They run only inside DEEP_FWD_BWD, which
+// every step finishes before UPDATE starts a gradient all-reduce on the other
+// communicator (training_session.cpp, deep_done; engine.compiler checks
+// where they lie), so the two communicators never run at once.
 class NcclRankSum final : public DeviceRankSum {
  public:
   NcclRankSum(ncclComm_t comm, int device) : comm_(comm), device_(device) {}
@@ -196,6 +199,10 @@ class CudaBackend final : public Backend {
         TR_CUDA_CHECK(cudaEventCreate(&r.origin), d);
       }
       std::vector<ncclComm_t> comms(devices_.size());
+      // Every connection at initialisation, not at a communicator's first
+      // use of an algorithm, which may come inside a captured graph (NCCL
+      // 2.22+ connects lazily by default). A user's own setting stands.
+      if (o.nodes.across_nodes() || devices_.size() > 1) setenv("NCCL_RUNTIME_CONNECT", "0", 0);
       // A world of one has nothing to communicate: no NCCL at all, so one GPU
       // trains where NCCL is missing or broken.
       if (o.nodes.across_nodes())
@@ -206,6 +213,7 @@ class CudaBackend final : public Backend {
             devices_.front());
       for (size_t i = 0; i < comms.size(); ++i) ranks_[i]->comm = comms[i];
       if (o.sync_batch_norm && global_world() > 1) split_bn_comms();
+      if (global_world() > 1) warm_communicators();
       if (o.profiling) set_profiling(true);
     } catch (...) {
       release();
@@ -774,6 +782,54 @@ class CudaBackend final : public Backend {
     }
     TR_NCCL_CHECK(nccl().group_end(), -1);
     for (auto& r : ranks_) r->rank_sum = std::make_unique<NcclRankSum>(r->bn_comm, r->device);
+  }
+
+  // One small all-reduce on each communicator, uncaptured, before any
+  // graph is captured: whatever NCCL still sets up at a communicator's first
+  // collective happens here, outside every graph.
+  void warm_communicators() {
+    std::vector<float*> scratch(ranks_.size(), nullptr);
+    try {
+      for (size_t i = 0; i < ranks_.size(); ++i) {
+        DeviceScope scope(ranks_[i]->device);
+        void* p = nullptr;
+        TR_CUDA_CHECK(cudaMalloc(&p, sizeof(float)), ranks_[i]->device);
+        scratch[i] = static_cast<float*>(p);
+        TR_CUDA_CHECK(cudaMemsetAsync(p, 0, sizeof(float),
+                                      ranks_[i]->streams[stream_index(StreamKind::UPDATE)]),
+                      ranks_[i]->device);
+      }
+      for (const bool bn : {false, true}) {
+        if (bn && !ranks_.front()->bn_comm) continue;
+        TR_NCCL_CHECK(nccl().group_start(), -1);
+        try {
+          for (size_t i = 0; i < ranks_.size(); ++i) {
+            Rank& r = *ranks_[i];
+            TR_NCCL_CHECK(nccl().all_reduce(scratch[i], scratch[i], 1, ncclFloat, ncclSum,
+                                            bn ? r.bn_comm : r.comm,
+                                            r.streams[stream_index(StreamKind::UPDATE)]),
+                          r.device);
+          }
+        } catch (...) {
+          (void)nccl().group_end();
+          throw;
+        }
+        TR_NCCL_CHECK(nccl().group_end(), -1);
+      }
+      for (size_t i = 0; i < ranks_.size(); ++i) {
+        DeviceScope scope(ranks_[i]->device);
+        TR_CUDA_CHECK(cudaStreamSynchronize(ranks_[i]->streams[stream_index(StreamKind::UPDATE)]),
+                      ranks_[i]->device);
+      }
+    } catch (...) {
+      for (size_t i = 0; i < ranks_.size(); ++i)
+        if (scratch[i]) (void)cudaFree(scratch[i]);
+      throw;
+    }
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+      DeviceScope scope(ranks_[i]->device);
+      (void)cudaFree(scratch[i]);
+    }
   }
 
   // Grows before the launch (its arguments are fixed when it is launched or
