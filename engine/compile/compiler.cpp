@@ -192,9 +192,14 @@ class TensorAllocator {
  private:
   void params(std::array<DTensorId, 7>& ids, ParamKind kind, const Shape& shape,
               const std::string& name, int owner) {
-    for (ParamSeries s : use_.series)
+    for (ParamSeries s : use_.series) {
+      // Batch norm's scale and shift stay FP32 in 16-bit training (no A or
+      // H copy): its kernels read W and write G, as dbeta sums N*H*W
+      // loss-scaled rows that FP16 cannot hold.
+      if (is_bn_param(kind) && (s == ParamSeries::A || s == ParamSeries::H)) continue;
       ids[static_cast<size_t>(s)] =
           plan_.alloc_param(s, kind, shape, name, owner, storage_dtype(p_.training.precision));
+    }
   }
 
   const Project& p_;
@@ -397,13 +402,20 @@ class GraphEmitter {
     const RegionSpan deep_g{Region::G_DEEP_CONV, Region::G_DEEP_CONV};
     const RegionSpan first_g{Region::G_BN_BIAS, Region::G_FIRST_CONV};
 
-    shared(GraphId::ZERO_GRAD, {range(RangeOp::CLEAR, {}, {series_span(grad_series())})});
+    // 16-bit training: the 16-bit gradients, and batch norm's FP32 ones,
+    // which its kernels write straight into G.
+    std::vector<RegionSpan> cleared{series_span(grad_series())};
+    if (sixteen_)
+      cleared.push_back(kinds_span(ParamSeries::G, ParamKind::BN_BIAS, ParamKind::BN_WEIGHT));
+    shared(GraphId::ZERO_GRAD, {range(RangeOp::CLEAR, {}, cleared)});
     if (sixteen_) {
       const RangeOp widen = amp_ ? RangeOp::CAST_FP16_TO_FP32 : RangeOp::CAST_BF16_TO_FP32;
       shared(amp_ ? GraphId::CAST_DEEP_GRAD_FP16_TO_FP32 : GraphId::CAST_DEEP_GRAD_BF16_TO_FP32,
              {range(widen, {{Region::H_DEEP_CONV, Region::H_DEEP_CONV}}, {deep_g})});
+      // Batch norm's gradients are FP32 already: the cast starts after them.
       shared(amp_ ? GraphId::CAST_FIRST_GRAD_FP16_TO_FP32 : GraphId::CAST_FIRST_GRAD_BF16_TO_FP32,
-             {range(widen, {{Region::H_BN_BIAS, Region::H_FIRST_CONV}}, {first_g})});
+             {range(widen, {{Region::H_FC_BIAS, Region::H_FIRST_CONV}},
+                    {{Region::G_FC_BIAS, Region::G_FIRST_CONV}})});
     }
     if (world_ > 1) {
       const RegionSpan deep_bucket{Region::G_DEEP_CONV, Region::R_RESULT};
@@ -436,10 +448,11 @@ class GraphEmitter {
     if (p_.training.ema)
       shared(GraphId::EMA_UPDATE, {range(RangeOp::EMA_UPDATE, {series_span(ParamSeries::W)},
                                          {series_span(ParamSeries::E)}, {scalars})});
-    if (sixteen_)
+    if (sixteen_)  // batch norm's parameters have no 16-bit copy
       shared(amp_ ? GraphId::CAST_MAIN_FP32_TO_FP16 : GraphId::CAST_MAIN_FP32_TO_BF16,
              {range(amp_ ? RangeOp::CAST_FP32_TO_FP16 : RangeOp::CAST_FP32_TO_BF16,
-                    {series_span(ParamSeries::W)}, {series_span(ParamSeries::A)})});
+                    {kinds_span(ParamSeries::W, ParamKind::FC_BIAS, ParamKind::DEEP_CONV)},
+                    {kinds_span(ParamSeries::A, ParamKind::FC_BIAS, ParamKind::DEEP_CONV)})});
     shared(GraphId::RESET_METRICS,
            {range(RangeOp::CLEAR, {}, {{Region::R_RESULT_ACCUMULATED, Region::R_CONFUSION}})});
     if (has_bn())

@@ -58,20 +58,23 @@ GraphNode batch_norm_forward(const LoweringInputs& in) {
   if (!in.training)
     return compute_node(relu ? ComputeOp::BN_RELU_FWD_INFER : ComputeOp::BN_FWD_INFER,
                         {in.x, t.eq_scale, t.eq_bias}, {t.out}, in.layer);
-  return compute_node(
-      relu ? ComputeOp::BN_RELU_FWD_TRAIN : ComputeOp::BN_FWD_TRAIN,
-      {in.x, t.weight_in(in.weights), t.bias_in(in.weights), t.prev_mean, t.prev_var},
-      {t.out, t.saved, t.next_mean, t.next_var}, in.layer);
+  // Scale and shift are FP32 at every precision (the W series; no 16-bit copy).
+  constexpr ParamSeries W = ParamSeries::W;
+  return compute_node(relu ? ComputeOp::BN_RELU_FWD_TRAIN : ComputeOp::BN_FWD_TRAIN,
+                      {in.x, t.weight_in(W), t.bias_in(W), t.prev_mean, t.prev_var},
+                      {t.out, t.saved, t.next_mean, t.next_var}, in.layer);
 }
 
+// Their gradients are FP32 too, written straight into G.
 GraphNode batch_norm_backward(const LoweringInputs& in) {
   const LayerTensors& t = *in.t;
+  constexpr ParamSeries W = ParamSeries::W, G = ParamSeries::G;
   if (t.fused_relu >= 0)
     return compute_node(ComputeOp::BN_RELU_BWD,
-                        {in.x, t.weight_in(in.weights), t.bias_in(in.weights), t.saved, t.grad},
-                        {t.weight_in(in.grads), t.bias_in(in.grads), in.dx}, in.layer);
-  return compute_node(ComputeOp::BN_BWD, {in.x, t.weight_in(in.weights), t.saved, t.grad},
-                      {t.weight_in(in.grads), t.bias_in(in.grads), in.dx}, in.layer);
+                        {in.x, t.weight_in(W), t.bias_in(W), t.saved, t.grad},
+                        {t.weight_in(G), t.bias_in(G), in.dx}, in.layer);
+  return compute_node(ComputeOp::BN_BWD, {in.x, t.weight_in(W), t.saved, t.grad},
+                      {t.weight_in(G), t.bias_in(G), in.dx}, in.layer);
 }
 
 GraphNode relu_backward(const LoweringInputs& in) {

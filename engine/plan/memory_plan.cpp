@@ -130,7 +130,7 @@ DTensorId MemoryPlan::alloc_lars_norm(ParamKind kind, std::string name, int owne
   Region r = Region::N_DEEP_CONV;
   if (kind == ParamKind::FC_BIAS || kind == ParamKind::FC_WEIGHT) r = Region::N_FC;
   if (kind == ParamKind::FIRST_CONV) r = Region::N_FIRST_CONV;
-  if (kind == ParamKind::BN_BIAS || kind == ParamKind::BN_WEIGHT)
+  if (is_bn_param(kind))
     throw std::logic_error("MemoryPlan: LARS keeps no norms for batch-norm parameters");
   // weight norm and gradient norm
   return alloc(r, {1, 1, 1, 2}, DType::FP32, std::move(name), owner);

@@ -125,7 +125,8 @@ const Shape kShapes[] = {
     {8, 28, 28, 96},  // three full tiles
 };
 
-// Every tensor of one BN layer as an AMP plan lays them out.
+// Every tensor of one BN layer as an AMP plan lays them out: FP16 features
+// and gradients, FP32 scale, shift and their gradients (no 16-bit copy).
 struct HalfBn {
   Shape s;
   size_t x, gamma, beta, prev_mean, prev_var, y, saved, next_mean, next_var, dy, dgamma, dbeta, dx;
@@ -134,8 +135,8 @@ struct HalfBn {
     const Shape ch{1, 1, 1, s.c};
     constexpr DType h = DType::FP16;
     x = m.tensor(s, h);
-    gamma = m.tensor(ch, h, Region::A_BN_WEIGHT);
-    beta = m.tensor(ch, h, Region::A_BN_BIAS);
+    gamma = m.tensor(ch, DType::FP32, Region::W_BN_WEIGHT);
+    beta = m.tensor(ch, DType::FP32, Region::W_BN_BIAS);
     prev_mean = m.tensor(ch);
     prev_var = m.tensor(ch);
     y = m.tensor(s, h);
@@ -143,8 +144,8 @@ struct HalfBn {
     next_mean = m.tensor(ch);
     next_var = m.tensor(ch);
     dy = m.tensor(s, h);
-    dgamma = m.tensor(ch, h, Region::H_BN_WEIGHT);
-    dbeta = m.tensor(ch, h, Region::H_BN_BIAS);
+    dgamma = m.tensor(ch, DType::FP32, Region::G_BN_WEIGHT);
+    dbeta = m.tensor(ch, DType::FP32, Region::G_BN_BIAS);
     dx = m.tensor(s, h);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     std::vector<float> offset(static_cast<size_t>(s.c)), spread(static_cast<size_t>(s.c));
@@ -157,14 +158,14 @@ struct HalfBn {
       const size_t c = static_cast<size_t>(i % s.c);
       m.set_half(x, i, offset[c] + spread[c] * u(rng));
     }
-    m.fill_half(gamma, rng, 0.5f, 1.5f);
-    m.set_half(gamma, 0, -0.75f);
-    m.fill_half(beta, rng, -0.5f, 0.5f);
+    m.fill(gamma, rng, 0.5f, 1.5f);
+    m.f32(gamma)[0] = -0.75f;  // a negative gamma flips the ReLU's side
+    m.fill(beta, rng, -0.5f, 0.5f);
     m.fill(prev_mean, rng);
     m.fill(prev_var, rng, 0.5f, 1.5f);
     m.fill_half(dy, rng);
-    m.fill_half(dgamma, rng);
-    m.fill_half(dbeta, rng);
+    m.fill(dgamma, rng);
+    m.fill(dbeta, rng);
     m.fill_half(dx, rng);
     for (size_t t : {x, y, dy, dx}) m.poison_padding(t);
   }

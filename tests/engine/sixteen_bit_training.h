@@ -51,6 +51,13 @@ inline ByteRange series(const CompiledProject& cp, ParamSeries s) {
                                        param_region(s, ParamKind::DEEP_CONV));
 }
 
+// The parameters that have a 16-bit copy: all but batch norm's, which stay
+// FP32 at every precision.
+inline ByteRange copied_series(const CompiledProject& cp, ParamSeries s) {
+  return cp.plans.front().region_range(param_region(s, ParamKind::FC_BIAS),
+                                       param_region(s, ParamKind::DEEP_CONV));
+}
+
 struct Trained {
   TrainReport report;
   std::vector<double> losses, loss_scales;

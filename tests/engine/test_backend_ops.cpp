@@ -153,6 +153,8 @@ PlacedSpan span_at(Placed& p, int64_t elements, DType dtype) {
 //   G gradient slot (FP16, padded to 8)    W weights, A series (FP16, compact)
 //   D weight gradients, H series (FP16)    S FP32 under AMP too
 //   L labels (INT32)                       M dropout mask (INT8, padded to 8)
+//   P batch norm's scale or shift (W series, FP32 at every precision)
+//   Q their gradients (G series, FP32 at every precision)
 struct Layout {
   DType dtype;
   Region region;
@@ -176,6 +178,10 @@ Layout sixteen_layout(char role, DType half) {
       return {DType::INT32, Region::T_SCRATCH};
     case 'M':
       return {DType::INT8, Region::S_MASK};
+    case 'P':
+      return {DType::FP32, Region::W_BN_WEIGHT};
+    case 'Q':
+      return {DType::FP32, Region::G_BN_WEIGHT};
     default:
       return {DType::FP32, Region::T_SCRATCH};
   }
@@ -236,9 +242,14 @@ Placed place(const OpCase& c, DType half) {
 constexpr uint16_t kHalfNaN = 0x7E00, kBf16NaN = 0x7FC0;
 
 // A tensor's bytes as the device lays them out (rows of padded_c), from its
-// logical values; padding lanes hold NaN (FP16) so a kernel that read them shows.
+// logical values; padding lanes hold NaN (FP16) so a kernel that read them
+// shows. Except an input buffer's: the transfer writes its padding lanes as
+// zero, which the first convolution counts on (it reads them as channels
+// that its zero-padded filter multiplies by zero).
 std::vector<uint8_t> device_bytes(const DTensor& d, const std::vector<float>& v) {
   const int64_t c = d.shape.c, pc = d.padded_c(), rows = d.shape.elements() / c;
+  const bool input = d.region == Region::I_A_DATA || d.region == Region::I_B_DATA;
+  const uint16_t half_pad = input ? 0 : kHalfNaN, bf16_pad = input ? 0 : kBf16NaN;
   std::vector<uint8_t> b(d.slot_bytes, 0);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t k = 0; k < pc; ++k) {
@@ -246,12 +257,12 @@ std::vector<uint8_t> device_bytes(const DTensor& d, const std::vector<float>& v)
       const float x = k < c ? v[static_cast<size_t>(r * c + k)] : 0.0f;
       switch (d.dtype) {
         case DType::FP16: {
-          const uint16_t h = k < c ? fp32_to_fp16(x) : kHalfNaN;
+          const uint16_t h = k < c ? fp32_to_fp16(x) : half_pad;
           std::memcpy(b.data() + at * 2, &h, 2);
           break;
         }
         case DType::BF16: {
-          const uint16_t h = k < c ? float_to_bf16_bits(x) : kBf16NaN;
+          const uint16_t h = k < c ? float_to_bf16_bits(x) : bf16_pad;
           std::memcpy(b.data() + at * 2, &h, 2);
           break;
         }
@@ -1388,7 +1399,7 @@ std::vector<OpCase> bn_fwd_train_cases(bool relu) {
     const Shape ch = bn.channels();
     c.in = {bn.x, ch, ch, ch, ch};
     c.out = {bn.x, bn.saved(), ch, ch};
-    c.in_roles = "FWWSS";
+    c.in_roles = "FPPSS";
     c.out_roles = "FSSS";
     c.tolerance = 2e-5;
     c.prepare = [](Tensors& in) {
@@ -1450,8 +1461,8 @@ std::vector<OpCase> bn_bwd_cases(bool relu) {
     c.in = relu ? std::vector<Shape>{bn.x, ch, ch, bn.saved(), bn.x}
                 : std::vector<Shape>{bn.x, ch, bn.saved(), bn.x};
     c.out = {ch, ch, bn.x};
-    c.in_roles = relu ? "FWWSG" : "FWSG";
-    c.out_roles = "DDG";
+    c.in_roles = relu ? "FPPSG" : "FPSG";
+    c.out_roles = "QQG";
     c.accumulate = 0b100;
     c.tolerance = 2e-5;
     const size_t saved = relu ? 3 : 2, dy = relu ? 4 : 3;

@@ -27,6 +27,7 @@ using namespace tr;
 
 namespace {
 
+using test::copied_series;
 using test::series;
 using test::train_with;
 using test::Trained;
@@ -37,7 +38,7 @@ Project bf16_project() {
 
 // Whether every A tensor holds its W tensor rounded to bfloat16, bit for bit.
 bool a_is_w_in_bf16(Backend& b, const CompiledProject& cp) {
-  const ByteRange w = series(cp, ParamSeries::W), a = series(cp, ParamSeries::A);
+  const ByteRange w = copied_series(cp, ParamSeries::W), a = series(cp, ParamSeries::A);
   const auto* wf = reinterpret_cast<const float*>(b.arena(0) + w.offset);
   const auto* ah = reinterpret_cast<const uint16_t*>(b.arena(0) + a.offset);
   for (uint64_t i = 0; i < a.bytes / 2; ++i)

@@ -142,6 +142,41 @@ uint64_t series_bytes(const MemoryPlan& plan, ParamSeries s) {
       .bytes;
 }
 
+// The parameters that have a 16-bit copy: all but batch norm's.
+uint64_t non_bn_bytes(const MemoryPlan& plan, ParamSeries s) {
+  return plan
+      .region_range(param_region(s, ParamKind::FC_BIAS), param_region(s, ParamKind::DEEP_CONV))
+      .bytes;
+}
+
+// 16-bit training: every batch-norm training node reads FP32 scale and
+// shift from W and writes FP32 gradients into G (dbeta sums N*H*W
+// loss-scaled rows, which FP16 cannot hold), which ZERO_GRAD clears.
+void bnParametersStayFp32(const CompiledProject& cp) {
+  const MemoryPlan& plan = cp.plans.front();
+  size_t checked = 0;
+  for (const ComputationGraph& g : cp.graphs)
+    for (const GraphNode& n : g.nodes) {
+      if (n.kind != NodeKind::COMPUTE) continue;
+      const bool train = n.op == ComputeOp::BN_FWD_TRAIN || n.op == ComputeOp::BN_RELU_FWD_TRAIN;
+      const bool bwd = n.op == ComputeOp::BN_BWD || n.op == ComputeOp::BN_RELU_BWD;
+      if (!train && !bwd) continue;
+      const DTensor& gamma = plan.get_dtensor(n.inputs.at(1));
+      QCOMPARE(gamma.dtype, DType::FP32);
+      QCOMPARE(gamma.region, Region::W_BN_WEIGHT);
+      if (bwd) {
+        QCOMPARE(plan.get_dtensor(n.outputs.at(0)).region, Region::G_BN_WEIGHT);
+        QCOMPARE(plan.get_dtensor(n.outputs.at(1)).region, Region::G_BN_BIAS);
+        QCOMPARE(plan.get_dtensor(n.outputs.at(1)).dtype, DType::FP32);
+      }
+      ++checked;
+    }
+  QVERIFY(checked > 0);
+  const GraphNode& zero = graphs_of(cp, GraphId::ZERO_GRAD).front()->nodes.at(0);
+  QVERIFY(std::find(zero.out_spans.begin(), zero.out_spans.end(),
+                    RegionSpan{Region::G_BN_BIAS, Region::G_BN_WEIGHT}) != zero.out_spans.end());
+}
+
 constexpr ParamKind kKinds[] = {ParamKind::BN_BIAS,   ParamKind::BN_WEIGHT,  ParamKind::FC_BIAS,
                                 ParamKind::FC_WEIGHT, ParamKind::FIRST_CONV, ParamKind::DEEP_CONV};
 
@@ -445,16 +480,24 @@ class TestCompiler : public QObject {
     const CompiledProject cp = compile_or_fail(p);
     for (const MemoryPlan& plan : cp.plans) {
       QVERIFY(series_bytes(plan, ParamSeries::A) > 0);
-      QCOMPARE(series_bytes(plan, ParamSeries::W), 2 * series_bytes(plan, ParamSeries::A));
-      QCOMPARE(series_bytes(plan, ParamSeries::G), 2 * series_bytes(plan, ParamSeries::H));
+      QCOMPARE(non_bn_bytes(plan, ParamSeries::W), 2 * series_bytes(plan, ParamSeries::A));
+      QCOMPARE(non_bn_bytes(plan, ParamSeries::G), 2 * series_bytes(plan, ParamSeries::H));
       for (ParamKind k : kKinds) {
         const Region w = param_region(ParamSeries::W, k);
         const size_t n = plan.region(w).tensors.size();
+        // Batch norm's scale and shift stay FP32: no 16-bit copy or gradient.
+        const size_t sixteen = is_bn_param(k) ? 0 : n;
         QCOMPARE(plan.region(w).total_bytes,
-                 2 * plan.region(param_region(ParamSeries::A, k)).total_bytes);
-        QCOMPARE(plan.region(param_region(ParamSeries::G, k)).total_bytes,
-                 2 * plan.region(param_region(ParamSeries::H, k)).total_bytes);
-        for (ParamSeries s : {ParamSeries::A, ParamSeries::G, ParamSeries::H, ParamSeries::M})
+                 plan.region(param_region(ParamSeries::G, k)).total_bytes);
+        if (!is_bn_param(k)) {
+          QCOMPARE(plan.region(w).total_bytes,
+                   2 * plan.region(param_region(ParamSeries::A, k)).total_bytes);
+          QCOMPARE(plan.region(param_region(ParamSeries::G, k)).total_bytes,
+                   2 * plan.region(param_region(ParamSeries::H, k)).total_bytes);
+        }
+        for (ParamSeries s : {ParamSeries::A, ParamSeries::H})
+          QCOMPARE(plan.region(param_region(s, k)).tensors.size(), sixteen);
+        for (ParamSeries s : {ParamSeries::G, ParamSeries::M})
           QCOMPARE(plan.region(param_region(s, k)).tensors.size(), n);
         QCOMPARE(plan.region(param_region(ParamSeries::E, k)).tensors.size(), size_t{0});
         QCOMPARE(plan.region(param_region(ParamSeries::V, k)).tensors.size(), size_t{0});
@@ -994,23 +1037,27 @@ class TestCompiler : public QObject {
     }
     const GraphNode& main = graphs_of(cp, GraphId::CAST_MAIN_FP32_TO_FP16).front()->nodes[0];
     QCOMPARE(main.range_op, RangeOp::CAST_FP32_TO_FP16);
-    QVERIFY(main.in_spans == (std::vector<RegionSpan>{{Region::W_BN_BIAS, Region::W_DEEP_CONV}}));
-    QVERIFY(main.out_spans == (std::vector<RegionSpan>{{Region::A_BN_BIAS, Region::A_DEEP_CONV}}));
+    // Batch norm's parameters have no 16-bit copy: the cast starts after them.
+    QVERIFY(main.in_spans == (std::vector<RegionSpan>{{Region::W_FC_BIAS, Region::W_DEEP_CONV}}));
+    QVERIFY(main.out_spans == (std::vector<RegionSpan>{{Region::A_FC_BIAS, Region::A_DEEP_CONV}}));
     for (const MemoryPlan& plan : cp.plans)
-      QCOMPARE(plan.region_range(Region::W_BN_BIAS, Region::W_DEEP_CONV).bytes,
-               2 * plan.region_range(Region::A_BN_BIAS, Region::A_DEEP_CONV).bytes);
+      QCOMPARE(plan.region_range(Region::W_FC_BIAS, Region::W_DEEP_CONV).bytes,
+               2 * plan.region_range(Region::A_FC_BIAS, Region::A_DEEP_CONV).bytes);
     const GraphNode& deep = graphs_of(cp, GraphId::CAST_DEEP_GRAD_FP16_TO_FP32).front()->nodes[0];
     QCOMPARE(deep.range_op, RangeOp::CAST_FP16_TO_FP32);
     QVERIFY(deep.in_spans == (std::vector<RegionSpan>{{Region::H_DEEP_CONV, Region::H_DEEP_CONV}}));
     QVERIFY(deep.out_spans ==
             (std::vector<RegionSpan>{{Region::G_DEEP_CONV, Region::G_DEEP_CONV}}));
     const GraphNode& first = graphs_of(cp, GraphId::CAST_FIRST_GRAD_FP16_TO_FP32).front()->nodes[0];
-    QVERIFY(first.in_spans == (std::vector<RegionSpan>{{Region::H_BN_BIAS, Region::H_FIRST_CONV}}));
+    QVERIFY(first.in_spans == (std::vector<RegionSpan>{{Region::H_FC_BIAS, Region::H_FIRST_CONV}}));
     QVERIFY(first.out_spans ==
-            (std::vector<RegionSpan>{{Region::G_BN_BIAS, Region::G_FIRST_CONV}}));
-    // ZERO_GRAD clears the FP16 gradients the backward writes.
+            (std::vector<RegionSpan>{{Region::G_FC_BIAS, Region::G_FIRST_CONV}}));
+    bnParametersStayFp32(cp);
+    // ZERO_GRAD clears the FP16 gradients the backward writes, and batch
+    // norm's FP32 ones.
     QVERIFY(graphs_of(cp, GraphId::ZERO_GRAD).front()->nodes[0].out_spans ==
-            (std::vector<RegionSpan>{{Region::H_BN_BIAS, Region::H_DEEP_CONV}}));
+            (std::vector<RegionSpan>{{Region::H_BN_BIAS, Region::H_DEEP_CONV},
+                                     {Region::G_BN_BIAS, Region::G_BN_WEIGHT}}));
     // AMP unscales the gradients and updates the loss scale.
     const ComputationGraph& nan = *graphs_of(cp, GraphId::NAN_CHECK_AND_GRAD_SCALING).front();
     bool scale = false, update = false;
@@ -1046,16 +1093,16 @@ class TestCompiler : public QObject {
       RegionSpan in, out;
     } casts[] = {{GraphId::CAST_MAIN_FP32_TO_BF16,
                   RangeOp::CAST_FP32_TO_BF16,
-                  {Region::W_BN_BIAS, Region::W_DEEP_CONV},
-                  {Region::A_BN_BIAS, Region::A_DEEP_CONV}},
+                  {Region::W_FC_BIAS, Region::W_DEEP_CONV},
+                  {Region::A_FC_BIAS, Region::A_DEEP_CONV}},
                  {GraphId::CAST_DEEP_GRAD_BF16_TO_FP32,
                   RangeOp::CAST_BF16_TO_FP32,
                   {Region::H_DEEP_CONV, Region::H_DEEP_CONV},
                   {Region::G_DEEP_CONV, Region::G_DEEP_CONV}},
                  {GraphId::CAST_FIRST_GRAD_BF16_TO_FP32,
                   RangeOp::CAST_BF16_TO_FP32,
-                  {Region::H_BN_BIAS, Region::H_FIRST_CONV},
-                  {Region::G_BN_BIAS, Region::G_FIRST_CONV}}};
+                  {Region::H_FC_BIAS, Region::H_FIRST_CONV},
+                  {Region::G_FC_BIAS, Region::G_FIRST_CONV}}};
     for (const auto& c : casts) {
       const auto gs = graphs_of(cp, c.id);
       QVERIFY2(gs.size() == 1, graph_id_name(c.id).data());
@@ -1065,6 +1112,7 @@ class TestCompiler : public QObject {
       QVERIFY(gs.front()->nodes[0].in_spans == std::vector<RegionSpan>{c.in});
       QVERIFY(gs.front()->nodes[0].out_spans == std::vector<RegionSpan>{c.out});
     }
+    bnParametersStayFp32(cp);
     // None of the FP16 casts.
     for (GraphId id : {GraphId::CAST_MAIN_FP32_TO_FP16, GraphId::CAST_DEEP_GRAD_FP16_TO_FP32,
                        GraphId::CAST_FIRST_GRAD_FP16_TO_FP32})
@@ -1094,7 +1142,7 @@ class TestCompiler : public QObject {
         if (sixteen) QVERIFY2(t.dtype == DType::BF16, t.name.c_str());
         if (s == 'W' || s == 'G' || s == 'B') QVERIFY2(t.dtype == DType::FP32, t.name.c_str());
       }
-      QCOMPARE(plan.region_range(Region::G_BN_BIAS, Region::G_DEEP_CONV).bytes,
+      QCOMPARE(plan.region_range(Region::G_FC_BIAS, Region::G_DEEP_CONV).bytes,
                2 * plan.region_range(Region::H_BN_BIAS, Region::H_DEEP_CONV).bytes);
     }
     // The same bytes as AMP: only the 16-bit type differs.
@@ -1714,7 +1762,7 @@ class TestCompiler : public QObject {
     for (DTensorId id : cp.plans[0].region(Region::W_DEEP_CONV).tensors)
       w += static_cast<uint64_t>(cp.plans[0].get_dtensor(id).shape.elements());
     QVERIFY(w > 20000000);
-    QCOMPARE(series_bytes(cp.plans[0], ParamSeries::W),
+    QCOMPARE(non_bn_bytes(cp.plans[0], ParamSeries::W),
              2 * series_bytes(cp.plans[0], ParamSeries::A));
     QCOMPARE(graphs_of(cp, GraphId::OPTIMIZER).front()->nodes.size(), size_t{1});
     QCOMPARE(graphs_of(cp, GraphId::CAST_MAIN_FP32_TO_FP16).size(), size_t{1});

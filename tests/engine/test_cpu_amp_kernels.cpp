@@ -252,15 +252,16 @@ class TestCpuAmpKernels : public QObject {
                        y = t.add(bs, Region::F_FEATURE_BF16, type),
                        dy = t.add(bs, Region::F_GRAD_SLOT_BF16, type),
                        dx = t.add(bs, Region::F_GRAD_SLOT_BF16, type),
-                       gamma = t.add(cs, Region::A_BN_WEIGHT, type),
-                       beta = t.add(cs, Region::A_BN_BIAS, type),
+                       // Scale, shift and their gradients: FP32 at every precision.
+              gamma = t.add(cs, Region::W_BN_WEIGHT, DType::FP32),
+                       beta = t.add(cs, Region::W_BN_BIAS, DType::FP32),
                        prev_mean = t.add(cs, Region::B_PREV_MEAN, DType::FP32),
                        prev_var = t.add(cs, Region::B_PREV_VAR, DType::FP32),
                        saved = t.add({1, 1, 2, c}, Region::S_BN_SAVED, DType::FP32),
                        next_mean = t.add(cs, Region::B_NEXT_MEAN, DType::FP32),
                        next_var = t.add(cs, Region::B_NEXT_VAR, DType::FP32),
-                       dgamma = t.add(cs, Region::H_BN_WEIGHT, type),
-                       dbeta = t.add(cs, Region::H_BN_BIAS, type);
+                       dgamma = t.add(cs, Region::G_BN_WEIGHT, DType::FP32),
+                       dbeta = t.add(cs, Region::G_BN_BIAS, DType::FP32);
           std::mt19937 rng(static_cast<unsigned>(11 + c + relu));
           for (size_t i : {x, dy, dx, gamma, beta, prev_mean, prev_var, dgamma, dbeta})
             t.fill(i, rng);
@@ -321,6 +322,46 @@ class TestCpuAmpKernels : public QObject {
           bwd.node = &fresh;
           compare(back, bwd, {dx}, "backward");
         }
+  }
+
+  // AMP's loss-scaled gradients: dbeta sums dy over N*H*W rows, here
+  // 12544 rows of 256 (the loss scale's order), 3.2 million: past FP16's
+  // 65504, so an FP16 dbeta would be infinite and every step skipped. It
+  // is FP32, as dgamma is, and exact.
+  void batchNormParameterGradientsAreFp32UnderAmp() {
+    const Shape bs{16, 28, 28, 8}, cs{1, 1, 1, 8};
+    Tensors t;
+    const size_t x = t.add(bs, Region::F_FEATURE_FP16), dy = t.add(bs, Region::F_GRAD_SLOT_FP16),
+                 dx = t.add(bs, Region::F_GRAD_SLOT_FP16),
+                 gamma = t.add(cs, Region::W_BN_WEIGHT, DType::FP32),
+                 saved = t.add({1, 1, 2, 8}, Region::S_BN_SAVED, DType::FP32),
+                 dgamma = t.add(cs, Region::G_BN_WEIGHT, DType::FP32),
+                 dbeta = t.add(cs, Region::G_BN_BIAS, DType::FP32);
+    std::mt19937 rng(5);
+    t.fill(x, rng);
+    t.fill(gamma, rng);
+    auto* dyh = reinterpret_cast<uint16_t*>(t.bytes(dy).data());
+    const int64_t n = bs.elements();
+    for (int64_t i = 0; i < n; ++i) dyh[i] = cpu::float_to_half_bits(256.0f);
+    auto* sv = reinterpret_cast<float*>(t.bytes(saved).data());
+    for (int c = 0; c < 8; ++c) sv[8 + c] = 1.0f;  // mean 0, inv_std 1
+    LayerNode bn;
+    bn.id = "bn";
+    bn.type = LayerType::BatchNorm2d;
+    GraphNode node;
+    KernelArgs a;
+    a.node = &node;
+    a.layer_params = test::resolved(bn);
+    a.in = {t.arg(x), t.arg(gamma), t.arg(saved), t.arg(dy)};
+    a.out = {t.arg(dgamma), t.arg(dbeta), t.arg(dx)};
+    std::vector<uint64_t> memory(cpu::kernel_workspace_bytes(a) / 8 + 1);
+    const StreamWorkspace ws{memory.data(), memory.size() * 8};
+    a.workspace = &ws;
+    cpu::compute_kernel(ComputeOp::BN_BWD, *cpu::runnable_own_kernels().front())(a);
+    const auto* db = reinterpret_cast<const float*>(t.bytes(dbeta).data());
+    const float rows = static_cast<float>(bs.n * bs.h * bs.w);
+    for (int c = 0; c < 8; ++c) QCOMPARE(db[c], 256.0f * rows);
+    QVERIFY(256.0f * rows > 65504.0f);
   }
 
   void stagingNeedsAWorkspaceOfTheRightSize() {

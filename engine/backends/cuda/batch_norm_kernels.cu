@@ -6,8 +6,9 @@
 // slice order. The slicing depends only on the shape, so the result is the
 // same on every run and every GPU. The elementwise float arithmetic uses
 // _rn intrinsics: unfused, as the CPU twin rounds it, so the fused ReLU's
-// mask and the outputs agree with it. Kernels touching features or
-// parameters are templated on their storage type T (float or __half).
+// mask and the outputs agree with it. Kernels touching features are
+// templated on their storage type T (float, __half or __nv_bfloat16); gamma,
+// beta and their gradients are FP32 at every precision.
 #include "backends/cuda/batch_norm_kernels.h"
 #include "backends/cuda/half_io.cuh"
 #include "backends/cuda/launch_config.cuh"
@@ -145,7 +146,7 @@ __device__ inline void write_stats(const BnTrain& b, const Workspace& w, int64_t
   b.saved[C + c] = static_cast<float>(inv_std);
   b.next_mean[c] = static_cast<float>((1.0 - b.momentum) * b.prev_mean[c] + b.momentum * mean_f);
   b.next_var[c] = static_cast<float>((1.0 - b.momentum) * b.prev_var[c] + b.momentum * unbiased);
-  w.coef[c] = static_cast<float>(load(static_cast<const T*>(b.gamma), c) * inv_std);
+  w.coef[c] = static_cast<float>(b.gamma[c] * inv_std);
 }
 
 template <class T>
@@ -207,7 +208,7 @@ __global__ void train_apply_kernel(BnTrain b, const float* scale) {
   T* y = static_cast<T*>(b.y);
   if (c >= b.stride) return;
   if (c >= b.channels) return zero_padding(y, c, b.rows, b.stride);
-  const float mean = b.saved[c], sc = scale[c], sh = load(static_cast<const T*>(b.beta), c);
+  const float mean = b.saved[c], sc = scale[c], sh = b.beta[c];
   const int64_t step = static_cast<int64_t>(gridDim.x) * kLanes;
   for (int64_t m = static_cast<int64_t>(blockIdx.x) * kLanes + threadIdx.y; m < b.rows; m += step) {
     const int64_t at = m * b.stride + c;
@@ -234,8 +235,7 @@ __global__ void infer_kernel(BnInfer b) {
 // CPU backward does; the forward's double one can differ only at the kink.
 template <class T>
 __device__ inline float relu_scale(const BnBackward& b, int64_t c) {
-  return static_cast<float>(static_cast<double>(load(static_cast<const T*>(b.gamma), c)) *
-                            b.saved[b.channels + c]);
+  return static_cast<float>(static_cast<double>(b.gamma[c]) * b.saved[b.channels + c]);
 }
 
 // The gradient reaching the BN output: dy, or for a fused ReLU dy where the
@@ -255,7 +255,7 @@ __global__ void grad_sums_kernel(BnBackward b, int64_t slices, Workspace w) {
   if (c < b.channels) {
     const float mean = b.saved[c];
     const float sc = b.relu ? relu_scale<T>(b, c) : 0.0f;
-    const float sh = b.relu ? load(static_cast<const T*>(b.beta), c) : 0.0f;
+    const float sh = b.relu ? b.beta[c] : 0.0f;
     for (int64_t m = lo + threadIdx.y; m < hi; m += kLanes) {
       const int64_t at = m * b.stride + c;
       const float x = load(static_cast<const T*>(b.x), at);
@@ -273,13 +273,13 @@ __global__ void grad_sums_kernel(BnBackward b, int64_t slices, Workspace w) {
 // dx = k_dy * g + k_x * (x - mean) + k_0 for channel c, from the sums of g
 // and g * (x - mean) over `count` rows.
 template <class T>
-__device__ inline void write_dx_coef(const BnBackward& b, const Workspace& w, int64_t c,
-                                     double sdy, double sdyx, double count) {
+__device__ inline void write_dx_coef(const BnBackward& b, const Workspace& w, int64_t c, double sdy,
+                                     double sdyx, double count) {
   const int64_t C = b.channels;
   const float inv_std = b.saved[C + c];
   const double dgamma = sdyx * inv_std;
   const double inv_m = 1.0 / count;
-  const double k = static_cast<double>(load(static_cast<const T*>(b.gamma), c)) * inv_std;
+  const double k = static_cast<double>(b.gamma[c]) * inv_std;
   w.coef[c] = static_cast<float>(k);
   w.coef[C + c] = static_cast<float>(-k * inv_std * dgamma * inv_m);
   w.coef[2 * C + c] = static_cast<float>(-k * sdy * inv_m);
@@ -303,12 +303,9 @@ __global__ void grad_finish_kernel(BnBackward b, int64_t slices, Workspace w) {
   const double dgamma = sdyx * inv_std;
   // Rounded to float first, then (for FP16) to half: the CPU's staging
   // rounds the same two steps.
-  T* dgamma_out = static_cast<T*>(b.dgamma);
-  T* dbeta_out = static_cast<T*>(b.dbeta);
-  if (dgamma_out)
-    store(dgamma_out, c, static_cast<float>(b.acc_dgamma ? load(dgamma_out, c) + dgamma : dgamma));
-  if (dbeta_out)
-    store(dbeta_out, c, static_cast<float>(b.acc_dbeta ? load(dbeta_out, c) + sdy : sdy));
+  // FP32 at every precision: dbeta sums N*H*W loss-scaled rows.
+  if (b.dgamma) b.dgamma[c] = static_cast<float>(b.acc_dgamma ? b.dgamma[c] + dgamma : dgamma);
+  if (b.dbeta) b.dbeta[c] = static_cast<float>(b.acc_dbeta ? b.dbeta[c] + sdy : sdy);
   if (!b.dx) return;
   if (b.rank_sum.sum) {
     // SyncBatchNorm: dx needs the sums over every rank's rows.
@@ -339,7 +336,7 @@ __global__ void grad_dx_kernel(BnBackward b, Workspace w) {
   const float mean = b.saved[c];
   const float k_dy = w.coef[c], k_x = w.coef[C + c], k_0 = w.coef[2 * C + c];
   const float sc = b.relu ? w.coef[3 * C + c] : 0.0f;
-  const float sh = b.relu ? load(static_cast<const T*>(b.beta), c) : 0.0f;
+  const float sh = b.relu ? b.beta[c] : 0.0f;
   const int64_t step = static_cast<int64_t>(gridDim.x) * kLanes;
   for (int64_t m = static_cast<int64_t>(blockIdx.x) * kLanes + threadIdx.y; m < b.rows; m += step) {
     const int64_t at = m * b.stride + c;
@@ -443,8 +440,7 @@ cudaError_t launch_bn_backward(const BnBackward& b, cudaStream_t stream) {
     grad_sums_kernel<T><<<slice_grid(b.rows, b.channels), block, 0, stream>>>(b, slices, w);
     grad_finish_kernel<T><<<channel_blocks(b.channels), kThreads, 0, stream>>>(b, slices, w);
     if (b.dx && b.rank_sum) {
-      b.rank_sum.sum(b.rank_sum.context, w.sync, 2 * static_cast<uint64_t>(b.channels) + 1,
-                     stream);
+      b.rank_sum.sum(b.rank_sum.context, w.sync, 2 * static_cast<uint64_t>(b.channels) + 1, stream);
       sync_dx_coef_kernel<T><<<channel_blocks(b.channels), kThreads, 0, stream>>>(b, w);
     }
     if (b.dx) grad_dx_kernel<T><<<apply_grid(b.rows, b.stride), block, 0, stream>>>(b, w);

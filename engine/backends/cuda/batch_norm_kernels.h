@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // CUDA batch normalisation (NHWC: `rows` = N*H*W rows of `channels`, row
-// `stride` elements apart) on raw device pointers. Features, their
-// gradients, gamma, beta and their gradients share one storage type, FP32 or
-// FP16 (AMP's FP16 weight copy and gradients); running and saved statistics
-// and the inference scale and bias are FP32. Arithmetic is FP32/double
-// either way and FP16 results are rounded once; padding lanes (channels to
-// `stride`) of y and dx are written as zero. Semantics are those of with the semantics of
+// `stride` elements apart) on raw device pointers. Features and their
+// gradients share one storage type, FP32, FP16 (AMP) or BF16; gamma, beta
+// and their gradients, the running and saved statistics and the inference
+// scale and bias are FP32 at every precision (dbeta sums N*H*W loss-scaled
+// rows, which FP16 cannot hold). Arithmetic is FP32/double either way and
+// 16-bit results are rounded once; padding lanes (channels to `stride`) of y
+// and dx are written as zero. Semantics are those of
 // backends/cpu/kernels/batch_norm.cpp, alone or fused with the following
 // ReLU, and the BN_EQ_PARAMS range op of backends/cpu/kernels/range_ops.cpp.
 // Per-channel sums go through per-block partials in double, stored in the
@@ -35,8 +36,8 @@ struct BnRankSum {
 
 struct BnTrain {
   const void* x = nullptr;  // `elem`
-  const void* gamma = nullptr;
-  const void* beta = nullptr;
+  const float* gamma = nullptr;
+  const float* beta = nullptr;
   const float* prev_mean = nullptr;
   const float* prev_var = nullptr;
   void* y = nullptr;           // BN output, or relu(BN output) when `relu`
@@ -63,13 +64,13 @@ struct BnInfer {
 };
 
 struct BnBackward {
-  const void* x = nullptr;  // `elem`, as are gamma, beta, dy and the outputs
-  const void* gamma = nullptr;
-  const void* beta = nullptr;  // only read when `relu` (the mask is recomputed)
+  const void* x = nullptr;  // `elem`, as are dy and dx
+  const float* gamma = nullptr;
+  const float* beta = nullptr;  // only read when `relu` (the mask is recomputed)
   const float* saved = nullptr;
   const void* dy = nullptr;  // gradient of the (ReLU'd) output
-  void* dgamma = nullptr;    // each output nullable: not wanted
-  void* dbeta = nullptr;
+  float* dgamma = nullptr;   // each output nullable: not wanted
+  float* dbeta = nullptr;
   void* dx = nullptr;
   bool acc_dgamma = false, acc_dbeta = false, acc_dx = false;
   int64_t rows = 0, channels = 0, stride = 0;

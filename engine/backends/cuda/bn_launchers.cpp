@@ -36,16 +36,16 @@ void require_f32(const char* op, const KernelArgs& a, const TensorArg& t, const 
     fail_operand(op, a, std::string(name) + " should be fp32");
 }
 
-// Features, gradients, gamma and beta share one storage (FP16 under AMP:
-// the FP16 weight copy and gradients); the per-channel ones are compact and
-// the features' rows all `stride` apart. Returns the storage.
+// Features and their gradients share one storage (FP16 under AMP, BF16);
+// gamma, beta and their gradients are compact FP32 at every precision, as on
+// the CPU; the features' rows are all `stride` apart. Returns the storage.
 Elem feature_elem(const char* op, const KernelArgs& a, std::initializer_list<Operand> features,
                   std::initializer_list<Operand> params) {
   Elem e = common_elem(op, a, features);
-  for (const Operand& p : params)
-    if (p.t->data && float_elem(op, a, *p.t, p.name) != e)
-      fail_operand(op, a, std::string(p.name) + " should be " + elem_name(e) + " as x is");
-  for (const Operand& p : params) require_compact(op, a, p);
+  for (const Operand& p : params) {
+    require_f32(op, a, *p.t, p.name);
+    require_compact(op, a, p);
+  }
   require_stride(op, a, features.begin()->t->desc->padded_c(), features);
   return e;
 }
@@ -89,8 +89,8 @@ void train(const KernelArgs& a, bool relu, cudaStream_t stream, const char* op) 
   require_f32(op, a, a.in[4], "the running variance");
   for (size_t i = 1; i < 4; ++i) require_f32(op, a, a.out[i], "a statistics output");
   b.x = a.in[0].data;
-  b.gamma = a.in[1].data;
-  b.beta = a.in[2].data;
+  b.gamma = a.in[1].f32();
+  b.beta = a.in[2].f32();
   b.prev_mean = a.in[3].f32();
   b.prev_var = a.in[4].f32();
   b.y = a.out[0].data;
@@ -138,12 +138,12 @@ void backward(const KernelArgs& a, bool relu, cudaStream_t stream, const char* o
                          {&out_or_none(a, 1), "dbeta"}});
   require_f32(op, a, a.in[relu ? 3 : 2], "the saved statistics");
   b.x = a.in[0].data;
-  b.gamma = a.in[1].data;
-  b.beta = relu ? a.in[2].data : nullptr;
+  b.gamma = a.in[1].f32();
+  b.beta = relu ? a.in[2].f32() : nullptr;
   b.saved = a.in[relu ? 3 : 2].f32();
   b.dy = dy.data;
-  b.dgamma = out_or_null(a, 0);
-  b.dbeta = out_or_null(a, 1);
+  b.dgamma = static_cast<float*>(out_or_null(a, 0));
+  b.dbeta = static_cast<float*>(out_or_null(a, 1));
   b.dx = out_or_null(a, 2);
   b.acc_dgamma = a.accumulate(0);
   b.acc_dbeta = a.accumulate(1);

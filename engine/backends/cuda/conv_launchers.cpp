@@ -85,6 +85,8 @@ struct Layout {
   int device;
   Direction dir;
   ConvAlgorithms algorithms;
+  // Not 0: x's real channel count, padded to g.ci = x_cstride (see pack_of).
+  int64_t packed_ci;
 };
 
 // What a measured search runs on: the launch's two inputs in the arena (x
@@ -94,9 +96,12 @@ struct SearchOperands {
   const void* in0 = nullptr;
   const void* in1 = nullptr;
   uint64_t out_bytes = 0;
+  // Not 0: in1 is a filter the plan sees padded (packed_ci); the search
+  // reads a zeroed scratch filter of these bytes instead.
+  uint64_t in1_scratch_bytes = 0;
 };
 
-using PlanKey = std::array<int64_t, 21>;
+using PlanKey = std::array<int64_t, 22>;
 
 PlanKey key_of(const Layout& l) {
   const Geom& g = l.g;
@@ -120,7 +125,8 @@ PlanKey key_of(const Layout& l) {
           l.strict,
           l.device,
           static_cast<int64_t>(l.dir),
-          static_cast<int64_t>(l.algorithms)};
+          static_cast<int64_t>(l.algorithms),
+          l.packed_ci};
 }
 
 struct PlanKeyHash {
@@ -184,12 +190,18 @@ class ConvPlan {
   // Chooses this direction's algorithm (see the top): measured on
   // `operands` when given and `stream` is not capturing, else by cuDNN's
   // heuristic ranking. Then the workspace it needs with the math type set.
-  void choose(cudnnHandle_t h, const Layout& l, const SearchOperands& operands,
-              cudaStream_t stream) {
+  void choose(cudnnHandle_t h, const Layout& l, const SearchOperands& given, cudaStream_t stream) {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    const bool measure = operands.in0 && operands.in1 &&
-                         cudaStreamIsCapturing(stream, &status) == cudaSuccess &&
-                         status == cudaStreamCaptureStatusNone;
+    bool measure = given.in0 && given.in1 &&
+                   cudaStreamIsCapturing(stream, &status) == cudaSuccess &&
+                   status == cudaStreamCaptureStatusNone;
+    SearchOperands operands = given;
+    void* scratch_in1 = nullptr;
+    if (measure && given.in1_scratch_bytes) {
+      measure = cudaMalloc(&scratch_in1, given.in1_scratch_bytes) == cudaSuccess &&
+                cudaMemsetAsync(scratch_in1, 0, given.in1_scratch_bytes, stream) == cudaSuccess;
+      operands.in1 = scratch_in1;
+    }
     switch (dir_) {
       case Direction::FWD:
         choose_from<cudnnConvolutionFwdAlgoPerf_t>(
@@ -240,6 +252,8 @@ class ConvPlan {
             });
         break;
     }
+    (void)cudaGetLastError();
+    if (scratch_in1) (void)cudaFree(scratch_in1);
   }
 
   bool measured() const { return measured_; }
@@ -410,10 +424,6 @@ const ConvPlan& plan_for(const Layout& l, cudaStream_t stream,
   return *slot;
 }
 
-SearchOperands search_operands(const TensorArg& in0, const TensorArg& in1, const TensorArg& out) {
-  return {in0.data, in1.data, out.desc ? out.desc->device_bytes() : 0};
-}
-
 // x, w and y (or dx, dw, dy) share one dtype: cuDNN's mixed precision is
 // FP16 data with FP32 accumulation, not FP16 mixed with FP32 data.
 Layout layout_of(const char* op, const KernelArgs& a, const Geom& g, const TensorArg& x,
@@ -429,16 +439,95 @@ Layout layout_of(const char* op, const KernelArgs& a, const Geom& g, const Tenso
            e == Elem::F32 && fp32_gemm() == Fp32Gemm::STRICT,
            current_device(),
            dir,
-           conv_algorithms()};
+           conv_algorithms(),
+           0};
+  // Forward and dW of a layer reading an input buffer see its zero padding
+  // lanes as channels (see "Packed channels"); dX would write into them.
+  const bool input_buffer =
+      x.desc->region == Region::I_A_DATA || x.desc->region == Region::I_B_DATA;
+  if (dir != Direction::BWD_DATA && input_buffer && l.x_cstride > g.ci && g.groups == 1) {
+    l.packed_ci = g.ci;
+    l.g.ci = l.x_cstride;
+  }
   return l;
+}
+
+// ---------------------------------------------------------------------------
+// Packed channels. The first convolution's input holds C = 3 in pixels of 4
+// (16-bit input buffers' rows are padded to 4, and the transfer writes the
+// padding lanes as zero: the pipeline's staging rows are laid out so, see
+// BatchSpec::padded_channels); described as a strided
+// NHWC tensor, cuDNN has no tensor-core NHWC kernel for it. Forward and the
+// weight gradient instead see x as packed C = 4 and the filter as
+// [Co, kh, kw, 4] with a zero fourth input channel: the same sums, as the
+// padding lanes are zero (the layout MLPerf's ResNet-50 uses). The padded
+// filter, or its gradient, lies at the start of the stream workspace; the
+// weights are copied in, and dW sliced back out, by 2D copies.
+
+uint64_t elem_bytes(cudnnDataType_t t) {
+  return t == CUDNN_DATA_FLOAT ? 4 : 2;
+}
+
+// Bytes of the padded filter at the workspace's start (0 when not packed).
+uint64_t packed_filter_bytes(const Layout& l) {
+  if (!l.packed_ci) return 0;
+  const uint64_t bytes =
+      static_cast<uint64_t>(l.g.co * l.g.kh * l.g.kw * l.g.ci) * elem_bytes(l.dtype);
+  return (bytes + 255) / 256 * 256;
+}
+
+// The workspace cuDNN gets: what follows the padded filter.
+StreamWorkspace after_packed_filter(const StreamWorkspace& ws, const Layout& l) {
+  const uint64_t skip = packed_filter_bytes(l);
+  if (!skip) return ws;
+  return {static_cast<uint8_t*>(ws.data) + skip, ws.bytes - skip};
+}
+
+// [Co, kh, kw, ci] weights into the zeroed [Co, kh, kw, c_pad] filter.
+void pack_filter(const Layout& l, const void* w, void* packed, cudaStream_t stream) {
+  const uint64_t es = elem_bytes(l.dtype);
+  const auto rows = static_cast<size_t>(l.g.co * l.g.kh * l.g.kw);
+  check_cuda(cudaMemsetAsync(packed, 0, packed_filter_bytes(l), stream), "packing a filter",
+             l.device);
+  check_cuda(cudaMemcpy2DAsync(
+                 packed, static_cast<size_t>(l.g.ci) * es, w, static_cast<size_t>(l.packed_ci) * es,
+                 static_cast<size_t>(l.packed_ci) * es, rows, cudaMemcpyDeviceToDevice, stream),
+             "packing a filter", l.device);
+}
+
+// The padded filter's gradient back to [Co, kh, kw, ci].
+void unpack_filter_grad(const Layout& l, const void* packed, void* dw, cudaStream_t stream) {
+  const uint64_t es = elem_bytes(l.dtype);
+  const auto rows = static_cast<size_t>(l.g.co * l.g.kh * l.g.kw);
+  check_cuda(
+      cudaMemcpy2DAsync(dw, static_cast<size_t>(l.packed_ci) * es, packed,
+                        static_cast<size_t>(l.g.ci) * es, static_cast<size_t>(l.packed_ci) * es,
+                        rows, cudaMemcpyDeviceToDevice, stream),
+      "slicing a filter gradient", l.device);
+}
+
+SearchOperands search_operands(const TensorArg& in0, const TensorArg& in1, const TensorArg& out) {
+  return {in0.data, in1.data, out.desc ? out.desc->device_bytes() : 0, 0};
+}
+
+// A packed layout's search: forward reads a padded filter (a zeroed scratch
+// one), dW writes one (a scratch output of its size).
+SearchOperands search_operands(const Layout& l, const TensorArg& in0, const TensorArg& in1,
+                               const TensorArg& out) {
+  SearchOperands o = search_operands(in0, in1, out);
+  if (!l.packed_ci) return o;
+  if (l.dir == Direction::FWD) o.in1_scratch_bytes = packed_filter_bytes(l);
+  if (l.dir == Direction::BWD_FILTER) o.out_bytes = packed_filter_bytes(l);
+  return o;
 }
 
 const ConvPlan& ready_plan(const char* op, const KernelArgs& a, const Layout& l,
                            cudaStream_t stream) {
   const ConvPlan& p = plan_for(l, stream);
-  if (p.workspace() > 0 && (!a.workspace || a.workspace->bytes < p.workspace()))
+  const uint64_t need = p.workspace() + packed_filter_bytes(l);
+  if (need > 0 && (!a.workspace || a.workspace->bytes < need))
     throw std::logic_error(std::string("CUDA ") + op + ": the stream workspace is smaller than " +
-                           "the chosen algorithm's " + std::to_string(p.workspace()) + " bytes");
+                           "the chosen algorithm's " + std::to_string(need) + " bytes");
   return p;
 }
 
@@ -470,9 +559,14 @@ void weight_grads(const char* op, const KernelArgs& a, const Geom& g, const Tens
                   cudaStream_t stream) {
   const Layout l = layout_of(op, a, g, x, dw, dy, Direction::BWD_FILTER);
   if (db) require_compact(op, a, {db, "db"});
-  if (a.runs(BwdPart::DW))
-    ready_plan(op, a, l, stream)
-        .backward_filter(cudnn_handle(stream), x.data, dy.data, dw.data, workspace_of(a));
+  if (a.runs(BwdPart::DW)) {
+    const ConvPlan& p = ready_plan(op, a, l, stream);
+    const StreamWorkspace& ws = workspace_of(a);
+    // A packed filter's gradient goes to the workspace's start, then to dw.
+    void* into = l.packed_ci ? ws.data : dw.data;
+    p.backward_filter(cudnn_handle(stream), x.data, dy.data, into, after_packed_filter(ws, l));
+    if (l.packed_ci) unpack_filter_grad(l, into, dw.data, stream);
+  }
   if (db && a.runs(BwdPart::DB)) bias_grad(op, a, g, dy, *db, stream);
 }
 
@@ -516,7 +610,13 @@ void fwd(const KernelArgs& a, cudaStream_t stream) {
   const Layout l = layout_of(op, a, g, a.in[0], a.in[1], a.out[0], Direction::FWD);
   const ConvPlan& p = ready_plan(op, a, l, stream);
   const cudnnHandle_t h = cudnn_handle(stream);
-  p.forward(h, a.in[0].data, a.in[1].data, a.out[0].data, 0.0f, workspace_of(a));
+  const StreamWorkspace& ws = workspace_of(a);
+  const void* w = a.in[1].data;
+  if (l.packed_ci) {  // the padded filter at the workspace's start
+    pack_filter(l, w, ws.data, stream);
+    w = ws.data;
+  }
+  p.forward(h, a.in[0].data, w, a.out[0].data, 0.0f, after_packed_filter(ws, l));
   if (bias) p.add_bias(h, a.in[2].data, a.out[0].data);
   clear_padding(op, a.out[0], g.n * g.ho * g.wo, stream);
 }
@@ -575,9 +675,9 @@ uint64_t workspace_bytes(const KernelArgs& a, cudaStream_t stream) {
       for (const TensorArg* t : {&a.in[0], &a.in[1], &a.out[0]})
         if (!t->desc) return 0;
       const Geom g = geom(op, a, a.in[0].shape(), a.in[1].shape(), a.out[0].shape());
-      return plan_for(layout_of(op, a, g, a.in[0], a.in[1], a.out[0], Direction::FWD), stream,
-                      search_operands(a.in[0], a.in[1], a.out[0]))
-          .workspace();
+      const Layout l = layout_of(op, a, g, a.in[0], a.in[1], a.out[0], Direction::FWD);
+      return plan_for(l, stream, search_operands(l, a.in[0], a.in[1], a.out[0])).workspace() +
+             packed_filter_bytes(l);
     }
     const bool first = a.node->op == ComputeOp::CONV_BWD_FIRST;
     if (a.in.size() < (first ? 2u : 3u) || a.out.empty()) return 0;
@@ -593,10 +693,11 @@ uint64_t workspace_bytes(const KernelArgs& a, cudaStream_t stream) {
     const bool bias = a.out.size() == (first ? 2u : 3u);
     if (bias && a.runs(BwdPart::DB)) need = column_sum_workspace_bytes(g.n * g.ho * g.wo, g.co);
     if (a.part == static_cast<int>(BwdPart::DB)) return need;
-    if (a.runs(BwdPart::DW))
-      need = std::max(need, plan_for(layout_of(op, a, g, x, dw, dy, Direction::BWD_FILTER), stream,
-                                     search_operands(x, dy, dw))
-                                .workspace());
+    if (a.runs(BwdPart::DW)) {
+      const Layout l = layout_of(op, a, g, x, dw, dy, Direction::BWD_FILTER);
+      need = std::max(need, plan_for(l, stream, search_operands(l, x, dy, dw)).workspace() +
+                                packed_filter_bytes(l));
+    }
     const size_t dx_index = a.out.size() - 1;
     if (!first && a.runs(BwdPart::DX) && has_out(a, dx_index) && a.out[dx_index].desc)
       need = std::max(

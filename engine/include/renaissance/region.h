@@ -80,13 +80,18 @@ enum class ParamKind : uint8_t {
 inline constexpr int kParamKinds = 0 TR_PARAM_KINDS(TR_COUNT_KIND, , );
 #undef TR_COUNT_KIND
 
+// Batch norm's scale and shift: FP32 at every precision (no 16-bit copy).
+constexpr bool is_bn_param(ParamKind k) noexcept {
+  return k == ParamKind::BN_BIAS || k == ParamKind::BN_WEIGHT;
+}
+
 // Series that hold one tensor per trainable parameter, all in ParamKind order.
 enum class ParamSeries : uint8_t {
   W,  // FP32 master weights
   E,  // EMA of the weights (FP32)
-  A,  // FP16 (AMP) or BF16 weight copy (exactly half of W)
+  A,  // FP16 (AMP) or BF16 weight copy (half of W, batch norm's left out)
   G,  // FP32 gradients
-  H,  // FP16 (AMP) or BF16 weight gradients (exactly half of G)
+  H,  // FP16 (AMP) or BF16 weight gradients (half of G, batch norm's left out)
   M,  // optimizer first moment / momentum (FP32)
   V,  // optimizer second moment (FP32)
 };

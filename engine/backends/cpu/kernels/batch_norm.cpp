@@ -32,7 +32,8 @@ using detail::store_value;
 // double accumulators keep large batches (N*H*W in the 10^5) accurate. The
 // rows are cut into a fixed number of parts (see parallel.h) whose partials
 // are combined in part order, so the statistics do not depend on the threads.
-// Features and parameters are FP32 or bfloat16 (T); bfloat16 rows reach the
+// Features are FP32 or bfloat16 (T), batch norm's scale and shift and their
+// gradients FP32 at every precision; bfloat16 rows reach the
 // arithmetic widened a chunk at a time (row_chunks.h), which needs compact
 // rows no longer than one channel block (the callers check).
 
@@ -236,8 +237,8 @@ T* out_as(const KernelArgs& a, size_t i) {
 template <bool kRelu, class T>
 void bn_train(const KernelArgs& a) {
   const T* x = in_as<T>(a, 0);
-  const T* gamma = in_as<T>(a, 1);
-  const T* beta = in_as<T>(a, 2);
+  const float* gamma = a.in[1].f32();  // scale and shift: FP32 at every precision
+  const float* beta = a.in[2].f32();
   const float* prev_mean = a.in[3].f32();
   const float* prev_var = a.in[4].f32();
   T* y = out_as<T>(a, 0);
@@ -311,8 +312,8 @@ void bn_infer(const KernelArgs& a) {
 template <bool kRelu, class T>
 void bn_backward(const KernelArgs& a) {
   const T* x = in_as<T>(a, 0);
-  const T* gamma = in_as<T>(a, 1);
-  const T* beta = kRelu ? in_as<T>(a, 2) : nullptr;
+  const float* gamma = a.in[1].f32();  // scale, shift and their gradients: FP32
+  const float* beta = kRelu ? a.in[2].f32() : nullptr;
   const float* saved = a.in[kRelu ? 3 : 2].f32();
   const T* dy = in_as<T>(a, kRelu ? 4 : 3);
   const Shape& s = a.in[0].shape();
@@ -351,14 +352,13 @@ void bn_backward(const KernelArgs& a) {
   for (int64_t ch = 0; ch < C; ++ch) {
     const double dgamma = sdyx[static_cast<size_t>(ch)] * inv_std_all[ch];
     const double dbeta = sdy[static_cast<size_t>(ch)];
-    // Rounded to float first, as an FP32 output would be before narrowing.
     if (has_out(a, 0)) {
-      T* g = out_as<T>(a, 0);
-      store_value(g, ch, static_cast<float>(a.accumulate(0) ? load(g, ch) + dgamma : dgamma));
+      float* g = a.out[0].f32();
+      g[ch] = static_cast<float>(a.accumulate(0) ? g[ch] + dgamma : dgamma);
     }
     if (has_out(a, 1)) {
-      T* g = out_as<T>(a, 1);
-      store_value(g, ch, static_cast<float>(a.accumulate(1) ? load(g, ch) + dbeta : dbeta));
+      float* g = a.out[1].f32();
+      g[ch] = static_cast<float>(a.accumulate(1) ? g[ch] + dbeta : dbeta);
     }
   }
   if (!want_dx) return;
@@ -416,9 +416,9 @@ void bn_backward(const KernelArgs& a) {
 }
 
 // Whether an op's bfloat16 operands can be used as they lie: the features
-// and parameters `bf16_in` / `bf16_out` compact bfloat16 and one channel
-// block wide at most, the statistics compact FP32. Other 16-bit operands are
-// staged.
+// `bf16_in` / `bf16_out` compact bfloat16 and one channel block wide at most,
+// the parameters, their gradients and the statistics compact FP32. Other
+// 16-bit operands are staged.
 bool native_bf16(const KernelArgs& a, size_t ins, size_t outs,
                  std::initializer_list<size_t> bf16_in, std::initializer_list<size_t> bf16_out) {
   return detail::compact_operands(a, ins, outs, bf16_in, bf16_out) &&
@@ -428,7 +428,7 @@ bool native_bf16(const KernelArgs& a, size_t ins, size_t outs,
 }  // namespace
 
 void bn_fwd_train(const KernelArgs& a) {
-  if (native_bf16(a, 5, 4, {0, 1, 2}, {0})) return bn_train<false, uint16_t>(a);
+  if (native_bf16(a, 5, 4, {0}, {0})) return bn_train<false, uint16_t>(a);
   if (detail::run_16bit_staged(a, bn_fwd_train)) return;
   bn_train<false, float>(a);
 }
@@ -438,12 +438,12 @@ void bn_fwd_infer(const KernelArgs& a) {
   bn_infer<false, float>(a);
 }
 void bn_bwd(const KernelArgs& a) {
-  if (native_bf16(a, 4, 3, {0, 1, 3}, {0, 1, 2})) return bn_backward<false, uint16_t>(a);
+  if (native_bf16(a, 4, 3, {0, 3}, {2})) return bn_backward<false, uint16_t>(a);
   if (detail::run_16bit_staged(a, bn_bwd)) return;
   bn_backward<false, float>(a);
 }
 void bn_relu_fwd_train(const KernelArgs& a) {
-  if (native_bf16(a, 5, 4, {0, 1, 2}, {0})) return bn_train<true, uint16_t>(a);
+  if (native_bf16(a, 5, 4, {0}, {0})) return bn_train<true, uint16_t>(a);
   if (detail::run_16bit_staged(a, bn_relu_fwd_train)) return;
   bn_train<true, float>(a);
 }
@@ -453,7 +453,7 @@ void bn_relu_fwd_infer(const KernelArgs& a) {
   bn_infer<true, float>(a);
 }
 void bn_relu_bwd(const KernelArgs& a) {
-  if (native_bf16(a, 5, 3, {0, 1, 2, 4}, {0, 1, 2})) return bn_backward<true, uint16_t>(a);
+  if (native_bf16(a, 5, 3, {0, 4}, {2})) return bn_backward<true, uint16_t>(a);
   if (detail::run_16bit_staged(a, bn_relu_bwd)) return;
   bn_backward<true, float>(a);
 }

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Batch normalisation on the CPU (NHWC, statistics over N, H, W per channel).
+// gamma, beta and their gradients are FP32 at every precision; x, y, dy and
+// dx are the features' type.
 #pragma once
 
 #include "runtime/kernel_args.h"
