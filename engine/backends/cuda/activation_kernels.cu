@@ -6,6 +6,9 @@
 #include "backends/cuda/activation_kernels.h"
 #include "backends/cuda/half_io.cuh"
 #include "backends/cuda/launch_config.cuh"
+#include "backends/cuda/vector_io.cuh"
+
+#include <initializer_list>
 
 namespace tr::cuda {
 
@@ -142,6 +145,74 @@ __global__ void concat_bwd_kernel(uint64_t rows, Rows<const T> dy, ConcatSlices 
   }
 }
 
+// ---------------------------------------------------------------------------
+// The same kernels on compact tensors, 16 bytes a thread (vector_io.cuh):
+// no padding lanes and no row arithmetic, the same per-element functions.
+
+template <class F, class T, class I>
+__global__ void fwd_vec_kernel(F f, I vectors, const T* x, T* y) {
+  for (I i = static_cast<I>(first_index()); i < vectors; i += static_cast<I>(grid_stride())) {
+    const Vec<T> in = reinterpret_cast<const Vec<T>*>(x)[i];
+    Vec<T> out;
+#pragma unroll
+    for (int k = 0; k < kVec<T>; ++k) store(out.v, k, f.fwd(load(in.v, k)));
+    reinterpret_cast<Vec<T>*>(y)[i] = out;
+  }
+}
+
+template <class F, class T, class I>
+__global__ void bwd_vec_kernel(F f, I vectors, const T* saved, const T* dy, T* dx,
+                               bool accumulate) {
+  for (I i = static_cast<I>(first_index()); i < vectors; i += static_cast<I>(grid_stride())) {
+    const Vec<T> s = reinterpret_cast<const Vec<T>*>(saved)[i];
+    const Vec<T> g = reinterpret_cast<const Vec<T>*>(dy)[i];
+    Vec<T> out;
+    if (accumulate) out = reinterpret_cast<const Vec<T>*>(dx)[i];
+#pragma unroll
+    for (int k = 0; k < kVec<T>; ++k) {
+      const float d = f.bwd(load(s.v, k), load(g.v, k));
+      store(out.v, k, accumulate ? load(out.v, k) + d : d);
+    }
+    reinterpret_cast<Vec<T>*>(dx)[i] = out;
+  }
+}
+
+template <class T, class I>
+__global__ void sum_vec_kernel(I vectors, const T* a, const T* b, T* y, bool accumulate) {
+  for (I i = static_cast<I>(first_index()); i < vectors; i += static_cast<I>(grid_stride())) {
+    const Vec<T> va = reinterpret_cast<const Vec<T>*>(a)[i];
+    Vec<T> vb, out;
+    if (b) vb = reinterpret_cast<const Vec<T>*>(b)[i];
+    if (accumulate) out = reinterpret_cast<const Vec<T>*>(y)[i];
+#pragma unroll
+    for (int k = 0; k < kVec<T>; ++k) {
+      // A copy keeps -0: no add of a zero unless one is asked for.
+      float v = accumulate ? load(out.v, k) + load(va.v, k) : load(va.v, k);
+      if (b) v = v + load(vb.v, k);
+      store(out.v, k, v);
+    }
+    reinterpret_cast<Vec<T>*>(y)[i] = out;
+  }
+}
+
+bool compact(std::initializer_list<const FeatureView*> views) {
+  for (const FeatureView* v : views)
+    if (v && v->cols != v->stride) return false;
+  return true;
+}
+
+// Runs vec(blocks, vectors) with 32- or 64-bit indices when every view is
+// compact and on 16 bytes and n is whole vectors; false otherwise.
+template <class T, class Launch>
+bool launch_vectors(uint64_t n, std::initializer_list<const FeatureView*> views, Launch vec) {
+  if (!compact(views)) return false;
+  for (const FeatureView* v : views)
+    if (v && !vectorisable<T>(n, {v->data})) return false;
+  const uint64_t vectors = n / static_cast<uint64_t>(kVec<T>);
+  vec(blocks_for(vectors), vectors, small_index(n));
+  return true;
+}
+
 // Launch geometry from the output's positions, which bound every loop.
 uint64_t positions(uint64_t n, const FeatureView& y) {
   return y.cols == y.stride ? n : n / static_cast<uint64_t>(y.cols) * y.stride;
@@ -152,8 +223,19 @@ cudaError_t fwd(F f, Elem e, uint64_t n, FeatureView x, FeatureView y, cudaStrea
   if (n == 0) return cudaGetLastError();
   dispatch(e, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    fwd_kernel<<<blocks_for(positions(n, y)), kThreads, 0, stream>>>(f, n, Rows<const T>(x),
-                                                                     Rows<T>(y));
+    const bool vectorised =
+        launch_vectors<T>(n, {&x, &y}, [&](unsigned blocks, uint64_t vectors, bool small) {
+          const auto* xp = static_cast<const T*>(x.data);
+          auto* yp = static_cast<T*>(y.data);
+          if (small)
+            fwd_vec_kernel<<<blocks, kThreads, 0, stream>>>(f, static_cast<uint32_t>(vectors), xp,
+                                                            yp);
+          else
+            fwd_vec_kernel<<<blocks, kThreads, 0, stream>>>(f, vectors, xp, yp);
+        });
+    if (!vectorised)
+      fwd_kernel<<<blocks_for(positions(n, y)), kThreads, 0, stream>>>(f, n, Rows<const T>(x),
+                                                                       Rows<T>(y));
     return 0;
   });
   return cudaGetLastError();
@@ -165,8 +247,20 @@ cudaError_t bwd(F f, Elem e, uint64_t n, FeatureView saved, FeatureView dy, Feat
   if (n == 0) return cudaGetLastError();
   dispatch(e, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    bwd_kernel<<<blocks_for(positions(n, dx)), kThreads, 0, stream>>>(
-        f, n, Rows<const T>(saved), Rows<const T>(dy), Rows<T>(dx), accumulate);
+    const bool vectorised = launch_vectors<T>(
+        n, {&saved, &dy, &dx}, [&](unsigned blocks, uint64_t vectors, bool small) {
+          const auto* sp = static_cast<const T*>(saved.data);
+          const auto* gp = static_cast<const T*>(dy.data);
+          auto* dp = static_cast<T*>(dx.data);
+          if (small)
+            bwd_vec_kernel<<<blocks, kThreads, 0, stream>>>(f, static_cast<uint32_t>(vectors), sp,
+                                                            gp, dp, accumulate);
+          else
+            bwd_vec_kernel<<<blocks, kThreads, 0, stream>>>(f, vectors, sp, gp, dp, accumulate);
+        });
+    if (!vectorised)
+      bwd_kernel<<<blocks_for(positions(n, dx)), kThreads, 0, stream>>>(
+          f, n, Rows<const T>(saved), Rows<const T>(dy), Rows<T>(dx), accumulate);
     return 0;
   });
   return cudaGetLastError();
@@ -255,8 +349,20 @@ cudaError_t launch_sum(Elem e, uint64_t n, FeatureView a, const FeatureView* b, 
   if (n == 0) return cudaGetLastError();
   dispatch(e, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    sum_kernel<<<blocks_for(positions(n, y)), kThreads, 0, stream>>>(
-        n, Rows<const T>(a), Rows<const T>(b ? *b : a), b != nullptr, Rows<T>(y), accumulate);
+    const bool vectorised =
+        launch_vectors<T>(n, {&a, b, &y}, [&](unsigned blocks, uint64_t vectors, bool small) {
+          const auto* ap = static_cast<const T*>(a.data);
+          const auto* bp = b ? static_cast<const T*>(b->data) : nullptr;
+          auto* yp = static_cast<T*>(y.data);
+          if (small)
+            sum_vec_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<uint32_t>(vectors), ap, bp,
+                                                            yp, accumulate);
+          else
+            sum_vec_kernel<<<blocks, kThreads, 0, stream>>>(vectors, ap, bp, yp, accumulate);
+        });
+    if (!vectorised)
+      sum_kernel<<<blocks_for(positions(n, y)), kThreads, 0, stream>>>(
+          n, Rows<const T>(a), Rows<const T>(b ? *b : a), b != nullptr, Rows<T>(y), accumulate);
     return 0;
   });
   return cudaGetLastError();

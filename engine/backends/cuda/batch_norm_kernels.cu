@@ -12,6 +12,7 @@
 #include "backends/cuda/batch_norm_kernels.h"
 #include "backends/cuda/half_io.cuh"
 #include "backends/cuda/launch_config.cuh"
+#include "backends/cuda/vector_io.cuh"
 
 #include <initializer_list>
 
@@ -360,27 +361,6 @@ __global__ void grad_dx_kernel(BnBackward b, Workspace w) {
 
 constexpr int kInFlight = 4;
 
-template <class T>
-constexpr int kVec = 16 / static_cast<int>(sizeof(T));
-
-template <class T>
-struct alignas(16) Vec {
-  T v[kVec<T>];
-};
-
-template <class T>
-bool vectorisable(int64_t rows, int64_t stride, std::initializer_list<const void*> tensors) {
-  if (stride % kVec<T> != 0 || rows <= 0) return false;
-  for (const void* p : tensors)
-    if (p && !aligned16(p)) return false;
-  return true;
-}
-
-// 32-bit indices when every element index fits.
-bool small_index(int64_t rows, int64_t stride) {
-  return rows * stride <= 0x7FFFFFFF;
-}
-
 unsigned vector_blocks(int64_t rows, int64_t stride, int vec) {
   return blocks_for(static_cast<uint64_t>(rows * (stride / vec) + kInFlight - 1) / kInFlight);
 }
@@ -506,9 +486,11 @@ __global__ void grad_dx_vec_kernel(BnBackward b, Workspace w) {
 template <class T, class Vec32, class Vec64, class Scalar>
 void launch_elementwise(int64_t rows, int64_t stride, std::initializer_list<const void*> tensors,
                         Vec32 vec32, Vec64 vec64, Scalar scalar) {
-  if (!vectorisable<T>(rows, stride, tensors)) return scalar();
+  if (rows <= 0 || stride % kVec<T> != 0 ||
+      !vectorisable<T>(static_cast<uint64_t>(rows * stride), tensors))
+    return scalar();
   const unsigned blocks = vector_blocks(rows, stride, kVec<T>);
-  if (small_index(rows, stride))
+  if (small_index(static_cast<uint64_t>(rows * stride)))
     vec32(blocks);
   else
     vec64(blocks);
