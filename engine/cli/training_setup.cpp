@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <string>
 
 #include <renaissance/checkpoint.h>
 #include <renaissance/error.h>
@@ -73,6 +75,22 @@ MultiNodeOptions read_node_options(const ParsedArgs& a) {
   return n;
 }
 
+namespace {
+
+// A two-choice option: true for `first`, false for `second`, nothing when
+// it is absent; any other value is a UsageError naming both and what they mean.
+std::optional<bool> two_way(const ParsedArgs& a, const char* name, const char* first,
+                            const char* first_means, const char* second, const char* second_means) {
+  const auto it = a.values.find(name);
+  if (it == a.values.end()) return std::nullopt;
+  if (it->second == first) return true;
+  if (it->second == second) return false;
+  throw UsageError(std::string("option '--") + name + "' takes " + first + " (" + first_means +
+                   ") or " + second + " (" + second_means + "), got '" + it->second + "'");
+}
+
+}  // namespace
+
 TrainingJob prepare_training(const std::string& project_path, const ParsedArgs& a,
                              bool allow_cpu_fallback) {
   return prepare_training(load_project(project_path), a, allow_cpu_fallback);
@@ -86,33 +104,16 @@ TrainingJob prepare_training(Project project, const ParsedArgs& a, bool allow_cp
   if (a.values.count("threads"))
     options.cpu_threads = static_cast<int>(positive_integer("threads", a.values.at("threads")));
   if (a.values.count("data")) options.data_dir = a.values.at("data");
-  if (a.values.count("streams")) {
-    const std::string& v = a.values.at("streams");
-    if (v != "5" && v != "1")
-      throw UsageError(
-          "option '--streams' takes 5 (a CUDA stream per StreamKind) or 1 (all "
-          "work on one stream), got '" +
-          v + "'");
-    options.cuda_streams = v == "1" ? 1 : 5;
-  }
-  if (a.values.count("capture")) {
-    const std::string& v = a.values.at("capture");
-    if (v != "on" && v != "off")
-      throw UsageError(
-          "option '--capture' takes on (CUDA graphs) or off (the same launches "
-          "one by one), got '" +
-          v + "'");
-    options.cuda_capture = v == "on";
-  }
-  if (a.values.count("conv-algorithms")) {
-    const std::string& v = a.values.at("conv-algorithms");
-    if (v != "fastest" && v != "deterministic")
-      throw UsageError(
-          "option '--conv-algorithms' takes fastest (cuDNN's fastest measured algorithm) or "
-          "deterministic (the fastest whose results repeat bit for bit), got '" +
-          v + "'");
-    options.cuda_deterministic_conv = v == "deterministic";
-  }
+  if (const auto five =
+          two_way(a, "streams", "5", "a CUDA stream per StreamKind", "1", "all work on one stream"))
+    options.cuda_streams = *five ? 5 : 1;
+  if (const auto on =
+          two_way(a, "capture", "on", "CUDA graphs", "off", "the same launches one by one"))
+    options.cuda_capture = *on;
+  if (const auto fastest =
+          two_way(a, "conv-algorithms", "fastest", "cuDNN's fastest measured algorithm",
+                  "deterministic", "the fastest whose results repeat bit for bit"))
+    options.cuda_deterministic_conv = !*fastest;
   options.compile = compile_options_from(a);
   return TrainingJob(std::move(project), options);
 }

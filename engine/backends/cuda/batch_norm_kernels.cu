@@ -395,47 +395,39 @@ __device__ inline void for_vectors(I rows, I stride, Load load_vec, F f) {
   }
 }
 
-template <class T, class I>
-__global__ void train_apply_vec_kernel(BnTrain b, const float* scale) {
-  const T* x = static_cast<const T*>(b.x);
-  T* y = static_cast<T*>(b.y);
-  const I channels = static_cast<I>(b.channels);
+// y = f(x, c) for every channel c of every row, zero in the padding lanes.
+template <class T, class I, class F>
+__device__ inline void map_channels(const void* xv, void* yv, int64_t rows, int64_t stride,
+                                    int64_t channel_count, F f) {
+  const T* x = static_cast<const T*>(xv);
+  T* y = static_cast<T*>(yv);
+  const I channels = static_cast<I>(channel_count);
   for_vectors<T>(
-      static_cast<I>(b.rows), static_cast<I>(b.stride),
+      static_cast<I>(rows), static_cast<I>(stride),
       [&](I at) { return *reinterpret_cast<const Vec<T>*>(x + at); },
       [&](I at, I c0, const Vec<T>& in) {
         Vec<T> out;
 #pragma unroll
         for (int k = 0; k < kVec<T>; ++k) {
           const I c = c0 + static_cast<I>(k);
-          store(out.v, k,
-                c < channels ? relu_if(b.relu, pre_activation(load(in.v, k), b.saved[c], scale[c],
-                                                              b.beta[c]))
-                             : 0.0f);
+          store(out.v, k, c < channels ? f(load(in.v, k), c) : 0.0f);
         }
         *reinterpret_cast<Vec<T>*>(y + at) = out;
       });
 }
 
 template <class T, class I>
+__global__ void train_apply_vec_kernel(BnTrain b, const float* scale) {
+  map_channels<T, I>(b.x, b.y, b.rows, b.stride, b.channels, [&](float x, I c) {
+    return relu_if(b.relu, pre_activation(x, b.saved[c], scale[c], b.beta[c]));
+  });
+}
+
+template <class T, class I>
 __global__ void infer_vec_kernel(BnInfer b) {
-  const T* x = static_cast<const T*>(b.x);
-  T* y = static_cast<T*>(b.y);
-  const I channels = static_cast<I>(b.channels);
-  for_vectors<T>(
-      static_cast<I>(b.rows), static_cast<I>(b.stride),
-      [&](I at) { return *reinterpret_cast<const Vec<T>*>(x + at); },
-      [&](I at, I c0, const Vec<T>& in) {
-        Vec<T> out;
-#pragma unroll
-        for (int k = 0; k < kVec<T>; ++k) {
-          const I c = c0 + static_cast<I>(k);
-          store(out.v, k,
-                c < channels ? relu_if(b.relu, fadd(fmul(load(in.v, k), b.scale[c]), b.bias[c]))
-                             : 0.0f);
-        }
-        *reinterpret_cast<Vec<T>*>(y + at) = out;
-      });
+  map_channels<T, I>(b.x, b.y, b.rows, b.stride, b.channels, [&](float x, I c) {
+    return relu_if(b.relu, fadd(fmul(x, b.scale[c]), b.bias[c]));
+  });
 }
 
 // x, dy and (accumulating) dx, one vector each.
