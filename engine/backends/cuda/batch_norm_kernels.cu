@@ -2,9 +2,9 @@
 // Batch normalisation kernels. A block is 32 channels (one warp reads 32
 // adjacent floats of a row: coalesced in NHWC) by 8 row lanes. Statistics
 // take two launches: each block reduces a fixed slice of rows to double
-// partials in the workspace, then one thread per channel folds the slices in
-// slice order. The slicing depends only on the shape, so the result is the
-// same on every run and every GPU. The elementwise float arithmetic uses
+// partials in the workspace, then a block per channel folds the slices by a
+// fixed tree (fold_moments, fold_sums). The slicing and the tree depend only
+// on the shape, so the result is the same on every run and every GPU. The elementwise float arithmetic uses
 // _rn intrinsics: unfused, as the CPU twin rounds it, so the fused ReLU's
 // mask and the outputs agree with it. Kernels touching features are
 // templated on their storage type T (float, __half or __nv_bfloat16); gamma,
@@ -116,21 +116,83 @@ __global__ void moments_kernel(const T* x, int64_t rows, int64_t channels, int64
   part_m2[s * channels + c] = v < 0.0 ? 0.0 : v;  // rounding can dip below zero; a NaN stays
 }
 
-// Folds channel c's slices with Chan et al.'s pairwise update in slice order.
+// The per-channel folds of the slice partials run one block per channel
+// (blockIdx.x): thread t folds a contiguous run of slices in slice order,
+// then the threads' results merge pairwise in shared memory, t with
+// t + half for half = 64, 32, ..., 1. The tree depends only on the slice
+// count, so the result is the same on every run, and no thread walks all the
+// slices alone (a thread per channel waited on hundreds of dependent loads).
+constexpr int kFoldThreads = 128;
+
+__device__ inline int64_t fold_begin(int64_t slices, int t) {
+  return slices * t / kFoldThreads;
+}
+
+// Chan et al.'s pairwise update: (n_a, mean_a, m2_a) absorbs (n_b, mean_b, m2_b).
+__device__ inline void merge_moments(double& n_a, double& mean_a, double& m2_a, double n_b,
+                                     double mean_b, double m2_b) {
+  if (n_b == 0.0) return;
+  if (n_a == 0.0) {
+    n_a = n_b;
+    mean_a = mean_b;
+    m2_a = m2_b;
+    return;
+  }
+  const double n = n_a + n_b;
+  const double delta = mean_b - mean_a;
+  mean_a += delta * (n_b / n);
+  m2_a += m2_b + delta * delta * (n_a * n_b / n);
+  n_a = n;
+}
+
+// Channel c's mean and m2 over all slices, in thread 0. Every thread of the
+// block must call it.
 __device__ inline void fold_moments(int64_t rows, int64_t channels, int64_t slices,
                                     const Workspace& w, int64_t c, double& mean, double& m2) {
-  mean = w.a[c];
-  m2 = w.b[c];
-  double n_a = static_cast<double>(slice_begin(rows, slices, 1));
-  for (int64_t s = 1; s < slices; ++s) {
-    const double n_b =
-        static_cast<double>(slice_begin(rows, slices, s + 1) - slice_begin(rows, slices, s));
-    const double n = n_a + n_b;
-    const double delta = w.a[s * channels + c] - mean;
-    mean += delta * (n_b / n);
-    m2 += w.b[s * channels + c] + delta * delta * (n_a * n_b / n);
-    n_a = n;
+  __shared__ double sn[kFoldThreads], smean[kFoldThreads], sm2[kFoldThreads];
+  const int t = threadIdx.x;
+  double n_a = 0.0, mean_a = 0.0, m2_a = 0.0;
+  for (int64_t s = fold_begin(slices, t); s < fold_begin(slices, t + 1); ++s)
+    merge_moments(
+        n_a, mean_a, m2_a,
+        static_cast<double>(slice_begin(rows, slices, s + 1) - slice_begin(rows, slices, s)),
+        w.a[s * channels + c], w.b[s * channels + c]);
+  sn[t] = n_a;
+  smean[t] = mean_a;
+  sm2[t] = m2_a;
+  __syncthreads();
+  for (int half = kFoldThreads / 2; half > 0; half /= 2) {
+    if (t < half)
+      merge_moments(sn[t], smean[t], sm2[t], sn[t + half], smean[t + half], sm2[t + half]);
+    __syncthreads();
   }
+  mean = smean[0];
+  m2 = sm2[0];
+}
+
+// Channel c's sums of two partial rows over all slices, in thread 0, by the
+// same fixed tree. Every thread of the block must call it.
+__device__ inline void fold_sums(int64_t channels, int64_t slices, const Workspace& w, int64_t c,
+                                 double& u, double& v) {
+  __shared__ double su[kFoldThreads], sv[kFoldThreads];
+  const int t = threadIdx.x;
+  double a = 0.0, b = 0.0;
+  for (int64_t s = fold_begin(slices, t); s < fold_begin(slices, t + 1); ++s) {
+    a += w.a[s * channels + c];
+    b += w.b[s * channels + c];
+  }
+  su[t] = a;
+  sv[t] = b;
+  __syncthreads();
+  for (int half = kFoldThreads / 2; half > 0; half /= 2) {
+    if (t < half) {
+      su[t] += su[t + half];
+      sv[t] += sv[t + half];
+    }
+    __syncthreads();
+  }
+  u = su[0];
+  v = sv[0];
 }
 
 // The saved and running statistics and the scale for the apply pass, from
@@ -154,21 +216,20 @@ __device__ inline void write_stats(const BnTrain& b, const Workspace& w, int64_t
 
 template <class T>
 __global__ void train_stats_kernel(BnTrain b, int64_t slices, Workspace w) {
-  const int64_t c = first_index();
-  if (c >= b.channels) return;
+  const int64_t c = blockIdx.x;  // a block per channel (fold_moments)
   double mean = 0, m2 = 0;
   fold_moments(b.rows, b.channels, slices, w, c, mean, m2);
-  write_stats<T>(b, w, c, mean, m2, static_cast<double>(b.rows));
+  if (threadIdx.x == 0) write_stats<T>(b, w, c, mean, m2, static_cast<double>(b.rows));
 }
 
 // SyncBatchNorm, step 1: this rank's moments kept in w.a/w.b (slot c), and
 // the first sum's buffer [mean * rows per channel, rows], rounded to float
 // as the CPU twin's buffer is.
 __global__ void sync_local_moments_kernel(BnTrain b, int64_t slices, Workspace w) {
-  const int64_t c = first_index();
-  if (c >= b.channels) return;
+  const int64_t c = blockIdx.x;  // a block per channel (fold_moments)
   double mean = 0, m2 = 0;
   fold_moments(b.rows, b.channels, slices, w, c, mean, m2);
+  if (threadIdx.x != 0) return;
   w.a[c] = mean;
   w.b[c] = m2;
   w.sync[c] = static_cast<float>(mean * static_cast<double>(b.rows));
@@ -294,14 +355,11 @@ __device__ inline void write_dx_coef(const BnBackward& b, const Workspace& w, in
 // that a large mean does not cancel in float).
 template <class T>
 __global__ void grad_finish_kernel(BnBackward b, int64_t slices, Workspace w) {
-  const int64_t c = first_index();
-  if (c >= b.channels) return;
+  const int64_t c = blockIdx.x;  // a block per channel (fold_sums)
   const int64_t C = b.channels;
   double sdy = 0.0, sdyx = 0.0;
-  for (int64_t s = 0; s < slices; ++s) {
-    sdy += w.a[s * C + c];
-    sdyx += w.b[s * C + c];
-  }
+  fold_sums(C, slices, w, c, sdy, sdyx);
+  if (threadIdx.x != 0) return;
   const float inv_std = b.saved[C + c];
   const double dgamma = sdyx * inv_std;
   // Rounded to float first, then (for FP16) to half: the CPU's staging
@@ -545,14 +603,15 @@ cudaError_t launch_bn_train(const BnTrain& b, cudaStream_t stream) {
     moments_kernel<<<slice_grid(b.rows, b.channels), block, 0, stream>>>(
         static_cast<const T*>(b.x), b.rows, b.channels, b.stride, slices, w.a, w.b);
     const unsigned cb = channel_blocks(b.channels);
+    const auto per_channel = static_cast<unsigned>(b.channels);
     if (b.rank_sum) {
-      sync_local_moments_kernel<<<cb, kThreads, 0, stream>>>(b, slices, w);
+      sync_local_moments_kernel<<<per_channel, kFoldThreads, 0, stream>>>(b, slices, w);
       b.rank_sum.sum(b.rank_sum.context, w.sync, static_cast<uint64_t>(b.channels) + 1, stream);
       sync_deviations_kernel<<<cb, kThreads, 0, stream>>>(b, w);
       b.rank_sum.sum(b.rank_sum.context, w.sync, static_cast<uint64_t>(b.channels), stream);
       sync_stats_kernel<T><<<cb, kThreads, 0, stream>>>(b, w);
     } else {
-      train_stats_kernel<T><<<cb, kThreads, 0, stream>>>(b, slices, w);
+      train_stats_kernel<T><<<per_channel, kFoldThreads, 0, stream>>>(b, slices, w);
     }
     // Over the stride: the padding lanes are written too.
     launch_elementwise<T>(
@@ -595,7 +654,8 @@ cudaError_t launch_bn_backward(const BnBackward& b, cudaStream_t stream) {
   dispatch(b.elem, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     grad_sums_kernel<T><<<slice_grid(b.rows, b.channels), block, 0, stream>>>(b, slices, w);
-    grad_finish_kernel<T><<<channel_blocks(b.channels), kThreads, 0, stream>>>(b, slices, w);
+    grad_finish_kernel<T>
+        <<<static_cast<unsigned>(b.channels), kFoldThreads, 0, stream>>>(b, slices, w);
     if (b.dx && b.rank_sum) {
       b.rank_sum.sum(b.rank_sum.context, w.sync, 2 * static_cast<uint64_t>(b.channels) + 1, stream);
       sync_dx_coef_kernel<T><<<channel_blocks(b.channels), kThreads, 0, stream>>>(b, w);
