@@ -4,9 +4,11 @@
 // take two launches: each block reduces a fixed slice of rows to double
 // partials in the workspace, then a block per channel folds the slices by a
 // fixed tree (fold_moments, fold_sums). The slicing and the tree depend only
-// on the shape, so the result is the same on every run and every GPU. The elementwise float arithmetic uses
-// _rn intrinsics: unfused, as the CPU twin rounds it, so the fused ReLU's
-// mask and the outputs agree with it. Kernels touching features are
+// on the shape, so the result is the same on every run and every GPU. The
+// elementwise float arithmetic uses _rn intrinsics: unfused, as the CPU twin
+// rounds it, so the fused ReLU's mask and the outputs agree with it. The
+// elementwise passes move 16 bytes a thread where the layout allows (see
+// "vectorised" below). Kernels touching features are
 // templated on their storage type T (float, __half or __nv_bfloat16); gamma,
 // beta and their gradients are FP32 at every precision.
 #include "backends/cuda/batch_norm_kernels.h"
