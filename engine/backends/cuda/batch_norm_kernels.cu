@@ -364,8 +364,6 @@ __global__ void grad_finish_kernel(BnBackward b, int64_t slices, Workspace w) {
   if (threadIdx.x != 0) return;
   const float inv_std = b.saved[C + c];
   const double dgamma = sdyx * inv_std;
-  // Rounded to float first, then (for FP16) to half: the CPU's staging
-  // rounds the same two steps.
   // FP32 at every precision: dbeta sums N*H*W loss-scaled rows.
   if (b.dgamma) b.dgamma[c] = static_cast<float>(b.acc_dgamma ? b.dgamma[c] + dgamma : dgamma);
   if (b.dbeta) b.dbeta[c] = static_cast<float>(b.acc_dbeta ? b.dbeta[c] + sdy : sdy);
