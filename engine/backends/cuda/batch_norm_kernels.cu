@@ -532,6 +532,121 @@ __global__ void grad_dx_vec_kernel(BnBackward b, Workspace w) {
       });
 }
 
+// The statistics passes, vectorised: a block is kVecTile vectors of channels
+// (64 FP16/BF16 channels, 32 FP32) by kVecLanes row lanes, each thread
+// summing its vector's channels over rows lo + lane, lo + lane + kVecLanes,
+// ... of its slice, in double; the lanes then fold in lane order. The slices
+// are the scalar kernels' (slices_of), so the workspace is the same; the
+// order of the sums within a slice differs, and is fixed by the shape.
+constexpr int kVecTile = 8;
+constexpr int kVecLanes = kThreads / kVecTile;
+
+// Sums each channel's kVecLanes lanes, in lane order, into lane 0's thread
+// (threadIdx.y == 0). Every thread of the block must call it.
+template <int N>
+__device__ inline void vec_lane_sums(double (&u)[N], double (&v)[N]) {
+  __shared__ double su[kVecLanes][kVecTile][N], sv[kVecLanes][kVecTile][N];
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    su[threadIdx.y][threadIdx.x][k] = u[k];
+    sv[threadIdx.y][threadIdx.x][k] = v[k];
+  }
+  __syncthreads();
+  if (threadIdx.y == 0)
+    for (int l = 1; l < kVecLanes; ++l)
+#pragma unroll
+      for (int k = 0; k < N; ++k) {
+        u[k] += su[l][threadIdx.x][k];
+        v[k] += sv[l][threadIdx.x][k];
+      }
+}
+
+template <class T>
+__global__ void moments_vec_kernel(const T* x, int64_t rows, int64_t channels, int64_t stride,
+                                   int64_t slices, double* part_mean, double* part_m2) {
+  constexpr int N = kVec<T>;
+  const int64_t c0 = (static_cast<int64_t>(blockIdx.y) * kVecTile + threadIdx.x) * N;
+  const int64_t s = blockIdx.x;
+  const int64_t lo = slice_begin(rows, slices, s), hi = slice_begin(rows, slices, s + 1);
+  double s1[N], s2[N], k[N];
+#pragma unroll
+  for (int j = 0; j < N; ++j) s1[j] = s2[j] = k[j] = 0.0;
+  if (c0 < stride) {
+    const Vec<T> first = *reinterpret_cast<const Vec<T>*>(x + lo * stride + c0);
+#pragma unroll
+    for (int j = 0; j < N; ++j) k[j] = load(first.v, j);
+    for (int64_t m = lo + threadIdx.y; m < hi; m += kVecLanes) {
+      const Vec<T> r = *reinterpret_cast<const Vec<T>*>(x + m * stride + c0);
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        const double d = load(r.v, j) - k[j];
+        s1[j] += d;
+        s2[j] += d * d;
+      }
+    }
+  }
+  vec_lane_sums(s1, s2);
+  if (threadIdx.y != 0) return;
+  const double n = static_cast<double>(hi - lo);
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    const int64_t c = c0 + j;
+    if (c >= channels) break;
+    part_mean[s * channels + c] = k[j] + s1[j] / n;
+    const double v = s2[j] - s1[j] * s1[j] / n;
+    part_m2[s * channels + c] = v < 0.0 ? 0.0 : v;  // rounding can dip below zero; a NaN stays
+  }
+}
+
+template <class T>
+__global__ void grad_sums_vec_kernel(BnBackward b, int64_t slices, Workspace w) {
+  constexpr int N = kVec<T>;
+  const int64_t c0 = (static_cast<int64_t>(blockIdx.y) * kVecTile + threadIdx.x) * N;
+  const int64_t s = blockIdx.x;
+  const int64_t lo = slice_begin(b.rows, slices, s), hi = slice_begin(b.rows, slices, s + 1);
+  double sdy[N], sdyx[N];
+  float mean[N], sc[N], sh[N];
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    sdy[j] = sdyx[j] = 0.0;
+    const int64_t c = c0 + j;
+    const bool real = c < b.channels;
+    mean[j] = real ? b.saved[c] : 0.0f;
+    sc[j] = real && b.relu ? relu_scale<T>(b, c) : 0.0f;
+    sh[j] = real && b.relu ? b.beta[c] : 0.0f;
+  }
+  if (c0 < b.stride)
+    for (int64_t m = lo + threadIdx.y; m < hi; m += kVecLanes) {
+      const int64_t at = m * b.stride + c0;
+      const Vec<T> xr = *reinterpret_cast<const Vec<T>*>(static_cast<const T*>(b.x) + at);
+      const Vec<T> gr = *reinterpret_cast<const Vec<T>*>(static_cast<const T*>(b.dy) + at);
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        const float x = load(xr.v, j);
+        const double g = out_grad(b, load(gr.v, j), x, mean[j], sc[j], sh[j]);
+        sdy[j] += g;
+        sdyx[j] += g * __fsub_rn(x, mean[j]);
+      }
+    }
+  vec_lane_sums(sdy, sdyx);
+  if (threadIdx.y != 0) return;
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    const int64_t c = c0 + j;
+    if (c >= b.channels) break;
+    w.a[s * b.channels + c] = sdy[j];
+    w.b[s * b.channels + c] = sdyx[j];
+  }
+}
+
+// The statistics passes' grid: slices by tiles of kVecTile vectors.
+template <class T>
+dim3 vec_slice_grid(int64_t rows, int64_t channels, int64_t stride) {
+  const int64_t per_tile = static_cast<int64_t>(kVecTile) * kVec<T>;
+  return dim3(static_cast<unsigned>(slices_of(rows, channels)),
+              static_cast<unsigned>((stride + per_tile - 1) / per_tile));
+}
+
 // Launches the vectorised kernel when the tensors allow, else the scalar one.
 template <class T, class Vec32, class Vec64, class Scalar>
 void launch_elementwise(int64_t rows, int64_t stride, std::initializer_list<const void*> tensors,
@@ -600,8 +715,13 @@ cudaError_t launch_bn_train(const BnTrain& b, cudaStream_t stream) {
   const dim3 block(kTile, kLanes);
   dispatch(b.elem, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    moments_kernel<<<slice_grid(b.rows, b.channels), block, 0, stream>>>(
-        static_cast<const T*>(b.x), b.rows, b.channels, b.stride, slices, w.a, w.b);
+    if (b.stride % kVec<T> == 0 && vectorisable<T>(static_cast<uint64_t>(b.rows * b.stride), {b.x}))
+      moments_vec_kernel<<<vec_slice_grid<T>(b.rows, b.channels, b.stride),
+                           dim3(kVecTile, kVecLanes), 0, stream>>>(
+          static_cast<const T*>(b.x), b.rows, b.channels, b.stride, slices, w.a, w.b);
+    else
+      moments_kernel<<<slice_grid(b.rows, b.channels), block, 0, stream>>>(
+          static_cast<const T*>(b.x), b.rows, b.channels, b.stride, slices, w.a, w.b);
     const unsigned cb = channel_blocks(b.channels);
     const auto per_channel = static_cast<unsigned>(b.channels);
     if (b.rank_sum) {
@@ -653,7 +773,12 @@ cudaError_t launch_bn_backward(const BnBackward& b, cudaStream_t stream) {
   const dim3 block(kTile, kLanes);
   dispatch(b.elem, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    grad_sums_kernel<T><<<slice_grid(b.rows, b.channels), block, 0, stream>>>(b, slices, w);
+    if (b.stride % kVec<T> == 0 &&
+        vectorisable<T>(static_cast<uint64_t>(b.rows * b.stride), {b.x, b.dy}))
+      grad_sums_vec_kernel<T><<<vec_slice_grid<T>(b.rows, b.channels, b.stride),
+                                dim3(kVecTile, kVecLanes), 0, stream>>>(b, slices, w);
+    else
+      grad_sums_kernel<T><<<slice_grid(b.rows, b.channels), block, 0, stream>>>(b, slices, w);
     grad_finish_kernel<T>
         <<<static_cast<unsigned>(b.channels), kFoldThreads, 0, stream>>>(b, slices, w);
     if (b.dx && b.rank_sum) {
