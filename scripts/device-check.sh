@@ -101,7 +101,12 @@ bench_timeout=${BENCH_TIMEOUT:-90}
 [ "$dry" = 1 ] && [ -z "${BUILD_DIR:-}" ] && build=$root/build
 case $bundle in ""|/*) ;; *) bundle=$PWD/$bundle ;; esac
 
-cuda_tests() { (cd "$root/tests/cuda" && ls test_cuda_*.cpp | sed 's/\.cpp$//'); }
+# The test programs a GPU runs: every CUDA test, and engine.backend_ops,
+# which runs every op on every backend against its reference.
+cuda_tests() {
+  (cd "$root/tests/cuda" && ls test_cuda_*.cpp | sed 's/\.cpp$//')
+  echo test_backend_ops
+}
 
 configure_and_build() {  # $1: CUDA architectures
   if [ ! -f "$build/build.ninja" ]; then
@@ -311,7 +316,12 @@ run_test() {  # $1 program
   [ -x "$exe" ] || exe=$build/tests/$t
   if [ ! -x "$exe" ]; then test_lines+=("| $t | not built | |"); failed=1; write_results; return; fi
   step_limit "$t" "$test_timeout" || return
-  LD_LIBRARY_PATH=$our_libs dc_run_limited "$limit" "$exe" >"$log" 2>&1
+  # engine.backend_ops: the CUDA backend's cases against their references
+  # only (CI runs the CPU's, and its CPU builds' comparison).
+  local only=()
+  [ "$t" = test_backend_ops ] && only=(opMatchesItsReference)
+  LD_LIBRARY_PATH=$our_libs TR_BACKEND_OPS_BACKENDS=cuda dc_run_limited "$limit" "$exe" "${only[@]}" \
+    >"$log" 2>&1
   dc_test_verdict $? "$log" "$limit"
   case $DC_VERDICT in
     failed) failed=1 ;;

@@ -47,7 +47,9 @@ dc_test_verdict() {
   passed=$(grep -E '^PASS ' "$log" 2>/dev/null | grep -cvE '::(initTestCase|cleanupTestCase)\(\)')
   skipped=$(grep -cE '^SKIP ' "$log" 2>/dev/null)
   failed=$(grep -cE '^FAIL! ' "$log" 2>/dev/null)
-  reason=$(grep -m1 -E '^SKIP ' "$log" 2>/dev/null | sed -E 's/^SKIP +: +[^(]*\([^)]*\) +//' | cut -c1-100 | tr '|' '/')
+  # The reason shown: a missing device's when that is one, else the first.
+  reason=$({ grep -m1 -E '^SKIP .*no CUDA device' "$log" || grep -m1 -E '^SKIP ' "$log"; } 2>/dev/null |
+    sed -E 's/^SKIP +: +[^(]*\([^)]*\) +//' | cut -c1-100 | tr '|' '/')
   totals=$(grep -E '^Totals:' "$log" 2>/dev/null | tail -1)
   case $code in
     124) DC_VERDICT=failed; DC_TEXT="TIMED OUT after $limit s" ;;
