@@ -103,20 +103,30 @@ case $bundle in ""|/*) ;; *) bundle=$PWD/$bundle ;; esac
 
 # The test programs a GPU runs: every CUDA test, and engine.backend_ops,
 # which runs every op on every backend against its reference.
-cuda_tests() {
+device_tests() {
   (cd "$root/tests/cuda" && ls test_cuda_*.cpp | sed 's/\.cpp$//')
   echo test_backend_ops
+}
+
+# On the GPU machine the build runs inside the deadline: each command gets
+# what it leaves (build_runner=within_deadline); a bundle builds unlimited.
+build_runner=""
+within_deadline() {
+  local t
+  t=$(dc_limit_for 100000)
+  [ "$t" = 0 ] && return 124
+  dc_run_limited "$t" "$@"
 }
 
 configure_and_build() {  # $1: CUDA architectures
   if [ ! -f "$build/build.ninja" ]; then
     mkdir -p "$build"
-    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTR_GUI=OFF -DTR_CUDA=ON \
-      -DCMAKE_CUDA_ARCHITECTURES="$1" -DTR_WERROR=OFF >"$build/configure.log" 2>&1 ||
+    $build_runner cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTR_GUI=OFF \
+      -DTR_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$1" -DTR_WERROR=OFF >"$build/configure.log" 2>&1 ||
       { cat "$build/configure.log"; die "cmake failed (log above)"; }
   fi
   # shellcheck disable=SC2046
-  cmake --build "$build" -j "$jobs" --target renaissance-cli $(cuda_tests) ||
+  $build_runner cmake --build "$build" -j "$jobs" --target renaissance-cli $(device_tests) ||
     die "the build failed"
 }
 
@@ -127,7 +137,7 @@ if [ "$mode" = bundle ]; then
   stage=$(mktemp -d)
   mkdir -p "$stage/bin" "$stage/lib"
   cp "$build/bin/renaissance-cli" "$stage/bin/"
-  for t in $(cuda_tests); do cp "$build/tests/$t" "$stage/bin/"; done
+  for t in $(device_tests); do cp "$build/tests/$t" "$stage/bin/"; done
   # The engine and its CUDA backend, which the engine loads from its own folder.
   cp "$build"/lib/librenaissance-*.so "$stage/lib/" ||
     die "no engine or CUDA backend library in $build/lib"
@@ -265,7 +275,7 @@ if [ "$mode" = prebuilt ]; then
   # CUDA-12 wheel's libcudnn.so.9 never shadows the system's. For our programs
   # only: PyTorch keeps its own libstdc++ and CUDA libraries.
   our_libs="$unpacked/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  programs="$bin/renaissance-cli $(for t in $(cuda_tests); do echo "$bin/$t"; done) $unpacked/lib/librenaissance-cuda.so"
+  programs="$bin/renaissance-cli $(for t in $(device_tests); do echo "$bin/$t"; done) $unpacked/lib/librenaissance-cuda.so"
   missing_libs() {
     for f in $programs; do LD_LIBRARY_PATH=$our_libs ldd "$f" | awk '/not found/ {print $1}'; done | sort -u
   }
@@ -283,8 +293,8 @@ elif [ "$dry" = 1 ]; then
   build_status="skipped: the dry run uses $build"
 else
   if step_limit build 100000; then
-    dc_run_limited "$limit" bash -c "$(declare -f configure_and_build die cuda_tests); build='$build' jobs='$jobs' root='$root' configure_and_build '$archs'" \
-      >"$logs/build.log" 2>&1
+    build_runner=within_deadline
+    (configure_and_build "$archs") >"$logs/build.log" 2>&1  # die ends the subshell only
     code=$?
   else
     code=124
@@ -375,7 +385,7 @@ run_test test_cuda_backend
 for p in $precisions; do bench_ours "$p" "captured, 5 streams" --resident-batch; done
 for p in $precisions; do bench_torch "$p" eager; done
 run_test test_cuda_training
-for t in $(cuda_tests); do
+for t in $(device_tests); do
   case $t in test_cuda_backend | test_cuda_training) ;; *) run_test "$t" ;; esac
 done
 for p in $precisions; do

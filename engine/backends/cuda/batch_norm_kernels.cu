@@ -427,19 +427,19 @@ unsigned vector_blocks(int64_t rows, int64_t stride, int vec) {
 // stride elements; kInFlight vectors of a thread go through `load` before any
 // through `f`.
 template <class T, class I, class Load, class F>
-__device__ inline void for_vectors(I rows, I stride, Load load_vec, F f) {
+__device__ inline void for_vectors(I rows, I stride, Load fetch, F f) {
   const I groups = stride / kVec<T>;
   const I total = rows * groups;
   const I step = static_cast<I>(gridDim.x) * blockDim.x;
   for (I base = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; base < total;
        base += step * kInFlight) {
-    decltype(load_vec(I{0})) in[kInFlight];
+    decltype(fetch(I{0})) in[kInFlight];
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u) {
       const I i = base + static_cast<I>(u) * step;
       if (i < total) {
         const I row = i / groups;
-        in[u] = load_vec(row * stride + (i - row * groups) * kVec<T>);
+        in[u] = fetch(row * stride + (i - row * groups) * kVec<T>);
       }
     }
 #pragma unroll
@@ -461,8 +461,7 @@ __device__ inline void map_channels(const void* xv, void* yv, int64_t rows, int6
   T* y = static_cast<T*>(yv);
   const I channels = static_cast<I>(channel_count);
   for_vectors<T>(
-      static_cast<I>(rows), static_cast<I>(stride),
-      [&](I at) { return *reinterpret_cast<const Vec<T>*>(x + at); },
+      static_cast<I>(rows), static_cast<I>(stride), [&](I at) { return load_vec(x, at); },
       [&](I at, I c0, const Vec<T>& in) {
         Vec<T> out;
 #pragma unroll
@@ -470,7 +469,7 @@ __device__ inline void map_channels(const void* xv, void* yv, int64_t rows, int6
           const I c = c0 + static_cast<I>(k);
           store(out.v, k, c < channels ? f(load(in.v, k), c) : 0.0f);
         }
-        *reinterpret_cast<Vec<T>*>(y + at) = out;
+        store_vec(y, at, out);
       });
 }
 
@@ -504,9 +503,9 @@ __global__ void grad_dx_vec_kernel(BnBackward b, Workspace w) {
       static_cast<I>(b.rows), static_cast<I>(b.stride),
       [&](I at) {
         DxIn<T> in;
-        in.x = *reinterpret_cast<const Vec<T>*>(x + at);
-        in.dy = *reinterpret_cast<const Vec<T>*>(dy + at);
-        if (b.acc_dx) in.dx = *reinterpret_cast<const Vec<T>*>(dx + at);
+        in.x = load_vec(x, at);
+        in.dy = load_vec(dy, at);
+        if (b.acc_dx) in.dx = load_vec(dx, at);
         return in;
       },
       [&](I at, I c0, const DxIn<T>& in) {
@@ -528,7 +527,7 @@ __global__ void grad_dx_vec_kernel(BnBackward b, Workspace w) {
           }
           store(out.v, k, r);
         }
-        *reinterpret_cast<Vec<T>*>(dx + at) = out;
+        store_vec(dx, at, out);
       });
 }
 
@@ -572,11 +571,11 @@ __global__ void moments_vec_kernel(const T* x, int64_t rows, int64_t channels, i
 #pragma unroll
   for (int j = 0; j < N; ++j) s1[j] = s2[j] = k[j] = 0.0;
   if (c0 < stride) {
-    const Vec<T> first = *reinterpret_cast<const Vec<T>*>(x + lo * stride + c0);
+    const Vec<T> first = load_vec(x, lo * stride + c0);
 #pragma unroll
     for (int j = 0; j < N; ++j) k[j] = load(first.v, j);
     for (int64_t m = lo + threadIdx.y; m < hi; m += kVecLanes) {
-      const Vec<T> r = *reinterpret_cast<const Vec<T>*>(x + m * stride + c0);
+      const Vec<T> r = load_vec(x, m * stride + c0);
 #pragma unroll
       for (int j = 0; j < N; ++j) {
         const double d = load(r.v, j) - k[j];
@@ -618,8 +617,8 @@ __global__ void grad_sums_vec_kernel(BnBackward b, int64_t slices, Workspace w) 
   if (c0 < b.stride)
     for (int64_t m = lo + threadIdx.y; m < hi; m += kVecLanes) {
       const int64_t at = m * b.stride + c0;
-      const Vec<T> xr = *reinterpret_cast<const Vec<T>*>(static_cast<const T*>(b.x) + at);
-      const Vec<T> gr = *reinterpret_cast<const Vec<T>*>(static_cast<const T*>(b.dy) + at);
+      const Vec<T> xr = load_vec(static_cast<const T*>(b.x), at);
+      const Vec<T> gr = load_vec(static_cast<const T*>(b.dy), at);
 #pragma unroll
       for (int j = 0; j < N; ++j) {
         const float x = load(xr.v, j);

@@ -506,25 +506,34 @@ void unpack_filter_grad(const Layout& l, const void* packed, void* dw, cudaStrea
       "slicing a filter gradient", l.device);
 }
 
-SearchOperands search_operands(const TensorArg& in0, const TensorArg& in1, const TensorArg& out) {
-  return {in0.data, in1.data, out.desc ? out.desc->device_bytes() : 0, 0};
-}
-
-// A packed layout's search: forward reads a padded filter (a zeroed scratch
-// one), dW writes one (a scratch output of its size).
+// What a search runs on: the launch's inputs and its output's size; a packed
+// layout's forward reads a padded filter (a zeroed scratch one), its dW
+// writes one (a scratch output of that size).
 SearchOperands search_operands(const Layout& l, const TensorArg& in0, const TensorArg& in1,
                                const TensorArg& out) {
-  SearchOperands o = search_operands(in0, in1, out);
-  if (!l.packed_ci) return o;
-  if (l.dir == Direction::FWD) o.in1_scratch_bytes = packed_filter_bytes(l);
-  if (l.dir == Direction::BWD_FILTER) o.out_bytes = packed_filter_bytes(l);
+  SearchOperands o{in0.data, in1.data, out.desc ? out.desc->device_bytes() : 0, 0};
+  if (l.packed_ci && l.dir == Direction::FWD) o.in1_scratch_bytes = packed_filter_bytes(l);
+  if (l.packed_ci && l.dir == Direction::BWD_FILTER) o.out_bytes = packed_filter_bytes(l);
   return o;
+}
+
+// The stream workspace a launch of `l` needs: its algorithm's, after the
+// padded filter of a packed layout.
+uint64_t workspace_need(const ConvPlan& p, const Layout& l) {
+  return p.workspace() + packed_filter_bytes(l);
+}
+
+// Prepares `l`'s plan (measured on the launch's operands) and returns the
+// workspace its launch needs.
+uint64_t prepared_workspace(const Layout& l, cudaStream_t stream, const TensorArg& in0,
+                            const TensorArg& in1, const TensorArg& out) {
+  return workspace_need(plan_for(l, stream, search_operands(l, in0, in1, out)), l);
 }
 
 const ConvPlan& ready_plan(const char* op, const KernelArgs& a, const Layout& l,
                            cudaStream_t stream) {
   const ConvPlan& p = plan_for(l, stream);
-  const uint64_t need = p.workspace() + packed_filter_bytes(l);
+  const uint64_t need = workspace_need(p, l);
   if (need > 0 && (!a.workspace || a.workspace->bytes < need))
     throw std::logic_error(std::string("CUDA ") + op + ": the stream workspace is smaller than " +
                            "the chosen algorithm's " + std::to_string(need) + " bytes");
@@ -675,9 +684,8 @@ uint64_t workspace_bytes(const KernelArgs& a, cudaStream_t stream) {
       for (const TensorArg* t : {&a.in[0], &a.in[1], &a.out[0]})
         if (!t->desc) return 0;
       const Geom g = geom(op, a, a.in[0].shape(), a.in[1].shape(), a.out[0].shape());
-      const Layout l = layout_of(op, a, g, a.in[0], a.in[1], a.out[0], Direction::FWD);
-      return plan_for(l, stream, search_operands(l, a.in[0], a.in[1], a.out[0])).workspace() +
-             packed_filter_bytes(l);
+      return prepared_workspace(layout_of(op, a, g, a.in[0], a.in[1], a.out[0], Direction::FWD),
+                                stream, a.in[0], a.in[1], a.out[0]);
     }
     const bool first = a.node->op == ComputeOp::CONV_BWD_FIRST;
     if (a.in.size() < (first ? 2u : 3u) || a.out.empty()) return 0;
@@ -693,17 +701,15 @@ uint64_t workspace_bytes(const KernelArgs& a, cudaStream_t stream) {
     const bool bias = a.out.size() == (first ? 2u : 3u);
     if (bias && a.runs(BwdPart::DB)) need = column_sum_workspace_bytes(g.n * g.ho * g.wo, g.co);
     if (a.part == static_cast<int>(BwdPart::DB)) return need;
-    if (a.runs(BwdPart::DW)) {
-      const Layout l = layout_of(op, a, g, x, dw, dy, Direction::BWD_FILTER);
-      need = std::max(need, plan_for(l, stream, search_operands(l, x, dy, dw)).workspace() +
-                                packed_filter_bytes(l));
-    }
+    if (a.runs(BwdPart::DW))
+      need =
+          std::max(need, prepared_workspace(layout_of(op, a, g, x, dw, dy, Direction::BWD_FILTER),
+                                            stream, x, dy, dw));
     const size_t dx_index = a.out.size() - 1;
     if (!first && a.runs(BwdPart::DX) && has_out(a, dx_index) && a.out[dx_index].desc)
-      need = std::max(
-          need, plan_for(layout_of(op, a, g, a.out[dx_index], a.in[1], dy, Direction::BWD_DATA),
-                         stream, search_operands(a.in[1], dy, a.out[dx_index]))
-                    .workspace());
+      need = std::max(need, prepared_workspace(layout_of(op, a, g, a.out[dx_index], a.in[1], dy,
+                                                         Direction::BWD_DATA),
+                                               stream, a.in[1], dy, a.out[dx_index]));
     return need;
   } catch (const std::invalid_argument&) {
     return 0;

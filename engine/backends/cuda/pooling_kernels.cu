@@ -137,18 +137,22 @@ __global__ void maxpool_bwd_kernel(PoolGeometry g, const T* x, const T* y, const
 // BF16 channels (4 FP32), in 32-bit where the tensor allows. Each lane runs
 // the scalar kernel's steps in the same order, so the bits are the same.
 
-// Pixel p of an NHWC tensor of w columns and h rows: its column, row, image.
+// Vector i of an NHWC tensor of w columns and h rows with `groups` vectors
+// a pixel: its pixel, first channel, column, row and image.
 template <class I>
-__device__ inline void pixel_of(I p, I w, I h, I& col, I& row, I& b) {
-  const I q = p / w;
-  col = p - q * w;
-  row = q % h;
-  b = q / h;
-}
-
-template <class T>
-__device__ inline Vec<T> vec_at(const T* p, uint64_t at) {
-  return *reinterpret_cast<const Vec<T>*>(p + at);
+struct VecPixel {
+  I p, k0, col, row, b;
+};
+template <class T, class I>
+__device__ inline VecPixel<I> vec_pixel(I i, I groups, int64_t w, int64_t h) {
+  VecPixel<I> v;
+  v.p = i / groups;
+  v.k0 = (i - v.p * groups) * kVec<T>;
+  const I q = v.p / static_cast<I>(w);
+  v.col = v.p - q * static_cast<I>(w);
+  v.row = q % static_cast<I>(h);
+  v.b = q / static_cast<I>(h);
+  return v;
 }
 
 template <class T, class I>
@@ -157,10 +161,8 @@ __global__ void maxpool_fwd_vec_kernel(PoolGeometry g, const T* x, T* y) {
   const I groups = static_cast<I>(g.cs / N);
   const I total = static_cast<I>(g.n * g.oh * g.ow) * groups;
   for (I i = static_cast<I>(first_index()); i < total; i += static_cast<I>(grid_stride())) {
-    const I p = i / groups;
-    const I k0 = (i - p * groups) * N;
-    I xo, yo, b;
-    pixel_of(p, static_cast<I>(g.ow), static_cast<I>(g.oh), xo, yo, b);
+    const VecPixel<I> o = vec_pixel<T>(i, groups, g.ow, g.oh);
+    const I p = o.p, k0 = o.k0, xo = o.col, yo = o.row, b = o.b;
     int64_t r0, r1, c0, c1;
     output_window(g, static_cast<int64_t>(yo), static_cast<int64_t>(xo), r0, r1, c0, c1);
     float best[N];
@@ -168,7 +170,7 @@ __global__ void maxpool_fwd_vec_kernel(PoolGeometry g, const T* x, T* y) {
     for (int k = 0; k < N; ++k) best[k] = -__int_as_float(0x7f800000);
     for (int64_t yi = r0; yi < r1; ++yi)
       for (int64_t xi = c0; xi < c1; ++xi) {
-        const Vec<T> v = vec_at(
+        const Vec<T> v = load_vec(
             x, ((static_cast<int64_t>(b) * g.h + yi) * g.w + xi) * g.cs + static_cast<int64_t>(k0));
 #pragma unroll
         for (int k = 0; k < N; ++k) best[k] = max_step(best[k], load(v.v, k));
@@ -177,7 +179,7 @@ __global__ void maxpool_fwd_vec_kernel(PoolGeometry g, const T* x, T* y) {
 #pragma unroll
     for (int k = 0; k < N; ++k)
       store(out.v, k, static_cast<int64_t>(k0) + k < g.c ? best[k] : 0.0f);
-    *reinterpret_cast<Vec<T>*>(y + static_cast<uint64_t>(p) * g.cs + k0) = out;
+    store_vec(y, static_cast<uint64_t>(p) * g.cs + k0, out);
   }
 }
 
@@ -188,15 +190,13 @@ __global__ void maxpool_bwd_vec_kernel(PoolGeometry g, const T* x, const T* y, c
   const I groups = static_cast<I>(g.cs / N);
   const I total = static_cast<I>(g.n * g.h * g.w) * groups;
   for (I i = static_cast<I>(first_index()); i < total; i += static_cast<I>(grid_stride())) {
-    const I p = i / groups;
-    const I k0 = (i - p * groups) * N;
-    I xi, yi, b;
-    pixel_of(p, static_cast<I>(g.w), static_cast<I>(g.h), xi, yi, b);
+    const VecPixel<I> in = vec_pixel<T>(i, groups, g.w, g.h);
+    const I p = in.p, k0 = in.k0, xi = in.col, yi = in.row, b = in.b;
     const uint64_t at = static_cast<uint64_t>(p) * g.cs + k0;
-    const Vec<T> xv = vec_at(x, at);
+    const Vec<T> xv = load_vec(x, at);
     float acc[N];
     if (accumulate) {
-      const Vec<T> d = vec_at(dx, at);
+      const Vec<T> d = load_vec(dx, at);
 #pragma unroll
       for (int k = 0; k < N; ++k) acc[k] = load(d.v, k);
     } else {
@@ -210,7 +210,7 @@ __global__ void maxpool_bwd_vec_kernel(PoolGeometry g, const T* x, const T* y, c
     for (int64_t yo = y0; yo < y1; ++yo)
       for (int64_t xo = x0; xo < x1; ++xo) {
         const uint64_t o = ((bi * g.oh + yo) * g.ow + xo) * g.cs + static_cast<int64_t>(k0);
-        const Vec<T> m = vec_at(y, o), d = vec_at(dy, o);
+        const Vec<T> m = load_vec(y, o), d = load_vec(dy, o);
         // Per lane, whether this input is the window's first element equal
         // to its maximum (first_max_at, all lanes in one scan).
         bool found[N], hit[N];
@@ -221,7 +221,7 @@ __global__ void maxpool_bwd_vec_kernel(PoolGeometry g, const T* x, const T* y, c
         for (int64_t r = r0; r < r1; ++r)
           for (int64_t c = c0; c < c1; ++c) {
             const Vec<T> wv =
-                vec_at(x, ((bi * g.h + r) * g.w + c) * g.cs + static_cast<int64_t>(k0));
+                load_vec(x, ((bi * g.h + r) * g.w + c) * g.cs + static_cast<int64_t>(k0));
 #pragma unroll
             for (int k = 0; k < N; ++k)
               if (!found[k] && load(wv.v, k) == load(m.v, k)) {
@@ -237,7 +237,7 @@ __global__ void maxpool_bwd_vec_kernel(PoolGeometry g, const T* x, const T* y, c
     Vec<T> out;
 #pragma unroll
     for (int k = 0; k < N; ++k) store(out.v, k, static_cast<int64_t>(k0) + k < g.c ? acc[k] : 0.0f);
-    *reinterpret_cast<Vec<T>*>(dx + at) = out;
+    store_vec(dx, at, out);
   }
 }
 

@@ -21,6 +21,16 @@ struct alignas(16) Vec {
   T v[kVec<T>];
 };
 
+// The vector of elements [at, at + kVec<T>), `at` a multiple of kVec<T>.
+template <class T>
+__device__ inline Vec<T> load_vec(const T* p, uint64_t at) {
+  return *reinterpret_cast<const Vec<T>*>(p + at);
+}
+template <class T>
+__device__ inline void store_vec(T* p, uint64_t at, const Vec<T>& v) {
+  *reinterpret_cast<Vec<T>*>(p + at) = v;
+}
+
 // Whether `count` elements (a multiple of the vector) at each of `data` (null
 // ones skipped) can be moved in vectors: every start on 16 bytes.
 template <class T>
