@@ -1037,92 +1037,100 @@ struct Pool {
 };
 
 const Pool kPools[] = {{2, 2, 0}, {3, 2, 1}, {3, 1, 1}};
-const Shape kPoolIn{2, 6, 5, 3};
+// Three channels (no vector width divides them in FP32; FP16's padding
+// lanes make 8) and eight (whole vectors in every storage type), so both the
+// scalar and the 16-byte kernels of a backend run.
+const Shape kPoolInputs[] = {{2, 6, 5, 3}, {2, 5, 4, 8}};
+
+std::string channels_suffix(const Shape& s) {
+  return " C" + std::to_string(s.c);
+}
 
 std::vector<OpCase> pool_cases(ComputeOp op) {
   std::vector<OpCase> v;
   const bool max = op == ComputeOp::MAXPOOL_FWD || op == ComputeOp::MAXPOOL_BWD;
   const bool bwd = op == ComputeOp::MAXPOOL_BWD || op == ComputeOp::AVGPOOL_BWD;
-  for (const Pool& pl : kPools) {
-    OpCase c;
-    c.name = std::string(compute_op_name(op)) + " k" + std::to_string(pl.k) + "s" +
-             std::to_string(pl.s) + "p" + std::to_string(pl.p);
-    // torch's max: strictly greater keeps the first maximum, and a NaN wins and stays.
-    c.op = op;
-    c.layer = pl.layer(max ? LayerType::MaxPool2d : LayerType::AvgPool2d);
-    const Shape y = pl.out(kPoolIn);
-    auto forward = [pl, max](const std::vector<float>& x) {
-      Values out(static_cast<size_t>(pl.out(kPoolIn).elements()));
-      pl.windows(kPoolIn, [&](int64_t o, const std::vector<int64_t>& in, int64_t divisor) {
-        double r = max ? -INFINITY : 0.0;
-        for (int64_t i : in) {
-          const double xi = x[static_cast<size_t>(i)];
-          if (!max)
-            r += xi;
-          else if (xi > r || std::isnan(xi))
-            r = std::isnan(r) ? r : xi;
-        }
-        out[static_cast<size_t>(o)] = max ? r : r / static_cast<double>(divisor);
-      });
-      return out;
-    };
-    if (!bwd) {
-      c.in = {kPoolIn};
-      c.out = {y};
-      c.in_roles = c.out_roles = "F";
-      c.reference = [forward](const Tensors& in, const Tensors&) {
-        return std::vector<Values>{forward(in[0])};
-      };
-    } else {
-      // max: in [x, y, dy]; average: in [dy]. dx is added onto (overlapping windows).
-      c.in = max ? std::vector<Shape>{kPoolIn, y, y} : std::vector<Shape>{y};
-      c.in_roles = max ? "FFG" : "G";
-      c.out_roles = "G";
-      if (max)
-        c.prepare = [forward](Tensors& in) {
-          const Values out = forward(in[0]);
-          in[1].assign(out.begin(), out.end());
-        };
-      c.out = {kPoolIn};
-      c.accumulate = 0b1;
-      c.tolerance = 1e-5;
-      c.reference = [pl, max, forward](const Tensors& in, const Tensors& before) {
-        const std::vector<float>& dy = max ? in[2] : in[0];
-        const Values peak = max ? forward(in[0]) : Values{};
-        Values dx(static_cast<size_t>(kPoolIn.elements()), 0.0);
-        pl.windows(kPoolIn, [&](int64_t o, const std::vector<int64_t>& win, int64_t divisor) {
-          if (max) {
-            // The first element equal to the maximum; none for a NaN.
-            for (int64_t i : win)
-              if (double(in[0][static_cast<size_t>(i)]) == peak[static_cast<size_t>(o)]) {
-                dx[static_cast<size_t>(i)] += dy[static_cast<size_t>(o)];
-                break;
-              }
-          } else {
-            for (int64_t i : win)
-              dx[static_cast<size_t>(i)] += dy[static_cast<size_t>(o)] / double(divisor);
+  for (const Shape& kPoolIn : kPoolInputs)
+    for (const Pool& pl : kPools) {
+      OpCase c;
+      c.name = std::string(compute_op_name(op)) + " k" + std::to_string(pl.k) + "s" +
+               std::to_string(pl.s) + "p" + std::to_string(pl.p) + channels_suffix(kPoolIn);
+      // torch's max: strictly greater keeps the first maximum, and a NaN wins and stays.
+      c.op = op;
+      c.layer = pl.layer(max ? LayerType::MaxPool2d : LayerType::AvgPool2d);
+      const Shape y = pl.out(kPoolIn);
+      auto forward = [pl, max, kPoolIn](const std::vector<float>& x) {
+        Values out(static_cast<size_t>(pl.out(kPoolIn).elements()));
+        pl.windows(kPoolIn, [&](int64_t o, const std::vector<int64_t>& in, int64_t divisor) {
+          double r = max ? -INFINITY : 0.0;
+          for (int64_t i : in) {
+            const double xi = x[static_cast<size_t>(i)];
+            if (!max)
+              r += xi;
+            else if (xi > r || std::isnan(xi))
+              r = std::isnan(r) ? r : xi;
           }
+          out[static_cast<size_t>(o)] = max ? r : r / static_cast<double>(divisor);
         });
-        return std::vector<Values>{onto(dx, before[0], true)};
+        return out;
       };
+      if (!bwd) {
+        c.in = {kPoolIn};
+        c.out = {y};
+        c.in_roles = c.out_roles = "F";
+        c.reference = [forward](const Tensors& in, const Tensors&) {
+          return std::vector<Values>{forward(in[0])};
+        };
+      } else {
+        // max: in [x, y, dy]; average: in [dy]. dx is added onto (overlapping windows).
+        c.in = max ? std::vector<Shape>{kPoolIn, y, y} : std::vector<Shape>{y};
+        c.in_roles = max ? "FFG" : "G";
+        c.out_roles = "G";
+        if (max)
+          c.prepare = [forward](Tensors& in) {
+            const Values out = forward(in[0]);
+            in[1].assign(out.begin(), out.end());
+          };
+        c.out = {kPoolIn};
+        c.accumulate = 0b1;
+        c.tolerance = 1e-5;
+        c.reference = [pl, max, forward, kPoolIn](const Tensors& in, const Tensors& before) {
+          const std::vector<float>& dy = max ? in[2] : in[0];
+          const Values peak = max ? forward(in[0]) : Values{};
+          Values dx(static_cast<size_t>(kPoolIn.elements()), 0.0);
+          pl.windows(kPoolIn, [&](int64_t o, const std::vector<int64_t>& win, int64_t divisor) {
+            if (max) {
+              // The first element equal to the maximum; none for a NaN.
+              for (int64_t i : win)
+                if (double(in[0][static_cast<size_t>(i)]) == peak[static_cast<size_t>(o)]) {
+                  dx[static_cast<size_t>(i)] += dy[static_cast<size_t>(o)];
+                  break;
+                }
+            } else {
+              for (int64_t i : win)
+                dx[static_cast<size_t>(i)] += dy[static_cast<size_t>(o)] / double(divisor);
+            }
+          });
+          return std::vector<Values>{onto(dx, before[0], true)};
+        };
+      }
+      v.push_back(c);
+      if (max) {
+        // Whole numbers in [-7, -1]: windows with tied maxima. A NaN wins its windows.
+        OpCase ties = c;
+        ties.name += ", ties, all negative, and a NaN";
+        ties.prepare = [forward, bwd](Tensors& in) {
+          // All below zero: a padding of zeros instead of -inf would win.
+          for (float& x : in[0]) x = std::round(3.0f * x) - 4.0f;
+          in[0][5] = NAN;
+          if (bwd) {
+            const Values out = forward(in[0]);
+            in[1].assign(out.begin(), out.end());
+          }
+        };
+        v.push_back(ties);
+      }
     }
-    v.push_back(c);
-    if (max) {
-      // Whole numbers in [-7, -1]: windows with tied maxima. A NaN wins its windows.
-      OpCase ties = c;
-      ties.name += ", ties, all negative, and a NaN";
-      ties.prepare = [forward, bwd](Tensors& in) {
-        // All below zero: a padding of zeros instead of -inf would win.
-        for (float& x : in[0]) x = std::round(3.0f * x) - 4.0f;
-        in[0][5] = NAN;
-        if (bwd) {
-          const Values out = forward(in[0]);
-          in[1].assign(out.begin(), out.end());
-        }
-      };
-      v.push_back(ties);
-    }
-  }
   return v;
 }
 
@@ -1140,31 +1148,35 @@ std::vector<OpCase> avgpool_bwd_cases() {
 }
 
 std::vector<OpCase> gap_cases(bool bwd) {
-  OpCase c;
-  c.op = bwd ? ComputeOp::GAP_BWD : ComputeOp::GAP_FWD;
-  c.name = std::string(compute_op_name(c.op));
-  c.layer.type = LayerType::GlobalAvgPool;
-  const Shape x = kPoolIn, y{x.n, 1, 1, x.c};
-  const int64_t hw = x.h * x.w;
-  c.in = {bwd ? y : x};
-  c.out = {bwd ? x : y};
-  c.in_roles = c.out_roles = bwd ? "G" : "F";
-  if (bwd) c.accumulate = 0b1;
-  c.reference = [x, hw, bwd](const Tensors& in, const Tensors& before) {
-    Values out(static_cast<size_t>(bwd ? x.elements() : x.n * x.c), 0.0);
-    for (int64_t b = 0; b < x.n; ++b)
-      for (int64_t p = 0; p < hw; ++p)
-        for (int64_t c2 = 0; c2 < x.c; ++c2) {
-          const size_t xi = static_cast<size_t>((b * hw + p) * x.c + c2);
-          const size_t yi = static_cast<size_t>(b * x.c + c2);
-          if (bwd)
-            out[xi] = in[0][yi] / double(hw);
-          else
-            out[yi] += in[0][xi] / double(hw);
-        }
-    return std::vector<Values>{bwd ? onto(out, before[0], true) : out};
-  };
-  return {c};
+  std::vector<OpCase> v;
+  for (const Shape& x : kPoolInputs) {
+    OpCase c;
+    c.op = bwd ? ComputeOp::GAP_BWD : ComputeOp::GAP_FWD;
+    c.name = std::string(compute_op_name(c.op)) + channels_suffix(x);
+    c.layer.type = LayerType::GlobalAvgPool;
+    const Shape y{x.n, 1, 1, x.c};
+    const int64_t hw = x.h * x.w;
+    c.in = {bwd ? y : x};
+    c.out = {bwd ? x : y};
+    c.in_roles = c.out_roles = bwd ? "G" : "F";
+    if (bwd) c.accumulate = 0b1;
+    c.reference = [x, hw, bwd](const Tensors& in, const Tensors& before) {
+      Values out(static_cast<size_t>(bwd ? x.elements() : x.n * x.c), 0.0);
+      for (int64_t b = 0; b < x.n; ++b)
+        for (int64_t p = 0; p < hw; ++p)
+          for (int64_t c2 = 0; c2 < x.c; ++c2) {
+            const size_t xi = static_cast<size_t>((b * hw + p) * x.c + c2);
+            const size_t yi = static_cast<size_t>(b * x.c + c2);
+            if (bwd)
+              out[xi] = in[0][yi] / double(hw);
+            else
+              out[yi] += in[0][xi] / double(hw);
+          }
+      return std::vector<Values>{bwd ? onto(out, before[0], true) : out};
+    };
+    v.push_back(c);
+  }
+  return v;
 }
 
 std::vector<OpCase> gap_fwd_cases() {
@@ -1238,9 +1250,10 @@ std::vector<OpCase> add_bwd_cases() {
       "G/GG");
 }
 
-// The channels of each part: two, and four (one of a single channel, one
-// wider than a vector of the padded FP16 layout).
-const std::vector<int64_t> kCatParts[] = {{5, 3}, {5, 3, 1, 9}};
+// The channels of each part: two, four (one of a single channel, one wider
+// than a vector of the padded FP16 layout), and two of whole 16-byte vectors
+// in every storage type (a backend's vectorised kernels).
+const std::vector<int64_t> kCatParts[] = {{5, 3}, {5, 3, 1, 9}, {8, 16}};
 
 Shape cat_part(int64_t c) {
   return {2, 4, 3, c};

@@ -195,6 +195,64 @@ __global__ void sum_vec_kernel(I vectors, const T* a, const T* b, T* y, bool acc
   }
 }
 
+// Concatenation, 16 bytes a thread where every part's channels and every
+// stride are whole vectors: a vector then never straddles two parts.
+template <class T, class I>
+__global__ void concat_fwd_vec_kernel(I rows, ConcatParts x, Rows<T> y) {
+  constexpr int N = kVec<T>;
+  const I groups = static_cast<I>(y.stride / N);
+  for (I i = static_cast<I>(first_index()); i < rows * groups; i += static_cast<I>(grid_stride())) {
+    const I r = i / groups;
+    const int64_t k0 = static_cast<int64_t>(i - r * groups) * N;
+    Vec<T> v = {};  // y's padding lanes
+    int64_t from = 0;
+    for (int q = 0; q < x.count; ++q) {
+      const FeatureView& p = x.part[q];
+      if (k0 < from + p.cols) {
+        v = load_vec(static_cast<const T*>(p.data),
+                     static_cast<uint64_t>(r) * p.stride + (k0 - from));
+        break;
+      }
+      from += p.cols;
+    }
+    store_vec(y.p, static_cast<uint64_t>(i) * N, v);
+  }
+}
+
+template <class T, class I>
+__global__ void concat_bwd_vec_kernel(I rows, Rows<const T> dy, ConcatSlices slices, Rows<T> dx,
+                                      bool accumulate) {
+  constexpr int N = kVec<T>;
+  const I groups = static_cast<I>(dx.stride / N);
+  for (I i = static_cast<I>(first_index()); i < rows * groups; i += static_cast<I>(grid_stride())) {
+    const I r = i / groups;
+    const int64_t k0 = static_cast<int64_t>(i - r * groups) * N;
+    const uint64_t out = static_cast<uint64_t>(i) * N;
+    if (k0 >= dx.cols) {
+      store_vec(dx.p, out, Vec<T>{});
+      continue;
+    }
+    const uint64_t at = static_cast<uint64_t>(r) * dy.stride + k0;
+    const Vec<T> first = load_vec(dy.p, at + slices.from[0]);
+    Vec<T> old;
+    if (accumulate) old = load_vec(dx.p, out);
+    float acc[N];
+    // A copy keeps -0: no add of a zero unless one is asked for.
+#pragma unroll
+    for (int k = 0; k < N; ++k)
+      acc[k] = accumulate ? load(old.v, k) + load(first.v, k) : load(first.v, k);
+    for (int s = 1; s < slices.count; ++s) {
+      const Vec<T> d = load_vec(dy.p, at + slices.from[s]);
+#pragma unroll
+      for (int k = 0; k < N; ++k) acc[k] = acc[k] + load(d.v, k);
+    }
+    Vec<T> v;
+#pragma unroll
+    for (int k = 0; k < N; ++k) store(v.v, k, acc[k]);
+    store_vec(dx.p, out, v);
+  }
+}
+
 bool compact(std::initializer_list<const FeatureView*> views) {
   for (const FeatureView* v : views)
     if (v && v->cols != v->stride) return false;
@@ -325,8 +383,20 @@ cudaError_t launch_concat_fwd(Elem e, uint64_t rows, const ConcatParts& x, Featu
   if (rows == 0) return cudaGetLastError();
   dispatch(e, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    concat_fwd_kernel<<<blocks_for(rows * static_cast<uint64_t>(y.stride)), kThreads, 0, stream>>>(
-        rows, x, Rows<T>(y));
+    const uint64_t n = rows * static_cast<uint64_t>(y.stride);
+    bool whole = y.stride % kVec<T> == 0 && vectorisable<T>(n, {y.data});
+    for (int q = 0; q < x.count; ++q) {
+      const FeatureView& p = x.part[q];
+      whole = whole && p.cols % kVec<T> == 0 && p.stride % kVec<T> == 0 &&
+              vectorisable<T>(rows * static_cast<uint64_t>(p.stride), {p.data});
+    }
+    if (!whole)
+      concat_fwd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(rows, x, Rows<T>(y));
+    else if (small_index(n))
+      concat_fwd_vec_kernel<<<blocks_for(n / kVec<T>), kThreads, 0, stream>>>(
+          static_cast<uint32_t>(rows), x, Rows<T>(y));
+    else
+      concat_fwd_vec_kernel<<<blocks_for(n / kVec<T>), kThreads, 0, stream>>>(rows, x, Rows<T>(y));
     return 0;
   });
   return cudaGetLastError();
@@ -337,8 +407,20 @@ cudaError_t launch_concat_bwd(Elem e, uint64_t rows, FeatureView dy, const Conca
   if (rows == 0) return cudaGetLastError();
   dispatch(e, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    concat_bwd_kernel<<<blocks_for(rows * static_cast<uint64_t>(dx.stride)), kThreads, 0, stream>>>(
-        rows, Rows<const T>(dy), slices, Rows<T>(dx), accumulate);
+    const uint64_t n = rows * static_cast<uint64_t>(dx.stride);
+    const uint64_t dy_n = rows * static_cast<uint64_t>(dy.stride);
+    bool whole = dx.cols % kVec<T> == 0 && dx.stride % kVec<T> == 0 && dy.stride % kVec<T> == 0 &&
+                 vectorisable<T>(n, {dx.data}) && vectorisable<T>(dy_n, {dy.data});
+    for (int s = 0; s < slices.count; ++s) whole = whole && slices.from[s] % kVec<T> == 0;
+    if (!whole)
+      concat_bwd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(rows, Rows<const T>(dy), slices,
+                                                                Rows<T>(dx), accumulate);
+    else if (small_index(n) && small_index(dy_n))
+      concat_bwd_vec_kernel<<<blocks_for(n / kVec<T>), kThreads, 0, stream>>>(
+          static_cast<uint32_t>(rows), Rows<const T>(dy), slices, Rows<T>(dx), accumulate);
+    else
+      concat_bwd_vec_kernel<<<blocks_for(n / kVec<T>), kThreads, 0, stream>>>(
+          rows, Rows<const T>(dy), slices, Rows<T>(dx), accumulate);
     return 0;
   });
   return cudaGetLastError();

@@ -2,8 +2,12 @@
 // Pooling kernels: one thread per output element forward and one per input
 // element backward, channels fastest so neighbouring threads touch
 // neighbouring values; templated on the storage type (float, __half or
-// __nv_bfloat16), the arithmetic in float either way. Max pooling moves 16
-// bytes of channels a thread where the channel stride allows.
+// __nv_bfloat16), the arithmetic in float either way. Where the channel
+// stride is whole 16-byte vectors, every kernel moves 16 bytes of channels a
+// thread instead (the vectorised forms below).
+#include <initializer_list>
+#include <type_traits>
+
 #include "backends/cuda/half_io.cuh"
 #include "backends/cuda/launch_config.cuh"
 #include "backends/cuda/pooling_kernels.h"
@@ -132,7 +136,7 @@ __global__ void maxpool_bwd_kernel(PoolGeometry g, const T* x, const T* y, const
 }
 
 // ---------------------------------------------------------------------------
-// Max pooling, vectorised: a thread takes 16 bytes of channels of one pixel
+// Pooling, vectorised: a thread takes 16 bytes of channels of one pixel
 // (vector_io.cuh), so the pixel's index arithmetic is done once for 8 FP16 or
 // BF16 channels (4 FP32), in 32-bit where the tensor allows. Each lane runs
 // the scalar kernel's steps in the same order, so the bits are the same.
@@ -155,31 +159,67 @@ __device__ inline VecPixel<I> vec_pixel(I i, I groups, int64_t w, int64_t h) {
   return v;
 }
 
-template <class T, class I>
-__global__ void maxpool_fwd_vec_kernel(PoolGeometry g, const T* x, T* y) {
+// Per-lane window reductions of the vectorised forward kernels, each the
+// scalar kernel's steps: max pooling's first maximum, average pooling's sum
+// times the reciprocal of the clipped window.
+struct MaxWindow {
+  __device__ static float start() { return -__int_as_float(0x7f800000); }
+  __device__ static float step(float acc, float v) { return max_step(acc, v); }
+  __device__ static float finish(float acc, const PoolGeometry&, int64_t, int64_t) { return acc; }
+};
+struct AvgWindow {
+  __device__ static float start() { return 0.0f; }
+  __device__ static float step(float acc, float v) { return acc + v; }
+  __device__ static float finish(float acc, const PoolGeometry& g, int64_t yo, int64_t xo) {
+    return acc * (1.0f / static_cast<float>(divisor(g, yo, xo)));
+  }
+};
+
+// acc's lanes into the vector at `at`; lanes past the c channels are padding.
+template <class T, int N>
+__device__ inline void store_lanes(T* p, uint64_t at, int64_t k0, int64_t c, const float* acc) {
+  Vec<T> out;
+#pragma unroll
+  for (int k = 0; k < N; ++k) store(out.v, k, k0 + k < c ? acc[k] : 0.0f);
+  store_vec(p, at, out);
+}
+
+// The lanes of the vector at `at` as floats, or zeros when not accumulating.
+template <class T, int N>
+__device__ inline void start_lanes(const T* p, uint64_t at, bool accumulate, float* acc) {
+  if (accumulate) {
+    const Vec<T> d = load_vec(p, at);
+#pragma unroll
+    for (int k = 0; k < N; ++k) acc[k] = load(d.v, k);
+  } else {
+#pragma unroll
+    for (int k = 0; k < N; ++k) acc[k] = 0.0f;
+  }
+}
+
+template <class R, class T, class I>
+__global__ void pool_fwd_vec_kernel(PoolGeometry g, const T* x, T* y) {
   constexpr int N = kVec<T>;
   const I groups = static_cast<I>(g.cs / N);
   const I total = static_cast<I>(g.n * g.oh * g.ow) * groups;
   for (I i = static_cast<I>(first_index()); i < total; i += static_cast<I>(grid_stride())) {
     const VecPixel<I> o = vec_pixel<T>(i, groups, g.ow, g.oh);
-    const I p = o.p, k0 = o.k0, xo = o.col, yo = o.row, b = o.b;
+    const auto yo = static_cast<int64_t>(o.row), xo = static_cast<int64_t>(o.col);
+    const auto b = static_cast<int64_t>(o.b), k0 = static_cast<int64_t>(o.k0);
     int64_t r0, r1, c0, c1;
-    output_window(g, static_cast<int64_t>(yo), static_cast<int64_t>(xo), r0, r1, c0, c1);
-    float best[N];
+    output_window(g, yo, xo, r0, r1, c0, c1);
+    float acc[N];
 #pragma unroll
-    for (int k = 0; k < N; ++k) best[k] = -__int_as_float(0x7f800000);
+    for (int k = 0; k < N; ++k) acc[k] = R::start();
     for (int64_t yi = r0; yi < r1; ++yi)
       for (int64_t xi = c0; xi < c1; ++xi) {
-        const Vec<T> v = load_vec(
-            x, ((static_cast<int64_t>(b) * g.h + yi) * g.w + xi) * g.cs + static_cast<int64_t>(k0));
+        const Vec<T> v = load_vec(x, ((b * g.h + yi) * g.w + xi) * g.cs + k0);
 #pragma unroll
-        for (int k = 0; k < N; ++k) best[k] = max_step(best[k], load(v.v, k));
+        for (int k = 0; k < N; ++k) acc[k] = R::step(acc[k], load(v.v, k));
       }
-    Vec<T> out;
 #pragma unroll
-    for (int k = 0; k < N; ++k)
-      store(out.v, k, static_cast<int64_t>(k0) + k < g.c ? best[k] : 0.0f);
-    store_vec(y, static_cast<uint64_t>(p) * g.cs + k0, out);
+    for (int k = 0; k < N; ++k) acc[k] = R::finish(acc[k], g, yo, xo);
+    store_lanes<T, N>(y, static_cast<uint64_t>(o.p) * g.cs + k0, k0, g.c, acc);
   }
 }
 
@@ -195,14 +235,7 @@ __global__ void maxpool_bwd_vec_kernel(PoolGeometry g, const T* x, const T* y, c
     const uint64_t at = static_cast<uint64_t>(p) * g.cs + k0;
     const Vec<T> xv = load_vec(x, at);
     float acc[N];
-    if (accumulate) {
-      const Vec<T> d = load_vec(dx, at);
-#pragma unroll
-      for (int k = 0; k < N; ++k) acc[k] = load(d.v, k);
-    } else {
-#pragma unroll
-      for (int k = 0; k < N; ++k) acc[k] = 0.0f;
-    }
+    start_lanes<T, N>(dx, at, accumulate, acc);
     int64_t y0, y1, x0, x1;
     covering(static_cast<int64_t>(yi), g.sh, g.ph, g.kh, g.oh, y0, y1);
     covering(static_cast<int64_t>(xi), g.sw, g.pw, g.kw, g.ow, x0, x1);
@@ -234,10 +267,82 @@ __global__ void maxpool_bwd_vec_kernel(PoolGeometry g, const T* x, const T* y, c
           // A NaN input equals no maximum, so it adds zeros, as on the CPU.
           acc[k] += load(xv.v, k) == load(m.v, k) && hit[k] ? load(d.v, k) : 0.0f;
       }
-    Vec<T> out;
+    store_lanes<T, N>(dx, at, static_cast<int64_t>(k0), g.c, acc);
+  }
+}
+
+template <class T, class I>
+__global__ void avgpool_bwd_vec_kernel(PoolGeometry g, const T* dy, T* dx, bool accumulate) {
+  constexpr int N = kVec<T>;
+  const I groups = static_cast<I>(g.cs / N);
+  const I total = static_cast<I>(g.n * g.h * g.w) * groups;
+  for (I i = static_cast<I>(first_index()); i < total; i += static_cast<I>(grid_stride())) {
+    const VecPixel<I> in = vec_pixel<T>(i, groups, g.w, g.h);
+    const auto b = static_cast<int64_t>(in.b), k0 = static_cast<int64_t>(in.k0);
+    const uint64_t at = static_cast<uint64_t>(in.p) * g.cs + k0;
+    float acc[N];
+    start_lanes<T, N>(dx, at, accumulate, acc);
+    int64_t y0, y1, x0, x1;
+    covering(static_cast<int64_t>(in.row), g.sh, g.ph, g.kh, g.oh, y0, y1);
+    covering(static_cast<int64_t>(in.col), g.sw, g.pw, g.kw, g.ow, x0, x1);
+    for (int64_t yo = y0; yo < y1; ++yo)
+      for (int64_t xo = x0; xo < x1; ++xo) {
+        const float inv = 1.0f / static_cast<float>(divisor(g, yo, xo));
+        const Vec<T> d = load_vec(dy, ((b * g.oh + yo) * g.ow + xo) * g.cs + k0);
+        // Rounded product, then the add, as the scalar kernel.
 #pragma unroll
-    for (int k = 0; k < N; ++k) store(out.v, k, static_cast<int64_t>(k0) + k < g.c ? acc[k] : 0.0f);
-    store_vec(dx, at, out);
+        for (int k = 0; k < N; ++k) acc[k] += __fmul_rn(load(d.v, k), inv);
+      }
+    store_lanes<T, N>(dx, at, k0, g.c, acc);
+  }
+}
+
+// Global average pooling, a thread per 16 bytes of one image's channels
+// forward and of one pixel's backward.
+template <class T, class I>
+__global__ void gap_fwd_vec_kernel(PoolGeometry g, const T* x, T* y) {
+  constexpr int N = kVec<T>;
+  const I groups = static_cast<I>(g.cs / N);
+  const I total = static_cast<I>(g.n) * groups;
+  const int64_t hw = g.h * g.w;
+  const float inv = 1.0f / static_cast<float>(hw);
+  for (I i = static_cast<I>(first_index()); i < total; i += static_cast<I>(grid_stride())) {
+    const I b = i / groups;
+    const auto k0 = static_cast<int64_t>((i - b * groups) * N);
+    float acc[N];
+#pragma unroll
+    for (int k = 0; k < N; ++k) acc[k] = 0.0f;
+    for (int64_t p = 0; p < hw; ++p) {
+      const Vec<T> v = load_vec(x, (static_cast<int64_t>(b) * hw + p) * g.cs + k0);
+#pragma unroll
+      for (int k = 0; k < N; ++k) acc[k] += load(v.v, k);
+    }
+#pragma unroll
+    for (int k = 0; k < N; ++k) acc[k] = acc[k] * inv;
+    store_lanes<T, N>(y, static_cast<uint64_t>(i) * N, k0, g.c, acc);
+  }
+}
+
+template <class T, class I>
+__global__ void gap_bwd_vec_kernel(PoolGeometry g, const T* dy, T* dx, bool accumulate) {
+  constexpr int N = kVec<T>;
+  const I groups = static_cast<I>(g.cs / N);
+  const I total = static_cast<I>(g.n * g.h * g.w) * groups;
+  const I hw = static_cast<I>(g.h * g.w);
+  const float inv = 1.0f / static_cast<float>(g.h * g.w);
+  for (I i = static_cast<I>(first_index()); i < total; i += static_cast<I>(grid_stride())) {
+    const I p = i / groups;
+    const auto k0 = static_cast<int64_t>((i - p * groups) * N);
+    const uint64_t at = static_cast<uint64_t>(i) * N;
+    const Vec<T> d = load_vec(dy, static_cast<uint64_t>(p / hw) * g.cs + k0);
+    float acc[N];
+    start_lanes<T, N>(dx, at, accumulate, acc);
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      const float v = __fmul_rn(load(d.v, k), inv);
+      acc[k] = accumulate ? acc[k] + v : v;
+    }
+    store_lanes<T, N>(dx, at, k0, g.c, acc);
   }
 }
 
@@ -329,24 +434,46 @@ cudaError_t typed(const PoolGeometry& g, uint64_t n, Launch&& launch) {
   return cudaGetLastError();
 }
 
-}  // namespace
+// Whether `count` elements at each of `data` can go 16 bytes a thread: the
+// channel stride whole vectors and every operand on 16 bytes.
+template <class T>
+bool vectors_fit(const PoolGeometry& g, uint64_t count, std::initializer_list<const void*> data) {
+  return g.cs % kVec<T> == 0 && vectorisable<T>(count, data);
+}
 
-cudaError_t launch_maxpool_fwd(const PoolGeometry& g, const void* x, void* y, cudaStream_t stream) {
+// Runs launch(I{}) with I = uint32_t when every input and output index fits.
+template <class Launch>
+void indexed(const PoolGeometry& g, Launch&& launch) {
+  if (small_index(inputs(g)) && small_index(outputs(g)))
+    launch(uint32_t{});
+  else
+    launch(uint64_t{});
+}
+
+template <class R>
+cudaError_t pool_fwd(const PoolGeometry& g, const void* x, void* y, cudaStream_t stream) {
   return typed(g, outputs(g), [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     const auto* xp = static_cast<const T*>(x);
     auto* yp = static_cast<T*>(y);
-    if (g.cs % kVec<T> == 0 && vectorisable<T>(outputs(g), {x, y})) {
-      const unsigned blocks = blocks_for(outputs(g) / kVec<T>);
-      if (small_index(inputs(g)) && small_index(outputs(g)))
-        maxpool_fwd_vec_kernel<T, uint32_t><<<blocks, kThreads, 0, stream>>>(g, xp, yp);
-      else
-        maxpool_fwd_vec_kernel<T, uint64_t><<<blocks, kThreads, 0, stream>>>(g, xp, yp);
-    } else {
+    if (vectors_fit<T>(g, outputs(g), {x, y})) {
+      indexed(g, [&](auto index) {
+        pool_fwd_vec_kernel<R, T, decltype(index)>
+            <<<blocks_for(outputs(g) / kVec<T>), kThreads, 0, stream>>>(g, xp, yp);
+      });
+    } else if constexpr (std::is_same_v<R, MaxWindow>) {
       maxpool_fwd_kernel<<<blocks_for(outputs(g)), kThreads, 0, stream>>>(g, xp, yp);
+    } else {
+      avgpool_fwd_kernel<<<blocks_for(outputs(g)), kThreads, 0, stream>>>(g, xp, yp);
     }
     return 0;
   });
+}
+
+}  // namespace
+
+cudaError_t launch_maxpool_fwd(const PoolGeometry& g, const void* x, void* y, cudaStream_t stream) {
+  return pool_fwd<MaxWindow>(g, x, y, stream);
 }
 
 cudaError_t launch_maxpool_bwd(const PoolGeometry& g, const void* x, const void* y, const void* dy,
@@ -357,14 +484,12 @@ cudaError_t launch_maxpool_bwd(const PoolGeometry& g, const void* x, const void*
     const auto* yp = static_cast<const T*>(y);
     const auto* dyp = static_cast<const T*>(dy);
     auto* dxp = static_cast<T*>(dx);
-    if (g.cs % kVec<T> == 0 && vectorisable<T>(inputs(g), {x, y, dy, dx})) {
-      const unsigned blocks = blocks_for(inputs(g) / kVec<T>);
-      if (small_index(inputs(g)) && small_index(outputs(g)))
-        maxpool_bwd_vec_kernel<T, uint32_t>
-            <<<blocks, kThreads, 0, stream>>>(g, xp, yp, dyp, dxp, accumulate);
-      else
-        maxpool_bwd_vec_kernel<T, uint64_t>
-            <<<blocks, kThreads, 0, stream>>>(g, xp, yp, dyp, dxp, accumulate);
+    if (vectors_fit<T>(g, inputs(g), {x, y, dy, dx})) {
+      indexed(g, [&](auto index) {
+        maxpool_bwd_vec_kernel<T, decltype(index)>
+            <<<blocks_for(inputs(g) / kVec<T>), kThreads, 0, stream>>>(g, xp, yp, dyp, dxp,
+                                                                       accumulate);
+      });
     } else {
       maxpool_bwd_kernel<<<blocks_for(inputs(g)), kThreads, 0, stream>>>(g, xp, yp, dyp, dxp,
                                                                          accumulate);
@@ -374,20 +499,23 @@ cudaError_t launch_maxpool_bwd(const PoolGeometry& g, const void* x, const void*
 }
 
 cudaError_t launch_avgpool_fwd(const PoolGeometry& g, const void* x, void* y, cudaStream_t stream) {
-  return typed(g, outputs(g), [&](auto* tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    avgpool_fwd_kernel<<<blocks_for(outputs(g)), kThreads, 0, stream>>>(g, static_cast<const T*>(x),
-                                                                        static_cast<T*>(y));
-    return 0;
-  });
+  return pool_fwd<AvgWindow>(g, x, y, stream);
 }
 
 cudaError_t launch_avgpool_bwd(const PoolGeometry& g, const void* dy, void* dx, bool accumulate,
                                cudaStream_t stream) {
   return typed(g, inputs(g), [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    avgpool_bwd_kernel<<<blocks_for(inputs(g)), kThreads, 0, stream>>>(
-        g, static_cast<const T*>(dy), static_cast<T*>(dx), accumulate);
+    const auto* dyp = static_cast<const T*>(dy);
+    auto* dxp = static_cast<T*>(dx);
+    if (vectors_fit<T>(g, inputs(g), {dy, dx})) {
+      indexed(g, [&](auto index) {
+        avgpool_bwd_vec_kernel<T, decltype(index)>
+            <<<blocks_for(inputs(g) / kVec<T>), kThreads, 0, stream>>>(g, dyp, dxp, accumulate);
+      });
+    } else {
+      avgpool_bwd_kernel<<<blocks_for(inputs(g)), kThreads, 0, stream>>>(g, dyp, dxp, accumulate);
+    }
     return 0;
   });
 }
@@ -396,8 +524,16 @@ cudaError_t launch_gap_fwd(const PoolGeometry& g, const void* x, void* y, cudaSt
   const uint64_t n = static_cast<uint64_t>(g.n * g.cs);
   return typed(g, n, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    gap_fwd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(g, static_cast<const T*>(x),
-                                                           static_cast<T*>(y));
+    const auto* xp = static_cast<const T*>(x);
+    auto* yp = static_cast<T*>(y);
+    if (vectors_fit<T>(g, n, {x, y})) {
+      indexed(g, [&](auto index) {
+        gap_fwd_vec_kernel<T, decltype(index)>
+            <<<blocks_for(n / kVec<T>), kThreads, 0, stream>>>(g, xp, yp);
+      });
+    } else {
+      gap_fwd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(g, xp, yp);
+    }
     return 0;
   });
 }
@@ -406,8 +542,16 @@ cudaError_t launch_gap_bwd(const PoolGeometry& g, const void* dy, void* dx, bool
                            cudaStream_t stream) {
   return typed(g, inputs(g), [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    gap_bwd_kernel<<<blocks_for(inputs(g)), kThreads, 0, stream>>>(g, static_cast<const T*>(dy),
-                                                                   static_cast<T*>(dx), accumulate);
+    const auto* dyp = static_cast<const T*>(dy);
+    auto* dxp = static_cast<T*>(dx);
+    if (vectors_fit<T>(g, inputs(g), {dy, dx})) {
+      indexed(g, [&](auto index) {
+        gap_bwd_vec_kernel<T, decltype(index)>
+            <<<blocks_for(inputs(g) / kVec<T>), kThreads, 0, stream>>>(g, dyp, dxp, accumulate);
+      });
+    } else {
+      gap_bwd_kernel<<<blocks_for(inputs(g)), kThreads, 0, stream>>>(g, dyp, dxp, accumulate);
+    }
     return 0;
   });
 }
