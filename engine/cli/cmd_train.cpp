@@ -56,8 +56,8 @@ constexpr const char* kTrainUsage =
     "  the others connect there; every node waits up to S seconds (default 300)\n"
     "  for all to join. Each node trains on its --devices; the global batch splits\n"
     "  over all nodes' devices. Node 0 writes the checkpoints and records the run.\n"
-    "  Ctrl-C (SIGINT) or SIGTERM stops training before the next step (after the\n"
-    "  validation under way, if any), on every node of a run across machines: a\n"
+    "  Ctrl-C (SIGINT) or SIGTERM stops training after the step on its way (and\n"
+    "  the validation under way, if any), on every node of a run across machines: a\n"
     "  checkpoint when --checkpoint-dir is set, the run recorded as stopped, exit\n"
     "  status 130 (SIGINT) or 143 (SIGTERM). A second signal, half a second or more\n"
     "  after the first, ends the process at once.\n";

@@ -72,6 +72,11 @@ class Backend {
   // The host blocks until the stream (or every stream of the rank) is idle.
   virtual void synchronize(int rank, StreamKind stream) = 0;
   virtual void synchronize(int rank) = 0;
+  // The host blocks until the work before the latest record of `event` is
+  // done (at once when it was never recorded), while later work stays in
+  // flight: how the runtime reads one step's result while the next computes.
+  // Errors of the work it waited for surface here.
+  virtual void synchronize_event(int rank, EventId event) = 0;
 
   virtual void enqueue(int rank, StreamKind stream, Launch launch) = 0;
 

@@ -9,6 +9,8 @@
 #include <iterator>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "data/batch_pipeline.h"
 #include "runtime/checkpoint_state.h"
 #include "runtime/lr_schedule.h"
+#include "runtime/pinned_host.h"
 #include "runtime/rank_barrier.h"
 #include "runtime/training_session.h"
 
@@ -32,26 +35,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
-
-// Host memory page-locked by the backend for as long as this lives.
-class PinnedHost {
- public:
-  PinnedHost(Backend& backend, const void* data, uint64_t bytes) : backend_(&backend), data_(data) {
-    backend.pin_host(data, bytes);
-  }
-  ~PinnedHost() {
-    if (data_) backend_->unpin_host(data_);
-  }
-  PinnedHost(PinnedHost&& o) noexcept
-      : backend_(o.backend_), data_(std::exchange(o.data_, nullptr)) {}
-  PinnedHost(const PinnedHost&) = delete;
-  PinnedHost& operator=(const PinnedHost&) = delete;
-  PinnedHost& operator=(PinnedHost&&) = delete;
-
- private:
-  Backend* backend_;
-  const void* data_;
-};
 
 TransferHost host_of(const Batch& b) {
   return {b.images.data<std::byte>(), b.labels.data<std::byte>()};
@@ -197,11 +180,8 @@ class RankLoop {
       EpochReport er;
       er.epoch = epoch;
       er.batches = train_->batches_per_epoch();
-      double loss_sum = 0, top1_sum = 0, samples = 0;
+      EpochTally tally;
       const auto t_epoch = Clock::now();
-      // Time the front end holds the step callback (a workbench pause) is
-      // not training time, so the epoch's images/s leaves it out.
-      double callback_seconds = 0;
       const int64_t batches = train_->batches_per_epoch();
       TrainPosition halted_at;  // the first batch not trained
       const Batch* batch = train_->next();
@@ -209,6 +189,10 @@ class RankLoop {
       // A resident batch (TrainOptions::resident_batch) stands for every
       // batch of the epoch: this counts the steps trained on it.
       int64_t resident_index = batch ? batch->index : 0;
+      // The step enqueued last, whose result is taken once the next one is
+      // enqueued: the device computes step s + 1 while the host reads and
+      // reports step s and stages the batch after.
+      std::optional<InFlight> in_flight;
       while (batch) {
         const int64_t index = options_.resident_batch ? resident_index : batch->index;
         halt = shared_.halt_before(step, options_, backend_, rank_);
@@ -217,14 +201,18 @@ class RankLoop {
           break;
         }
         const bool profile = step >= options_.profile_begin && step < options_.profile_end;
+        // A profiled step is finished before the next is enqueued, as its
+        // spans are taken per step; so is every step of a run whose
+        // on_rank_step reads the session, which nothing may be writing.
+        const bool alone = profile || static_cast<bool>(callbacks_.on_rank_step);
+        if (alone && in_flight) report(*std::exchange(in_flight, std::nullopt), tally);
         // The first profiled step this run trains (a resumed run may begin
         // inside the profiled steps).
         if (profile && !profiling_) start_profiling();
-        const auto t_step = Clock::now();
+        InFlight f{step, epoch, index, batches, 0.0, 0.0, batch->partial, profile, Clock::now()};
         // This batch is on the device once its transfer (launched by the
         // step before) has landed: its staging buffer goes back to the
         // pipeline now, so filling the batch after next overlaps this step.
-        const bool partial = batch->partial;
         const int variant = variant_of(*batch), buffer = batch->buffer;
         backend_.synchronize(rank_, StreamKind::TRANS);
         const Batch* next = nullptr;
@@ -237,56 +225,22 @@ class RankLoop {
         } else {
           train_->release(batch);
         }
-        const double input_wait = options_.resident_batch ? 0.0 : seconds_since(t_wait);
+        f.input_wait = options_.resident_batch ? 0.0 : seconds_since(t_wait);
         batch = nullptr;
         const double position =
             static_cast<double>(epoch) + static_cast<double>(index) / static_cast<double>(batches);
-        const double lr = learning_rate(cp_.project.training.optimizer,
-                                        cp_.project.training.schedule, epochs, position);
+        f.lr = learning_rate(cp_.project.training.optimizer, cp_.project.training.schedule, epochs,
+                             position);
         const Batch* transfer = options_.resident_batch ? nullptr : next;
-        const StepMetrics m = session_.train_step(rank_, variant, buffer, transfer,
-                                                  transfer ? variant_of(*transfer) : 0, lr, step);
-        // Only AMP skips a step: FP32 and BF16 share a range no loss scale
-        // could rescue, so a NaN or infinity there is the model diverging.
-        if (m.overflow && cp_.project.training.precision != Precision::AMP)
-          throw std::runtime_error("the loss or a gradient became NaN or infinite at step " +
-                                   std::to_string(step) + " (epoch " + std::to_string(epoch + 1) +
-                                   "); lower the learning rate");
-        // AMP skips an overflowed step and halves the scale; from 65536 it
-        // reaches 1 in 16 steps, so a longer run of skips is a diverged
-        // model, not a scale still settling.
-        overflow_run_ = m.overflow ? overflow_run_ + 1 : 0;
-        if (overflow_run_ >= kMaxSkippedSteps)
-          throw std::runtime_error("the loss or a gradient was NaN or infinite in " +
-                                   std::to_string(overflow_run_) + " steps in a row up to step " +
-                                   std::to_string(step) + " (epoch " + std::to_string(epoch + 1) +
-                                   "), each skipped by mixed precision with the loss scale "
-                                   "now at " +
-                                   std::to_string(m.loss_scale) + "; lower the learning rate");
-        const double dt = seconds_since(t_step);
-        if (profile) end_profiled_step(step, step + 1 == options_.profile_end);
-        const StepReport sr{step,   epoch, index, batches, m.loss,
-                            m.top1, lr,    dt,    partial, m.loss_scale};
-        loss_sum += m.loss * m.samples;
-        top1_sum += m.top1 * m.samples;
-        samples += m.samples;
-        if (rank_ == 0) {
-          {
-            std::lock_guard<std::mutex> lock(shared_.mutex);
-            shared_.report.step_seconds.push_back(dt);
-            shared_.report.input_wait_seconds.push_back(input_wait);
-            shared_.report.steps = step + 1;
-          }
-          if (callbacks_.on_step) {
-            const auto t_callback = Clock::now();
-            callbacks_.on_step(sr);
-            callback_seconds += seconds_since(t_callback);
-          }
-        }
-        if (callbacks_.on_rank_step) callbacks_.on_rank_step(rank_, sr, session_);
+        session_.enqueue_step(rank_, variant, buffer, transfer,
+                              transfer ? variant_of(*transfer) : 0, f.lr, step);
+        if (in_flight) report(*in_flight, tally);
+        in_flight = f;
+        if (alone) report(*std::exchange(in_flight, std::nullopt), tally);
         ++step;
         batch = next;
       }
+      if (in_flight) report(*in_flight, tally);
       if (batch) {
         // A halt leaves this batch's transfer in flight (the step before
         // started it): it lands before its staging buffer goes back to the
@@ -294,12 +248,13 @@ class RankLoop {
         backend_.synchronize(rank_, StreamKind::TRANS);
         train_->release(batch);
       }
-      er.seconds = std::max(0.0, seconds_since(t_epoch) - callback_seconds);
+      const double samples = tally.samples;
+      er.seconds = std::max(0.0, seconds_since(t_epoch) - tally.callback_seconds);
       // m.samples counts every rank
       er.images_per_s = er.seconds > 0 ? samples / er.seconds : 0;
       if (samples > 0) {
-        er.train_loss = loss_sum / samples;
-        er.train_top1 = top1_sum / samples;
+        er.train_loss = tally.loss_sum / samples;
+        er.train_top1 = tally.top1_sum / samples;
       }
       // The step limit ends a run as the end of its epochs would: validated
       // (unless it falls on an epoch boundary, where the epoch before was).
@@ -328,6 +283,67 @@ class RankLoop {
   }
 
  private:
+  // A step enqueued and not yet reported: what its report needs.
+  struct InFlight {
+    int64_t step, epoch, index, batches;
+    double lr, input_wait;
+    bool partial, profiled;
+    Clock::time_point enqueued;
+  };
+  // An epoch's sums over its reported steps. Time the front end holds the
+  // step callback (a workbench pause) is not training time, so the epoch's
+  // images/s leaves it out.
+  struct EpochTally {
+    double loss_sum = 0, top1_sum = 0, samples = 0, callback_seconds = 0;
+  };
+
+  // Waits for step f, checks it and reports it. Its time runs from when it
+  // was enqueued or the step before was reported, whichever is later: with
+  // a step always queued behind the one being read, that is the interval
+  // between results, what a step costs, and a callback's hold is left out.
+  void report(const InFlight& f, EpochTally& tally) {
+    const StepMetrics m = session_.finish_step(rank_, f.step);
+    const std::string where =
+        "step " + std::to_string(f.step) + " (epoch " + std::to_string(f.epoch + 1) + ")";
+    // Only AMP skips a step: FP32 and BF16 share a range no loss scale
+    // could rescue, so a NaN or infinity there is the model diverging.
+    if (m.overflow && cp_.project.training.precision != Precision::AMP)
+      throw std::runtime_error("the loss or a gradient became NaN or infinite at " + where +
+                               "; lower the learning rate");
+    // AMP skips an overflowed step and halves the scale; from 65536 it
+    // reaches 1 in 16 steps, so a longer run of skips is a diverged
+    // model, not a scale still settling.
+    overflow_run_ = m.overflow ? overflow_run_ + 1 : 0;
+    if (overflow_run_ >= kMaxSkippedSteps)
+      throw std::runtime_error("the loss or a gradient was NaN or infinite in " +
+                               std::to_string(overflow_run_) + " steps in a row up to " + where +
+                               ", each skipped by mixed precision with the loss scale now at " +
+                               std::to_string(m.loss_scale) + "; lower the learning rate");
+    const double dt =
+        std::chrono::duration<double>(Clock::now() - std::max(f.enqueued, last_reported_)).count();
+    if (f.profiled) end_profiled_step(f.step, f.step + 1 == options_.profile_end);
+    const StepReport sr{f.step, f.epoch, f.index, f.batches, m.loss,
+                        m.top1, f.lr,    dt,      f.partial, m.loss_scale};
+    tally.loss_sum += m.loss * m.samples;
+    tally.top1_sum += m.top1 * m.samples;
+    tally.samples += m.samples;
+    if (rank_ == 0) {
+      {
+        std::lock_guard<std::mutex> lock(shared_.mutex);
+        shared_.report.step_seconds.push_back(dt);
+        shared_.report.input_wait_seconds.push_back(f.input_wait);
+        shared_.report.steps = f.step + 1;
+      }
+      if (callbacks_.on_step) {
+        const auto t_callback = Clock::now();
+        callbacks_.on_step(sr);
+        tally.callback_seconds += seconds_since(t_callback);
+      }
+    }
+    if (callbacks_.on_rank_step) callbacks_.on_rank_step(rank_, sr, session_);
+    last_reported_ = Clock::now();
+  }
+
   int variant_of(const Batch& b) const {
     return b.partial && last_variant_ >= 0 ? last_variant_ : train_variant_;
   }
@@ -456,6 +472,7 @@ class RankLoop {
   // After the pipelines: unpinned before their buffers go.
   std::vector<PinnedHost> pinned_;
   int overflow_run_ = 0;  // AMP steps skipped in a row
+  Clock::time_point last_reported_{};
   bool profiling_ = false;
 };
 

@@ -2,7 +2,8 @@
 // The trainer: epochs of the step schedule over the input pipeline, the last
 // partial batch through its variant, validation after every epoch, the
 // learning-rate schedule, profiling of chosen steps and a stop request that
-// takes effect within one step, checkpoints and resuming from one. One host
+// takes effect after the step on its way (each step's result is read once
+// the next is enqueued), checkpoints and resuming from one. One host
 // thread per rank of this process; its rank 0 reports, and global rank 0
 // (node 0 when training across machines) saves checkpoints. The data split
 // follows global ranks. When one rank fails, the others of this process are

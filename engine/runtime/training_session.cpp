@@ -2,12 +2,28 @@
 #include "runtime/training_session.h"
 
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
 #include <renaissance/error.h>
+#include "data/host_tensor.h"
+#include "runtime/pinned_host.h"
 #include "runtime/weight_init.h"
 
 namespace tr {
+
+namespace {
+
+// One step's host side: the scalars the host writes (H2D) and the result and
+// scalars it reads back (D2H). Two of them, for the step being read and the
+// step in flight, in page-locked memory, so neither copy blocks the host.
+struct StepIo {
+  std::array<float, kHostWrittenScalars> scalars_in;
+  std::array<float, 4> result;  // loss, top-1 and top-5 sums, samples
+  std::array<float, static_cast<size_t>(ScalarSlot::COUNT)> scalars_out;
+};
+
+}  // namespace
 
 // Events are created once, before any capture (CUDA forbids creating them
 // while capturing); the schedule reuses them every step.
@@ -18,8 +34,12 @@ struct TrainingSession::RankState {
           infer_done = -1;
   std::array<EventId, 2> transfer_done{-1, -1};
   std::array<EventId, 3> lars_done{-1, -1, -1};
-  std::array<float, kHostWrittenScalars> host_scalars{};
-  std::array<float, 4> host_result{};
+  // Step s's host side is slot s % 2; step_done[slot] follows its last work.
+  std::array<EventId, 2> step_done{-1, -1};
+  std::array<bool, 2> unfinished{};
+  Tensor io_pages;  // two StepIo, whole pages
+  std::optional<PinnedHost> io_pinned;
+  StepIo& io(int slot) { return reinterpret_cast<StepIo*>(io_pages.data<std::byte>())[slot]; }
   // Validation on the EMA weights: W is parked on the host meanwhile.
   std::vector<float> parked_w, ema_w;
   bool ema_swapped = false;
@@ -40,8 +60,12 @@ TrainingSession::TrainingSession(const CompiledProject& cp, Backend& backend)
     for (EventId* e :
          {&rs->lr_ready, &rs->zero_done, &rs->deep_done, &rs->first_done, &rs->update_ready,
           &rs->infer_done, &rs->transfer_done[0], &rs->transfer_done[1], &rs->lars_done[0],
-          &rs->lars_done[1], &rs->lars_done[2]})
+          &rs->lars_done[1], &rs->lars_done[2], &rs->step_done[0], &rs->step_done[1]})
       *e = backend_.create_event(r);
+    static_assert(sizeof(StepIo) % sizeof(float) == 0);
+    rs->io_pages = Tensor::whole_pages(
+        {1, 1, 1, static_cast<int64_t>(2 * sizeof(StepIo) / sizeof(float))}, DType::FP32);
+    rs->io_pinned.emplace(backend_, rs->io_pages.data<std::byte>(), rs->io_pages.allocated_bytes());
     ranks_.push_back(std::move(rs));
   }
 }
@@ -200,18 +224,27 @@ void TrainingSession::transfer(int rank, int variant, int buffer) {
   backend_.record(rank, StreamKind::TRANS, rs.transfer_done[static_cast<size_t>(buffer)]);
 }
 
-StepMetrics TrainingSession::train_step(int rank, int variant, int buffer, const Batch* next,
-                                        int next_variant, double lr, int64_t step) {
+void TrainingSession::enqueue_step(int rank, int variant, int buffer, const Batch* next,
+                                   int next_variant, double lr, int64_t step) {
   RankState& rs = *ranks_[static_cast<size_t>(rank)];
   constexpr StreamKind TRANS = StreamKind::TRANS, COMP_1 = StreamKind::COMP_1,
                        UPDATE = StreamKind::UPDATE;
-  // 1. learning rate, step number and a cleared overflow flag, H2D on TRANS
-  rs.host_scalars = {static_cast<float>(lr), static_cast<float>(step), 0.0f};
+  const int slot = static_cast<int>(step & 1);
+  if (rs.unfinished[static_cast<size_t>(slot)])
+    throw std::logic_error("step " + std::to_string(step) + " enqueued while step " +
+                           std::to_string(step - 2) + " is unfinished");
+  // 1. learning rate, step number and a cleared overflow flag, H2D on TRANS.
+  //    First the step before finishes on the device: its update still reads
+  //    the scalars, and its first layer's backward the input buffer that
+  //    this step's transfer of the next batch overwrites.
+  backend_.wait(rank, TRANS, rs.step_done[static_cast<size_t>(1 - slot)]);
+  StepIo& io = rs.io(slot);
+  io.scalars_in = {static_cast<float>(lr), static_cast<float>(step), 0.0f};
   Launch scalars;
   scalars.kind = LaunchKind::COPY_H2D;
   scalars.offset = cp_.plans.front().get_dtensor(cp_.engine.scalars).offset;
-  scalars.host = rs.host_scalars.data();
-  scalars.bytes = sizeof(rs.host_scalars);
+  scalars.host = io.scalars_in.data();
+  scalars.bytes = sizeof(io.scalars_in);
   scalars.tag.label = "scalars H2D";
   backend_.enqueue(rank, TRANS, std::move(scalars));
   backend_.record(rank, TRANS, rs.lr_ready);
@@ -269,28 +302,58 @@ StepMetrics TrainingSession::train_step(int rank, int variant, int buffer, const
     }
   }
 
-  // 8. EMA, the 16-bit weight copy, and the result back to the host
+  // 8. EMA, the 16-bit weight copy, and the result on its way to the host
   launch_if(rank, GraphId::EMA_UPDATE, variant, UPDATE);
   cast_weights(rank, variant);
-  StepMetrics m = read_result(rank, cp_.engine.result);
+  enqueue_result(rank, cp_.engine.result, slot);
+  rs.unfinished[static_cast<size_t>(slot)] = true;
+}
+
+StepMetrics TrainingSession::finish_step(int rank, int64_t step) {
+  RankState& rs = *ranks_[static_cast<size_t>(rank)];
+  const int slot = static_cast<int>(step & 1);
+  if (!rs.unfinished[static_cast<size_t>(slot)])
+    throw std::logic_error("step " + std::to_string(step) + " finished but never enqueued");
+  rs.unfinished[static_cast<size_t>(slot)] = false;
+  StepMetrics m = take_result(rank, slot);
   // DEEP_COMM took the mean of every rank's sums: the ratios hold, the count
   // is one rank's.
   m.samples *= world_;
   return m;
 }
 
-StepMetrics TrainingSession::read_result(int rank, DTensorId id) {
+void TrainingSession::enqueue_result(int rank, DTensorId id, int slot) {
   RankState& rs = *ranks_[static_cast<size_t>(rank)];
-  Launch d2h;
-  d2h.kind = LaunchKind::COPY_D2H;
-  d2h.offset = cp_.plans.front().get_dtensor(id).offset;
-  d2h.host = rs.host_result.data();
-  d2h.bytes = sizeof(rs.host_result);
-  d2h.tag.label = "result D2H";
-  backend_.enqueue(rank, StreamKind::UPDATE, std::move(d2h));
-  std::vector<float> scalars = read_tensor(rank, cp_.engine.scalars);  // synchronizes the rank
+  StepIo& io = rs.io(slot);
+  const MemoryPlan& plan = cp_.plans.front();
+  const DTensor& scalars = plan.get_dtensor(cp_.engine.scalars);
+  if (scalars.shape.elements() != static_cast<int64_t>(io.scalars_out.size()))
+    throw std::logic_error("the scalars tensor holds " + std::to_string(scalars.shape.elements()) +
+                           " values, not " + std::to_string(io.scalars_out.size()));
+  Launch result;
+  result.kind = LaunchKind::COPY_D2H;
+  result.offset = plan.get_dtensor(id).offset;
+  result.host = io.result.data();
+  result.bytes = sizeof(io.result);
+  result.tag.label = "result D2H";
+  backend_.enqueue(rank, StreamKind::UPDATE, std::move(result));
+  Launch flags;
+  flags.kind = LaunchKind::COPY_D2H;
+  flags.offset = scalars.offset;
+  flags.host = io.scalars_out.data();
+  flags.bytes = sizeof(io.scalars_out);
+  flags.tag.label = "scalars D2H";
+  backend_.enqueue(rank, StreamKind::UPDATE, std::move(flags));
+  backend_.record(rank, StreamKind::UPDATE, rs.step_done[static_cast<size_t>(slot)]);
+}
+
+StepMetrics TrainingSession::take_result(int rank, int slot) {
+  RankState& rs = *ranks_[static_cast<size_t>(rank)];
+  backend_.synchronize_event(rank, rs.step_done[static_cast<size_t>(slot)]);
+  const StepIo& io = rs.io(slot);
+  const auto& scalars = io.scalars_out;
   StepMetrics m;
-  const auto& r = rs.host_result;
+  const auto& r = io.result;
   // Sums over the samples (a mean all-reduce keeps the ratios).
   m.samples = r[3];
   if (r[3] > 0) {
@@ -329,6 +392,8 @@ void TrainingSession::restore_weights(int rank, ByteRange to_device, float* from
 
 void TrainingSession::begin_validation(int rank, bool ema_weights) {
   RankState& rs = *ranks_[static_cast<size_t>(rank)];
+  if (rs.unfinished[0] || rs.unfinished[1])
+    throw std::logic_error("validation begun with a training step unfinished");
   if (ema_weights) {
     if (!cp_.project.training.ema)
       throw UsageError("validation on the EMA weights needs training.ema.enabled in project '" +
@@ -362,7 +427,8 @@ void TrainingSession::validate_batch(int rank, int variant, int buffer) {
 StepMetrics TrainingSession::end_validation(int rank) {
   RankState& rs = *ranks_[static_cast<size_t>(rank)];
   launch_if(rank, GraphId::VAL_RESULT_COMM, 0, StreamKind::UPDATE);
-  const StepMetrics m = read_result(rank, cp_.engine.result_accumulated);
+  enqueue_result(rank, cp_.engine.result_accumulated, 0);
+  const StepMetrics m = take_result(rank, 0);
   if (rs.ema_swapped) {
     rs.ema_swapped = false;
     restore_weights(rank, cp_.plans.front().region_range(Region::W_BN_BIAS, Region::W_DEEP_CONV),

@@ -66,11 +66,17 @@ class TrainingSession {
   // without staging buffers gets no TRANSFER graphs).
   void capture(int rank, const RankStaging& staging);
 
-  // The step schedule for the batch already in device buffer `buffer`
-  // (variant `variant`). `next` (may be null) is the batch to transfer while
-  // this one computes. Blocks until the step is done; returns the metrics.
-  StepMetrics train_step(int rank, int variant, int buffer, const Batch* next, int next_variant,
-                         double lr, int64_t step);
+  // Enqueues the step schedule for the batch already in device buffer
+  // `buffer` (variant `variant`) and returns without waiting for it. `next`
+  // (may be null) is the batch to transfer while this one computes. The
+  // step's first work waits for the step before to finish on the device, so
+  // the host may enqueue step s + 1 before it takes step s's result: the
+  // device never idles while the host reads a result, reports it and stages
+  // the next batch. At most two steps are unfinished at a time.
+  void enqueue_step(int rank, int variant, int buffer, const Batch* next, int next_variant,
+                    double lr, int64_t step);
+  // Blocks until step `step` (enqueued, not yet finished) is done; its metrics.
+  StepMetrics finish_step(int rank, int64_t step);
   // Launches the transfer of `batch` into its device buffer (the first batch of an epoch).
   void transfer(int rank, int variant, int buffer);
 
@@ -99,7 +105,10 @@ class TrainingSession {
   void launch_if(int rank, GraphId id, int variant, StreamKind stream);
   // The 16-bit weight copy (A) from the master weights, on UPDATE; nothing under FP32.
   void cast_weights(int rank, int variant);
-  StepMetrics read_result(int rank, DTensorId id);
+  // The result tensor `id` and the scalars into host slot `slot` (0 or 1),
+  // on UPDATE after everything before; take_result waits for them.
+  void enqueue_result(int rank, DTensorId id, int slot);
+  StepMetrics take_result(int rank, int slot);
   void replicate_from_rank0();
   void copy_weights(int rank, ByteRange from_device, float* to_host, const char* label);
   void restore_weights(int rank, ByteRange to_device, float* from_host, const char* label);

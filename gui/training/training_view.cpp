@@ -311,7 +311,7 @@ void TrainingView::resume() {
 void TrainingView::stop() {
   if (!controller_->canStop()) return;
   controller_->stop();
-  setStatus(tr("Stopping before the next step…"));
+  setStatus(tr("Stopping after the step on its way…"));
 }
 
 CurvePlot* TrainingView::lossPlot() const {

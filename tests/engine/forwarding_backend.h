@@ -24,6 +24,7 @@ class ForwardingBackend : public tr::Backend {
   void wait(int r, tr::StreamKind s, tr::EventId e) override { inner_->wait(r, s, e); }
   void synchronize(int r, tr::StreamKind s) override { inner_->synchronize(r, s); }
   void synchronize(int r) override { inner_->synchronize(r); }
+  void synchronize_event(int r, tr::EventId e) override { inner_->synchronize_event(r, e); }
   void enqueue(int r, tr::StreamKind s, tr::Launch l) override {
     inner_->enqueue(r, s, std::move(l));
   }

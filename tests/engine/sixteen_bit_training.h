@@ -64,7 +64,8 @@ struct Trained {
 };
 
 // Trains `p`; `at_step(step, backend, cp)` runs on rank 0 after each step,
-// while the rank is idle (the step has synchronized it).
+// while the rank is idle: an on_rank_step callback makes the trainer finish
+// every step before it enqueues the next.
 template <class F>
 Trained train_with(const Project& p, const TrainOptions& o, F at_step) {
   const CompiledProject cp = compile_project(p);
@@ -72,7 +73,8 @@ Trained train_with(const Project& p, const TrainOptions& o, F at_step) {
   auto backend = cpu::make_cpu_backend({cp.world_size, true});
   Trained t;
   TrainCallbacks cb;
-  cb.on_step = [&](const StepReport& s) {
+  cb.on_rank_step = [&](int rank, const StepReport& s, TrainingSession&) {
+    if (rank != 0) return;
     t.losses.push_back(s.loss);
     t.loss_scales.push_back(s.loss_scale);
     at_step(s.step, *backend, cp);

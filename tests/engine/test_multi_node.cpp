@@ -79,6 +79,7 @@ class NodeView final : public Backend {
   void wait(int r, StreamKind s, EventId e) override { c_.all.wait(g(r), s, e); }
   void synchronize(int r, StreamKind s) override { c_.all.synchronize(g(r), s); }
   void synchronize(int r) override { c_.all.synchronize(g(r)); }
+  void synchronize_event(int r, EventId e) override { c_.all.synchronize_event(g(r), e); }
   void enqueue(int r, StreamKind s, Launch l) override { c_.all.enqueue(g(r), s, std::move(l)); }
   void begin_capture(int r, StreamKind s) override { c_.all.begin_capture(g(r), s); }
   GraphHandle end_capture(int r, StreamKind s) override { return c_.all.end_capture(g(r), s); }

@@ -199,22 +199,23 @@ class TestTrainingRecorder : public QObject {
     const store::RunStore s(path);
     const store::RunDetail d = s.run(recorder.run_id());
     QCOMPARE(d.summary.status, store::RunStatus::Stopped);
-    QCOMPARE(d.summary.steps, int64_t{4});
+    QCOMPARE(d.summary.steps, int64_t{5});
     const auto epochs = s.epochs(recorder.run_id());
     QCOMPARE(epochs.size(), size_t{1});
     QVERIFY(!epochs[0].val_top1);
-    // The epoch it cut short is kept as such: 4 of its 10 steps (600 images
-    // in batches of 64), and no whole epoch counted.
-    QCOMPARE(report.epochs.at(0).steps, int64_t{4});
+    // The epoch it cut short is kept as such: 5 of its 10 steps (600 images
+    // in batches of 64; step 4 was on its way when step 3 asked to stop),
+    // and no whole epoch counted.
+    QCOMPARE(report.epochs.at(0).steps, int64_t{5});
     QCOMPARE(report.epochs.at(0).batches, int64_t{10});
     QVERIFY(!report.epochs.at(0).complete());
     QVERIFY(epochs[0].partial());
-    QCOMPARE(epochs[0].steps, int64_t{4});
+    QCOMPARE(epochs[0].steps, int64_t{5});
     QCOMPARE(epochs[0].batches, int64_t{10});
     QCOMPARE(d.summary.epochs, int64_t{0});
     const auto ck = s.checkpoints(recorder.run_id());
     QCOMPARE(ck.size(), size_t{1});
-    QCOMPARE(ck[0].step.value_or(-1), int64_t{4});
+    QCOMPARE(ck[0].step.value_or(-1), int64_t{5});
   }
 };
 

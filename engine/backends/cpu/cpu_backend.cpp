@@ -205,6 +205,21 @@ class CpuBackend final : public Backend {
     });
   }
 
+  void synchronize_event(int rank, EventId id) override {
+    Rank& r = at(rank);
+    Event& e = event(r, id);
+    if (r.capture_id >= 0)
+      throw std::logic_error("CPU backend: the host cannot wait for an event during a capture");
+    {
+      std::unique_lock<std::mutex> lock(e.mutex);
+      const uint64_t target = e.recorded;
+      e.done.wait(lock, [&] { return e.completed >= target; });
+    }
+    // The work the event follows has run, on its stream or on those it waited for.
+    for (auto& s : r.streams) s->rethrow_error();
+    check(r, [&](StepChecker& c) { c.host_waits_for_event(id); });
+  }
+
   void enqueue(int rank, StreamKind stream, Launch launch) override {
     Rank& r = at(rank);
     CaptureState& cs = r.capture[stream_index(stream)];

@@ -78,7 +78,15 @@ void StepChecker::wait(StreamKind stream, int event) {
 }
 
 void StepChecker::host_waits_for(StreamKind stream) {
-  const Clock& c = streams_[stream_index(stream)];
+  host_sees(streams_[stream_index(stream)]);
+}
+
+void StepChecker::host_waits_for_event(int event) {
+  if (event < 0 || static_cast<size_t>(event) >= events_.size()) return;
+  host_sees(events_[static_cast<size_t>(event)]);
+}
+
+void StepChecker::host_sees(const Clock& c) {
   for (size_t s = 0; s < host_.size(); ++s) host_[s] = std::max(host_[s], c[s]);
   // What the host has seen finish is ordered before all it issues later.
   std::erase_if(window_, [&](const Unit& u) {

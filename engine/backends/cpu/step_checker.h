@@ -28,6 +28,7 @@ class StepChecker {
   void record(StreamKind stream, int event);
   void wait(StreamKind stream, int event);
   void host_waits_for(StreamKind stream);  // synchronize(rank, stream)
+  void host_waits_for_event(int event);    // synchronize_event(rank, event)
   // A unit issued on `stream`: its launches in an order that honours their
   // dependencies (a captured graph's node order), and the bytes they touch.
   // Throws std::logic_error on a race or a read of bytes another tensor owns.
@@ -47,6 +48,7 @@ class StepChecker {
     std::string writer;
   };
 
+  void host_sees(const Clock& c);
   void follow(const Launch& l, const Footprint& f);
   void own(ByteRange r, const DTensor* t, const std::string& writer);
   void check_read(ByteRange r, const DTensor& t, const Launch& reader) const;

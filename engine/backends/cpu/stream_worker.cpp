@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "backends/cpu/stream_worker.h"
 
+#include <utility>
+
 #include "backends/cpu/cpu_threads.h"
 
 namespace tr::cpu {
@@ -32,6 +34,15 @@ void StreamWorker::synchronize() {
     error_ = nullptr;
     std::rethrow_exception(e);
   }
+}
+
+void StreamWorker::rethrow_error() {
+  std::exception_ptr e;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    e = std::exchange(error_, nullptr);
+  }
+  if (e) std::rethrow_exception(e);
 }
 
 void StreamWorker::run() {

@@ -23,6 +23,8 @@ class StreamWorker {
   void enqueue(std::function<void()> task);
   // Blocks until every task enqueued so far has run; rethrows the first error.
   void synchronize();
+  // Rethrows (and forgets) the first error of the tasks run so far, without waiting.
+  void rethrow_error();
 
  private:
   void run();

@@ -394,6 +394,15 @@ class CudaBackend final : public Backend {
     after_synchronize(r);
   }
 
+  void synchronize_event(int rank, EventId id) override {
+    Rank& r = ready(rank);
+    if (r.recording || r.capturing)
+      throw std::logic_error("CUDA backend: the host cannot wait for an event during a capture");
+    DeviceScope scope(r.device);
+    TR_CUDA_CHECK(cudaEventSynchronize(event(r, id)), r.device);
+    after_synchronize(r);
+  }
+
   void enqueue(int rank, StreamKind stream, Launch launch) override {
     Rank& r = ready(rank);
     if (r.recording) {

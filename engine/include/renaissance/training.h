@@ -26,8 +26,9 @@ struct TrainOptions {
   bool validate = true;        // run validation after each epoch
   int64_t profile_begin = -1;  // profile steps [begin, end) (global step numbers)
   int64_t profile_end = -1;
-  // Checked before every step: the run ends there as stopped, with a
-  // checkpoint but no validation.
+  // Checked before every step is enqueued: the run ends there as stopped
+  // (after the step already on its way, whose result is read one step
+  // late), with a checkpoint but no validation.
   const std::atomic<bool>* stop = nullptr;
   bool eval_ema = false;  // validate on the EMA weights (needs training.ema)
   // Non-empty: a checkpoint goes there at every epoch end and when training
