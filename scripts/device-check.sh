@@ -66,12 +66,14 @@ dry=0
 full=0
 
 die() { echo "device-check: $*" >&2; exit 2; }
+# The value after option $1 ($2 on the command line), or a clear refusal.
+value_of() { [ $# -ge 2 ] && [ -n "$2" ] || die "$1 needs a value (see --help)"; printf '%s' "$2"; }
 
 while [ $# -gt 0 ]; do
   case $1 in
-    --results) results=$2; shift 2 ;;
-    --bundle) mode=bundle; bundle=$2; shift 2 ;;
-    --prebuilt) mode=prebuilt; bundle=$2; shift 2 ;;
+    --results) results=$(value_of "$@") || exit 2; shift 2 ;;
+    --bundle) mode=bundle; bundle=$(value_of "$@") || exit 2; shift 2 ;;
+    --prebuilt) mode=prebuilt; bundle=$(value_of "$@") || exit 2; shift 2 ;;
     --quick) quick=1; shift ;;
     --full) full=1; shift ;;
     --dry-run) dry=1; shift ;;

@@ -126,6 +126,13 @@ contains "$r" 'pytorch \| amp \| eager \| error: timed out after [0-9]+ s' "the 
 contains "$r" '^- test_cuda_training \(wanted up to 120 s' "the parity test was cut"
 contains "$r" '^- PyTorch amp graph ' "the last row was cut"
 
+# An option without its value is refused by name, not by the shell.
+for opt in --bundle --prebuilt --results; do
+  said=$(bash "$root/scripts/device-check.sh" "$opt" 2>&1)
+  expect "$opt without a value exits" 2 "$?"
+  expect "$opt without a value says so" "device-check: $opt needs a value (see --help)" "$said"
+done
+
 if [ "$failures" -gt 0 ]; then
   echo "--- dry run"; cat "$work/dry.log"
   echo "--- rehearsal"; cat "$work/fake.log"

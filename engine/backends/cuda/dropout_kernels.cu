@@ -99,21 +99,29 @@ bool whole_vectors(const DropoutRows& rows) {
   return rows.rows == 1 ? rows.len % kVec<T> == 0 : rows.feature_stride % kVec<T> == 0;
 }
 
+// Runs lanes(at, row, first column, whether the vector holds values) for each
+// vector of positions this thread takes (a vector never straddles two rows).
+template <class T, class I, class Lanes>
+__device__ inline void each_vector(const DropoutRows& rows, Lanes lanes) {
+  const I vectors = static_cast<I>(positions(rows) / kVec<T>);
+  for (I i = static_cast<I>(first_index()); i < vectors; i += static_cast<I>(grid_stride())) {
+    const uint64_t at = static_cast<uint64_t>(i) * kVec<T>;
+    uint64_t r, c0;
+    const bool values = place(rows, at, r, c0);
+    lanes(at, r, c0, values);
+  }
+}
+
 template <class T, class I>
 __global__ void dropout_fwd_vec_kernel(const T* x, T* y, int8_t* mask, DropoutRows rows,
                                        DropoutDraw draw, const float* step) {
-  constexpr int N = kVec<T>;
   const uint64_t key = stream_key(draw.seed, step_of(step), draw.layer);
-  const I vectors = static_cast<I>(positions(rows) / N);
   const uint64_t len = static_cast<uint64_t>(rows.len);
-  for (I i = static_cast<I>(first_index()); i < vectors; i += static_cast<I>(grid_stride())) {
-    const uint64_t at = static_cast<uint64_t>(i) * N;
-    uint64_t r, c0;
-    const bool values = place(rows, at, r, c0);
+  each_vector<T, I>(rows, [&](uint64_t at, uint64_t r, uint64_t c0, bool values) {
     const Vec<T> in = load_vec(x, at);
     Vec<T> out;
 #pragma unroll
-    for (int k = 0; k < N; ++k) {
+    for (int k = 0; k < kVec<T>; ++k) {
       const uint64_t c = c0 + k;
       if (!values || c >= len) {
         store(out.v, k, 0.0f);
@@ -124,24 +132,19 @@ __global__ void dropout_fwd_vec_kernel(const T* x, T* y, int8_t* mask, DropoutRo
       store(out.v, k, load(in.v, k) * (static_cast<float>(m) * draw.scale));
     }
     store_vec(y, at, out);
-  }
+  });
 }
 
 template <class T, class I>
 __global__ void dropout_bwd_vec_kernel(const int8_t* mask, const T* dy, T* dx, DropoutRows rows,
                                        float scale, bool accumulate) {
-  constexpr int N = kVec<T>;
-  const I vectors = static_cast<I>(positions(rows) / N);
   const uint64_t len = static_cast<uint64_t>(rows.len);
-  for (I i = static_cast<I>(first_index()); i < vectors; i += static_cast<I>(grid_stride())) {
-    const uint64_t at = static_cast<uint64_t>(i) * N;
-    uint64_t r, c0;
-    const bool values = place(rows, at, r, c0);
+  each_vector<T, I>(rows, [&](uint64_t at, uint64_t r, uint64_t c0, bool values) {
     const Vec<T> g = load_vec(dy, at);
     Vec<T> out;
     if (accumulate) out = load_vec(dx, at);
 #pragma unroll
-    for (int k = 0; k < N; ++k) {
+    for (int k = 0; k < kVec<T>; ++k) {
       const uint64_t c = c0 + k;
       if (!values || c >= len) {
         store(out.v, k, 0.0f);
@@ -151,7 +154,7 @@ __global__ void dropout_bwd_vec_kernel(const int8_t* mask, const T* dy, T* dx, D
       store(out.v, k, accumulate ? load(out.v, k) + d : d);
     }
     store_vec(dx, at, out);
-  }
+  });
 }
 
 }  // namespace
