@@ -31,6 +31,10 @@ enum class ComputeOp : uint8_t {
   BN_RELU_FWD_TRAIN,
   BN_RELU_FWD_INFER,
   BN_RELU_BWD,
+  // Layer normalisation over each position's channels (a token's features),
+  // each row with its own statistics: y = (x - mean) / std * gamma + beta.
+  LAYER_NORM_FWD,  // in [x, gamma, beta] out [y, saved: each row's mean and 1/std]
+  LAYER_NORM_BWD,  // in [x, gamma, saved, dy] out [dgamma, dbeta, dx]
   RELU_FWD,
   RELU_BWD,
   // Every elementwise activation but ReLU (which fuses with BN and takes

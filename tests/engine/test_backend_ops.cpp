@@ -1523,6 +1523,135 @@ std::vector<OpCase> bn_bwd_cases(bool relu) {
   return cases;
 }
 
+// ---- layer normalisation -----------------------------------------------------------
+
+// A layer-norm layer's input: rows of a few channels (no vector width divides
+// them in FP32), and of 200 with an eps of its own, some rows far from zero.
+struct Ln {
+  Shape x;
+  double eps;
+  double offset;  // added to every value: a mean far from zero
+  Shape channels() const { return {1, 1, 1, x.c}; }
+  Shape saved() const { return {x.n, x.h, x.w, 2}; }
+  LayerNode layer() const {
+    LayerNode l;
+    l.id = "ln";
+    l.type = LayerType::BatchNorm2d;  // the op reads only its eps
+    l.params.eps = eps;
+    return l;
+  }
+  std::string name(ComputeOp op) const {
+    return std::string(compute_op_name(op)) + " C" + std::to_string(x.c);
+  }
+  // Each row's mean and 1/sqrt(biased variance + eps), interleaved.
+  Values stats(const std::vector<float>& v) const {
+    const size_t c = static_cast<size_t>(x.c), rows = v.size() / c;
+    Values st(2 * rows);
+    for (size_t r = 0; r < rows; ++r) {
+      double mean = 0, ss = 0;
+      for (size_t i = 0; i < c; ++i) mean += v[r * c + i];
+      mean /= double(c);
+      for (size_t i = 0; i < c; ++i) ss += (v[r * c + i] - mean) * (v[r * c + i] - mean);
+      st[2 * r] = mean;
+      st[2 * r + 1] = 1.0 / std::sqrt(ss / double(c) + eps);
+    }
+    return st;
+  }
+  Values y(const std::vector<float>& v, const std::vector<float>& gamma,
+           const std::vector<float>* beta) const {
+    const Values st = stats(v);
+    const size_t c = static_cast<size_t>(x.c);
+    Values out(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      const size_t r = i / c, k = i % c;
+      out[i] = (v[i] - st[2 * r]) * st[2 * r + 1] * gamma[k] + (beta ? (*beta)[k] : 0.0);
+    }
+    return out;
+  }
+  void shift(std::vector<float>& v) const {
+    for (float& e : v) e += static_cast<float>(offset);
+  }
+};
+
+const Ln kLns[] = {{{3, 4, 5, 6}, 1e-5, 0.0}, {{2, 3, 7, 200}, 1e-3, 3.0}};
+
+// in [x, gamma, beta] out [y, saved]
+std::vector<OpCase> layer_norm_fwd_cases() {
+  std::vector<OpCase> cases;
+  for (const Ln& ln : kLns) {
+    OpCase c;
+    c.op = ComputeOp::LAYER_NORM_FWD;
+    c.name = ln.name(c.op);
+    c.layer = ln.layer();
+    const Shape ch = ln.channels();
+    c.in = {ln.x, ch, ch};
+    c.out = {ln.x, ln.saved()};
+    c.in_roles = "FPP";
+    c.out_roles = "FS";
+    c.tolerance = 2e-5;
+    c.prepare = [ln](Tensors& in) { ln.shift(in[0]); };
+    c.reference = [ln](const Tensors& in, const Tensors&) {
+      return std::vector<Values>{ln.y(in[0], in[1], &in[2]), ln.stats(in[0])};
+    };
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+// in [x, gamma, saved, dy] out [dgamma, dbeta, dx]
+std::vector<OpCase> layer_norm_bwd_cases() {
+  std::vector<OpCase> cases;
+  for (const Ln& ln : kLns) {
+    OpCase c;
+    c.op = ComputeOp::LAYER_NORM_BWD;
+    c.name = ln.name(c.op) + ", dx accumulating";
+    c.layer = ln.layer();
+    const Shape ch = ln.channels();
+    c.in = {ln.x, ch, ln.saved(), ln.x};
+    c.out = {ch, ch, ln.x};
+    c.in_roles = "FPSG";
+    c.out_roles = "QQG";
+    c.accumulate = 0b100;
+    c.tolerance = 2e-5;
+    // The saved statistics are the forward's of this x.
+    c.prepare = [ln](Tensors& in) {
+      ln.shift(in[0]);
+      const Values st = ln.stats(in[0]);
+      in[2].assign(st.begin(), st.end());
+    };
+    // With the statistics the kernel is handed, as its contract says.
+    c.reference = [ln](const Tensors& in, const Tensors& before) {
+      const size_t C = static_cast<size_t>(ln.x.c), rows = in[0].size() / C;
+      Values dgamma(C, 0.0), dbeta(C, 0.0), dx(in[0].size());
+      for (size_t r = 0; r < rows; ++r) {
+        const double mean = in[2][2 * r], inv_std = in[2][2 * r + 1];
+        double sg = 0, sgx = 0;
+        for (size_t k = 0; k < C; ++k) {
+          const size_t i = r * C + k;
+          const double xhat = (in[0][i] - mean) * inv_std, g = double(in[3][i]) * in[1][k];
+          sg += g;
+          sgx += g * xhat;
+          dgamma[k] += double(in[3][i]) * xhat;
+          dbeta[k] += in[3][i];
+        }
+        for (size_t k = 0; k < C; ++k) {
+          const size_t i = r * C + k;
+          const double xhat = (in[0][i] - mean) * inv_std, g = double(in[3][i]) * in[1][k];
+          dx[i] = inv_std * (g - sg / double(C) - xhat * sgx / double(C));
+        }
+      }
+      return std::vector<Values>{dgamma, dbeta, onto(dx, before[2], true)};
+    };
+    c.forward = [ln](const Tensors& f) { return ln.y(f[0], f[1], nullptr); };
+    c.forward_inputs = {0, 1};
+    c.grad_of = 0;
+    c.dy = 3;
+    c.grad_out = 2;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 // ---- the loss and the labels ----------------------------------------------------------
 
 constexpr int64_t kRows = 9, kClasses = 7;
@@ -2255,6 +2384,8 @@ constexpr OpEntry kComputeOps[] = {
     {[] { return bn_fwd_train_cases(true); }},
     {[] { return bn_fwd_infer_cases(true); }},
     {[] { return bn_bwd_cases(true); }},
+    {&layer_norm_fwd_cases},
+    {&layer_norm_bwd_cases},
     {&activation_fwd_cases},  // RELU_FWD (with the family)
     {&activation_bwd_cases},  // RELU_BWD
     {&activation_fwd_cases},  // ACTIVATION_FWD

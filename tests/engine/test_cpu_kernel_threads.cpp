@@ -83,6 +83,13 @@ class TestCpuKernelThreads : public QObject {
     compare(ComputeOp::BN_BWD, {kX, c, {1, 1, 2, kX.c}, kX}, {c, c, kX}, &bn);
   }
 
+  // Rows split over the threads; the parameter gradients in fixed parts.
+  void layerNorm() {
+    const Shape c{1, 1, 1, kX.c}, saved{kX.n, kX.h, kX.w, 2};
+    compare(ComputeOp::LAYER_NORM_FWD, {kX, c, c}, {kX, saved});
+    compare(ComputeOp::LAYER_NORM_BWD, {kX, c, saved, kX}, {c, c, kX});
+  }
+
   void reluBackward() { compare(ComputeOp::RELU_BWD, {kX, kX}, {kX}); }
 
   void maxPool() {

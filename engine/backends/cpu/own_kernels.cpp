@@ -8,6 +8,7 @@
 #include "backends/cpu/kernels/batch_norm.h"
 #include "backends/cpu/kernels/dropout.h"
 #include "backends/cpu/kernels/elementwise.h"
+#include "backends/cpu/kernels/layer_norm.h"
 #include "backends/cpu/kernels/optimizers.h"
 #include "backends/cpu/kernels/pooling.h"
 #include "backends/cpu/kernels/range_ops.h"
@@ -40,6 +41,10 @@ Kernel own_compute_kernel(ComputeOp op) noexcept {
       return bn_relu_fwd_infer;
     case ComputeOp::BN_RELU_BWD:
       return bn_relu_bwd;
+    case ComputeOp::LAYER_NORM_FWD:
+      return layer_norm_fwd;
+    case ComputeOp::LAYER_NORM_BWD:
+      return layer_norm_bwd;
     case ComputeOp::RELU_FWD:
       return relu_fwd;
     case ComputeOp::RELU_BWD:

@@ -31,25 +31,6 @@ const TensorArg& out_or_none(const KernelArgs& a, size_t i) {
 }
 
 // Statistics stay FP32 under AMP, as on the CPU.
-void require_f32(const char* op, const KernelArgs& a, const TensorArg& t, const char* name) {
-  if (t.data && float_elem(op, a, t, name) != Elem::F32)
-    fail_operand(op, a, std::string(name) + " should be fp32");
-}
-
-// Features and their gradients share one storage (FP16 under AMP, BF16);
-// gamma, beta and their gradients are compact FP32 at every precision, as on
-// the CPU; the features' rows are all `stride` apart. Returns the storage.
-Elem feature_elem(const char* op, const KernelArgs& a, std::initializer_list<Operand> features,
-                  std::initializer_list<Operand> params) {
-  Elem e = common_elem(op, a, features);
-  for (const Operand& p : params) {
-    require_f32(op, a, *p.t, p.name);
-    require_compact(op, a, p);
-  }
-  require_stride(op, a, features.begin()->t->desc->padded_c(), features);
-  return e;
-}
-
 // SyncBatchNorm's sums: the backend binds a DeviceRankSum (an NCCL
 // all-reduce on a stream) to the BN training launches; the kernels call it
 // between their passes.

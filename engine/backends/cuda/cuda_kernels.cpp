@@ -14,6 +14,7 @@
 #include "backends/cuda/compute_launchers.h"
 #include "backends/cuda/conv_launchers.h"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/layer_norm_launchers.h"
 #include "backends/cuda/linear_launchers.h"
 #include "backends/cuda/optimizer_kernels.h"
 #include "backends/cuda/range_kernels.h"
@@ -302,6 +303,10 @@ CudaKernel cuda_compute_kernel(ComputeOp op) noexcept {
       return bn::relu_fwd_infer;
     case ComputeOp::BN_RELU_BWD:
       return bn::relu_bwd;
+    case ComputeOp::LAYER_NORM_FWD:
+      return layer_norm::fwd;
+    case ComputeOp::LAYER_NORM_BWD:
+      return layer_norm::bwd;
     case ComputeOp::DROPOUT_FWD:
       return compute::dropout_fwd;
     case ComputeOp::DROPOUT_BWD:
@@ -388,8 +393,9 @@ std::string_view cuda_op_name(const GraphNode& node) noexcept {
 }
 
 uint64_t cuda_workspace_bytes(const KernelArgs& a, cudaStream_t stream) {
-  return std::max({compute::workspace_bytes(a), linear::workspace_bytes(a),
-                   conv::workspace_bytes(a, stream), lars_norms_workspace(a)});
+  return std::max({compute::workspace_bytes(a), layer_norm::workspace_bytes(a),
+                   linear::workspace_bytes(a), conv::workspace_bytes(a, stream),
+                   lars_norms_workspace(a)});
 }
 
 }  // namespace tr::cuda

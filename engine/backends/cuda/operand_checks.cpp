@@ -101,4 +101,20 @@ FeatureView feature_view(const TensorArg& t) {
   return {t.data, d.shape.c, d.padded_c()};
 }
 
+void require_f32(const char* op, const KernelArgs& a, const TensorArg& t, const char* name) {
+  if (t.data && float_elem(op, a, t, name) != Elem::F32)
+    fail_operand(op, a, std::string(name) + " should be fp32");
+}
+
+Elem feature_elem(const char* op, const KernelArgs& a, std::initializer_list<Operand> features,
+                  std::initializer_list<Operand> params) {
+  Elem e = common_elem(op, a, features);
+  for (const Operand& p : params) {
+    require_f32(op, a, *p.t, p.name);
+    require_compact(op, a, p);
+  }
+  require_stride(op, a, features.begin()->t->desc->padded_c(), features);
+  return e;
+}
+
 }  // namespace tr::cuda

@@ -54,6 +54,16 @@ void require_stride(const char* op, const KernelArgs& a, int64_t stride,
 // their gradients are).
 void require_compact(const char* op, const KernelArgs& a, const Operand& o);
 
+// Fails unless the present operand `t` is FP32.
+void require_f32(const char* op, const KernelArgs& a, const TensorArg& t, const char* name);
+
+// Features and their gradients share one storage (FP16 under AMP, BF16);
+// per-channel parameters (normalisation scales and shifts) and their
+// gradients are compact FP32 at every precision, as on the CPU; the
+// features' rows are all `stride` apart. Returns the storage.
+Elem feature_elem(const char* op, const KernelArgs& a, std::initializer_list<Operand> features,
+                  std::initializer_list<Operand> params);
+
 // Writes zero into the padding lanes (values cols..ld-1 of each of `rows`
 // rows `ld` apart) of a matrix a library call (cuBLAS, cuDNN) filled, as it
 // leaves them alone; nothing when there is no padding.

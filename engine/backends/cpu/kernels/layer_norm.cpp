@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Rows are independent, so they are split over the threads as they come;
+// the parameter gradients sum over every row, in a fixed number of parts
+// whose partials are combined in part order (parallel.h), so no result
+// depends on the thread count. A row's statistics are summed in double about
+// its first value (one read of the row), its normalisation is a second pass
+// while the row is still in L1.
+#include "backends/cpu/kernels/layer_norm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/kernels/half_staging.h"
+#include "backends/cpu/kernels/kernel_util.h"
+#include "backends/cpu/kernels/parallel.h"
+
+namespace tr::cpu {
+
+using detail::for_each_part;
+using detail::has_out;
+using detail::parallel_ranges;
+using detail::reduction_parts;
+
+namespace {
+
+struct RowStats {
+  float mean, inv_std;
+};
+
+// Mean and 1/sqrt(biased variance + eps) of one row. Summing deviations from
+// the row's first value keeps a large mean from cancelling the variance.
+RowStats row_stats(const float* x, int64_t c, double eps) {
+  const double k = x[0];
+  double s1 = 0, s2 = 0;
+  for (int64_t i = 0; i < c; ++i) {
+    const double d = x[i] - k;
+    s1 += d;
+    s2 += d * d;
+  }
+  const double n = static_cast<double>(c);
+  const double var = std::max(0.0, (s2 - s1 * s1 / n) / n);
+  return {static_cast<float>(k + s1 / n), static_cast<float>(1.0 / std::sqrt(var + eps))};
+}
+
+void check_operands(const KernelArgs& a, size_t ins, size_t outs, const char* op) {
+  if (a.in.size() != ins || a.out.size() != outs || !a.in[0].desc)
+    throw std::invalid_argument(std::string(op) + a.where() + ": takes " + std::to_string(ins) +
+                                " inputs and " + std::to_string(outs) + " outputs");
+  if (a.in[0].shape().c < 1)
+    throw std::invalid_argument(std::string(op) + a.where() + ": rows of no channels");
+}
+
+}  // namespace
+
+void layer_norm_fwd(const KernelArgs& a) {
+  if (detail::run_16bit_staged(a, &layer_norm_fwd)) return;
+  check_operands(a, 3, 2, "LAYER_NORM_FWD");
+  const Shape& s = a.in[0].shape();
+  const int64_t c = s.c, rows = s.n * s.h * s.w;
+  const float* x = a.in[0].f32();
+  const float* gamma = a.in[1].f32();
+  const float* beta = a.in[2].f32();
+  float* y = a.out[0].f32();
+  float* saved = has_out(a, 1) ? a.out[1].f32() : nullptr;
+  const double eps = a.params().eps;
+  parallel_ranges(rows, rows * c * 3, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const float* xr = x + r * c;
+      float* yr = y + r * c;
+      const RowStats st = row_stats(xr, c, eps);
+      for (int64_t i = 0; i < c; ++i) yr[i] = (xr[i] - st.mean) * st.inv_std * gamma[i] + beta[i];
+      if (saved) {
+        saved[2 * r] = st.mean;
+        saved[2 * r + 1] = st.inv_std;
+      }
+    }
+  });
+}
+
+void layer_norm_bwd(const KernelArgs& a) {
+  if (detail::run_16bit_staged(a, &layer_norm_bwd)) return;
+  check_operands(a, 4, 3, "LAYER_NORM_BWD");
+  const Shape& s = a.in[0].shape();
+  const int64_t c = s.c, rows = s.n * s.h * s.w;
+  const float* x = a.in[0].f32();
+  const float* gamma = a.in[1].f32();
+  const float* saved = a.in[2].f32();
+  const float* dy = a.in[3].f32();
+  float* dx = has_out(a, 2) ? a.out[2].f32() : nullptr;
+  const bool acc_dx = a.accumulate(2);
+  const bool want_params = has_out(a, 0) || has_out(a, 1);
+  const int parts = reduction_parts(rows, rows * c * 4);
+  // Per part: dgamma's partial sums, then dbeta's. The calling thread's
+  // buffer, grown only when a larger layer comes by.
+  thread_local std::vector<double> partials;
+  if (want_params) partials.assign(static_cast<size_t>(parts * 2 * c), 0.0);
+  double* const sums = partials.data();
+  for_each_part(rows, parts, [&](int p, int64_t lo, int64_t hi) {
+    double* dgamma = want_params ? sums + static_cast<int64_t>(p) * 2 * c : nullptr;
+    double* dbeta = dgamma ? dgamma + c : nullptr;
+    const double inv_c = 1.0 / static_cast<double>(c);
+    for (int64_t r = lo; r < hi; ++r) {
+      const float* xr = x + r * c;
+      const float* dyr = dy + r * c;
+      const float mean = saved[2 * r], inv_std = saved[2 * r + 1];
+      // dx = inv_std * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma.
+      double sg = 0, sgx = 0;
+      for (int64_t i = 0; i < c; ++i) {
+        const float xhat = (xr[i] - mean) * inv_std;
+        const float g = dyr[i] * gamma[i];
+        sg += g;
+        sgx += static_cast<double>(g) * xhat;
+        if (dgamma) {
+          dgamma[i] += static_cast<double>(dyr[i]) * xhat;
+          dbeta[i] += dyr[i];
+        }
+      }
+      if (!dx) continue;
+      const float mg = static_cast<float>(sg * inv_c), mgx = static_cast<float>(sgx * inv_c);
+      float* dxr = dx + r * c;
+      detail::store(acc_dx, dxr, c, [&](int64_t i) {
+        const float xhat = (xr[i] - mean) * inv_std;
+        return inv_std * (dyr[i] * gamma[i] - mg - xhat * mgx);
+      });
+    }
+  });
+  if (!want_params) return;
+  for (int k = 0; k < 2; ++k) {
+    if (!has_out(a, static_cast<size_t>(k))) continue;
+    float* out = a.out[static_cast<size_t>(k)].f32();
+    const bool acc = a.accumulate(static_cast<size_t>(k));
+    for (int64_t i = 0; i < c; ++i) {
+      double v = 0;
+      for (int p = 0; p < parts; ++p) v += sums[(static_cast<int64_t>(p) * 2 + k) * c + i];
+      out[i] = acc ? static_cast<float>(out[i] + v) : static_cast<float>(v);
+    }
+  }
+}
+
+}  // namespace tr::cpu
