@@ -77,6 +77,21 @@ GraphNode batch_norm_backward(const LoweringInputs& in) {
                       {t.weight_in(G), t.bias_in(G), in.dx}, in.layer);
 }
 
+// Layer norm's scale and shift are FP32 at every precision, as batch norm's.
+GraphNode layer_norm_forward(const LoweringInputs& in) {
+  const LayerTensors& t = *in.t;
+  constexpr ParamSeries W = ParamSeries::W;
+  return compute_node(ComputeOp::LAYER_NORM_FWD, {in.x, t.weight_in(W), t.bias_in(W)},
+                      {t.out, t.saved}, in.layer);
+}
+
+GraphNode layer_norm_backward(const LoweringInputs& in) {
+  const LayerTensors& t = *in.t;
+  constexpr ParamSeries W = ParamSeries::W, G = ParamSeries::G;
+  return compute_node(ComputeOp::LAYER_NORM_BWD, {in.x, t.weight_in(W), t.saved, t.grad},
+                      {t.weight_in(G), t.bias_in(G), in.dx}, in.layer);
+}
+
 GraphNode relu_backward(const LoweringInputs& in) {
   // y > 0 exactly where x > 0, so either carries the mask. The output does
   // unless it already holds the next layer's in-place dX: then the input
@@ -181,6 +196,16 @@ void batch_norm_tensors(const OwnedTensors& o, LayerTensors& t) {
   t.saved = plan.alloc_bn_saved(c, id + ".saved", v);
 }
 
+// LayerNorm: scale and shift (in the normalisation kinds, FP32 at every
+// precision) and each position's statistics for the backward.
+void layer_norm_tensors(const OwnedTensors& o, LayerTensors& t) {
+  const Shape& x = o.analysis->inputs[0];
+  const std::string& id = o.node->id;
+  o.params(t.weight, ParamKind::BN_WEIGHT, {1, 1, 1, x.c}, id + ".weight");
+  o.params(t.bias, ParamKind::BN_BIAS, {1, 1, 1, x.c}, id + ".bias");
+  t.saved = o.plan->alloc_layer_norm_saved(x, id + ".saved", o.layer);
+}
+
 // Dropout: the mask its backward reads.
 void dropout_tensors(const OwnedTensors& o, LayerTensors& t) {
   t.mask = o.plan->alloc_mask(o.analysis->output, o.node->id + ".mask", o.layer);
@@ -215,6 +240,7 @@ constexpr LayerLowering kLowerings[] = {
         &weighted_tensors<false>),
     {&add_forward, &add_backward},
     {&concat_forward, &concat_backward},
+    with_tensors({&layer_norm_forward, &layer_norm_backward}, &layer_norm_tensors),
     {&loss_forward, nullptr, true},  // SoftmaxCrossEntropy: its forward writes the logits' gradient
 };
 static_assert(std::size(kLowerings) == std::size(kAllLayerTypes),

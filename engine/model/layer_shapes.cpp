@@ -86,6 +86,21 @@ bool batch_norm_shape(ShapeQuery& q) {
   return true;
 }
 
+// Each position's channels are one row: a single channel would normalise
+// every value to 0, leaving the shift alone.
+bool layer_norm_shape(ShapeQuery& q) {
+  const int64_t c = q.inputs[0].c;
+  if (c < 2)
+    return refuse(q,
+                  "normalises the channels of each position, and its input " +
+                      dims(q.inputs[0]) +
+                      " has 1: every value would become 0; put it where a position has 2 or "
+                      "more channels (a token's features)");
+  q.param_count = 2 * c;
+  q.flops = 8 * q.inputs[0].elements();
+  return true;
+}
+
 bool elementwise_shape(ShapeQuery& q) {
   q.flops = q.inputs[0].elements();
   return true;

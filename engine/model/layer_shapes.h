@@ -21,6 +21,7 @@ std::string dims(const Shape& s);
 bool input_shape(ShapeQuery& q);
 bool conv_shape(ShapeQuery& q);
 bool batch_norm_shape(ShapeQuery& q);
+bool layer_norm_shape(ShapeQuery& q);
 bool elementwise_shape(ShapeQuery& q);  // ReLU, Tanh, SiLU, Dropout
 bool pool_shape(ShapeQuery& q);
 bool global_pool_shape(ShapeQuery& q);

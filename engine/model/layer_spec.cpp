@@ -105,9 +105,14 @@ constexpr ParamSpec kConvParams[] = {
     bias_param(),
 };
 
+constexpr ParamSpec kEps = number_param("eps", "", 0, true, kInf, false, 1e-10, 1.0,
+                                        &LayerParams::eps,
+                                        "added to the variance before the square root");
+
+constexpr ParamSpec kLayerNormParams[] = {kEps};
+
 constexpr ParamSpec kBatchNormParams[] = {
-    number_param("eps", "", 0, true, kInf, false, 1e-10, 1.0, &LayerParams::eps,
-                 "added to the variance before the square root"),
+    kEps,
     number_param("momentum", "", 0, false, 1, false, 0.0, 1.0, &LayerParams::momentum,
                  "weight of the new batch in the running statistics"),
 };
@@ -237,6 +242,11 @@ constexpr LayerSpec kSpecs[] = {
     spec(LayerType::Add, "Add", "add", &add_shape, 2, 1, false, LayerGroup::Merge,
          "Adds two inputs of the same shape (residual connections)."),
     concat_spec(),
+    spec(LayerType::LayerNorm, "LayerNorm", "ln", &layer_norm_shape, 1, 1, true,
+         LayerGroup::Transformer,
+         "Layer normalisation over the channels of each position (a token's features), with a "
+         "trained scale and shift per channel.",
+         kLayerNormParams),
     spec(LayerType::SoftmaxCrossEntropy, "SoftmaxCrossEntropy", "loss", &loss_shape, 1, 0, false,
          LayerGroup::InputOutput,
          "The loss: softmax and cross-entropy over the classes; exactly one."),

@@ -316,6 +316,36 @@ OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoi
         Writer::integer(w.node("Concat", id, ins, id), "axis", 1);  // channels, or features
         break;
       }
+      case LayerType::LayerNorm: {
+        // As PyTorch writes it at opset 13, over the channels (axis 1 of an
+        // NCHW image or of a [N, features] matrix): (x - mean) /
+        // sqrt(mean((x - mean)^2) + eps) * scale + shift.
+        const int64_t c = na.inputs[0].c;
+        const bool flat = orders.flat[static_cast<size_t>(src)];
+        const std::vector<int64_t> dims =
+            flat ? std::vector<int64_t>{c} : std::vector<int64_t>{c, 1, 1};
+        const Shape order = orders.columns_of(i, a);
+        for (const char* part : {".weight", ".bias"}) {
+          std::vector<float> v = weights.get(id + part, c);
+          // A flattened image's features: ONNX's order is CHW, ours HWC.
+          if (flat && orders_differ(order)) v = columns_to_chw(v, 1, order);
+          w.initializer(id + part, dims, v);
+        }
+        Writer::ints(w.node("ReduceMean", id + "/mean", {x}, id + "/mean"), "axes", {1});
+        w.node("Sub", id + "/centred", {x, id + "/mean"}, id + "/centred");
+        w.node("Pow", id + "/squared", {id + "/centred", w.scalar(id + "/two", 2.0f)},
+               id + "/squared");
+        Writer::ints(w.node("ReduceMean", id + "/variance", {id + "/squared"}, id + "/variance"),
+                     "axes", {1});
+        w.node("Add", id + "/plus_eps",
+               {id + "/variance", w.scalar(id + "/eps", static_cast<float>(p.eps))},
+               id + "/plus_eps");
+        w.node("Sqrt", id + "/std", {id + "/plus_eps"}, id + "/std");
+        w.node("Div", id + "/normalised", {id + "/centred", id + "/std"}, id + "/normalised");
+        w.node("Mul", id + "/scaled", {id + "/normalised", id + ".weight"}, id + "/scaled");
+        w.node("Add", id, {id + "/scaled", id + ".bias"}, id);
+        break;
+      }
       case LayerType::SoftmaxCrossEntropy:
         logits_node = src;
         break;

@@ -61,6 +61,9 @@ constexpr OnnxOpSupport kOps[] = {
     {"Pad", "the padding of the AveragePool after it (zeros, as PyTorch writes it)"},
     {"GlobalAveragePool", "GlobalAvgPool"},
     {"ReduceMean", "GlobalAvgPool (over height and width)"},
+    {"ReduceMean, Sub, Pow, Add, Sqrt, Div, Mul",
+     "LayerNorm over the channels, as PyTorch writes it at opsets 13 to 16: (x - mean) / "
+     "sqrt(mean((x - mean)^2) + eps) * scale + shift"},
     {"Add", "Add (two tensors), or the bias of the MatMul before it"},
     {"Concat", "Concat (channels or features)"},
     {"Flatten", "Flatten (axis 1)"},
@@ -445,6 +448,8 @@ class Importer {
   void convert(int k);
   bool fused_silu(int k);
   bool fused_gelu(int k);
+  bool reduces_channels(int k, int rank) const;
+  bool fused_layer_norm(int k);
   void conv(int k);
   void batch_norm(int k);
   void pool(int k, LayerType t);
@@ -559,6 +564,85 @@ bool Importer::fused_gelu(int k) {
   const Value v = value(k, 0);
   add_layer(k, LayerType::GELU, layer_spec(LayerType::GELU).defaults, {v}, out(m2), v.rank);
   for (int j : {e, a, m1, m2}) done_[static_cast<size_t>(j)] = true;
+  return true;
+}
+
+// Whether ReduceMean k averages over the channels alone (axis 1), keeping them.
+bool Importer::reduces_channels(int k, int rank) const {
+  if (!op_is(k, "ReduceMean") || attr_int(k, "keepdims", 1) != 1) return false;
+  Dims axes = attr_ints(k, "axes", {});
+  if (has_input(k, 1)) {
+    const Tensor* t = constant(input(k, 1));
+    if (!t || t->is_float) return false;
+    axes = t->i;
+  }
+  for (int64_t& ax : axes) ax = ax < 0 ? ax + rank : ax;
+  return axes == Dims{1};
+}
+
+// ReduceMean -> Sub -> Pow 2 -> ReduceMean -> Add eps -> Sqrt -> Div ->
+// Mul scale -> Add shift over the channels: LayerNorm as PyTorch writes it
+// below opset 17, and as our export does.
+bool Importer::fused_layer_norm(int k) {
+  if (!has_input(k, 0) || !values_.count(input(k, 0))) return false;
+  const Value v = value(k, 0);
+  const std::string& x = input(k, 0);
+  if (!reduces_channels(k, v.rank)) return false;
+  const int sub = sole_consumer(out(k));
+  if (!op_is(sub, "Sub") || input(sub, 0) != x || input(sub, 1) != out(k)) return false;
+  const std::string& centred = out(sub);
+  if (consumers(centred) != 2 || outputs_.count(centred)) return false;
+  int pow = -1, div = -1;
+  for (int c : consumers_.at(centred)) {
+    if (op_is(c, "Pow")) pow = c;
+    if (op_is(c, "Div")) div = c;
+  }
+  if (pow < 0 || div < 0 || input(pow, 0) != centred || !is_scalar(input(pow, 1), 2.0) ||
+      input(div, 0) != centred)
+    return false;
+  const int var = sole_consumer(out(pow));
+  if (!reduces_channels(var, v.rank)) return false;
+  const int add = sole_consumer(out(var));
+  if (!op_is(add, "Add")) return false;
+  const Tensor* eps = constant(other_input(add, out(var)));
+  if (!eps || !eps->is_float || eps->f.size() != 1) return false;
+  const int root = sole_consumer(out(add));
+  if (!op_is(root, "Sqrt") || sole_consumer(out(root)) != div || input(div, 1) != out(root))
+    return false;
+  const int mul = sole_consumer(out(div));
+  if (!op_is(mul, "Mul")) return false;
+  const Tensor* scale = constant(other_input(mul, out(div)));
+  const int shifted = sole_consumer(out(mul));
+  if (!scale || !op_is(shifted, "Add")) return false;
+  const Tensor* shift = constant(other_input(shifted, out(mul)));
+  if (!shift) return false;
+  // A layer norm from here on: what does not fit is said, not passed over.
+  if (!scale->is_float || !shift->is_float || scale->count() != shift->count())
+    fail(mul, "scales a layer normalisation by " + std::to_string(scale->count()) +
+                  " values and shifts it by " + std::to_string(shift->count()) +
+                  "; it needs one float of each per channel");
+  if (!(eps->f[0] > 0))
+    fail(add, "adds " + std::to_string(eps->f[0]) +
+                  " to a layer normalisation's variance; the LayerNorm layer takes an eps above 0");
+  LayerParams p = layer_spec(LayerType::LayerNorm).defaults;
+  p.eps = shortest(eps->f[0]);
+  const int node = add_layer(mul, LayerType::LayerNorm, p, {v}, out(shifted), v.rank);
+  const std::string id = project_.model.nodes[static_cast<size_t>(node)].id;
+  weights_[id + ".weight"] = scale->f;
+  weights_[id + ".bias"] = shift->f;
+  for (int j : {sub, pow, div, var, add, root, mul, shifted}) done_[static_cast<size_t>(j)] = true;
+  after_analysis_.push_back([this, mul, node, id, c = scale->count()](const ModelAnalysis& a) {
+    const int64_t channels = a.nodes[static_cast<size_t>(node)].inputs[0].c;
+    if (channels != c)
+      fail(mul, "scales " + std::to_string(c) + " channels of a layer normalisation whose input " +
+                    "has " + std::to_string(channels));
+    // A flattened image's features: ONNX's order is CHW, ours HWC.
+    const int src = a.source_of(node, 0).node;
+    const Shape order = orders_.columns_of(node, a);
+    if (orders_.flat[static_cast<size_t>(src)] && orders_differ(order))
+      for (const char* part : {".weight", ".bias"})
+        weights_[id + part] = columns_from_chw(weights_[id + part], 1, order);
+  });
   return true;
 }
 
@@ -835,6 +919,8 @@ void Importer::convert(int k) {
     const Value x = value(k, 0);
     image_input(k, x);
     simple(LayerType::GlobalAvgPool, none);
+  } else if (op == "ReduceMean" && fused_layer_norm(k)) {
+    // LayerNorm's nine nodes became one layer
   } else if (op == "ReduceMean") {
     known_attributes(k, {"axes", "keepdims", "noop_with_empty_axes"});
     Dims axes = attr_ints(k, "axes", {});
@@ -849,7 +935,8 @@ void Importer::convert(int k) {
     image_input(k, x);
     if (axes != Dims{2, 3})
       fail(k, "averages over the axes " + dims_text(axes) +
-                  "; the workbench averages over height and width only (axes 2 and 3)");
+                  "; the workbench averages over height and width (axes 2 and 3: a "
+                  "GlobalAvgPool) or, in a LayerNorm, over the channels (axis 1)");
     if (attr_int(k, "keepdims", 1)) {
       simple(LayerType::GlobalAvgPool, none);
     } else {
@@ -936,11 +1023,17 @@ void Importer::convert(int k) {
     alias(k, value(k, 0));
     notes_.push_back("the model's last " + op + " is left out: the loss computes it, and predict " +
                      "prints the probabilities");
-  } else if (op == "Div" || op == "Erf" || op == "Mul") {
+  } else if (op == "Div" || op == "Erf" || op == "Mul" || op == "Sub" || op == "Pow" ||
+             op == "Sqrt") {
     const std::string gelu =
         "a GELU (x / sqrt 2, Erf, + 1, times x, times 0.5, as PyTorch writes it)";
-    fail(k, "is not part of " + (op == "Mul" ? gelu + " or a SiLU (x times Sigmoid(x))" : gelu) +
-                "; the importer takes '" + op + "' only there");
+    const std::string layer_norm =
+        "a LayerNorm over the channels (ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, "
+        "Mul by the scale, Add the shift, as PyTorch writes it below opset 17)";
+    std::string part = op == "Erf" ? gelu : layer_norm;
+    if (op == "Div") part = gelu + " or " + layer_norm;
+    if (op == "Mul") part = gelu + ", a SiLU (x times Sigmoid(x)) or " + layer_norm;
+    fail(k, "is not part of " + part + "; the importer takes '" + op + "' only there");
   } else {
     std::set<std::string> names;
     for (const OnnxOpSupport& s : kOps)

@@ -34,13 +34,13 @@ std::vector<InitialTensor> initial_weights(const CompiledProject& cp, uint64_t s
   std::vector<InitialTensor> out;
   const MemoryPlan& plan = cp.plans.front();
   for (int v : cp.analysis.order) {
-    const LayerNode& node = cp.project.model.nodes[static_cast<size_t>(v)];
     const LayerTensors& t = cp.layers[static_cast<size_t>(v)];
     const DTensorId w = t.weight_in(ParamSeries::W);
     if (w == kNoTensor) continue;
     std::vector<float> weight, bias;
     const int64_t wn = plan.get_dtensor(w).shape.elements();
-    if (node.type == LayerType::BatchNorm2d) {
+    // A normalisation layer's scale starts at 1 and its shift at 0.
+    if (plan.get_dtensor(w).region == param_region(ParamSeries::W, ParamKind::BN_WEIGHT)) {
       weight.assign(static_cast<size_t>(wn), 1.0f);
       bias.assign(static_cast<size_t>(wn), 0.0f);
       add(out, t.prev_mean, std::vector<float>(static_cast<size_t>(wn), 0.0f));

@@ -35,6 +35,8 @@ QString layer_group_name(LayerGroup g) {
       return LayerCatalogText::tr("Dense");
     case LayerGroup::Merge:
       return LayerCatalogText::tr("Merge (residual)");
+    case LayerGroup::Transformer:
+      return LayerCatalogText::tr("Transformer");
   }
   return {};
 }
@@ -66,6 +68,8 @@ QColor layer_colour(LayerType t) {
       return QColor(0xf7, 0xd7, 0xd0);
     case LayerGroup::Merge:
       return QColor(0xfa, 0xf0, 0xa6);
+    case LayerGroup::Transformer:
+      return QColor(0xd0, 0xf0, 0xee);
   }
   return Qt::white;
 }

@@ -69,6 +69,38 @@ class TinyModel {
     integer(node("Gemm", "fc", {"f", "fc.weight", "fc.bias"}, "logits"), "transB", 1);
   }
 
+  // The Relu becomes a LayerNorm over the conv's channels as PyTorch writes
+  // it below opset 17, with `scales` values of scale and of shift.
+  void layer_norm(int64_t scales) {
+    onnx::GraphProto& g = graph();
+    for (int k = 0; k < g.node_size(); ++k)
+      if (g.node(k).name() == "relu") g.mutable_node()->DeleteSubrange(k, 1);
+    weights("ln.weight", {scales, 1, 1});
+    weights("ln.bias", {scales, 1, 1});
+    weights("ln.two", {});
+    initializer("ln.two").set_float_data(0, 2.0f);
+    weights("ln.eps", {});
+    initializer("ln.eps").set_float_data(0, 1e-5f);
+    ints(node("ReduceMean", "ln/mean", {"c"}, "m"), "axes", {1});
+    node("Sub", "ln/sub", {"c", "m"}, "d");
+    node("Pow", "ln/pow", {"d", "ln.two"}, "d2");
+    ints(node("ReduceMean", "ln/var", {"d2"}, "v"), "axes", {1});
+    node("Add", "ln/add", {"v", "ln.eps"}, "ve");
+    node("Sqrt", "ln/sqrt", {"ve"}, "s");
+    node("Div", "ln/div", {"d", "s"}, "n");
+    node("Mul", "ln/mul", {"n", "ln.weight"}, "ns");
+    node("Add", "ln/shift", {"ns", "ln.bias"}, "r");
+    // Topological order: the norm's nodes before the Flatten and the Gemm.
+    for (const char* later : {"flatten", "fc"})
+      for (int k = 0; k < g.node_size(); ++k)
+        if (g.node(k).name() == later) {
+          onnx::NodeProto moved = g.node(k);
+          g.mutable_node()->DeleteSubrange(k, 1);
+          *g.add_node() = moved;
+          break;
+        }
+  }
+
   onnx::ModelProto& model() { return m_; }
   onnx::GraphProto& graph() { return *m_.mutable_graph(); }
   onnx::NodeProto& find(const std::string& name) {
@@ -429,6 +461,29 @@ class TestOnnxImport : public QObject {
         qPrintable(train.out));
   }
 
+  // PyTorch's decomposed LayerNorm (opsets 13 to 16) is one LayerNorm
+  // layer with its eps, scale and shift.
+  void aDecomposedLayerNormIsOneLayer() {
+    TinyModel t;
+    t.layer_norm(2);
+    const std::string path = at(QStringLiteral("layer-norm.onnx")).toStdString();
+    t.save(path);
+    const OnnxImportResult r = import_onnx(path);
+    const int ln = r.project.model.find("ln");
+    QVERIFY(ln >= 0);
+    const LayerNode& n = r.project.model.nodes[static_cast<size_t>(ln)];
+    QCOMPARE(n.type, LayerType::LayerNorm);
+    QCOMPARE(n.params.eps, 1e-5);
+    QCOMPARE(r.project.model.nodes.size(), size_t{6});  // input, conv, ln, flatten, fc, loss
+    int found = 0;
+    for (const CheckpointTensor& c : r.checkpoint.tensors)
+      if (c.name == "ln.weight" || c.name == "ln.bias") {
+        QCOMPARE(c.values, (std::vector<float>{0.01f, 0.02f}));
+        ++found;
+      }
+    QVERIFY(found >= 2);
+  }
+
   void unsupportedModelsAreRefused() {
     refused(
         "unknown-op", [](TinyModel& t) { t.find("relu").set_op_type("Selu"); },
@@ -437,8 +492,24 @@ class TestOnnxImport : public QObject {
     refused(
         "lone mul", [](TinyModel& t) { t.find("relu").set_op_type("Mul"); },
         QStringLiteral("node 'relu' (Mul): is not part of a GELU (x / sqrt 2, Erf, + 1, times x, "
-                       "times 0.5, as PyTorch writes it) or a SiLU (x times Sigmoid(x)); the "
-                       "importer takes 'Mul' only there"));
+                       "times 0.5, as PyTorch writes it), a SiLU (x times Sigmoid(x)) or a "
+                       "LayerNorm over the channels (ReduceMean, Sub, Pow 2, ReduceMean, Add "
+                       "eps, Sqrt, Div, Mul by the scale, Add the shift, as PyTorch writes it "
+                       "below opset 17); the importer takes 'Mul' only there"));
+    refused(
+        "lone sub", [](TinyModel& t) { t.find("relu").set_op_type("Sub"); },
+        QStringLiteral("node 'relu' (Sub): is not part of a LayerNorm over the channels"));
+    refused(
+        "layer norm scales", [](TinyModel& t) { t.layer_norm(3); },
+        QStringLiteral("node 'ln/mul' (Mul): scales 3 channels of a layer normalisation whose "
+                       "input has 2"));
+    refused(
+        "layer norm over width",
+        [](TinyModel& t) {
+          t.layer_norm(2);
+          t.find("ln/mean").mutable_attribute(0)->set_ints(0, 3);
+        },
+        QStringLiteral("node 'ln/mean' (ReduceMean): averages over the axes [3]"));
     // A Div with no inputs at all: the GELU matcher looks at its first input before anything
     // checks that it has one (a fuzzing finding).
     refused(

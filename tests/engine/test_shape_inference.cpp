@@ -167,6 +167,33 @@ class TestShapeInference : public QObject {
     QCOMPARE(a.total_params, int64_t{108 + 8 + 40});
   }
 
+  // A scale and a shift per channel; over a single channel it is refused on
+  // its node, saying why and what would fit.
+  void layerNormKeepsItsShape() {
+    ModelBuilder b;
+    b.node("input", LayerType::Input, input(8, 8, 1))
+        .node("conv", LayerType::Conv2d, square_conv(6, 3, 1, 1))
+        .node("ln", LayerType::LayerNorm)
+        .node("gap", LayerType::GlobalAvgPool)
+        .node("fc", LayerType::Linear, linear(10))
+        .node("loss", LayerType::SoftmaxCrossEntropy)
+        .chain({"input", "conv", "ln", "gap", "fc", "loss"});
+    Project p = b.build();
+    const ModelAnalysis a = analyze_model(p, 2);
+    QVERIFY2(a.ok(), all_messages(a).c_str());
+    QCOMPARE(shape(a, p, "ln"), (Shape{2, 8, 8, 6}));
+    QCOMPARE(at(a, p, "ln").params, int64_t{2 * 6});
+
+    p.model.nodes[static_cast<size_t>(p.model.find("conv"))].params.out_channels = 1;
+    const ModelAnalysis one = analyze_model(p, 2);
+    QCOMPARE(one.problems.size(), size_t{1});
+    const Diagnostic& d = one.problems.front();
+    QCOMPARE(qs(d.node), QString("'ln' (LayerNorm)"));
+    QVERIFY2(d.message.find("[N,8,8,1]") != std::string::npos &&
+                 d.message.find("2 or more channels") != std::string::npos,
+             d.message.c_str());
+  }
+
   void groupedAndDepthwiseConvolutions() {
     // 8 channels -> 16 in 2 groups; depthwise 16 -> 32 (a multiplier of 2).
     LayerParams grouped = square_conv(16, 3, 1, 1, false);

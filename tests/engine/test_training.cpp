@@ -162,6 +162,39 @@ class TestTraining : public QObject {
     QCOMPARE(fused.report.epochs.back().val_top1, plain.report.epochs.back().val_top1);
   }
 
+  // conv-LayerNorm-GELU-pool-conv-LayerNorm-gap-fc learns in FP32, AMP and
+  // BF16 (the CPU backend's schedule checker on), and the 16-bit runs start
+  // where FP32 does.
+  void layerNormTrainsAtEveryPrecision() {
+    std::vector<double> first_loss;
+    for (Precision precision : {Precision::FP32, Precision::AMP, Precision::BF16}) {
+      Project p = small_project();
+      ModelBuilder b;
+      b.project() = p;
+      b.project().model = {};
+      b.node("in", LayerType::Input, input(8, 8, 1))
+          .node("conv1", LayerType::Conv2d, conv(8, 3, 3, 1, 1, 1, 1, true))
+          .node("ln1", LayerType::LayerNorm)
+          .node("gelu", LayerType::GELU)
+          .node("pool", LayerType::MaxPool2d, pool(2, 2))
+          .node("conv2", LayerType::Conv2d, conv(12, 3, 3, 1, 1, 1, 1, true))
+          .node("ln2", LayerType::LayerNorm)
+          .node("gap", LayerType::GlobalAvgPool)
+          .node("fc", LayerType::Linear, linear(4))
+          .node("loss", LayerType::SoftmaxCrossEntropy)
+          .chain({"in", "conv1", "ln1", "gelu", "pool", "conv2", "ln2", "gap", "fc", "loss"});
+      p = b.build();
+      p.training.precision = precision;
+      const Run r = run(p);
+      const char* name = precision_name(precision).data();
+      QVERIFY(learns(r, 0.9, 0.3, name));
+      first_loss.push_back(r.losses.front());
+    }
+    for (double l : first_loss)
+      QVERIFY2(std::fabs(l - first_loss[0]) < 2e-2 * first_loss[0],
+               qPrintable(QString("%1 against FP32's %2").arg(l).arg(first_loss[0])));
+  }
+
   void everyActivationTrainsAndItsRewritesChangeNothing() {
     // conv-bn-ACT-conv-bn-ACT-gap-fc for each layer type of the activation family:
     // the second conv writes its dX over the first activation's output when

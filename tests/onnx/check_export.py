@@ -108,6 +108,12 @@ def reference(project, tensors, x_nhwc):
             v = weight(tensors, nid + ".running_var").reshape(-1)
             y = (x - m) / np.sqrt(v + eps) * weight(tensors, nid + ".weight").reshape(-1) \
                 + weight(tensors, nid + ".bias").reshape(-1)
+        elif t == "LayerNorm":  # over the channels of each position
+            eps = p.get("eps", 1e-5)
+            m = x.mean(axis=3, keepdims=True)
+            v = ((x - m) ** 2).mean(axis=3, keepdims=True)
+            y = (x - m) / np.sqrt(v + eps) * weight(tensors, nid + ".weight").reshape(-1) \
+                + weight(tensors, nid + ".bias").reshape(-1)
         elif t == "ReLU":
             y = np.maximum(x, 0)
         elif t == "ReLU6":
@@ -214,6 +220,14 @@ def run_onnx(model, x_nchw):
             y = np.minimum(np.maximum(i[0], i[1]), i[2])
         elif op == "Add":
             y = sum(i)
+        elif op == "ReduceMean":
+            y = i[0].mean(axis=tuple(a["axes"]), keepdims=bool(a.get("keepdims", 1)))
+        elif op == "Sub":
+            y = i[0] - i[1]
+        elif op == "Pow":
+            y = i[0] ** i[1]
+        elif op == "Sqrt":
+            y = np.sqrt(i[0])
         elif op == "Mul":
             y = i[0] * i[1]
         elif op == "Div":

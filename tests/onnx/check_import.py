@@ -65,6 +65,7 @@ class Zoo(nn.Module):
         self.relu6 = nn.ReLU6()
         self.drop = nn.Dropout(0.3)
         self.fc1 = nn.Linear(12 * 4 * 8, 20)
+        self.norm = nn.LayerNorm(32, eps=1e-6)  # ReduceMean, Sub, Pow, ..., over the features
         self.w2 = nn.Parameter(torch.randn(32, 7) * 0.3)
         self.b2 = nn.Parameter(torch.randn(7) * 0.1)
 
@@ -75,7 +76,7 @@ class Zoo(nn.Module):
         y = self.relu6(self.leaky(self.conv3(y)))
         flat = torch.tanh(y).reshape(y.shape[0], -1)  # a Reshape to [1, -1]
         gap = torch.sigmoid(y).mean(dim=(2, 3))  # ReduceMean, keepdims 0
-        z = torch.cat([self.fc1(self.drop(flat)), gap], 1)
+        z = self.norm(torch.cat([self.fc1(self.drop(flat)), gap], 1))
         return torch.matmul(z, self.w2) + self.b2  # MatMul, then Add
 
 
@@ -93,7 +94,7 @@ def models():
     }
 
 
-def randomise_batch_norm(model, gen):
+def randomise_norms(model, gen):
     for m in model.modules():
         if isinstance(m, nn.BatchNorm2d):
             c = m.num_features
@@ -102,6 +103,10 @@ def randomise_batch_norm(model, gen):
             with torch.no_grad():
                 m.weight.copy_(torch.rand(c, generator=gen) + 0.5)
                 m.bias.copy_(torch.randn(c, generator=gen) * 0.2)
+        if isinstance(m, nn.LayerNorm):  # away from the ones and zeros it starts at
+            with torch.no_grad():
+                m.weight.copy_(torch.rand(m.weight.shape, generator=gen) + 0.5)
+                m.bias.copy_(torch.randn(m.bias.shape, generator=gen) * 0.2)
 
 
 def run(cmd):
@@ -116,7 +121,7 @@ def check(name, args, work, gen):
     make, (c, h, w), form, norm = models()[name]
     torch.manual_seed(1)
     model = make()
-    randomise_batch_norm(model, gen)
+    randomise_norms(model, gen)
     model.eval()
     onnx_path = os.path.join(work, name + ".onnx")
     training = (torch.onnx.TrainingMode.EVAL if form == "eval" else

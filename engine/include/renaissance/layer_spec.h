@@ -45,7 +45,8 @@ enum class LayerGroup {
   Activation,
   Pooling,
   Dense,
-  Merge
+  Merge,
+  Transformer
 };
 
 enum class LayerParamKind {

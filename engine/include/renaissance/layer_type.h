@@ -27,6 +27,7 @@ enum class LayerType {
   Linear,
   Add,
   Concat,
+  LayerNorm,
   SoftmaxCrossEntropy,
 };
 
@@ -49,6 +50,7 @@ inline constexpr LayerType kAllLayerTypes[] = {
     LayerType::Linear,
     LayerType::Add,
     LayerType::Concat,
+    LayerType::LayerNorm,
     LayerType::SoftmaxCrossEntropy,
 };
 

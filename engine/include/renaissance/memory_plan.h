@@ -67,6 +67,8 @@ class MemoryPlan {
                         int owner, DType half);
   DTensorId alloc_bn_stat(Region region, int64_t channels, std::string name, int owner);
   DTensorId alloc_bn_saved(int64_t channels, std::string name, int owner);
+  // Layer norm's: each position's mean and 1/std, side by side ([N,H,W,2] for x [N,H,W,C]).
+  DTensorId alloc_layer_norm_saved(const Shape& x, std::string name, int owner);
   DTensorId alloc_feature(const Shape& shape, DType dtype, std::string name, int owner);
   DTensorId alloc_grad_slot(const Shape& shape, DType dtype, std::string name, int owner);
   DTensorId alloc_input(InputBuffer buffer, const Shape& shape, DType dtype);

@@ -19,8 +19,8 @@ namespace tr {
 // biases live with their convolution's kind (first or deep), so the two
 // gradient buckets stay exactly two contiguous spans.
 #define TR_PARAM_KINDS(X, S, T)     \
-  X(S, T, BN_BIAS, "BN shift")      \
-  X(S, T, BN_WEIGHT, "BN scale")    \
+  X(S, T, BN_BIAS, "norm shift")    \
+  X(S, T, BN_WEIGHT, "norm scale")  \
   X(S, T, FC_BIAS, "FC bias")       \
   X(S, T, FC_WEIGHT, "FC matrix")   \
   X(S, T, FIRST_CONV, "first conv") \
@@ -66,7 +66,7 @@ namespace tr {
   R(F_GRAD_SLOT_BF16, "Gradient slots (BF16)")                                    \
   /* S: scalars, BN batch statistics saved for backward, masks */                 \
   R(S_SCALARS, "Scalars (learning rate, loss scale, step)")                       \
-  R(S_BN_SAVED, "BN batch statistics for the backward")                           \
+  R(S_BN_SAVED, "Normalisation statistics for the backward")                      \
   R(S_MASK, "Dropout and pooling masks")                                          \
   /* T: temporaries */                                                            \
   R(T_SCRATCH, "Scratch")
@@ -80,7 +80,8 @@ enum class ParamKind : uint8_t {
 inline constexpr int kParamKinds = 0 TR_PARAM_KINDS(TR_COUNT_KIND, , );
 #undef TR_COUNT_KIND
 
-// Batch norm's scale and shift: FP32 at every precision (no 16-bit copy).
+// The normalisation layers' (batch norm's, layer norm's) scale and shift:
+// FP32 at every precision (no 16-bit copy).
 constexpr bool is_bn_param(ParamKind k) noexcept {
   return k == ParamKind::BN_BIAS || k == ParamKind::BN_WEIGHT;
 }
