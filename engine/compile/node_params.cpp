@@ -26,6 +26,7 @@ NodeParams layer_node_params(const LayerNode& layer) {
   p.groups = l.groups;
   p.eps = l.eps;
   p.momentum = l.momentum;
+  p.heads = l.heads;
   p.p = l.p;
   p.activation = layer_lowering(layer.type).activation;
   p.negative_slope = l.negative_slope;

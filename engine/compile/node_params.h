@@ -39,6 +39,7 @@ struct NodeParams {
   // ACTIVATION_FWD/BWD: which one, and LeakyReLU's slope for x < 0.
   Activation activation = Activation::NUM_ACTIVATIONS;
   double negative_slope = 0.01;
+  int64_t heads = 1;                // attention: the heads the channels split into
   std::vector<OwnerEps> owner_eps;  // BN_EQ_PARAMS: every layer its spans may hold
 
   // owner's eps from owner_eps, the default when it is not there.

@@ -46,6 +46,8 @@ constexpr ComputeOpInfo kComputeOps[] = {
     bn_training(compute(ComputeOp::BN_RELU_BWD, "BN_RELU_BWD", S::COMP_2)),
     compute(ComputeOp::LAYER_NORM_FWD, "LAYER_NORM_FWD", S::COMP_2),
     compute(ComputeOp::LAYER_NORM_BWD, "LAYER_NORM_BWD", S::COMP_2),
+    compute(ComputeOp::ATTENTION_FWD, "ATTENTION_FWD", S::COMP_1),
+    compute(ComputeOp::ATTENTION_BWD, "ATTENTION_BWD", S::COMP_1),
     in_place(compute(ComputeOp::RELU_FWD, "RELU_FWD", S::COMP_3)),
     compute(ComputeOp::RELU_BWD, "RELU_BWD", S::COMP_3),
     compute(ComputeOp::ACTIVATION_FWD, "ACTIVATION_FWD", S::COMP_3),

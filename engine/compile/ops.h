@@ -35,6 +35,14 @@ enum class ComputeOp : uint8_t {
   // each row with its own statistics: y = (x - mean) / std * gamma + beta.
   LAYER_NORM_FWD,  // in [x, gamma, beta] out [y, saved: each row's mean and 1/std]
   LAYER_NORM_BWD,  // in [x, gamma, saved, dy] out [dgamma, dbeta, dx]
+  // Scaled dot-product attention over the positions of a feature map (its
+  // tokens), each head on its slice of the channels, with an online softmax:
+  // the T x T scores are never stored. qkv holds each token's queries, keys
+  // and values side by side ([N,H,W,3C]); lse each token's and head's
+  // log-sum-exp of its scores ([N,H,W,heads]), all the backward needs of
+  // the softmax.
+  ATTENTION_FWD,  // in [qkv] out [o, lse]
+  ATTENTION_BWD,  // in [qkv, o, lse, do] out [dqkv]
   RELU_FWD,
   RELU_BWD,
   // Every elementwise activation but ReLU (which fuses with BN and takes

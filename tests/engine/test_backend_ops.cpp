@@ -1652,6 +1652,155 @@ std::vector<OpCase> layer_norm_bwd_cases() {
   return cases;
 }
 
+// ---- attention -------------------------------------------------------------------
+
+// Tokens of a feature map and the heads their C channels split into: a few
+// tokens, two heads of 4; 12 tokens on a 3x4 map, three heads of 8; and 70
+// tokens in a row, across the CPU's key blocks of 64.
+struct Attn {
+  Shape x;  // [N,H,W,C]: the tokens' features
+  int64_t heads;
+  int64_t tokens() const { return x.h * x.w; }
+  int64_t d() const { return x.c / heads; }
+  Shape qkv() const { return {x.n, x.h, x.w, 3 * x.c}; }
+  Shape lse() const { return {x.n, x.h, x.w, heads}; }
+  LayerNode layer() const {
+    LayerNode l;
+    l.id = "attn";
+    l.type = LayerType::Linear;  // the op reads only its heads
+    l.params.heads = heads;
+    return l;
+  }
+  std::string name(ComputeOp op) const {
+    return std::string(compute_op_name(op)) + " T" + std::to_string(tokens()) + " heads " +
+           std::to_string(heads) + "x" + std::to_string(d());
+  }
+  size_t q_at(int64_t n, int64_t t, int64_t h) const {
+    return static_cast<size_t>((n * tokens() + t) * 3 * x.c + h * d());
+  }
+  size_t o_at(int64_t n, int64_t t, int64_t h) const {
+    return static_cast<size_t>((n * tokens() + t) * x.c + h * d());
+  }
+  size_t lse_at(int64_t n, int64_t t, int64_t h) const {
+    return static_cast<size_t>((n * tokens() + t) * heads + h);
+  }
+  double score(const std::vector<float>& qkv, int64_t n, int64_t i, int64_t j, int64_t h) const {
+    double s = 0;
+    for (int64_t c = 0; c < d(); ++c)
+      s += double(qkv[q_at(n, i, h) + static_cast<size_t>(c)]) *
+           qkv[q_at(n, j, h) + static_cast<size_t>(x.c + c)];
+    return s / std::sqrt(double(d()));
+  }
+  // o and lse in double.
+  std::pair<Values, Values> forward(const std::vector<float>& qkv) const {
+    Values o(static_cast<size_t>(x.elements()));
+    Values lse_values(static_cast<size_t>(lse().elements()));
+    for (int64_t n = 0; n < x.n; ++n)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < tokens(); ++i) {
+          Values s(static_cast<size_t>(tokens()));
+          double m = -INFINITY, sum = 0;
+          for (int64_t j = 0; j < tokens(); ++j)
+            m = std::max(m, s[static_cast<size_t>(j)] = score(qkv, n, i, j, h));
+          for (double v : s) sum += std::exp(v - m);
+          for (int64_t j = 0; j < tokens(); ++j) {
+            const double p = std::exp(s[static_cast<size_t>(j)] - m) / sum;
+            for (int64_t c = 0; c < d(); ++c)
+              o[o_at(n, i, h) + static_cast<size_t>(c)] +=
+                  p * qkv[q_at(n, j, h) + static_cast<size_t>(2 * x.c + c)];
+          }
+          lse_values[lse_at(n, i, h)] = m + std::log(sum);
+        }
+    return {o, lse_values};
+  }
+};
+
+const Attn kAttns[] = {{{2, 1, 5, 8}, 2}, {{2, 3, 4, 24}, 3}, {{1, 1, 70, 8}, 1}};
+
+// in [qkv] out [o, lse]
+std::vector<OpCase> attention_fwd_cases() {
+  std::vector<OpCase> cases;
+  for (const Attn& at : kAttns) {
+    OpCase c;
+    c.op = ComputeOp::ATTENTION_FWD;
+    c.name = at.name(c.op);
+    c.layer = at.layer();
+    c.in = {at.qkv()};
+    c.out = {at.x, at.lse()};
+    c.in_roles = "F";
+    c.out_roles = "FS";
+    c.tolerance = 2e-5;
+    c.reference = [at](const Tensors& in, const Tensors&) {
+      auto [o, lse] = at.forward(in[0]);
+      return std::vector<Values>{o, lse};
+    };
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+// in [qkv, o, lse, do] out [dqkv]; the last case adds onto dqkv.
+std::vector<OpCase> attention_bwd_cases() {
+  std::vector<OpCase> cases;
+  for (const Attn& at : kAttns) {
+    OpCase c;
+    c.op = ComputeOp::ATTENTION_BWD;
+    const bool accumulate = &at == &kAttns[std::size(kAttns) - 1];
+    c.name = at.name(c.op) + (accumulate ? ", accumulating" : "");
+    c.layer = at.layer();
+    c.in = {at.qkv(), at.x, at.lse(), at.x};
+    c.out = {at.qkv()};
+    c.in_roles = "FFSG";
+    c.out_roles = "G";
+    c.accumulate = accumulate ? 0b1 : 0;
+    c.tolerance = 2e-5;
+    // o and lse are the forward's of this qkv.
+    c.prepare = [at](Tensors& in) {
+      auto [o, lse] = at.forward(in[0]);
+      in[1].assign(o.begin(), o.end());
+      in[2].assign(lse.begin(), lse.end());
+    };
+    // With the o and lse the kernel is handed, as its contract says.
+    c.reference = [at, accumulate](const Tensors& in, const Tensors& before) {
+      const std::vector<float>& qkv = in[0];
+      Values d(qkv.size(), 0.0);
+      const int64_t C = at.x.c, D = at.d();
+      for (int64_t n = 0; n < at.x.n; ++n)
+        for (int64_t h = 0; h < at.heads; ++h)
+          for (int64_t i = 0; i < at.tokens(); ++i) {
+            double delta = 0;
+            for (int64_t k = 0; k < D; ++k)
+              delta += double(in[3][at.o_at(n, i, h) + static_cast<size_t>(k)]) *
+                       in[1][at.o_at(n, i, h) + static_cast<size_t>(k)];
+            for (int64_t j = 0; j < at.tokens(); ++j) {
+              const double p = std::exp(at.score(qkv, n, i, j, h) - in[2][at.lse_at(n, i, h)]);
+              double dp = 0;
+              for (int64_t k = 0; k < D; ++k)
+                dp += double(in[3][at.o_at(n, i, h) + static_cast<size_t>(k)]) *
+                      qkv[at.q_at(n, j, h) + static_cast<size_t>(2 * C + k)];
+              const double ds = p * (dp - delta) / std::sqrt(double(D));
+              for (int64_t k = 0; k < D; ++k) {
+                const size_t qi = at.q_at(n, i, h) + static_cast<size_t>(k);
+                const size_t kj = at.q_at(n, j, h) + static_cast<size_t>(C + k);
+                const size_t vj = at.q_at(n, j, h) + static_cast<size_t>(2 * C + k);
+                d[qi] += ds * qkv[kj];
+                d[kj] += ds * qkv[qi];
+                d[vj] += p * in[3][at.o_at(n, i, h) + static_cast<size_t>(k)];
+              }
+            }
+          }
+      return std::vector<Values>{onto(d, before[0], accumulate)};
+    };
+    c.forward = [at](const Tensors& f) { return at.forward(f[0]).first; };
+    c.forward_inputs = {0};
+    c.grad_of = 0;
+    c.dy = 3;
+    c.grad_out = 0;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 // ---- the loss and the labels ----------------------------------------------------------
 
 constexpr int64_t kRows = 9, kClasses = 7;
@@ -2386,6 +2535,8 @@ constexpr OpEntry kComputeOps[] = {
     {[] { return bn_bwd_cases(true); }},
     {&layer_norm_fwd_cases},
     {&layer_norm_bwd_cases},
+    {&attention_fwd_cases},
+    {&attention_bwd_cases},
     {&activation_fwd_cases},  // RELU_FWD (with the family)
     {&activation_bwd_cases},  // RELU_BWD
     {&activation_fwd_cases},  // ACTIVATION_FWD

@@ -5,6 +5,7 @@
 #include "backends/cpu/own_kernels.h"
 
 #include "backends/cpu/kernels/activations.h"
+#include "backends/cpu/kernels/attention.h"
 #include "backends/cpu/kernels/batch_norm.h"
 #include "backends/cpu/kernels/dropout.h"
 #include "backends/cpu/kernels/elementwise.h"
@@ -45,6 +46,10 @@ Kernel own_compute_kernel(ComputeOp op) noexcept {
       return layer_norm_fwd;
     case ComputeOp::LAYER_NORM_BWD:
       return layer_norm_bwd;
+    case ComputeOp::ATTENTION_FWD:
+      return attention_fwd;
+    case ComputeOp::ATTENTION_BWD:
+      return attention_bwd;
     case ComputeOp::RELU_FWD:
       return relu_fwd;
     case ComputeOp::RELU_BWD:

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/cuda/attention_launchers.h"
 #include "backends/cuda/bn_launchers.h"
 #include "backends/cuda/compute_launchers.h"
 #include "backends/cuda/conv_launchers.h"
@@ -307,6 +308,10 @@ CudaKernel cuda_compute_kernel(ComputeOp op) noexcept {
       return layer_norm::fwd;
     case ComputeOp::LAYER_NORM_BWD:
       return layer_norm::bwd;
+    case ComputeOp::ATTENTION_FWD:
+      return attention::fwd;
+    case ComputeOp::ATTENTION_BWD:
+      return attention::bwd;
     case ComputeOp::DROPOUT_FWD:
       return compute::dropout_fwd;
     case ComputeOp::DROPOUT_BWD:
@@ -394,8 +399,8 @@ std::string_view cuda_op_name(const GraphNode& node) noexcept {
 
 uint64_t cuda_workspace_bytes(const KernelArgs& a, cudaStream_t stream) {
   return std::max({compute::workspace_bytes(a), layer_norm::workspace_bytes(a),
-                   linear::workspace_bytes(a), conv::workspace_bytes(a, stream),
-                   lars_norms_workspace(a)});
+                   attention::workspace_bytes(a), linear::workspace_bytes(a),
+                   conv::workspace_bytes(a, stream), lars_norms_workspace(a)});
 }
 
 }  // namespace tr::cuda

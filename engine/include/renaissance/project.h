@@ -37,6 +37,8 @@ struct LayerParams {
   double negative_slope = 0.01;
   // Concat: how many inputs it joins (ports 0 .. inputs - 1, in channel order)
   int64_t inputs = 2;
+  // Attention: the heads the channels split into (each channels / heads wide)
+  int64_t heads = 1;
 
   bool operator==(const LayerParams&) const = default;
 };
