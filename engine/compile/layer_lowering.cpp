@@ -92,6 +92,16 @@ GraphNode layer_norm_backward(const LoweringInputs& in) {
                       {t.weight_in(G), t.bias_in(G), in.dx}, in.layer);
 }
 
+// The scores' log-sum-exp is all the backward keeps of the softmax.
+GraphNode attention_forward(const LoweringInputs& in) {
+  return compute_node(ComputeOp::ATTENTION_FWD, {in.x}, {in.t->out, in.t->saved}, in.layer);
+}
+
+GraphNode attention_backward(const LoweringInputs& in) {
+  const LayerTensors& t = *in.t;
+  return compute_node(ComputeOp::ATTENTION_BWD, {in.x, t.out, t.saved, t.grad}, {in.dx}, in.layer);
+}
+
 GraphNode relu_backward(const LoweringInputs& in) {
   // y > 0 exactly where x > 0, so either carries the mask. The output does
   // unless it already holds the next layer's in-place dX: then the input
@@ -206,6 +216,12 @@ void layer_norm_tensors(const OwnedTensors& o, LayerTensors& t) {
   t.saved = o.plan->alloc_layer_norm_saved(x, id + ".saved", o.layer);
 }
 
+// SelfAttention: each token's and head's log-sum-exp for the backward.
+void attention_tensors(const OwnedTensors& o, LayerTensors& t) {
+  t.saved = o.plan->alloc_attention_saved(o.analysis->output, o.node->params.heads,
+                                          o.node->id + ".lse", o.layer);
+}
+
 // Dropout: the mask its backward reads.
 void dropout_tensors(const OwnedTensors& o, LayerTensors& t) {
   t.mask = o.plan->alloc_mask(o.analysis->output, o.node->id + ".mask", o.layer);
@@ -241,6 +257,10 @@ constexpr LayerLowering kLowerings[] = {
     {&add_forward, &add_backward},
     {&concat_forward, &concat_backward},
     with_tensors({&layer_norm_forward, &layer_norm_backward}, &layer_norm_tensors),
+    // TokenLinear: a 1x1 convolution, whose kernels take the token map as it lies.
+    with_tensors({&weighted_forward<ComputeOp::CONV_FWD>, &weighted_backward<ComputeOp::CONV_BWD>},
+                 &weighted_tensors<true>),
+    with_tensors({&attention_forward, &attention_backward, true}, &attention_tensors),
     {&loss_forward, nullptr, true},  // SoftmaxCrossEntropy: its forward writes the logits' gradient
 };
 static_assert(std::size(kLowerings) == std::size(kAllLayerTypes),

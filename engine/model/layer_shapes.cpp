@@ -91,11 +91,10 @@ bool batch_norm_shape(ShapeQuery& q) {
 bool layer_norm_shape(ShapeQuery& q) {
   const int64_t c = q.inputs[0].c;
   if (c < 2)
-    return refuse(q,
-                  "normalises the channels of each position, and its input " +
-                      dims(q.inputs[0]) +
-                      " has 1: every value would become 0; put it where a position has 2 or "
-                      "more channels (a token's features)");
+    return refuse(q, "normalises the channels of each position, and its input " +
+                         dims(q.inputs[0]) +
+                         " has 1: every value would become 0; put it where a position has 2 or "
+                         "more channels (a token's features)");
   q.param_count = 2 * c;
   q.flops = 8 * q.inputs[0].elements();
   return true;
@@ -140,6 +139,46 @@ bool linear_shape(ShapeQuery& q) {
   q.out = {in.n, 1, 1, pr.out_channels};
   q.param_count = k * pr.out_channels + (pr.bias ? pr.out_channels : 0);
   q.flops = 2 * in.n * k * pr.out_channels + (pr.bias ? q.out.elements() : 0);
+  return true;
+}
+
+// One weight matrix for every position: [N,H,W,C] -> [N,H,W,F].
+bool token_linear_shape(ShapeQuery& q) {
+  const LayerParams& pr = q.params;
+  if (!positive_outputs(q, "params.out_features")) return false;
+  const Shape& in = q.inputs[0];
+  q.out.c = pr.out_channels;
+  q.param_count = in.c * pr.out_channels + (pr.bias ? pr.out_channels : 0);
+  q.flops = 2 * in.n * in.h * in.w * in.c * pr.out_channels + (pr.bias ? q.out.elements() : 0);
+  return true;
+}
+
+// Each token's queries, keys and values side by side: [N,H,W,3C] -> [N,H,W,C].
+bool self_attention_shape(ShapeQuery& q) {
+  const Shape& in = q.inputs[0];
+  const int64_t heads = q.params.heads;
+  if (in.c % 3 != 0)
+    return refuse(q,
+                  "reads each token's queries, keys and values side by side, 3 x C channels, "
+                  "and its input " +
+                      dims(in) + " has " + std::to_string(in.c) +
+                      "; put a TokenLinear with 3 x C outputs before it");
+  const int64_t c = in.c / 3;
+  if (heads < 1 || c % heads != 0)
+    return refuse(q,
+                  std::to_string(heads) + " heads do not divide the " + std::to_string(c) +
+                      " channels of its queries; choose a divisor of " + std::to_string(c),
+                  "params.heads");
+  if (c / heads > kMaxHeadChannels)
+    return refuse(q,
+                  "heads of " + std::to_string(c / heads) + " channels are wider than " +
+                      std::to_string(kMaxHeadChannels) + "; use at least " +
+                      std::to_string((c + kMaxHeadChannels - 1) / kMaxHeadChannels) + " heads",
+                  "params.heads");
+  const int64_t tokens = in.h * in.w;
+  q.out.c = c;
+  // q k^T and p v: 2 x T x T x C multiply-adds a sample.
+  q.flops = 4 * in.n * tokens * tokens * c;
   return true;
 }
 

@@ -15,6 +15,9 @@
 
 namespace tr {
 
+// The widest head an attention kernel holds (the CPU's and the CUDA's).
+inline constexpr int64_t kMaxHeadChannels = 512;
+
 // "[N,28,28,1]"
 std::string dims(const Shape& s);
 
@@ -27,6 +30,8 @@ bool pool_shape(ShapeQuery& q);
 bool global_pool_shape(ShapeQuery& q);
 bool flatten_shape(ShapeQuery& q);
 bool linear_shape(ShapeQuery& q);
+bool token_linear_shape(ShapeQuery& q);
+bool self_attention_shape(ShapeQuery& q);
 bool add_shape(ShapeQuery& q);
 bool concat_shape(ShapeQuery& q);
 bool loss_shape(ShapeQuery& q);

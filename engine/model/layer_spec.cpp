@@ -105,9 +105,9 @@ constexpr ParamSpec kConvParams[] = {
     bias_param(),
 };
 
-constexpr ParamSpec kEps = number_param("eps", "", 0, true, kInf, false, 1e-10, 1.0,
-                                        &LayerParams::eps,
-                                        "added to the variance before the square root");
+constexpr ParamSpec kEps =
+    number_param("eps", "", 0, true, kInf, false, 1e-10, 1.0, &LayerParams::eps,
+                 "added to the variance before the square root");
 
 constexpr ParamSpec kLayerNormParams[] = {kEps};
 
@@ -138,6 +138,17 @@ constexpr ParamSpec kLinearParams[] = {
     int_param("out_features", 1, kMaxFeatures, &LayerParams::out_channels, "output features"),
     bias_param(),
 };
+
+constexpr ParamSpec kAttentionParams[] = {
+    int_param("heads", 1, kMaxFeatures, &LayerParams::heads,
+              "heads the C channels split into, each C/heads wide (at most 512)"),
+};
+
+constexpr LayerParams attention_defaults() {
+  LayerParams p;
+  p.heads = 4;
+  return p;
+}
 
 constexpr LayerParams input_defaults() {
   LayerParams p;
@@ -247,6 +258,17 @@ constexpr LayerSpec kSpecs[] = {
          "Layer normalisation over the channels of each position (a token's features), with a "
          "trained scale and shift per channel.",
          kLayerNormParams),
+    spec(LayerType::TokenLinear, "TokenLinear", "tfc", &token_linear_shape, 1, 1, true,
+         LayerGroup::Transformer,
+         "A Linear applied to each position's channels (each token's features) with one weight "
+         "matrix for all: [N,H,W,C] -> [N,H,W,out_features] (a 1x1 convolution).",
+         kLinearParams, linear_defaults()),
+    spec(LayerType::SelfAttention, "SelfAttention", "attn", &self_attention_shape, 1, 1, false,
+         LayerGroup::Transformer,
+         "Multi-head scaled dot-product attention among the positions (tokens) of its input, "
+         "which holds each token's queries, keys and values side by side: [N,H,W,3C] -> "
+         "[N,H,W,C] (a TokenLinear to 3C before it); the T x T scores are never stored.",
+         kAttentionParams, attention_defaults()),
     spec(LayerType::SoftmaxCrossEntropy, "SoftmaxCrossEntropy", "loss", &loss_shape, 1, 0, false,
          LayerGroup::InputOutput,
          "The loss: softmax and cross-entropy over the classes; exactly one."),

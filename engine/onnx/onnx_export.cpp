@@ -109,6 +109,15 @@ class Writer {
     t->set_raw_data(values.data(), values.size() * sizeof(float));
     parameters_ += static_cast<int64_t>(values.size());
   }
+  // An int64 tensor (a shape, split sizes): no parameters.
+  std::string integers(const std::string& name, const std::vector<int64_t>& values) {
+    onnx::TensorProto* t = graph_.add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values) t->add_int64_data(v);
+    return name;
+  }
   std::string scalar(const std::string& name, float v) {
     initializer(name, {}, {v});
     return name;
@@ -200,7 +209,8 @@ OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoi
     switch (n.type) {
       case LayerType::Input:
         break;
-      case LayerType::Conv2d: {
+      case LayerType::Conv2d:
+      case LayerType::TokenLinear: {  // a 1x1 convolution (its kernel fields stay 1)
         const Shape s = na.inputs[0];
         const int64_t ig = s.c / p.groups;
         const std::vector<float>& kernel =
@@ -344,6 +354,37 @@ OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoi
         w.node("Div", id + "/normalised", {id + "/centred", id + "/std"}, id + "/normalised");
         w.node("Mul", id + "/scaled", {id + "/normalised", id + ".weight"}, id + "/scaled");
         w.node("Add", id, {id + "/scaled", id + ".bias"}, id);
+        break;
+      }
+      case LayerType::SelfAttention: {
+        // [N, 3C, H, W] -> per head [N, heads, T, d] queries, keys and
+        // values; softmax(q k^T / sqrt d) v; back to [N, C, H, W] with head
+        // h on channels h*d .. (h+1)*d - 1, as our layout.
+        const Shape s = na.inputs[0];
+        const int64_t c = s.c / 3, heads = p.heads, d = c / heads, tokens = s.h * s.w;
+        const auto t = [&](const char* part) { return id + "/" + part; };
+        w.node("Reshape", t("split_heads"),
+               {x, w.integers(t("heads_shape"), {0, 3 * heads, d, tokens})}, t("split_heads"));
+        Writer::ints(w.node("Transpose", t("tokens"), {t("split_heads")}, t("tokens")), "perm",
+                     {0, 1, 3, 2});
+        onnx::NodeProto& split =
+            w.node("Split", t("qkv"),
+                   {t("tokens"), w.integers(t("qkv_sizes"), {heads, heads, heads})}, t("q"));
+        split.add_output(t("k"));
+        split.add_output(t("v"));
+        Writer::integer(split, "axis", 1);
+        Writer::ints(w.node("Transpose", t("k_t"), {t("k")}, t("k_t")), "perm", {0, 1, 3, 2});
+        w.node("MatMul", t("scores"), {t("q"), t("k_t")}, t("scores"));
+        w.node("Mul", t("scaled"),
+               {t("scores"),
+                w.scalar(t("scale"), static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))))},
+               t("scaled"));
+        Writer::integer(w.node("Softmax", t("probabilities"), {t("scaled")}, t("probabilities")),
+                        "axis", -1);
+        w.node("MatMul", t("mixed"), {t("probabilities"), t("v")}, t("mixed"));
+        Writer::ints(w.node("Transpose", t("channels"), {t("mixed")}, t("channels")), "perm",
+                     {0, 1, 3, 2});
+        w.node("Reshape", id, {t("channels"), w.integers(t("out_shape"), {0, c, s.h, s.w})}, id);
         break;
       }
       case LayerType::SoftmaxCrossEntropy:

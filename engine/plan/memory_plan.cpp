@@ -81,6 +81,11 @@ DTensorId MemoryPlan::alloc_layer_norm_saved(const Shape& x, std::string name, i
   return alloc(Region::S_BN_SAVED, {x.n, x.h, x.w, 2}, DType::FP32, std::move(name), owner);
 }
 
+DTensorId MemoryPlan::alloc_attention_saved(const Shape& x, int64_t heads, std::string name,
+                                            int owner) {
+  return alloc(Region::S_BN_SAVED, {x.n, x.h, x.w, heads}, DType::FP32, std::move(name), owner);
+}
+
 DTensorId MemoryPlan::alloc_feature(const Shape& shape, DType dtype, std::string name, int owner) {
   const Region r = dtype == DType::FP16   ? Region::F_FEATURE_FP16
                    : dtype == DType::BF16 ? Region::F_FEATURE_BF16

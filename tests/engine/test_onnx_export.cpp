@@ -80,6 +80,8 @@ class TestOnnxExport : public QObject {
     QTest::newRow("zoo, EMA weights") << zoo << QStringList{} << QStringList{"--ema"};
     QTest::newRow("zoo, trained weights")
         << zoo << QStringList{"--master-weights"} << QStringList{};
+    QTest::newRow("attention block") << QStringLiteral(TR_TEST_DATA "/onnx/attention.json")
+                                     << QStringList{} << QStringList{"--ema"};
   }
 
   void exportsComputeTheCheckpointsModel() {

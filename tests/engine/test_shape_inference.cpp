@@ -194,6 +194,47 @@ class TestShapeInference : public QObject {
              d.message.c_str());
   }
 
+  // TokenLinear keeps the positions; SelfAttention reads 3 x C channels and
+  // gives C, refused on its node (and its field) where the channels or the
+  // heads do not fit.
+  void tokenLayersAndAttention() {
+    auto project = [](int64_t qkv, int64_t heads) {
+      ModelBuilder b;
+      LayerParams attn;
+      attn.heads = heads;
+      b.node("input", LayerType::Input, input(8, 8, 1))
+          .node("patch", LayerType::Conv2d, conv(16, 2, 2, 2, 2, 0, 0, true))
+          .node("qkv", LayerType::TokenLinear, linear(qkv))
+          .node("attn", LayerType::SelfAttention, attn)
+          .node("gap", LayerType::GlobalAvgPool)
+          .node("fc", LayerType::Linear, linear(10))
+          .node("loss", LayerType::SoftmaxCrossEntropy)
+          .chain({"input", "patch", "qkv", "attn", "gap", "fc", "loss"});
+      return b.build();
+    };
+    const Project p = project(48, 4);
+    const ModelAnalysis a = analyze_model(p, 2);
+    QVERIFY2(a.ok(), all_messages(a).c_str());
+    QCOMPARE(shape(a, p, "qkv"), (Shape{2, 4, 4, 48}));
+    QCOMPARE(at(a, p, "qkv").params, int64_t{16 * 48 + 48});
+    QCOMPARE(shape(a, p, "attn"), (Shape{2, 4, 4, 16}));
+    QCOMPARE(at(a, p, "attn").params, int64_t{0});
+
+    const ModelAnalysis not_three = analyze_model(project(40, 4), 2);
+    QCOMPARE(not_three.problems.size(), size_t{1});
+    QCOMPARE(qs(not_three.problems[0].node), QString("'attn' (SelfAttention)"));
+    QVERIFY2(
+        not_three.problems[0].message.find("TokenLinear with 3 x C outputs") != std::string::npos,
+        not_three.problems[0].message.c_str());
+
+    const ModelAnalysis heads = analyze_model(project(48, 3), 2);
+    QCOMPARE(heads.problems.size(), size_t{1});
+    QCOMPARE(qs(heads.problems[0].field), QString("params.heads"));
+    QVERIFY2(heads.problems[0].message.find("3 heads do not divide the 16 channels") !=
+                 std::string::npos,
+             heads.problems[0].message.c_str());
+  }
+
   void groupedAndDepthwiseConvolutions() {
     // 8 channels -> 16 in 2 groups; depthwise 16 -> 32 (a multiplier of 2).
     LayerParams grouped = square_conv(16, 3, 1, 1, false);

@@ -195,6 +195,45 @@ class TestTraining : public QObject {
                qPrintable(QString("%1 against FP32's %2").arg(l).arg(first_loss[0])));
   }
 
+  // A transformer block on a 4x4 patch grid (LayerNorm, a TokenLinear to
+  // queries, keys and values, two-head SelfAttention, a TokenLinear back, a
+  // residual Add) learns in FP32, AMP and BF16 (the CPU backend's schedule
+  // checker on), and the 16-bit runs start where FP32 does.
+  void attentionBlockTrainsAtEveryPrecision() {
+    std::vector<double> first_loss;
+    for (Precision precision : {Precision::FP32, Precision::AMP, Precision::BF16}) {
+      Project p = small_project();
+      ModelBuilder b;
+      b.project() = p;
+      b.project().model = {};
+      LayerParams attn;
+      attn.heads = 2;
+      b.node("in", LayerType::Input, input(8, 8, 1))
+          .node("patch", LayerType::Conv2d, conv(16, 2, 2, 2, 2, 0, 0, true))
+          .node("ln", LayerType::LayerNorm)
+          .node("qkv", LayerType::TokenLinear, linear(48))
+          .node("attn", LayerType::SelfAttention, attn)
+          .node("proj", LayerType::TokenLinear, linear(16))
+          .node("add", LayerType::Add)
+          .node("gap", LayerType::GlobalAvgPool)
+          .node("fc", LayerType::Linear, linear(4))
+          .node("loss", LayerType::SoftmaxCrossEntropy)
+          .chain({"in", "patch", "ln", "qkv", "attn", "proj"})
+          .edge("proj", "add", 0)
+          .edge("patch", "add", 1)
+          .chain({"add", "gap", "fc", "loss"});
+      p = b.build();
+      p.training.precision = precision;
+      const Run r = run(p);
+      const char* name = precision_name(precision).data();
+      QVERIFY(learns(r, 0.9, 0.3, name));
+      first_loss.push_back(r.losses.front());
+    }
+    for (double l : first_loss)
+      QVERIFY2(std::fabs(l - first_loss[0]) < 2e-2 * first_loss[0],
+               qPrintable(QString("%1 against FP32's %2").arg(l).arg(first_loss[0])));
+  }
+
   void everyActivationTrainsAndItsRewritesChangeNothing() {
     // conv-bn-ACT-conv-bn-ACT-gap-fc for each layer type of the activation family:
     // the second conv writes its dX over the first activation's output when

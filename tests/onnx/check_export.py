@@ -108,6 +108,21 @@ def reference(project, tensors, x_nhwc):
             v = weight(tensors, nid + ".running_var").reshape(-1)
             y = (x - m) / np.sqrt(v + eps) * weight(tensors, nid + ".weight").reshape(-1) \
                 + weight(tensors, nid + ".bias").reshape(-1)
+        elif t == "TokenLinear":  # one matrix for every position
+            wt = weight(tensors, nid + ".weight")  # [out, 1, 1, in]
+            y = x @ wt.reshape(wt.shape[0], -1).T
+            if p.get("bias", True):
+                y = y + weight(tensors, nid + ".bias").reshape(-1)
+        elif t == "SelfAttention":  # [N,H,W,3C] -> [N,H,W,C], head h on channels h*d..
+            n_, h_, w_, c3 = x.shape
+            c, heads = c3 // 3, p["heads"]
+            d = c // heads
+            tok = x.reshape(n_, h_ * w_, 3, heads, d)
+            q, k, v = (tok[:, :, i].transpose(0, 2, 1, 3) for i in range(3))  # [N, heads, T, d]
+            s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d)
+            e = np.exp(s - s.max(axis=-1, keepdims=True))
+            o = (e / e.sum(axis=-1, keepdims=True)) @ v  # [N, heads, T, d]
+            y = o.transpose(0, 2, 1, 3).reshape(n_, h_, w_, c)
         elif t == "LayerNorm":  # over the channels of each position
             eps = p.get("eps", 1e-5)
             m = x.mean(axis=3, keepdims=True)
@@ -220,6 +235,18 @@ def run_onnx(model, x_nchw):
             y = np.minimum(np.maximum(i[0], i[1]), i[2])
         elif op == "Add":
             y = sum(i)
+        elif op == "Reshape":
+            shape = [i[0].shape[k] if s == 0 else int(s) for k, s in enumerate(i[1])]
+            y = i[0].reshape(shape)
+        elif op == "Transpose":
+            y = i[0].transpose(a["perm"])
+        elif op == "MatMul":
+            y = i[0] @ i[1]
+        elif op == "Split":
+            at = np.cumsum(i[1].astype(np.int64))[:-1]
+            for name, part in zip(n.output, np.split(i[0], at, axis=a.get("axis", 0))):
+                env[name] = part
+            continue
         elif op == "ReduceMean":
             y = i[0].mean(axis=tuple(a["axes"]), keepdims=bool(a.get("keepdims", 1)))
         elif op == "Sub":

@@ -69,6 +69,8 @@ class MemoryPlan {
   DTensorId alloc_bn_saved(int64_t channels, std::string name, int owner);
   // Layer norm's: each position's mean and 1/std, side by side ([N,H,W,2] for x [N,H,W,C]).
   DTensorId alloc_layer_norm_saved(const Shape& x, std::string name, int owner);
+  // Attention's: each token's and head's log-sum-exp of its scores ([N,H,W,heads]).
+  DTensorId alloc_attention_saved(const Shape& x, int64_t heads, std::string name, int owner);
   DTensorId alloc_feature(const Shape& shape, DType dtype, std::string name, int owner);
   DTensorId alloc_grad_slot(const Shape& shape, DType dtype, std::string name, int owner);
   DTensorId alloc_input(InputBuffer buffer, const Shape& shape, DType dtype);

@@ -66,7 +66,7 @@ namespace tr {
   R(F_GRAD_SLOT_BF16, "Gradient slots (BF16)")                                    \
   /* S: scalars, BN batch statistics saved for backward, masks */                 \
   R(S_SCALARS, "Scalars (learning rate, loss scale, step)")                       \
-  R(S_BN_SAVED, "Normalisation statistics for the backward")                      \
+  R(S_BN_SAVED, "Statistics for the backward (normalisation, attention)")         \
   R(S_MASK, "Dropout and pooling masks")                                          \
   /* T: temporaries */                                                            \
   R(T_SCRATCH, "Scratch")
