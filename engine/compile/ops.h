@@ -43,6 +43,13 @@ enum class ComputeOp : uint8_t {
   // the softmax.
   ATTENTION_FWD,  // in [qkv] out [o, lse]
   ATTENTION_BWD,  // in [qkv, o, lse, do] out [dqkv]
+  // The token ops of a vision transformer, on [N,H,W,C] token maps.
+  POS_EMBED_FWD,    // in [x, e [1,H,W,C]] out [x + e]
+  POS_EMBED_BWD,    // in [dy] out [de (the sum over the batch), dx]
+  CLASS_TOKEN_FWD,  // in [x, token [1,1,1,C]] out [y [N,1,1+H*W,C]: the token, then x's positions]
+  CLASS_TOKEN_BWD,  // in [dy] out [dtoken (the sum over the batch), dx]
+  TOKEN_POOL_FWD,   // in [x] out [y [N,1,1,C]: each sample's first token]
+  TOKEN_POOL_BWD,   // in [dy] out [dx: dy at the first token, 0 elsewhere]
   RELU_FWD,
   RELU_BWD,
   // Every elementwise activation but ReLU (which fuses with BN and takes

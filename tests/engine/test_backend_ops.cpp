@@ -1801,6 +1801,128 @@ std::vector<OpCase> attention_bwd_cases() {
   return cases;
 }
 
+// ---- token ops ---------------------------------------------------------------------
+
+// Token maps of 3x4 positions: 6 channels (padded in 16-bit storage) and 16.
+const Shape kTokenMaps[] = {{2, 3, 4, 6}, {3, 3, 4, 16}};
+
+std::string token_name(ComputeOp op, const Shape& x, bool accumulate) {
+  return std::string(compute_op_name(op)) + " C" + std::to_string(x.c) +
+         (accumulate ? ", accumulating" : "");
+}
+
+// The sum over the batch of each sample's values [skip, skip + per) of `every`.
+Values batch_sum(const std::vector<float>& v, int64_t n, int64_t every, int64_t skip, int64_t per) {
+  Values out(static_cast<size_t>(per), 0.0);
+  for (int64_t s = 0; s < n; ++s)
+    for (int64_t i = 0; i < per; ++i)
+      out[static_cast<size_t>(i)] += v[static_cast<size_t>(s * every + skip + i)];
+  return out;
+}
+
+// in [x, e] out [y]; in [dy] out [de, dx]
+std::vector<OpCase> pos_embed_cases(bool backward) {
+  std::vector<OpCase> v;
+  for (const Shape& x : kTokenMaps) {
+    const Shape e{1, x.h, x.w, x.c};
+    const int64_t per = e.elements();
+    const bool acc = backward && x.c == 16;
+    const ComputeOp op = backward ? ComputeOp::POS_EMBED_BWD : ComputeOp::POS_EMBED_FWD;
+    if (!backward) {
+      v.push_back(one_case(
+          op, token_name(op, x, false), LayerType::Add, {x, e}, {x}, 0,
+          [per](const Tensors& in, const Tensors&) {
+            Values y(in[0].size());
+            for (size_t i = 0; i < y.size(); ++i)
+              y[i] = double(in[0][i]) + in[1][i % static_cast<size_t>(per)];
+            return std::vector<Values>{y};
+          },
+          "FW/F")[0]);
+    } else {
+      v.push_back(one_case(
+          op, token_name(op, x, acc), LayerType::Add, {x}, {e, x}, acc ? 0b11 : 0,
+          [x, per, acc](const Tensors& in, const Tensors& before) {
+            return std::vector<Values>{onto(batch_sum(in[0], x.n, per, 0, per), before[0], acc),
+                                       onto(as_double(in[0]), before[1], acc)};
+          },
+          "G/DG")[0]);
+    }
+  }
+  return v;
+}
+
+// in [x, token] out [y]; in [dy] out [dtoken, dx]
+std::vector<OpCase> class_token_cases(bool backward) {
+  std::vector<OpCase> v;
+  for (const Shape& x : kTokenMaps) {
+    const Shape token{1, 1, 1, x.c}, y{x.n, 1, x.h * x.w + 1, x.c};
+    const int64_t per = x.h * x.w * x.c;
+    const bool acc = backward && x.c == 16;
+    const ComputeOp op = backward ? ComputeOp::CLASS_TOKEN_BWD : ComputeOp::CLASS_TOKEN_FWD;
+    if (!backward) {
+      v.push_back(one_case(
+          op, token_name(op, x, false), LayerType::Add, {x, token}, {y}, 0,
+          [x, per](const Tensors& in, const Tensors&) {
+            Values out;
+            for (int64_t n = 0; n < x.n; ++n) {
+              out.insert(out.end(), in[1].begin(), in[1].end());
+              out.insert(out.end(), in[0].begin() + n * per, in[0].begin() + (n + 1) * per);
+            }
+            return std::vector<Values>{out};
+          },
+          "FW/F")[0]);
+    } else {
+      v.push_back(one_case(
+          op, token_name(op, x, acc), LayerType::Add, {y}, {token, x}, acc ? 0b11 : 0,
+          [x, per, acc](const Tensors& in, const Tensors& before) {
+            Values dx;
+            for (int64_t n = 0; n < x.n; ++n)
+              dx.insert(dx.end(), in[0].begin() + n * (per + x.c) + x.c,
+                        in[0].begin() + (n + 1) * (per + x.c));
+            return std::vector<Values>{
+                onto(batch_sum(in[0], x.n, per + x.c, 0, x.c), before[0], acc),
+                onto(dx, before[1], acc)};
+          },
+          "G/DG")[0]);
+    }
+  }
+  return v;
+}
+
+// in [x] out [y: the first token]; in [dy] out [dx]
+std::vector<OpCase> token_pool_cases(bool backward) {
+  std::vector<OpCase> v;
+  for (const Shape& x : kTokenMaps) {
+    const Shape y{x.n, 1, 1, x.c};
+    const int64_t per = x.h * x.w * x.c;
+    const bool acc = backward && x.c == 16;
+    const ComputeOp op = backward ? ComputeOp::TOKEN_POOL_BWD : ComputeOp::TOKEN_POOL_FWD;
+    if (!backward) {
+      v.push_back(one_case(
+          op, token_name(op, x, false), LayerType::GlobalAvgPool, {x}, {y}, 0,
+          [x, per](const Tensors& in, const Tensors&) {
+            Values out;
+            for (int64_t n = 0; n < x.n; ++n)
+              out.insert(out.end(), in[0].begin() + n * per, in[0].begin() + n * per + x.c);
+            return std::vector<Values>{out};
+          },
+          "F/F")[0]);
+    } else {
+      v.push_back(one_case(
+          op, token_name(op, x, acc), LayerType::GlobalAvgPool, {y}, {x}, acc ? 0b1 : 0,
+          [x, per, acc](const Tensors& in, const Tensors& before) {
+            Values dx(static_cast<size_t>(x.elements()), 0.0);
+            for (int64_t n = 0; n < x.n; ++n)
+              for (int64_t k = 0; k < x.c; ++k)
+                dx[static_cast<size_t>(n * per + k)] = in[0][static_cast<size_t>(n * x.c + k)];
+            return std::vector<Values>{onto(dx, before[0], acc)};
+          },
+          "G/G")[0]);
+    }
+  }
+  return v;
+}
+
 // ---- the loss and the labels ----------------------------------------------------------
 
 constexpr int64_t kRows = 9, kClasses = 7;
@@ -2537,6 +2659,12 @@ constexpr OpEntry kComputeOps[] = {
     {&layer_norm_bwd_cases},
     {&attention_fwd_cases},
     {&attention_bwd_cases},
+    {[] { return pos_embed_cases(false); }},
+    {[] { return pos_embed_cases(true); }},
+    {[] { return class_token_cases(false); }},
+    {[] { return class_token_cases(true); }},
+    {[] { return token_pool_cases(false); }},
+    {[] { return token_pool_cases(true); }},
     {&activation_fwd_cases},  // RELU_FWD (with the family)
     {&activation_bwd_cases},  // RELU_BWD
     {&activation_fwd_cases},  // ACTIVATION_FWD

@@ -14,6 +14,7 @@
 #include "backends/cpu/kernels/pooling.h"
 #include "backends/cpu/kernels/range_ops.h"
 #include "backends/cpu/kernels/softmax_ce.h"
+#include "backends/cpu/kernels/tokens.h"
 
 namespace tr::cpu {
 
@@ -50,6 +51,18 @@ Kernel own_compute_kernel(ComputeOp op) noexcept {
       return attention_fwd;
     case ComputeOp::ATTENTION_BWD:
       return attention_bwd;
+    case ComputeOp::POS_EMBED_FWD:
+      return pos_embed_fwd;
+    case ComputeOp::POS_EMBED_BWD:
+      return pos_embed_bwd;
+    case ComputeOp::CLASS_TOKEN_FWD:
+      return class_token_fwd;
+    case ComputeOp::CLASS_TOKEN_BWD:
+      return class_token_bwd;
+    case ComputeOp::TOKEN_POOL_FWD:
+      return token_pool_fwd;
+    case ComputeOp::TOKEN_POOL_BWD:
+      return token_pool_bwd;
     case ComputeOp::RELU_FWD:
       return relu_fwd;
     case ComputeOp::RELU_BWD:

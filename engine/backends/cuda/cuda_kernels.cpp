@@ -19,6 +19,7 @@
 #include "backends/cuda/linear_launchers.h"
 #include "backends/cuda/optimizer_kernels.h"
 #include "backends/cuda/range_kernels.h"
+#include "backends/cuda/token_launchers.h"
 #include "runtime/lars_operands.h"
 
 namespace tr::cuda {
@@ -312,6 +313,18 @@ CudaKernel cuda_compute_kernel(ComputeOp op) noexcept {
       return attention::fwd;
     case ComputeOp::ATTENTION_BWD:
       return attention::bwd;
+    case ComputeOp::POS_EMBED_FWD:
+      return tokens::pos_embed_fwd;
+    case ComputeOp::POS_EMBED_BWD:
+      return tokens::pos_embed_bwd;
+    case ComputeOp::CLASS_TOKEN_FWD:
+      return tokens::class_token_fwd;
+    case ComputeOp::CLASS_TOKEN_BWD:
+      return tokens::class_token_bwd;
+    case ComputeOp::TOKEN_POOL_FWD:
+      return tokens::token_pool_fwd;
+    case ComputeOp::TOKEN_POOL_BWD:
+      return tokens::token_pool_bwd;
     case ComputeOp::DROPOUT_FWD:
       return compute::dropout_fwd;
     case ComputeOp::DROPOUT_BWD:
