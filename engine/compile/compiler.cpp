@@ -311,6 +311,7 @@ class GraphEmitter {
     in.dx = ports > 0 ? in.dxs[0] : kNoTensor;
     in.engine = &cp_.engine;
     in.buffer = buf;
+    in.params = &node.params;
     return in;
   }
 

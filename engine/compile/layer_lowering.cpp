@@ -216,6 +216,41 @@ void layer_norm_tensors(const OwnedTensors& o, LayerTensors& t) {
   t.saved = o.plan->alloc_layer_norm_saved(x, id + ".saved", o.layer);
 }
 
+// PositionEmbedding and ClassToken: a learned tensor (the weights series the
+// forward reads, the gradient series the backward writes, as a Linear's).
+template <ComputeOp Fwd>
+GraphNode learned_forward(const LoweringInputs& in) {
+  return compute_node(Fwd, {in.x, in.t->weight_in(in.weights)}, {in.t->out}, in.layer);
+}
+
+template <ComputeOp Bwd>
+GraphNode learned_backward(const LoweringInputs& in) {
+  return compute_node(Bwd, {in.t->grad}, {in.t->weight_in(in.grads), in.dx}, in.layer);
+}
+
+// The embedding: one value per position and channel; the token: one per channel.
+template <bool PerPosition>
+void learned_tensors(const OwnedTensors& o, LayerTensors& t) {
+  const Shape& x = o.analysis->inputs[0];
+  o.params(t.weight, ParamKind::FC_WEIGHT,
+           PerPosition ? Shape{1, x.h, x.w, x.c} : Shape{1, 1, 1, x.c}, o.node->id + ".weight");
+}
+
+// TokenPool: the first token, or the mean (global average pooling's ops).
+bool first_token(const LoweringInputs& in) {
+  return !in.params || in.params->class_token;
+}
+
+GraphNode token_pool_forward(const LoweringInputs& in) {
+  return compute_node(first_token(in) ? ComputeOp::TOKEN_POOL_FWD : ComputeOp::GAP_FWD, {in.x},
+                      {in.t->out}, in.layer);
+}
+
+GraphNode token_pool_backward(const LoweringInputs& in) {
+  return compute_node(first_token(in) ? ComputeOp::TOKEN_POOL_BWD : ComputeOp::GAP_BWD,
+                      {in.t->grad}, {in.dx}, in.layer);
+}
+
 // SelfAttention: each token's and head's log-sum-exp for the backward.
 void attention_tensors(const OwnedTensors& o, LayerTensors& t) {
   t.saved = o.plan->alloc_attention_saved(o.analysis->output, o.node->params.heads,
@@ -261,6 +296,13 @@ constexpr LayerLowering kLowerings[] = {
     with_tensors({&weighted_forward<ComputeOp::CONV_FWD>, &weighted_backward<ComputeOp::CONV_BWD>},
                  &weighted_tensors<true>),
     with_tensors({&attention_forward, &attention_backward, true}, &attention_tensors),
+    with_tensors(
+        {&learned_forward<ComputeOp::POS_EMBED_FWD>, &learned_backward<ComputeOp::POS_EMBED_BWD>},
+        &learned_tensors<true>),
+    with_tensors({&learned_forward<ComputeOp::CLASS_TOKEN_FWD>,
+                  &learned_backward<ComputeOp::CLASS_TOKEN_BWD>},
+                 &learned_tensors<false>),
+    {&token_pool_forward, &token_pool_backward},
     {&loss_forward, nullptr, true},  // SoftmaxCrossEntropy: its forward writes the logits' gradient
 };
 static_assert(std::size(kLowerings) == std::size(kAllLayerTypes),

@@ -25,7 +25,8 @@ struct LoweringInputs {
   DTensorId dx = kNoTensor;        // its gradient (none for the Input's)
   std::vector<DTensorId> xs, dxs;  // every port's input and gradient, port 0 first
   const EngineTensors* engine = nullptr;
-  int buffer = 0;  // the input buffer the forward reads (A or B)
+  int buffer = 0;                       // the input buffer the forward reads (A or B)
+  const LayerParams* params = nullptr;  // the layer's settings (TokenPool's mode)
 };
 
 // What a layer's own tensors (weights, batch-norm statistics, a dropout

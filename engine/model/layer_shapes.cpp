@@ -182,6 +182,30 @@ bool self_attention_shape(ShapeQuery& q) {
   return true;
 }
 
+// A learned value for every position and channel, added to every sample.
+bool position_embedding_shape(ShapeQuery& q) {
+  const Shape& in = q.inputs[0];
+  q.param_count = in.h * in.w * in.c;
+  q.flops = in.elements();
+  return true;
+}
+
+// [N,H,W,C] -> [N,1,1+H*W,C]: the learned token first, then the positions in row order.
+bool class_token_shape(ShapeQuery& q) {
+  const Shape& in = q.inputs[0];
+  q.out = {in.n, 1, in.h * in.w + 1, in.c};
+  q.param_count = in.c;
+  return true;
+}
+
+// [N,H,W,C] -> [N,1,1,C]: the first token, or the mean of them all.
+bool token_pool_shape(ShapeQuery& q) {
+  const Shape& in = q.inputs[0];
+  q.out = {in.n, 1, 1, in.c};
+  q.flops = q.params.class_token ? 0 : in.elements();
+  return true;
+}
+
 bool add_shape(ShapeQuery& q) {
   if (!(q.inputs[0] == q.inputs[1]))
     return refuse(q, "input shapes differ: port 0 gets " + dims(q.inputs[0]) + ", port 1 gets " +

@@ -144,6 +144,14 @@ constexpr ParamSpec kAttentionParams[] = {
               "heads the C channels split into, each C/heads wide (at most 512)"),
 };
 
+constexpr ParamSpec kTokenPoolParams[] = {
+    {.key = "class_token",
+     .kind = LayerParamKind::Bool,
+     .bool_field = &LayerParams::class_token,
+     .description = "takes the first token (a ClassToken's); false: the mean of the tokens",
+     .summarised = true},
+};
+
 constexpr LayerParams attention_defaults() {
   LayerParams p;
   p.heads = 4;
@@ -269,6 +277,19 @@ constexpr LayerSpec kSpecs[] = {
          "which holds each token's queries, keys and values side by side: [N,H,W,3C] -> "
          "[N,H,W,C] (a TokenLinear to 3C before it); the T x T scores are never stored.",
          kAttentionParams, attention_defaults()),
+    spec(LayerType::PositionEmbedding, "PositionEmbedding", "pos", &position_embedding_shape, 1, 1,
+         true, LayerGroup::Transformer,
+         "Adds a learned value for every position and channel to every sample: where each token "
+         "is, for the attention that follows."),
+    spec(LayerType::ClassToken, "ClassToken", "cls", &class_token_shape, 1, 1, true,
+         LayerGroup::Transformer,
+         "Puts a learned token before the positions: [N,H,W,C] -> [N,1,1+H·W,C], the positions "
+         "in row order; a TokenPool takes it back out."),
+    spec(LayerType::TokenPool, "TokenPool", "tpool", &token_pool_shape, 1, 1, false,
+         LayerGroup::Transformer,
+         "One token for the classifier: the first (a ClassToken's) or the mean of them all: "
+         "[N,H,W,C] -> [N,1,1,C].",
+         kTokenPoolParams),
     spec(LayerType::SoftmaxCrossEntropy, "SoftmaxCrossEntropy", "loss", &loss_shape, 1, 0, false,
          LayerGroup::InputOutput,
          "The loss: softmax and cross-entropy over the classes; exactly one."),

@@ -387,6 +387,58 @@ OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoi
         w.node("Reshape", id, {t("channels"), w.integers(t("out_shape"), {0, c, s.h, s.w})}, id);
         break;
       }
+      case LayerType::PositionEmbedding: {
+        const Shape s = na.inputs[0];
+        std::vector<float> e = weights.get(id + ".weight", s.h * s.w * s.c);
+        if (orders.flat[static_cast<size_t>(src)]) {
+          const Shape order = orders.columns_of(i, a);
+          if (orders_differ(order)) e = columns_to_chw(e, 1, order);
+          w.initializer(id + ".weight", {1, s.c}, e);
+        } else {
+          // [1, H, W, C] -> [1, C, H, W]
+          w.initializer(id + ".weight", {1, s.c, s.h, s.w}, kernel_to_oihw(e, 1, s.h, s.w, s.c));
+        }
+        w.node("Add", id, {x, id + ".weight"}, id);
+        break;
+      }
+      case LayerType::ClassToken: {
+        // [N, C, 1, H*W] of the positions after the token, broadcast to the batch.
+        const Shape s = na.inputs[0];
+        const auto t = [&](const char* part) { return id + "/" + part; };
+        w.initializer(id + ".weight", {1, s.c, 1, 1}, weights.get(id + ".weight", s.c));
+        w.node("Reshape", t("tokens"), {x, w.integers(t("tokens_shape"), {0, s.c, 1, s.h * s.w})},
+               t("tokens"));
+        w.node("Shape", t("shape"), {x}, t("shape"));
+        w.node("Slice", t("batch"),
+               {t("shape"), w.integers(t("batch_from"), {0}), w.integers(t("batch_to"), {1})},
+               t("batch"));
+        Writer::integer(
+            w.node("Concat", t("token_shape"),
+                   {t("batch"), w.integers(t("token_dims"), {s.c, 1, 1})}, t("token_shape")),
+            "axis", 0);
+        w.node("Expand", t("token"), {id + ".weight", t("token_shape")}, t("token"));
+        Writer::integer(w.node("Concat", id, {t("token"), t("tokens")}, id), "axis", 3);
+        break;
+      }
+      case LayerType::TokenPool: {
+        const Shape s = na.inputs[0];
+        const auto t = [&](const char* part) { return id + "/" + part; };
+        if (orders.flat[static_cast<size_t>(src)] || s.h * s.w == 1) {
+          // One token: the first and the mean alike.
+          w.node("Reshape", id, {x, w.integers(t("shape"), {0, s.c, 1, 1})}, id);
+        } else if (!p.class_token) {
+          w.node("GlobalAveragePool", id, {x}, id);
+        } else {
+          w.node("Reshape", t("tokens"), {x, w.integers(t("tokens_shape"), {0, s.c, s.h * s.w})},
+                 t("tokens"));
+          w.node("Slice", t("first"),
+                 {t("tokens"), w.integers(t("from"), {0}), w.integers(t("to"), {1}),
+                  w.integers(t("axes"), {2})},
+                 t("first"));
+          w.node("Reshape", id, {t("first"), w.integers(t("out_shape"), {0, s.c, 1, 1})}, id);
+        }
+        break;
+      }
       case LayerType::SoftmaxCrossEntropy:
         logits_node = src;
         break;

@@ -85,6 +85,10 @@ FeatureOrders feature_orders(const ModelGraph& g, const ModelAnalysis& a) {
     if (n.type == LayerType::Flatten && !f.flat[at(i)]) {
       f.flat[at(i)] = true;
       f.order[at(i)] = a.nodes[at(i)].inputs[0];
+    } else if (n.type == LayerType::ClassToken || n.type == LayerType::TokenPool) {
+      // Written as an image: [N, C, 1, 1+H*W] and [N, C, 1, 1].
+      f.flat[at(i)] = false;
+      f.order[at(i)] = Shape{};
     } else if (n.type == LayerType::Linear) {
       f.flat[at(i)] = true;
       f.order[at(i)] = Shape{1, 1, 1, n.params.out_channels};

@@ -220,6 +220,33 @@ class TestShapeInference : public QObject {
     QCOMPARE(shape(a, p, "attn"), (Shape{2, 4, 4, 16}));
     QCOMPARE(at(a, p, "attn").params, int64_t{0});
 
+    // The class token makes 1 + 16 tokens in a row; the pool takes one back.
+    ModelBuilder b;
+    b.project() = p;
+    b.project().model = {};
+    LayerParams attn;
+    attn.heads = 4;
+    LayerParams mean;
+    mean.class_token = false;
+    b.node("input", LayerType::Input, input(8, 8, 1))
+        .node("patch", LayerType::Conv2d, conv(16, 2, 2, 2, 2, 0, 0, true))
+        .node("pos", LayerType::PositionEmbedding)
+        .node("cls", LayerType::ClassToken)
+        .node("qkv", LayerType::TokenLinear, linear(48))
+        .node("attn", LayerType::SelfAttention, attn)
+        .node("pool", LayerType::TokenPool, mean)
+        .node("fc", LayerType::Linear, linear(10))
+        .node("loss", LayerType::SoftmaxCrossEntropy)
+        .chain({"input", "patch", "pos", "cls", "qkv", "attn", "pool", "fc", "loss"});
+    const Project with_token = b.build();
+    const ModelAnalysis t = analyze_model(with_token, 2);
+    QVERIFY2(t.ok(), all_messages(t).c_str());
+    QCOMPARE(at(t, with_token, "pos").params, int64_t{4 * 4 * 16});
+    QCOMPARE(shape(t, with_token, "cls"), (Shape{2, 1, 17, 16}));
+    QCOMPARE(at(t, with_token, "cls").params, int64_t{16});
+    QCOMPARE(shape(t, with_token, "attn"), (Shape{2, 1, 17, 16}));
+    QCOMPARE(shape(t, with_token, "pool"), (Shape{2, 1, 1, 16}));
+
     const ModelAnalysis not_three = analyze_model(project(40, 4), 2);
     QCOMPARE(not_three.problems.size(), size_t{1});
     QCOMPARE(qs(not_three.problems[0].node), QString("'attn' (SelfAttention)"));

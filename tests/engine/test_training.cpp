@@ -195,9 +195,10 @@ class TestTraining : public QObject {
                qPrintable(QString("%1 against FP32's %2").arg(l).arg(first_loss[0])));
   }
 
-  // A transformer block on a 4x4 patch grid (LayerNorm, a TokenLinear to
-  // queries, keys and values, two-head SelfAttention, a TokenLinear back, a
-  // residual Add) learns in FP32, AMP and BF16 (the CPU backend's schedule
+  // A transformer block on a 4x4 patch grid (a position embedding and a
+  // class token, LayerNorm, a TokenLinear to queries, keys and values,
+  // two-head SelfAttention, a TokenLinear back, a residual Add, the class
+  // token pooled) learns in FP32, AMP and BF16 (the CPU backend's schedule
   // checker on), and the 16-bit runs start where FP32 does.
   void attentionBlockTrainsAtEveryPrecision() {
     std::vector<double> first_loss;
@@ -210,18 +211,20 @@ class TestTraining : public QObject {
       attn.heads = 2;
       b.node("in", LayerType::Input, input(8, 8, 1))
           .node("patch", LayerType::Conv2d, conv(16, 2, 2, 2, 2, 0, 0, true))
+          .node("pos", LayerType::PositionEmbedding)
+          .node("cls", LayerType::ClassToken)
           .node("ln", LayerType::LayerNorm)
           .node("qkv", LayerType::TokenLinear, linear(48))
           .node("attn", LayerType::SelfAttention, attn)
           .node("proj", LayerType::TokenLinear, linear(16))
           .node("add", LayerType::Add)
-          .node("gap", LayerType::GlobalAvgPool)
+          .node("pool", LayerType::TokenPool)
           .node("fc", LayerType::Linear, linear(4))
           .node("loss", LayerType::SoftmaxCrossEntropy)
-          .chain({"in", "patch", "ln", "qkv", "attn", "proj"})
+          .chain({"in", "patch", "pos", "cls", "ln", "qkv", "attn", "proj"})
           .edge("proj", "add", 0)
-          .edge("patch", "add", 1)
-          .chain({"add", "gap", "fc", "loss"});
+          .edge("cls", "add", 1)
+          .chain({"add", "pool", "fc", "loss"});
       p = b.build();
       p.training.precision = precision;
       const Run r = run(p);

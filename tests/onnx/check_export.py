@@ -123,6 +123,17 @@ def reference(project, tensors, x_nhwc):
             e = np.exp(s - s.max(axis=-1, keepdims=True))
             o = (e / e.sum(axis=-1, keepdims=True)) @ v  # [N, heads, T, d]
             y = o.transpose(0, 2, 1, 3).reshape(n_, h_, w_, c)
+        elif t == "PositionEmbedding":
+            y = x + weight(tensors, nid + ".weight").reshape(1, *x.shape[1:])
+        elif t == "ClassToken":  # [N,H,W,C] -> [N,1,1+H*W,C]
+            tok = np.broadcast_to(weight(tensors, nid + ".weight").reshape(1, 1, 1, -1),
+                                  (x.shape[0], 1, 1, x.shape[3]))
+            y = np.concatenate([tok, x.reshape(x.shape[0], 1, -1, x.shape[3])], axis=2)
+        elif t == "TokenPool":
+            tokens = x.reshape(x.shape[0], -1, x.shape[3])
+            first = p.get("class_token", True)
+            y = (tokens[:, :1] if first else tokens.mean(axis=1, keepdims=True)).reshape(
+                x.shape[0], 1, 1, -1)
         elif t == "LayerNorm":  # over the channels of each position
             eps = p.get("eps", 1e-5)
             m = x.mean(axis=3, keepdims=True)
@@ -238,6 +249,16 @@ def run_onnx(model, x_nchw):
         elif op == "Reshape":
             shape = [i[0].shape[k] if s == 0 else int(s) for k, s in enumerate(i[1])]
             y = i[0].reshape(shape)
+        elif op == "Shape":
+            y = np.array(i[0].shape, dtype=np.float64)
+        elif op == "Slice":
+            axes = [int(v) for v in i[3]] if len(i) > 3 else list(range(len(i[1])))
+            index = [slice(None)] * i[0].ndim
+            for ax, lo, hi in zip(axes, i[1], i[2]):
+                index[ax] = slice(int(lo), int(hi))
+            y = i[0][tuple(index)]
+        elif op == "Expand":
+            y = np.broadcast_to(i[0], [int(v) for v in i[1]]).copy()
         elif op == "Transpose":
             y = i[0].transpose(a["perm"])
         elif op == "MatMul":

@@ -39,6 +39,8 @@ struct LayerParams {
   int64_t inputs = 2;
   // Attention: the heads the channels split into (each channels / heads wide)
   int64_t heads = 1;
+  // TokenPool: the first token (a class token) or, when false, the mean
+  bool class_token = true;
 
   bool operator==(const LayerParams&) const = default;
 };
