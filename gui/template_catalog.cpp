@@ -25,6 +25,8 @@ const std::vector<ProjectTemplate>& project_templates() {
       {"resnet20", title("ResNet-20 (32x32x3, synthetic data)"), ":/templates/resnet20.json"},
       {"resnet20-cifar10", title("ResNet-20 (CIFAR-10)"), ":/templates/resnet20-cifar10.json"},
       {"vgg-fashion", title("VGG-style (Fashion-MNIST)"), ":/templates/vgg-fashion.json"},
+      {"vit-tiny-fashion", title("Vision Transformer, tiny (Fashion-MNIST)"),
+       ":/templates/vit-tiny-fashion.json"},
   };
   return kTemplates;
 }

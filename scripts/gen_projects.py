@@ -213,6 +213,41 @@ def resnet50_model():
     return g.model()
 
 
+def vit_model(height, width, channels, patch, dim, heads, blocks, mlp, classes):
+    """A Vision Transformer: a patch convolution (stride = kernel) makes the
+    tokens, a learned position embedding and a class token go with them,
+    then pre-norm blocks of multi-head self-attention (a TokenLinear to the
+    queries, keys and values, SelfAttention, a TokenLinear back) and a GELU
+    MLP, each added back to its input; a final LayerNorm, the class token
+    and one Linear layer."""
+    g = Graph()
+    h = g.node("input", "Input", {"height": height, "width": width, "channels": channels})
+    h = g.node("patch", "Conv2d", conv(dim, patch, patch, 0), h)
+    h = g.node("pos", "PositionEmbedding", None, h)
+    h = g.node("cls", "ClassToken", None, h)
+    for b in range(1, blocks + 1):
+        p = "b%d_" % b
+        block_in = h
+        a = g.node(p + "ln1", "LayerNorm", None, h)
+        a = g.node(p + "qkv", "TokenLinear", linear(3 * dim), a)
+        a = g.node(p + "attn", "SelfAttention", {"heads": heads}, a)
+        a = g.node(p + "proj", "TokenLinear", linear(dim), a)
+        h = g.node(p + "add1", "Add", None, a, to_port=0)
+        g.edge(block_in, h, 1)
+        m = g.node(p + "ln2", "LayerNorm", None, h)
+        m = g.node(p + "fc1", "TokenLinear", linear(mlp), m)
+        m = g.node(p + "gelu", "GELU", None, m)
+        m = g.node(p + "fc2", "TokenLinear", linear(dim), m)
+        s = g.node(p + "add2", "Add", None, m, to_port=0)
+        g.edge(h, s, 1)
+        h = s
+    h = g.node("ln", "LayerNorm", None, h)
+    h = g.node("pool", "TokenPool", None, h)
+    h = g.node("head", "Linear", linear(classes), h)
+    g.node("loss", "SoftmaxCrossEntropy", None, h)
+    return g.model()
+
+
 # --------------------------------------------------------------------------
 # Dataset, training and variant sections
 # --------------------------------------------------------------------------
@@ -236,6 +271,13 @@ def training(lr, epochs, global_batch, devices="cpu:1", precision="fp32",
     }
     if sync_batch_norm is not None:
         t["sync_batch_norm"] = sync_batch_norm
+    return t
+
+
+def adam_training(lr, epochs, global_batch, devices="cpu:1", precision="fp32"):
+    t = training(lr, epochs, global_batch, devices, precision, weight_decay=0.0001)
+    t["optimizer"] = {"type": "adam", "lr": lr, "weight_decay": 0.0001}
+    t["schedule"]["warmup_epochs"] = 1
     return t
 
 
@@ -291,6 +333,12 @@ def all_projects():
                   "mean": [0.4914, 0.4822, 0.4465], "std": [0.247, 0.2435, 0.2616],
                   "random_crop_padding": 4, "random_flip": True},
                  training(0.1, 200, 128), 1000), 272474),
+        (project("vit-tiny-fashion",
+                 "A tiny Vision Transformer on Fashion-MNIST: 4x4 patches (49 tokens and a "
+                 "class token) of 64 features, 6 pre-norm blocks of 4-head self-attention "
+                 "and a GELU MLP of 128.",
+                 vit_model(28, 28, 1, patch=4, dim=64, heads=4, blocks=6, mlp=128, classes=10),
+                 FASHION, adam_training(0.001, 10, 128), 1000), 205898),
         (project("resnet50",
                  "torchvision ResNet-50 (v1.5) on synthetic ImageNet-size data.",
                  resnet50_model(),
@@ -364,8 +412,26 @@ def count_parameters(proj):
             elif t == "BatchNorm2d":
                 out = x[0]
                 total += 2 * c
-            elif t in ("ReLU", "Tanh", "SiLU", "Dropout"):
+            elif t in ("ReLU", "Tanh", "SiLU", "GELU", "Dropout"):
                 out = x[0]
+            elif t == "LayerNorm":
+                out = x[0]
+                total += 2 * c
+            elif t == "TokenLinear":
+                o = p["out_features"]
+                out = (h, w, o)
+                total += c * o + (o if p.get("bias", True) else 0)
+            elif t == "SelfAttention":
+                assert c % 3 == 0 and (c // 3) % p["heads"] == 0, "%s: heads" % nid
+                out = (h, w, c // 3)
+            elif t == "PositionEmbedding":
+                out = x[0]
+                total += h * w * c
+            elif t == "ClassToken":
+                out = (1, h * w + 1, c)
+                total += c
+            elif t == "TokenPool":
+                out = (1, 1, c)
             elif t == "Flatten":
                 out = (1, 1, h * w * c)
             elif t == "GlobalAvgPool":

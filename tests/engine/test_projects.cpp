@@ -95,7 +95,7 @@ class TestProjects : public QObject {
         QCOMPARE(project_to_json(parse_project(text, golden.string())), text);
       }
     }
-    QCOMPARE(files, 13);
+    QCOMPARE(files, 14);
   }
 
   void parameterCounts_data() {
@@ -106,6 +106,7 @@ class TestProjects : public QObject {
     QTest::newRow("resnet8") << "resnet8-fashion" << 77754LL;
     QTest::newRow("resnet20") << "resnet20" << 272474LL;
     QTest::newRow("resnet50") << "resnet50" << 25557032LL;
+    QTest::newRow("vit-tiny") << "vit-tiny-fashion" << 205898LL;
   }
 
   void parameterCounts() {
