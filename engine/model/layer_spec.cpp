@@ -141,7 +141,7 @@ constexpr ParamSpec kLinearParams[] = {
 
 constexpr ParamSpec kAttentionParams[] = {
     int_param("heads", 1, kMaxFeatures, &LayerParams::heads,
-              "heads the C channels split into, each C/heads wide (at most 512)"),
+              "heads the C channels split into, each C/heads wide (at most 512)", true, "heads "),
 };
 
 constexpr ParamSpec kTokenPoolParams[] = {
