@@ -68,7 +68,7 @@ float dot(const float* a, const float* b, int64_t d) {
 
 // Where a unit's rows start: its query, key and value heads in qkv, its
 // head in o (and do, dqkv's query part), its log-sum-exp.
-struct Rows {
+struct Offsets {
   const Geometry& g;
   int64_t qkv(int64_t n, int64_t token, int64_t h) const {
     return (n * g.t + token) * 3 * g.c + h * g.d;
@@ -97,7 +97,7 @@ void attention_fwd(const KernelArgs& a) {
   if (a.in.size() != 1 || a.out.size() != 2)
     throw std::invalid_argument(std::string(op) + a.where() + ": takes qkv and gives o and lse");
   const Geometry g = geometry(a, op);
-  const Rows at{g};
+  const Offsets at{g};
   const float* qkv = a.in[0].f32();
   float* o = a.out[0].f32();
   float* lse = has_out(a, 1) ? a.out[1].f32() : nullptr;
@@ -144,7 +144,7 @@ void attention_bwd(const KernelArgs& a) {
                                 ": takes qkv, o, lse and do and gives dqkv");
   if (!has_out(a, 0)) return;
   const Geometry g = geometry(a, op);
-  const Rows at{g};
+  const Offsets at{g};
   const float* qkv = a.in[0].f32();
   const float* o = a.in[1].f32();
   const float* lse = a.in[2].f32();
