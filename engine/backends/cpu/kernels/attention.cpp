@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Every output value is computed by one thread in a fixed order, so no
-// result depends on the thread count. Dot products keep eight partial sums
-// combined in a fixed tree: the loop vectorises without reassociating, and
-// every build of the kernels gives the same bits. The backward runs two
-// passes, each writing its own rows: the queries' gradients, then the keys'
-// and the values' (each probability recomputed in both), so nothing is
-// summed across threads.
+// A (sample, head) pair a thread: its keys (and, backward, its values) are
+// transposed once into the thread's buffer, so a query's scores are a
+// vector of keys at a time; each output value is computed by one thread in
+// a fixed order, so no result depends on the thread count, and without
+// reassociated sums every build of the kernels gives the same bits. The
+// backward takes the pair's queries in order, recomputing each query's
+// probabilities once from its log-sum-exp: its gradient at once, the keys'
+// and the values' added up over the queries in that order. What a thread
+// holds is O(T x d); no T x T matrix exists.
 #include "backends/cpu/kernels/attention.h"
 
 #include <algorithm>
@@ -77,16 +79,29 @@ struct Offsets {
   int64_t lse(int64_t n, int64_t token, int64_t h) const { return (n * g.t + token) * g.heads + h; }
 };
 
-// Unit u as (sample, head, token).
-struct Unit {
-  int64_t n, h, token;
-};
-Unit unit_of(const Geometry& g, int64_t u) {
-  return {u / (g.heads * g.t), (u / g.t) % g.heads, u % g.t};
-}
-
 void write(float* out, const float* v, int64_t d, float factor, bool accumulate) {
   detail::store(accumulate, out, d, [&](int64_t c) { return v[c] * factor; });
+}
+
+// The keys (or values) of one sample's head, transposed: out[c * T + j] is
+// channel c of token j, so a query's scores vectorise across the keys.
+void transpose_head(const float* qkv, const Offsets& at, const Geometry& g, int64_t n, int64_t h,
+                    int64_t part, float* out) {
+  for (int64_t j = 0; j < g.t; ++j) {
+    const float* row = qkv + at.qkv(n, j, h) + part * g.c;
+    for (int64_t c = 0; c < g.d; ++c) out[c * g.t + j] = row[c];
+  }
+}
+
+// s[j] = sum_c q[c] kt[c * T + j] for keys [j0, j0 + jb): channels outer,
+// keys inner (a vector of keys at a time, each sum in channel order).
+void scores(const float* q, const float* kt, const Geometry& g, int64_t j0, int64_t jb, float* s) {
+  std::fill(s, s + jb, 0.0f);
+  for (int64_t c = 0; c < g.d; ++c) {
+    const float qc = q[c];
+    const float* k = kt + c * g.t + j0;
+    for (int64_t j = 0; j < jb; ++j) s[j] += qc * k[j];
+  }
 }
 
 }  // namespace
@@ -102,36 +117,43 @@ void attention_fwd(const KernelArgs& a) {
   float* o = a.out[0].f32();
   float* lse = has_out(a, 1) ? a.out[1].f32() : nullptr;
   const float minus_inf = -std::numeric_limits<float>::infinity();
-  parallel_ranges(g.units(), g.units() * g.t * g.d * 4, [&](int64_t lo, int64_t hi) {
+  // A (sample, head) pair a thread: its keys transposed once for all its queries.
+  parallel_ranges(g.n * g.heads, g.units() * g.t * g.d * 4, [&](int64_t lo, int64_t hi) {
+    thread_local std::vector<float> kt;
+    kt.resize(static_cast<size_t>(g.d * g.t));
     std::array<float, kMaxHeadDim> acc;
     float s[kKeyBlock];
-    for (int64_t u = lo; u < hi; ++u) {
-      const Unit un = unit_of(g, u);
-      const float* q = qkv + at.qkv(un.n, un.token, un.h);
-      std::fill(acc.begin(), acc.begin() + g.d, 0.0f);
-      float m = minus_inf, l = 0.0f;
-      for (int64_t j0 = 0; j0 < g.t; j0 += kKeyBlock) {
-        const int64_t jb = std::min(kKeyBlock, g.t - j0);
-        float block_max = minus_inf;
-        for (int64_t j = 0; j < jb; ++j) {
-          s[j] = dot(q, qkv + at.qkv(un.n, j0 + j, un.h) + g.c, g.d) * g.scale;
-          block_max = std::max(block_max, s[j]);
+    for (int64_t pair = lo; pair < hi; ++pair) {
+      const int64_t n = pair / g.heads, h = pair % g.heads;
+      transpose_head(qkv, at, g, n, h, 1, kt.data());
+      for (int64_t i = 0; i < g.t; ++i) {
+        const float* q = qkv + at.qkv(n, i, h);
+        std::fill(acc.begin(), acc.begin() + g.d, 0.0f);
+        float m = minus_inf, l = 0.0f;
+        for (int64_t j0 = 0; j0 < g.t; j0 += kKeyBlock) {
+          const int64_t jb = std::min(kKeyBlock, g.t - j0);
+          scores(q, kt.data(), g, j0, jb, s);
+          float block_max = minus_inf;
+          for (int64_t j = 0; j < jb; ++j) {
+            s[j] *= g.scale;
+            block_max = std::max(block_max, s[j]);
+          }
+          const float m_new = std::max(m, block_max);
+          // The running sums so far, rescaled to the new maximum.
+          const float correction = std::exp(m - m_new);
+          l *= correction;
+          for (int64_t c = 0; c < g.d; ++c) acc[static_cast<size_t>(c)] *= correction;
+          for (int64_t j = 0; j < jb; ++j) {
+            const float p = std::exp(s[j] - m_new);
+            l += p;
+            const float* v = qkv + at.qkv(n, j0 + j, h) + 2 * g.c;
+            for (int64_t c = 0; c < g.d; ++c) acc[static_cast<size_t>(c)] += p * v[c];
+          }
+          m = m_new;
         }
-        const float m_new = std::max(m, block_max);
-        // The running sums so far, rescaled to the new maximum.
-        const float correction = std::exp(m - m_new);
-        l *= correction;
-        for (int64_t c = 0; c < g.d; ++c) acc[static_cast<size_t>(c)] *= correction;
-        for (int64_t j = 0; j < jb; ++j) {
-          const float p = std::exp(s[j] - m_new);
-          l += p;
-          const float* v = qkv + at.qkv(un.n, j0 + j, un.h) + 2 * g.c;
-          for (int64_t c = 0; c < g.d; ++c) acc[static_cast<size_t>(c)] += p * v[c];
-        }
-        m = m_new;
+        write(o + at.o(n, i, h), acc.data(), g.d, 1.0f / l, false);
+        if (lse) lse[at.lse(n, i, h)] = m + std::log(l);
       }
-      write(o + at.o(un.n, un.token, un.h), acc.data(), g.d, 1.0f / l, false);
-      if (lse) lse[at.lse(un.n, un.token, un.h)] = m + std::log(l);
     }
   });
 }
@@ -151,65 +173,55 @@ void attention_bwd(const KernelArgs& a) {
   const float* dout = a.in[3].f32();
   float* dqkv = a.out[0].f32();
   const bool accumulate = a.accumulate(0);
-  const int64_t work = g.units() * g.t * g.d * 6;
-  // Each query's do . o: the softmax's share of its gradient. The calling
-  // thread's buffer, grown only when a larger layer comes by.
-  // (Named through a plain pointer: in the lambdas below, which run on other
-  // threads, the thread_local itself would be each thread's own.)
-  thread_local std::vector<float> delta_buffer;
-  delta_buffer.resize(static_cast<size_t>(g.units()));
-  float* const delta = delta_buffer.data();
-  parallel_ranges(g.units(), g.units() * g.d, [&](int64_t lo, int64_t hi) {
-    for (int64_t u = lo; u < hi; ++u) {
-      const Unit un = unit_of(g, u);
-      delta[u] =
-          dot(dout + at.o(un.n, un.token, un.h), o + at.o(un.n, un.token, un.h), g.d);
-    }
-  });
-  auto delta_of = [&](int64_t n, int64_t h, int64_t token) {
-    return delta[(n * g.heads + h) * g.t + token];
-  };
-  // The queries' gradients: dq_i = scale * sum_j p_ij (do_i . v_j - delta_i) k_j.
-  parallel_ranges(g.units(), work, [&](int64_t lo, int64_t hi) {
+  // A (sample, head) pair a thread, its queries in order: each probability
+  // is recomputed once, and the keys' and values' gradients add up over the
+  // queries in that order, whatever the thread count.
+  parallel_ranges(g.n * g.heads, g.units() * g.t * g.d * 10, [&](int64_t lo, int64_t hi) {
+    thread_local std::vector<float> scratch;
+    const int64_t td = g.t * g.d;
+    scratch.resize(static_cast<size_t>(4 * td + 4 * g.t));
+    float* kt = scratch.data();  // keys, transposed
+    float* vt = kt + td;         // values, transposed
+    float* dk = vt + td;         // [T, d]
+    float* dv = dk + td;         // [T, d]
+    float* s = dv + td;          // this query's scores, then their probabilities
+    float* dp = s + g.t;         // do . v_j
+    float* ds = dp + g.t;        // the scores' gradients
     std::array<float, kMaxHeadDim> dq;
-    for (int64_t u = lo; u < hi; ++u) {
-      const Unit un = unit_of(g, u);
-      const float* q = qkv + at.qkv(un.n, un.token, un.h);
-      const float* doi = dout + at.o(un.n, un.token, un.h);
-      const float l = lse[at.lse(un.n, un.token, un.h)], di = delta_of(un.n, un.h, un.token);
-      std::fill(dq.begin(), dq.begin() + g.d, 0.0f);
-      for (int64_t j = 0; j < g.t; ++j) {
-        const float* k = qkv + at.qkv(un.n, j, un.h) + g.c;
-        const float p = std::exp(dot(q, k, g.d) * g.scale - l);
-        const float ds = p * (dot(doi, k + g.c, g.d) - di);
-        for (int64_t c = 0; c < g.d; ++c) dq[static_cast<size_t>(c)] += ds * k[c];
-      }
-      write(dqkv + at.qkv(un.n, un.token, un.h), dq.data(), g.d, g.scale, accumulate);
-    }
-  });
-  // The keys' and the values' gradients: dk_j = scale * sum_i p_ij (do_i .
-  // v_j - delta_i) q_i and dv_j = sum_i p_ij do_i.
-  parallel_ranges(g.units(), work, [&](int64_t lo, int64_t hi) {
-    std::array<float, kMaxHeadDim> dk, dv;
-    for (int64_t u = lo; u < hi; ++u) {
-      const Unit un = unit_of(g, u);
-      const float* k = qkv + at.qkv(un.n, un.token, un.h) + g.c;
-      const float* v = k + g.c;
-      std::fill(dk.begin(), dk.begin() + g.d, 0.0f);
-      std::fill(dv.begin(), dv.begin() + g.d, 0.0f);
+    for (int64_t pair = lo; pair < hi; ++pair) {
+      const int64_t n = pair / g.heads, h = pair % g.heads;
+      transpose_head(qkv, at, g, n, h, 1, kt);
+      transpose_head(qkv, at, g, n, h, 2, vt);
+      std::fill(dk, dk + 2 * td, 0.0f);
       for (int64_t i = 0; i < g.t; ++i) {
-        const float* q = qkv + at.qkv(un.n, i, un.h);
-        const float* doi = dout + at.o(un.n, i, un.h);
-        const float p = std::exp(dot(q, k, g.d) * g.scale - lse[at.lse(un.n, i, un.h)]);
-        const float ds = p * (dot(doi, v, g.d) - delta_of(un.n, un.h, i));
-        for (int64_t c = 0; c < g.d; ++c) {
-          dk[static_cast<size_t>(c)] += ds * q[c];
-          dv[static_cast<size_t>(c)] += p * doi[c];
+        const float* q = qkv + at.qkv(n, i, h);
+        const float* doi = dout + at.o(n, i, h);
+        const float l = lse[at.lse(n, i, h)];
+        const float delta = dot(doi, o + at.o(n, i, h), g.d);
+        scores(q, kt, g, 0, g.t, s);
+        scores(doi, vt, g, 0, g.t, dp);
+        for (int64_t j = 0; j < g.t; ++j) {
+          s[j] = std::exp(s[j] * g.scale - l);
+          ds[j] = s[j] * (dp[j] - delta);
+        }
+        // dq = scale * sum_j ds_j k_j; dk_j += ds_j q; dv_j += p_j do.
+        for (int64_t c = 0; c < g.d; ++c) dq[static_cast<size_t>(c)] = dot(ds, kt + c * g.t, g.t);
+        write(dqkv + at.qkv(n, i, h), dq.data(), g.d, g.scale, accumulate);
+        for (int64_t j = 0; j < g.t; ++j) {
+          float* dkj = dk + j * g.d;
+          float* dvj = dv + j * g.d;
+          const float dsj = ds[j], pj = s[j];
+          for (int64_t c = 0; c < g.d; ++c) {
+            dkj[c] += dsj * q[c];
+            dvj[c] += pj * doi[c];
+          }
         }
       }
-      float* row = dqkv + at.qkv(un.n, un.token, un.h);
-      write(row + g.c, dk.data(), g.d, g.scale, accumulate);
-      write(row + 2 * g.c, dv.data(), g.d, 1.0f, accumulate);
+      for (int64_t j = 0; j < g.t; ++j) {
+        float* row = dqkv + at.qkv(n, j, h);
+        write(row + g.c, dk + j * g.d, g.d, g.scale, accumulate);
+        write(row + 2 * g.c, dv + j * g.d, g.d, 1.0f, accumulate);
+      }
     }
   });
 }
