@@ -72,6 +72,15 @@ QVariant DTensorTableModel::data(const QModelIndex& index, int role) const {
         return {};
     }
   }
+  // What the plan does not hold says as much as what it does: attention's
+  // one saved number per token and head stands for its T x T scores.
+  if (role == Qt::ToolTipRole && index.column() == Name && t.owner >= 0 &&
+      t.region == Region::S_BN_SAVED &&
+      cp_->project().model.nodes[static_cast<size_t>(t.owner)].type == LayerType::SelfAttention)
+    return tr("The log-sum-exp of each token's attention scores, per head: all the backward "
+              "keeps of the softmax. The %1 x %1 scores of each head are never stored, in this "
+              "plan or anywhere else: both passes recompute them.")
+        .arg(t.shape.h * t.shape.w);
   if (role == Qt::ToolTipRole && index.column() == RegionColumn)
     return tr("%1: %2").arg(QString::fromUtf8(region_name(t.region).data()),
                             QString::fromUtf8(region_series_title(region_series(t.region)).data()));

@@ -267,6 +267,27 @@ class TestMemoryView : public QObject {
              static_cast<int>(v.plan().dtensors().size()));
   }
 
+  // Attention's saved statistics are one number per token and head, and the
+  // table says the T x T scores are never stored.
+  void attentionSavesNoScores() {
+    View v(compiled("vit-tiny-fashion"));
+    const int attn = v.view.compiled()->project().model.find("b1_attn");
+    QVERIFY(attn >= 0);
+    v.view.highlightLayers({attn});
+    auto* m = v.view.tensorModel();
+    bool found = false;
+    for (int row = 0; row < m->rowCount(); ++row) {
+      if (!v.cell(row, DTensorTableModel::Name).endsWith(QStringLiteral(".lse"))) continue;
+      found = true;
+      QCOMPARE(v.cell(row, DTensorTableModel::ShapeColumn), QStringLiteral("[128,1,50,4]"));
+      const QString tip =
+          m->data(m->index(row, DTensorTableModel::Name), Qt::ToolTipRole).toString();
+      QVERIFY2(tip.contains(QStringLiteral("The 50 x 50 scores of each head are never stored")),
+               qPrintable(tip));
+    }
+    QVERIFY(found);
+  }
+
   void highlightedLayersAreMarkedAndListed() {
     View v(compiled("lenet-fashion"));
     const int fc1 = v.view.compiled()->project().model.find("fc1");
