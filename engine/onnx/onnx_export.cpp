@@ -159,6 +159,12 @@ class Writer {
   int64_t parameters_ = 0;
 };
 
+// One value per feature of a [N, features] matrix, in ONNX's order: a
+// flattened image's features are CHW there, HWC here.
+std::vector<float> feature_order(std::vector<float> v, bool flat, const Shape& order) {
+  return flat && orders_differ(order) ? columns_to_chw(v, 1, order) : v;
+}
+
 void value_info(onnx::ValueInfoProto* v, const std::string& name,
                 const std::vector<std::string>& symbolic, const std::vector<int64_t>& dims) {
   v->set_name(name);
@@ -335,12 +341,8 @@ OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoi
         const std::vector<int64_t> dims =
             flat ? std::vector<int64_t>{c} : std::vector<int64_t>{c, 1, 1};
         const Shape order = orders.columns_of(i, a);
-        for (const char* part : {".weight", ".bias"}) {
-          std::vector<float> v = weights.get(id + part, c);
-          // A flattened image's features: ONNX's order is CHW, ours HWC.
-          if (flat && orders_differ(order)) v = columns_to_chw(v, 1, order);
-          w.initializer(id + part, dims, v);
-        }
+        for (const char* part : {".weight", ".bias"})
+          w.initializer(id + part, dims, feature_order(weights.get(id + part, c), flat, order));
         Writer::ints(w.node("ReduceMean", id + "/mean", {x}, id + "/mean"), "axes", {1});
         w.node("Sub", id + "/centred", {x, id + "/mean"}, id + "/centred");
         w.node("Pow", id + "/squared", {id + "/centred", w.scalar(id + "/two", 2.0f)},
@@ -391,9 +393,7 @@ OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoi
         const Shape s = na.inputs[0];
         std::vector<float> e = weights.get(id + ".weight", s.h * s.w * s.c);
         if (orders.flat[static_cast<size_t>(src)]) {
-          const Shape order = orders.columns_of(i, a);
-          if (orders_differ(order)) e = columns_to_chw(e, 1, order);
-          w.initializer(id + ".weight", {1, s.c}, e);
+          w.initializer(id + ".weight", {1, s.c}, feature_order(e, true, orders.columns_of(i, a)));
         } else {
           // [1, H, W, C] -> [1, C, H, W]
           w.initializer(id + ".weight", {1, s.c, s.h, s.w}, kernel_to_oihw(e, 1, s.h, s.w, s.c));

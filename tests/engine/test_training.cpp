@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -94,6 +95,27 @@ bool learns(const Run& r, double factor, double top1, const char* what) {
   return false;
 }
 
+// The model `build` writes, on small_project's data and settings, learns in
+// FP32, AMP and BF16, and the 16-bit runs' first losses are within 2% of FP32's.
+void trains_at_every_precision(const std::function<void(ModelBuilder&)>& build) {
+  std::vector<double> first_loss;
+  for (Precision precision : {Precision::FP32, Precision::AMP, Precision::BF16}) {
+    ModelBuilder b;
+    b.project() = small_project();
+    b.project().model = {};
+    build(b);
+    Project p = b.build();
+    p.training.precision = precision;
+    const Run r = run(p);
+    const char* name = precision_name(precision).data();
+    QVERIFY(learns(r, 0.9, 0.3, name));
+    first_loss.push_back(r.losses.front());
+  }
+  for (double l : first_loss)
+    QVERIFY2(std::fabs(l - first_loss[0]) < 2e-2 * first_loss[0],
+             qPrintable(QString("%1 against FP32's %2").arg(l).arg(first_loss[0])));
+}
+
 }  // namespace
 
 class TestTraining : public QObject {
@@ -166,12 +188,7 @@ class TestTraining : public QObject {
   // BF16 (the CPU backend's schedule checker on), and the 16-bit runs start
   // where FP32 does.
   void layerNormTrainsAtEveryPrecision() {
-    std::vector<double> first_loss;
-    for (Precision precision : {Precision::FP32, Precision::AMP, Precision::BF16}) {
-      Project p = small_project();
-      ModelBuilder b;
-      b.project() = p;
-      b.project().model = {};
+    trains_at_every_precision([](ModelBuilder& b) {
       b.node("in", LayerType::Input, input(8, 8, 1))
           .node("conv1", LayerType::Conv2d, conv(8, 3, 3, 1, 1, 1, 1, true))
           .node("ln1", LayerType::LayerNorm)
@@ -183,16 +200,7 @@ class TestTraining : public QObject {
           .node("fc", LayerType::Linear, linear(4))
           .node("loss", LayerType::SoftmaxCrossEntropy)
           .chain({"in", "conv1", "ln1", "gelu", "pool", "conv2", "ln2", "gap", "fc", "loss"});
-      p = b.build();
-      p.training.precision = precision;
-      const Run r = run(p);
-      const char* name = precision_name(precision).data();
-      QVERIFY(learns(r, 0.9, 0.3, name));
-      first_loss.push_back(r.losses.front());
-    }
-    for (double l : first_loss)
-      QVERIFY2(std::fabs(l - first_loss[0]) < 2e-2 * first_loss[0],
-               qPrintable(QString("%1 against FP32's %2").arg(l).arg(first_loss[0])));
+    });
   }
 
   // A transformer block on a 4x4 patch grid (a position embedding and a
@@ -201,12 +209,7 @@ class TestTraining : public QObject {
   // token pooled) learns in FP32, AMP and BF16 (the CPU backend's schedule
   // checker on), and the 16-bit runs start where FP32 does.
   void attentionBlockTrainsAtEveryPrecision() {
-    std::vector<double> first_loss;
-    for (Precision precision : {Precision::FP32, Precision::AMP, Precision::BF16}) {
-      Project p = small_project();
-      ModelBuilder b;
-      b.project() = p;
-      b.project().model = {};
+    trains_at_every_precision([](ModelBuilder& b) {
       LayerParams attn;
       attn.heads = 2;
       b.node("in", LayerType::Input, input(8, 8, 1))
@@ -225,16 +228,7 @@ class TestTraining : public QObject {
           .edge("proj", "add", 0)
           .edge("cls", "add", 1)
           .chain({"add", "pool", "fc", "loss"});
-      p = b.build();
-      p.training.precision = precision;
-      const Run r = run(p);
-      const char* name = precision_name(precision).data();
-      QVERIFY(learns(r, 0.9, 0.3, name));
-      first_loss.push_back(r.losses.front());
-    }
-    for (double l : first_loss)
-      QVERIFY2(std::fabs(l - first_loss[0]) < 2e-2 * first_loss[0],
-               qPrintable(QString("%1 against FP32's %2").arg(l).arg(first_loss[0])));
+    });
   }
 
   void everyActivationTrainsAndItsRewritesChangeNothing() {
