@@ -319,14 +319,20 @@ class RankLoop {
                                std::to_string(overflow_run_) + " steps in a row up to " + where +
                                ", each skipped by mixed precision with the loss scale now at " +
                                std::to_string(m.loss_scale) + "; lower the learning rate");
-    const double dt =
+    double dt =
         std::chrono::duration<double>(Clock::now() - std::max(f.enqueued, last_reported_)).count();
+    // A step in flight while the front end held the report before it (a
+    // workbench pause) may have finished during the hold: its interval then
+    // says nothing of its cost, so it gets the time of the step before it.
+    if (held_ > 0 && held_ >= last_dt_ && last_dt_ > 0) dt = last_dt_;
+    last_dt_ = dt;
     if (f.profiled) end_profiled_step(f.step, f.step + 1 == options_.profile_end);
     const StepReport sr{f.step, f.epoch, f.index, f.batches, m.loss,
                         m.top1, f.lr,    dt,      f.partial, m.loss_scale};
     tally.loss_sum += m.loss * m.samples;
     tally.top1_sum += m.top1 * m.samples;
     tally.samples += m.samples;
+    const auto t_callbacks = Clock::now();
     if (rank_ == 0) {
       {
         std::lock_guard<std::mutex> lock(shared_.mutex);
@@ -342,6 +348,7 @@ class RankLoop {
     }
     if (callbacks_.on_rank_step) callbacks_.on_rank_step(rank_, sr, session_);
     last_reported_ = Clock::now();
+    held_ = std::chrono::duration<double>(last_reported_ - t_callbacks).count();
   }
 
   int variant_of(const Batch& b) const {
@@ -473,6 +480,7 @@ class RankLoop {
   std::vector<PinnedHost> pinned_;
   int overflow_run_ = 0;  // AMP steps skipped in a row
   Clock::time_point last_reported_{};
+  double last_dt_ = 0, held_ = 0;  // the step reported last: its time, its callbacks' hold
   bool profiling_ = false;
 };
 
