@@ -3,7 +3,6 @@
 // LeakyReLU, GELU, sigmoid) on the CPU, compact FP32, by element count.
 #include "backends/cpu/kernels/activations.h"
 
-#include <cmath>
 #include <stdexcept>
 
 #include "backends/cpu/kernels/fast_math.h"
@@ -56,12 +55,10 @@ struct LeakyRelu {
 };
 
 struct Gelu {
-  static constexpr float kRsqrt2 = 0.70710678118654752f;
   static constexpr float kRsqrt2Pi = 0.39894228040143268f;
-  static float f(float x, float) { return 0.5f * x * (1.0f + std::erf(x * kRsqrt2)); }
+  static float f(float x, float) { return x * normal_cdf_approx(x); }
   static float df(float x, float g, float) {
-    const float cdf = 0.5f * (1.0f + std::erf(x * kRsqrt2));
-    return g * (cdf + x * kRsqrt2Pi * std::exp(-0.5f * x * x));
+    return g * (normal_cdf_approx(x) + x * kRsqrt2Pi * exp_approx(-0.5f * x * x));
   }
   static constexpr int64_t kForwardCost = 2 * kPolynomialCost, kBackwardCost = 3 * kPolynomialCost;
 };

@@ -1,23 +1,29 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// A (sample, head) pair a thread: its keys (and, backward, its values) are
-// transposed once into the thread's buffer, so a query's scores are a
-// vector of keys at a time; each output value is computed by one thread in
-// a fixed order, so no result depends on the thread count, and without
-// reassociated sums every build of the kernels gives the same bits. The
-// backward takes the pair's queries in order, recomputing each query's
-// probabilities once from its log-sum-exp: its gradient at once, the keys'
-// and the values' added up over the queries in that order. What a thread
-// holds is O(T x d); no T x T matrix exists.
+// A (sample, head) pair a thread. Its keys and values are copied once into
+// the thread's buffers, zero-padded to whole vectors of 16 keys and 16
+// channels (keys also transposed, so scores come 16 keys at a time), and its
+// queries are taken 4 at a time, each key's vector loads shared by the 4.
+// The forward keeps FlashAttention's running maximum and sum per query over
+// blocks of 64 keys; the backward recomputes each block of probabilities
+// once from the saved log-sum-exp and adds the keys' and values' gradients
+// up over the queries in order. Tiles are explicit 16-float vectors (GCC's
+// vector extension: 1 AVX-512, 2 AVX2 or 4 SSE registers) whose lane-wise
+// arithmetic is the same in every build; no sum is reassociated and nothing
+// is contracted into an FMA, so every build gives the same bits, and each
+// output is computed by one thread, so the thread count changes none.
+// What a thread holds is O(T x d); no T x T matrix exists.
 #include "backends/cpu/kernels/attention.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "backends/cpu/kernels/fast_math.h"
 #include "backends/cpu/kernels/half_staging.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/parallel.h"
@@ -29,12 +35,30 @@ using detail::parallel_ranges;
 
 namespace {
 
-constexpr int64_t kKeyBlock = 64;
+constexpr int64_t kLanes = 16;
+using Vec = float __attribute__((vector_size(kLanes * sizeof(float))));
+constexpr int64_t kQueryTile = 4;
+constexpr int64_t kKeyBlock = 64;  // keys per online-softmax step, a multiple of kLanes
 // A head's channels held in one thread's accumulators.
 constexpr int64_t kMaxHeadDim = 512;
+constexpr int64_t kMaxChunks = kMaxHeadDim / kLanes;
+
+void load(Vec& v, const float* p) {
+  std::memcpy(&v, p, sizeof v);
+}
+void save(float* p, const Vec& v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+int64_t round_up(int64_t x, int64_t m) {
+  return (x + m - 1) / m * m;
+}
 
 struct Geometry {
   int64_t n = 0, t = 0, c = 0, heads = 1, d = 1;
+  int64_t tp = 0;      // tokens padded to whole vectors
+  int64_t chunks = 1;  // vectors a head's channels fill
+  int64_t dp = 0;      // channels padded to whole vectors
   float scale = 1.0f;
   int64_t units() const { return n * heads * t; }  // (sample, head, token)
 };
@@ -54,18 +78,20 @@ Geometry geometry(const KernelArgs& a, const char* op) {
   g.n = s.n;
   g.t = s.h * s.w;
   g.d = g.c / g.heads;
+  g.tp = round_up(g.t, kLanes);
+  g.chunks = round_up(g.d, kLanes) / kLanes;
+  g.dp = g.chunks * kLanes;
   g.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(g.d)));
   return g;
 }
 
-float dot(const float* a, const float* b, int64_t d) {
-  float acc[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= d; i += 8)
-    for (int k = 0; k < 8; ++k) acc[k] += a[i + k] * b[i + k];
-  float tail = 0.0f;
-  for (; i < d; ++i) tail += a[i] * b[i];
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+// Combines the lanes pairwise, halves first (8 + 8, then 4 + 4, ...): a
+// fixed order, and 4 steps of latency instead of 15. Overwrites `lanes`.
+template <class Op>
+float lane_tree(float* lanes, Op op) {
+  for (int64_t half = kLanes / 2; half > 0; half /= 2)
+    for (int64_t k = 0; k < half; ++k) lanes[k] = op(lanes[k], lanes[k + half]);
+  return lanes[0];
 }
 
 // Where a unit's rows start: its query, key and value heads in qkv, its
@@ -79,28 +105,222 @@ struct Offsets {
   int64_t lse(int64_t n, int64_t token, int64_t h) const { return (n * g.t + token) * g.heads + h; }
 };
 
-void write(float* out, const float* v, int64_t d, float factor, bool accumulate) {
-  detail::store(accumulate, out, d, [&](int64_t c) { return v[c] * factor; });
+// rows[r * dp + c] = src row (first + r), channel c, for `count` rows of
+// `stride` floats; channels past d and rows past count up to `rows_to` are zero.
+void copy_rows(const float* src, int64_t stride, int64_t first, int64_t count, int64_t rows_to,
+               const Geometry& g, float* rows) {
+  std::fill(rows, rows + rows_to * g.dp, 0.0f);
+  for (int64_t r = 0; r < count; ++r) std::copy_n(src + (first + r) * stride, g.d, rows + r * g.dp);
 }
 
-// The keys (or values) of one sample's head, transposed: out[c * T + j] is
-// channel c of token j, so a query's scores vectorise across the keys.
-void transpose_head(const float* qkv, const Offsets& at, const Geometry& g, int64_t n, int64_t h,
-                    int64_t part, float* out) {
-  for (int64_t j = 0; j < g.t; ++j) {
-    const float* row = qkv + at.qkv(n, j, h) + part * g.c;
-    for (int64_t c = 0; c < g.d; ++c) out[c * g.t + j] = row[c];
+// out[c * tp + j] = rows[j * dp + c]: a channel's values over the keys.
+void transpose_rows(const float* rows, const Geometry& g, float* out) {
+  for (int64_t j = 0; j < g.tp; ++j)
+    for (int64_t c = 0; c < g.dp; ++c) out[c * g.tp + j] = rows[j * g.dp + c];
+}
+
+// s[qi * ld + j] = factor * sum_c a[qi * dp + c] bt[c * tp + j0 + j] for the
+// tile's queries and keys [j0, j0 + jn), jn a multiple of kLanes: channels
+// outer, each sum in channel order.
+template <int Chunks>
+void tile_products(const float* a, const float* bt, const Geometry& g, int64_t j0, int64_t jn,
+                   float factor, float* s, int64_t ld) {
+  const int64_t dp = Chunks > 0 ? Chunks * kLanes : g.dp;
+  for (int64_t jc = 0; jc < jn; jc += kLanes) {
+    Vec acc[kQueryTile] = {};
+    const float* col = bt + j0 + jc;
+    for (int64_t c = 0; c < dp; ++c) {
+      Vec b;
+      load(b, col + c * g.tp);
+      for (int64_t qi = 0; qi < kQueryTile; ++qi) acc[qi] += b * a[qi * dp + c];
+    }
+    for (int64_t qi = 0; qi < kQueryTile; ++qi) save(s + qi * ld + jc, acc[qi] * factor);
   }
 }
 
-// s[j] = sum_c q[c] kt[c * T + j] for keys [j0, j0 + jb): channels outer,
-// keys inner (a vector of keys at a time, each sum in channel order).
-void scores(const float* q, const float* kt, const Geometry& g, int64_t j0, int64_t jb, float* s) {
-  std::fill(s, s + jb, 0.0f);
-  for (int64_t c = 0; c < g.d; ++c) {
-    const float qc = q[c];
-    const float* k = kt + c * g.t + j0;
-    for (int64_t j = 0; j < jb; ++j) s[j] += qc * k[j];
+// The tile's queries [i0, i0 + kQueryTile), zero rows past the last token.
+void load_queries(const float* qkv, const Offsets& at, int64_t n, int64_t h, int64_t i0, float* q) {
+  const Geometry& g = at.g;
+  copy_rows(qkv + at.qkv(n, 0, h), 3 * g.c, i0, std::min(kQueryTile, g.t - i0), kQueryTile, g, q);
+}
+
+template <int Chunks>
+void forward_pair(const float* qkv, const Offsets& at, int64_t n, int64_t h, float* buffer,
+                  float* o, float* lse) {
+  const Geometry& g = at.g;
+  const int64_t chunks = Chunks > 0 ? Chunks : g.chunks;
+  const int64_t dp = chunks * kLanes;
+  float* kt = buffer;              // [dp][tp]
+  float* vr = kt + dp * g.tp;      // [tp][dp]
+  float* q = vr + g.tp * dp;       // [kQueryTile][dp]
+  float* s = q + kQueryTile * dp;  // [kQueryTile][kKeyBlock]
+  copy_rows(qkv + at.qkv(n, 0, h) + g.c, 3 * g.c, 0, g.t, g.tp, g, vr);
+  transpose_rows(vr, g, kt);
+  copy_rows(qkv + at.qkv(n, 0, h) + 2 * g.c, 3 * g.c, 0, g.t, g.tp, g, vr);
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  for (int64_t i0 = 0; i0 < g.t; i0 += kQueryTile) {
+    load_queries(qkv, at, n, h, i0, q);
+    Vec acc[kQueryTile][Chunks > 0 ? Chunks : kMaxChunks];
+    for (int64_t qi = 0; qi < kQueryTile; ++qi)
+      for (int64_t k = 0; k < chunks; ++k) acc[qi][k] = Vec{};
+    float m[kQueryTile], l[kQueryTile];
+    std::fill_n(m, kQueryTile, minus_inf);
+    std::fill_n(l, kQueryTile, 0.0f);
+    for (int64_t j0 = 0; j0 < g.t; j0 += kKeyBlock) {
+      const int64_t jn = std::min(kKeyBlock, g.tp - j0);
+      const int64_t valid = std::min(jn, g.t - j0);
+      tile_products<Chunks>(q, kt, g, j0, jn, g.scale, s, kKeyBlock);
+      for (int64_t qi = 0; qi < kQueryTile; ++qi) {
+        float* sq = s + qi * kKeyBlock;
+        // Lane-wise maxima first: one serial chain over the keys would wait
+        // on each comparison's latency.
+        std::fill(sq + valid, sq + jn, minus_inf);
+        float lane_max[kLanes];
+        std::fill_n(lane_max, kLanes, minus_inf);
+        for (int64_t jc = 0; jc < jn; jc += kLanes)
+          for (int64_t k = 0; k < kLanes; ++k) lane_max[k] = std::max(lane_max[k], sq[jc + k]);
+        const float block_max =
+            lane_tree(lane_max, [](float x, float y) { return std::max(x, y); });
+        const float m_new = std::max(m[qi], block_max);
+        // The running sums so far, rescaled to the new maximum.
+        const float correction = exp_approx(m[qi] - m_new);
+        for (int64_t k = 0; k < chunks; ++k) acc[qi][k] *= correction;
+        for (int64_t j = 0; j < jn; ++j) sq[j] = exp_approx(sq[j] - m_new);
+        std::fill(sq + valid, sq + jn, 0.0f);
+        Vec sum{};
+        for (int64_t jc = 0; jc < jn; jc += kLanes) {
+          Vec p;
+          load(p, sq + jc);
+          sum += p;
+        }
+        float lane_sum[kLanes];
+        save(lane_sum, sum);
+        const float block_sum = lane_tree(lane_sum, [](float x, float y) { return x + y; });
+        l[qi] = l[qi] * correction + block_sum;
+        m[qi] = m_new;
+      }
+      for (int64_t j = 0; j < valid; ++j) {
+        const float* vj = vr + (j0 + j) * dp;
+        for (int64_t k = 0; k < chunks; ++k) {
+          Vec v;
+          load(v, vj + k * kLanes);
+          for (int64_t qi = 0; qi < kQueryTile; ++qi) acc[qi][k] += v * s[qi * kKeyBlock + j];
+        }
+      }
+    }
+    for (int64_t qi = 0; qi < std::min(kQueryTile, g.t - i0); ++qi) {
+      float row[kMaxHeadDim];
+      for (int64_t k = 0; k < chunks; ++k) save(row + k * kLanes, acc[qi][k] * (1.0f / l[qi]));
+      std::copy_n(row, g.d, o + at.o(n, i0 + qi, h));
+      if (lse) lse[at.lse(n, i0 + qi, h)] = m[qi] + std::log(l[qi]);
+    }
+  }
+}
+
+// Adds factor * row into out (or writes it), the head's d channels.
+void write_head(float* out, const float* row, int64_t d, float factor, bool accumulate) {
+  detail::store(accumulate, out, d, [&](int64_t c) { return row[c] * factor; });
+}
+
+template <int Chunks>
+void backward_pair(const float* qkv, const float* o, const float* lse, const float* dout,
+                   const Offsets& at, int64_t n, int64_t h, bool accumulate, float* buffer,
+                   float* dqkv) {
+  const Geometry& g = at.g;
+  const int64_t chunks = Chunks > 0 ? Chunks : g.chunks;
+  const int64_t dp = chunks * kLanes;
+  const int64_t td = g.tp * dp;
+  float* kr = buffer;                 // keys [tp][dp]
+  float* kt = kr + td;                // keys [dp][tp]
+  float* vt = kt + td;                // values [dp][tp]
+  float* dk = vt + td;                // [tp][dp]
+  float* dv = dk + td;                // [tp][dp]
+  float* q = dv + td;                 // [kQueryTile][dp]
+  float* go = q + kQueryTile * dp;    // do of the tile's queries, [kQueryTile][dp]
+  float* p = go + kQueryTile * dp;    // scores, then probabilities [kQueryTile][tp]
+  float* ds = p + kQueryTile * g.tp;  // do . v_j, then the scores' gradients
+  copy_rows(qkv + at.qkv(n, 0, h) + 2 * g.c, 3 * g.c, 0, g.t, g.tp, g, kr);
+  transpose_rows(kr, g, vt);
+  copy_rows(qkv + at.qkv(n, 0, h) + g.c, 3 * g.c, 0, g.t, g.tp, g, kr);
+  transpose_rows(kr, g, kt);
+  std::fill(dk, dk + 2 * td, 0.0f);
+  for (int64_t i0 = 0; i0 < g.t; i0 += kQueryTile) {
+    const int64_t qn = std::min(kQueryTile, g.t - i0);
+    load_queries(qkv, at, n, h, i0, q);
+    copy_rows(dout + at.o(n, 0, h), g.c, i0, qn, kQueryTile, g, go);
+    float l[kQueryTile] = {}, delta[kQueryTile] = {};
+    for (int64_t qi = 0; qi < qn; ++qi) {
+      l[qi] = lse[at.lse(n, i0 + qi, h)];
+      const float* oi = o + at.o(n, i0 + qi, h);
+      float acc = 0.0f;
+      for (int64_t c = 0; c < g.d; ++c) acc += go[qi * dp + c] * oi[c];
+      delta[qi] = acc;
+    }
+    tile_products<Chunks>(q, kt, g, 0, g.tp, g.scale, p, g.tp);
+    tile_products<Chunks>(go, vt, g, 0, g.tp, 1.0f, ds, g.tp);
+    for (int64_t qi = 0; qi < kQueryTile; ++qi) {
+      float* pq = p + qi * g.tp;
+      float* dsq = ds + qi * g.tp;
+      // Padded keys and queries get probability 0 (their do rows are zero too).
+      const float lq = l[qi], dq_delta = delta[qi];
+      for (int64_t j = 0; j < g.tp; ++j) pq[j] = exp_approx(pq[j] - lq);
+      std::fill(pq + (qi < qn ? g.t : 0), pq + g.tp, 0.0f);
+      for (int64_t j = 0; j < g.tp; ++j) dsq[j] = pq[j] * (dsq[j] - dq_delta);
+    }
+    // dq = scale * sum_j ds_j k_j; dk_j += ds_j q; dv_j += p_j do, queries in order.
+    constexpr int64_t kHeld = Chunks > 0 ? Chunks : kMaxChunks;
+    Vec gq[kQueryTile][kHeld], qv[kQueryTile][kHeld], gov[kQueryTile][kHeld];
+    for (int64_t qi = 0; qi < kQueryTile; ++qi)
+      for (int64_t k = 0; k < chunks; ++k) {
+        gq[qi][k] = Vec{};
+        load(qv[qi][k], q + qi * dp + k * kLanes);
+        load(gov[qi][k], go + qi * dp + k * kLanes);
+      }
+    for (int64_t j = 0; j < g.t; ++j) {
+      for (int64_t k = 0; k < chunks; ++k) {
+        Vec kj, gk, gv;
+        load(kj, kr + j * dp + k * kLanes);
+        load(gk, dk + j * dp + k * kLanes);
+        load(gv, dv + j * dp + k * kLanes);
+        for (int64_t qi = 0; qi < kQueryTile; ++qi) {
+          const float dsij = ds[qi * g.tp + j], pij = p[qi * g.tp + j];
+          gq[qi][k] += kj * dsij;
+          gk += qv[qi][k] * dsij;
+          gv += gov[qi][k] * pij;
+        }
+        save(dk + j * dp + k * kLanes, gk);
+        save(dv + j * dp + k * kLanes, gv);
+      }
+    }
+    for (int64_t qi = 0; qi < qn; ++qi) {
+      float row[kMaxHeadDim];
+      for (int64_t k = 0; k < chunks; ++k) save(row + k * kLanes, gq[qi][k]);
+      write_head(dqkv + at.qkv(n, i0 + qi, h), row, g.d, g.scale, accumulate);
+    }
+  }
+  for (int64_t j = 0; j < g.t; ++j) {
+    float* row = dqkv + at.qkv(n, j, h);
+    write_head(row + g.c, dk + j * dp, g.d, g.scale, accumulate);
+    write_head(row + 2 * g.c, dv + j * dp, g.d, 1.0f, accumulate);
+  }
+}
+
+// Calls body(std::integral_constant<int, Chunks>) with the head's vector
+// count fixed at compile time for the common head sizes (up to 64 channels),
+// 0 (counted at run time) beyond.
+template <class Body>
+void with_chunks(int64_t chunks, Body body) {
+  switch (chunks) {
+    case 1:
+      return body(std::integral_constant<int, 1>{});
+    case 2:
+      return body(std::integral_constant<int, 2>{});
+    case 3:
+      return body(std::integral_constant<int, 3>{});
+    case 4:
+      return body(std::integral_constant<int, 4>{});
+    default:
+      return body(std::integral_constant<int, 0>{});
   }
 }
 
@@ -116,45 +336,16 @@ void attention_fwd(const KernelArgs& a) {
   const float* qkv = a.in[0].f32();
   float* o = a.out[0].f32();
   float* lse = has_out(a, 1) ? a.out[1].f32() : nullptr;
-  const float minus_inf = -std::numeric_limits<float>::infinity();
-  // A (sample, head) pair a thread: its keys transposed once for all its queries.
+  const size_t buffer_floats =
+      static_cast<size_t>(2 * g.tp * g.dp + kQueryTile * (g.dp + kKeyBlock));
   parallel_ranges(g.n * g.heads, g.units() * g.t * g.d * 4, [&](int64_t lo, int64_t hi) {
-    thread_local std::vector<float> kt;
-    kt.resize(static_cast<size_t>(g.d * g.t));
-    std::array<float, kMaxHeadDim> acc;
-    float s[kKeyBlock];
-    for (int64_t pair = lo; pair < hi; ++pair) {
-      const int64_t n = pair / g.heads, h = pair % g.heads;
-      transpose_head(qkv, at, g, n, h, 1, kt.data());
-      for (int64_t i = 0; i < g.t; ++i) {
-        const float* q = qkv + at.qkv(n, i, h);
-        std::fill(acc.begin(), acc.begin() + g.d, 0.0f);
-        float m = minus_inf, l = 0.0f;
-        for (int64_t j0 = 0; j0 < g.t; j0 += kKeyBlock) {
-          const int64_t jb = std::min(kKeyBlock, g.t - j0);
-          scores(q, kt.data(), g, j0, jb, s);
-          float block_max = minus_inf;
-          for (int64_t j = 0; j < jb; ++j) {
-            s[j] *= g.scale;
-            block_max = std::max(block_max, s[j]);
-          }
-          const float m_new = std::max(m, block_max);
-          // The running sums so far, rescaled to the new maximum.
-          const float correction = std::exp(m - m_new);
-          l *= correction;
-          for (int64_t c = 0; c < g.d; ++c) acc[static_cast<size_t>(c)] *= correction;
-          for (int64_t j = 0; j < jb; ++j) {
-            const float p = std::exp(s[j] - m_new);
-            l += p;
-            const float* v = qkv + at.qkv(n, j0 + j, h) + 2 * g.c;
-            for (int64_t c = 0; c < g.d; ++c) acc[static_cast<size_t>(c)] += p * v[c];
-          }
-          m = m_new;
-        }
-        write(o + at.o(n, i, h), acc.data(), g.d, 1.0f / l, false);
-        if (lse) lse[at.lse(n, i, h)] = m + std::log(l);
-      }
-    }
+    thread_local std::vector<float> buffer;
+    buffer.resize(buffer_floats);
+    float* b = buffer.data();
+    with_chunks(g.chunks, [&](auto chunks) {
+      for (int64_t pair = lo; pair < hi; ++pair)
+        forward_pair<decltype(chunks)::value>(qkv, at, pair / g.heads, pair % g.heads, b, o, lse);
+    });
   });
 }
 
@@ -173,56 +364,17 @@ void attention_bwd(const KernelArgs& a) {
   const float* dout = a.in[3].f32();
   float* dqkv = a.out[0].f32();
   const bool accumulate = a.accumulate(0);
-  // A (sample, head) pair a thread, its queries in order: each probability
-  // is recomputed once, and the keys' and values' gradients add up over the
-  // queries in that order, whatever the thread count.
+  const size_t buffer_floats =
+      static_cast<size_t>(5 * g.tp * g.dp + kQueryTile * (2 * g.dp + 2 * g.tp));
   parallel_ranges(g.n * g.heads, g.units() * g.t * g.d * 10, [&](int64_t lo, int64_t hi) {
-    thread_local std::vector<float> scratch;
-    const int64_t td = g.t * g.d;
-    scratch.resize(static_cast<size_t>(4 * td + 4 * g.t));
-    float* kt = scratch.data();  // keys, transposed
-    float* vt = kt + td;         // values, transposed
-    float* dk = vt + td;         // [T, d]
-    float* dv = dk + td;         // [T, d]
-    float* s = dv + td;          // this query's scores, then their probabilities
-    float* dp = s + g.t;         // do . v_j
-    float* ds = dp + g.t;        // the scores' gradients
-    std::array<float, kMaxHeadDim> dq;
-    for (int64_t pair = lo; pair < hi; ++pair) {
-      const int64_t n = pair / g.heads, h = pair % g.heads;
-      transpose_head(qkv, at, g, n, h, 1, kt);
-      transpose_head(qkv, at, g, n, h, 2, vt);
-      std::fill(dk, dk + 2 * td, 0.0f);
-      for (int64_t i = 0; i < g.t; ++i) {
-        const float* q = qkv + at.qkv(n, i, h);
-        const float* doi = dout + at.o(n, i, h);
-        const float l = lse[at.lse(n, i, h)];
-        const float delta = dot(doi, o + at.o(n, i, h), g.d);
-        scores(q, kt, g, 0, g.t, s);
-        scores(doi, vt, g, 0, g.t, dp);
-        for (int64_t j = 0; j < g.t; ++j) {
-          s[j] = std::exp(s[j] * g.scale - l);
-          ds[j] = s[j] * (dp[j] - delta);
-        }
-        // dq = scale * sum_j ds_j k_j; dk_j += ds_j q; dv_j += p_j do.
-        for (int64_t c = 0; c < g.d; ++c) dq[static_cast<size_t>(c)] = dot(ds, kt + c * g.t, g.t);
-        write(dqkv + at.qkv(n, i, h), dq.data(), g.d, g.scale, accumulate);
-        for (int64_t j = 0; j < g.t; ++j) {
-          float* dkj = dk + j * g.d;
-          float* dvj = dv + j * g.d;
-          const float dsj = ds[j], pj = s[j];
-          for (int64_t c = 0; c < g.d; ++c) {
-            dkj[c] += dsj * q[c];
-            dvj[c] += pj * doi[c];
-          }
-        }
-      }
-      for (int64_t j = 0; j < g.t; ++j) {
-        float* row = dqkv + at.qkv(n, j, h);
-        write(row + g.c, dk + j * g.d, g.d, g.scale, accumulate);
-        write(row + 2 * g.c, dv + j * g.d, g.d, 1.0f, accumulate);
-      }
-    }
+    thread_local std::vector<float> buffer;
+    buffer.resize(buffer_floats);
+    float* b = buffer.data();
+    with_chunks(g.chunks, [&](auto chunks) {
+      for (int64_t pair = lo; pair < hi; ++pair)
+        backward_pair<decltype(chunks)::value>(qkv, o, lse, dout, at, pair / g.heads,
+                                               pair % g.heads, accumulate, b, dqkv);
+    });
   });
 }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Vectorisable exp, tanh and sigmoid for the activation kernels.
+// Vectorisable exp, tanh, sigmoid and the normal distribution function for
+// the activation and attention kernels.
 //
 // glibc's expf/tanhf stay scalar calls without -ffast-math (tanhf ~30 ns an
 // element). These are Cephes' single-precision polynomials: about 1 ulp in exp,
@@ -59,6 +60,32 @@ inline float tanh_approx(float x) noexcept {
   const float large = 1.0f - 2.0f / (exp_approx(2.0f * ax) + 1.0f);
   const float magnitude = select(ax < 0.625f, small, large);
   return std::bit_cast<float>(std::bit_cast<uint32_t>(magnitude) | sign);
+}
+
+// erfc(z) for z >= 0 with a relative error near 1.2e-7 everywhere (a
+// Chebyshev fit of log(erfc(z) / t), t = 1 / (1 + z/2), Numerical Recipes'
+// erfcc): no cancellation in the tail, where 1 - erf(z) would lose it all.
+inline float erfc_nonnegative_approx(float z) noexcept {
+  const float t = 1.0f / (1.0f + 0.5f * z);
+  float p = 0.17087277f;
+  p = p * t - 0.82215223f;
+  p = p * t + 1.48851587f;
+  p = p * t - 1.13520398f;
+  p = p * t + 0.27886807f;
+  p = p * t - 0.18628806f;
+  p = p * t + 0.09678418f;
+  p = p * t + 0.37409196f;
+  p = p * t + 1.00002368f;
+  p = p * t - 1.26551223f;
+  return t * exp_approx(p - z * z);
+}
+
+// The standard normal distribution function Phi(x) = (1 + erf(x / sqrt 2)) / 2,
+// from erfc on |x| so that both tails keep their relative accuracy.
+inline float normal_cdf_approx(float x) noexcept {
+  const float ax = std::bit_cast<float>(std::bit_cast<uint32_t>(x) & 0x7FFFFFFFu);
+  const float tail = 0.5f * erfc_nonnegative_approx(ax * 0.70710678118654752f);
+  return select(x < 0.0f, tail, 1.0f - tail);
 }
 
 // 1 / (1 + e^-x)
