@@ -176,6 +176,16 @@ ConvGeom conv_geom(const char* kernel, const KernelArgs& a, const Shape& x, cons
   ConvGeom g{};
   std::string error;
   if (!conv_geometry(*a.layer_params, x, w, y, g, error)) fail(kernel, a, error);
+  // A pointwise convolution (a per-token Linear) sees its N x H x W pixels
+  // as one row of one image: oneDNN's weight-gradient kernels run that
+  // faster than 128 images of 1 x 50 tokens (bf16 on AMX: 18.6 -> 13.7 ms a
+  // step on vit-tiny-fashion), and the arithmetic is the same.
+  const bool pointwise =
+      g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.groups == 1;
+  if (pointwise) {
+    g.w = g.wo = g.n * g.h * g.w;
+    g.n = g.h = g.ho = 1;
+  }
   return g;
 }
 

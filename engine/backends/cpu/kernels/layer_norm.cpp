@@ -3,8 +3,8 @@
 // the parameter gradients sum over every row, in a fixed number of parts
 // whose partials are combined in part order (parallel.h), so no result
 // depends on the thread count. A row's statistics are summed in double about
-// its first value (one read of the row), its normalisation is a second pass
-// while the row is still in L1.
+// its first value (one read of the row, into 8 lanes combined in a fixed
+// order), its normalisation is a second pass while the row is still in L1.
 #include "backends/cpu/kernels/layer_norm.h"
 
 #include <algorithm>
@@ -30,19 +30,38 @@ struct RowStats {
   float mean, inv_std;
 };
 
+// Row sums go into kLanes partial sums (element i into lane i mod kLanes),
+// which vectorise where one running sum would wait on each add's latency.
+constexpr int64_t kLanes = 8;
+
+// The lanes combined pairwise, halves first: a fixed order. Overwrites `v`.
+double combine_lanes(double* v) {
+  for (int64_t half = kLanes / 2; half > 0; half /= 2)
+    for (int64_t k = 0; k < half; ++k) v[k] += v[k + half];
+  return v[0];
+}
+
 // Mean and 1/sqrt(biased variance + eps) of one row. Summing deviations from
 // the row's first value keeps a large mean from cancelling the variance.
 RowStats row_stats(const float* x, int64_t c, double eps) {
-  const double k = x[0];
-  double s1 = 0, s2 = 0;
-  for (int64_t i = 0; i < c; ++i) {
-    const double d = x[i] - k;
-    s1 += d;
-    s2 += d * d;
+  const double first = x[0];
+  double s1[kLanes] = {}, s2[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= c; i += kLanes)
+    for (int64_t k = 0; k < kLanes; ++k) {
+      const double d = x[i + k] - first;
+      s1[k] += d;
+      s2[k] += d * d;
+    }
+  for (int64_t k = 0; i + k < c; ++k) {
+    const double d = x[i + k] - first;
+    s1[k] += d;
+    s2[k] += d * d;
   }
   const double n = static_cast<double>(c);
-  const double var = std::max(0.0, (s2 - s1 * s1 / n) / n);
-  return {static_cast<float>(k + s1 / n), static_cast<float>(1.0 / std::sqrt(var + eps))};
+  const double sum = combine_lanes(s1), squares = combine_lanes(s2);
+  const double var = std::max(0.0, (squares - sum * sum / n) / n);
+  return {static_cast<float>(first + sum / n), static_cast<float>(1.0 / std::sqrt(var + eps))};
 }
 
 void check_operands(const KernelArgs& a, size_t ins, size_t outs, const char* op) {
@@ -107,19 +126,25 @@ void layer_norm_bwd(const KernelArgs& a) {
       const float* dyr = dy + r * c;
       const float mean = saved[2 * r], inv_std = saved[2 * r + 1];
       // dx = inv_std * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma.
-      double sg = 0, sgx = 0;
-      for (int64_t i = 0; i < c; ++i) {
+      double sg[kLanes] = {}, sgx[kLanes] = {};
+      auto add = [&](int64_t i, int64_t k) {
         const float xhat = (xr[i] - mean) * inv_std;
         const float g = dyr[i] * gamma[i];
-        sg += g;
-        sgx += static_cast<double>(g) * xhat;
-        if (dgamma) {
-          dgamma[i] += static_cast<double>(dyr[i]) * xhat;
-          dbeta[i] += dyr[i];
+        sg[k] += g;
+        sgx[k] += static_cast<double>(g) * xhat;
+      };
+      int64_t whole = 0;
+      for (; whole + kLanes <= c; whole += kLanes)
+        for (int64_t k = 0; k < kLanes; ++k) add(whole + k, k);
+      for (int64_t k = 0; whole + k < c; ++k) add(whole + k, k);
+      if (dgamma)
+        for (int64_t j = 0; j < c; ++j) {
+          dgamma[j] += static_cast<double>(dyr[j]) * ((xr[j] - mean) * inv_std);
+          dbeta[j] += dyr[j];
         }
-      }
       if (!dx) continue;
-      const float mg = static_cast<float>(sg * inv_c), mgx = static_cast<float>(sgx * inv_c);
+      const float mg = static_cast<float>(combine_lanes(sg) * inv_c);
+      const float mgx = static_cast<float>(combine_lanes(sgx) * inv_c);
       float* dxr = dx + r * c;
       detail::store(acc_dx, dxr, c, [&](int64_t i) {
         const float xhat = (xr[i] - mean) * inv_std;
