@@ -119,12 +119,13 @@ void transpose_rows(const float* rows, const Geometry& g, float* out) {
     for (int64_t c = 0; c < g.dp; ++c) out[c * g.tp + j] = rows[j * g.dp + c];
 }
 
-// s[qi * ld + j] = factor * sum_c a[qi * dp + c] bt[c * tp + j0 + j] for the
-// tile's queries and keys [j0, j0 + jn), jn a multiple of kLanes: channels
-// outer, each sum in channel order.
+// s[qi * ld + j] = factor * sum_c a[qi * dp + c] bt[c * tp + j0 + j]
+// (+ key_bias[j0 + j] when given) for the tile's queries and keys
+// [j0, j0 + jn), jn a multiple of kLanes: channels outer, each sum in
+// channel order.
 template <int Chunks>
 void tile_products(const float* a, const float* bt, const Geometry& g, int64_t j0, int64_t jn,
-                   float factor, float* s, int64_t ld) {
+                   float factor, const float* key_bias, float* s, int64_t ld) {
   const int64_t dp = Chunks > 0 ? Chunks * kLanes : g.dp;
   for (int64_t jc = 0; jc < jn; jc += kLanes) {
     Vec acc[kQueryTile] = {};
@@ -134,8 +135,18 @@ void tile_products(const float* a, const float* bt, const Geometry& g, int64_t j
       load(b, col + c * g.tp);
       for (int64_t qi = 0; qi < kQueryTile; ++qi) acc[qi] += b * a[qi * dp + c];
     }
-    for (int64_t qi = 0; qi < kQueryTile; ++qi) save(s + qi * ld + jc, acc[qi] * factor);
+    Vec bias{};
+    if (key_bias) load(bias, key_bias + j0 + jc);
+    for (int64_t qi = 0; qi < kQueryTile; ++qi) save(s + qi * ld + jc, acc[qi] * factor + bias);
   }
+}
+
+// 0 for the tokens, -inf for the padding after them: a padded key's score
+// becomes -inf, so no mask is needed, and its probability exp_approx's
+// floor (1.6e-38 against a sum of at least 1), on a value row of zeros.
+void fill_key_bias(const Geometry& g, float* bias) {
+  std::fill(bias, bias + g.t, 0.0f);
+  std::fill(bias + g.t, bias + g.tp, -std::numeric_limits<float>::infinity());
 }
 
 // The tile's queries [i0, i0 + kQueryTile), zero rows past the last token.
@@ -150,10 +161,12 @@ void forward_pair(const float* qkv, const Offsets& at, int64_t n, int64_t h, flo
   const Geometry& g = at.g;
   const int64_t chunks = Chunks > 0 ? Chunks : g.chunks;
   const int64_t dp = chunks * kLanes;
-  float* kt = buffer;              // [dp][tp]
-  float* vr = kt + dp * g.tp;      // [tp][dp]
-  float* q = vr + g.tp * dp;       // [kQueryTile][dp]
-  float* s = q + kQueryTile * dp;  // [kQueryTile][kKeyBlock]
+  float* kt = buffer;                            // [dp][tp]
+  float* vr = kt + dp * g.tp;                    // [tp][dp]
+  float* q = vr + g.tp * dp;                     // [kQueryTile][dp]
+  float* s = q + kQueryTile * dp;                // [kQueryTile][kKeyBlock]
+  float* key_bias = s + kQueryTile * kKeyBlock;  // [tp]
+  fill_key_bias(g, key_bias);
   copy_rows(qkv + at.qkv(n, 0, h) + g.c, 3 * g.c, 0, g.t, g.tp, g, vr);
   transpose_rows(vr, g, kt);
   copy_rows(qkv + at.qkv(n, 0, h) + 2 * g.c, 3 * g.c, 0, g.t, g.tp, g, vr);
@@ -169,12 +182,11 @@ void forward_pair(const float* qkv, const Offsets& at, int64_t n, int64_t h, flo
     for (int64_t j0 = 0; j0 < g.t; j0 += kKeyBlock) {
       const int64_t jn = std::min(kKeyBlock, g.tp - j0);
       const int64_t valid = std::min(jn, g.t - j0);
-      tile_products<Chunks>(q, kt, g, j0, jn, g.scale, s, kKeyBlock);
+      tile_products<Chunks>(q, kt, g, j0, jn, g.scale, key_bias, s, kKeyBlock);
       for (int64_t qi = 0; qi < kQueryTile; ++qi) {
         float* sq = s + qi * kKeyBlock;
         // Lane-wise maxima first: one serial chain over the keys would wait
         // on each comparison's latency.
-        std::fill(sq + valid, sq + jn, minus_inf);
         float lane_max[kLanes];
         std::fill_n(lane_max, kLanes, minus_inf);
         for (int64_t jc = 0; jc < jn; jc += kLanes)
@@ -186,7 +198,6 @@ void forward_pair(const float* qkv, const Offsets& at, int64_t n, int64_t h, flo
         const float correction = exp_approx(m[qi] - m_new);
         for (int64_t k = 0; k < chunks; ++k) acc[qi][k] *= correction;
         for (int64_t j = 0; j < jn; ++j) sq[j] = exp_approx(sq[j] - m_new);
-        std::fill(sq + valid, sq + jn, 0.0f);
         Vec sum{};
         for (int64_t jc = 0; jc < jn; jc += kLanes) {
           Vec p;
@@ -230,15 +241,17 @@ void backward_pair(const float* qkv, const float* o, const float* lse, const flo
   const int64_t chunks = Chunks > 0 ? Chunks : g.chunks;
   const int64_t dp = chunks * kLanes;
   const int64_t td = g.tp * dp;
-  float* kr = buffer;                 // keys [tp][dp]
-  float* kt = kr + td;                // keys [dp][tp]
-  float* vt = kt + td;                // values [dp][tp]
-  float* dk = vt + td;                // [tp][dp]
-  float* dv = dk + td;                // [tp][dp]
-  float* q = dv + td;                 // [kQueryTile][dp]
-  float* go = q + kQueryTile * dp;    // do of the tile's queries, [kQueryTile][dp]
-  float* p = go + kQueryTile * dp;    // scores, then probabilities [kQueryTile][tp]
-  float* ds = p + kQueryTile * g.tp;  // do . v_j, then the scores' gradients
+  float* kr = buffer;                        // keys [tp][dp]
+  float* kt = kr + td;                       // keys [dp][tp]
+  float* vt = kt + td;                       // values [dp][tp]
+  float* dk = vt + td;                       // [tp][dp]
+  float* dv = dk + td;                       // [tp][dp]
+  float* q = dv + td;                        // [kQueryTile][dp]
+  float* go = q + kQueryTile * dp;           // do of the tile's queries, [kQueryTile][dp]
+  float* p = go + kQueryTile * dp;           // scores, then probabilities [kQueryTile][tp]
+  float* ds = p + kQueryTile * g.tp;         // do . v_j, then the scores' gradients
+  float* key_bias = ds + kQueryTile * g.tp;  // [tp]
+  fill_key_bias(g, key_bias);
   copy_rows(qkv + at.qkv(n, 0, h) + 2 * g.c, 3 * g.c, 0, g.t, g.tp, g, kr);
   transpose_rows(kr, g, vt);
   copy_rows(qkv + at.qkv(n, 0, h) + g.c, 3 * g.c, 0, g.t, g.tp, g, kr);
@@ -256,15 +269,16 @@ void backward_pair(const float* qkv, const float* o, const float* lse, const flo
       for (int64_t c = 0; c < g.d; ++c) acc += go[qi * dp + c] * oi[c];
       delta[qi] = acc;
     }
-    tile_products<Chunks>(q, kt, g, 0, g.tp, g.scale, p, g.tp);
-    tile_products<Chunks>(go, vt, g, 0, g.tp, 1.0f, ds, g.tp);
+    tile_products<Chunks>(q, kt, g, 0, g.tp, g.scale, key_bias, p, g.tp);
+    tile_products<Chunks>(go, vt, g, 0, g.tp, 1.0f, nullptr, ds, g.tp);
     for (int64_t qi = 0; qi < kQueryTile; ++qi) {
       float* pq = p + qi * g.tp;
       float* dsq = ds + qi * g.tp;
-      // Padded keys and queries get probability 0 (their do rows are zero too).
+      // A padded key's probability is exp_approx's floor on zero key and
+      // value rows; a padded query's do row is zero, so its ds_j and its
+      // share of dv_j are 0.
       const float lq = l[qi], dq_delta = delta[qi];
       for (int64_t j = 0; j < g.tp; ++j) pq[j] = exp_approx(pq[j] - lq);
-      std::fill(pq + (qi < qn ? g.t : 0), pq + g.tp, 0.0f);
       for (int64_t j = 0; j < g.tp; ++j) dsq[j] = pq[j] * (dsq[j] - dq_delta);
     }
     // dq = scale * sum_j ds_j k_j; dk_j += ds_j q; dv_j += p_j do, queries in order.
@@ -337,7 +351,7 @@ void attention_fwd(const KernelArgs& a) {
   float* o = a.out[0].f32();
   float* lse = has_out(a, 1) ? a.out[1].f32() : nullptr;
   const size_t buffer_floats =
-      static_cast<size_t>(2 * g.tp * g.dp + kQueryTile * (g.dp + kKeyBlock));
+      static_cast<size_t>(2 * g.tp * g.dp + kQueryTile * (g.dp + kKeyBlock) + g.tp);
   parallel_ranges(g.n * g.heads, g.units() * g.t * g.d * 4, [&](int64_t lo, int64_t hi) {
     thread_local std::vector<float> buffer;
     buffer.resize(buffer_floats);
@@ -365,7 +379,7 @@ void attention_bwd(const KernelArgs& a) {
   float* dqkv = a.out[0].f32();
   const bool accumulate = a.accumulate(0);
   const size_t buffer_floats =
-      static_cast<size_t>(5 * g.tp * g.dp + kQueryTile * (2 * g.dp + 2 * g.tp));
+      static_cast<size_t>(5 * g.tp * g.dp + kQueryTile * (2 * g.dp + 2 * g.tp) + g.tp);
   parallel_ranges(g.n * g.heads, g.units() * g.t * g.d * 10, [&](int64_t lo, int64_t hi) {
     thread_local std::vector<float> buffer;
     buffer.resize(buffer_floats);
