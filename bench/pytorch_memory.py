@@ -15,7 +15,8 @@ project's 256 and 250 (--scale-to-batch, --scale-to-val-batch).
 
 Fields (bytes):
   param_state_bytes        3 x the parameters (weights, gradients, SGD momentum
-                           buffer) + the BN running statistics once
+                           buffer; 4 x with Adam's two moments for the
+                           transformers) + the BN running statistics once
   input_bytes              the training batch and its labels (not in any figure
                            below: our plan has input buffers of its own);
                            val_input_bytes the same for validation
@@ -195,8 +196,8 @@ def make_model(name):
                      "`apt-get install python3-torchvision`" % e)
         return (torchvision.models.resnet50(num_classes=RESNET50_CLASSES), RESNET50_INPUT,
                 RESNET50_CLASSES, RESNET50_PROJECT)
-    return (pytorch_models.build(name), pytorch_models.INPUT_SHAPE, pytorch_models.CLASSES,
-            pytorch_models.MODELS[name][2])
+    shape, classes = pytorch_models.input_of(name)
+    return (pytorch_models.build(name), shape, classes, pytorch_models.MODELS[name][2])
 
 
 def storage_key(t):
@@ -224,7 +225,9 @@ def measure(name, batch, val_batch, threads, channels_last, warmup, sampler_us, 
     x = torch.randn(batch, *shape).contiguous(memory_format=fmt)
     y = torch.randint(0, classes, (batch,))
     loss_fn = nn.CrossEntropyLoss()
-    opt = torch.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=5e-4)
+    opt = pytorch_models.make_optimizer(name, params)
+    # Weights, gradients and the optimizer's state per weight: momentum, or Adam's two moments.
+    copies = 4 if isinstance(opt, torch.optim.Adam) else 3
     model.train()
 
     def step():
@@ -282,7 +285,7 @@ def measure(name, batch, val_batch, threads, channels_last, warmup, sampler_us, 
     for h in handles:
         h.remove()
 
-    param_state = 3 * param_bytes + buffer_bytes
+    param_state = copies * param_bytes + buffer_bytes
     r = {
         "model": name, "batch": batch, "val_batch": val_batch, "threads": threads,
         "channels_last": int(bool(channels_last)),

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # PyTorch twins of the ready-made Fashion-MNIST projects, timed the way `renaissance-cli bench` times ours.
-"""The three Fashion-MNIST projects of projects/ (lenet-fashion, cnn-bn-fashion,
-resnet8-fashion) written in PyTorch, layer for layer, with their parameter
-counts asserted, and a timer for their training steps.
+"""The Fashion-MNIST projects of projects/ (lenet-fashion, cnn-bn-fashion,
+resnet8-fashion, vit-tiny-fashion) and vit-b16 written in PyTorch, layer for
+layer, with their parameter counts asserted, and a timer for their training
+steps.
 
 Run it with the system interpreter that has Debian's torch (python3-torch):
 
@@ -24,9 +25,10 @@ torch.bfloat16), PyTorch's fastest configuration on a CPU with AVX-512 BF16
 or AMX (with --channels-last 1).
 
 A timed step is what one engine training step does: forward, CrossEntropyLoss,
-backward, SGD (momentum 0.9, weight decay 5e-4) step and
-zero_grad(set_to_none=True), on one random NCHW batch made before timing (no
-data loading on either side).
+backward, the optimizer's step (SGD with momentum 0.9 and weight decay 5e-4 for
+the CNNs, Adam with weight decay 1e-4 for the transformers, as their projects)
+and zero_grad(set_to_none=True), on one random NCHW batch made before timing
+(no data loading on either side).
 
 Debian's torch links the generic libblas.so.3; for a fair comparison give it
 OpenBLAS for this process only, e.g.
@@ -150,12 +152,125 @@ class ResNet8(nn.Module):
         return self.head(self.stages(self.stem(x)))
 
 
+class PositionEmbedding(nn.Module):
+    """A learned [T, C] added to the tokens (the engine's PositionEmbedding)."""
+
+    def __init__(self, tokens, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(1, tokens, dim) * 0.02)
+
+    def forward(self, x):
+        return x + self.weight
+
+
+class ClassToken(nn.Module):
+    """One learned token put before the others: T -> T + 1 (the engine's ClassToken)."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(1, 1, dim) * 0.02)
+
+    def forward(self, x):
+        return torch.cat([self.weight.expand(x.shape[0], -1, -1), x], 1)
+
+
+class SelfAttention(nn.Module):
+    """Scaled dot-product attention over [N, T, 3C] holding each token's queries, keys and
+    values (C each, split into heads of C / heads channels), as the engine's SelfAttention.
+    Written out as PyTorch 1.13's nn.MultiheadAttention computes it in training: the
+    T x T scores and probabilities of every head exist in memory."""
+
+    def __init__(self, heads):
+        super().__init__()
+        self.heads = heads
+
+    def forward(self, qkv):
+        n, t, c3 = qkv.shape
+        c = c3 // 3
+        d = c // self.heads
+        q, k, v = (part.reshape(n, t, self.heads, d).transpose(1, 2) for part in qkv.split(c, -1))
+        p = torch.softmax(q @ k.transpose(-2, -1) * d ** -0.5, -1)
+        return (p @ v).transpose(1, 2).reshape(n, t, c)
+
+
+class GELU(nn.GELU):
+    """nn.GELU (exact erf form), its own class only so the FLOP counter can tell it apart."""
+
+
+class ViTBlock(nn.Module):
+    """Pre-norm: x + proj(attn(qkv(ln1(x)))), then x + fc2(gelu(fc1(ln2(x))))."""
+
+    def __init__(self, dim, heads, mlp):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.attn = SelfAttention(heads)
+        self.proj = nn.Linear(dim, dim)
+        self.add1 = Add()
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, mlp)
+        self.gelu = GELU()
+        self.fc2 = nn.Linear(mlp, dim)
+        self.add2 = Add()
+
+    def forward(self, x):
+        x = self.add1(self.proj(self.attn(self.qkv(self.ln1(x)))), x)
+        return self.add2(self.fc2(self.gelu(self.fc1(self.ln2(x)))), x)
+
+
+class ViT(nn.Module):
+    """The engine's vit_model (scripts/gen_projects.py): patch convolution, position embedding
+    over the patch tokens, class token, pre-norm blocks, final LayerNorm, the class token's
+    features into one Linear layer."""
+
+    def __init__(self, image, channels, patch, dim, heads, blocks, mlp, classes):
+        super().__init__()
+        tokens = (image // patch) ** 2
+        self.patch = nn.Conv2d(channels, dim, patch, stride=patch)
+        self.pos = PositionEmbedding(tokens, dim)
+        self.cls = ClassToken(dim)
+        self.blocks = nn.Sequential(*[ViTBlock(dim, heads, mlp) for _ in range(blocks)])
+        self.ln = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        t = self.patch(x).flatten(2).transpose(1, 2)  # NCHW -> [N, H*W, C], rows in order
+        t = self.ln(self.blocks(self.cls(self.pos(t))))
+        return self.head(t[:, 0])
+
+
+def vit_tiny():
+    return ViT(28, 1, patch=4, dim=64, heads=4, blocks=6, mlp=128, classes=CLASSES)
+
+
+def vit_b16():
+    return ViT(224, 3, patch=16, dim=768, heads=12, blocks=12, mlp=3072, classes=1000)
+
+
 # name -> (class, parameter count of the engine's project, project file)
 MODELS = {
     "lenet": (LeNet, 61706, "lenet-fashion.json"),
     "cnn-bn": (CnnBn, 65834, "cnn-bn-fashion.json"),
     "resnet8": (ResNet8, 77754, "resnet8-fashion.json"),
+    "vit-tiny": (vit_tiny, 205898, "vit-tiny-fashion.json"),
+    "vit-b16": (vit_b16, 86566888, "vit-b16.json"),
 }
+
+# Per-sample input shape (NCHW) and classes where they are not Fashion-MNIST's.
+INPUTS = {"vit-b16": ((3, 224, 224), 1000)}
+
+
+def input_of(name):
+    """(per-sample NCHW input shape, classes) of a model."""
+    return INPUTS.get(name, (INPUT_SHAPE, CLASSES))
+
+
+def make_optimizer(name, params):
+    """The project's optimizer: Adam (torch's, L2 weight decay like the engine's) for the
+    transformers, SGD with momentum for the CNNs."""
+    if name.startswith("vit"):
+        return torch.optim.Adam(params, lr=1e-3, weight_decay=1e-4)
+    return torch.optim.SGD(params, lr=0.05, momentum=0.9, weight_decay=5e-4)
 
 
 def build(name):
@@ -166,15 +281,23 @@ def build(name):
     return model
 
 
-def forward_flops(model, batch):
-    """Forward FLOPs of one batch under the engine's rules (engine/model/shape_inference.cpp):
+def forward_flops(model, batch, shape=INPUT_SHAPE, classes=CLASSES):
+    """Forward FLOPs of one batch under the engine's rules (engine/model/layer_shapes.cpp):
     conv/linear 2 per multiply-add (+1 per output with a bias), BN 4 and ReLU 1 per element,
     pooling kernel-area per output, global average pool and Add 1 per input element,
-    softmax cross-entropy 5 per score; flatten is free."""
+    softmax cross-entropy 5 per score; flatten is free. Transformers: LayerNorm 8, GELU,
+    position embedding 1 per element, attention 4 N T^2 C, class token and pooling free."""
     total = [0]
 
     def hook(m, inputs, out):
         x = inputs[0]
+        if isinstance(m, nn.LayerNorm):
+            total[0] += 8 * x.numel()
+        elif isinstance(m, (GELU, PositionEmbedding)):
+            total[0] += x.numel()
+        elif isinstance(m, SelfAttention):
+            n, t, c3 = x.shape
+            total[0] += 4 * n * t * t * (c3 // 3)
         if isinstance(m, nn.Conv2d):
             k = m.in_channels // m.groups * m.kernel_size[0] * m.kernel_size[1]
             total[0] += 2 * out.numel() * k + (out.numel() if m.bias is not None else 0)
@@ -194,14 +317,15 @@ def forward_flops(model, batch):
 
     handles = [m.register_forward_hook(hook) for m in model.modules()
                if isinstance(m, (nn.Conv2d, nn.Linear, nn.BatchNorm2d, nn.ReLU, nn.MaxPool2d,
-                                 nn.AvgPool2d, nn.AdaptiveAvgPool2d, Add))]
+                                 nn.AvgPool2d, nn.AdaptiveAvgPool2d, Add, nn.LayerNorm, GELU,
+                                 PositionEmbedding, SelfAttention))]
     with torch.no_grad():
         model.eval()
-        model(torch.zeros(batch, *INPUT_SHAPE))
+        model(torch.zeros(batch, *shape))
         model.train()
     for h in handles:
         h.remove()
-    return total[0] + 5 * batch * CLASSES  # the loss
+    return total[0] + 5 * batch * classes  # the loss
 
 
 def blas_libraries():
@@ -259,14 +383,15 @@ def time_training(name, batch, threads, steps, warmup, channels_last, bf16=False
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
     model = build(name)
-    flops = forward_flops(model, batch)
+    shape, classes = input_of(name)
+    flops = forward_flops(model, batch, shape, classes)
     fmt = torch.channels_last if channels_last else torch.contiguous_format
     model = model.to(memory_format=fmt)
     model.train()
-    x = torch.randn(batch, *INPUT_SHAPE).contiguous(memory_format=fmt)
-    y = torch.randint(0, CLASSES, (batch,))
+    x = torch.randn(batch, *shape).contiguous(memory_format=fmt)
+    y = torch.randint(0, classes, (batch,))
     loss_fn = nn.CrossEntropyLoss()
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
+    opt = make_optimizer(name, model.parameters())
     times = []
     for _ in range(warmup + steps):
         t0 = time.perf_counter()
@@ -322,7 +447,7 @@ def main():
         model = build(a.model)
         print(json.dumps({"model": a.model, "batch": a.batch,
                           "parameters": sum(q.numel() for q in model.parameters()),
-                          "forward_flops": forward_flops(model, a.batch)}))
+                          "forward_flops": forward_flops(model, a.batch, *input_of(a.model))}))
         return
     torch.backends.mkldnn.enabled = bool(a.mkldnn)
     print(json.dumps(time_training(a.model, a.batch, a.threads, a.steps, a.warmup,

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
-# Compares our CPU training throughput with PyTorch's on the three Fashion-MNIST projects, interleaved:
+# Compares our CPU training throughput with PyTorch's on the four Fashion-MNIST projects, interleaved:
 # PyTorch in {fp32, bf16 autocast} x {NCHW, channels-last}, against the best of ours (fp32, and
 # bf16 where renaissance-cli offers it), with the machine's bf16 ceiling (a bf16 matmul) measured too.
 #
 # usage: bench/run_cpu_vs_pytorch.sh [--out FILE] [--rounds N]
 # environment (defaults): BUILD_DIR (<repo>/build), ROUNDS (3), THREADS (2), BATCH (128),
-#   STEPS (30), WARMUP (5), MODELS ("lenet cnn-bn resnet8"), PEAK_GFLOPS (390),
+#   STEPS (30), WARMUP (5), MODELS ("lenet cnn-bn resnet8 vit-tiny"), PEAK_GFLOPS (390),
 #   PYTHON (/usr/bin/python3), DATA_DIR (the CLI's default),
 #   TORCH_BLAS (OpenBLAS's libblas.so.3, LD_PRELOADed into the PyTorch processes only; empty: none),
 #   TORCH_GLIBC_TUNABLES (keeps freed memory in the PyTorch processes; empty: glibc's defaults),
@@ -25,7 +25,7 @@ batch=${BATCH:-128}
 steps=${STEPS:-30}
 warmup=${WARMUP:-5}
 peak=${PEAK_GFLOPS:-390}
-models=${MODELS:-lenet cnn-bn resnet8}
+models=${MODELS:-lenet cnn-bn resnet8 vit-tiny}
 quiet_wait=${QUIET_WAIT:-60}
 retries=${RETRIES:-2}
 contended=${CONTENDED:-0.10}
@@ -65,7 +65,8 @@ project_of() {
     lenet) echo "$here/projects/lenet-fashion.json" ;;
     cnn-bn) echo "$here/projects/cnn-bn-fashion.json" ;;
     resnet8) echo "$here/projects/resnet8-fashion.json" ;;
-    *) die "unknown model '$1' (lenet, cnn-bn, resnet8)" ;;
+    vit-tiny) echo "$here/projects/vit-tiny-fashion.json" ;;
+    *) die "unknown model '$1' (lenet, cnn-bn, resnet8, vit-tiny)" ;;
   esac
 }
 

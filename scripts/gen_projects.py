@@ -339,6 +339,19 @@ def all_projects():
                  "and a GELU MLP of 128.",
                  vit_model(28, 28, 1, patch=4, dim=64, heads=4, blocks=6, mlp=128, classes=10),
                  FASHION, adam_training(0.001, 10, 128), 1000), 205898),
+        (project("vit-b16",
+                 "ViT-B/16 (torchvision's vit_b_16: 16x16 patches, 196 tokens and a class "
+                 "token of 768 features, 12 blocks of 12-head self-attention and a GELU MLP "
+                 "of 3072) on synthetic ImageNet-size data, for plans and benchmarks. The "
+                 "position embedding covers the 196 patch tokens, not the class token.",
+                 vit_model(224, 224, 3, patch=16, dim=768, heads=12, blocks=12, mlp=3072,
+                           classes=1000),
+                 {"kind": "synthetic", "height": 224, "width": 224, "channels": 3,
+                  "classes": 1000, "train_size": 1281167, "val_size": 50000,
+                  "mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225],
+                  "random_crop_padding": 0, "random_flip": True},
+                 adam_training(0.001, 300, 64, devices="cuda:0", precision="amp"), 64),
+         86566888),
         (project("resnet50",
                  "torchvision ResNet-50 (v1.5) on synthetic ImageNet-size data.",
                  resnet50_model(),

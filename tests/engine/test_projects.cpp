@@ -95,7 +95,7 @@ class TestProjects : public QObject {
         QCOMPARE(project_to_json(parse_project(text, golden.string())), text);
       }
     }
-    QCOMPARE(files, 14);
+    QCOMPARE(files, 15);
   }
 
   void parameterCounts_data() {
@@ -107,6 +107,7 @@ class TestProjects : public QObject {
     QTest::newRow("resnet20") << "resnet20" << 272474LL;
     QTest::newRow("resnet50") << "resnet50" << 25557032LL;
     QTest::newRow("vit-tiny") << "vit-tiny-fashion" << 205898LL;
+    QTest::newRow("vit-b16") << "vit-b16" << 86566888LL;
   }
 
   void parameterCounts() {
