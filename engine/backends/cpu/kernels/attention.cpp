@@ -86,12 +86,25 @@ Geometry geometry(const KernelArgs& a, const char* op) {
 }
 
 // Combines the lanes pairwise, halves first (8 + 8, then 4 + 4, ...): a
-// fixed order, and 4 steps of latency instead of 15. Overwrites `lanes`.
+// fixed order, and 4 steps of latency instead of 15.
+struct Max {
+  void operator()(Vec& a, const Vec& b) const { a = a > b ? a : b; }
+};
+struct Sum {
+  void operator()(Vec& a, const Vec& b) const { a += b; }
+};
 template <class Op>
-float lane_tree(float* lanes, Op op) {
-  for (int64_t half = kLanes / 2; half > 0; half /= 2)
-    for (int64_t k = 0; k < half; ++k) lanes[k] = op(lanes[k], lanes[k + half]);
-  return lanes[0];
+float lane_tree(const Vec& lanes, Op op) {
+  Vec v = lanes;
+  Vec h = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 0, 0, 0, 0, 0, 0, 0);
+  op(v, h);
+  h = __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  op(v, h);
+  h = __builtin_shufflevector(v, v, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  op(v, h);
+  h = __builtin_shufflevector(v, v, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  op(v, h);
+  return v[0];
 }
 
 // Where a unit's rows start: its query, key and value heads in qkv, its
@@ -194,29 +207,32 @@ void forward_pair(const float* qkv, const Offsets& at, int64_t n, int64_t h, flo
       tile_products<Chunks>(q, kt, g, j0, jn, g.scale, key_bias, s, kKeyBlock);
       for (int64_t qi = 0; qi < kQueryTile; ++qi) {
         float* sq = s + qi * kKeyBlock;
-        // Lane-wise maxima first: one serial chain over the keys would wait
-        // on each comparison's latency.
-        float lane_max[kLanes];
-        std::fill_n(lane_max, kLanes, minus_inf);
-        for (int64_t jc = 0; jc < jn; jc += kLanes)
-          for (int64_t k = 0; k < kLanes; ++k) lane_max[k] = std::max(lane_max[k], sq[jc + k]);
-        const float block_max =
-            lane_tree(lane_max, [](float x, float y) { return std::max(x, y); });
-        const float m_new = std::max(m[qi], block_max);
-        // The running sums so far, rescaled to the new maximum.
-        const float correction = exp_approx(m[qi] - m_new);
-        for (int64_t k = 0; k < chunks; ++k) acc[qi][k] *= correction;
+        // Lane-wise maxima and sums first, then one fixed tree across the
+        // lanes: a serial chain over the keys would wait on every add.
+        Vec lanes;
+        load(lanes, sq);
+        for (int64_t jc = kLanes; jc < jn; jc += kLanes) {
+          Vec v;
+          load(v, sq + jc);
+          lanes = lanes > v ? lanes : v;
+        }
+        const float m_new = std::max(m[qi], lane_tree(lanes, Max{}));
         for (int64_t j = 0; j < jn; ++j) sq[j] = exp_approx(sq[j] - m_new);
-        Vec sum{};
-        for (int64_t jc = 0; jc < jn; jc += kLanes) {
+        load(lanes, sq);
+        for (int64_t jc = kLanes; jc < jn; jc += kLanes) {
           Vec p;
           load(p, sq + jc);
-          sum += p;
+          lanes += p;
         }
-        float lane_sum[kLanes];
-        save(lane_sum, sum);
-        const float block_sum = lane_tree(lane_sum, [](float x, float y) { return x + y; });
-        l[qi] = l[qi] * correction + block_sum;
+        const float block_sum = lane_tree(lanes, Sum{});
+        if (j0 == 0) {
+          l[qi] = block_sum;
+        } else {
+          // The running sums so far, rescaled to the new maximum.
+          const float correction = exp_approx(m[qi] - m_new);
+          for (int64_t k = 0; k < chunks; ++k) acc[qi][k] *= correction;
+          l[qi] = l[qi] * correction + block_sum;
+        }
         m[qi] = m_new;
       }
       for (int64_t j = 0; j < valid; ++j) {
