@@ -180,6 +180,8 @@ class TensorAllocator {
       if (node.type != LayerType::Input && layer_output_ports(node.type) > 0 && r.fused_relu < 0) {
         t.out = plan_.alloc_feature(na.output, feat, id + ".out", v);
         t.grad = r.grad_in_place ? t.out : plan_.alloc_grad_slot(na.output, feat, id + ".grad", v);
+        if (r.recompute_out)
+          t.recomputed = plan_.alloc_feature(na.output, feat, id + ".recomputed", v);
       }
     }
     for (LayerTensors& t : layers_)
@@ -278,10 +280,13 @@ class GraphEmitter {
     return n;
   }
 
-  // The tensor feeding input `port` of `node` when reading buffer `buf`.
-  DTensorId input_of(int node, int port, int buf) const {
+  // The tensor feeding input `port` of `node` when reading buffer `buf`; in
+  // the backward, a recomputed output's copy.
+  DTensorId input_of(int node, int port, int buf, bool backward = false) const {
     const PortRef src = a_.source_of(node, port);
-    return src.node == a_.input_node ? cp_.engine.input[buf] : L(src.node).out;
+    if (src.node == a_.input_node) return cp_.engine.input[buf];
+    const LayerTensors& t = L(src.node);
+    return backward && t.recomputed != kNoTensor ? t.recomputed : t.out;
   }
   DTensorId input_grad_of(int node, int port) const {
     const PortRef src = a_.source_of(node, port);
@@ -294,7 +299,7 @@ class GraphEmitter {
   }
 
   // What the lowering table needs of node v, reading buffer `buf`.
-  LoweringInputs lowering_inputs(int v, bool training, int buf) const {
+  LoweringInputs lowering_inputs(int v, bool training, int buf, bool backward = false) const {
     const LayerNode& node = p_.model.nodes[static_cast<size_t>(v)];
     const int ports = layer_input_ports(node);
     LoweringInputs in;
@@ -304,7 +309,7 @@ class GraphEmitter {
     in.grads = grad_series();
     in.training = training;
     for (int port = 0; port < ports; ++port) {
-      in.xs.push_back(input_of(v, port, buf));
+      in.xs.push_back(input_of(v, port, buf, backward));
       in.dxs.push_back(input_grad_of(v, port));
     }
     in.x = ports > 0 ? in.xs[0] : kNoTensor;
@@ -332,7 +337,7 @@ class GraphEmitter {
   // a value this step, so a second consumer of a tensor accumulates.
   GraphNode backward_node(int v, std::set<DTensorId>& written) const {
     const LayerLowering& l = layer_lowering(p_.model.nodes[static_cast<size_t>(v)].type);
-    GraphNode n = l.backward ? l.backward(lowering_inputs(v, true, 0)) : GraphNode{};
+    GraphNode n = l.backward ? l.backward(lowering_inputs(v, true, 0, true)) : GraphNode{};
     // Only feature gradients can be written twice (fan-out); weight
     // gradients belong to one layer.
     for (size_t i = 0; i < n.outputs.size(); ++i) {
@@ -354,11 +359,22 @@ class GraphEmitter {
     std::set<DTensorId> written;
     // The loss writes the logits' gradient.
     written.insert(input_grad_of(a_.loss_node, 0));
+    std::set<int> recomputed;
     for (auto it = a_.order.rbegin(); it != a_.order.rend(); ++it) {
       const int node = *it;
       if (node == a_.input_node || node == a_.first_layer || node == a_.loss_node ||
           !runs_kernel(node))
         continue;
+      // Inputs recomputed for this backward (once, before the first reader).
+      const int ports = layer_input_ports(p_.model.nodes[static_cast<size_t>(node)]);
+      for (int port = 0; port < ports; ++port) {
+        const int src = a_.source_of(node, port).node;
+        if (src == a_.input_node || L(src).recomputed == kNoTensor || !recomputed.insert(src).second)
+          continue;
+        GraphNode again = forward_node(src, true, 0);
+        std::replace(again.outputs.begin(), again.outputs.end(), L(src).out, L(src).recomputed);
+        add(g, std::move(again));
+      }
       add(g, backward_node(node, written));
     }
   }

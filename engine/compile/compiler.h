@@ -42,6 +42,9 @@ struct LayerTensors {
   int fused_relu = -1;         // BatchNorm2d: the ReLU node computed by this layer's kernels
   int fused_into = -1;         // ReLU: the BatchNorm2d node that computes it (it runs no kernel)
   bool grad_in_place = false;  // `grad` is `out`: the consumer's dX overwrites the feature
+  // The output computed again in the backward (CompileOptions::recompute):
+  // what its consumers' backwards read instead of `out`.
+  DTensorId recomputed = kNoTensor;
 
   DTensorId weight_in(ParamSeries s) const { return weight[static_cast<size_t>(s)]; }
   DTensorId bias_in(ParamSeries s) const { return bias[static_cast<size_t>(s)]; }

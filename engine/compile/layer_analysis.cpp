@@ -73,6 +73,8 @@ std::string rewrites_of(const CompiledProject& cp, int v) {
   if (t.fused_relu >= 0) s = "computes " + id(t.fused_relu) + " (fused)";
   if (t.fused_into >= 0) s = "computed by " + id(t.fused_into) + " (fused)";
   if (t.grad_in_place) s += std::string(s.empty() ? "" : ", ") + "gradient in place";
+  if (t.recomputed != kNoTensor)
+    s += std::string(s.empty() ? "" : ", ") + "output computed again in the backward";
   return s;
 }
 

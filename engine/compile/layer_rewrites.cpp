@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "compile/layer_rewrites.h"
 
+#include <algorithm>
+
 #include "compile/layer_lowering.h"
 
 namespace tr {
@@ -15,6 +17,18 @@ namespace {
 // fused BN+ReLU recomputes the mask from the BN input.
 bool backward_reads_own_output(LayerType t) {
   return layer_lowering(t).backward_reads_output;
+}
+
+// Per token or per element, reading only the layer's input (and learned
+// parameters): running it again costs a small part of the matrix products
+// around it.
+bool cheap_to_recompute(LayerType t) {
+  return t == LayerType::LayerNorm || layer_lowering(t).activation != Activation::NUM_ACTIVATIONS;
+}
+
+// Layers whose backward reads their input (x) only for the weight gradient.
+bool is_weighted(LayerType t) {
+  return t == LayerType::Conv2d || t == LayerType::Linear || t == LayerType::TokenLinear;
 }
 
 }  // namespace
@@ -38,9 +52,23 @@ std::vector<LayerRewrite> plan_layer_rewrites(const Project& project, const Mode
       r[static_cast<size_t>(next)].fused_into = n;
     }
 
+  if (options.recompute)
+    for (int n : a.order) {
+      const LayerType t = type(n);
+      if (n == a.input_node || backward_reads_own_output(t) || !cheap_to_recompute(t)) continue;
+      const auto& c = a.consumers[static_cast<size_t>(n)];
+      if (c.empty() || !std::all_of(c.begin(), c.end(), [&](const PortRef& use) {
+            return use.node != a.first_layer && is_weighted(type(use.node));
+          }))
+        continue;
+      r[static_cast<size_t>(n)].recompute_out = true;
+    }
+
   if (options.in_place_dx)
     for (int n : a.order) {
       if (n == a.input_node || backward_reads_own_output(type(n))) continue;
+      // Its output is gone by the backward: the gradient needs a slot.
+      if (r[static_cast<size_t>(n)].recompute_out) continue;
       // A BN whose output is a fused ReLU's has no output of its own.
       if (r[static_cast<size_t>(n)].fused_relu >= 0) continue;
       const int next = only_consumer(n);

@@ -30,6 +30,7 @@ std::string rewrite_note(const CompiledProject& cp, int v) {
   if (t.fused_relu >= 0) s = "+" + owner_id(cp, t.fused_relu) + " fused";
   if (t.fused_into >= 0) s = "in " + owner_id(cp, t.fused_into);
   if (t.grad_in_place) s += std::string(s.empty() ? "" : ", ") + "grad in place";
+  if (t.recomputed != kNoTensor) s += std::string(s.empty() ? "" : ", ") + "recomputed in bwd";
   return s;
 }
 
@@ -224,6 +225,7 @@ nlohmann::json plan_report_json(const CompiledProject& cp) {
     if (t.fused_relu >= 0) l["fused_relu"] = owner_id(cp, t.fused_relu);
     if (t.fused_into >= 0) l["fused_into"] = owner_id(cp, t.fused_into);
     if (t.grad_in_place) l["grad_in_place"] = true;
+    if (t.recomputed != kNoTensor) l["recomputed"] = true;
     layers.push_back(std::move(l));
   }
   j["layers"] = std::move(layers);

@@ -232,6 +232,63 @@ class TestTraining : public QObject {
     });
   }
 
+  // A pre-norm transformer block with its GELU MLP: the LayerNorms' and the
+  // GELU's outputs, read only by TokenLinears, are computed again in the
+  // backward instead of kept. The plan is smaller and the losses are the
+  // plain program's bit for bit (the same kernel on the same input).
+  void recomputedOutputsTrainBitForBit() {
+    LayerParams attn;
+    attn.heads = 2;
+    ModelBuilder b;
+    b.project() = small_project();
+    b.project().model = {};
+    b.node("in", LayerType::Input, input(8, 8, 1))
+        .node("patch", LayerType::Conv2d, conv(16, 2, 2, 2, 2, 0, 0, true))
+        .node("cls", LayerType::ClassToken)
+        .node("ln1", LayerType::LayerNorm)
+        .node("qkv", LayerType::TokenLinear, linear(48))
+        .node("attn", LayerType::SelfAttention, attn)
+        .node("proj", LayerType::TokenLinear, linear(16))
+        .node("add1", LayerType::Add)
+        .node("ln2", LayerType::LayerNorm)
+        .node("fc1", LayerType::TokenLinear, linear(32))
+        .node("gelu", LayerType::GELU)
+        .node("fc2", LayerType::TokenLinear, linear(16))
+        .node("add2", LayerType::Add)
+        .node("pool", LayerType::TokenPool)
+        .node("fc", LayerType::Linear, linear(4))
+        .node("loss", LayerType::SoftmaxCrossEntropy)
+        .chain({"in", "patch", "cls", "ln1", "qkv", "attn", "proj"})
+        .edge("proj", "add1", 0)
+        .edge("cls", "add1", 1)
+        .chain({"add1", "ln2", "fc1", "gelu", "fc2"})
+        .edge("fc2", "add2", 0)
+        .edge("add1", "add2", 1)
+        .chain({"add2", "pool", "fc", "loss"});
+    const Project p = b.build();
+    const CompiledProject rewritten = compile_project(p);
+    CompileOptions no_recompute;
+    no_recompute.recompute = false;
+    const CompiledProject kept = compile_project(p, no_recompute);
+    int recomputed = 0;
+    for (size_t v = 0; v < p.model.nodes.size(); ++v)
+      if (rewritten.layers[v].recomputed != kNoTensor) {
+        ++recomputed;
+        const LayerType t = p.model.nodes[v].type;
+        QVERIFY(t == LayerType::LayerNorm || t == LayerType::GELU);
+      }
+    QCOMPARE(recomputed, 3);
+    QVERIFY2(rewritten.bytes_per_device() < kept.bytes_per_device(),
+             qPrintable(QString("%1 bytes recomputing, %2 keeping")
+                            .arg(rewritten.bytes_per_device())
+                            .arg(kept.bytes_per_device())));
+    const Run a = run(p);
+    const Run plain = run(p, {}, no_recompute);
+    QCOMPARE(a.losses.size(), plain.losses.size());
+    for (size_t i = 0; i < a.losses.size(); ++i) QCOMPARE(a.losses[i], plain.losses[i]);
+    QVERIFY(a.losses.back() < a.losses.front());
+  }
+
   void everyActivationTrainsAndItsRewritesChangeNothing() {
     // conv-bn-ACT-conv-bn-ACT-gap-fc for each layer type of the activation family:
     // the second conv writes its dX over the first activation's output when

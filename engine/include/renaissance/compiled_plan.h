@@ -21,7 +21,7 @@ namespace tr {
 
 struct CompiledProject;  // the engine's compiled program
 
-// Memory-saving rewrites the compiler applies where they are safe. Both are
+// Memory-saving rewrites the compiler applies where they are safe. All are
 // on by default; switching them off gives the plain one-kernel-per-layer,
 // one-slot-per-gradient program (for comparison and for tests).
 struct CompileOptions {
@@ -38,6 +38,16 @@ struct CompileOptions {
   // (MemoryPlan's pool). Off: every tensor its own bytes, one offset per id
   // in every variant (the plan before lifetimes, for comparison).
   bool pack_memory = true;
+  // A LayerNorm or activation (GELU, SiLU, ...) whose output only weighted
+  // layers (Conv2d, Linear, TokenLinear) read runs its forward again in the
+  // backward, just before the first of those backwards that needs it: its
+  // output then lives through the forward only, and the copy the backward
+  // reads for a short while. A transformer block's two largest saved
+  // features (the normalised tokens and the MLP's hidden layer) go; the
+  // kernels are elementwise or per token, a few percent of the step. The
+  // copy is computed by the same kernel from the same input: the training
+  // is bit for bit the same.
+  bool recompute = true;
 };
 
 struct ResolvedVariant {
