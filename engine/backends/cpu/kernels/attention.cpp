@@ -367,7 +367,7 @@ void with_chunks(int64_t chunks, Body body) {
 }  // namespace
 
 void attention_fwd(const KernelArgs& a) {
-  if (detail::run_16bit_staged(a, &attention_fwd)) return;
+  if (detail::run_16bit_per_sample(a, &attention_fwd)) return;
   constexpr const char* op = "ATTENTION_FWD";
   if (a.in.size() != 1 || a.out.size() != 2)
     throw std::invalid_argument(std::string(op) + a.where() + ": takes qkv and gives o and lse");
@@ -390,7 +390,7 @@ void attention_fwd(const KernelArgs& a) {
 }
 
 void attention_bwd(const KernelArgs& a) {
-  if (detail::run_16bit_staged(a, &attention_bwd)) return;
+  if (detail::run_16bit_per_sample(a, &attention_bwd)) return;
   constexpr const char* op = "ATTENTION_BWD";
   if (a.in.size() != 4 || a.out.size() != 1)
     throw std::invalid_argument(std::string(op) + a.where() +
