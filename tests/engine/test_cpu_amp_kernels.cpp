@@ -324,6 +324,100 @@ class TestCpuAmpKernels : public QObject {
         }
   }
 
+  // LayerNorm reads and writes compact bfloat16 features as they lie, a row
+  // widened at a time, and attention stages a few samples at a time: in
+  // every build of our kernels, every output (y and the statistics; dgamma,
+  // dbeta, dx overwritten and accumulated; o, lse; dqkv) has the bits of
+  // staging the whole tensors through FP32.
+  void transformerKernelsOnBf16GiveTheStagedBits() {
+    for (const cpu::OwnKernels* build : cpu::runnable_own_kernels()) {
+      const QString where = QString("%1 build").arg(build->isa);
+      const DType type = DType::BF16;
+      const int64_t c = 48;
+      Tensors t;
+      const Shape xs{6, 1, 17, c}, cs{1, 1, 1, c}, qs{6, 1, 17, 3 * c}, ls{6, 1, 17, 3};
+      const size_t x = t.add(xs, Region::F_FEATURE_BF16, type),
+                   y = t.add(xs, Region::F_FEATURE_BF16, type),
+                   dy = t.add(xs, Region::F_GRAD_SLOT_BF16, type),
+                   dx = t.add(xs, Region::F_GRAD_SLOT_BF16, type),
+                   gamma = t.add(cs, Region::W_BN_WEIGHT, DType::FP32),
+                   beta = t.add(cs, Region::W_BN_BIAS, DType::FP32),
+                   saved = t.add({6, 1, 17, 2}, Region::S_BN_SAVED, DType::FP32),
+                   dgamma = t.add(cs, Region::G_BN_WEIGHT, DType::FP32),
+                   dbeta = t.add(cs, Region::G_BN_BIAS, DType::FP32),
+                   qkv = t.add(qs, Region::F_FEATURE_BF16, type),
+                   lse = t.add(ls, Region::S_BN_SAVED, DType::FP32),
+                   dqkv = t.add(qs, Region::F_GRAD_SLOT_BF16, type);
+      std::mt19937 rng(29);
+      for (size_t i : {x, dy, dx, gamma, beta, dgamma, dbeta, qkv, dqkv}) t.fill(i, rng);
+      auto compare = [&](ComputeOp op, KernelArgs& a, std::initializer_list<size_t> outs,
+                         const char* what) {
+        const cpu::Kernel kernel = cpu::compute_kernel(op, *build);
+        std::vector<std::vector<uint64_t>> before;
+        for (size_t o : outs) before.push_back(t.bytes(o));
+        std::vector<uint64_t> memory(cpu::kernel_workspace_bytes(a) / 8 + 1);
+        const StreamWorkspace ws{memory.data(), memory.size() * 8};
+        a.workspace = &ws;
+        kernel(a);
+        std::vector<std::vector<uint64_t>> direct;
+        size_t k = 0;
+        for (size_t o : outs) {
+          direct.push_back(t.bytes(o));
+          t.bytes(o) = before[k++];
+        }
+        QVERIFY(cpu::detail::run_16bit_staged(a, kernel));
+        k = 0;
+        for (size_t o : outs) {
+          QVERIFY2(direct[k] == t.bytes(o),
+                   qPrintable(QString("%1: %2, output tensor %3").arg(where, what).arg(k)));
+          QVERIFY2(direct[k] != before[k],
+                   qPrintable(QString("%1: %2 left output %3 as it was").arg(where, what).arg(k)));
+          ++k;
+        }
+        kernel(a);  // leaves the outputs as the kernel writes them, for the next op
+      };
+      LayerNode ln;
+      ln.id = "ln";
+      ln.type = LayerType::LayerNorm;
+      GraphNode fresh;
+      KernelArgs fwd;
+      fwd.node = &fresh;
+      fwd.layer_params = test::resolved(ln);
+      fwd.in = {t.arg(x), t.arg(gamma), t.arg(beta)};
+      fwd.out = {t.arg(y), t.arg(saved)};
+      compare(ComputeOp::LAYER_NORM_FWD, fwd, {y, saved}, "LayerNorm forward");
+      GraphNode onto_dx;
+      onto_dx.accumulate_mask = 4;
+      KernelArgs bwd;
+      bwd.node = &onto_dx;
+      bwd.layer_params = fwd.layer_params;
+      bwd.in = {t.arg(x), t.arg(gamma), t.arg(saved), t.arg(dy)};
+      bwd.out = {t.arg(dgamma), t.arg(dbeta), t.arg(dx)};
+      compare(ComputeOp::LAYER_NORM_BWD, bwd, {dgamma, dbeta, dx}, "LayerNorm backward onto dx");
+      bwd.node = &fresh;
+      compare(ComputeOp::LAYER_NORM_BWD, bwd, {dx}, "LayerNorm backward");
+
+      LayerNode attn;
+      attn.id = "attn";
+      attn.type = LayerType::SelfAttention;
+      attn.params.heads = 3;
+      KernelArgs afwd;
+      afwd.node = &fresh;
+      afwd.layer_params = test::resolved(attn);
+      afwd.in = {t.arg(qkv)};
+      afwd.out = {t.arg(y), t.arg(lse)};
+      compare(ComputeOp::ATTENTION_FWD, afwd, {y, lse}, "attention forward");
+      GraphNode onto_dqkv;
+      onto_dqkv.accumulate_mask = 1;
+      KernelArgs abwd;
+      abwd.node = &onto_dqkv;
+      abwd.layer_params = afwd.layer_params;
+      abwd.in = {t.arg(qkv), t.arg(y), t.arg(lse), t.arg(dy)};
+      abwd.out = {t.arg(dqkv)};
+      compare(ComputeOp::ATTENTION_BWD, abwd, {dqkv}, "attention backward onto dqkv");
+    }
+  }
+
   // AMP's loss-scaled gradients: dbeta sums dy over N*H*W rows, here
   // 12544 rows of 256 (the loss scale's order), 3.2 million: past FP16's
   // 65504, so an FP16 dbeta would be infinite and every step skipped. It

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/kernels/bf16_arrays.h"
 #include "backends/cpu/kernels/half_staging.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/parallel.h"
@@ -72,25 +73,60 @@ void check_operands(const KernelArgs& a, size_t ins, size_t outs, const char* op
     throw std::invalid_argument(std::string(op) + a.where() + ": rows of no channels");
 }
 
-}  // namespace
+// How a kernel sees its feature rows: FP32 ones where they lie, or
+// bfloat16 ones widened into the thread's row buffer and rounded back from
+// it. The FP32 row code runs on either, so the bfloat16 path gives the
+// staged path's bits without a tensor-sized FP32 copy.
+struct F32Rows {
+  const float* in_row(const void* t, int64_t r, int64_t c, float*) const {
+    return static_cast<const float*>(t) + r * c;
+  }
+  float* out_row(void* t, int64_t r, int64_t c, float*, bool) const {
+    return static_cast<float*>(t) + r * c;
+  }
+  void done(void*, int64_t, int64_t, const float*) const {}
+};
 
-void layer_norm_fwd(const KernelArgs& a) {
-  if (detail::run_16bit_staged(a, &layer_norm_fwd)) return;
-  check_operands(a, 3, 2, "LAYER_NORM_FWD");
+struct Bf16Rows {
+  const float* in_row(const void* t, int64_t r, int64_t c, float* buf) const {
+    widen_bf16(static_cast<const uint16_t*>(t) + r * c, buf, c);
+    return buf;
+  }
+  // `keep`: the row's current values are added to (an accumulated gradient).
+  float* out_row(void* t, int64_t r, int64_t c, float* buf, bool keep) const {
+    if (keep) widen_bf16(static_cast<const uint16_t*>(t) + r * c, buf, c);
+    return buf;
+  }
+  void done(void* t, int64_t r, int64_t c, const float* buf) const {
+    narrow_to_bf16(buf, static_cast<uint16_t*>(t) + r * c, c);
+  }
+};
+
+// The thread's row buffers: `count` rows of c floats.
+float* row_buffers(int64_t count, int64_t c) {
+  thread_local std::vector<float> rows;
+  rows.resize(static_cast<size_t>(count * c));
+  return rows.data();
+}
+
+template <class Rows>
+void forward(const KernelArgs& a, Rows io) {
   const Shape& s = a.in[0].shape();
   const int64_t c = s.c, rows = s.n * s.h * s.w;
-  const float* x = a.in[0].f32();
+  const void* x = a.in[0].data;
   const float* gamma = a.in[1].f32();
   const float* beta = a.in[2].f32();
-  float* y = a.out[0].f32();
+  void* y = a.out[0].data;
   float* saved = has_out(a, 1) ? a.out[1].f32() : nullptr;
   const double eps = a.params().eps;
   parallel_ranges(rows, rows * c * 3, [&](int64_t lo, int64_t hi) {
+    float* buf = row_buffers(2, c);
     for (int64_t r = lo; r < hi; ++r) {
-      const float* xr = x + r * c;
-      float* yr = y + r * c;
+      const float* xr = io.in_row(x, r, c, buf);
+      float* yr = io.out_row(y, r, c, buf + c, false);
       const RowStats st = row_stats(xr, c, eps);
       for (int64_t i = 0; i < c; ++i) yr[i] = (xr[i] - st.mean) * st.inv_std * gamma[i] + beta[i];
+      io.done(y, r, c, yr);
       if (saved) {
         saved[2 * r] = st.mean;
         saved[2 * r + 1] = st.inv_std;
@@ -99,16 +135,15 @@ void layer_norm_fwd(const KernelArgs& a) {
   });
 }
 
-void layer_norm_bwd(const KernelArgs& a) {
-  if (detail::run_16bit_staged(a, &layer_norm_bwd)) return;
-  check_operands(a, 4, 3, "LAYER_NORM_BWD");
+template <class Rows>
+void backward(const KernelArgs& a, Rows io) {
   const Shape& s = a.in[0].shape();
   const int64_t c = s.c, rows = s.n * s.h * s.w;
-  const float* x = a.in[0].f32();
+  const void* x = a.in[0].data;
   const float* gamma = a.in[1].f32();
   const float* saved = a.in[2].f32();
-  const float* dy = a.in[3].f32();
-  float* dx = has_out(a, 2) ? a.out[2].f32() : nullptr;
+  const void* dy = a.in[3].data;
+  void* dx = has_out(a, 2) ? a.out[2].data : nullptr;
   const bool acc_dx = a.accumulate(2);
   const bool want_params = has_out(a, 0) || has_out(a, 1);
   const int parts = reduction_parts(rows, rows * c * 4);
@@ -121,9 +156,10 @@ void layer_norm_bwd(const KernelArgs& a) {
     double* dgamma = want_params ? sums + static_cast<int64_t>(p) * 2 * c : nullptr;
     double* dbeta = dgamma ? dgamma + c : nullptr;
     const double inv_c = 1.0 / static_cast<double>(c);
+    float* buf = row_buffers(3, c);
     for (int64_t r = lo; r < hi; ++r) {
-      const float* xr = x + r * c;
-      const float* dyr = dy + r * c;
+      const float* xr = io.in_row(x, r, c, buf);
+      const float* dyr = io.in_row(dy, r, c, buf + c);
       const float mean = saved[2 * r], inv_std = saved[2 * r + 1];
       // dx = inv_std * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma.
       double sg[kLanes] = {}, sgx[kLanes] = {};
@@ -145,11 +181,12 @@ void layer_norm_bwd(const KernelArgs& a) {
       if (!dx) continue;
       const float mg = static_cast<float>(combine_lanes(sg) * inv_c);
       const float mgx = static_cast<float>(combine_lanes(sgx) * inv_c);
-      float* dxr = dx + r * c;
+      float* dxr = io.out_row(dx, r, c, buf + 2 * c, acc_dx);
       detail::store(acc_dx, dxr, c, [&](int64_t i) {
         const float xhat = (xr[i] - mean) * inv_std;
         return inv_std * (dyr[i] * gamma[i] - mg - xhat * mgx);
       });
+      io.done(dx, r, c, dxr);
     }
   });
   if (!want_params) return;
@@ -163,6 +200,25 @@ void layer_norm_bwd(const KernelArgs& a) {
       out[i] = acc ? static_cast<float>(out[i] + v) : static_cast<float>(v);
     }
   }
+}
+
+}  // namespace
+
+// bfloat16 features (compact) with the FP32 scale, shift and statistics run
+// natively; any other 16-bit layout is staged.
+void layer_norm_fwd(const KernelArgs& a) {
+  if (detail::compact_operands(a, 3, 2, {0}, {0})) return forward(a, Bf16Rows{});
+  if (detail::run_16bit_staged(a, &layer_norm_fwd)) return;
+  check_operands(a, 3, 2, "LAYER_NORM_FWD");
+  forward(a, F32Rows{});
+}
+
+void layer_norm_bwd(const KernelArgs& a) {
+  if (!has_out(a, 0) && !has_out(a, 1) && !has_out(a, 2)) return;
+  if (detail::compact_operands(a, 4, 3, {0, 3}, {2})) return backward(a, Bf16Rows{});
+  if (detail::run_16bit_staged(a, &layer_norm_bwd)) return;
+  check_operands(a, 4, 3, "LAYER_NORM_BWD");
+  backward(a, F32Rows{});
 }
 
 }  // namespace tr::cpu
