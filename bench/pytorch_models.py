@@ -174,38 +174,22 @@ class ClassToken(nn.Module):
         return torch.cat([self.weight.expand(x.shape[0], -1, -1), x], 1)
 
 
-class SelfAttention(nn.Module):
-    """Scaled dot-product attention over [N, T, 3C] holding each token's queries, keys and
-    values (C each, split into heads of C / heads channels), as the engine's SelfAttention.
-    Written out as PyTorch 1.13's nn.MultiheadAttention computes it in training: the
-    T x T scores and probabilities of every head exist in memory."""
-
-    def __init__(self, heads):
-        super().__init__()
-        self.heads = heads
-
-    def forward(self, qkv):
-        n, t, c3 = qkv.shape
-        c = c3 // 3
-        d = c // self.heads
-        q, k, v = (part.reshape(n, t, self.heads, d).transpose(1, 2) for part in qkv.split(c, -1))
-        p = torch.softmax(q @ k.transpose(-2, -1) * d ** -0.5, -1)
-        return (p @ v).transpose(1, 2).reshape(n, t, c)
-
-
 class GELU(nn.GELU):
     """nn.GELU (exact erf form), its own class only so the FLOP counter can tell it apart."""
 
 
 class ViTBlock(nn.Module):
-    """Pre-norm: x + proj(attn(qkv(ln1(x)))), then x + fc2(gelu(fc1(ln2(x))))."""
+    """Pre-norm: x + attn(ln1(x)), then x + fc2(gelu(fc1(ln2(x)))), the attention
+    nn.MultiheadAttention as torchvision's ViT has it: its in_proj ([3C, C] and 3C biases:
+    queries, keys and values, head h on channels h*C/heads..) is the engine's TokenLinear to 3C,
+    its scaled dot-product attention SelfAttention, its out_proj the TokenLinear back. In
+    training PyTorch 1.13 computes it with every head's T x T scores and probabilities in
+    memory."""
 
     def __init__(self, dim, heads, mlp):
         super().__init__()
         self.ln1 = nn.LayerNorm(dim)
-        self.qkv = nn.Linear(dim, 3 * dim)
-        self.attn = SelfAttention(heads)
-        self.proj = nn.Linear(dim, dim)
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
         self.add1 = Add()
         self.ln2 = nn.LayerNorm(dim)
         self.fc1 = nn.Linear(dim, mlp)
@@ -214,7 +198,8 @@ class ViTBlock(nn.Module):
         self.add2 = Add()
 
     def forward(self, x):
-        x = self.add1(self.proj(self.attn(self.qkv(self.ln1(x)))), x)
+        y = self.ln1(x)
+        x = self.add1(self.attn(y, y, y, need_weights=False)[0], x)
         return self.add2(self.fc2(self.gelu(self.fc1(self.ln2(x)))), x)
 
 
@@ -234,7 +219,11 @@ class ViT(nn.Module):
         self.head = nn.Linear(dim, classes)
 
     def forward(self, x):
-        t = self.patch(x).flatten(2).transpose(1, 2)  # NCHW -> [N, H*W, C], rows in order
+        # NCHW -> [N, H*W, C], rows in order; written as torchvision's ViT writes it (its sizes
+        # constants in an ONNX export, where flatten(2) computes them from the input's shape).
+        p = self.patch(x)
+        n, c, h, w = p.shape
+        t = p.reshape(n, c, h * w).transpose(1, 2)
         t = self.ln(self.blocks(self.cls(self.pos(t))))
         return self.head(t[:, 0])
 
@@ -295,9 +284,12 @@ def forward_flops(model, batch, shape=INPUT_SHAPE, classes=CLASSES):
             total[0] += 8 * x.numel()
         elif isinstance(m, (GELU, PositionEmbedding)):
             total[0] += x.numel()
-        elif isinstance(m, SelfAttention):
-            n, t, c3 = x.shape
-            total[0] += 4 * n * t * t * (c3 // 3)
+        elif isinstance(m, nn.MultiheadAttention):
+            # TokenLinear to 3C, SelfAttention (4 N T^2 C), TokenLinear back, with biases.
+            n, t, c = x.shape
+            total[0] += 2 * n * t * c * 3 * c + n * t * 3 * c
+            total[0] += 4 * n * t * t * c
+            total[0] += 2 * n * t * c * c + n * t * c
         if isinstance(m, nn.Conv2d):
             k = m.in_channels // m.groups * m.kernel_size[0] * m.kernel_size[1]
             total[0] += 2 * out.numel() * k + (out.numel() if m.bias is not None else 0)
@@ -318,7 +310,7 @@ def forward_flops(model, batch, shape=INPUT_SHAPE, classes=CLASSES):
     handles = [m.register_forward_hook(hook) for m in model.modules()
                if isinstance(m, (nn.Conv2d, nn.Linear, nn.BatchNorm2d, nn.ReLU, nn.MaxPool2d,
                                  nn.AvgPool2d, nn.AdaptiveAvgPool2d, Add, nn.LayerNorm, GELU,
-                                 PositionEmbedding, SelfAttention))]
+                                 PositionEmbedding, nn.MultiheadAttention))]
     with torch.no_grad():
         model.eval()
         model(torch.zeros(batch, *shape))

@@ -64,12 +64,25 @@ constexpr OnnxOpSupport kOps[] = {
     {"ReduceMean, Sub, Pow, Add, Sqrt, Div, Mul",
      "LayerNorm over the channels, as PyTorch writes it at opsets 13 to 16: (x - mean) / "
      "sqrt(mean((x - mean)^2) + eps) * scale + shift"},
-    {"Add", "Add (two tensors), or the bias of the MatMul before it"},
+    {"Add",
+     "Add (two tensors), the bias of the MatMul before it, or a PositionEmbedding (a "
+     "stored [1, T, C] added to tokens)"},
     {"Concat", "Concat (channels or features)"},
     {"Flatten", "Flatten (axis 1)"},
     {"Reshape", "Flatten (to [N, features])"},
     {"Gemm", "Linear"},
-    {"MatMul", "Linear (by a weight matrix)"},
+    {"MatMul", "Linear (by a weight matrix), TokenLinear on tokens [N, T, C]"},
+    {"Reshape, Transpose",
+     "the tokens of an image: [N, C, H, W] reshaped to [N, C, H*W] and transposed to "
+     "[N, H*W, C] (no layer: the workbench's positions are its tokens)"},
+    {"ConstantOfShape, Equal, Where, Expand, Concat",
+     "ClassToken: a stored [1, 1, C] token expanded over the batch and put before the tokens "
+     "(axis 1), as PyTorch writes torchvision's ViT"},
+    {"Transpose, MatMul, Add, Shape, Gather, Slice, Reshape, Softmax, Gemm",
+     "TokenLinear, SelfAttention and TokenLinear: nn.MultiheadAttention's self-attention as "
+     "PyTorch 1.13 writes it at opset 13 (queries, keys and values from one projection, "
+     "scaled by 1 / sqrt(head size))"},
+    {"Gather", "TokenPool: the first token (index 0 on axis 1)"},
     {"Dropout", "Dropout"},
     {"Identity", "nothing (left out)"},
     {"Softmax, LogSoftmax", "nothing, when last (the loss computes it)"},
@@ -90,7 +103,8 @@ struct Tensor {
 };
 
 // What produces a value of the graph: one of our nodes, with its rank in
-// ONNX terms (4: [N,C,H,W], 2: [N, features]).
+// ONNX terms (4: [N,C,H,W], 3: tokens [N,T,C] of our [N,H,W,C] with T =
+// H*W in row order, 2: [N, features]).
 struct Value {
   int node = -1;
   int rank = 4;
@@ -450,6 +464,12 @@ class Importer {
   bool fused_gelu(int k);
   bool reduces_channels(int k, int rank) const;
   bool fused_layer_norm(int k);
+  bool folded_constant(int k);
+  bool image_tokens(int k, const Dims& target);
+  bool class_token(int k);
+  bool position_embedding(int k, const Tensor& table, const Value& in);
+  bool fused_attention(int k);
+  void token_pool(int k);
   void conv(int k);
   void batch_norm(int k);
   void pool(int k, LayerType t);
@@ -486,6 +506,8 @@ class Importer {
   std::vector<std::string> notes_;
   int64_t parameters_ = 0;
   Shape input_{};
+  int64_t export_batch_ = -1;            // the input's batch in the file, -1 when not fixed
+  std::map<std::string, int> producer_;  // the node writing each value
   int64_t classes_ = 0;
 };
 
@@ -526,6 +548,7 @@ void Importer::read_input() {
     fail(what + " has the shape " + text + "]; expected an image [N, C, H, W] of fixed C, H and W");
   }
   input_ = Shape{1, dims[2], dims[3], dims[1]};
+  export_batch_ = dims[0];
   LayerNode in;
   in.id = "input";
   in.type = LayerType::Input;
@@ -567,7 +590,8 @@ bool Importer::fused_gelu(int k) {
   return true;
 }
 
-// Whether ReduceMean k averages over the channels alone (axis 1), keeping them.
+// Whether ReduceMean k averages over the channels alone (axis 1; the last
+// axis of tokens), keeping them.
 bool Importer::reduces_channels(int k, int rank) const {
   if (!op_is(k, "ReduceMean") || attr_int(k, "keepdims", 1) != 1) return false;
   Dims axes = attr_ints(k, "axes", {});
@@ -577,7 +601,7 @@ bool Importer::reduces_channels(int k, int rank) const {
     axes = t->i;
   }
   for (int64_t& ax : axes) ax = ax < 0 ? ax + rank : ax;
-  return axes == Dims{1};
+  return axes == Dims{rank == 3 ? 2 : 1};
 }
 
 // ReduceMean -> Sub -> Pow 2 -> ReduceMean -> Add eps -> Sqrt -> Div ->
@@ -643,6 +667,351 @@ bool Importer::fused_layer_norm(int k) {
       for (const char* part : {".weight", ".bias"})
         weights_[id + part] = columns_from_chw(weights_[id + part], 1, order);
   });
+  return true;
+}
+
+// Integer shape arithmetic on stored values (ConstantOfShape, Mul, Equal,
+// Where, and Expand of a stored tensor), as PyTorch writes a batch-sized
+// expand: evaluated here, so what reads it sees a stored tensor.
+bool Importer::folded_constant(int k) {
+  const std::string& op = graph_.node(k).op_type();
+  if (op != "ConstantOfShape" && op != "Mul" && op != "Equal" && op != "Where" && op != "Expand")
+    return false;
+  std::vector<const Tensor*> in;
+  for (int i = 0; i < inputs(k); ++i) {
+    const Tensor* t = constant(input(k, i));
+    if (!t) return false;
+    in.push_back(t);
+  }
+  if (in.empty()) return false;
+  Tensor t;
+  if (op == "ConstantOfShape") {
+    if (in[0]->is_float || in[0]->i.size() > 8) return false;
+    for (int64_t d : in[0]->i)
+      if (d < 0 || d > 64) return false;
+    t.dims = in[0]->i;
+    int64_t fill = 0;
+    bool is_float = true;
+    double f = 0;
+    if (const onnx::AttributeProto* a = attr(k, "value")) {
+      const Tensor v = decode(a->t(), path_ + ": " + node_label(k) + "'s value");
+      is_float = v.is_float;
+      if (v.is_float && !v.f.empty()) f = v.f[0];
+      if (!v.is_float && !v.i.empty()) fill = v.i[0];
+    }
+    if (t.count() > 64) return false;
+    t.is_float = is_float;
+    if (is_float)
+      t.f.assign(static_cast<size_t>(t.count()), static_cast<float>(f));
+    else
+      t.i.assign(static_cast<size_t>(t.count()), fill);
+  } else if (op == "Expand") {
+    // Expanding a stored tensor to a shape of ones and its own sizes is the
+    // tensor itself (the batch of 1 the model was written at).
+    if (in.size() != 2 || in[1]->is_float) return false;
+    const Dims& shape = in[1]->i;
+    const Dims& dims = in[0]->dims;
+    if (shape.size() != dims.size())
+      fail(k, "expands a stored " + dims_text(dims) + " to " + dims_text(shape) +
+                  "; the importer takes an expand over a batch of 1 (export with a batch of 1)");
+    for (size_t d = 0; d < dims.size(); ++d)
+      if (shape[d] != 1 && shape[d] != dims[d] && shape[d] != -1)
+        fail(k, "expands a stored " + dims_text(dims) + " to " + dims_text(shape) +
+                    "; the importer takes an expand over a batch of 1 (export with a batch of 1)");
+    constants_[out(k)] = in[0];
+    return true;
+  } else {
+    // Mul, Equal, Where on integer vectors of one length (or a scalar).
+    for (const Tensor* x : in)
+      if (x->is_float || x->i.empty() || x->i.size() > 64) return false;
+    size_t n = 1;
+    for (const Tensor* x : in) n = std::max(n, x->i.size());
+    for (const Tensor* x : in)
+      if (x->i.size() != 1 && x->i.size() != n) return false;
+    auto at = [](const Tensor* x, size_t j) { return x->i[x->i.size() == 1 ? 0 : j]; };
+    if ((op == "Where" && in.size() != 3) || (op != "Where" && in.size() != 2)) return false;
+    for (size_t j = 0; j < n; ++j) {
+      int64_t product = 0;
+      if (op == "Mul" && __builtin_mul_overflow(at(in[0], j), at(in[1], j), &product)) return false;
+      if (op == "Mul") t.i.push_back(product);
+      if (op == "Equal") t.i.push_back(at(in[0], j) == at(in[1], j) ? 1 : 0);
+      if (op == "Where") t.i.push_back(at(in[0], j) ? at(in[1], j) : at(in[2], j));
+    }
+    t.dims = {static_cast<int64_t>(n)};
+  }
+  owned_.push_back(std::move(t));
+  constants_[out(k)] = &owned_.back();
+  return true;
+}
+
+// Reshape [N, C, H, W] to [N, C, H*W], then Transpose 0, 2, 1: an image's
+// positions as tokens [N, H*W, C], which our NHWC layout already is.
+bool Importer::image_tokens(int k, const Dims& target) {
+  const Value x = value(k, 0);
+  if (x.rank != 4) return false;
+  const int t = sole_consumer(out(k));
+  if (!op_is(t, "Transpose") || attr_ints(t, "perm", {}) != Dims{0, 2, 1}) return false;
+  if (target[1] <= 0 || target[2] == 0)
+    fail(k, "reshapes an image to " + dims_text(target) +
+                "; tokens are [N, C, H*W] with C and H*W stated (or H*W as -1)");
+  const int node = x.node;
+  after_analysis_.push_back([this, k, node, target](const ModelAnalysis& a) {
+    const Shape s = a.nodes[static_cast<size_t>(node)].output;
+    if (s.c != target[1] || (target[2] > 0 && s.h * s.w != target[2]))
+      fail(k, "reshapes an image of " + std::to_string(s.c) + " channels and " +
+                  std::to_string(s.h * s.w) + " positions to " + dims_text(target));
+  });
+  values_[out(t)] = {node, 3};
+  done_[static_cast<size_t>(t)] = true;
+  return true;
+}
+
+// Concat on axis 1 of a stored [1, 1, C] token (expanded over the batch)
+// and tokens: a ClassToken, the stored token its weight.
+bool Importer::class_token(int k) {
+  if (inputs(k) != 2) return false;
+  const Tensor* token = constant(input(k, 0));
+  auto it = values_.find(input(k, 1));
+  if (!token || it == values_.end() || it->second.rank != 3) return false;
+  const int64_t axis = attr_int(k, "axis", 1);
+  if (axis != 1 && axis != -2)
+    fail(k, "joins a stored tensor to tokens along axis " + std::to_string(axis) +
+                "; a class token goes before the tokens (axis 1)");
+  if (!token->is_float || token->dims.size() != 3 || token->dims[0] != 1 || token->dims[1] != 1)
+    fail(k, "puts a stored " + dims_text(token->dims) +
+                " before the tokens; a class token is one learned vector [1, 1, C]");
+  const int node = add_layer(k, LayerType::ClassToken, layer_spec(LayerType::ClassToken).defaults,
+                             {it->second}, out(k), 3);
+  const std::string id = project_.model.nodes[static_cast<size_t>(node)].id;
+  weights_[id + ".weight"] = token->f;
+  after_analysis_.push_back([this, k, node, c = token->dims[2]](const ModelAnalysis& a) {
+    const int64_t channels = a.nodes[static_cast<size_t>(node)].inputs[0].c;
+    if (channels != c)
+      fail(k, "puts a class token of " + std::to_string(c) + " features before tokens of " +
+                  std::to_string(channels));
+  });
+  return true;
+}
+
+// A stored [1, T, C] added to tokens: a PositionEmbedding.
+bool Importer::position_embedding(int k, const Tensor& table, const Value& in) {
+  if (!table.is_float || table.dims.size() != 3 || table.dims[0] != 1) return false;
+  const int node = add_layer(k, LayerType::PositionEmbedding,
+                             layer_spec(LayerType::PositionEmbedding).defaults, {in}, out(k), 3);
+  const std::string id = project_.model.nodes[static_cast<size_t>(node)].id;
+  weights_[id + ".weight"] = table.f;
+  after_analysis_.push_back([this, k, node, dims = table.dims](const ModelAnalysis& a) {
+    const Shape s = a.nodes[static_cast<size_t>(node)].inputs[0];
+    if (s.h * s.w != dims[1] || s.c != dims[2])
+      fail(k, "adds a position embedding " + dims_text(dims) + " to " + std::to_string(s.h * s.w) +
+                  " tokens of " + std::to_string(s.c) + " features; it needs [1, " +
+                  std::to_string(s.h * s.w) + ", " + std::to_string(s.c) + "]");
+  });
+  return true;
+}
+
+// Gather of index 0 on axis 1 of tokens: the class token's features, a TokenPool.
+void Importer::token_pool(int k) {
+  known_attributes(k, {"axis"});
+  const Value x = value(k, 0);
+  const Tensor* index = constant(input(k, 1));
+  if (x.rank != 3 || attr_int(k, "axis", 0) != 1 || !index || index->is_float ||
+      index->i.size() != 1 || index->i[0] != 0 || !index->dims.empty())
+    fail(k,
+         "gathers other than the first token (index 0 on axis 1 of [N, T, C]); the "
+         "workbench's TokenPool takes the first token or the mean");
+  LayerParams p = layer_spec(LayerType::TokenPool).defaults;
+  p.class_token = true;
+  add_layer(k, LayerType::TokenPool, p, {x}, out(k), 2);
+}
+
+// nn.MultiheadAttention's self-attention as PyTorch 1.13 writes it at opset
+// 13 (sequence first inside): Transpose 1,0,2 -> MatMul by W_in^T -> Add
+// b_in -> three Slices of the last axis (bounds from Shape, Gather, Add, Div
+// and Mul: thirds) -> each Reshape to [T, N*heads, d] and Transposed (the
+// queries 1,0,2 then divided by sqrt(d), the keys 1,2,0, the values 1,0,2)
+// -> MatMul -> Softmax over the keys -> MatMul by the values -> Transpose
+// 1,0,2 -> Reshape [T*N, C] -> Gemm by W_out -> Reshape [T, N, C] ->
+// Transpose 1,0,2. Becomes TokenLinear (3C), SelfAttention, TokenLinear (C).
+bool Importer::fused_attention(int k) {
+  if (attr_ints(k, "perm", {}) != Dims{1, 0, 2} || !values_.count(input(k, 0))) return false;
+  const Value x = value(k, 0);
+  if (x.rank != 3) return false;
+  const int in_mm = sole_consumer(out(k));
+  if (!op_is(in_mm, "MatMul") || input(in_mm, 0) != out(k) || !constant(input(in_mm, 1)))
+    return false;
+  const int in_add = sole_consumer(out(in_mm));
+  if (!op_is(in_add, "Add") || !constant(other_input(in_add, out(in_mm)))) return false;
+  // From here on it is attention: what does not fit is said.
+  const auto not_attention = [&](int at, const std::string& what) {
+    fail(at, what +
+                 "; the importer takes self-attention as nn.MultiheadAttention writes it "
+                 "(PyTorch 1.13, opset 13, exported with a fixed batch)");
+  };
+  const Tensor& w_in = weight(in_mm, 1, "projection matrix");
+  const Tensor& b_in = *constant(other_input(in_add, out(in_mm)));
+  if (w_in.dims.size() != 2 || w_in.dims[1] != 3 * w_in.dims[0] || !b_in.is_float ||
+      b_in.count() != w_in.dims[1])
+    not_attention(in_mm, "projects by " + dims_text(w_in.dims) + " with " +
+                             std::to_string(b_in.count()) +
+                             " biases, not to queries, keys and values [C, 3C] with 3C biases");
+  const int64_t c = w_in.dims[0];
+  std::vector<int> used{k, in_mm, in_add};
+  // The three slices and the shape arithmetic of their bounds.
+  int q = -1, kk = -1, v = -1, shape = -1;
+  for (int u : consumers_.at(out(in_add))) {
+    if (op_is(u, "Shape")) shape = u;
+    if (!op_is(u, "Slice")) continue;
+    const Tensor* start = constant(input(u, 1));
+    if (start && !start->is_float && start->i == Dims{0}) q = u;
+  }
+  if (q < 0 || shape < 0 || consumers(out(in_add)) != 4)
+    not_attention(in_add, "is not read by three Slices and the Shape of their bounds");
+  for (int u : consumers_.at(out(in_add))) {
+    if (op_is(u, "Slice") && input(u, 1) == input(q, 2)) kk = u;
+  }
+  if (kk < 0) not_attention(q, "is not followed by the keys' slice");
+  for (int u : consumers_.at(out(in_add)))
+    if (op_is(u, "Slice") && input(u, 1) == input(kk, 2)) v = u;
+  if (v < 0) not_attention(kk, "is not followed by the values' slice");
+  used.insert(used.end(), {q, kk, v, shape});
+  // Shape -> Gather -> Add -> Div -> three Muls (the bounds): evaluated by the layers.
+  const int gather = sole_consumer(out(shape));
+  const int plus = op_is(gather, "Gather") ? sole_consumer(out(gather)) : -1;
+  const int third = op_is(plus, "Add") ? sole_consumer(out(plus)) : -1;
+  if (!op_is(third, "Div") || consumers(out(third)) != 3)
+    not_attention(shape, "does not compute the slices' bounds (Gather, Add, Div, Mul)");
+  used.insert(used.end(), {gather, plus, third});
+  for (int u : consumers_.at(out(third))) {
+    if (!op_is(u, "Mul")) not_attention(u, "is not one of the slices' bounds");
+    used.push_back(u);
+  }
+  for (int s : {q, kk, v}) {
+    const Tensor* axes = constant(input(s, 3));
+    if (!axes || axes->is_float || axes->i.size() != 1 || (axes->i[0] != -1 && axes->i[0] != 2))
+      not_attention(s, "does not slice the last axis");
+  }
+  // Each third reshaped to [T, N*heads, d] and transposed.
+  int64_t heads = 0, d = 0, tokens = 0;
+  auto head_view = [&](int s, const Dims& perm) {
+    const int r = sole_consumer(out(s));
+    const Tensor* to = op_is(r, "Reshape") ? constant(input(r, 1)) : nullptr;
+    if (!to || to->is_float || to->i.size() != 3)
+      not_attention(s, "is not reshaped to [T, N * heads, head size]");
+    const int t = sole_consumer(out(r));
+    if (!op_is(t, "Transpose") || attr_ints(t, "perm", {}) != perm)
+      not_attention(r, "is not transposed " + dims_text(perm));
+    if (export_batch_ <= 0 || to->i[1] % export_batch_ != 0)
+      not_attention(r, "splits into " + std::to_string(to->i[1]) +
+                           " heads over the batch, and the model's input has no fixed batch");
+    const int64_t h = to->i[1] / export_batch_;
+    if (heads == 0) {
+      heads = h;
+      d = to->i[2];
+      tokens = to->i[0];
+    }
+    if (h != heads || to->i[2] != d || h * d != c)
+      not_attention(r, "splits " + std::to_string(c) + " channels into " + std::to_string(h) +
+                           " heads of " + std::to_string(to->i[2]));
+    used.insert(used.end(), {r, t});
+    return t;
+  };
+  const int tq = head_view(q, {1, 0, 2}), tk = head_view(kk, {1, 2, 0}),
+            tv = head_view(v, {1, 0, 2});
+  const int scale = sole_consumer(out(tq));
+  if (!op_is(scale, "Div")) not_attention(tq, "is not divided by the square root of the head size");
+  const double root = std::sqrt(static_cast<double>(d));
+  if (!is_scalar(input(scale, 1), root)) {
+    const Tensor* by = constant(input(scale, 1));
+    char expected[32];
+    std::snprintf(expected, sizeof expected, "%g", root);
+    not_attention(scale,
+                  std::string("divides the queries by ") +
+                      (by && by->is_float && by->f.size() == 1 ? std::to_string(by->f[0])
+                                                               : "'" + input(scale, 1) + "'") +
+                      "; attention divides them by the square root of the head size (" + expected +
+                      " for heads of " + std::to_string(d) + ")");
+  }
+  const int scores = sole_consumer(out(scale));
+  if (!op_is(scores, "MatMul") || input(scores, 0) != out(scale) || input(scores, 1) != out(tk))
+    not_attention(scale, "is not multiplied by the transposed keys");
+  const int softmax = sole_consumer(out(scores));
+  if (!op_is(softmax, "Softmax")) not_attention(scores, "is not followed by a Softmax");
+  if (attr_int(softmax, "axis", -1) != -1 && attr_int(softmax, "axis", -1) != 2)
+    not_attention(softmax, "normalises over axis " + std::to_string(attr_int(softmax, "axis", -1)) +
+                               "; attention's softmax is over the keys (the last axis, -1)");
+  const int mixed = sole_consumer(out(softmax));
+  if (!op_is(mixed, "MatMul") || input(mixed, 0) != out(softmax) || input(mixed, 1) != out(tv))
+    not_attention(softmax, "is not multiplied by the values");
+  const int back = sole_consumer(out(mixed));
+  const int merged = op_is(back, "Transpose") && attr_ints(back, "perm", {}) == Dims{1, 0, 2}
+                         ? sole_consumer(out(back))
+                         : -1;
+  if (!op_is(merged, "Reshape")) not_attention(mixed, "is not transposed 1, 0, 2 and reshaped");
+  const int gemm = sole_consumer(out(merged));
+  if (!op_is(gemm, "Gemm") || attr_int(gemm, "transA", 0) != 0 ||
+      attr_int(gemm, "transB", 0) != 1 || attr_float(gemm, "alpha", 1.0) != 1.0 ||
+      attr_float(gemm, "beta", 1.0) != 1.0 || !has_input(gemm, 2))
+    not_attention(merged,
+                  "is not projected by a Gemm with its weight [C, C] transposed and a bias");
+  const Tensor& w_out = weight(gemm, 1, "output projection");
+  const Tensor& b_out = weight(gemm, 2, "output projection's bias");
+  if (w_out.dims != Dims{c, c} || b_out.count() != c)
+    not_attention(gemm, "projects by " + dims_text(w_out.dims) + "; the output projection is [" +
+                            std::to_string(c) + ", " + std::to_string(c) + "] with " +
+                            std::to_string(c) + " biases");
+  const int unmerged = sole_consumer(out(gemm));
+  const int last = op_is(unmerged, "Reshape") ? sole_consumer(out(unmerged)) : -1;
+  if (!op_is(last, "Transpose") || attr_ints(last, "perm", {}) != Dims{1, 0, 2})
+    not_attention(gemm, "is not reshaped to [T, N, C] and transposed back 1, 0, 2");
+  used.insert(used.end(), {scale, scores, softmax, mixed, back, merged, gemm, unmerged, last});
+
+  // The module's name, from the output projection's weight ("...out_proj.weight").
+  std::string module;
+  const std::string& wname = input(gemm, 1);
+  if (wname.ends_with(".out_proj.weight")) module = wname.substr(0, wname.size() - 16);
+  auto named = [&](int at, LayerType t, const LayerParams& p, const Value& from,
+                   const std::string& value_name, const std::string& suffix) {
+    LayerNode n;
+    n.type = t;
+    n.params = p;
+    check_params(at, n);
+    n.id = unique_id(module.empty() ? "" : module + suffix, layer_spec(t).id_base);
+    project_.model.nodes.push_back(n);
+    const int index = static_cast<int>(project_.model.nodes.size()) - 1;
+    project_.model.edges.push_back({from.node, 0, index, 0});
+    values_[value_name] = {index, 3};
+    onnx_of_.push_back(at);
+    return index;
+  };
+  LayerParams lin = layer_spec(LayerType::TokenLinear).defaults;
+  lin.out_channels = 3 * c;
+  lin.bias = true;
+  const int qkv = named(in_mm, LayerType::TokenLinear, lin, x, out(in_add), ".in_proj");
+  LayerParams attn = layer_spec(LayerType::SelfAttention).defaults;
+  attn.heads = heads;
+  const int mix = named(softmax, LayerType::SelfAttention, attn, Value{qkv, 3}, out(back), "");
+  lin.out_channels = c;
+  const int proj = named(gemm, LayerType::TokenLinear, lin, Value{mix, 3}, out(last), ".out_proj");
+  // W_in^T is stored [C, 3C]: ours is [3C, C], as nn.MultiheadAttention's in_proj_weight.
+  std::vector<float> w(static_cast<size_t>(3 * c * c));
+  for (int64_t o = 0; o < 3 * c; ++o)
+    for (int64_t i = 0; i < c; ++i)
+      w[static_cast<size_t>(o * c + i)] = w_in.f[static_cast<size_t>(i * 3 * c + o)];
+  const std::string& qkv_id = project_.model.nodes[static_cast<size_t>(qkv)].id;
+  const std::string& proj_id = project_.model.nodes[static_cast<size_t>(proj)].id;
+  weights_[qkv_id + ".weight"] = std::move(w);
+  weights_[qkv_id + ".bias"] = b_in.f;
+  weights_[proj_id + ".weight"] = w_out.f;
+  weights_[proj_id + ".bias"] = b_out.f;
+  after_analysis_.push_back([this, k, qkv, c, tokens](const ModelAnalysis& a) {
+    const Shape s = a.nodes[static_cast<size_t>(qkv)].inputs[0];
+    if (s.c != c || s.h * s.w != tokens)
+      fail(k, "attends over " + std::to_string(tokens) + " tokens of " + std::to_string(c) +
+                  " features, and its input has " + std::to_string(s.h * s.w) + " of " +
+                  std::to_string(s.c));
+  });
+  for (int j : used) done_[static_cast<size_t>(j)] = true;
   return true;
 }
 
@@ -768,7 +1137,8 @@ void Importer::pad(int k) {
 
 void Importer::linear(int k, const Tensor& matrix, bool transposed, const Tensor* bias,
                       const Value& in) {
-  if (in.rank != 2) fail(k, "multiplies an image; the importer takes [N, features] matrices here");
+  if (in.rank == 4) fail(k, "multiplies an image; the importer takes [N, features] matrices here");
+  const bool tokens = in.rank == 3;
   if (matrix.dims.size() != 2)
     fail(k, "has the weight shape " + dims_text(matrix.dims) + "; expected a matrix");
   const int64_t out_features = transposed ? matrix.dims[0] : matrix.dims[1];
@@ -782,12 +1152,24 @@ void Importer::linear(int k, const Tensor& matrix, bool transposed, const Tensor
   if (bias && bias->count() != out_features)
     fail(k, "has " + std::to_string(bias->count()) + " biases for " + std::to_string(out_features) +
                 " outputs");
-  LayerParams p = layer_spec(LayerType::Linear).defaults;
+  const LayerType type = tokens ? LayerType::TokenLinear : LayerType::Linear;
+  LayerParams p = layer_spec(type).defaults;
   p.out_channels = out_features;
   p.bias = bias != nullptr;
-  const int node = add_layer(k, LayerType::Linear, p, {in}, out(k), 2);
+  const int node = add_layer(k, type, p, {in}, out(k), in.rank);
   const std::string id = project_.model.nodes[static_cast<size_t>(node)].id;
   if (bias) weights_[id + ".bias"] = bias->f;
+  if (tokens) {
+    // Each token's features, in the same order on both sides: no re-layout.
+    weights_[id + ".weight"] = std::move(m);
+    after_analysis_.push_back([this, k, node, in_features](const ModelAnalysis& a) {
+      const int64_t c = a.nodes[static_cast<size_t>(node)].inputs[0].c;
+      if (c != in_features)
+        fail(k, "takes " + std::to_string(in_features) + " features a token but its tokens have " +
+                    std::to_string(c));
+    });
+    return;
+  }
   // The columns are re-laid out once the shape they come from is known.
   weights_[id + ".weight"] = std::move(m);
   after_analysis_.push_back([this, k, node, id, in_features, out_features](const ModelAnalysis& a) {
@@ -827,6 +1209,7 @@ void Importer::convert(int k) {
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     fail(k, "is an operator of the domain '" + n.domain() + "', which the importer does not know");
   if (n.output_size() < 1) fail(k, "has no output");
+  if (folded_constant(k)) return;
   auto simple = [&](LayerType t, LayerParams p) {
     only_first_output(k);
     const Value x = value(k, 0);
@@ -954,10 +1337,16 @@ void Importer::convert(int k) {
       auto it = values_.find(from);
       const int node = it == values_.end() ? -1 : it->second.node;
       LayerNode* lin = node >= 0 ? &project_.model.nodes[static_cast<size_t>(node)] : nullptr;
-      if (!lin || lin->type != LayerType::Linear || lin->params.bias || consumers(from) != 1 ||
-          !bias->is_float || bias->count() != lin->params.out_channels)
+      const bool linear_before =
+          lin && (lin->type == LayerType::Linear || lin->type == LayerType::TokenLinear) &&
+          !lin->params.bias && consumers(from) == 1;
+      if (!linear_before && it != values_.end() && it->second.rank == 3 &&
+          position_embedding(k, *bias, it->second))
+        return;
+      if (!linear_before || !bias->is_float || bias->count() != lin->params.out_channels)
         fail(k, "adds the stored tensor '" + input(k, c0 ? 0 : 1) +
-                    "'; the importer takes that only as the bias of the MatMul before it");
+                    "'; the importer takes that only as the bias of the MatMul before it, or "
+                    "as a position embedding [1, T, C] added to tokens");
       lin->params.bias = true;
       weights_[lin->id + ".bias"] = bias->f;
       alias(k, it->second);
@@ -966,6 +1355,8 @@ void Importer::convert(int k) {
       if (a.rank != b.rank) fail(k, "adds an image and a matrix");
       add_layer(k, LayerType::Add, none, {a, b}, out(k), a.rank);
     }
+  } else if (op == "Concat" && class_token(k)) {
+    // the class token put before the tokens
   } else if (op == "Concat") {
     known_attributes(k, {"axis"});
     std::vector<Value> from;
@@ -996,6 +1387,7 @@ void Importer::convert(int k) {
     if (!shape || shape->is_float)
       fail(k, "takes its shape from other nodes; re-export with constant folding (the default)");
     const Dims target = shape->i;
+    if (target.size() == 3 && image_tokens(k, target)) return;
     if (target.size() != 2 || target[0] < -1 || target[1] < -1 ||
         (target[0] == -1 && target[1] == -1))
       fail(k, "reshapes to " + dims_text(target) +
@@ -1010,6 +1402,15 @@ void Importer::convert(int k) {
                       std::to_string(features) + " values");
       });
     }
+  } else if (op == "Transpose" && fused_attention(k)) {
+    // nn.MultiheadAttention's thirty-odd nodes became three layers
+  } else if (op == "Transpose") {
+    fail(k,
+         "is not part of the tokens of an image (Reshape to [N, C, H*W], Transpose 0, 2, 1) or of "
+         "nn.MultiheadAttention's self-attention (its input transposed 1, 0, 2); the importer "
+         "takes 'Transpose' only there");
+  } else if (op == "Gather") {
+    token_pool(k);
   } else if (op == "Gemm") {
     gemm(k);
   } else if (op == "MatMul") {
@@ -1252,9 +1653,12 @@ OnnxImportResult Importer::run() {
     fail("it uses opset " + std::to_string(opset_) + "; the importer reads opsets 7 to 21");
   read_constants();
   for (const onnx::ValueInfoProto& o : graph_.output()) outputs_.insert(o.name());
-  for (int k = 0; k < graph_.node_size(); ++k)
+  for (int k = 0; k < graph_.node_size(); ++k) {
     for (const std::string& in : graph_.node(k).input())
       if (!in.empty()) consumers_[in].push_back(k);
+    for (const std::string& o : graph_.node(k).output())
+      if (!o.empty()) producer_[o] = k;
+  }
   read_input();
   done_.assign(static_cast<size_t>(graph_.node_size()), false);
   // Constants first: a pattern matched at its first node reads those of its later ones.

@@ -227,7 +227,7 @@ class TestOnnxImport : public QObject {
     QVERIFY2(r.code == 0, qPrintable(r.out));
     for (const QString& line : r.out.split('\n'))
       if (line.startsWith(QStringLiteral("ok "))) qInfo("%s", qPrintable(line));
-    QCOMPARE(r.out.count(QStringLiteral("\nok ")) + r.out.startsWith(QStringLiteral("ok ")), 5);
+    QCOMPARE(r.out.count(QStringLiteral("\nok ")) + r.out.startsWith(QStringLiteral("ok ")), 7);
   }
 
   void exportedAndImportedPredictsTheSame_data() {

@@ -10,7 +10,10 @@ and with PyTorch, and compares the logits:
 The models: the three Fashion-MNIST networks (bench/pytorch_models.py, layer
 for layer the projects' twins), lenet exported in PyTorch's default
 inference form (BatchNorm folded into the convolutions) and the others with
-their BatchNormalization nodes kept; torchvision's ResNet-18 at 224x224; and
+their BatchNormalization nodes kept; torchvision's ResNet-18 at 224x224; the
+tiny ViT of vit-tiny-fashion and torchvision's ViT-B/16 (vit_b_16: its
+attention as nn.MultiheadAttention writes it, its class token, position
+embedding and LayerNorms); and
 a model with the operators the others lack (SiLU, GELU, LeakyReLU, ReLU6,
 Tanh, Sigmoid, average pooling, Concat, Dropout, a mean over height and
 width, a reshape and a MatMul with its bias added apart). The batch-norm
@@ -91,6 +94,12 @@ def models():
         "resnet18": (lambda: torchvision.models.resnet18(weights=None), (3, 224, 224), "eval",
                      ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])),
         "zoo": (Zoo, (3, 16, 16), "preserve", ([0.5, 0.4, 0.3], [0.25, 0.3, 0.35])),
+        # Vision transformers: nn.MultiheadAttention, a class token expanded over the batch, a
+        # position embedding, decomposed LayerNorms and GELUs, the first token pooled.
+        "vit-tiny": (lambda: pytorch_models.build("vit-tiny"), (1, 28, 28), "eval",
+                     ([0.286], [0.353])),
+        "vit-b16": (lambda: torchvision.models.vit_b_16(weights=None), (3, 224, 224), "eval",
+                    ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])),
     }
 
 
@@ -103,6 +112,10 @@ def randomise_norms(model, gen):
             with torch.no_grad():
                 m.weight.copy_(torch.rand(c, generator=gen) + 0.5)
                 m.bias.copy_(torch.randn(c, generator=gen) * 0.2)
+        if isinstance(m, nn.Linear) and not m.weight.any():  # vit_b_16's head starts at zero
+            with torch.no_grad():
+                m.weight.copy_(torch.randn(m.weight.shape, generator=gen) * 0.05)
+                m.bias.copy_(torch.randn(m.bias.shape, generator=gen) * 0.1)
         if isinstance(m, nn.LayerNorm):  # away from the ones and zeros it starts at
             with torch.no_grad():
                 m.weight.copy_(torch.rand(m.weight.shape, generator=gen) + 0.5)
@@ -165,6 +178,62 @@ def check(name, args, work, gen):
     return ok
 
 
+def vit_refusals(args):
+    """Variants of the tiny ViT's file the importer must refuse, each with the file, the node
+    and what would fit: attention that is not nn.MultiheadAttention's (a Softmax over another
+    axis, scores not divided by the square root of the head size), and a position embedding
+    for another number of tokens. Returns whether each was refused as expected."""
+    import onnx
+    from onnx import numpy_helper
+    src = os.path.join(args.work, "vit-tiny.onnx")
+    if not os.path.exists(src):
+        return True  # vit-tiny was not among the models checked
+
+    def first(model, op):
+        return next(n for n in model.graph.node if n.op_type == op)
+
+    def softmax_axis(m):
+        first(m, "Softmax").attribute[0].i = 1
+
+    def scale(m):
+        # The queries' Div by sqrt(16) = 4 (the other Divs compute the slices' bounds).
+        for n in m.graph.node:
+            if (n.op_type == "Constant" and n.attribute[0].t.data_type == onnx.TensorProto.FLOAT
+                    and numpy_helper.to_array(n.attribute[0].t).tolist() == 4.0):
+                n.attribute[0].t.CopyFrom(numpy_helper.from_array(np.array(3.0, np.float32)))
+
+    def positions(m):
+        pos = next(t for t in m.graph.initializer if t.name == "pos.weight")
+        table = numpy_helper.to_array(pos)[:, :36, :]
+        pos.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(table), "pos.weight"))
+
+    cases = [
+        ("softmax over the queries", softmax_axis,
+         "(Softmax)", "normalises over axis 1; attention's softmax is over the keys (the last "
+                      "axis, -1)"),
+        ("scores scaled by 3", scale,
+         "(Div)", "divides the queries by 3.000000; attention divides them by the square root "
+                  "of the head size (4 for heads of 16)"),
+        ("position embedding of 36 tokens", positions,
+         "(Add)", "adds a position embedding [1, 36, 64] to 49 tokens of 64 features; it "
+                  "needs [1, 49, 64]"),
+    ]
+    ok = True
+    for what, edit, node, message in cases:
+        m = onnx.load(src)
+        edit(m)
+        path = os.path.join(args.work, "vit-tiny-refused.onnx")
+        onnx.save(m, path)
+        p = subprocess.run([args.cli, "onnx", "import", path, "-o",
+                            os.path.join(args.work, "refused.json")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        good = p.returncode != 0 and path in p.stdout and node in p.stdout and message in p.stdout
+        print("%s refused: %s%s" % ("ok," if good else "FAILED, not", what,
+                                    "" if good else "\n" + p.stdout))
+        ok = ok and good
+    return ok
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
@@ -176,6 +245,7 @@ def main():
     torch.set_num_threads(2)
     gen = torch.Generator().manual_seed(3)
     results = [check(name, args, args.work, gen) for name in args.models.split(",")]
+    results.append(vit_refusals(args))
     sys.exit(0 if all(results) else 1)
 
 
