@@ -97,6 +97,13 @@ def measure(name, batch, val_batch, threads, bf16, seed=42):
 
     def val_forward():
         model.eval()
+        if bf16:
+            # PyTorch 1.13's inference fast path for nn.MultiheadAttention fails under bf16
+            # autocast ("expected scalar type BFloat16 but found Float"); in training mode (its
+            # dropout is 0) it computes the same output the way training does.
+            for m in model.modules():
+                if isinstance(m, nn.MultiheadAttention):
+                    m.train()
         xv = torch.randn(val_batch, *shape)
         with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             model(xv)
