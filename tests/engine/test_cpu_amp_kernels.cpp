@@ -155,6 +155,34 @@ QString padded_rows_problem(const RowConversions& f, std::initializer_list<int64
   return {};
 }
 
+// Runs `kernel` on the tensors as they lie and again staged through FP32
+// (run_16bit_staged), from the same bytes, and checks that every output in
+// `outs` came out with the same bits both ways, and was written.
+void check_staged_bits(Tensors& t, cpu::Kernel kernel, KernelArgs& a,
+                       std::initializer_list<size_t> outs, const QString& what) {
+  std::vector<std::vector<uint64_t>> before;
+  for (size_t o : outs) before.push_back(t.bytes(o));
+  std::vector<uint64_t> memory(cpu::kernel_workspace_bytes(a) / 8 + 1);
+  const StreamWorkspace ws{memory.data(), memory.size() * 8};
+  a.workspace = &ws;
+  kernel(a);
+  std::vector<std::vector<uint64_t>> direct;
+  size_t k = 0;
+  for (size_t o : outs) {
+    direct.push_back(t.bytes(o));
+    t.bytes(o) = before[k++];
+  }
+  QVERIFY(cpu::detail::run_16bit_staged(a, kernel));
+  a.workspace = nullptr;
+  k = 0;
+  for (size_t o : outs) {
+    QVERIFY2(direct[k] == t.bytes(o), qPrintable(QString("%1, output tensor %2").arg(what).arg(k)));
+    QVERIFY2(direct[k] != before[k],
+             qPrintable(QString("%1 left output %2 as it was").arg(what).arg(k)));
+    ++k;
+  }
+}
+
 }  // namespace
 
 class TestCpuAmpKernels : public QObject {
@@ -265,33 +293,10 @@ class TestCpuAmpKernels : public QObject {
           std::mt19937 rng(static_cast<unsigned>(11 + c + relu));
           for (size_t i : {x, dy, dx, gamma, beta, prev_mean, prev_var, dgamma, dbeta})
             t.fill(i, rng);
-          // Runs `kernel` on the tensors as they lie and again staged, from the
-          // same bytes, and compares the outputs `outs`.
           auto compare = [&](ComputeOp op, KernelArgs& a, std::initializer_list<size_t> outs,
                              const char* what) {
-            const cpu::Kernel kernel = cpu::compute_kernel(op, *build);
-            std::vector<std::vector<uint64_t>> before;
-            for (size_t o : outs) before.push_back(t.bytes(o));
-            std::vector<uint64_t> memory(cpu::kernel_workspace_bytes(a) / 8 + 1);
-            const StreamWorkspace ws{memory.data(), memory.size() * 8};
-            a.workspace = &ws;
-            kernel(a);
-            std::vector<std::vector<uint64_t>> direct;
-            size_t k = 0;
-            for (size_t o : outs) {
-              direct.push_back(t.bytes(o));
-              t.bytes(o) = before[k++];
-            }
-            QVERIFY(cpu::detail::run_16bit_staged(a, kernel));
-            k = 0;
-            for (size_t o : outs) {
-              QVERIFY2(direct[k] == t.bytes(o),
-                       qPrintable(QString("%1: %2, output tensor %3").arg(where, what).arg(k)));
-              QVERIFY2(
-                  direct[k] != before[k],
-                  qPrintable(QString("%1: %2 left output %3 as it was").arg(where, what).arg(k)));
-              ++k;
-            }
+            check_staged_bits(t, cpu::compute_kernel(op, *build), a, outs,
+                              QString("%1: %2").arg(where, what));
           };
           LayerNode bn;
           bn.id = "bn";
@@ -350,31 +355,12 @@ class TestCpuAmpKernels : public QObject {
                    dqkv = t.add(qs, Region::F_GRAD_SLOT_BF16, type);
       std::mt19937 rng(29);
       for (size_t i : {x, dy, dx, gamma, beta, dgamma, dbeta, qkv, dqkv}) t.fill(i, rng);
+      // Each check leaves the staged outputs, which are the kernel's bits: the
+      // backward reads the forward's.
       auto compare = [&](ComputeOp op, KernelArgs& a, std::initializer_list<size_t> outs,
                          const char* what) {
-        const cpu::Kernel kernel = cpu::compute_kernel(op, *build);
-        std::vector<std::vector<uint64_t>> before;
-        for (size_t o : outs) before.push_back(t.bytes(o));
-        std::vector<uint64_t> memory(cpu::kernel_workspace_bytes(a) / 8 + 1);
-        const StreamWorkspace ws{memory.data(), memory.size() * 8};
-        a.workspace = &ws;
-        kernel(a);
-        std::vector<std::vector<uint64_t>> direct;
-        size_t k = 0;
-        for (size_t o : outs) {
-          direct.push_back(t.bytes(o));
-          t.bytes(o) = before[k++];
-        }
-        QVERIFY(cpu::detail::run_16bit_staged(a, kernel));
-        k = 0;
-        for (size_t o : outs) {
-          QVERIFY2(direct[k] == t.bytes(o),
-                   qPrintable(QString("%1: %2, output tensor %3").arg(where, what).arg(k)));
-          QVERIFY2(direct[k] != before[k],
-                   qPrintable(QString("%1: %2 left output %3 as it was").arg(where, what).arg(k)));
-          ++k;
-        }
-        kernel(a);  // leaves the outputs as the kernel writes them, for the next op
+        check_staged_bits(t, cpu::compute_kernel(op, *build), a, outs,
+                          QString("%1: %2").arg(where, what));
       };
       LayerNode ln;
       ln.id = "ln";

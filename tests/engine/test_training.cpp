@@ -117,6 +117,43 @@ void trains_at_every_precision(const std::function<void(ModelBuilder&)>& build) 
              qPrintable(QString("%1 against FP32's %2").arg(l).arg(first_loss[0])));
 }
 
+// A transformer block on a 4x4 patch grid: a position embedding and a class
+// token, LayerNorm, a TokenLinear to queries, keys and values, two-head
+// SelfAttention, a TokenLinear back and a residual Add; with `mlp`, a second
+// LayerNorm, a GELU MLP and its Add; the class token pooled into 4 classes.
+void transformer_block(ModelBuilder& b, bool mlp) {
+  LayerParams attn;
+  attn.heads = 2;
+  b.node("in", LayerType::Input, input(8, 8, 1))
+      .node("patch", LayerType::Conv2d, conv(16, 2, 2, 2, 2, 0, 0, true))
+      .node("pos", LayerType::PositionEmbedding)
+      .node("cls", LayerType::ClassToken)
+      .node("ln1", LayerType::LayerNorm)
+      .node("qkv", LayerType::TokenLinear, linear(48))
+      .node("attn", LayerType::SelfAttention, attn)
+      .node("proj", LayerType::TokenLinear, linear(16))
+      .node("add1", LayerType::Add)
+      .chain({"in", "patch", "pos", "cls", "ln1", "qkv", "attn", "proj"})
+      .edge("proj", "add1", 0)
+      .edge("cls", "add1", 1);
+  const char* last = "add1";
+  if (mlp) {
+    b.node("ln2", LayerType::LayerNorm)
+        .node("fc1", LayerType::TokenLinear, linear(32))
+        .node("gelu", LayerType::GELU)
+        .node("fc2", LayerType::TokenLinear, linear(16))
+        .node("add2", LayerType::Add)
+        .chain({"add1", "ln2", "fc1", "gelu", "fc2"})
+        .edge("fc2", "add2", 0)
+        .edge("add1", "add2", 1);
+    last = "add2";
+  }
+  b.node("pool", LayerType::TokenPool)
+      .node("fc", LayerType::Linear, linear(4))
+      .node("loss", LayerType::SoftmaxCrossEntropy)
+      .chain({last, "pool", "fc", "loss"});
+}
+
 }  // namespace
 
 class TestTraining : public QObject {
@@ -210,26 +247,7 @@ class TestTraining : public QObject {
   // token pooled) learns in FP32, AMP and BF16 (the CPU backend's schedule
   // checker on), and the 16-bit runs start where FP32 does.
   void attentionBlockTrainsAtEveryPrecision() {
-    trains_at_every_precision([](ModelBuilder& b) {
-      LayerParams attn;
-      attn.heads = 2;
-      b.node("in", LayerType::Input, input(8, 8, 1))
-          .node("patch", LayerType::Conv2d, conv(16, 2, 2, 2, 2, 0, 0, true))
-          .node("pos", LayerType::PositionEmbedding)
-          .node("cls", LayerType::ClassToken)
-          .node("ln", LayerType::LayerNorm)
-          .node("qkv", LayerType::TokenLinear, linear(48))
-          .node("attn", LayerType::SelfAttention, attn)
-          .node("proj", LayerType::TokenLinear, linear(16))
-          .node("add", LayerType::Add)
-          .node("pool", LayerType::TokenPool)
-          .node("fc", LayerType::Linear, linear(4))
-          .node("loss", LayerType::SoftmaxCrossEntropy)
-          .chain({"in", "patch", "pos", "cls", "ln", "qkv", "attn", "proj"})
-          .edge("proj", "add", 0)
-          .edge("cls", "add", 1)
-          .chain({"add", "pool", "fc", "loss"});
-    });
+    trains_at_every_precision([](ModelBuilder& b) { transformer_block(b, false); });
   }
 
   // A pre-norm transformer block with its GELU MLP: the LayerNorms' and the
@@ -237,34 +255,10 @@ class TestTraining : public QObject {
   // backward instead of kept. The plan is smaller and the losses are the
   // plain program's bit for bit (the same kernel on the same input).
   void recomputedOutputsTrainBitForBit() {
-    LayerParams attn;
-    attn.heads = 2;
     ModelBuilder b;
     b.project() = small_project();
     b.project().model = {};
-    b.node("in", LayerType::Input, input(8, 8, 1))
-        .node("patch", LayerType::Conv2d, conv(16, 2, 2, 2, 2, 0, 0, true))
-        .node("cls", LayerType::ClassToken)
-        .node("ln1", LayerType::LayerNorm)
-        .node("qkv", LayerType::TokenLinear, linear(48))
-        .node("attn", LayerType::SelfAttention, attn)
-        .node("proj", LayerType::TokenLinear, linear(16))
-        .node("add1", LayerType::Add)
-        .node("ln2", LayerType::LayerNorm)
-        .node("fc1", LayerType::TokenLinear, linear(32))
-        .node("gelu", LayerType::GELU)
-        .node("fc2", LayerType::TokenLinear, linear(16))
-        .node("add2", LayerType::Add)
-        .node("pool", LayerType::TokenPool)
-        .node("fc", LayerType::Linear, linear(4))
-        .node("loss", LayerType::SoftmaxCrossEntropy)
-        .chain({"in", "patch", "cls", "ln1", "qkv", "attn", "proj"})
-        .edge("proj", "add1", 0)
-        .edge("cls", "add1", 1)
-        .chain({"add1", "ln2", "fc1", "gelu", "fc2"})
-        .edge("fc2", "add2", 0)
-        .edge("add1", "add2", 1)
-        .chain({"add2", "pool", "fc", "loss"});
+    transformer_block(b, true);
     const Project p = b.build();
     const CompiledProject rewritten = compile_project(p);
     CompileOptions no_recompute;
