@@ -30,7 +30,7 @@ constexpr const char* kPlanUsage =
     "                            [--out FILE]\n"
     "                            [--devices cpu:N|cuda:0-3] [--precision fp32|amp|bf16]\n"
     "                            [--batch B] [--epochs N] [--seed S] [--rewrites on|off]\n"
-    "                            [--memory-packing on|off]\n"
+    "                            [--recompute on|off] [--memory-packing on|off]\n"
     "                            [--max-batch [--memory BYTES]]\n"
     "  Compiles the project and prints the layers, the region and DTensor tables of\n"
     "  every shape variant, and the bytes each device needs.\n"
@@ -43,6 +43,9 @@ constexpr const char* kPlanUsage =
     "  --devices, --precision, --batch, --epochs, --seed override the project's settings\n"
     "  --rewrites off  no BN+ReLU fusion, no in-place gradients and no outputs computed\n"
     "               again in the backward (default on)\n"
+    "  --recompute off  keeps LayerNorm and activation outputs that only weighted layers\n"
+    "               read through the step instead of computing them again in the\n"
+    "               backward (default on: less memory, some time)\n"
     "  --memory-packing off  every feature, gradient slot and scratch tensor its own\n"
     "               bytes, sized for the largest variant (default on: tensors whose\n"
     "               lifetimes over the step do not overlap share bytes)\n"
@@ -135,6 +138,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   with_value.insert("out");
   with_value.insert(kRewritesOption);
   with_value.insert(kPackingOption);
+  with_value.insert(kRecomputeOption);
   with_value.insert("memory");
   const ParsedArgs a =
       parse_args(args, with_value, {"json", "graphs", "help", "max-batch", "layers", "csv"});

@@ -21,7 +21,8 @@ bool switch_value(const ParsedArgs& args, const char* option) {
 
 CompileOptions compile_options_from(const ParsedArgs& args) {
   CompileOptions o;
-  o.fuse_bn_relu = o.in_place_dx = o.recompute = switch_value(args, kRewritesOption);
+  o.fuse_bn_relu = o.in_place_dx = switch_value(args, kRewritesOption);
+  o.recompute = o.in_place_dx && switch_value(args, kRecomputeOption);
   o.pack_memory = switch_value(args, kPackingOption);
   return o;
 }

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The `--rewrites on|off` and `--memory-packing on|off` options of plan,
-// train and bench: whether the compiler fuses BN+ReLU and writes dX in place,
-// and whether it shares step-local bytes by lifetime (see CompileOptions).
+// The `--rewrites on|off`, `--recompute on|off` and `--memory-packing on|off`
+// options of plan, train and bench: whether the compiler fuses BN+ReLU and
+// writes dX in place, whether it computes LayerNorm and activation outputs
+// again in the backward, and whether it shares step-local bytes by lifetime
+// (see CompileOptions). `--rewrites off` also turns recomputation off.
 #pragma once
 
 #include <renaissance/compiled_plan.h>
@@ -11,6 +13,7 @@ namespace tr::cli {
 
 inline constexpr const char* kRewritesOption = "rewrites";
 inline constexpr const char* kPackingOption = "memory-packing";
+inline constexpr const char* kRecomputeOption = "recompute";
 
 // Throws UsageError for a value other than on/off, naming the option.
 CompileOptions compile_options_from(const ParsedArgs& args);

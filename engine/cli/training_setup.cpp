@@ -21,6 +21,7 @@ std::set<std::string> setup_options() {
   s.insert("threads");
   s.insert(kRewritesOption);
   s.insert(kPackingOption);
+  s.insert(kRecomputeOption);
   s.insert("conv-algorithms");
   return s;
 }

@@ -233,6 +233,32 @@ class TestCliPlan : public QObject {
              bad.err.constData());
   }
 
+  // The transformer's LayerNorms and GELUs are computed again in the backward
+  // (the plan says so per layer) and the plan is smaller for it; --recompute
+  // off keeps them, and takes on or off only.
+  void recomputeOnAndOff() {
+    const Result on = run_cli({"plan", project("vit-tiny-fashion"), "--json"});
+    const Result off =
+        run_cli({"plan", project("vit-tiny-fashion"), "--json", "--recompute", "off"});
+    QCOMPARE(on.code, 0);
+    QCOMPARE(off.code, 0);
+    const json a = json::parse(on.out.toStdString());
+    const json b = json::parse(off.out.toStdString());
+    int recomputed = 0;
+    for (const auto& l : a.at("layers"))
+      if (l.value("recomputed", false)) ++recomputed;
+    QCOMPARE(recomputed, 18);  // the blocks' 12 LayerNorms and 6 GELUs, not the last LayerNorm
+    for (const auto& l : b.at("layers")) QVERIFY(!l.value("recomputed", false));
+    QVERIFY(a.at("bytes_per_device").get<uint64_t>() <
+            b.at("bytes_per_device").get<uint64_t>() * 4 / 5);
+    const Result layers = run_cli({"plan", project("vit-tiny-fashion"), "--layers"});
+    QVERIFY(layers.out.contains("output computed again in the backward"));
+    const Result bad = run_cli({"plan", project("vit-tiny-fashion"), "--recompute", "maybe"});
+    QVERIFY(bad.code != 0);
+    QVERIFY2(bad.err.contains("option '--recompute' takes on or off, got 'maybe'"),
+             bad.err.constData());
+  }
+
   void textTables() {
     const Result r = run_cli({"plan", project("lenet-fashion")});
     QCOMPARE(r.code, 0);
