@@ -35,13 +35,13 @@ using detail::parallel_ranges;
 
 namespace {
 
-constexpr int64_t kLanes = 16;
-using Vec = float __attribute__((vector_size(kLanes * sizeof(float))));
+constexpr int64_t kVecLanes = 16;
+using Vec = float __attribute__((vector_size(kVecLanes * sizeof(float))));
 constexpr int64_t kQueryTile = 4;
-constexpr int64_t kKeyBlock = 64;  // keys per online-softmax step, a multiple of kLanes
+constexpr int64_t kKeyBlock = 64;  // keys per online-softmax step, a multiple of kVecLanes
 // A head's channels held in one thread's accumulators.
 constexpr int64_t kMaxHeadDim = 512;
-constexpr int64_t kMaxChunks = kMaxHeadDim / kLanes;
+constexpr int64_t kMaxChunks = kMaxHeadDim / kVecLanes;
 
 void load(Vec& v, const float* p) {
   std::memcpy(&v, p, sizeof v);
@@ -50,11 +50,11 @@ void save(float* p, const Vec& v) {
   std::memcpy(p, &v, sizeof v);
 }
 
-int64_t round_up(int64_t x, int64_t m) {
+int64_t round_up_to(int64_t x, int64_t m) {
   return (x + m - 1) / m * m;
 }
 
-struct Geometry {
+struct AttentionGeometry {
   int64_t n = 0, t = 0, c = 0, heads = 1, d = 1;
   int64_t tp = 0;      // tokens padded to whole vectors
   int64_t chunks = 1;  // vectors a head's channels fill
@@ -63,9 +63,9 @@ struct Geometry {
   int64_t units() const { return n * heads * t; }  // (sample, head, token)
 };
 
-Geometry geometry(const KernelArgs& a, const char* op) {
+AttentionGeometry attention_geometry(const KernelArgs& a, const char* op) {
   const Shape& s = a.in[0].shape();
-  Geometry g;
+  AttentionGeometry g;
   g.heads = a.params().heads;
   if (s.c % 3 != 0)
     throw std::invalid_argument(std::string(op) + a.where() + ": qkv holds " + std::to_string(s.c) +
@@ -78,19 +78,19 @@ Geometry geometry(const KernelArgs& a, const char* op) {
   g.n = s.n;
   g.t = s.h * s.w;
   g.d = g.c / g.heads;
-  g.tp = round_up(g.t, kLanes);
-  g.chunks = round_up(g.d, kLanes) / kLanes;
-  g.dp = g.chunks * kLanes;
+  g.tp = round_up_to(g.t, kVecLanes);
+  g.chunks = round_up_to(g.d, kVecLanes) / kVecLanes;
+  g.dp = g.chunks * kVecLanes;
   g.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(g.d)));
   return g;
 }
 
 // Combines the lanes pairwise, halves first (8 + 8, then 4 + 4, ...): a
 // fixed order, and 4 steps of latency instead of 15.
-struct Max {
+struct LaneMax {
   void operator()(Vec& a, const Vec& b) const { a = a > b ? a : b; }
 };
-struct Sum {
+struct LaneSum {
   void operator()(Vec& a, const Vec& b) const { a += b; }
 };
 template <class Op>
@@ -109,8 +109,8 @@ float lane_tree(const Vec& lanes, Op op) {
 
 // Where a unit's rows start: its query, key and value heads in qkv, its
 // head in o (and do, dqkv's query part), its log-sum-exp.
-struct Offsets {
-  const Geometry& g;
+struct AttentionOffsets {
+  const AttentionGeometry& g;
   int64_t qkv(int64_t n, int64_t token, int64_t h) const {
     return (n * g.t + token) * 3 * g.c + h * g.d;
   }
@@ -122,8 +122,8 @@ struct Offsets {
 // `stride` floats; channels past d and rows past count up to `rows_to` are zero.
 // Plain loops: rows are a few vectors long, and a memmove or memset call a
 // row cost more than the copy (a tenth of the step's attention time).
-void copy_rows(const float* src, int64_t stride, int64_t first, int64_t count, int64_t rows_to,
-               const Geometry& g, float* rows) {
+void copy_head_rows(const float* src, int64_t stride, int64_t first, int64_t count, int64_t rows_to,
+                    const AttentionGeometry& g, float* rows) {
   for (int64_t r = 0; r < rows_to; ++r) {
     float* row = rows + r * g.dp;
     int64_t c = 0;
@@ -136,20 +136,20 @@ void copy_rows(const float* src, int64_t stride, int64_t first, int64_t count, i
 }
 
 // out[c * tp + j] = rows[j * dp + c]: a channel's values over the keys.
-void transpose_rows(const float* rows, const Geometry& g, float* out) {
+void transpose_head_rows(const float* rows, const AttentionGeometry& g, float* out) {
   for (int64_t j = 0; j < g.tp; ++j)
     for (int64_t c = 0; c < g.dp; ++c) out[c * g.tp + j] = rows[j * g.dp + c];
 }
 
 // s[qi * ld + j] = factor * sum_c a[qi * dp + c] bt[c * tp + j0 + j]
 // (+ key_bias[j0 + j] when given) for the tile's queries and keys
-// [j0, j0 + jn), jn a multiple of kLanes: channels outer, each sum in
+// [j0, j0 + jn), jn a multiple of kVecLanes: channels outer, each sum in
 // channel order.
 template <int Chunks>
-void tile_products(const float* a, const float* bt, const Geometry& g, int64_t j0, int64_t jn,
-                   float factor, const float* key_bias, float* s, int64_t ld) {
-  const int64_t dp = Chunks > 0 ? Chunks * kLanes : g.dp;
-  for (int64_t jc = 0; jc < jn; jc += kLanes) {
+void tile_products(const float* a, const float* bt, const AttentionGeometry& g, int64_t j0,
+                   int64_t jn, float factor, const float* key_bias, float* s, int64_t ld) {
+  const int64_t dp = Chunks > 0 ? Chunks * kVecLanes : g.dp;
+  for (int64_t jc = 0; jc < jn; jc += kVecLanes) {
     Vec acc[kQueryTile] = {};
     const float* col = bt + j0 + jc;
     for (int64_t c = 0; c < dp; ++c) {
@@ -166,32 +166,34 @@ void tile_products(const float* a, const float* bt, const Geometry& g, int64_t j
 // 0 for the tokens, -inf for the padding after them: a padded key's score
 // becomes -inf, so no mask is needed, and its probability exp_approx's
 // floor (1.6e-38 against a sum of at least 1), on a value row of zeros.
-void fill_key_bias(const Geometry& g, float* bias) {
+void fill_key_bias(const AttentionGeometry& g, float* bias) {
   std::fill(bias, bias + g.t, 0.0f);
   std::fill(bias + g.t, bias + g.tp, -std::numeric_limits<float>::infinity());
 }
 
 // The tile's queries [i0, i0 + kQueryTile), zero rows past the last token.
-void load_queries(const float* qkv, const Offsets& at, int64_t n, int64_t h, int64_t i0, float* q) {
-  const Geometry& g = at.g;
-  copy_rows(qkv + at.qkv(n, 0, h), 3 * g.c, i0, std::min(kQueryTile, g.t - i0), kQueryTile, g, q);
+void load_queries(const float* qkv, const AttentionOffsets& at, int64_t n, int64_t h, int64_t i0,
+                  float* q) {
+  const AttentionGeometry& g = at.g;
+  copy_head_rows(qkv + at.qkv(n, 0, h), 3 * g.c, i0, std::min(kQueryTile, g.t - i0), kQueryTile, g,
+                 q);
 }
 
 template <int Chunks>
-void forward_pair(const float* qkv, const Offsets& at, int64_t n, int64_t h, float* buffer,
+void forward_pair(const float* qkv, const AttentionOffsets& at, int64_t n, int64_t h, float* buffer,
                   float* o, float* lse) {
-  const Geometry& g = at.g;
+  const AttentionGeometry& g = at.g;
   const int64_t chunks = Chunks > 0 ? Chunks : g.chunks;
-  const int64_t dp = chunks * kLanes;
+  const int64_t dp = chunks * kVecLanes;
   float* kt = buffer;                            // [dp][tp]
   float* vr = kt + dp * g.tp;                    // [tp][dp]
   float* q = vr + g.tp * dp;                     // [kQueryTile][dp]
   float* s = q + kQueryTile * dp;                // [kQueryTile][kKeyBlock]
   float* key_bias = s + kQueryTile * kKeyBlock;  // [tp]
   fill_key_bias(g, key_bias);
-  copy_rows(qkv + at.qkv(n, 0, h) + g.c, 3 * g.c, 0, g.t, g.tp, g, vr);
-  transpose_rows(vr, g, kt);
-  copy_rows(qkv + at.qkv(n, 0, h) + 2 * g.c, 3 * g.c, 0, g.t, g.tp, g, vr);
+  copy_head_rows(qkv + at.qkv(n, 0, h) + g.c, 3 * g.c, 0, g.t, g.tp, g, vr);
+  transpose_head_rows(vr, g, kt);
+  copy_head_rows(qkv + at.qkv(n, 0, h) + 2 * g.c, 3 * g.c, 0, g.t, g.tp, g, vr);
   const float minus_inf = -std::numeric_limits<float>::infinity();
   for (int64_t i0 = 0; i0 < g.t; i0 += kQueryTile) {
     load_queries(qkv, at, n, h, i0, q);
@@ -211,20 +213,20 @@ void forward_pair(const float* qkv, const Offsets& at, int64_t n, int64_t h, flo
         // lanes: a serial chain over the keys would wait on every add.
         Vec lanes;
         load(lanes, sq);
-        for (int64_t jc = kLanes; jc < jn; jc += kLanes) {
+        for (int64_t jc = kVecLanes; jc < jn; jc += kVecLanes) {
           Vec v;
           load(v, sq + jc);
           lanes = lanes > v ? lanes : v;
         }
-        const float m_new = std::max(m[qi], lane_tree(lanes, Max{}));
+        const float m_new = std::max(m[qi], lane_tree(lanes, LaneMax{}));
         for (int64_t j = 0; j < jn; ++j) sq[j] = exp_approx(sq[j] - m_new);
         load(lanes, sq);
-        for (int64_t jc = kLanes; jc < jn; jc += kLanes) {
+        for (int64_t jc = kVecLanes; jc < jn; jc += kVecLanes) {
           Vec p;
           load(p, sq + jc);
           lanes += p;
         }
-        const float block_sum = lane_tree(lanes, Sum{});
+        const float block_sum = lane_tree(lanes, LaneSum{});
         if (j0 == 0) {
           l[qi] = block_sum;
         } else {
@@ -239,14 +241,14 @@ void forward_pair(const float* qkv, const Offsets& at, int64_t n, int64_t h, flo
         const float* vj = vr + (j0 + j) * dp;
         for (int64_t k = 0; k < chunks; ++k) {
           Vec v;
-          load(v, vj + k * kLanes);
+          load(v, vj + k * kVecLanes);
           for (int64_t qi = 0; qi < kQueryTile; ++qi) acc[qi][k] += v * s[qi * kKeyBlock + j];
         }
       }
     }
     for (int64_t qi = 0; qi < std::min(kQueryTile, g.t - i0); ++qi) {
       float row[kMaxHeadDim];
-      for (int64_t k = 0; k < chunks; ++k) save(row + k * kLanes, acc[qi][k] * (1.0f / l[qi]));
+      for (int64_t k = 0; k < chunks; ++k) save(row + k * kVecLanes, acc[qi][k] * (1.0f / l[qi]));
       float* out = o + at.o(n, i0 + qi, h);
       for (int64_t c = 0; c < g.d; ++c) out[c] = row[c];
       if (lse) lse[at.lse(n, i0 + qi, h)] = m[qi] + std::log(l[qi]);
@@ -261,11 +263,11 @@ void write_head(float* out, const float* row, int64_t d, float factor, bool accu
 
 template <int Chunks>
 void backward_pair(const float* qkv, const float* o, const float* lse, const float* dout,
-                   const Offsets& at, int64_t n, int64_t h, bool accumulate, float* buffer,
+                   const AttentionOffsets& at, int64_t n, int64_t h, bool accumulate, float* buffer,
                    float* dqkv) {
-  const Geometry& g = at.g;
+  const AttentionGeometry& g = at.g;
   const int64_t chunks = Chunks > 0 ? Chunks : g.chunks;
-  const int64_t dp = chunks * kLanes;
+  const int64_t dp = chunks * kVecLanes;
   const int64_t td = g.tp * dp;
   float* kr = buffer;                        // keys [tp][dp]
   float* kt = kr + td;                       // keys [dp][tp]
@@ -278,15 +280,15 @@ void backward_pair(const float* qkv, const float* o, const float* lse, const flo
   float* ds = p + kQueryTile * g.tp;         // do . v_j, then the scores' gradients
   float* key_bias = ds + kQueryTile * g.tp;  // [tp]
   fill_key_bias(g, key_bias);
-  copy_rows(qkv + at.qkv(n, 0, h) + 2 * g.c, 3 * g.c, 0, g.t, g.tp, g, kr);
-  transpose_rows(kr, g, vt);
-  copy_rows(qkv + at.qkv(n, 0, h) + g.c, 3 * g.c, 0, g.t, g.tp, g, kr);
-  transpose_rows(kr, g, kt);
+  copy_head_rows(qkv + at.qkv(n, 0, h) + 2 * g.c, 3 * g.c, 0, g.t, g.tp, g, kr);
+  transpose_head_rows(kr, g, vt);
+  copy_head_rows(qkv + at.qkv(n, 0, h) + g.c, 3 * g.c, 0, g.t, g.tp, g, kr);
+  transpose_head_rows(kr, g, kt);
   std::fill(dk, dk + 2 * td, 0.0f);
   for (int64_t i0 = 0; i0 < g.t; i0 += kQueryTile) {
     const int64_t qn = std::min(kQueryTile, g.t - i0);
     load_queries(qkv, at, n, h, i0, q);
-    copy_rows(dout + at.o(n, 0, h), g.c, i0, qn, kQueryTile, g, go);
+    copy_head_rows(dout + at.o(n, 0, h), g.c, i0, qn, kQueryTile, g, go);
     float l[kQueryTile] = {}, delta[kQueryTile] = {};
     for (int64_t qi = 0; qi < qn; ++qi) {
       l[qi] = lse[at.lse(n, i0 + qi, h)];
@@ -313,28 +315,28 @@ void backward_pair(const float* qkv, const float* o, const float* lse, const flo
     for (int64_t qi = 0; qi < kQueryTile; ++qi)
       for (int64_t k = 0; k < chunks; ++k) {
         gq[qi][k] = Vec{};
-        load(qv[qi][k], q + qi * dp + k * kLanes);
-        load(gov[qi][k], go + qi * dp + k * kLanes);
+        load(qv[qi][k], q + qi * dp + k * kVecLanes);
+        load(gov[qi][k], go + qi * dp + k * kVecLanes);
       }
     for (int64_t j = 0; j < g.t; ++j) {
       for (int64_t k = 0; k < chunks; ++k) {
         Vec kj, gk, gv;
-        load(kj, kr + j * dp + k * kLanes);
-        load(gk, dk + j * dp + k * kLanes);
-        load(gv, dv + j * dp + k * kLanes);
+        load(kj, kr + j * dp + k * kVecLanes);
+        load(gk, dk + j * dp + k * kVecLanes);
+        load(gv, dv + j * dp + k * kVecLanes);
         for (int64_t qi = 0; qi < kQueryTile; ++qi) {
           const float dsij = ds[qi * g.tp + j], pij = p[qi * g.tp + j];
           gq[qi][k] += kj * dsij;
           gk += qv[qi][k] * dsij;
           gv += gov[qi][k] * pij;
         }
-        save(dk + j * dp + k * kLanes, gk);
-        save(dv + j * dp + k * kLanes, gv);
+        save(dk + j * dp + k * kVecLanes, gk);
+        save(dv + j * dp + k * kVecLanes, gv);
       }
     }
     for (int64_t qi = 0; qi < qn; ++qi) {
       float row[kMaxHeadDim];
-      for (int64_t k = 0; k < chunks; ++k) save(row + k * kLanes, gq[qi][k]);
+      for (int64_t k = 0; k < chunks; ++k) save(row + k * kVecLanes, gq[qi][k]);
       write_head(dqkv + at.qkv(n, i0 + qi, h), row, g.d, g.scale, accumulate);
     }
   }
@@ -371,8 +373,8 @@ void attention_fwd(const KernelArgs& a) {
   constexpr const char* op = "ATTENTION_FWD";
   if (a.in.size() != 1 || a.out.size() != 2)
     throw std::invalid_argument(std::string(op) + a.where() + ": takes qkv and gives o and lse");
-  const Geometry g = geometry(a, op);
-  const Offsets at{g};
+  const AttentionGeometry g = attention_geometry(a, op);
+  const AttentionOffsets at{g};
   const float* qkv = a.in[0].f32();
   float* o = a.out[0].f32();
   float* lse = has_out(a, 1) ? a.out[1].f32() : nullptr;
@@ -396,8 +398,8 @@ void attention_bwd(const KernelArgs& a) {
     throw std::invalid_argument(std::string(op) + a.where() +
                                 ": takes qkv, o, lse and do and gives dqkv");
   if (!has_out(a, 0)) return;
-  const Geometry g = geometry(a, op);
-  const Offsets at{g};
+  const AttentionGeometry g = attention_geometry(a, op);
+  const AttentionOffsets at{g};
   const float* qkv = a.in[0].f32();
   const float* o = a.in[1].f32();
   const float* lse = a.in[2].f32();

@@ -31,13 +31,13 @@ struct RowStats {
   float mean, inv_std;
 };
 
-// Row sums go into kLanes partial sums (element i into lane i mod kLanes),
+// Row sums go into kSumLanes partial sums (element i into lane i mod kSumLanes),
 // which vectorise where one running sum would wait on each add's latency.
-constexpr int64_t kLanes = 8;
+constexpr int64_t kSumLanes = 8;
 
 // The lanes combined pairwise, halves first: a fixed order. Overwrites `v`.
 double combine_lanes(double* v) {
-  for (int64_t half = kLanes / 2; half > 0; half /= 2)
+  for (int64_t half = kSumLanes / 2; half > 0; half /= 2)
     for (int64_t k = 0; k < half; ++k) v[k] += v[k + half];
   return v[0];
 }
@@ -46,10 +46,10 @@ double combine_lanes(double* v) {
 // the row's first value keeps a large mean from cancelling the variance.
 RowStats row_stats(const float* x, int64_t c, double eps) {
   const double first = x[0];
-  double s1[kLanes] = {}, s2[kLanes] = {};
+  double s1[kSumLanes] = {}, s2[kSumLanes] = {};
   int64_t i = 0;
-  for (; i + kLanes <= c; i += kLanes)
-    for (int64_t k = 0; k < kLanes; ++k) {
+  for (; i + kSumLanes <= c; i += kSumLanes)
+    for (int64_t k = 0; k < kSumLanes; ++k) {
       const double d = x[i + k] - first;
       s1[k] += d;
       s2[k] += d * d;
@@ -65,7 +65,7 @@ RowStats row_stats(const float* x, int64_t c, double eps) {
   return {static_cast<float>(first + sum / n), static_cast<float>(1.0 / std::sqrt(var + eps))};
 }
 
-void check_operands(const KernelArgs& a, size_t ins, size_t outs, const char* op) {
+void check_norm_operands(const KernelArgs& a, size_t ins, size_t outs, const char* op) {
   if (a.in.size() != ins || a.out.size() != outs || !a.in[0].desc)
     throw std::invalid_argument(std::string(op) + a.where() + ": takes " + std::to_string(ins) +
                                 " inputs and " + std::to_string(outs) + " outputs");
@@ -77,7 +77,7 @@ void check_operands(const KernelArgs& a, size_t ins, size_t outs, const char* op
 // bfloat16 ones widened into the thread's row buffer and rounded back from
 // it. The FP32 row code runs on either, so the bfloat16 path gives the
 // staged path's bits without a tensor-sized FP32 copy.
-struct F32Rows {
+struct F32NormRows {
   const float* in_row(const void* t, int64_t r, int64_t c, float*) const {
     return static_cast<const float*>(t) + r * c;
   }
@@ -87,7 +87,7 @@ struct F32Rows {
   void done(void*, int64_t, int64_t, const float*) const {}
 };
 
-struct Bf16Rows {
+struct Bf16NormRows {
   const float* in_row(const void* t, int64_t r, int64_t c, float* buf) const {
     widen_bf16(static_cast<const uint16_t*>(t) + r * c, buf, c);
     return buf;
@@ -103,14 +103,14 @@ struct Bf16Rows {
 };
 
 // The thread's row buffers: `count` rows of c floats.
-float* row_buffers(int64_t count, int64_t c) {
+float* norm_row_buffers(int64_t count, int64_t c) {
   thread_local std::vector<float> rows;
   rows.resize(static_cast<size_t>(count * c));
   return rows.data();
 }
 
 template <class Rows>
-void forward(const KernelArgs& a, Rows io) {
+void normalise_rows(const KernelArgs& a, Rows io) {
   const Shape& s = a.in[0].shape();
   const int64_t c = s.c, rows = s.n * s.h * s.w;
   const void* x = a.in[0].data;
@@ -120,7 +120,7 @@ void forward(const KernelArgs& a, Rows io) {
   float* saved = has_out(a, 1) ? a.out[1].f32() : nullptr;
   const double eps = a.params().eps;
   parallel_ranges(rows, rows * c * 3, [&](int64_t lo, int64_t hi) {
-    float* buf = row_buffers(2, c);
+    float* buf = norm_row_buffers(2, c);
     for (int64_t r = lo; r < hi; ++r) {
       const float* xr = io.in_row(x, r, c, buf);
       float* yr = io.out_row(y, r, c, buf + c, false);
@@ -136,7 +136,7 @@ void forward(const KernelArgs& a, Rows io) {
 }
 
 template <class Rows>
-void backward(const KernelArgs& a, Rows io) {
+void normalise_rows_backward(const KernelArgs& a, Rows io) {
   const Shape& s = a.in[0].shape();
   const int64_t c = s.c, rows = s.n * s.h * s.w;
   const void* x = a.in[0].data;
@@ -156,13 +156,13 @@ void backward(const KernelArgs& a, Rows io) {
     double* dgamma = want_params ? sums + static_cast<int64_t>(p) * 2 * c : nullptr;
     double* dbeta = dgamma ? dgamma + c : nullptr;
     const double inv_c = 1.0 / static_cast<double>(c);
-    float* buf = row_buffers(3, c);
+    float* buf = norm_row_buffers(3, c);
     for (int64_t r = lo; r < hi; ++r) {
       const float* xr = io.in_row(x, r, c, buf);
       const float* dyr = io.in_row(dy, r, c, buf + c);
       const float mean = saved[2 * r], inv_std = saved[2 * r + 1];
       // dx = inv_std * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma.
-      double sg[kLanes] = {}, sgx[kLanes] = {};
+      double sg[kSumLanes] = {}, sgx[kSumLanes] = {};
       auto add = [&](int64_t i, int64_t k) {
         const float xhat = (xr[i] - mean) * inv_std;
         const float g = dyr[i] * gamma[i];
@@ -170,8 +170,8 @@ void backward(const KernelArgs& a, Rows io) {
         sgx[k] += static_cast<double>(g) * xhat;
       };
       int64_t whole = 0;
-      for (; whole + kLanes <= c; whole += kLanes)
-        for (int64_t k = 0; k < kLanes; ++k) add(whole + k, k);
+      for (; whole + kSumLanes <= c; whole += kSumLanes)
+        for (int64_t k = 0; k < kSumLanes; ++k) add(whole + k, k);
       for (int64_t k = 0; whole + k < c; ++k) add(whole + k, k);
       if (dgamma)
         for (int64_t j = 0; j < c; ++j) {
@@ -207,18 +207,19 @@ void backward(const KernelArgs& a, Rows io) {
 // bfloat16 features (compact) with the FP32 scale, shift and statistics run
 // natively; any other 16-bit layout is staged.
 void layer_norm_fwd(const KernelArgs& a) {
-  if (detail::compact_operands(a, 3, 2, {0}, {0})) return forward(a, Bf16Rows{});
+  if (detail::compact_operands(a, 3, 2, {0}, {0})) return normalise_rows(a, Bf16NormRows{});
   if (detail::run_16bit_staged(a, &layer_norm_fwd)) return;
-  check_operands(a, 3, 2, "LAYER_NORM_FWD");
-  forward(a, F32Rows{});
+  check_norm_operands(a, 3, 2, "LAYER_NORM_FWD");
+  normalise_rows(a, F32NormRows{});
 }
 
 void layer_norm_bwd(const KernelArgs& a) {
   if (!has_out(a, 0) && !has_out(a, 1) && !has_out(a, 2)) return;
-  if (detail::compact_operands(a, 4, 3, {0, 3}, {2})) return backward(a, Bf16Rows{});
+  if (detail::compact_operands(a, 4, 3, {0, 3}, {2}))
+    return normalise_rows_backward(a, Bf16NormRows{});
   if (detail::run_16bit_staged(a, &layer_norm_bwd)) return;
-  check_operands(a, 4, 3, "LAYER_NORM_BWD");
-  backward(a, F32Rows{});
+  check_norm_operands(a, 4, 3, "LAYER_NORM_BWD");
+  normalise_rows_backward(a, F32NormRows{});
 }
 
 }  // namespace tr::cpu
