@@ -36,7 +36,6 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROJECTS = os.path.join(os.path.dirname(HERE), "projects")
 
 if not any(a == "--threads" or a.startswith("--threads=") for a in sys.argv[1:]):
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
@@ -48,17 +47,6 @@ import pytorch_models  # noqa: E402  (imports torch or says how to get it)
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
-
-
-def project_batches(name):
-    with open(os.path.join(PROJECTS, pytorch_models.MODELS[name][2]), encoding="utf-8") as f:
-        d = json.load(f)
-    train = d["training"]["global_batch"]
-    val = train
-    for v in d.get("variants", []):
-        if v.get("kind") == "validation" and "batch" in v:
-            val = v["batch"]
-    return train, val
 
 
 def tensor_bytes(tensors):
@@ -157,7 +145,9 @@ def main():
     p.add_argument("--bf16", type=int, choices=(0, 1), default=0)
     p.add_argument("--fit", help="B1,B2: measure at these batches, extend linearly to --batch")
     a = p.parse_args()
-    train, val = project_batches(a.model)
+    train, val = pytorch_models.project_batches(pytorch_models.MODELS[a.model][2])
+    if train is None:
+        sys.exit("pytorch_allocator_peak.py: cannot read the project of %s" % a.model)
     batch = a.batch or train
     val_batch = a.val_batch or (batch if a.batch and not a.val_batch and val == train else val)
     if a.fit:

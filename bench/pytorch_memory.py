@@ -48,7 +48,6 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROJECTS = os.path.join(os.path.dirname(HERE), "projects")
 
 
 # Thread counts must be in the environment before torch (and OpenBLAS) load:
@@ -170,21 +169,6 @@ def attach(model, probe):
 
 
 # ---------------------------------------------------------------- models
-
-def project_batches(project_file):
-    """(training batch, validation batch) of a project file, or (None, None) when unreadable."""
-    try:
-        with open(os.path.join(PROJECTS, project_file)) as f:
-            d = json.load(f)
-    except (OSError, ValueError):
-        return None, None
-    train = d.get("training", {}).get("global_batch")
-    val = None
-    for v in d.get("variants", []):
-        if v.get("kind") == "validation" and "batch" in v:
-            val = v["batch"]
-    return train, val if val is not None else train
-
 
 def make_model(name):
     """(model, per-sample input shape, classes, project file)."""
@@ -385,7 +369,7 @@ def main():
     a = p.parse_args()
 
     project = RESNET50_PROJECT if a.model == "resnet50" else pytorch_models.MODELS[a.model][2]
-    proj_batch, proj_val = project_batches(project)
+    proj_batch, proj_val = pytorch_models.project_batches(project)
     r50 = a.model == "resnet50"
     batch = a.batch or (8 if r50 else proj_batch or 128)
     val_batch = a.val_batch or (8 if r50 else proj_val or batch)

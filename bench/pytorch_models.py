@@ -67,6 +67,8 @@ except ImportError as e:  # the shell script checks first; this is for direct us
              "`apt-get install python3-torch libopenblas0-pthread` and run this with "
              "/usr/bin/python3" % e)
 
+PROJECTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "projects")
 CLASSES = 10
 INPUT_SHAPE = (1, 28, 28)  # Fashion-MNIST, NCHW per sample
 
@@ -260,6 +262,21 @@ def make_optimizer(name, params):
     if name.startswith("vit"):
         return torch.optim.Adam(params, lr=1e-3, weight_decay=1e-4)
     return torch.optim.SGD(params, lr=0.05, momentum=0.9, weight_decay=5e-4)
+
+
+def project_batches(project_file):
+    """(training batch, validation batch) of a project file, or (None, None) when unreadable."""
+    try:
+        with open(os.path.join(PROJECTS_DIR, project_file)) as f:
+            d = json.load(f)
+    except (OSError, ValueError):
+        return None, None
+    train = d.get("training", {}).get("global_batch")
+    val = None
+    for v in d.get("variants", []):
+        if v.get("kind") == "validation" and "batch" in v:
+            val = v["batch"]
+    return train, val if val is not None else train
 
 
 def build(name):

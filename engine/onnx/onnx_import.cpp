@@ -384,13 +384,15 @@ class Importer {
       }
     }
   }
+  // Our layer for node k, reading `from`, its output the value `out`; its id
+  // from k's weight name (layer_id), or `preferred` when given ("" numbers it).
   int add_layer(int k, LayerType t, const LayerParams& p, const std::vector<Value>& from,
-                const std::string& out, int rank) {
+                const std::string& out, int rank, const std::string* preferred = nullptr) {
     LayerNode n;
     n.type = t;
     n.params = p;
     check_params(k, n);
-    n.id = layer_id(k, t);
+    n.id = preferred ? unique_id(*preferred, layer_spec(t).id_base) : layer_id(k, t);
     project_.model.nodes.push_back(n);
     const int index = static_cast<int>(project_.model.nodes.size()) - 1;
     for (size_t port = 0; port < from.size(); ++port)
@@ -972,17 +974,8 @@ bool Importer::fused_attention(int k) {
   if (wname.ends_with(".out_proj.weight")) module = wname.substr(0, wname.size() - 16);
   auto named = [&](int at, LayerType t, const LayerParams& p, const Value& from,
                    const std::string& value_name, const std::string& suffix) {
-    LayerNode n;
-    n.type = t;
-    n.params = p;
-    check_params(at, n);
-    n.id = unique_id(module.empty() ? "" : module + suffix, layer_spec(t).id_base);
-    project_.model.nodes.push_back(n);
-    const int index = static_cast<int>(project_.model.nodes.size()) - 1;
-    project_.model.edges.push_back({from.node, 0, index, 0});
-    values_[value_name] = {index, 3};
-    onnx_of_.push_back(at);
-    return index;
+    const std::string preferred = module.empty() ? "" : module + suffix;
+    return add_layer(at, t, p, {from}, value_name, 3, &preferred);
   };
   LayerParams lin = layer_spec(LayerType::TokenLinear).defaults;
   lin.out_channels = 3 * c;

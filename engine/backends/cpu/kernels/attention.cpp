@@ -179,18 +179,21 @@ void load_queries(const float* qkv, const AttentionOffsets& at, int64_t n, int64
                  q);
 }
 
+// Adds factor * row into out (or writes it), the head's d channels.
+void write_head(float* out, const float* row, int64_t d, float factor, bool accumulate) {
+  detail::store(accumulate, out, d, [&](int64_t c) { return row[c] * factor; });
+}
+
 template <int Chunks>
-void forward_pair(const float* qkv, const AttentionOffsets& at, int64_t n, int64_t h, float* buffer,
-                  float* o, float* lse) {
+void forward_pair(const float* qkv, const AttentionOffsets& at, int64_t n, int64_t h,
+                  const float* key_bias, float* buffer, float* o, float* lse) {
   const AttentionGeometry& g = at.g;
   const int64_t chunks = Chunks > 0 ? Chunks : g.chunks;
   const int64_t dp = chunks * kVecLanes;
-  float* kt = buffer;                            // [dp][tp]
-  float* vr = kt + dp * g.tp;                    // [tp][dp]
-  float* q = vr + g.tp * dp;                     // [kQueryTile][dp]
-  float* s = q + kQueryTile * dp;                // [kQueryTile][kKeyBlock]
-  float* key_bias = s + kQueryTile * kKeyBlock;  // [tp]
-  fill_key_bias(g, key_bias);
+  float* kt = buffer;              // [dp][tp]
+  float* vr = kt + dp * g.tp;      // [tp][dp]
+  float* q = vr + g.tp * dp;       // [kQueryTile][dp]
+  float* s = q + kQueryTile * dp;  // [kQueryTile][kKeyBlock]
   copy_head_rows(qkv + at.qkv(n, 0, h) + g.c, 3 * g.c, 0, g.t, g.tp, g, vr);
   transpose_head_rows(vr, g, kt);
   copy_head_rows(qkv + at.qkv(n, 0, h) + 2 * g.c, 3 * g.c, 0, g.t, g.tp, g, vr);
@@ -216,7 +219,7 @@ void forward_pair(const float* qkv, const AttentionOffsets& at, int64_t n, int64
         for (int64_t jc = kVecLanes; jc < jn; jc += kVecLanes) {
           Vec v;
           load(v, sq + jc);
-          lanes = lanes > v ? lanes : v;
+          LaneMax{}(lanes, v);
         }
         const float m_new = std::max(m[qi], lane_tree(lanes, LaneMax{}));
         for (int64_t j = 0; j < jn; ++j) sq[j] = exp_approx(sq[j] - m_new);
@@ -248,38 +251,30 @@ void forward_pair(const float* qkv, const AttentionOffsets& at, int64_t n, int64
     }
     for (int64_t qi = 0; qi < std::min(kQueryTile, g.t - i0); ++qi) {
       float row[kMaxHeadDim];
-      for (int64_t k = 0; k < chunks; ++k) save(row + k * kVecLanes, acc[qi][k] * (1.0f / l[qi]));
-      float* out = o + at.o(n, i0 + qi, h);
-      for (int64_t c = 0; c < g.d; ++c) out[c] = row[c];
+      for (int64_t k = 0; k < chunks; ++k) save(row + k * kVecLanes, acc[qi][k]);
+      write_head(o + at.o(n, i0 + qi, h), row, g.d, 1.0f / l[qi], false);
       if (lse) lse[at.lse(n, i0 + qi, h)] = m[qi] + std::log(l[qi]);
     }
   }
 }
 
-// Adds factor * row into out (or writes it), the head's d channels.
-void write_head(float* out, const float* row, int64_t d, float factor, bool accumulate) {
-  detail::store(accumulate, out, d, [&](int64_t c) { return row[c] * factor; });
-}
-
 template <int Chunks>
 void backward_pair(const float* qkv, const float* o, const float* lse, const float* dout,
-                   const AttentionOffsets& at, int64_t n, int64_t h, bool accumulate, float* buffer,
-                   float* dqkv) {
+                   const AttentionOffsets& at, int64_t n, int64_t h, bool accumulate,
+                   const float* key_bias, float* buffer, float* dqkv) {
   const AttentionGeometry& g = at.g;
   const int64_t chunks = Chunks > 0 ? Chunks : g.chunks;
   const int64_t dp = chunks * kVecLanes;
   const int64_t td = g.tp * dp;
-  float* kr = buffer;                        // keys [tp][dp]
-  float* kt = kr + td;                       // keys [dp][tp]
-  float* vt = kt + td;                       // values [dp][tp]
-  float* dk = vt + td;                       // [tp][dp]
-  float* dv = dk + td;                       // [tp][dp]
-  float* q = dv + td;                        // [kQueryTile][dp]
-  float* go = q + kQueryTile * dp;           // do of the tile's queries, [kQueryTile][dp]
-  float* p = go + kQueryTile * dp;           // scores, then probabilities [kQueryTile][tp]
-  float* ds = p + kQueryTile * g.tp;         // do . v_j, then the scores' gradients
-  float* key_bias = ds + kQueryTile * g.tp;  // [tp]
-  fill_key_bias(g, key_bias);
+  float* kr = buffer;                 // keys [tp][dp]
+  float* kt = kr + td;                // keys [dp][tp]
+  float* vt = kt + td;                // values [dp][tp]
+  float* dk = vt + td;                // [tp][dp]
+  float* dv = dk + td;                // [tp][dp]
+  float* q = dv + td;                 // [kQueryTile][dp]
+  float* go = q + kQueryTile * dp;    // do of the tile's queries, [kQueryTile][dp]
+  float* p = go + kQueryTile * dp;    // scores, then probabilities [kQueryTile][tp]
+  float* ds = p + kQueryTile * g.tp;  // do . v_j, then the scores' gradients
   copy_head_rows(qkv + at.qkv(n, 0, h) + 2 * g.c, 3 * g.c, 0, g.t, g.tp, g, kr);
   transpose_head_rows(kr, g, vt);
   copy_head_rows(qkv + at.qkv(n, 0, h) + g.c, 3 * g.c, 0, g.t, g.tp, g, kr);
@@ -366,6 +361,23 @@ void with_chunks(int64_t chunks, Body body) {
   }
 }
 
+// Runs pair_body(chunks, n, h, key_bias, buffer) for every (sample, head)
+// pair, the pairs split over the threads; each thread's buffer holds the
+// key bias (filled once) and `floats` more for the pair's rows.
+template <class PairBody>
+void for_each_pair(const AttentionGeometry& g, int64_t work, int64_t floats, PairBody pair_body) {
+  parallel_ranges(g.n * g.heads, work, [&](int64_t lo, int64_t hi) {
+    thread_local std::vector<float> buffer;
+    buffer.resize(static_cast<size_t>(g.tp + floats));
+    float* key_bias = buffer.data();
+    fill_key_bias(g, key_bias);
+    with_chunks(g.chunks, [&](auto chunks) {
+      for (int64_t pair = lo; pair < hi; ++pair)
+        pair_body(chunks, pair / g.heads, pair % g.heads, key_bias, key_bias + g.tp);
+    });
+  });
+}
+
 }  // namespace
 
 void attention_fwd(const KernelArgs& a) {
@@ -378,17 +390,10 @@ void attention_fwd(const KernelArgs& a) {
   const float* qkv = a.in[0].f32();
   float* o = a.out[0].f32();
   float* lse = has_out(a, 1) ? a.out[1].f32() : nullptr;
-  const size_t buffer_floats =
-      static_cast<size_t>(2 * g.tp * g.dp + kQueryTile * (g.dp + kKeyBlock) + g.tp);
-  parallel_ranges(g.n * g.heads, g.units() * g.t * g.d * 4, [&](int64_t lo, int64_t hi) {
-    thread_local std::vector<float> buffer;
-    buffer.resize(buffer_floats);
-    float* b = buffer.data();
-    with_chunks(g.chunks, [&](auto chunks) {
-      for (int64_t pair = lo; pair < hi; ++pair)
-        forward_pair<decltype(chunks)::value>(qkv, at, pair / g.heads, pair % g.heads, b, o, lse);
-    });
-  });
+  for_each_pair(g, g.units() * g.t * g.d * 4, 2 * g.tp * g.dp + kQueryTile * (g.dp + kKeyBlock),
+                [&](auto chunks, int64_t n, int64_t h, const float* key_bias, float* b) {
+                  forward_pair<decltype(chunks)::value>(qkv, at, n, h, key_bias, b, o, lse);
+                });
 }
 
 void attention_bwd(const KernelArgs& a) {
@@ -406,18 +411,11 @@ void attention_bwd(const KernelArgs& a) {
   const float* dout = a.in[3].f32();
   float* dqkv = a.out[0].f32();
   const bool accumulate = a.accumulate(0);
-  const size_t buffer_floats =
-      static_cast<size_t>(5 * g.tp * g.dp + kQueryTile * (2 * g.dp + 2 * g.tp) + g.tp);
-  parallel_ranges(g.n * g.heads, g.units() * g.t * g.d * 10, [&](int64_t lo, int64_t hi) {
-    thread_local std::vector<float> buffer;
-    buffer.resize(buffer_floats);
-    float* b = buffer.data();
-    with_chunks(g.chunks, [&](auto chunks) {
-      for (int64_t pair = lo; pair < hi; ++pair)
-        backward_pair<decltype(chunks)::value>(qkv, o, lse, dout, at, pair / g.heads,
-                                               pair % g.heads, accumulate, b, dqkv);
-    });
-  });
+  for_each_pair(g, g.units() * g.t * g.d * 10, 5 * g.tp * g.dp + kQueryTile * 2 * (g.dp + g.tp),
+                [&](auto chunks, int64_t n, int64_t h, const float* key_bias, float* b) {
+                  backward_pair<decltype(chunks)::value>(qkv, o, lse, dout, at, n, h, accumulate,
+                                                         key_bias, b, dqkv);
+                });
 }
 
 }  // namespace tr::cpu
