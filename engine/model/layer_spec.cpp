@@ -207,6 +207,11 @@ constexpr LayerSpec spec(LayerType type, std::string_view name, std::string_view
   return s;
 }
 
+constexpr LayerSpec onnx_reads(LayerSpec s, OnnxInput form) {
+  s.onnx_input = form;
+  return s;
+}
+
 constexpr LayerSpec concat_spec() {
   LayerSpec s =
       spec(LayerType::Concat, "Concat", "concat", &concat_shape, 2, 1, false, LayerGroup::Merge,
@@ -229,20 +234,29 @@ constexpr LayerSpec kSpecs[] = {
     spec(LayerType::BatchNorm2d, "BatchNorm2d", "bn", &batch_norm_shape, 1, 1, true,
          LayerGroup::Normalisation,
          "Batch normalisation over each channel (scale and shift are trained).", kBatchNormParams),
-    spec(LayerType::ReLU, "ReLU", "relu", &elementwise_shape, 1, 1, false, LayerGroup::Activation,
-         "max(0, x)"),
-    spec(LayerType::Tanh, "Tanh", "tanh", &elementwise_shape, 1, 1, false, LayerGroup::Activation,
-         "Hyperbolic tangent."),
-    spec(LayerType::SiLU, "SiLU", "silu", &elementwise_shape, 1, 1, false, LayerGroup::Activation,
-         "x · sigmoid(x)"),
-    spec(LayerType::ReLU6, "ReLU6", "relu6", &elementwise_shape, 1, 1, false,
-         LayerGroup::Activation, "min(max(0, x), 6)"),
-    spec(LayerType::LeakyReLU, "LeakyReLU", "lrelu", &elementwise_shape, 1, 1, false,
-         LayerGroup::Activation, "x for x > 0, negative_slope · x otherwise.", kLeakyReluParams),
-    spec(LayerType::GELU, "GELU", "gelu", &elementwise_shape, 1, 1, false, LayerGroup::Activation,
-         "x · Φ(x), Φ the standard normal distribution function (exact, with erf)."),
-    spec(LayerType::Sigmoid, "Sigmoid", "sigmoid", &elementwise_shape, 1, 1, false,
-         LayerGroup::Activation, "1 / (1 + exp(-x))"),
+    onnx_reads(spec(LayerType::ReLU, "ReLU", "relu", &elementwise_shape, 1, 1, false,
+                    LayerGroup::Activation, "max(0, x)"),
+               OnnxInput::Same),
+    onnx_reads(spec(LayerType::Tanh, "Tanh", "tanh", &elementwise_shape, 1, 1, false,
+                    LayerGroup::Activation, "Hyperbolic tangent."),
+               OnnxInput::Same),
+    onnx_reads(spec(LayerType::SiLU, "SiLU", "silu", &elementwise_shape, 1, 1, false,
+                    LayerGroup::Activation, "x · sigmoid(x)"),
+               OnnxInput::Same),
+    onnx_reads(spec(LayerType::ReLU6, "ReLU6", "relu6", &elementwise_shape, 1, 1, false,
+                    LayerGroup::Activation, "min(max(0, x), 6)"),
+               OnnxInput::Same),
+    onnx_reads(spec(LayerType::LeakyReLU, "LeakyReLU", "lrelu", &elementwise_shape, 1, 1, false,
+                    LayerGroup::Activation, "x for x > 0, negative_slope · x otherwise.",
+                    kLeakyReluParams),
+               OnnxInput::Same),
+    onnx_reads(spec(LayerType::GELU, "GELU", "gelu", &elementwise_shape, 1, 1, false,
+                    LayerGroup::Activation,
+                    "x · Φ(x), Φ the standard normal distribution function (exact, with erf)."),
+               OnnxInput::Same),
+    onnx_reads(spec(LayerType::Sigmoid, "Sigmoid", "sigmoid", &elementwise_shape, 1, 1, false,
+                    LayerGroup::Activation, "1 / (1 + exp(-x))"),
+               OnnxInput::Same),
     spec(LayerType::MaxPool2d, "MaxPool2d", "maxpool", &pool_shape, 1, 1, false,
          LayerGroup::Pooling, "Maximum over a window: kernel, stride, padding.", kPoolParams,
          pool_defaults(), true),
@@ -251,45 +265,60 @@ constexpr LayerSpec kSpecs[] = {
          pool_defaults(), true),
     spec(LayerType::GlobalAvgPool, "GlobalAvgPool", "gap", &global_pool_shape, 1, 1, false,
          LayerGroup::Pooling, "Average over the whole height and width: [N,H,W,C] -> [N,1,1,C]."),
-    spec(LayerType::Dropout, "Dropout", "dropout", &elementwise_shape, 1, 1, false,
-         LayerGroup::Normalisation, "Zeroes each value with probability p while training.",
-         kDropoutParams),
+    onnx_reads(spec(LayerType::Dropout, "Dropout", "dropout", &elementwise_shape, 1, 1, false,
+                    LayerGroup::Normalisation,
+                    "Zeroes each value with probability p while training.", kDropoutParams),
+               OnnxInput::Same),
     spec(LayerType::Flatten, "Flatten", "flatten", &flatten_shape, 1, 1, false, LayerGroup::Dense,
          "[N,H,W,C] -> [N,1,1,H·W·C] in NHWC order."),
     spec(LayerType::Linear, "Linear", "fc", &linear_shape, 1, 1, true, LayerGroup::Dense,
          "Fully connected layer: output features, bias.", kLinearParams, linear_defaults()),
-    spec(LayerType::Add, "Add", "add", &add_shape, 2, 1, false, LayerGroup::Merge,
-         "Adds two inputs of the same shape (residual connections)."),
+    onnx_reads(spec(LayerType::Add, "Add", "add", &add_shape, 2, 1, false, LayerGroup::Merge,
+                    "Adds two inputs of the same shape (residual connections)."),
+               OnnxInput::Same),
     concat_spec(),
-    spec(LayerType::LayerNorm, "LayerNorm", "ln", &layer_norm_shape, 1, 1, true,
-         LayerGroup::Transformer,
-         "Layer normalisation over the channels of each position (a token's features), with a "
-         "trained scale and shift per channel.",
-         kLayerNormParams),
-    spec(LayerType::TokenLinear, "TokenLinear", "tfc", &token_linear_shape, 1, 1, true,
-         LayerGroup::Transformer,
-         "A Linear applied to each position's channels (each token's features) with one weight "
-         "matrix for all: [N,H,W,C] -> [N,H,W,out_features] (a 1x1 convolution).",
-         kLinearParams, linear_defaults()),
-    spec(LayerType::SelfAttention, "SelfAttention", "attn", &self_attention_shape, 1, 1, false,
-         LayerGroup::Transformer,
-         "Multi-head scaled dot-product attention among the positions (tokens) of its input, "
-         "which holds each token's queries, keys and values side by side: [N,H,W,3C] -> "
-         "[N,H,W,C] (a TokenLinear to 3C before it); the T x T scores are never stored.",
-         kAttentionParams, attention_defaults()),
-    spec(LayerType::PositionEmbedding, "PositionEmbedding", "pos", &position_embedding_shape, 1, 1,
-         true, LayerGroup::Transformer,
-         "Adds a learned value for every position and channel to every sample: where each token "
-         "is, for the attention that follows."),
-    spec(LayerType::ClassToken, "ClassToken", "cls", &class_token_shape, 1, 1, true,
-         LayerGroup::Transformer,
-         "Puts a learned token before the positions: [N,H,W,C] -> [N,1,1+H·W,C], the positions "
-         "in row order; a TokenPool takes it back out."),
-    spec(LayerType::TokenPool, "TokenPool", "tpool", &token_pool_shape, 1, 1, false,
-         LayerGroup::Transformer,
-         "One token for the classifier: the first (a ClassToken's) or the mean of them all: "
-         "[N,H,W,C] -> [N,1,1,C].",
-         kTokenPoolParams),
+    onnx_reads(
+        spec(LayerType::LayerNorm, "LayerNorm", "ln", &layer_norm_shape, 1, 1, true,
+             LayerGroup::Transformer,
+             "Layer normalisation over the channels of each position (a token's features), with a "
+             "trained scale and shift per channel.",
+             kLayerNormParams),
+        OnnxInput::Same),
+    onnx_reads(
+        spec(LayerType::TokenLinear, "TokenLinear", "tfc", &token_linear_shape, 1, 1, true,
+             LayerGroup::Transformer,
+             "A Linear applied to each position's channels (each token's features) with one weight "
+             "matrix for all: [N,H,W,C] -> [N,H,W,out_features] (a 1x1 convolution).",
+             kLinearParams, linear_defaults()),
+        OnnxInput::Tokens),
+    onnx_reads(
+        spec(LayerType::SelfAttention, "SelfAttention", "attn", &self_attention_shape, 1, 1, false,
+             LayerGroup::Transformer,
+             "Multi-head scaled dot-product attention among the positions (tokens) of its input, "
+             "which holds each token's queries, keys and values side by side: [N,H,W,3C] -> "
+             "[N,H,W,C] (a TokenLinear to 3C before it); the T x T scores are never stored.",
+             kAttentionParams, attention_defaults()),
+        OnnxInput::Tokens),
+    onnx_reads(
+        spec(
+            LayerType::PositionEmbedding, "PositionEmbedding", "pos", &position_embedding_shape, 1,
+            1, true, LayerGroup::Transformer,
+            "Adds a learned value for every position and channel to every sample: where each token "
+            "is, for the attention that follows."),
+        OnnxInput::Tokens),
+    onnx_reads(
+        spec(LayerType::ClassToken, "ClassToken", "cls", &class_token_shape, 1, 1, true,
+             LayerGroup::Transformer,
+             "Puts a learned token before the positions: [N,H,W,C] -> [N,1,1+H·W,C], the positions "
+             "in row order; a TokenPool takes it back out."),
+        OnnxInput::Tokens),
+    onnx_reads(
+        spec(LayerType::TokenPool, "TokenPool", "tpool", &token_pool_shape, 1, 1, false,
+             LayerGroup::Transformer,
+             "One token for the classifier: the first (a ClassToken's) or the mean of them all: "
+             "[N,H,W,C] -> [N,1,1,C].",
+             kTokenPoolParams),
+        OnnxInput::Tokens),
     spec(LayerType::SoftmaxCrossEntropy, "SoftmaxCrossEntropy", "loss", &loss_shape, 1, 0, false,
          LayerGroup::InputOutput,
          "The loss: softmax and cross-entropy over the classes; exactly one."),

@@ -3,7 +3,9 @@
 // each NHWC layer into ONNX's NCHW operators with the checkpoint's weights
 // re-laid out: convolution kernels [O,KH,KW,I] -> [O,I,KH,KW], and the first
 // Linear after a spatial tensor with its columns reordered from our HWC
-// flatten order to ONNX's CHW one.
+// flatten order to ONNX's CHW one. Transformer layers read and write tokens
+// [N, T, C] in the forms PyTorch 1.13 writes (the table's OnnxInput says
+// which form each layer reads), so our export imports again.
 #include <renaissance/onnx_export.h>
 
 #include <onnx/onnx_pb.h>
@@ -109,6 +111,14 @@ class Writer {
     t->set_raw_data(values.data(), values.size() * sizeof(float));
     parameters_ += static_cast<int64_t>(values.size());
   }
+  // An int64 scalar (an index): no parameters.
+  std::string integer_scalar(const std::string& name, int64_t v) {
+    onnx::TensorProto* t = graph_.add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_int64_data(v);
+    return name;
+  }
   // An int64 tensor (a shape, split sizes): no parameters.
   std::string integers(const std::string& name, const std::vector<int64_t>& values) {
     onnx::TensorProto* t = graph_.add_initializer();
@@ -187,13 +197,47 @@ OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoi
   onnx::GraphProto& graph = w.graph();
   graph.set_name(project.name);
 
-  // Each node's output value, and whether it is a [N, features] matrix or
-  // an NCHW image.
+  // Each node's output value: an NCHW image, a [N, features] matrix (orders.flat) or, where
+  // `tokens`, [N, T, C] tokens as PyTorch's transformers write them.
   std::vector<std::string> value(g.nodes.size());
+  std::vector<bool> tokens(g.nodes.size(), false);
   const FeatureOrders orders = feature_orders(g, a);
   auto input_of = [&](int node, int port) {
     const PortRef& r = a.source_of(node, port);
     return r.node;
+  };
+  // Node `src`'s output in the other form, written once for all its readers.
+  std::map<int, std::string> as_tokens, as_image;
+  auto tokens_of = [&](int src) -> std::string {
+    const size_t s = static_cast<size_t>(src);
+    if (tokens[s]) return value[s];
+    if (auto it = as_tokens.find(src); it != as_tokens.end()) return it->second;
+    const Shape o = a.nodes[s].output;
+    const std::string base = value[s];
+    if (orders.flat[s]) {  // [N, F] -> one token [N, 1, F]
+      w.node("Reshape", base + "/tokens",
+             {base, w.integers(base + "/tokens_shape", {0, 1, o.per_sample()})}, base + "/tokens");
+    } else {  // [N, C, H, W] -> [N, C, H*W] -> [N, H*W, C], as torchvision's ViT writes it
+      w.node("Reshape", base + "/positions",
+             {base, w.integers(base + "/positions_shape", {0, o.c, o.h * o.w})},
+             base + "/positions");
+      Writer::ints(w.node("Transpose", base + "/tokens", {base + "/positions"}, base + "/tokens"),
+                   "perm", {0, 2, 1});
+    }
+    return as_tokens[src] = base + "/tokens";
+  };
+  auto image_of = [&](int src) -> std::string {
+    const size_t s = static_cast<size_t>(src);
+    if (!tokens[s]) return value[s];
+    if (auto it = as_image.find(src); it != as_image.end()) return it->second;
+    const Shape o = a.nodes[s].output;
+    const std::string base = value[s];
+    Writer::ints(w.node("Transpose", base + "/channels", {base}, base + "/channels"), "perm",
+                 {0, 2, 1});
+    w.node("Reshape", base + "/image",
+           {base + "/channels", w.integers(base + "/image_shape", {0, o.c, o.h, o.w})},
+           base + "/image");
+    return as_image[src] = base + "/image";
   };
 
   const LayerNode& in_node = g.nodes[static_cast<size_t>(a.input_node)];
@@ -208,15 +252,41 @@ OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoi
     const size_t k = static_cast<size_t>(i);
     if (n.type == LayerType::Input) continue;
     const int src = input_of(i, 0);
-    const std::string x = value[static_cast<size_t>(src)];
+    // The form the layer reads: its own, or its inputs' (tokens if any input is).
+    const OnnxInput form = layer_spec(n.type).onnx_input;
+    bool on_tokens = form == OnnxInput::Tokens;
+    for (int port = 0; form == OnnxInput::Same && port < layer_input_ports(n); ++port)
+      on_tokens = on_tokens || tokens[static_cast<size_t>(input_of(i, port))];
+    const auto operand = [&](int port) {
+      const int from = input_of(i, port);
+      return on_tokens ? tokens_of(from) : image_of(from);
+    };
+    const std::string x = n.type == LayerType::SoftmaxCrossEntropy ? "" : operand(0);
+    tokens[k] = on_tokens && n.type != LayerType::TokenPool;
     const std::string& id = n.id;
     const LayerParams& p = n.params;
     value[k] = id;
     switch (n.type) {
       case LayerType::Input:
         break;
-      case LayerType::Conv2d:
-      case LayerType::TokenLinear: {  // a 1x1 convolution (its kernel fields stay 1)
+      case LayerType::TokenLinear: {
+        // MatMul by W^T [C, out] (and Add the bias), as PyTorch writes nn.Linear on tokens.
+        const int64_t c = na.inputs[0].c, o = p.out_channels;
+        const std::vector<float>& m = weights.get(id + ".weight", o * c);
+        std::vector<float> mt(m.size());
+        for (int64_t r = 0; r < o; ++r)
+          for (int64_t q = 0; q < c; ++q)
+            mt[static_cast<size_t>(q * o + r)] = m[static_cast<size_t>(r * c + q)];
+        w.initializer(id + ".weight", {c, o}, mt);
+        const std::string product = p.bias ? id + "/matmul" : id;
+        w.node("MatMul", product, {x, id + ".weight"}, product);
+        if (p.bias) {
+          w.initializer(id + ".bias", {o}, weights.get(id + ".bias", o));
+          w.node("Add", id, {product, id + ".bias"}, id);
+        }
+        break;
+      }
+      case LayerType::Conv2d: {
         const Shape s = na.inputs[0];
         const int64_t ig = s.c / p.groups;
         const std::vector<float>& kernel =
@@ -320,35 +390,34 @@ OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoi
       }
       case LayerType::Add: {
         std::vector<std::string> ins;
-        for (int port = 0; port < layer_input_ports(n); ++port)
-          ins.push_back(value[static_cast<size_t>(input_of(i, port))]);
+        for (int port = 0; port < layer_input_ports(n); ++port) ins.push_back(operand(port));
         w.node("Add", id, ins, id);
         break;
       }
       case LayerType::Concat: {
         std::vector<std::string> ins;
-        for (int port = 0; port < layer_input_ports(n); ++port)
-          ins.push_back(value[static_cast<size_t>(input_of(i, port))]);
+        for (int port = 0; port < layer_input_ports(n); ++port) ins.push_back(operand(port));
         Writer::integer(w.node("Concat", id, ins, id), "axis", 1);  // channels, or features
         break;
       }
       case LayerType::LayerNorm: {
-        // As PyTorch writes it at opset 13, over the channels (axis 1 of an
-        // NCHW image or of a [N, features] matrix): (x - mean) /
-        // sqrt(mean((x - mean)^2) + eps) * scale + shift.
+        // As PyTorch writes it at opset 13, over the channels (the last axis
+        // of tokens, axis 1 of an NCHW image or of a [N, features] matrix):
+        // (x - mean) / sqrt(mean((x - mean)^2) + eps) * scale + shift.
         const int64_t c = na.inputs[0].c;
-        const bool flat = orders.flat[static_cast<size_t>(src)];
+        const bool flat = orders.flat[static_cast<size_t>(src)] && !on_tokens;
         const std::vector<int64_t> dims =
-            flat ? std::vector<int64_t>{c} : std::vector<int64_t>{c, 1, 1};
+            flat || on_tokens ? std::vector<int64_t>{c} : std::vector<int64_t>{c, 1, 1};
         const Shape order = orders.columns_of(i, a);
+        const int64_t axis = on_tokens ? -1 : 1;
         for (const char* part : {".weight", ".bias"})
           w.initializer(id + part, dims, feature_order(weights.get(id + part, c), flat, order));
-        Writer::ints(w.node("ReduceMean", id + "/mean", {x}, id + "/mean"), "axes", {1});
+        Writer::ints(w.node("ReduceMean", id + "/mean", {x}, id + "/mean"), "axes", {axis});
         w.node("Sub", id + "/centred", {x, id + "/mean"}, id + "/centred");
         w.node("Pow", id + "/squared", {id + "/centred", w.scalar(id + "/two", 2.0f)},
                id + "/squared");
         Writer::ints(w.node("ReduceMean", id + "/variance", {id + "/squared"}, id + "/variance"),
-                     "axes", {1});
+                     "axes", {axis});
         w.node("Add", id + "/plus_eps",
                {id + "/variance", w.scalar(id + "/eps", static_cast<float>(p.eps))},
                id + "/plus_eps");
@@ -359,19 +428,18 @@ OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoi
         break;
       }
       case LayerType::SelfAttention: {
-        // [N, 3C, H, W] -> per head [N, heads, T, d] queries, keys and
-        // values; softmax(q k^T / sqrt d) v; back to [N, C, H, W] with head
-        // h on channels h*d .. (h+1)*d - 1, as our layout.
-        const Shape s = na.inputs[0];
-        const int64_t c = s.c / 3, heads = p.heads, d = c / heads, tokens = s.h * s.w;
+        // Tokens [N, T, 3C] -> [N, T, 3*heads, d] -> [N, 3*heads, T, d] -> queries, keys and
+        // values [N, heads, T, d]; softmax(q k^T / sqrt d) v -> [N, T, heads, d] -> [N, T, C]
+        // with head h on channels h*d .. (h+1)*d - 1, as our layout.
+        const int64_t c = na.inputs[0].c / 3, heads = p.heads, d = c / heads;
         const auto t = [&](const char* part) { return id + "/" + part; };
-        w.node("Reshape", t("split_heads"),
-               {x, w.integers(t("heads_shape"), {0, 3 * heads, d, tokens})}, t("split_heads"));
-        Writer::ints(w.node("Transpose", t("tokens"), {t("split_heads")}, t("tokens")), "perm",
-                     {0, 1, 3, 2});
+        w.node("Reshape", t("split_heads"), {x, w.integers(t("heads_shape"), {0, 0, 3 * heads, d})},
+               t("split_heads"));
+        Writer::ints(w.node("Transpose", t("heads"), {t("split_heads")}, t("heads")), "perm",
+                     {0, 2, 1, 3});
         onnx::NodeProto& split =
             w.node("Split", t("qkv"),
-                   {t("tokens"), w.integers(t("qkv_sizes"), {heads, heads, heads})}, t("q"));
+                   {t("heads"), w.integers(t("qkv_sizes"), {heads, heads, heads})}, t("q"));
         split.add_output(t("k"));
         split.add_output(t("v"));
         Writer::integer(split, "axis", 1);
@@ -384,58 +452,45 @@ OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoi
         Writer::integer(w.node("Softmax", t("probabilities"), {t("scaled")}, t("probabilities")),
                         "axis", -1);
         w.node("MatMul", t("mixed"), {t("probabilities"), t("v")}, t("mixed"));
-        Writer::ints(w.node("Transpose", t("channels"), {t("mixed")}, t("channels")), "perm",
-                     {0, 1, 3, 2});
-        w.node("Reshape", id, {t("channels"), w.integers(t("out_shape"), {0, c, s.h, s.w})}, id);
+        Writer::ints(w.node("Transpose", t("token_heads"), {t("mixed")}, t("token_heads")), "perm",
+                     {0, 2, 1, 3});
+        w.node("Reshape", id, {t("token_heads"), w.integers(t("out_shape"), {0, 0, c})}, id);
         break;
       }
       case LayerType::PositionEmbedding: {
+        // [1, T, C], the tokens in our row order.
         const Shape s = na.inputs[0];
-        std::vector<float> e = weights.get(id + ".weight", s.h * s.w * s.c);
-        if (orders.flat[static_cast<size_t>(src)]) {
-          w.initializer(id + ".weight", {1, s.c}, feature_order(e, true, orders.columns_of(i, a)));
-        } else {
-          // [1, H, W, C] -> [1, C, H, W]
-          w.initializer(id + ".weight", {1, s.c, s.h, s.w}, kernel_to_oihw(e, 1, s.h, s.w, s.c));
-        }
+        w.initializer(id + ".weight", {1, s.h * s.w, s.c},
+                      weights.get(id + ".weight", s.h * s.w * s.c));
         w.node("Add", id, {x, id + ".weight"}, id);
         break;
       }
       case LayerType::ClassToken: {
-        // [N, C, 1, H*W] of the positions after the token, broadcast to the batch.
+        // The stored [1, 1, C] expanded to [N, 1, C] (N from the tokens' shape) and put first.
         const Shape s = na.inputs[0];
         const auto t = [&](const char* part) { return id + "/" + part; };
-        w.initializer(id + ".weight", {1, s.c, 1, 1}, weights.get(id + ".weight", s.c));
-        w.node("Reshape", t("tokens"), {x, w.integers(t("tokens_shape"), {0, s.c, 1, s.h * s.w})},
-               t("tokens"));
+        w.initializer(id + ".weight", {1, 1, s.c}, weights.get(id + ".weight", s.c));
         w.node("Shape", t("shape"), {x}, t("shape"));
         w.node("Slice", t("batch"),
                {t("shape"), w.integers(t("batch_from"), {0}), w.integers(t("batch_to"), {1})},
                t("batch"));
         Writer::integer(
-            w.node("Concat", t("token_shape"),
-                   {t("batch"), w.integers(t("token_dims"), {s.c, 1, 1})}, t("token_shape")),
+            w.node("Concat", t("token_shape"), {t("batch"), w.integers(t("token_dims"), {1, s.c})},
+                   t("token_shape")),
             "axis", 0);
         w.node("Expand", t("token"), {id + ".weight", t("token_shape")}, t("token"));
-        Writer::integer(w.node("Concat", id, {t("token"), t("tokens")}, id), "axis", 3);
+        Writer::integer(w.node("Concat", id, {t("token"), x}, id), "axis", 1);
         break;
       }
       case LayerType::TokenPool: {
-        const Shape s = na.inputs[0];
-        const auto t = [&](const char* part) { return id + "/" + part; };
-        if (orders.flat[static_cast<size_t>(src)] || s.h * s.w == 1) {
-          // One token: the first and the mean alike.
-          w.node("Reshape", id, {x, w.integers(t("shape"), {0, s.c, 1, 1})}, id);
-        } else if (!p.class_token) {
-          w.node("GlobalAveragePool", id, {x}, id);
+        // [N, C]: the first token's features (Gather, as torchvision's ViT), or their mean.
+        if (p.class_token) {
+          Writer::integer(w.node("Gather", id, {x, w.integer_scalar(id + "/first", 0)}, id), "axis",
+                          1);
         } else {
-          w.node("Reshape", t("tokens"), {x, w.integers(t("tokens_shape"), {0, s.c, s.h * s.w})},
-                 t("tokens"));
-          w.node("Slice", t("first"),
-                 {t("tokens"), w.integers(t("from"), {0}), w.integers(t("to"), {1}),
-                  w.integers(t("axes"), {2})},
-                 t("first"));
-          w.node("Reshape", id, {t("first"), w.integers(t("out_shape"), {0, s.c, 1, 1})}, id);
+          onnx::NodeProto& mean = w.node("ReduceMean", id, {x}, id);
+          Writer::ints(mean, "axes", {1});
+          Writer::integer(mean, "keepdims", 0);
         }
         break;
       }

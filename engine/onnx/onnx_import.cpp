@@ -60,7 +60,9 @@ constexpr OnnxOpSupport kOps[] = {
     {"AveragePool", "AvgPool2d (floor mode, padding counted)"},
     {"Pad", "the padding of the AveragePool after it (zeros, as PyTorch writes it)"},
     {"GlobalAveragePool", "GlobalAvgPool"},
-    {"ReduceMean", "GlobalAvgPool (over height and width)"},
+    {"ReduceMean",
+     "GlobalAvgPool (over height and width), TokenPool's mean (over the tokens: axis 1 of "
+     "[N, T, C], not kept)"},
     {"ReduceMean, Sub, Pow, Add, Sqrt, Div, Mul",
      "LayerNorm over the channels, as PyTorch writes it at opsets 13 to 16: (x - mean) / "
      "sqrt(mean((x - mean)^2) + eps) * scale + shift"},
@@ -69,15 +71,23 @@ constexpr OnnxOpSupport kOps[] = {
      "stored [1, T, C] added to tokens)"},
     {"Concat", "Concat (channels or features)"},
     {"Flatten", "Flatten (axis 1)"},
-    {"Reshape", "Flatten (to [N, features])"},
+    {"Reshape", "Flatten (to [N, features]); a [N, F] matrix as one token [N, 1, F]"},
     {"Gemm", "Linear"},
     {"MatMul", "Linear (by a weight matrix), TokenLinear on tokens [N, T, C]"},
     {"Reshape, Transpose",
      "the tokens of an image: [N, C, H, W] reshaped to [N, C, H*W] and transposed to "
-     "[N, H*W, C] (no layer: the workbench's positions are its tokens)"},
+     "[N, H*W, C], and back: tokens transposed 0, 2, 1 and reshaped to their image "
+     "[N, C, H, W] (no layer: the workbench's positions are its tokens)"},
     {"ConstantOfShape, Equal, Where, Expand, Concat",
      "ClassToken: a stored [1, 1, C] token expanded over the batch and put before the tokens "
      "(axis 1), as PyTorch writes torchvision's ViT"},
+    {"Shape, Slice, Concat, Expand, Concat",
+     "ClassToken: a stored [1, 1, C] token expanded to [N, 1, C] (N sliced from the tokens' "
+     "Shape) and put before the tokens, as the workbench's export writes it"},
+    {"Reshape, Transpose, Split, MatMul, Mul, Softmax",
+     "SelfAttention on tokens [N, T, 3C], as the workbench's export writes it: reshaped to "
+     "[N, T, 3 * heads, d], transposed 0, 2, 1, 3, split into queries, keys and values, "
+     "softmax(q k^T / sqrt d) v, transposed back and reshaped to [N, T, C]"},
     {"Transpose, MatMul, Add, Shape, Gather, Slice, Reshape, Softmax, Gemm",
      "TokenLinear, SelfAttention and TokenLinear: nn.MultiheadAttention's self-attention as "
      "PyTorch 1.13 writes it at opset 13 (queries, keys and values from one projection, "
@@ -468,9 +478,12 @@ class Importer {
   bool fused_layer_norm(int k);
   bool folded_constant(int k);
   bool image_tokens(int k, const Dims& target);
+  bool tokens_image(int k);
+  bool batch_expand(int k);
   bool class_token(int k);
   bool position_embedding(int k, const Tensor& table, const Value& in);
   bool fused_attention(int k);
+  bool token_attention(int k, const Dims& target);
   void token_pool(int k);
   void conv(int k);
   void batch_norm(int k);
@@ -768,6 +781,58 @@ bool Importer::image_tokens(int k, const Dims& target) {
   return true;
 }
 
+// Transpose 0, 2, 1 of tokens [N, T, C], then Reshape to [N, C, H, W]:
+// tokens as the image they already are in our layout, when H and W are the
+// tokens' own (shape inference knows them).
+bool Importer::tokens_image(int k) {
+  if (attr_ints(k, "perm", {}) != Dims{0, 2, 1} || !values_.count(input(k, 0))) return false;
+  const Value x = value(k, 0);
+  if (x.rank != 3) return false;
+  const int r = sole_consumer(out(k));
+  const Tensor* to = op_is(r, "Reshape") ? constant(input(r, 1)) : nullptr;
+  if (!to || to->is_float || to->i.size() != 4) return false;
+  const int node = x.node;
+  after_analysis_.push_back([this, r, node, target = to->i](const ModelAnalysis& a) {
+    const Shape s = a.nodes[static_cast<size_t>(node)].output;
+    if (target[1] != s.c || target[2] != s.h || target[3] != s.w)
+      fail(r, "reshapes tokens of " + std::to_string(s.c) + " features to " + dims_text(target) +
+                  "; the importer takes tokens back to their own image [N, " + std::to_string(s.c) +
+                  ", " + std::to_string(s.h) + ", " + std::to_string(s.w) + "]");
+  });
+  values_[out(r)] = {node, 4};
+  done_[static_cast<size_t>(r)] = true;
+  return true;
+}
+
+// Shape of tokens -> Slice [0, 1) -> Concat with [1, C] -> Expand of a
+// stored [1, 1, C]: a class token over the batch, as our export writes it.
+// The Expand's output stands for the stored token, so the Concat after it
+// is a ClassToken (class_token below).
+bool Importer::batch_expand(int k) {
+  const int slice = sole_consumer(out(k));
+  if (!op_is(slice, "Slice")) return false;
+  const Tensor* from = constant(input(slice, 1));
+  const Tensor* to = constant(input(slice, 2));
+  const Tensor* axes = has_input(slice, 3) ? constant(input(slice, 3)) : nullptr;
+  if (!from || !to || from->is_float || to->is_float || from->i != Dims{0} || to->i != Dims{1} ||
+      (has_input(slice, 3) && (!axes || axes->is_float || axes->i != Dims{0})) ||
+      has_input(slice, 4))
+    return false;
+  const int cat = sole_consumer(out(slice));
+  if (!op_is(cat, "Concat") || attr_int(cat, "axis", 0) != 0 || inputs(cat) != 2 ||
+      input(cat, 0) != out(slice))
+    return false;
+  const Tensor* rest = constant(input(cat, 1));
+  if (!rest || rest->is_float || rest->i.size() != 2 || rest->i[0] != 1) return false;
+  const int expand = sole_consumer(out(cat));
+  if (!op_is(expand, "Expand") || input(expand, 1) != out(cat)) return false;
+  const Tensor* token = constant(input(expand, 0));
+  if (!token || !token->is_float || token->dims != Dims{1, 1, rest->i[1]}) return false;
+  constants_[out(expand)] = token;
+  for (int j : {slice, cat, expand}) done_[static_cast<size_t>(j)] = true;
+  return true;
+}
+
 // Concat on axis 1 of a stored [1, 1, C] token (expanded over the batch)
 // and tokens: a ClassToken, the stored token its weight.
 bool Importer::class_token(int k) {
@@ -782,8 +847,16 @@ bool Importer::class_token(int k) {
   if (!token->is_float || token->dims.size() != 3 || token->dims[0] != 1 || token->dims[1] != 1)
     fail(k, "puts a stored " + dims_text(token->dims) +
                 " before the tokens; a class token is one learned vector [1, 1, C]");
+  // Named after the stored token (an Expand's output stands for it; PyTorch's
+  // expand is folded away).
+  std::string stored = input(k, 0);
+  for (auto p = producer_.find(stored); p != producer_.end() && op_is(p->second, "Expand");
+       p = producer_.find(stored))
+    stored = input(p->second, 0);
+  const std::string preferred =
+      stored.ends_with(".weight") ? stored.substr(0, stored.size() - 7) : std::string();
   const int node = add_layer(k, LayerType::ClassToken, layer_spec(LayerType::ClassToken).defaults,
-                             {it->second}, out(k), 3);
+                             {it->second}, out(k), 3, &preferred);
   const std::string id = project_.model.nodes[static_cast<size_t>(node)].id;
   weights_[id + ".weight"] = token->f;
   after_analysis_.push_back([this, k, node, c = token->dims[2]](const ModelAnalysis& a) {
@@ -1005,6 +1078,87 @@ bool Importer::fused_attention(int k) {
                   std::to_string(s.c));
   });
   for (int j : used) done_[static_cast<size_t>(j)] = true;
+  return true;
+}
+
+// SelfAttention on tokens [N, T, 3C] as our export writes it: Reshape
+// [N, T, 3*heads, d] -> Transpose 0,2,1,3 -> Split in three on axis 1 ->
+// the keys transposed 0,1,3,2 -> MatMul -> Mul by 1 / sqrt(d) -> Softmax
+// over the keys -> MatMul by the values -> Transpose 0,2,1,3 -> Reshape
+// [N, T, C].
+bool Importer::token_attention(int k, const Dims& target) {
+  const Value x = value(k, 0);
+  if (x.rank != 3 || target[2] <= 0 || target[2] % 3 != 0 || target[3] <= 0) return false;
+  const int heads_first = sole_consumer(out(k));
+  if (!op_is(heads_first, "Transpose") || attr_ints(heads_first, "perm", {}) != Dims{0, 2, 1, 3})
+    return false;
+  const int split = sole_consumer(out(heads_first));
+  if (!op_is(split, "Split")) return false;
+  // From here on it is attention: what does not fit is said.
+  const auto not_attention = [&](int at, const std::string& what) {
+    fail(at, what +
+                 "; the importer takes self-attention on tokens as the workbench's export "
+                 "writes it, or as nn.MultiheadAttention does");
+  };
+  const int64_t heads = target[2] / 3, d = target[3];
+  known_attributes(split, {"axis"});
+  const Tensor* sizes = has_input(split, 1) ? constant(input(split, 1)) : nullptr;
+  if (attr_int(split, "axis", 0) != 1 || graph_.node(split).output_size() != 3 ||
+      (has_input(split, 1) && (!sizes || sizes->is_float || sizes->i != Dims{heads, heads, heads})))
+    not_attention(split, "does not split the " + std::to_string(3 * heads) +
+                             " heads into three of " + std::to_string(heads) +
+                             " (queries, keys, values) on axis 1");
+  const onnx::NodeProto& sp = graph_.node(split);
+  const std::string &q = sp.output(0), &kk = sp.output(1), &v = sp.output(2);
+  const int keys_t = sole_consumer(kk);
+  if (!op_is(keys_t, "Transpose") || attr_ints(keys_t, "perm", {}) != Dims{0, 1, 3, 2})
+    not_attention(split, "does not transpose the keys 0, 1, 3, 2");
+  const int scores = sole_consumer(q);
+  if (!op_is(scores, "MatMul") || input(scores, 0) != q || input(scores, 1) != out(keys_t))
+    not_attention(split, "does not multiply the queries by the transposed keys");
+  const int scaled = sole_consumer(out(scores));
+  if (!op_is(scaled, "Mul")) not_attention(scores, "is not multiplied by 1 / sqrt(head size)");
+  const double by = 1.0 / std::sqrt(static_cast<double>(d));
+  if (!is_scalar(other_input(scaled, out(scores)), by)) {
+    const Tensor* factor = constant(other_input(scaled, out(scores)));
+    char text[96];
+    if (factor && factor->is_float && factor->f.size() == 1)
+      std::snprintf(text, sizeof text, "multiplies the scores by %g", factor->f[0]);
+    else
+      std::snprintf(text, sizeof text, "multiplies the scores by a computed value");
+    char expected[32];
+    std::snprintf(expected, sizeof expected, "%g", by);
+    not_attention(scaled, std::string(text) +
+                              "; attention multiplies them by 1 / sqrt(head size) (" + expected +
+                              " for heads of " + std::to_string(d) + ")");
+  }
+  const int softmax = sole_consumer(out(scaled));
+  if (!op_is(softmax, "Softmax")) not_attention(scaled, "is not followed by a Softmax");
+  if (attr_int(softmax, "axis", -1) != -1 && attr_int(softmax, "axis", -1) != 3)
+    not_attention(softmax, "normalises over axis " + std::to_string(attr_int(softmax, "axis", -1)) +
+                               "; attention's softmax is over the keys (the last axis, -1)");
+  const int mixed = sole_consumer(out(softmax));
+  if (!op_is(mixed, "MatMul") || input(mixed, 0) != out(softmax) || input(mixed, 1) != v ||
+      sole_consumer(v) != mixed)
+    not_attention(softmax, "is not multiplied by the values");
+  const int tokens_first = sole_consumer(out(mixed));
+  if (!op_is(tokens_first, "Transpose") || attr_ints(tokens_first, "perm", {}) != Dims{0, 2, 1, 3})
+    not_attention(mixed, "is not transposed back 0, 2, 1, 3");
+  const int merged = sole_consumer(out(tokens_first));
+  const Tensor* to = op_is(merged, "Reshape") ? constant(input(merged, 1)) : nullptr;
+  if (!to || to->is_float || to->i.size() != 3 || to->i[2] != heads * d)
+    not_attention(tokens_first, "is not reshaped to [N, T, " + std::to_string(heads * d) + "]");
+  LayerParams p = layer_spec(LayerType::SelfAttention).defaults;
+  p.heads = heads;
+  add_layer(softmax, LayerType::SelfAttention, p, {x}, out(merged), 3);
+  after_analysis_.push_back([this, k, node = x.node, heads, d](const ModelAnalysis& a) {
+    const int64_t c = a.nodes[static_cast<size_t>(node)].output.c;
+    if (c != 3 * heads * d)
+      fail(k, "splits tokens of " + std::to_string(c) + " features into 3 x " +
+                  std::to_string(heads) + " heads of " + std::to_string(d));
+  });
+  for (int j : {heads_first, split, keys_t, scores, scaled, softmax, mixed, tokens_first, merged})
+    done_[static_cast<size_t>(j)] = true;
   return true;
 }
 
@@ -1305,9 +1459,15 @@ void Importer::convert(int k) {
       if (!t || t->is_float) fail(k, "takes its axes from another node");
       axes = t->i;
     }
+    const Value x = value(k, 0);
+    if (x.rank == 3 && !attr_int(k, "keepdims", 1) && (axes == Dims{1} || axes == Dims{-2})) {
+      LayerParams p = layer_spec(LayerType::TokenPool).defaults;
+      p.class_token = false;  // the mean of the tokens
+      add_layer(k, LayerType::TokenPool, p, {x}, out(k), 2);
+      return;
+    }
     for (int64_t& ax : axes) ax = ax < 0 ? ax + 4 : ax;
     std::sort(axes.begin(), axes.end());
-    const Value x = value(k, 0);
     image_input(k, x);
     if (axes != Dims{2, 3})
       fail(k, "averages over the axes " + dims_text(axes) +
@@ -1333,7 +1493,8 @@ void Importer::convert(int k) {
       const bool linear_before =
           lin && (lin->type == LayerType::Linear || lin->type == LayerType::TokenLinear) &&
           !lin->params.bias && consumers(from) == 1;
-      if (!linear_before && it != values_.end() && it->second.rank == 3 &&
+      const bool its_bias = linear_before && bias->count() == lin->params.out_channels;
+      if (!its_bias && it != values_.end() && it->second.rank == 3 &&
           position_embedding(k, *bias, it->second))
         return;
       if (!linear_before || !bias->is_float || bias->count() != lin->params.out_channels)
@@ -1381,6 +1542,17 @@ void Importer::convert(int k) {
       fail(k, "takes its shape from other nodes; re-export with constant folding (the default)");
     const Dims target = shape->i;
     if (target.size() == 3 && image_tokens(k, target)) return;
+    if (target.size() == 4 && token_attention(k, target)) return;
+    if (target.size() == 3 && x.rank == 2 && target[1] == 1) {
+      // A [N, F] matrix as one token: the same values in our layout.
+      const int node = x.node;
+      after_analysis_.push_back([this, k, node, target](const ModelAnalysis& a) {
+        const int64_t features = a.nodes[static_cast<size_t>(node)].output.per_sample();
+        if (target[2] > 0 && target[2] != features)
+          fail(k, "reshapes " + std::to_string(features) + " features to " + dims_text(target));
+      });
+      return alias(k, Value{node, 3});
+    }
     if (target.size() != 2 || target[0] < -1 || target[1] < -1 ||
         (target[0] == -1 && target[1] == -1))
       fail(k, "reshapes to " + dims_text(target) +
@@ -1397,6 +1569,10 @@ void Importer::convert(int k) {
     }
   } else if (op == "Transpose" && fused_attention(k)) {
     // nn.MultiheadAttention's thirty-odd nodes became three layers
+  } else if (op == "Transpose" && tokens_image(k)) {
+    // tokens as the image they are in our layout: no layer
+  } else if (op == "Shape" && batch_expand(k)) {
+    // a class token's expand over the batch: the stored token, read by the Concat after it
   } else if (op == "Transpose") {
     fail(k,
          "is not part of the tokens of an image (Reshape to [N, C, H*W], Transpose 0, 2, 1) or of "

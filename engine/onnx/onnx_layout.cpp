@@ -3,6 +3,7 @@
 #include "onnx/onnx_layout.h"
 
 #include <renaissance/error.h>
+#include <renaissance/layer_spec.h>
 
 namespace tr {
 
@@ -85,10 +86,11 @@ FeatureOrders feature_orders(const ModelGraph& g, const ModelAnalysis& a) {
     if (n.type == LayerType::Flatten && !f.flat[at(i)]) {
       f.flat[at(i)] = true;
       f.order[at(i)] = a.nodes[at(i)].inputs[0];
-    } else if (n.type == LayerType::ClassToken || n.type == LayerType::TokenPool) {
-      // Written as an image: [N, C, 1, 1+H*W] and [N, C, 1, 1].
-      f.flat[at(i)] = false;
-      f.order[at(i)] = Shape{};
+    } else if (layer_spec(n.type).onnx_input == OnnxInput::Tokens) {
+      // Written as tokens [N, T, C]; a TokenPool's one token as a matrix [N, C].
+      const bool pool = n.type == LayerType::TokenPool;
+      f.flat[at(i)] = pool;
+      f.order[at(i)] = pool ? Shape{1, 1, 1, a.nodes[at(i)].output.c} : Shape{};
     } else if (n.type == LayerType::Linear) {
       f.flat[at(i)] = true;
       f.order[at(i)] = Shape{1, 1, 1, n.params.out_channels};

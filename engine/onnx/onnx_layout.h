@@ -30,8 +30,8 @@ inline bool orders_differ(const Shape& s) {
 }
 
 // Per node of an analysed model: whether its output is a [N, features]
-// matrix (after a Flatten or a Linear) and, if so, the NHWC image whose
-// HWC order its features follow. Throws UsageError for a Concat of
+// matrix (after a Flatten, a Linear or a TokenPool) and, if so, the NHWC
+// image whose HWC order its features follow. Throws UsageError for a Concat of
 // flattened images, whose joint order ONNX's CHW flattening cannot express.
 struct FeatureOrders {
   std::vector<bool> flat;

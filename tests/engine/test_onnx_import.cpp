@@ -237,6 +237,10 @@ class TestOnnxImport : public QObject {
     QTest::newRow("resnet8-fashion") << "resnet8-fashion";
     QTest::newRow("zoo") << QStringLiteral(TR_TEST_DATA "/onnx/zoo.json");
     QTest::newRow("linear-on-input") << at(QStringLiteral("linear-on-input.json"));
+    QTest::newRow("vit-tiny-fashion") << "vit-tiny-fashion";
+    // Both TokenPools, a bias-less TokenLinear, LayerNorm's eps.
+    QTest::newRow("attention block") << QStringLiteral(TR_TEST_DATA "/onnx/attention.json");
+    QTest::newRow("tokens and images") << QStringLiteral(TR_TEST_DATA "/onnx/hybrid.json");
   }
 
   void exportedAndImportedPredictsTheSame() {
@@ -665,6 +669,66 @@ class TestOnnxImport : public QObject {
         },
         QStringLiteral("the imported model does not make a project that loads:\n  the graph: "
                        "field 'dataset.mean[0]': expected a number"));
+  }
+
+  // Our export's attention on tokens, changed where an attention that is not
+  // ours would differ: each refused at the node, saying what would fit.
+  void variantsOfOurAttentionAreRefused() {
+    const QString project = QStringLiteral(TR_TEST_DATA "/onnx/attention.json");
+    const QString onnx = at(QStringLiteral("attention-variants.onnx"));
+    const Run r = cli(
+        {"onnx", "export", project, "--checkpoint", trained(project, "attention-v"), "-o", onnx});
+    QVERIFY2(r.code == 0, qPrintable(r.out));
+    onnx::ModelProto exported;
+    {
+      std::ifstream f(onnx.toStdString(), std::ios::binary);
+      QVERIFY(exported.ParseFromIstream(&f));
+    }
+    const auto variant = [&](const char* tag, const std::function<void(onnx::GraphProto&)>& change,
+                             const QString& expected) {
+      onnx::ModelProto m = exported;
+      change(*m.mutable_graph());
+      const std::string path = at(QString::fromLatin1(tag) + ".onnx").toStdString();
+      {
+        std::ofstream f(path, std::ios::binary);
+        QVERIFY(m.SerializeToOstream(&f));
+      }
+      const QString why = usage_error([&] { import_onnx(path); });
+      QVERIFY2(why.startsWith(QString::fromStdString(path + ": ")) && why.contains(expected),
+               qPrintable(QString::fromLatin1(tag) + ": " + why));
+    };
+    const auto node = [](onnx::GraphProto& g, const std::string& name) -> onnx::NodeProto& {
+      for (onnx::NodeProto& n : *g.mutable_node())
+        if (n.name() == name) return n;
+      qFatal("no node %s", name.c_str());
+    };
+    variant(
+        "attention-scale",
+        [](onnx::GraphProto& g) {
+          for (onnx::TensorProto& t : *g.mutable_initializer())
+            if (t.name() == "attn/scale") {
+              const float half = 0.5f;
+              t.set_raw_data(&half, sizeof half);
+            }
+        },
+        QStringLiteral("node 'attn/scaled' (Mul): multiplies the scores by 0.5; attention "
+                       "multiplies them by 1 / sqrt(head size) (0.353553 for heads of 8)"));
+    variant(
+        "attention-softmax-axis",
+        [&](onnx::GraphProto& g) { node(g, "attn/probabilities").mutable_attribute(0)->set_i(2); },
+        QStringLiteral("node 'attn/probabilities' (Softmax): normalises over axis 2; attention's "
+                       "softmax is over the keys (the last axis, -1)"));
+    variant(
+        "attention-split",
+        [](onnx::GraphProto& g) {
+          for (onnx::TensorProto& t : *g.mutable_initializer())
+            if (t.name() == "attn/qkv_sizes") {
+              t.set_int64_data(0, 2);
+              t.set_int64_data(2, 4);
+            }
+        },
+        QStringLiteral("node 'attn/qkv' (Split): does not split the 9 heads into three of 3 "
+                       "(queries, keys, values) on axis 1"));
   }
 
   void dropoutAndItsRatioAreKept() {

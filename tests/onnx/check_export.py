@@ -259,6 +259,8 @@ def run_onnx(model, x_nchw):
             y = i[0][tuple(index)]
         elif op == "Expand":
             y = np.broadcast_to(i[0], [int(v) for v in i[1]]).copy()
+        elif op == "Gather":
+            y = np.take(i[0], i[1].astype(np.int64), axis=a.get("axis", 0))
         elif op == "Transpose":
             y = i[0].transpose(a["perm"])
         elif op == "MatMul":

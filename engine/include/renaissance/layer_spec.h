@@ -81,6 +81,12 @@ struct ParamSpec {
   bool summarised = true;
 };
 
+// How a layer's ONNX form reads its input (onnx_export.cpp): an NCHW image
+// (or a [N, features] matrix), tokens [N, T, C] as PyTorch's transformers
+// write them, or whichever form its input has (per-element and per-channel
+// layers).
+enum class OnnxInput { Image, Tokens, Same };
+
 struct LayerSpec {
   LayerType type = LayerType::Input;
   std::string_view name;     // in the project file
@@ -96,6 +102,7 @@ struct LayerSpec {
   LayerParams defaults;  // a freshly placed node's (valid) parameters
   // Pooling: a missing stride is the kernel (as in PyTorch), not 1.
   bool stride_defaults_to_kernel = false;
+  OnnxInput onnx_input = OnnxInput::Image;
   // Output shape, parameter count and FLOPs (model/layer_shapes.h).
   ShapeRule shape = nullptr;
 };
