@@ -27,6 +27,7 @@
 #include <shared_mutex>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -140,30 +141,49 @@ void* scratch(ScratchSlot slot, size_t bytes) {
   return buffers[slot].get(std::max<size_t>(bytes, 64));
 }
 
-// db[c] = sum over rows of m[r, c]. Rows are summed as flat runs of whole
-// rows at least 64 floats long so the inner loop vectorises even for 6
-// channels; float partials are folded into doubles every 64 runs so the
-// error stays near float epsilon for any batch.
-void sum_rows(const float* m, int64_t rows, int64_t c, float* out) {
+// db[c] = sum over rows of m[r, c], m FP32 or bfloat16 bits (widened as
+// read: the sums of the widened values). Rows are summed as flat runs of
+// whole rows at least 64 floats long so the inner loop vectorises even for
+// 6 channels; float partials are folded into doubles every 64 runs so the
+// error stays near float epsilon for any batch. The columns are spread over
+// the threads, each column summed in the same order on any thread count.
+template <class T>
+void sum_rows(const T* m, int64_t rows, int64_t c, float* out) {
+  const auto wide = [](T v) {
+    if constexpr (std::is_same_v<T, uint16_t>)
+      return bf16_bits_to_float(v);
+    else
+      return v;
+  };
   const int64_t rows_per_run = std::max<int64_t>(1, (64 + c - 1) / c);
   const int64_t run = rows_per_run * c;
   constexpr int64_t kRunsPerFold = 64;
-  std::vector<float> acc(static_cast<size_t>(run));
-  std::vector<double> total(static_cast<size_t>(c), 0.0);
   const int64_t full_runs = rows / rows_per_run;
-  for (int64_t r0 = 0; r0 < full_runs; r0 += kRunsPerFold) {
-    std::fill(acc.begin(), acc.end(), 0.0f);
-    const int64_t r1 = std::min(full_runs, r0 + kRunsPerFold);
-    float* a = acc.data();
-    for (int64_t r = r0; r < r1; ++r) {
-      const float* src = m + r * run;
-      for (int64_t j = 0; j < run; ++j) a[j] += src[j];
-    }
-    for (int64_t j = 0; j < run; ++j) total[static_cast<size_t>(j % c)] += a[j];
-  }
-  for (int64_t r = full_runs * rows_per_run; r < rows; ++r)
-    for (int64_t j = 0; j < c; ++j) total[static_cast<size_t>(j)] += m[r * c + j];
-  for (int64_t j = 0; j < c; ++j) out[j] = static_cast<float>(total[static_cast<size_t>(j)]);
+  detail::parallel_ranges(
+      c, rows * c,
+      [&](int64_t c0, int64_t c1) {
+        std::vector<float> acc(static_cast<size_t>(run));
+        std::vector<double> total(static_cast<size_t>(c1 - c0), 0.0);
+        for (int64_t r0 = 0; r0 < full_runs; r0 += kRunsPerFold) {
+          std::fill(acc.begin(), acc.end(), 0.0f);
+          const int64_t r1 = std::min(full_runs, r0 + kRunsPerFold);
+          for (int64_t r = r0; r < r1; ++r)
+            for (int64_t q = 0; q < rows_per_run; ++q) {
+              const T* src = m + r * run + q * c;
+              float* a = acc.data() + q * c;
+              for (int64_t j = c0; j < c1; ++j) a[j] += wide(src[j]);
+            }
+          for (int64_t q = 0; q < rows_per_run; ++q)
+            for (int64_t j = c0; j < c1; ++j)
+              total[static_cast<size_t>(j - c0)] += acc[static_cast<size_t>(q * c + j)];
+        }
+        for (int64_t r = full_runs * rows_per_run; r < rows; ++r)
+          for (int64_t j = c0; j < c1; ++j)
+            total[static_cast<size_t>(j - c0)] += wide(m[r * c + j]);
+        for (int64_t j = c0; j < c1; ++j)
+          out[j] = static_cast<float>(total[static_cast<size_t>(j - c0)]);
+      },
+      16);
 }
 
 // ---------------------------------------------------------------------------
@@ -431,10 +451,8 @@ void conv_bias_grad(const ConvGeom& g, bool bf16, const void* dy, void* db) {
     sum_rows(static_cast<const float*>(dy), rows, g.co, static_cast<float*>(db));
     return;
   }
-  auto* wide = static_cast<float*>(scratch(SCRATCH_DY, static_cast<size_t>(rows * g.co) * 4));
-  widen_bf16(static_cast<const uint16_t*>(dy), wide, rows * g.co);
   std::vector<float> sums(static_cast<size_t>(g.co));
-  sum_rows(wide, rows, g.co, sums.data());
+  sum_rows(static_cast<const uint16_t*>(dy), rows, g.co, sums.data());
   narrow_to_bf16(sums.data(), static_cast<uint16_t*>(db), g.co);
 }
 
