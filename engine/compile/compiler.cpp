@@ -369,7 +369,8 @@ class GraphEmitter {
       const int ports = layer_input_ports(p_.model.nodes[static_cast<size_t>(node)]);
       for (int port = 0; port < ports; ++port) {
         const int src = a_.source_of(node, port).node;
-        if (src == a_.input_node || L(src).recomputed == kNoTensor || !recomputed.insert(src).second)
+        if (src == a_.input_node || L(src).recomputed == kNoTensor ||
+            !recomputed.insert(src).second)
           continue;
         GraphNode again = forward_node(src, true, 0);
         std::replace(again.outputs.begin(), again.outputs.end(), L(src).out, L(src).recomputed);

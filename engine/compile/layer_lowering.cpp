@@ -92,8 +92,11 @@ GraphNode layer_norm_backward(const LoweringInputs& in) {
                       {t.weight_in(G), t.bias_in(G), in.dx}, in.layer);
 }
 
-// The scores' log-sum-exp is all the backward keeps of the softmax.
+// The scores' log-sum-exp is all the backward keeps of the softmax. A
+// forward that writes it is a training forward, where the layer's dropout
+// applies; inference writes o alone.
 GraphNode attention_forward(const LoweringInputs& in) {
+  if (!in.training) return compute_node(ComputeOp::ATTENTION_FWD, {in.x}, {in.t->out}, in.layer);
   return compute_node(ComputeOp::ATTENTION_FWD, {in.x}, {in.t->out, in.t->saved}, in.layer);
 }
 

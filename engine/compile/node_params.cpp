@@ -27,6 +27,7 @@ NodeParams layer_node_params(const LayerNode& layer) {
   p.eps = l.eps;
   p.momentum = l.momentum;
   p.heads = l.heads;
+  p.attention_dropout = l.attention_dropout;
   p.p = l.p;
   p.activation = layer_lowering(layer.type).activation;
   p.negative_slope = l.negative_slope;

@@ -40,6 +40,7 @@ struct NodeParams {
   Activation activation = Activation::NUM_ACTIVATIONS;
   double negative_slope = 0.01;
   int64_t heads = 1;                // attention: the heads the channels split into
+  double attention_dropout = 0.0;   // attention: the probabilities' dropout rate
   std::vector<OwnerEps> owner_eps;  // BN_EQ_PARAMS: every layer its spans may hold
 
   // owner's eps from owner_eps, the default when it is not there.

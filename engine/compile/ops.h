@@ -41,7 +41,7 @@ enum class ComputeOp : uint8_t {
   // and values side by side ([N,H,W,3C]); lse each token's and head's
   // log-sum-exp of its scores ([N,H,W,heads]), all the backward needs of
   // the softmax.
-  ATTENTION_FWD,  // in [qkv] out [o, lse]
+  ATTENTION_FWD,  // in [qkv] out [o, lse] (training: the layer's dropout applies) or [o]
   ATTENTION_BWD,  // in [qkv, o, lse, do] out [dqkv]
   // The token ops of a vision transformer, on [N,H,W,C] token maps.
   POS_EMBED_FWD,    // in [x, e [1,H,W,C]] out [x + e]

@@ -150,7 +150,7 @@ std::string plan_report_text(const CompiledProject& cp) {
     if (plan.packed()) {
       const PoolSummary& pool = cp.pools[vi];
       out +=
-          fmt("  step-local pool (F, T) at %llu: %s in the tensors' own slots, packed into %s "
+          fmt("  step-local pool (F, T, S) at %llu: %s in the tensors' own slots, packed into %s "
               "(%s)\n",
               static_cast<unsigned long long>(plan.pool().offset),
               human_bytes(pool.slot_bytes).c_str(), human_bytes(pool.packed_bytes).c_str(),
@@ -160,7 +160,7 @@ std::string plan_report_text(const CompiledProject& cp) {
                  human_bytes(plan.total_bytes()).c_str(), human_bytes(pool.peak_live_bytes).c_str(),
                  life.describe(cp.project, pool.peak_position).c_str());
     } else {
-      out += fmt("  per-step tensors (F, T): %s planned, at most %s live at once (at %s)\n",
+      out += fmt("  per-step tensors (F, T, S): %s planned, at most %s live at once (at %s)\n",
                  human_bytes(life.planned_bytes).c_str(), human_bytes(life.peak_bytes).c_str(),
                  life.describe(cp.project, life.peak_position).c_str());
     }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Phase 4 of a packed compile: each variant's step-local tensors (F, T) go
+// Phase 4 of a packed compile: each variant's step-local tensors (F, T, S) go
 // into the pool by their lifetimes over the variant's step. An elementwise
 // op whose input dies where its output is born writes the output over the
 // input (in place): the two share one block from the input's first use to

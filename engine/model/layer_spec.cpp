@@ -142,6 +142,9 @@ constexpr ParamSpec kLinearParams[] = {
 constexpr ParamSpec kAttentionParams[] = {
     int_param("heads", 1, kMaxFeatures, &LayerParams::heads,
               "heads the C channels split into, each C/heads wide (at most 512)", true, "heads "),
+    number_param("dropout", "", 0, false, 1, true, 0.0, 0.99, &LayerParams::attention_dropout,
+                 "probability of dropping each attention probability while training (the kept "
+                 "ones scaled by 1 / (1 - dropout)); the backward draws the same mask again"),
 };
 
 constexpr ParamSpec kTokenPoolParams[] = {

@@ -72,6 +72,11 @@ struct KernelArgs {
   uint64_t seed = 0;         // project seed, for dropout masks
   int rank = 0;
   int world = 1;
+  // A launch over some of the rank's samples (the CPU's 16-bit staging runs a
+  // few at a time): its first sample, and the rank's whole batch. Masks drawn
+  // per sample number the global batch by them.
+  int64_t first_sample = 0;
+  int64_t rank_batch = 0;  // 0: the launch's own batch, all of the rank's samples
   // For forked backward ops: which part to run; -1 runs every part.
   int part = -1;
   const StreamWorkspace* workspace = nullptr;  // null when the kernel needs none
@@ -95,6 +100,10 @@ struct KernelArgs {
     return layer_params && !layer_params->label.empty() ? " of layer " + layer_params->label : "";
   }
   float scalar(ScalarSlot s) const { return scalars[static_cast<int>(s)]; }
+  // Sample n of this launch in the global batch, the launch's batch being `n_launch`.
+  int64_t global_sample(int64_t n, int64_t n_launch) const {
+    return rank * (rank_batch > 0 ? rank_batch : n_launch) + first_sample + n;
+  }
 };
 
 }  // namespace tr

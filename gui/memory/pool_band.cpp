@@ -16,7 +16,7 @@ int band_of(const MemoryPlan& plan, const DTensor& t) {
 }
 
 QString band_title(int band) {
-  if (band == kPoolBand) return QCoreApplication::translate("PoolBand", "Step-local pool (F, T)");
+  if (band == kPoolBand) return QCoreApplication::translate("PoolBand", "Step-local pool (F, T, S)");
   if (band < 0 || band >= kNumRegions) return {};
   const std::string_view n = region_title(static_cast<Region>(band));
   return QString::fromUtf8(n.data(), static_cast<qsizetype>(n.size()));
@@ -24,7 +24,7 @@ QString band_title(int band) {
 
 QString pool_band_long_title() {
   return QCoreApplication::translate(
-      "PoolBand", "Step-local pool (F, T): features, gradient slots, scratch — packed by lifetime");
+      "PoolBand", "Step-local pool (F, T, S): features, gradient slots, scratch, what a forward saves for its backward — packed by lifetime");
 }
 
 }  // namespace tr::gui

@@ -18,7 +18,7 @@ inline constexpr int kPoolBand = kNumRegions;
 bool in_band(const MemoryPlan& plan, const DTensor& t, int band);
 // The band that shows `t` in `plan`: the pool for a packed step-local tensor.
 int band_of(const MemoryPlan& plan, const DTensor& t);
-// "Step-local pool (F, T)", or the region's title.
+// "Step-local pool (F, T, S)", or the region's title.
 QString band_title(int band);
 // The pool's name with what it holds and how, where there is room for it.
 QString pool_band_long_title();

@@ -41,6 +41,7 @@
 #include "compile/scalar_slot.h"
 #include "compile/step_packing.h"
 #include "compile/stream_policy.h"
+#include "core/attention_dropout.h"
 #include "core/bf16_convert.h"
 #include "data/half.h"
 #include "runtime/backend.h"
@@ -1656,10 +1657,16 @@ std::vector<OpCase> layer_norm_bwd_cases() {
 
 // Tokens of a feature map and the heads their C channels split into: a few
 // tokens, two heads of 4; 12 tokens on a 3x4 map, three heads of 8; and 70
-// tokens in a row, across the CPU's key blocks of 64.
+// tokens in a row, across the CPU's key blocks of 64. With dropout on the
+// probabilities: its rate, the project seed and the launch's rank.
+constexpr float kAttnStep = 7;  // S_SCALARS STEP: the dropout mask follows it
+
 struct Attn {
   Shape x;  // [N,H,W,C]: the tokens' features
   int64_t heads;
+  double p = 0;
+  uint64_t seed = 0;
+  int rank = 0, ranks = 1;
   int64_t tokens() const { return x.h * x.w; }
   int64_t d() const { return x.c / heads; }
   Shape qkv() const { return {x.n, x.h, x.w, 3 * x.c}; }
@@ -1667,13 +1674,33 @@ struct Attn {
   LayerNode layer() const {
     LayerNode l;
     l.id = "attn";
-    l.type = LayerType::Linear;  // the op reads only its heads
+    l.type = LayerType::Linear;  // the op reads only its heads and dropout
     l.params.heads = heads;
+    l.params.attention_dropout = p;
     return l;
   }
   std::string name(ComputeOp op) const {
-    return std::string(compute_op_name(op)) + " T" + std::to_string(tokens()) + " heads " +
-           std::to_string(heads) + "x" + std::to_string(d());
+    std::string s = std::string(compute_op_name(op)) + " T" + std::to_string(tokens()) + " heads " +
+                    std::to_string(heads) + "x" + std::to_string(d());
+    if (p > 0) s += " dropout " + std::to_string(p).substr(0, 3);
+    if (ranks > 1) s += " rank " + std::to_string(rank) + " of " + std::to_string(ranks);
+    return s;
+  }
+  void place(OpCase& c) const {
+    c.layer = layer();
+    c.seed = seed;
+    c.rank = rank;
+    c.ranks = ranks;
+    c.scalars = {{ScalarSlot::STEP, kAttnStep}};
+  }
+  // What query i's probability of key j is multiplied by: 1 without dropout,
+  // else the mask's keep factor (core/attention_dropout.h; the node's layer is 0).
+  double keep(int64_t n, int64_t h, int64_t i, int64_t j) const {
+    if (p <= 0) return 1.0;
+    const uint32_t key = attention_dropout_key(seed, static_cast<uint64_t>(kAttnStep), 0,
+                                               static_cast<uint64_t>((rank * x.n + n) * heads + h));
+    const uint32_t draw = attention_dropout_draw(key, static_cast<uint32_t>(i * tokens() + j));
+    return draw >= attention_dropout_threshold(p) ? 1.0 / (1.0 - p) : 0.0;
   }
   size_t q_at(int64_t n, int64_t t, int64_t h) const {
     return static_cast<size_t>((n * tokens() + t) * 3 * x.c + h * d());
@@ -1704,10 +1731,10 @@ struct Attn {
             m = std::max(m, s[static_cast<size_t>(j)] = score(qkv, n, i, j, h));
           for (double v : s) sum += std::exp(v - m);
           for (int64_t j = 0; j < tokens(); ++j) {
-            const double p = std::exp(s[static_cast<size_t>(j)] - m) / sum;
+            const double kept = std::exp(s[static_cast<size_t>(j)] - m) / sum * keep(n, h, i, j);
             for (int64_t c = 0; c < d(); ++c)
               o[o_at(n, i, h) + static_cast<size_t>(c)] +=
-                  p * qkv[q_at(n, j, h) + static_cast<size_t>(2 * x.c + c)];
+                  kept * qkv[q_at(n, j, h) + static_cast<size_t>(2 * x.c + c)];
           }
           lse_values[lse_at(n, i, h)] = m + std::log(sum);
         }
@@ -1715,7 +1742,11 @@ struct Attn {
   }
 };
 
-const Attn kAttns[] = {{{2, 1, 5, 8}, 2}, {{2, 3, 4, 24}, 3}, {{1, 1, 70, 8}, 1}};
+const Attn kAttns[] = {{{2, 1, 5, 8}, 2},
+                       {{2, 3, 4, 24}, 3},
+                       {{1, 1, 70, 8}, 1},
+                       {{2, 3, 4, 24}, 3, 0.3, 1234, 1, 2},
+                       {{1, 1, 70, 8}, 1, 0.5, 99}};
 
 // in [qkv] out [o, lse]
 std::vector<OpCase> attention_fwd_cases() {
@@ -1724,7 +1755,7 @@ std::vector<OpCase> attention_fwd_cases() {
     OpCase c;
     c.op = ComputeOp::ATTENTION_FWD;
     c.name = at.name(c.op);
-    c.layer = at.layer();
+    at.place(c);
     c.in = {at.qkv()};
     c.out = {at.x, at.lse()};
     c.in_roles = "F";
@@ -1745,9 +1776,9 @@ std::vector<OpCase> attention_bwd_cases() {
   for (const Attn& at : kAttns) {
     OpCase c;
     c.op = ComputeOp::ATTENTION_BWD;
-    const bool accumulate = &at == &kAttns[std::size(kAttns) - 1];
+    const bool accumulate = &at == &kAttns[2];
     c.name = at.name(c.op) + (accumulate ? ", accumulating" : "");
-    c.layer = at.layer();
+    at.place(c);
     c.in = {at.qkv(), at.x, at.lse(), at.x};
     c.out = {at.qkv()};
     c.in_roles = "FFSG";
@@ -1778,14 +1809,15 @@ std::vector<OpCase> attention_bwd_cases() {
               for (int64_t k = 0; k < D; ++k)
                 dp += double(in[3][at.o_at(n, i, h) + static_cast<size_t>(k)]) *
                       qkv[at.q_at(n, j, h) + static_cast<size_t>(2 * C + k)];
-              const double ds = p * (dp - delta) / std::sqrt(double(D));
+              const double f = at.keep(n, h, i, j);
+              const double ds = p * (dp * f - delta) / std::sqrt(double(D));
               for (int64_t k = 0; k < D; ++k) {
                 const size_t qi = at.q_at(n, i, h) + static_cast<size_t>(k);
                 const size_t kj = at.q_at(n, j, h) + static_cast<size_t>(C + k);
                 const size_t vj = at.q_at(n, j, h) + static_cast<size_t>(2 * C + k);
                 d[qi] += ds * qkv[kj];
                 d[kj] += ds * qkv[qi];
-                d[vj] += p * in[3][at.o_at(n, i, h) + static_cast<size_t>(k)];
+                d[vj] += p * f * in[3][at.o_at(n, i, h) + static_cast<size_t>(k)];
               }
             }
           }

@@ -222,7 +222,7 @@ class TestCliPlan : public QObject {
       for (const auto& t : v.at("tensors")) QVERIFY(t.value("shares_with", json::array()).empty());
     }
     const Result text = run_cli({"plan", project("resnet8-fashion")});
-    QVERIFY2(text.out.contains("step-local pool (F, T) at ") &&
+    QVERIFY2(text.out.contains("step-local pool (F, T, S) at ") &&
                  text.out.contains("in the tensors' own slots, packed into") &&
                  text.out.contains("before packing,") && text.out.contains("live at once (at ") &&
                  text.out.contains("with --memory-packing off)"),

@@ -90,11 +90,13 @@ class TestCpuKernelThreads : public QObject {
     compare(ComputeOp::LAYER_NORM_BWD, {kX, c, saved, kX}, {c, c, kX});
   }
 
-  // Queries, keys and values of (sample, head, token) units over the threads.
+  // Queries, keys and values of (sample, head, token) units over the threads,
+  // with dropout on the probabilities (drawn per query and key, not per thread).
   void attention() {
     LayerNode layer;
     layer.type = LayerType::Linear;
     layer.params.heads = 4;
+    layer.params.attention_dropout = 0.2;
     const Shape x{8, 1, 64, 64}, qkv{8, 1, 64, 192}, lse{8, 1, 64, 4};
     compare(ComputeOp::ATTENTION_FWD, {qkv}, {x, lse}, &layer);
     compare(ComputeOp::ATTENTION_BWD, {qkv, x, lse, x}, {qkv}, &layer);

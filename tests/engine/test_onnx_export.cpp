@@ -82,8 +82,8 @@ class TestOnnxExport : public QObject {
         << zoo << QStringList{"--master-weights"} << QStringList{};
     QTest::newRow("attention block") << QStringLiteral(TR_TEST_DATA "/onnx/attention.json")
                                      << QStringList{} << QStringList{"--ema"};
-    QTest::newRow("tokens and images") << QStringLiteral(TR_TEST_DATA "/onnx/hybrid.json")
-                                       << QStringList{} << QStringList{};
+    QTest::newRow("tokens and images")
+        << QStringLiteral(TR_TEST_DATA "/onnx/hybrid.json") << QStringList{} << QStringList{};
   }
 
   void exportsComputeTheCheckpointsModel() {

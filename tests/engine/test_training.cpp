@@ -15,11 +15,14 @@
 #include <map>
 #include <set>
 
+#include <renaissance/checkpoint.h>
+#include <renaissance/predict.h>
 #include <renaissance/profile_export.h>
 #include "backends/cpu/cpu_backend.h"
 #include "compile/compiler.h"
 #include "data/dataset.h"
 #include "model_builder.h"
+#include "png_files.h"
 #include "runtime/trainer.h"
 
 using namespace tr;
@@ -121,9 +124,11 @@ void trains_at_every_precision(const std::function<void(ModelBuilder&)>& build) 
 // token, LayerNorm, a TokenLinear to queries, keys and values, two-head
 // SelfAttention, a TokenLinear back and a residual Add; with `mlp`, a second
 // LayerNorm, a GELU MLP and its Add; the class token pooled into 4 classes.
-void transformer_block(ModelBuilder& b, bool mlp) {
+// `dropout`: the attention's dropout on its probabilities.
+void transformer_block(ModelBuilder& b, bool mlp, double dropout = 0.0) {
   LayerParams attn;
   attn.heads = 2;
+  attn.attention_dropout = dropout;
   b.node("in", LayerType::Input, input(8, 8, 1))
       .node("patch", LayerType::Conv2d, conv(16, 2, 2, 2, 2, 0, 0, true))
       .node("pos", LayerType::PositionEmbedding)
@@ -248,6 +253,36 @@ class TestTraining : public QObject {
   // checker on), and the 16-bit runs start where FP32 does.
   void attentionBlockTrainsAtEveryPrecision() {
     trains_at_every_precision([](ModelBuilder& b) { transformer_block(b, false); });
+  }
+
+  // Attention dropout drops probabilities in training (the first loss is not
+  // the one without it, from the same weights and batch), the model still
+  // learns, and inference leaves it out: the trained weights classify an
+  // image the same with the project's dropout and with none.
+  void attentionDropoutTrainsAndInferenceLeavesItOut() {
+    const auto project = [](double dropout) {
+      ModelBuilder b;
+      b.project() = small_project();
+      b.project().model = {};
+      transformer_block(b, true, dropout);
+      return b.build();
+    };
+    const Project dropping = project(0.3), plain = project(0.0);
+    QTemporaryDir dir;
+    TrainOptions options;
+    options.final_weights = dir.filePath("final.ckpt").toStdString();
+    const Run a = run(dropping, options);
+    const Run b = run(plain);
+    QVERIFY2(a.losses.front() != b.losses.front(),
+             qPrintable(QString("the first loss is %1 with dropout and without").arg(a.losses[0])));
+    QVERIFY(learns(a, 0.9, 0.3, "attention dropout 0.3"));
+    const std::string image = dir.filePath("image.png").toStdString();
+    tr::test::write_png(image, 8, 8, 1, tr::test::pattern(8, 8, 1, 11));
+    const Checkpoint weights = read_checkpoint(options.final_weights);
+    const PredictReport with = predict_images(dropping, weights, {{image}}, 4);
+    const PredictReport without = predict_images(plain, weights, {{image}}, 4);
+    QCOMPARE(with.predictions.at(0).logits.size(), size_t{4});
+    QCOMPARE(with.predictions.at(0).logits, without.predictions.at(0).logits);
   }
 
   // A pre-norm transformer block with its GELU MLP: the LayerNorms' and the

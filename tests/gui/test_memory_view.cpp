@@ -222,7 +222,7 @@ class TestMemoryView : public QObject {
     QCOMPARE(bands->selectedRegion(), kPoolBand);
     QCOMPARE(v.view.tensorTable()->model()->rowCount(), static_cast<int>(pool.size()));
     QCOMPARE(v.view.selectedTensor(), first);
-    QVERIFY2(v.view.ownersText().contains("Step-local pool (F, T)"),
+    QVERIFY2(v.view.ownersText().contains("Step-local pool (F, T, S)"),
              qPrintable(v.view.ownersText()));
     QVERIFY(v.view.ownersText().contains("conv1"));
     // The legend still says what F and T are, though no band is named after

@@ -5,6 +5,8 @@
 #include "backends/cuda/attention_kernels.h"
 #include "backends/cuda/half_io.cuh"
 #include "backends/cuda/launch_config.cuh"
+#include "backends/cuda/training_step.cuh"
+#include "core/attention_dropout.h"
 
 namespace tr::cuda {
 
@@ -28,6 +30,20 @@ __device__ inline int64_t o_at(const AttentionShape& s, int64_t n, int64_t token
   return (n * s.tokens + token) * s.o_stride + h * d;
 }
 
+// The pair's mask key (0 without dropout) and query i's factor for key j.
+__device__ inline uint32_t drop_key(const AttentionShape& s, const AttentionDropout& drop,
+                                    const Unit& un) {
+  if (!drop.on) return 0;
+  const auto pair = static_cast<uint64_t>((drop.first_sample + un.n) * s.heads + un.h);
+  return attention_dropout_key(drop.seed, step_of(drop.step), drop.layer, pair);
+}
+__device__ inline float keep_factor(const AttentionShape& s, const AttentionDropout& drop,
+                                    uint32_t key, int64_t i, int64_t j) {
+  if (!drop.on) return 1.0f;
+  const auto index = static_cast<uint32_t>(i * s.tokens + j);
+  return attention_dropout_draw(key, index) >= drop.threshold ? drop.scale : 0.0f;
+}
+
 template <class T>
 __device__ inline float dot(const T* a, const T* b, int64_t d) {
   float acc = 0.0f;
@@ -36,7 +52,8 @@ __device__ inline float dot(const T* a, const T* b, int64_t d) {
 }
 
 template <class T>
-__global__ void attention_fwd_kernel(AttentionShape s, const T* qkv, T* o, float* lse) {
+__global__ void attention_fwd_kernel(AttentionShape s, const T* qkv, T* o, float* lse,
+                                     AttentionDropout drop) {
   const int64_t d = s.channels / s.heads, units = s.n * s.heads * s.tokens;
   const float scale = rsqrtf(static_cast<float>(d));
   float acc[kAttentionMaxHeadDim];
@@ -44,6 +61,7 @@ __global__ void attention_fwd_kernel(AttentionShape s, const T* qkv, T* o, float
        u += static_cast<int64_t>(grid_stride())) {
     const Unit un = unit_of(s, u);
     const T* q = qkv + qkv_at(s, un.n, un.token, un.h, d);
+    const uint32_t key = drop_key(s, drop, un);
     for (int64_t c = 0; c < d; ++c) acc[c] = 0.0f;
     float m = -__int_as_float(0x7f800000), l = 0.0f;
     for (int64_t j = 0; j < s.tokens; ++j) {
@@ -57,8 +75,9 @@ __global__ void attention_fwd_kernel(AttentionShape s, const T* qkv, T* o, float
       }
       const float p = expf(score - m);
       l += p;
+      const float kept = p * keep_factor(s, drop, key, un.token, j);
       const T* v = k + s.channels;
-      for (int64_t c = 0; c < d; ++c) acc[c] = fmaf(p, load(v, c), acc[c]);
+      for (int64_t c = 0; c < d; ++c) acc[c] = fmaf(kept, load(v, c), acc[c]);
     }
     T* out = o + o_at(s, un.n, un.token, un.h, d);
     for (int64_t c = 0; c < d; ++c) store(out, c, acc[c] / l);
@@ -89,10 +108,11 @@ __device__ inline void write_row(T* out, const float* v, int64_t d, float factor
   }
 }
 
-// dq_i = scale * sum_j p_ij (do_i . v_j - delta_i) k_j
+// dq_i = scale * sum_j p_ij (f_ij do_i . v_j - delta_i) k_j, f the keep factor
 template <class T>
 __global__ void attention_dq_kernel(AttentionShape s, const T* qkv, const float* lse, const T* dout,
-                                    const float* delta, T* dqkv, bool accumulate) {
+                                    const float* delta, T* dqkv, bool accumulate,
+                                    AttentionDropout drop) {
   const int64_t d = s.channels / s.heads, units = s.n * s.heads * s.tokens;
   const float scale = rsqrtf(static_cast<float>(d));
   float dq[kAttentionMaxHeadDim];
@@ -102,11 +122,13 @@ __global__ void attention_dq_kernel(AttentionShape s, const T* qkv, const float*
     const T* q = qkv + qkv_at(s, un.n, un.token, un.h, d);
     const T* doi = dout + o_at(s, un.n, un.token, un.h, d);
     const float l = lse[(un.n * s.tokens + un.token) * s.heads + un.h], di = delta[u];
+    const uint32_t key = drop_key(s, drop, un);
     for (int64_t c = 0; c < d; ++c) dq[c] = 0.0f;
     for (int64_t j = 0; j < s.tokens; ++j) {
       const T* k = qkv + qkv_at(s, un.n, j, un.h, d) + s.channels;
       const float p = expf(dot(q, k, d) * scale - l);
-      const float ds = p * (dot(doi, k + s.channels, d) - di);
+      const float f = keep_factor(s, drop, key, un.token, j);
+      const float ds = p * (f * dot(doi, k + s.channels, d) - di);
       for (int64_t c = 0; c < d; ++c) dq[c] = fmaf(ds, load(k, c), dq[c]);
     }
     write_row(dqkv + qkv_at(s, un.n, un.token, un.h, d), dq, d, scale, accumulate);
@@ -116,10 +138,11 @@ __global__ void attention_dq_kernel(AttentionShape s, const T* qkv, const float*
   }
 }
 
-// dk_j = scale * sum_i p_ij (do_i . v_j - delta_i) q_i, dv_j = sum_i p_ij do_i
+// dk_j = scale * sum_i p_ij (f_ij do_i . v_j - delta_i) q_i, dv_j = sum_i p_ij f_ij do_i
 template <class T>
 __global__ void attention_dkv_kernel(AttentionShape s, const T* qkv, const float* lse,
-                                     const T* dout, const float* delta, T* dqkv, bool accumulate) {
+                                     const T* dout, const float* delta, T* dqkv, bool accumulate,
+                                     AttentionDropout drop) {
   const int64_t d = s.channels / s.heads, units = s.n * s.heads * s.tokens;
   const float scale = rsqrtf(static_cast<float>(d));
   float dk[kAttentionMaxHeadDim], dv[kAttentionMaxHeadDim];
@@ -128,16 +151,19 @@ __global__ void attention_dkv_kernel(AttentionShape s, const T* qkv, const float
     const Unit un = unit_of(s, u);
     const T* k = qkv + qkv_at(s, un.n, un.token, un.h, d) + s.channels;
     const T* v = k + s.channels;
+    const uint32_t key = drop_key(s, drop, un);  // the pair's: every query's row of it
     for (int64_t c = 0; c < d; ++c) dk[c] = dv[c] = 0.0f;
     for (int64_t i = 0; i < s.tokens; ++i) {
       const T* q = qkv + qkv_at(s, un.n, i, un.h, d);
       const T* doi = dout + o_at(s, un.n, i, un.h, d);
       const int64_t row = (un.n * s.heads + un.h) * s.tokens + i;
       const float p = expf(dot(q, k, d) * scale - lse[(un.n * s.tokens + i) * s.heads + un.h]);
-      const float ds = p * (dot(doi, v, d) - delta[row]);
+      const float f = keep_factor(s, drop, key, i, un.token);
+      const float ds = p * (f * dot(doi, v, d) - delta[row]);
+      const float kept = p * f;
       for (int64_t c = 0; c < d; ++c) {
         dk[c] = fmaf(ds, load(q, c), dk[c]);
-        dv[c] = fmaf(p, load(doi, c), dv[c]);
+        dv[c] = fmaf(kept, load(doi, c), dv[c]);
       }
     }
     T* base = dqkv + qkv_at(s, un.n, un.token, un.h, d);
@@ -157,12 +183,12 @@ uint64_t attention_workspace_bytes(const AttentionShape& s) {
 }
 
 cudaError_t launch_attention_fwd(const AttentionShape& s, const void* qkv, void* o, float* lse,
-                                 cudaStream_t stream) {
+                                 const AttentionDropout& drop, cudaStream_t stream) {
   if (units_of(s) == 0) return cudaGetLastError();
   dispatch(s.elem, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     attention_fwd_kernel<<<blocks_for(units_of(s)), kThreads, 0, stream>>>(
-        s, static_cast<const T*>(qkv), static_cast<T*>(o), lse);
+        s, static_cast<const T*>(qkv), static_cast<T*>(o), lse, drop);
     return 0;
   });
   return cudaGetLastError();
@@ -170,7 +196,8 @@ cudaError_t launch_attention_fwd(const AttentionShape& s, const void* qkv, void*
 
 cudaError_t launch_attention_bwd(const AttentionShape& s, const void* qkv, const void* o,
                                  const float* lse, const void* dout, void* dqkv, bool accumulate,
-                                 void* workspace, cudaStream_t stream) {
+                                 const AttentionDropout& drop, void* workspace,
+                                 cudaStream_t stream) {
   if (units_of(s) == 0) return cudaGetLastError();
   auto* delta = static_cast<float*>(workspace);
   dispatch(s.elem, [&](auto* tag) {
@@ -180,8 +207,10 @@ cudaError_t launch_attention_bwd(const AttentionShape& s, const void* qkv, const
     auto* dx = static_cast<T*>(dqkv);
     const unsigned blocks = blocks_for(units_of(s));
     attention_delta_kernel<<<blocks, kThreads, 0, stream>>>(s, static_cast<const T*>(o), dy, delta);
-    attention_dq_kernel<<<blocks, kThreads, 0, stream>>>(s, x, lse, dy, delta, dx, accumulate);
-    attention_dkv_kernel<<<blocks, kThreads, 0, stream>>>(s, x, lse, dy, delta, dx, accumulate);
+    attention_dq_kernel<<<blocks, kThreads, 0, stream>>>(s, x, lse, dy, delta, dx, accumulate,
+                                                         drop);
+    attention_dkv_kernel<<<blocks, kThreads, 0, stream>>>(s, x, lse, dy, delta, dx, accumulate,
+                                                          drop);
     return 0;
   });
   return cudaGetLastError();

@@ -5,6 +5,7 @@
 // backward that recomputes each probability from the saved log-sum-exp in
 // two passes that each write their own rows (no atomics). FP32, FP16 or BF16
 // features (rows `stride` elements apart) with FP32 arithmetic; lse FP32.
+// Dropout on the probabilities draws the CPU's mask (core/attention_dropout.h).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -23,14 +24,27 @@ struct AttentionShape {
   Elem elem = Elem::F32;
 };
 
-// o = softmax(q k^T / sqrt(d)) v per head; lse (may be null) its log-sum-exp.
+// A launch's dropout on the probabilities (off: none).
+struct AttentionDropout {
+  bool on = false;
+  uint64_t seed = 0;
+  int layer = -1;
+  uint32_t threshold = 0;       // attention_dropout_threshold(p)
+  float scale = 1.0f;           // attention_dropout_scale(p)
+  int64_t first_sample = 0;     // the launch's first sample in the global batch
+  const float* step = nullptr;  // S_SCALARS' STEP, read on the device (null: 0)
+};
+
+// o = softmax(q k^T / sqrt(d)) v per head, the probabilities dropped as
+// `drop` says; lse (may be null) the scores' log-sum-exp.
 cudaError_t launch_attention_fwd(const AttentionShape& s, const void* qkv, void* o, float* lse,
-                                 cudaStream_t stream);
+                                 const AttentionDropout& drop, cudaStream_t stream);
 
 // dqkv (+)= the gradients of qkv; `workspace`: attention_workspace_bytes.
 cudaError_t launch_attention_bwd(const AttentionShape& s, const void* qkv, const void* o,
                                  const float* lse, const void* dout, void* dqkv, bool accumulate,
-                                 void* workspace, cudaStream_t stream);
+                                 const AttentionDropout& drop, void* workspace,
+                                 cudaStream_t stream);
 
 uint64_t attention_workspace_bytes(const AttentionShape& s);
 

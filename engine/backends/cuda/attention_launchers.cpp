@@ -7,6 +7,7 @@
 #include "backends/cuda/attention_kernels.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/operand_checks.h"
+#include "core/attention_dropout.h"
 
 namespace tr::cuda::attention {
 
@@ -41,6 +42,21 @@ void require_lse(const char* op, const KernelArgs& a, const TensorArg& t, const 
                      std::to_string(s.n * s.tokens) + " tokens");
 }
 
+// The layer's dropout, on in a training forward (one that saves lse) and its backward.
+AttentionDropout dropout_of(const KernelArgs& a, const AttentionShape& s, bool training) {
+  AttentionDropout d;
+  const double p = a.params().attention_dropout;
+  if (!training || !(p > 0.0)) return d;
+  d.on = true;
+  d.seed = a.seed;
+  d.layer = a.node ? a.node->layer : -1;
+  d.threshold = attention_dropout_threshold(p);
+  d.scale = attention_dropout_scale(p);
+  d.first_sample = a.global_sample(0, s.n);
+  d.step = a.scalars ? a.scalars + static_cast<int>(ScalarSlot::STEP) : nullptr;
+  return d;
+}
+
 void launched(cudaError_t err, const char* op) {
   check_cuda(err, op, current_device());
 }
@@ -49,13 +65,14 @@ void launched(cudaError_t err, const char* op) {
 
 void fwd(const KernelArgs& a, cudaStream_t stream) {
   constexpr const char* op = "ATTENTION_FWD";
-  check_counts(op, a, 1, 1, 2, 2);
+  check_counts(op, a, 1, 1, 1, 2);
   const Elem e = common_elem(op, a, {{&a.in[0], "qkv"}, {&a.out[0], "o"}});
   AttentionShape s = shape_of(op, a, e);
   s.o_stride = a.out[0].desc->padded_c();
-  require_lse(op, a, a.out[1], s);
-  launched(launch_attention_fwd(s, a.in[0].data, a.out[0].data,
-                                has_out(a, 1) ? a.out[1].f32() : nullptr, stream),
+  if (a.out.size() > 1) require_lse(op, a, a.out[1], s);
+  float* lse = has_out(a, 1) ? a.out[1].f32() : nullptr;
+  launched(launch_attention_fwd(s, a.in[0].data, a.out[0].data, lse,
+                                dropout_of(a, s, lse != nullptr), stream),
            op);
 }
 
@@ -74,7 +91,8 @@ void bwd(const KernelArgs& a, cudaStream_t stream) {
   if (!a.workspace || a.workspace->bytes < need)
     throw std::logic_error(std::string("CUDA backend: ") + op + " launched without its workspace");
   launched(launch_attention_bwd(s, a.in[0].data, a.in[1].data, a.in[2].f32(), a.in[3].data,
-                                a.out[0].data, a.accumulate(0), a.workspace->data, stream),
+                                a.out[0].data, a.accumulate(0), dropout_of(a, s, true),
+                                a.workspace->data, stream),
            op);
 }
 

@@ -5,6 +5,7 @@
 #include "backends/cuda/dropout_kernels.h"
 #include "backends/cuda/half_io.cuh"
 #include "backends/cuda/launch_config.cuh"
+#include "backends/cuda/training_step.cuh"
 #include "backends/cuda/vector_io.cuh"
 
 namespace tr::cuda {
@@ -24,12 +25,6 @@ __device__ inline uint64_t stream_key(uint64_t seed, uint64_t step, int layer) {
   uint64_t k = mix(seed + kGolden);
   k = mix(k ^ (step * 0xD1B54A32D192ED03ull));
   return mix(k ^ (static_cast<uint64_t>(static_cast<uint32_t>(layer)) * 0xAEF17502108EF2D9ull));
-}
-
-// The CPU's llround of a positive step: half away from zero, as llroundf.
-__device__ inline uint64_t step_of(const float* step) {
-  const float s = step ? *step : 0.0f;
-  return s > 0.0f ? static_cast<uint64_t>(llroundf(s)) : 0;
 }
 
 // Position i of the features (padding included): its row, its column, and

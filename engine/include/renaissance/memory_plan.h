@@ -4,7 +4,7 @@
 // Unpacked, finalize() lays the regions out in enum order with one cursor
 // (no gaps, no runtime allocator) and unify_variants() gives every DTensor id
 // the largest slot any variant needs, so an id has one offset in every
-// variant. Packed, the step-local regions (F, T) leave the cursor: they form
+// variant. Packed, the step-local regions (F, T, S) leave the cursor: they form
 // one pool after every other region, where each variant places its own
 // tensors by lifetime (PoolPlacement); every other id keeps one offset in
 // all variants.

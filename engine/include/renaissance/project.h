@@ -39,6 +39,7 @@ struct LayerParams {
   int64_t inputs = 2;
   // Attention: the heads the channels split into (each channels / heads wide)
   int64_t heads = 1;
+  double attention_dropout = 0.0;  // SelfAttention: drops probabilities while training
   // TokenPool: the first token (a class token) or, when false, the mean
   bool class_token = true;
 

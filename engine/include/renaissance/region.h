@@ -120,13 +120,15 @@ std::string_view region_title(Region r) noexcept;
 std::string_view region_series_title(char series) noexcept;
 // The region of `kind` within a parameter series.
 Region param_region(ParamSeries series, ParamKind kind) noexcept;
-// Features, gradient slots (F) and scratch (T): the bytes one step uses and
-// the next does not need, which a packed plan shares between tensors whose
+// Features, gradient slots (F), scratch (T), and what a forward saves for
+// its backward (statistics, dropout masks): the bytes one step uses and the
+// next does not need, which a packed plan shares between tensors whose
 // lifetimes do not overlap. Every other region keeps its bytes for the run.
 constexpr bool is_step_local(Region r) noexcept {
   return r == Region::F_FEATURE_FP32 || r == Region::F_FEATURE_FP16 ||
          r == Region::F_GRAD_SLOT_FP32 || r == Region::F_GRAD_SLOT_FP16 ||
-         r == Region::F_FEATURE_BF16 || r == Region::F_GRAD_SLOT_BF16 || r == Region::T_SCRATCH;
+         r == Region::F_FEATURE_BF16 || r == Region::F_GRAD_SLOT_BF16 || r == Region::T_SCRATCH ||
+         r == Region::S_BN_SAVED || r == Region::S_MASK;
 }
 
 constexpr int region_index(Region r) noexcept {

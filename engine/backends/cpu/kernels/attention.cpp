@@ -11,7 +11,10 @@
 // arithmetic is the same in every build; no sum is reassociated and nothing
 // is contracted into an FMA, so every build gives the same bits, and each
 // output is computed by one thread, so the thread count changes none.
-// What a thread holds is O(T x d); no T x T matrix exists.
+// What a thread holds is O(T x d); no T x T matrix exists. Dropout on the
+// probabilities (a training forward's, then its backward's) multiplies
+// each by its keep factor, drawn 16 keys at a time from the mask's pure
+// function (core/attention_dropout.h): the backward draws the same.
 #include "backends/cpu/kernels/attention.h"
 
 #include <algorithm>
@@ -27,6 +30,7 @@
 #include "backends/cpu/kernels/half_staging.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/parallel.h"
+#include "core/attention_dropout.h"
 
 namespace tr::cpu {
 
@@ -83,6 +87,48 @@ AttentionGeometry attention_geometry(const KernelArgs& a, const char* op) {
   g.dp = g.chunks * kVecLanes;
   g.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(g.d)));
   return g;
+}
+
+// A launch's dropout on the probabilities: off where the layer has none or
+// the forward saves nothing for a backward (inference).
+struct AttentionDrop {
+  bool on = false;
+  uint64_t seed = 0, step = 0;
+  int layer = -1;
+  uint32_t threshold = 0;
+  float scale = 1.0f;
+  const KernelArgs* args = nullptr;
+  int64_t batch = 0;  // the launch's samples
+  // The key of sample n's head h (n of this launch).
+  uint32_t key(int64_t n, int64_t h, int64_t heads) const {
+    const auto pair = static_cast<uint64_t>(args->global_sample(n, batch) * heads + h);
+    return attention_dropout_key(seed, step, layer, pair);
+  }
+};
+
+AttentionDrop attention_drop(const KernelArgs& a, const AttentionGeometry& g, bool training) {
+  AttentionDrop d;
+  const double p = a.params().attention_dropout;
+  if (!training || !(p > 0.0)) return d;
+  d.on = true;
+  d.seed = a.seed;
+  d.step = detail::training_step(a);
+  d.layer = a.node ? a.node->layer : -1;
+  d.threshold = attention_dropout_threshold(p);
+  d.scale = attention_dropout_scale(p);
+  d.args = &a;
+  d.batch = g.n;
+  return d;
+}
+
+// The keep factors (scale, or 0 where dropped) of one query's keys
+// [j, j + 16): `index` is query * tokens + j (indices wrap past 65536 tokens,
+// which leaves the draws distinct enough for a mask). Plain lane loops, which
+// the compiler turns into vector integer arithmetic.
+void keep_factors(const AttentionDrop& d, uint32_t key, uint32_t index, Vec& f) {
+  for (int64_t l = 0; l < kVecLanes; ++l)
+    f[l] = attention_dropout_draw(key, index + static_cast<uint32_t>(l)) >= d.threshold ? d.scale
+                                                                                        : 0.0f;
 }
 
 // Combines the lanes pairwise, halves first (8 + 8, then 4 + 4, ...): a
@@ -186,8 +232,10 @@ void write_head(float* out, const float* row, int64_t d, float factor, bool accu
 
 template <int Chunks>
 void forward_pair(const float* qkv, const AttentionOffsets& at, int64_t n, int64_t h,
-                  const float* key_bias, float* buffer, float* o, float* lse) {
+                  const AttentionDrop& drop, const float* key_bias, float* buffer, float* o,
+                  float* lse) {
   const AttentionGeometry& g = at.g;
+  const uint32_t key = drop.on ? drop.key(n, h, g.heads) : 0;
   const int64_t chunks = Chunks > 0 ? Chunks : g.chunks;
   const int64_t dp = chunks * kVecLanes;
   float* kt = buffer;              // [dp][tp]
@@ -230,6 +278,16 @@ void forward_pair(const float* qkv, const AttentionOffsets& at, int64_t n, int64
           lanes += p;
         }
         const float block_sum = lane_tree(lanes, LaneSum{});
+        // The sums normalise every probability; the values see the kept ones.
+        if (drop.on) {
+          const auto row = static_cast<uint32_t>((i0 + qi) * g.t + j0);
+          for (int64_t jc = 0; jc < jn; jc += kVecLanes) {
+            Vec p, f;
+            load(p, sq + jc);
+            keep_factors(drop, key, row + static_cast<uint32_t>(jc), f);
+            save(sq + jc, p * f);
+          }
+        }
         if (j0 == 0) {
           l[qi] = block_sum;
         } else {
@@ -261,8 +319,9 @@ void forward_pair(const float* qkv, const AttentionOffsets& at, int64_t n, int64
 template <int Chunks>
 void backward_pair(const float* qkv, const float* o, const float* lse, const float* dout,
                    const AttentionOffsets& at, int64_t n, int64_t h, bool accumulate,
-                   const float* key_bias, float* buffer, float* dqkv) {
+                   const AttentionDrop& drop, const float* key_bias, float* buffer, float* dqkv) {
   const AttentionGeometry& g = at.g;
+  const uint32_t key = drop.on ? drop.key(n, h, g.heads) : 0;
   const int64_t chunks = Chunks > 0 ? Chunks : g.chunks;
   const int64_t dp = chunks * kVecLanes;
   const int64_t td = g.tp * dp;
@@ -302,7 +361,21 @@ void backward_pair(const float* qkv, const float* o, const float* lse, const flo
       // share of dv_j are 0.
       const float lq = l[qi], dq_delta = delta[qi];
       for (int64_t j = 0; j < g.tp; ++j) pq[j] = exp_approx(pq[j] - lq);
-      for (int64_t j = 0; j < g.tp; ++j) dsq[j] = pq[j] * (dsq[j] - dq_delta);
+      if (!drop.on) {
+        for (int64_t j = 0; j < g.tp; ++j) dsq[j] = pq[j] * (dsq[j] - dq_delta);
+        continue;
+      }
+      // With dropout do . v_j is the kept probability's gradient: its own is
+      // that times the keep factor, and the values see the kept probabilities.
+      const auto row = static_cast<uint32_t>((i0 + qi) * g.t);
+      for (int64_t jc = 0; jc < g.tp; jc += kVecLanes) {
+        Vec pv, gv, f;
+        load(pv, pq + jc);
+        load(gv, dsq + jc);
+        keep_factors(drop, key, row + static_cast<uint32_t>(jc), f);
+        save(dsq + jc, pv * (gv * f - dq_delta));
+        save(pq + jc, pv * f);
+      }
     }
     // dq = scale * sum_j ds_j k_j; dk_j += ds_j q; dv_j += p_j do, queries in order.
     constexpr int64_t kHeld = Chunks > 0 ? Chunks : kMaxChunks;
@@ -383,16 +456,18 @@ void for_each_pair(const AttentionGeometry& g, int64_t work, int64_t floats, Pai
 void attention_fwd(const KernelArgs& a) {
   if (detail::run_16bit_per_sample(a, &attention_fwd)) return;
   constexpr const char* op = "ATTENTION_FWD";
-  if (a.in.size() != 1 || a.out.size() != 2)
-    throw std::invalid_argument(std::string(op) + a.where() + ": takes qkv and gives o and lse");
+  if (a.in.size() != 1 || a.out.empty() || a.out.size() > 2)
+    throw std::invalid_argument(std::string(op) + a.where() +
+                                ": takes qkv and gives o, and lse when training");
   const AttentionGeometry g = attention_geometry(a, op);
   const AttentionOffsets at{g};
   const float* qkv = a.in[0].f32();
   float* o = a.out[0].f32();
   float* lse = has_out(a, 1) ? a.out[1].f32() : nullptr;
+  const AttentionDrop drop = attention_drop(a, g, lse != nullptr);
   for_each_pair(g, g.units() * g.t * g.d * 4, 2 * g.tp * g.dp + kQueryTile * (g.dp + kKeyBlock),
                 [&](auto chunks, int64_t n, int64_t h, const float* key_bias, float* b) {
-                  forward_pair<decltype(chunks)::value>(qkv, at, n, h, key_bias, b, o, lse);
+                  forward_pair<decltype(chunks)::value>(qkv, at, n, h, drop, key_bias, b, o, lse);
                 });
 }
 
@@ -411,10 +486,11 @@ void attention_bwd(const KernelArgs& a) {
   const float* dout = a.in[3].f32();
   float* dqkv = a.out[0].f32();
   const bool accumulate = a.accumulate(0);
+  const AttentionDrop drop = attention_drop(a, g, true);
   for_each_pair(g, g.units() * g.t * g.d * 10, 5 * g.tp * g.dp + kQueryTile * 2 * (g.dp + g.tp),
                 [&](auto chunks, int64_t n, int64_t h, const float* key_bias, float* b) {
                   backward_pair<decltype(chunks)::value>(qkv, o, lse, dout, at, n, h, accumulate,
-                                                         key_bias, b, dqkv);
+                                                         drop, key_bias, b, dqkv);
                 });
 }
 

@@ -55,11 +55,6 @@ float keep_scale(double p) noexcept {
   return p >= 1.0 ? 0.0f : static_cast<float>(1.0 / (1.0 - p));
 }
 
-uint64_t step_of(const KernelArgs& a) noexcept {
-  const float s = a.scalars ? a.scalar(ScalarSlot::STEP) : 0.0f;
-  return s > 0.0f ? static_cast<uint64_t>(std::llround(s)) : 0;
-}
-
 // The rows the mask and the features are walked in: per NHW position when the
 // mask's channels are padded, else one flat row. Plain locals, because int8
 // stores may alias the shape and would stop the loops from vectorising.
@@ -89,7 +84,7 @@ void dropout_fwd(const KernelArgs& a) {
   const double p = a.params().p;
   const uint64_t threshold = drop_threshold(p);
   const float scale = keep_scale(p);
-  const uint64_t key = stream_key(a.seed, step_of(a), a.node ? a.node->layer : -1);
+  const uint64_t key = stream_key(a.seed, detail::training_step(a), a.node ? a.node->layer : -1);
   const uint64_t base = static_cast<uint64_t>(a.rank) * static_cast<uint64_t>(s.elements());
   const int64_t len = rows.len;
   // Elements [lo, hi) of row r. Two loops: the integer hash, then x * mask *

@@ -254,6 +254,9 @@ void run_chunk(const KernelArgs& a, Fp32Kernel kernel, const ChunkPlan& p, int64
   f.world = a.world;
   f.part = a.part;
   f.rank_sum = a.rank_sum;
+  const bool samples = p.unit == ChunkUnit::SAMPLE;
+  f.first_sample = a.first_sample + (samples ? first : 0);
+  f.rank_batch = samples && a.rank_batch == 0 ? p.units : a.rank_batch;
   // Each slot's tensor, widened once when any operand on it reads.
   std::array<const ChunkOperand*, kMaxOperands> slot_op{};
   for (size_t i = 0; i < p.count; ++i) {
@@ -374,6 +377,8 @@ bool run_16bit_staged(const KernelArgs& a, Fp32Kernel kernel) {
   f.rank = a.rank;
   f.world = a.world;
   f.part = a.part;
+  f.first_sample = a.first_sample;
+  f.rank_batch = a.rank_batch;
   f.workspace = nullptr;  // nothing 16-bit is left to stage
   f.rank_sum = a.rank_sum;
   f.in.clear();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -18,6 +19,12 @@ inline constexpr int64_t kChannelBlock = 256;
 
 // An output slot can be absent (a gradient towards the input node is never
 // materialised), so kernels skip it instead of writing through null.
+// The step S_SCALARS holds (dropout masks follow it), 0 before the first.
+inline uint64_t training_step(const KernelArgs& a) noexcept {
+  const float s = a.scalars ? a.scalar(ScalarSlot::STEP) : 0.0f;
+  return s > 0.0f ? static_cast<uint64_t>(std::llround(s)) : 0;
+}
+
 inline bool has_out(const KernelArgs& a, size_t i) {
   return i < a.out.size() && a.out[i].data != nullptr;
 }
