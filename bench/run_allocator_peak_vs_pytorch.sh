@@ -9,7 +9,8 @@
 #   PRECISIONS ("fp32 bf16": bf16 is our bf16 plan against PyTorch's bf16 autocast, and only
 #   where this CPU runs bf16), THREADS (2), PYTHON (/usr/bin/python3),
 #   FIT_vit_b16 ("2,4": vit-b16 at its batch of 64 does not fit this machine's time, so
-#   PyTorch is measured at batches 2 and 4 and extended linearly; empty: measured at 64).
+#   PyTorch is measured at batches 2 and 4 and extended linearly; empty: measured at 64),
+#   RECOMPUTE ("on matmuls": our plan with each `plan --recompute` value, each a row).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
@@ -19,6 +20,7 @@ models=${MODELS:-vit-tiny vit-b16}
 precisions=${PRECISIONS:-fp32 bf16}
 threads=${THREADS:-2}
 fit_vit_b16=${FIT_vit_b16-2,4}
+recompute=${RECOMPUTE:-on matmuls}
 out=$here/bench/results/allocator_peak_vs_pytorch.json
 
 while [ $# -gt 0 ]; do
@@ -59,20 +61,22 @@ for m in $models; do
       echo "$m bf16: skipped (no AVX-512 BF16 or AMX on this CPU)"
       continue
     fi
-    ours=$("$cli" plan "$project" --json --devices cpu:1 --precision "$prec" |
-           "$python" -c 'import json,sys; print(json.load(sys.stdin)["bytes_per_device"])')
     fit_args=()
     if [ "$m" = vit-b16 ] && [ -n "$fit_vit_b16" ]; then fit_args=(--fit "$fit_vit_b16"); fi
     theirs_json=$("$python" "$here/bench/pytorch_allocator_peak.py" --model "$m" \
                   --threads "$threads" --bf16 "$([ "$prec" = bf16 ] && echo 1 || echo 0)" \
                   "${fit_args[@]}" | tail -n 1)
     theirs=$(field "$theirs_json" peak_bytes)
-    printf '%s %s: ours %.2f MiB, PyTorch %.2f MiB (batch %s, validation %s%s): %.2fx\n' \
-      "$m" "$prec" "$(awk "BEGIN{print $ours/1048576}")" "$(awk "BEGIN{print $theirs/1048576}")" \
-      "$(field "$theirs_json" batch)" "$(field "$theirs_json" val_batch)" \
-      "$([ ${#fit_args[@]} -gt 0 ] && echo ", fitted from ${fit_args[1]}")" \
-      "$(awk "BEGIN{print $ours/$theirs}")"
-    records+=("{\"model\":\"$m\",\"precision\":\"$prec\",\"ours_bytes\":$ours,\"ratio\":$(awk "BEGIN{print $ours/$theirs}"),\"pytorch\":$theirs_json}")
+    for rc in $recompute; do
+      ours=$("$cli" plan "$project" --json --devices cpu:1 --precision "$prec" --recompute "$rc" |
+             "$python" -c 'import json,sys; print(json.load(sys.stdin)["bytes_per_device"])')
+      printf '%s %s, --recompute %s: ours %.2f MiB, PyTorch %.2f MiB (batch %s, validation %s%s): %.2fx\n' \
+        "$m" "$prec" "$rc" "$(awk "BEGIN{print $ours/1048576}")" "$(awk "BEGIN{print $theirs/1048576}")" \
+        "$(field "$theirs_json" batch)" "$(field "$theirs_json" val_batch)" \
+        "$([ ${#fit_args[@]} -gt 0 ] && echo ", fitted from ${fit_args[1]}")" \
+        "$(awk "BEGIN{print $ours/$theirs}")"
+      records+=("{\"model\":\"$m\",\"precision\":\"$prec\",\"recompute\":\"$rc\",\"ours_bytes\":$ours,\"ratio\":$(awk "BEGIN{print $ours/$theirs}"),\"pytorch\":$theirs_json}")
+    done
   done
 done
 

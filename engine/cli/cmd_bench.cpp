@@ -20,7 +20,8 @@ namespace {
 constexpr const char* kBenchUsage =
     "usage: renaissance-cli bench <project.json> [--steps N] [--warmup W] [--batch B]\n"
     "         [--threads T] [--devices cpu:N|cuda:I-J] [--precision fp32|amp|bf16] [--data DIR]\n"
-    "         [--rewrites on|off] [--recompute on|off] [--memory-packing on|off] [--streams 5|1]\n"
+    "         [--rewrites on|off] [--recompute on|off|matmuls] [--memory-packing on|off]\n"
+    "         [--streams 5|1]\n"
     "         [--capture on|off] [--conv-algorithms fastest|deterministic]\n"
     "         [--resident-batch] [--allow-fallback] [--json]\n"
     "  Trains W + N steps (no validation) and reports the median time of the last N,\n"

@@ -12,8 +12,10 @@ bool switch_value(const ParsedArgs& args, const char* option) {
   const auto it = args.values.find(option);
   if (it == args.values.end() || it->second == "on") return true;
   if (it->second != "off")
-    throw UsageError(std::string("option '--") + option + "' takes on or off, got '" + it->second +
-                     "'");
+    throw UsageError(
+        std::string("option '--") + option + "' takes " +
+        (option == std::string(kRecomputeOption) ? "on, off or matmuls" : "on or off") + ", got '" +
+        it->second + "'");
   return false;
 }
 
@@ -22,7 +24,13 @@ bool switch_value(const ParsedArgs& args, const char* option) {
 CompileOptions compile_options_from(const ParsedArgs& args) {
   CompileOptions o;
   o.fuse_bn_relu = o.in_place_dx = switch_value(args, kRewritesOption);
-  o.recompute = o.in_place_dx && switch_value(args, kRecomputeOption);
+  // --recompute matmuls: on, and the matrix products too.
+  const auto it = args.values.find(kRecomputeOption);
+  const bool matmuls = it != args.values.end() && it->second == "matmuls";
+  if (matmuls && !o.in_place_dx)
+    throw UsageError("option '--recompute matmuls' needs the rewrites; drop '--rewrites off'");
+  o.recompute = o.in_place_dx && (matmuls || switch_value(args, kRecomputeOption));
+  o.recompute_matmuls = matmuls;
   o.pack_memory = switch_value(args, kPackingOption);
   return o;
 }

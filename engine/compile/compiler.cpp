@@ -320,10 +320,23 @@ class GraphEmitter {
     return in;
   }
 
-  GraphNode forward_node(int v, bool training, int buf) const {
+  // `again`: the forward run again in the backward, reading its inputs'
+  // recomputed copies where they have them.
+  GraphNode forward_node(int v, bool training, int buf, bool again = false) const {
     const LayerLowering& l = layer_lowering(p_.model.nodes[static_cast<size_t>(v)].type);
     if (!l.forward) return compute(ComputeOp::IDENTITY, {}, {}, v);
-    return l.forward(lowering_inputs(v, training, buf));
+    return l.forward(lowering_inputs(v, training, buf, again));
+  }
+
+  // The forward of recomputed layer `v` again, into its copy, after those of
+  // its inputs that are recomputed too (once each).
+  void recompute(ComputationGraph& g, int v, std::set<int>& done) {
+    if (v == a_.input_node || L(v).recomputed == kNoTensor || !done.insert(v).second) return;
+    const int ports = layer_input_ports(p_.model.nodes[static_cast<size_t>(v)]);
+    for (int port = 0; port < ports; ++port) recompute(g, a_.source_of(v, port).node, done);
+    GraphNode again = forward_node(v, true, 0, true);
+    std::replace(again.outputs.begin(), again.outputs.end(), L(v).out, L(v).recomputed);
+    add(g, std::move(again));
   }
 
   void first_forward(int v, int buf) {
@@ -367,15 +380,8 @@ class GraphEmitter {
         continue;
       // Inputs recomputed for this backward (once, before the first reader).
       const int ports = layer_input_ports(p_.model.nodes[static_cast<size_t>(node)]);
-      for (int port = 0; port < ports; ++port) {
-        const int src = a_.source_of(node, port).node;
-        if (src == a_.input_node || L(src).recomputed == kNoTensor ||
-            !recomputed.insert(src).second)
-          continue;
-        GraphNode again = forward_node(src, true, 0);
-        std::replace(again.outputs.begin(), again.outputs.end(), L(src).out, L(src).recomputed);
-        add(g, std::move(again));
-      }
+      for (int port = 0; port < ports; ++port)
+        recompute(g, a_.source_of(node, port).node, recomputed);
       add(g, backward_node(node, written));
     }
   }

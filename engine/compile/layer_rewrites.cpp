@@ -64,6 +64,40 @@ std::vector<LayerRewrite> plan_layer_rewrites(const Project& project, const Mode
       r[static_cast<size_t>(n)].recompute_out = true;
     }
 
+  // The matrix products: each from an input that is kept, or recomputed from
+  // one that is (so no chain reaches further back than a saved tensor), and
+  // read only by attention, by the layers recomputed above and by other
+  // matrix products.
+  if (options.recompute && options.recompute_matmuls) {
+    std::vector<bool> product(nodes.size(), false);
+    auto kept_or_near = [&](int src) {
+      if (src == a.input_node || !r[static_cast<size_t>(src)].recompute_out) return true;
+      if (product[static_cast<size_t>(src)]) return false;
+      const auto& ins = a.nodes[static_cast<size_t>(src)].inputs;
+      for (size_t port = 0; port < ins.size(); ++port) {
+        const int from = a.source_of(src, static_cast<int>(port)).node;
+        if (from != a.input_node && r[static_cast<size_t>(from)].recompute_out) return false;
+      }
+      return true;
+    };
+    for (int n : a.order) {
+      const LayerType t = type(n);
+      if (n == a.input_node || n == a.first_layer ||
+          (t != LayerType::TokenLinear && t != LayerType::Conv2d))
+        continue;
+      const auto& c = a.consumers[static_cast<size_t>(n)];
+      if (c.empty() || !kept_or_near(a.source_of(n, 0).node) ||
+          !std::all_of(c.begin(), c.end(), [&](const PortRef& use) {
+            const LayerType u = type(use.node);
+            return r[static_cast<size_t>(use.node)].recompute_out ||
+                   u == LayerType::SelfAttention || (use.node != a.first_layer && is_weighted(u));
+          }))
+        continue;
+      r[static_cast<size_t>(n)].recompute_out = true;
+      product[static_cast<size_t>(n)] = true;
+    }
+  }
+
   if (options.in_place_dx)
     for (int n : a.order) {
       if (n == a.input_node || backward_reads_own_output(type(n))) continue;

@@ -235,7 +235,8 @@ class TestCliPlan : public QObject {
 
   // The transformer's LayerNorms and GELUs are computed again in the backward
   // (the plan says so per layer) and the plan is smaller for it; --recompute
-  // off keeps them, and takes on or off only.
+  // off keeps them, matmuls also computes the blocks' qkv and fc1 again, and
+  // nothing else is taken.
   void recomputeOnAndOff() {
     const Result on = run_cli({"plan", project("vit-tiny-fashion"), "--json"});
     const Result off =
@@ -253,10 +254,23 @@ class TestCliPlan : public QObject {
             b.at("bytes_per_device").get<uint64_t>() * 4 / 5);
     const Result layers = run_cli({"plan", project("vit-tiny-fashion"), "--layers"});
     QVERIFY(layers.out.contains("output computed again in the backward"));
+    const Result more =
+        run_cli({"plan", project("vit-tiny-fashion"), "--json", "--recompute", "matmuls"});
+    QCOMPARE(more.code, 0);
+    const json c = json::parse(more.out.toStdString());
+    int products = 0;
+    for (const auto& l : c.at("layers"))
+      if (l.value("recomputed", false) && l.at("type") == "TokenLinear") ++products;
+    QCOMPARE(products, 12);  // each block's qkv and fc1
+    QVERIFY(c.at("bytes_per_device").get<uint64_t>() < a.at("bytes_per_device").get<uint64_t>());
     const Result bad = run_cli({"plan", project("vit-tiny-fashion"), "--recompute", "maybe"});
     QVERIFY(bad.code != 0);
-    QVERIFY2(bad.err.contains("option '--recompute' takes on or off, got 'maybe'"),
+    QVERIFY2(bad.err.contains("option '--recompute' takes on, off or matmuls, got 'maybe'"),
              bad.err.constData());
+    const Result clash = run_cli(
+        {"plan", project("vit-tiny-fashion"), "--recompute", "matmuls", "--rewrites", "off"});
+    QVERIFY(clash.code != 0);
+    QVERIFY2(clash.err.contains("'--recompute matmuls' needs the rewrites"), clash.err.constData());
   }
 
   void textTables() {

@@ -316,6 +316,24 @@ class TestTraining : public QObject {
     QCOMPARE(a.losses.size(), plain.losses.size());
     for (size_t i = 0; i < a.losses.size(); ++i) QCOMPARE(a.losses[i], plain.losses[i]);
     QVERIFY(a.losses.back() < a.losses.front());
+
+    // With the matrix products: the queries, keys and values and the MLP's
+    // hidden layer too (each from a recomputed LayerNorm of a kept tensor),
+    // still bit for bit.
+    CompileOptions matmuls;
+    matmuls.recompute_matmuls = true;
+    const CompiledProject more = compile_project(p, matmuls);
+    std::set<std::string> again;
+    for (size_t v = 0; v < p.model.nodes.size(); ++v)
+      if (more.layers[v].recomputed != kNoTensor) again.insert(p.model.nodes[v].id);
+    QCOMPARE(again, (std::set<std::string>{"ln1", "qkv", "ln2", "fc1", "gelu"}));
+    QVERIFY2(more.bytes_per_device() < rewritten.bytes_per_device(),
+             qPrintable(QString("%1 bytes with the matrix products, %2 without")
+                            .arg(more.bytes_per_device())
+                            .arg(rewritten.bytes_per_device())));
+    const Run m = run(p, {}, matmuls);
+    QCOMPARE(m.losses.size(), plain.losses.size());
+    for (size_t i = 0; i < m.losses.size(); ++i) QCOMPARE(m.losses[i], plain.losses[i]);
   }
 
   void everyActivationTrainsAndItsRewritesChangeNothing() {
