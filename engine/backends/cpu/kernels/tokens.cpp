@@ -48,8 +48,14 @@ void pos_embed_fwd(const KernelArgs& a) {
   const float* x = a.in[0].f32();
   const float* e = a.in[1].f32();
   float* y = a.out[0].f32();
-  parallel_floats(s.n * per, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) y[i] = x[i] + e[i % per];
+  // A sample at a time: no index arithmetic per value (a remainder by the
+  // sample's size cost vit-tiny-fashion 1.6 ms a step), and the loop vectorises.
+  detail::parallel_ranges(s.n, s.n * per, [&](int64_t lo, int64_t hi) {
+    for (int64_t n = lo; n < hi; ++n) {
+      const float* xr = x + n * per;
+      float* yr = y + n * per;
+      for (int64_t i = 0; i < per; ++i) yr[i] = xr[i] + e[i];
+    }
   });
 }
 
