@@ -385,8 +385,8 @@ std::string layer_summary(const LayerNode& node, const SummaryStyle& style) {
           // A tagged setting (Conv2d's groups) shows only away from its default: "g32".
           after_int = false;
           if (lp.*p.int_field == LayerParams{}.*p.int_field) continue;
-          out +=
-              std::string(style.separator) + std::string(p.tag) + std::to_string(lp.*p.int_field);
+          out += (out.empty() ? "" : std::string(style.separator)) + std::string(p.tag) +
+                 std::to_string(lp.*p.int_field);
           continue;
         }
         if (after_int) {

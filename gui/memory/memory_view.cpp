@@ -312,8 +312,8 @@ void MemoryView::refresh() {
   if (agreement.holds() && agreement.per_variant > 0) {
     agreement_->setText(
         tr("Offsets agree: all %1 DTensors outside the step-local pool have the same offset and "
-           "slot in %2; the pool's %3 features, gradient slots and scratch tensors are placed "
-           "per variant by their lifetimes.")
+           "slot in %2; the pool's %3 features, gradient slots, scratch tensors and what "
+           "forwards save for their backwards are placed per variant by their lifetimes.")
             .arg(agreement.tensors)
             .arg(cp_->plans().size() == 1 ? tr("its one variant")
                                           : tr("all %1 variants").arg(cp_->plans().size()))
