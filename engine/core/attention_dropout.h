@@ -63,4 +63,13 @@ TR_HOST_DEVICE constexpr float attention_dropout_scale(double p) {
   return p < 1.0 ? static_cast<float>(1.0 / (1.0 - p)) : 0.0f;
 }
 
+// A launch's dropout: off, or what its draws are keyed by and kept against.
+struct AttentionDropoutArgs {
+  bool on = false;
+  uint64_t seed = 0;
+  int layer = -1;
+  uint32_t threshold = 0;  // attention_dropout_threshold(p)
+  float scale = 1.0f;      // attention_dropout_scale(p)
+};
+
 }  // namespace tr

@@ -1661,6 +1661,16 @@ std::vector<OpCase> layer_norm_bwd_cases() {
 // probabilities: its rate, the project seed and the launch's rank.
 constexpr float kAttnStep = 7;  // S_SCALARS STEP: the dropout mask follows it
 
+// A launch that draws a dropout mask: its layer, the project seed, its rank
+// in a data-parallel world and the step in S_SCALARS.
+void place_draw(OpCase& c, LayerNode layer, uint64_t seed, int rank, int ranks, float step) {
+  c.layer = std::move(layer);
+  c.seed = seed;
+  c.rank = rank;
+  c.ranks = ranks;
+  c.scalars = {{ScalarSlot::STEP, step}};
+}
+
 struct Attn {
   Shape x;  // [N,H,W,C]: the tokens' features
   int64_t heads;
@@ -1686,13 +1696,7 @@ struct Attn {
     if (ranks > 1) s += " rank " + std::to_string(rank) + " of " + std::to_string(ranks);
     return s;
   }
-  void place(OpCase& c) const {
-    c.layer = layer();
-    c.seed = seed;
-    c.rank = rank;
-    c.ranks = ranks;
-    c.scalars = {{ScalarSlot::STEP, kAttnStep}};
-  }
+  void place(OpCase& c) const { place_draw(c, layer(), seed, rank, ranks, kAttnStep); }
   // What query i's probability of key j is multiplied by: 1 without dropout,
   // else the mask's keep factor (core/attention_dropout.h; the node's layer is 0).
   double keep(int64_t n, int64_t h, int64_t i, int64_t j) const {
@@ -2135,13 +2139,7 @@ struct Drop {
     if (ranks > 1) n += " rank " + std::to_string(rank) + " of " + std::to_string(ranks);
     return n;
   }
-  void place(OpCase& k) const {
-    k.layer = layer();
-    k.seed = seed;
-    k.rank = rank;
-    k.ranks = ranks;
-    k.scalars = {{ScalarSlot::STEP, kDropStep}};
-  }
+  void place(OpCase& k) const { place_draw(k, layer(), seed, rank, ranks, kDropStep); }
 };
 
 const Drop kDrops[] = {{}, {0.3, 16}, {0.5, 5, 1234, 1, 2}, {1.0, 16}};

@@ -33,15 +33,15 @@ __device__ inline int64_t o_at(const AttentionShape& s, int64_t n, int64_t token
 // The pair's mask key (0 without dropout) and query i's factor for key j.
 __device__ inline uint32_t drop_key(const AttentionShape& s, const AttentionDropout& drop,
                                     const Unit& un) {
-  if (!drop.on) return 0;
+  if (!drop.draw.on) return 0;
   const auto pair = static_cast<uint64_t>((drop.first_sample + un.n) * s.heads + un.h);
-  return attention_dropout_key(drop.seed, step_of(drop.step), drop.layer, pair);
+  return attention_dropout_key(drop.draw.seed, step_of(drop.step), drop.draw.layer, pair);
 }
 __device__ inline float keep_factor(const AttentionShape& s, const AttentionDropout& drop,
                                     uint32_t key, int64_t i, int64_t j) {
-  if (!drop.on) return 1.0f;
+  if (!drop.draw.on) return 1.0f;
   const auto index = static_cast<uint32_t>(i * s.tokens + j);
-  return attention_dropout_draw(key, index) >= drop.threshold ? drop.scale : 0.0f;
+  return attention_dropout_draw(key, index) >= drop.draw.threshold ? drop.draw.scale : 0.0f;
 }
 
 template <class T>

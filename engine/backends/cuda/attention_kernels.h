@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "backends/cuda/feature_view.h"
+#include "core/attention_dropout.h"
 
 namespace tr::cuda {
 
@@ -24,14 +25,11 @@ struct AttentionShape {
   Elem elem = Elem::F32;
 };
 
-// A launch's dropout on the probabilities (off: none).
+// A launch's dropout on the probabilities (off: none), and where its
+// samples start in the global batch and its step is.
 struct AttentionDropout {
-  bool on = false;
-  uint64_t seed = 0;
-  int layer = -1;
-  uint32_t threshold = 0;       // attention_dropout_threshold(p)
-  float scale = 1.0f;           // attention_dropout_scale(p)
-  int64_t first_sample = 0;     // the launch's first sample in the global batch
+  AttentionDropoutArgs draw;
+  int64_t first_sample = 0;
   const float* step = nullptr;  // S_SCALARS' STEP, read on the device (null: 0)
 };
 

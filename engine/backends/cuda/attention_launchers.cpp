@@ -7,7 +7,7 @@
 #include "backends/cuda/attention_kernels.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/operand_checks.h"
-#include "core/attention_dropout.h"
+#include "runtime/attention_dropout_args.h"
 
 namespace tr::cuda::attention {
 
@@ -45,13 +45,8 @@ void require_lse(const char* op, const KernelArgs& a, const TensorArg& t, const 
 // The layer's dropout, on in a training forward (one that saves lse) and its backward.
 AttentionDropout dropout_of(const KernelArgs& a, const AttentionShape& s, bool training) {
   AttentionDropout d;
-  const double p = a.params().attention_dropout;
-  if (!training || !(p > 0.0)) return d;
-  d.on = true;
-  d.seed = a.seed;
-  d.layer = a.node ? a.node->layer : -1;
-  d.threshold = attention_dropout_threshold(p);
-  d.scale = attention_dropout_scale(p);
+  d.draw = attention_dropout_args(a, training);
+  if (!d.draw.on) return d;
   d.first_sample = a.global_sample(0, s.n);
   d.step = a.scalars ? a.scalars + static_cast<int>(ScalarSlot::STEP) : nullptr;
   return d;

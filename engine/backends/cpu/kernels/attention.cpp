@@ -31,6 +31,7 @@
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/parallel.h"
 #include "core/attention_dropout.h"
+#include "runtime/attention_dropout_args.h"
 
 namespace tr::cpu {
 
@@ -89,14 +90,10 @@ AttentionGeometry attention_geometry(const KernelArgs& a, const char* op) {
   return g;
 }
 
-// A launch's dropout on the probabilities: off where the layer has none or
-// the forward saves nothing for a backward (inference).
-struct AttentionDrop {
-  bool on = false;
-  uint64_t seed = 0, step = 0;
-  int layer = -1;
-  uint32_t threshold = 0;
-  float scale = 1.0f;
+// A launch's dropout on the probabilities (runtime/attention_dropout_args.h)
+// and what the CPU adds: the step, and the launch's samples in the global batch.
+struct AttentionDrop : AttentionDropoutArgs {
+  uint64_t step = 0;
   const KernelArgs* args = nullptr;
   int64_t batch = 0;  // the launch's samples
   // The key of sample n's head h (n of this launch).
@@ -108,14 +105,8 @@ struct AttentionDrop {
 
 AttentionDrop attention_drop(const KernelArgs& a, const AttentionGeometry& g, bool training) {
   AttentionDrop d;
-  const double p = a.params().attention_dropout;
-  if (!training || !(p > 0.0)) return d;
-  d.on = true;
-  d.seed = a.seed;
+  static_cast<AttentionDropoutArgs&>(d) = attention_dropout_args(a, training);
   d.step = detail::training_step(a);
-  d.layer = a.node ? a.node->layer : -1;
-  d.threshold = attention_dropout_threshold(p);
-  d.scale = attention_dropout_scale(p);
   d.args = &a;
   d.batch = g.n;
   return d;
