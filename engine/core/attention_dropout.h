@@ -8,34 +8,17 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define TR_HOST_DEVICE __host__ __device__
-#else
-#define TR_HOST_DEVICE
-#endif
+#include "core/dropout_keys.h"
 
 namespace tr {
-
-namespace attention_dropout_detail {
-inline constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
-TR_HOST_DEVICE constexpr uint64_t mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-}  // namespace attention_dropout_detail
 
 // 32 bits of key for one (sample, head) pair of a layer's step: `pair` is
 // sample * heads + head, the sample numbered in the global batch (so the
 // mask is the same on any number of ranks).
 TR_HOST_DEVICE constexpr uint32_t attention_dropout_key(uint64_t seed, uint64_t step, int layer,
                                                         uint64_t pair) {
-  using attention_dropout_detail::kGolden;
-  using attention_dropout_detail::mix;
-  uint64_t k = mix(seed + kGolden);
-  k = mix(k ^ (step * 0xD1B54A32D192ED03ull));
-  k = mix(k ^ (static_cast<uint64_t>(static_cast<uint32_t>(layer)) * 0xAEF17502108EF2D9ull));
-  k = mix(k ^ ((pair + 1) * kGolden));
+  const uint64_t k =
+      dropout_mix(dropout_stream_key(seed, step, layer) ^ ((pair + 1) * kDropoutGolden));
   return static_cast<uint32_t>(k >> 32);
 }
 

@@ -484,6 +484,18 @@ class Importer {
   bool position_embedding(int k, const Tensor& table, const Value& in);
   bool fused_attention(int k);
   bool token_attention(int k, const Dims& target);
+  // The Softmax after node `after`, over the keys (axis -1, or `last_axis`,
+  // the same axis counted from the front); refuse(node, what) otherwise.
+  template <class Refuse>
+  int keys_softmax(int after, int64_t last_axis, Refuse refuse) const {
+    const int softmax = sole_consumer(out(after));
+    if (!op_is(softmax, "Softmax")) refuse(after, "is not followed by a Softmax");
+    const int64_t axis = attr_int(softmax, "axis", -1);
+    if (axis != -1 && axis != last_axis)
+      refuse(softmax, "normalises over axis " + std::to_string(axis) +
+                          "; attention's softmax is over the keys (the last axis, -1)");
+    return softmax;
+  }
   void token_pool(int k);
   void conv(int k);
   void batch_norm(int k);
@@ -1010,11 +1022,7 @@ bool Importer::fused_attention(int k) {
   const int scores = sole_consumer(out(scale));
   if (!op_is(scores, "MatMul") || input(scores, 0) != out(scale) || input(scores, 1) != out(tk))
     not_attention(scale, "is not multiplied by the transposed keys");
-  const int softmax = sole_consumer(out(scores));
-  if (!op_is(softmax, "Softmax")) not_attention(scores, "is not followed by a Softmax");
-  if (attr_int(softmax, "axis", -1) != -1 && attr_int(softmax, "axis", -1) != 2)
-    not_attention(softmax, "normalises over axis " + std::to_string(attr_int(softmax, "axis", -1)) +
-                               "; attention's softmax is over the keys (the last axis, -1)");
+  const int softmax = keys_softmax(scores, 2, not_attention);
   const int mixed = sole_consumer(out(softmax));
   if (!op_is(mixed, "MatMul") || input(mixed, 0) != out(softmax) || input(mixed, 1) != out(tv))
     not_attention(softmax, "is not multiplied by the values");
@@ -1132,11 +1140,7 @@ bool Importer::token_attention(int k, const Dims& target) {
                               "; attention multiplies them by 1 / sqrt(head size) (" + expected +
                               " for heads of " + std::to_string(d) + ")");
   }
-  const int softmax = sole_consumer(out(scaled));
-  if (!op_is(softmax, "Softmax")) not_attention(scaled, "is not followed by a Softmax");
-  if (attr_int(softmax, "axis", -1) != -1 && attr_int(softmax, "axis", -1) != 3)
-    not_attention(softmax, "normalises over axis " + std::to_string(attr_int(softmax, "axis", -1)) +
-                               "; attention's softmax is over the keys (the last axis, -1)");
+  const int softmax = keys_softmax(scaled, 3, not_attention);
   const int mixed = sole_consumer(out(softmax));
   if (!op_is(mixed, "MatMul") || input(mixed, 0) != out(softmax) || input(mixed, 1) != v ||
       sole_consumer(v) != mixed)

@@ -7,25 +7,11 @@
 #include "backends/cuda/launch_config.cuh"
 #include "backends/cuda/training_step.cuh"
 #include "backends/cuda/vector_io.cuh"
+#include "core/dropout_keys.h"
 
 namespace tr::cuda {
 
 namespace {
-
-constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
-
-// SplitMix64's finaliser; the constants must stay those of the CPU twin.
-__device__ inline uint64_t mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-__device__ inline uint64_t stream_key(uint64_t seed, uint64_t step, int layer) {
-  uint64_t k = mix(seed + kGolden);
-  k = mix(k ^ (step * 0xD1B54A32D192ED03ull));
-  return mix(k ^ (static_cast<uint64_t>(static_cast<uint32_t>(layer)) * 0xAEF17502108EF2D9ull));
-}
 
 // Position i of the features (padding included): its row, its column, and
 // whether it is a value rather than a padding lane.
@@ -49,7 +35,8 @@ __host__ __device__ inline uint64_t positions(const DropoutRows& rows) {
 // index, as on the CPU.
 __device__ inline bool kept(uint64_t key, const DropoutDraw& draw, uint64_t len, uint64_t r,
                             uint64_t c) {
-  return (mix(key + (draw.first + r * len + c + 1) * kGolden) >> 32) >= draw.threshold;
+  return (dropout_mix(key + (draw.first + r * len + c + 1) * kDropoutGolden) >> 32) >=
+         draw.threshold;
 }
 
 template <class T>
@@ -57,7 +44,7 @@ __global__ void dropout_fwd_kernel(const T* x, T* y, int8_t* mask, DropoutRows r
                                    DropoutDraw draw, const float* step) {
   // Every thread derives the key itself: three mixes cost less than a
   // second launch or a shared-memory handoff.
-  const uint64_t key = stream_key(draw.seed, step_of(step), draw.layer);
+  const uint64_t key = dropout_stream_key(draw.seed, step_of(step), draw.layer);
   const uint64_t n = positions(rows);
   const uint64_t len = static_cast<uint64_t>(rows.len);
   for (uint64_t i = first_index(); i < n; i += grid_stride()) {
@@ -110,7 +97,7 @@ __device__ inline void each_vector(const DropoutRows& rows, Lanes lanes) {
 template <class T, class I>
 __global__ void dropout_fwd_vec_kernel(const T* x, T* y, int8_t* mask, DropoutRows rows,
                                        DropoutDraw draw, const float* step) {
-  const uint64_t key = stream_key(draw.seed, step_of(step), draw.layer);
+  const uint64_t key = dropout_stream_key(draw.seed, step_of(step), draw.layer);
   const uint64_t len = static_cast<uint64_t>(rows.len);
   each_vector<T, I>(rows, [&](uint64_t at, uint64_t r, uint64_t c0, bool values) {
     const Vec<T> in = load_vec(x, at);

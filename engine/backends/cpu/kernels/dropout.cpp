@@ -8,6 +8,7 @@
 #include "backends/cpu/kernels/half_staging.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/parallel.h"
+#include "core/dropout_keys.h"
 
 namespace tr::cpu {
 
@@ -17,28 +18,10 @@ using detail::store;
 
 namespace {
 
-constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
-
 // The hash costs about what streaming eight floats does (64-bit multiplies
 // stay scalar), which the parallel threshold should see.
 constexpr int64_t kHashCost = 8;
 constexpr int64_t kBlock = 4096;
-
-// SplitMix64's finaliser: the element's draw is mix(stream + (index+1)*golden),
-// i.e. SplitMix64 with its state jumped straight to `index`.
-constexpr uint64_t mix(uint64_t z) noexcept {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// One independent stream per (seed, step, layer): chained mixing, so nearby
-// steps or layers do not give overlapping sequences.
-uint64_t stream_key(uint64_t seed, uint64_t step, int layer) noexcept {
-  uint64_t k = mix(seed + kGolden);
-  k = mix(k ^ (step * 0xD1B54A32D192ED03ull));
-  return mix(k ^ (static_cast<uint64_t>(static_cast<uint32_t>(layer)) * 0xAEF17502108EF2D9ull));
-}
 
 // Drop when the top 32 bits fall below p * 2^32.
 uint64_t drop_threshold(double p) noexcept {
@@ -48,7 +31,7 @@ uint64_t drop_threshold(double p) noexcept {
 }
 
 bool keep(uint64_t key, uint64_t index, uint64_t threshold) noexcept {
-  return (mix(key + (index + 1) * kGolden) >> 32) >= threshold;
+  return (dropout_mix(key + (index + 1) * kDropoutGolden) >> 32) >= threshold;
 }
 
 float keep_scale(double p) noexcept {
@@ -70,7 +53,7 @@ Rows rows_of(const Shape& s, int64_t mask_c) {
 }  // namespace
 
 bool dropout_keeps(uint64_t seed, uint64_t step, int layer, uint64_t index, double p) noexcept {
-  return keep(stream_key(seed, step, layer), index, drop_threshold(p));
+  return keep(dropout_stream_key(seed, step, layer), index, drop_threshold(p));
 }
 
 void dropout_fwd(const KernelArgs& a) {
@@ -84,7 +67,8 @@ void dropout_fwd(const KernelArgs& a) {
   const double p = a.params().p;
   const uint64_t threshold = drop_threshold(p);
   const float scale = keep_scale(p);
-  const uint64_t key = stream_key(a.seed, detail::training_step(a), a.node ? a.node->layer : -1);
+  const uint64_t key =
+      dropout_stream_key(a.seed, detail::training_step(a), a.node ? a.node->layer : -1);
   const uint64_t base = static_cast<uint64_t>(a.rank) * static_cast<uint64_t>(s.elements());
   const int64_t len = rows.len;
   // Elements [lo, hi) of row r. Two loops: the integer hash, then x * mask *
