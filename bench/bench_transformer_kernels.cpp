@@ -2,9 +2,11 @@
 // Times the CPU transformer kernels (attention, LayerNorm, GELU, forward and
 // backward) on the ViT projects' shapes, one JSON line each.
 //   bench_transformer_kernels [--batch N] [--repeat N] [--model vit-tiny|vit-b16]
-//                             [--build ISA]
-// The kernels are those of the build the CPU backend runs (kernel_builds.h),
-// or of the build named (x86-64, AVX2, AVX-512); threads come from
+//                             [--build ISA] [--precision fp32|bf16] [--tiles on|off]
+// The kernels are those the CPU backend runs: of the build it runs
+// (kernel_builds.h) or of the build named (x86-64, AVX2, AVX-512), and with
+// bf16 features the AMX tile kernels where the CPU has them (cpu_kernels.h)
+// unless --tiles off; "build" says which ran. Threads come from
 // OMP_NUM_THREADS. "min_ms" is the fastest of --repeat calls (other load on
 // a shared machine only ever adds time), "ms" the median; "gflops" counts
 // attention's matrix products (2 T^2 d multiply-adds a head forward, 5 T^2 d
@@ -19,6 +21,7 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/kernel_builds.h"
+#include "backends/cpu/kernels/tile_attention.h"
 #include "bench_tensors.h"
 
 namespace {
@@ -40,6 +43,8 @@ struct Options {
   int64_t batch = 0;  // 0: the model's
   int repeat = 20;
   std::string model, build;
+  DType features = DType::FP32;
+  bool tiles = true;
 };
 
 struct Timing {
@@ -69,20 +74,43 @@ void report(const Model& m, int64_t batch, const char* op, const char* isa, Timi
   std::printf("}\n");
 }
 
-void bench_model(const Model& m, const Options& o, const cpu::OwnKernels& build) {
+// One op's node, for the kernel table and the kernel's arguments.
+GraphNode node_of(ComputeOp op) {
+  GraphNode n;
+  n.op = op;
+  return n;
+}
+
+void bench_model(const Model& m, const Options& o, const cpu::OwnKernels& own) {
   const int64_t n = o.batch > 0 ? o.batch : m.batch;
   std::mt19937 rng(5);
   Tensors t;
-  const GraphNode node;
   const Shape x{n, 1, m.tokens, m.dim}, qkv{n, 1, m.tokens, 3 * m.dim},
       lse{n, 1, m.tokens, m.heads}, c{1, 1, 1, m.dim}, saved{n, 1, m.tokens, 2},
       hidden{n, 1, m.tokens, m.mlp};
-  const size_t q = t.add(qkv, rng), o_ = t.add(x, rng), l = t.add(lse, rng), dout = t.add(x, rng),
-               dq = t.add(qkv, rng), gamma = t.add(c, rng, 0.5f, 1.5f), beta = t.add(c, rng),
-               st = t.add(saved, rng), y = t.add(x, rng), dgamma = t.add(c, rng),
-               dbeta = t.add(c, rng), dx = t.add(x, rng), h = t.add(hidden, rng),
-               hy = t.add(hidden, rng), hd = t.add(hidden, rng);
-  auto kernel = [&](ComputeOp op) { return cpu::compute_kernel(op, build); };
+  // Features (and their gradients) in the precision asked; statistics,
+  // scales and shifts FP32, as a plan places them.
+  auto feature = [&](const Shape& s) { return t.add(s, rng, -1.0f, 1.0f, o.features); };
+  const size_t q = feature(qkv), o_ = feature(x), l = t.add(lse, rng), dout = feature(x),
+               dq = feature(qkv), gamma = t.add(c, rng, 0.5f, 1.5f), beta = t.add(c, rng),
+               st = t.add(saved, rng), y = feature(x), dgamma = t.add(c, rng),
+               dbeta = t.add(c, rng), dx = feature(x), h = feature(hidden), hy = feature(hidden),
+               hd = feature(hidden);
+  const GraphNode attn_fwd = node_of(ComputeOp::ATTENTION_FWD),
+                  attn_bwd = node_of(ComputeOp::ATTENTION_BWD),
+                  ln_fwd_node = node_of(ComputeOp::LAYER_NORM_FWD),
+                  ln_bwd_node = node_of(ComputeOp::LAYER_NORM_BWD),
+                  act_fwd = node_of(ComputeOp::ACTIVATION_FWD),
+                  act_bwd = node_of(ComputeOp::ACTIVATION_BWD);
+  const bool tiles = o.tiles && cpu::matrix_tiles_usable();
+  const std::string own_isa = std::string(own.isa) + (o.features == DType::BF16 ? " bf16" : "");
+  // The kernel the backend runs for `a`, and what ran.
+  auto timed = [&](const KernelArgs& a, std::string& isa) {
+    const cpu::Kernel k = cpu::launch_kernel(a, own, tiles);
+    isa = k == cpu::compute_kernel(a.node->op, own) ? own_isa : own_isa + " AMX";
+    return time_kernel(o.repeat, k, a);
+  };
+  std::string isa;
 
   LayerNode attn;
   attn.id = "attn";
@@ -92,35 +120,26 @@ void bench_model(const Model& m, const Options& o, const cpu::OwnKernels& build)
   const double pair_products =
       static_cast<double>(n * m.heads) * static_cast<double>(m.tokens * m.tokens) * d * 2.0;
   // The forward's log-sum-exp is the backward's input: run the forward first.
-  const KernelArgs fwd = t.args({q}, {o_, l}, attn, node);
-  report(m, n, "ATTENTION_FWD", build.isa,
-         time_kernel(o.repeat, kernel(ComputeOp::ATTENTION_FWD), fwd), 2 * pair_products);
-  report(m, n, "ATTENTION_BWD", build.isa,
-         time_kernel(o.repeat, kernel(ComputeOp::ATTENTION_BWD),
-                     t.args({q, o_, l, dout}, {dq}, attn, node)),
-         5 * pair_products);
+  Timing tm = timed(t.args({q}, {o_, l}, attn, attn_fwd), isa);
+  report(m, n, "ATTENTION_FWD", isa.c_str(), tm, 2 * pair_products);
+  tm = timed(t.args({q, o_, l, dout}, {dq}, attn, attn_bwd), isa);
+  report(m, n, "ATTENTION_BWD", isa.c_str(), tm, 5 * pair_products);
 
   LayerNode ln;
   ln.id = "ln";
   ln.type = LayerType::LayerNorm;
-  const KernelArgs ln_fwd = t.args({o_, gamma, beta}, {y, st}, ln, node);
-  report(m, n, "LAYER_NORM_FWD", build.isa,
-         time_kernel(o.repeat, kernel(ComputeOp::LAYER_NORM_FWD), ln_fwd), 0);
-  report(m, n, "LAYER_NORM_BWD", build.isa,
-         time_kernel(o.repeat, kernel(ComputeOp::LAYER_NORM_BWD),
-                     t.args({o_, gamma, st, dout}, {dgamma, dbeta, dx}, ln, node)),
-         0);
+  tm = timed(t.args({o_, gamma, beta}, {y, st}, ln, ln_fwd_node), isa);
+  report(m, n, "LAYER_NORM_FWD", isa.c_str(), tm, 0);
+  tm = timed(t.args({o_, gamma, st, dout}, {dgamma, dbeta, dx}, ln, ln_bwd_node), isa);
+  report(m, n, "LAYER_NORM_BWD", isa.c_str(), tm, 0);
 
   LayerNode gelu;
   gelu.id = "gelu";
   gelu.type = LayerType::GELU;
-  report(m, n, "GELU_FWD", build.isa,
-         time_kernel(o.repeat, kernel(ComputeOp::ACTIVATION_FWD), t.args({h}, {hy}, gelu, node)),
-         0);
-  report(
-      m, n, "GELU_BWD", build.isa,
-      time_kernel(o.repeat, kernel(ComputeOp::ACTIVATION_BWD), t.args({h, hy}, {hd}, gelu, node)),
-      0);
+  tm = timed(t.args({h}, {hy}, gelu, act_fwd), isa);
+  report(m, n, "GELU_FWD", isa.c_str(), tm, 0);
+  tm = timed(t.args({h, hy}, {hd}, gelu, act_bwd), isa);
+  report(m, n, "GELU_BWD", isa.c_str(), tm, 0);
 }
 
 }  // namespace
@@ -138,10 +157,17 @@ int main(int argc, char** argv) {
       o.model = argv[++i];
     } else if (a == "--build" && has_value) {
       o.build = argv[++i];
+    } else if (a == "--precision" && has_value &&
+               (std::strcmp(argv[i + 1], "fp32") == 0 || std::strcmp(argv[i + 1], "bf16") == 0)) {
+      o.features = std::strcmp(argv[++i], "bf16") == 0 ? DType::BF16 : DType::FP32;
+    } else if (a == "--tiles" && has_value &&
+               (std::strcmp(argv[i + 1], "on") == 0 || std::strcmp(argv[i + 1], "off") == 0)) {
+      o.tiles = std::strcmp(argv[++i], "on") == 0;
     } else {
       std::fprintf(stderr,
                    "usage: bench_transformer_kernels [--batch N] [--repeat N] "
-                   "[--model vit-tiny|vit-b16] [--build x86-64|AVX2|AVX-512]\n");
+                   "[--model vit-tiny|vit-b16] [--build x86-64|AVX2|AVX-512] "
+                   "[--precision fp32|bf16] [--tiles on|off]\n");
       return 2;
     }
   }

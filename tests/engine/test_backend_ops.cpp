@@ -31,8 +31,10 @@
 #include <renaissance/devices.h>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/kernel_builds.h"
 #include "backends/cpu/kernels/dropout.h"
+#include "backends/cpu/kernels/tile_attention.h"
 #include "backends/cuda_backend_options.h"
 #include "backends/cuda_plugin.h"
 #include "compile/computation_graph.h"
@@ -106,6 +108,10 @@ struct OpCase {
   // A matrix product: the CUDA backend runs FP32 ones on TF32 tensor cores
   // (operands rounded to 10 mantissa bits), so its FP32 rows allow 5e-3.
   bool tensor_cores = false;
+  // The CPU's AMX tile kernels (cpu_kernels.h) round intermediate operands
+  // of their products to bfloat16 (attention's probabilities and their
+  // gradients): on top of the outputs' own rounding, "cpu-tiles" allows 1e-2.
+  bool tile_products = false;
   // Backward cases: the forward (in double) whose gradient output `grad_out` is,
   // with respect to input `grad_of` of that forward, given the backward's dy (input
   // `dy`). The forward's other inputs are the backward's inputs `forward_inputs`.
@@ -550,18 +556,28 @@ void run_collective(Backend& backend, const OpCase& c, const Tensors& in, Tensor
 // ---- the backends -----------------------------------------------------------
 
 // A CPU backend that runs build `kernels` of our own kernels (kernel_builds.h;
-// nullptr: the widest that runs here).
-std::unique_ptr<Backend> make_cpu_backend(int world, const cpu::OwnKernels* kernels = nullptr) {
+// nullptr: the widest that runs here), and its AMX tile kernels where asked.
+std::unique_ptr<Backend> make_cpu_backend(int world, const cpu::OwnKernels* kernels = nullptr,
+                                          bool matrix_tiles = false) {
   cpu::CpuBackendOptions o;
   o.world = world;
   o.check_step_schedule = false;  // one launch, no schedule
   o.kernels = kernels;
+  o.matrix_tiles = matrix_tiles;
   return cpu::make_cpu_backend(o);
 }
 
-// "cpu" (its widest build of our own kernels) or "cuda".
+// "cpu" (its widest build of our own kernels), "cpu-tiles" (the AMX tile
+// kernels, cpu_kernels.h, where they take the launch) or "cuda".
 std::unique_ptr<Backend> make_backend(const std::string& which, int world, std::string& why_not) {
   if (which == "cpu") return make_cpu_backend(world);
+  if (which == "cpu-tiles") {
+    if (!cpu::matrix_tiles_usable()) {
+      why_not = "no AMX tiles here (the CPU lacks AMX-BF16 or the OS did not grant them)";
+      return nullptr;
+    }
+    return make_cpu_backend(world, nullptr, true);
+  }
   const DeviceScan scan = scan_devices();
   if (scan.cuda.empty()) {
     why_not = "no CUDA device here: " + scan.cuda_status;
@@ -1750,7 +1766,10 @@ const Attn kAttns[] = {{{2, 1, 5, 8}, 2},
                        {{2, 3, 4, 24}, 3},
                        {{1, 1, 70, 8}, 1},
                        {{2, 3, 4, 24}, 3, 0.3, 1234, 1, 2},
-                       {{1, 1, 70, 8}, 1, 0.5, 99}};
+                       {{1, 1, 70, 8}, 1, 0.5, 99},
+                       // heads of 48 channels: two depth steps and three
+                       // column tiles on AMX (tile_attention.cpp)
+                       {{1, 1, 40, 96}, 2}};
 
 // in [qkv] out [o, lse]
 std::vector<OpCase> attention_fwd_cases() {
@@ -1765,6 +1784,7 @@ std::vector<OpCase> attention_fwd_cases() {
     c.in_roles = "F";
     c.out_roles = "FS";
     c.tolerance = 2e-5;
+    c.tile_products = true;
     c.reference = [at](const Tensors& in, const Tensors&) {
       auto [o, lse] = at.forward(in[0]);
       return std::vector<Values>{o, lse};
@@ -1789,6 +1809,7 @@ std::vector<OpCase> attention_bwd_cases() {
     c.out_roles = "G";
     c.accumulate = accumulate ? 0b1 : 0;
     c.tolerance = 2e-5;
+    c.tile_products = true;
     // o and lse are the forward's of this qkv.
     c.prepare = [at](Tensors& in) {
       auto [o, lse] = at.forward(in[0]);
@@ -2863,10 +2884,22 @@ class TestBackendOps : public QObject {
     // TR_BACKEND_OPS_BACKENDS=cuda (the device check) leaves out the CPU's
     // cases, which every CI run covers.
     const QByteArray only = qgetenv("TR_BACKEND_OPS_BACKENDS");
-    for (const char* b : {"cpu", "cuda"}) {
+    for (const char* b : {"cpu", "cpu-tiles", "cuda"}) {
       if (!only.isEmpty() && !only.split(',').contains(b)) continue;
+      const bool tiles = QByteArray(b) == "cpu-tiles";
       for (int op = 0; op < kOps; ++op) {
         const std::vector<OpCase> cs = cases_of(op);
+        // The tile kernels take BF16 launches of a few ops; the rest is "cpu"'s.
+        if (tiles) {
+          if (is_range(op) || !cpu::has_tile_kernel(static_cast<ComputeOp>(op))) continue;
+          for (size_t i = 0; i < cs.size(); ++i)
+            QTest::newRow(qPrintable(QStringLiteral("%1/%2/%3")
+                                         .arg(b)
+                                         .arg(mode_name(Mode::BF16))
+                                         .arg(cs[i].name.c_str())))
+                << QString(b) << static_cast<int>(Mode::BF16) << op << static_cast<int>(i);
+          continue;
+        }
         if (cs.empty()) {
           QTest::newRow(qPrintable(QStringLiteral("%1/%2").arg(b).arg(op_name(op).c_str())))
               << QString(b) << static_cast<int>(Mode::FP32) << op << -1;
@@ -2925,6 +2958,7 @@ class TestBackendOps : public QObject {
                        : half == DType::BF16 ? c.tolerance + 0x1p-8
                                              : c.tolerance;
     if (backend == "cuda" && c.tensor_cores) tolerance = std::max(tolerance, 5e-3);
+    if (backend == "cpu-tiles" && c.tile_products) tolerance = std::max(tolerance, 1e-2);
     QCOMPARE(want.size(), out.size());
     for (size_t i = 0; i < out.size(); ++i) {
       const double err = worst_error(out[i], want[i]);

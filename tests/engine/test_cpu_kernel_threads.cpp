@@ -10,6 +10,8 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_threads.h"
+#include "backends/cpu/kernels/tile_attention.h"
+#include "core/bf16_convert.h"
 #include "kernel_harness.h"
 
 using namespace tr;
@@ -60,6 +62,38 @@ void compare(ComputeOp op, const std::vector<Shape>& ins, const std::vector<Shap
     }
 }
 
+// The bytes of the AMX tile attention's outputs (BF16 features, FP32
+// log-sum-exp) with `threads` threads: the forward's o and lse, then the
+// backward's dqkv from them.
+std::vector<std::vector<float>> tile_attention_outputs(int threads, const LayerNode& layer) {
+  cpu::set_cpu_threads(threads);
+  test::KernelHarness h;
+  const Shape x{8, 1, 64, 64}, qkv{8, 1, 64, 192}, lse{8, 1, 64, 4};
+  const size_t q = h.tensor(qkv, DType::BF16), o = h.tensor(x, DType::BF16), l = h.tensor(lse),
+               dout = h.tensor(x, DType::BF16), dq = h.tensor(qkv, DType::BF16);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (size_t t : {q, dout}) {
+    auto* bits = reinterpret_cast<uint16_t*>(h.f32(t));
+    for (int64_t k = 0; k < h.elements(t); ++k) bits[k] = float_to_bf16_bits(u(rng));
+  }
+  GraphNode node;
+  node.layer = 0;
+  node.op = ComputeOp::ATTENTION_FWD;
+  const KernelArgs fwd = h.args({q}, {o, l}, &node, &layer);
+  if (!cpu::tile_attention_takes(fwd)) return {};
+  cpu::tile_attention_fwd(fwd);
+  GraphNode back = node;
+  back.op = ComputeOp::ATTENTION_BWD;
+  cpu::tile_attention_bwd(h.args({q, o, l, dout}, {dq}, &back, &layer));
+  std::vector<std::vector<float>> result;
+  for (size_t id : {o, l, dq}) {
+    const auto* f = h.f32(id);
+    result.emplace_back(f, f + (h.elements(id) + 1) / (id == l ? 1 : 2));
+  }
+  return result;
+}
+
 }  // namespace
 
 class TestCpuKernelThreads : public QObject {
@@ -100,6 +134,24 @@ class TestCpuKernelThreads : public QObject {
     const Shape x{8, 1, 64, 64}, qkv{8, 1, 64, 192}, lse{8, 1, 64, 4};
     compare(ComputeOp::ATTENTION_FWD, {qkv}, {x, lse}, &layer);
     compare(ComputeOp::ATTENTION_BWD, {qkv, x, lse, x}, {qkv}, &layer);
+  }
+
+  // The AMX tile kernels for BF16 attention (tile_attention.h): a (sample,
+  // head) pair a thread, so one thread and two agree.
+  void tileAttention() {
+    if (!cpu::matrix_tiles_usable())
+      QSKIP("no AMX tiles here (the CPU lacks AMX-BF16 or the OS did not grant them)");
+    LayerNode layer;
+    layer.type = LayerType::Linear;
+    layer.params.heads = 4;
+    layer.params.attention_dropout = 0.2;
+    const auto one = tile_attention_outputs(1, layer);
+    QCOMPARE(one.size(), size_t{3});
+    const auto two = tile_attention_outputs(2, layer);
+    QCOMPARE(two.size(), one.size());
+    for (size_t i = 0; i < one.size(); ++i)
+      QVERIFY2(std::memcmp(one[i].data(), two[i].data(), one[i].size() * sizeof(float)) == 0,
+               qPrintable(QStringLiteral("output %1 differs on 2 threads").arg(i)));
   }
 
   void reluBackward() { compare(ComputeOp::RELU_BWD, {kX, kX}, {kX}); }

@@ -31,6 +31,9 @@ struct CpuBackendOptions {
   // The build of our own kernels to run (kernel_builds.h); nullptr: the
   // widest that runs here. For tests that compare the builds.
   const OwnKernels* kernels = nullptr;
+  // Run the AMX tile kernels (cpu_kernels.h) where the CPU has AMX and one
+  // takes a launch; off for tests that compare our own kernels' builds.
+  bool matrix_tiles = true;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options);

@@ -26,15 +26,15 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/kernels/attention_drop.h"
 #include "backends/cpu/kernels/fast_math.h"
 #include "backends/cpu/kernels/half_staging.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/parallel.h"
-#include "core/attention_dropout.h"
-#include "runtime/attention_dropout_args.h"
 
 namespace tr::cpu {
 
+using detail::AttentionDrop;
 using detail::has_out;
 using detail::parallel_ranges;
 
@@ -90,36 +90,11 @@ AttentionGeometry attention_geometry(const KernelArgs& a, const char* op) {
   return g;
 }
 
-// A launch's dropout on the probabilities (runtime/attention_dropout_args.h)
-// and what the CPU adds: the step, and the launch's samples in the global batch.
-struct AttentionDrop : AttentionDropoutArgs {
-  uint64_t step = 0;
-  const KernelArgs* args = nullptr;
-  int64_t batch = 0;  // the launch's samples
-  // The key of sample n's head h (n of this launch).
-  uint32_t key(int64_t n, int64_t h, int64_t heads) const {
-    const auto pair = static_cast<uint64_t>(args->global_sample(n, batch) * heads + h);
-    return attention_dropout_key(seed, step, layer, pair);
-  }
-};
-
-AttentionDrop attention_drop(const KernelArgs& a, const AttentionGeometry& g, bool training) {
-  AttentionDrop d;
-  static_cast<AttentionDropoutArgs&>(d) = attention_dropout_args(a, training);
-  d.step = detail::training_step(a);
-  d.args = &a;
-  d.batch = g.n;
-  return d;
-}
-
-// The keep factors (scale, or 0 where dropped) of one query's keys
-// [j, j + 16): `index` is query * tokens + j (indices wrap past 65536 tokens,
-// which leaves the draws distinct enough for a mask). Plain lane loops, which
-// the compiler turns into vector integer arithmetic.
+// The keep factors of one query's keys [j, j + 16) (attention_drop.h).
 void keep_factors(const AttentionDrop& d, uint32_t key, uint32_t index, Vec& f) {
-  for (int64_t l = 0; l < kVecLanes; ++l)
-    f[l] = attention_dropout_draw(key, index + static_cast<uint32_t>(l)) >= d.threshold ? d.scale
-                                                                                        : 0.0f;
+  float lanes[kVecLanes];
+  detail::keep_factors(d, key, index, lanes);
+  load(f, lanes);
 }
 
 // Combines the lanes pairwise, halves first (8 + 8, then 4 + 4, ...): a
@@ -455,7 +430,7 @@ void attention_fwd(const KernelArgs& a) {
   const float* qkv = a.in[0].f32();
   float* o = a.out[0].f32();
   float* lse = has_out(a, 1) ? a.out[1].f32() : nullptr;
-  const AttentionDrop drop = attention_drop(a, g, lse != nullptr);
+  const AttentionDrop drop = detail::attention_drop(a, g.n, lse != nullptr);
   for_each_pair(g, g.units() * g.t * g.d * 4, 2 * g.tp * g.dp + kQueryTile * (g.dp + kKeyBlock),
                 [&](auto chunks, int64_t n, int64_t h, const float* key_bias, float* b) {
                   forward_pair<decltype(chunks)::value>(qkv, at, n, h, drop, key_bias, b, o, lse);
@@ -477,7 +452,7 @@ void attention_bwd(const KernelArgs& a) {
   const float* dout = a.in[3].f32();
   float* dqkv = a.out[0].f32();
   const bool accumulate = a.accumulate(0);
-  const AttentionDrop drop = attention_drop(a, g, true);
+  const AttentionDrop drop = detail::attention_drop(a, g.n, true);
   for_each_pair(g, g.units() * g.t * g.d * 10, 5 * g.tp * g.dp + kQueryTile * 2 * (g.dp + g.tp),
                 [&](auto chunks, int64_t n, int64_t h, const float* key_bias, float* b) {
                   backward_pair<decltype(chunks)::value>(qkv, o, lse, dout, at, n, h, accumulate,
