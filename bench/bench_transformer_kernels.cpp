@@ -2,15 +2,16 @@
 // Times the CPU transformer kernels (attention, LayerNorm, GELU, forward and
 // backward) on the ViT projects' shapes, one JSON line each.
 //   bench_transformer_kernels [--batch N] [--repeat N] [--model vit-tiny|vit-b16]
-//                             [--build ISA] [--precision fp32|bf16] [--tiles on|off]
+//                             [--build ISA] [--precision fp32|bf16] [--native on|off]
 // The kernels are those the CPU backend runs: of the build it runs
 // (kernel_builds.h) or of the build named (x86-64, AVX2, AVX-512), and with
-// bf16 features the AMX tile kernels where the CPU has them (cpu_kernels.h)
-// unless --tiles off; "build" says which ran. Threads come from
-// OMP_NUM_THREADS. "min_ms" is the fastest of --repeat calls (other load on
-// a shared machine only ever adds time), "ms" the median; "gflops" counts
-// attention's matrix products (2 T^2 d multiply-adds a head forward, 5 T^2 d
-// backward: S, dP, dQ, dK, dV) from min_ms.
+// bf16 features the kernels written for the CPU's bfloat16 instructions
+// where it has them (AMX, AVX-512 BF16: cpu_kernels.h) unless --native off;
+// "build" says which ran. Threads come from OMP_NUM_THREADS. "min_ms" is
+// the fastest of --repeat calls (other load on a shared machine only ever
+// adds time), "ms" the median; "gflops" counts attention's matrix products
+// (2 T^2 d multiply-adds a head forward, 5 T^2 d backward: S, dP, dQ, dK,
+// dV) from min_ms.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -44,7 +45,7 @@ struct Options {
   int repeat = 20;
   std::string model, build;
   DType features = DType::FP32;
-  bool tiles = true;
+  bool native = true;
 };
 
 struct Timing {
@@ -102,12 +103,11 @@ void bench_model(const Model& m, const Options& o, const cpu::OwnKernels& own) {
                   ln_bwd_node = node_of(ComputeOp::LAYER_NORM_BWD),
                   act_fwd = node_of(ComputeOp::ACTIVATION_FWD),
                   act_bwd = node_of(ComputeOp::ACTIVATION_BWD);
-  const bool tiles = o.tiles && cpu::matrix_tiles_usable();
   const std::string own_isa = std::string(own.isa) + (o.features == DType::BF16 ? " bf16" : "");
   // The kernel the backend runs for `a`, and what ran.
   auto timed = [&](const KernelArgs& a, std::string& isa) {
-    const cpu::Kernel k = cpu::launch_kernel(a, own, tiles);
-    isa = k == cpu::compute_kernel(a.node->op, own) ? own_isa : own_isa + " AMX";
+    const cpu::Kernel k = cpu::launch_kernel(a, own, o.native);
+    isa = k == cpu::compute_kernel(a.node->op, own) ? own_isa : own_isa + " native";
     return time_kernel(o.repeat, k, a);
   };
   std::string isa;
@@ -160,14 +160,14 @@ int main(int argc, char** argv) {
     } else if (a == "--precision" && has_value &&
                (std::strcmp(argv[i + 1], "fp32") == 0 || std::strcmp(argv[i + 1], "bf16") == 0)) {
       o.features = std::strcmp(argv[++i], "bf16") == 0 ? DType::BF16 : DType::FP32;
-    } else if (a == "--tiles" && has_value &&
+    } else if (a == "--native" && has_value &&
                (std::strcmp(argv[i + 1], "on") == 0 || std::strcmp(argv[i + 1], "off") == 0)) {
-      o.tiles = std::strcmp(argv[++i], "on") == 0;
+      o.native = std::strcmp(argv[++i], "on") == 0;
     } else {
       std::fprintf(stderr,
                    "usage: bench_transformer_kernels [--batch N] [--repeat N] "
                    "[--model vit-tiny|vit-b16] [--build x86-64|AVX2|AVX-512] "
-                   "[--precision fp32|bf16] [--tiles on|off]\n");
+                   "[--precision fp32|bf16] [--native on|off]\n");
       return 2;
     }
   }

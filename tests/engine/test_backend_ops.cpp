@@ -34,7 +34,6 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/kernel_builds.h"
 #include "backends/cpu/kernels/dropout.h"
-#include "backends/cpu/kernels/tile_attention.h"
 #include "backends/cuda_backend_options.h"
 #include "backends/cuda_plugin.h"
 #include "compile/computation_graph.h"
@@ -110,7 +109,7 @@ struct OpCase {
   bool tensor_cores = false;
   // The CPU's AMX tile kernels (cpu_kernels.h) round intermediate operands
   // of their products to bfloat16 (attention's probabilities and their
-  // gradients): on top of the outputs' own rounding, "cpu-tiles" allows 1e-2.
+  // gradients): on top of the outputs' own rounding, "cpu-native" allows 1e-2.
   bool tile_products = false;
   // Backward cases: the forward (in double) whose gradient output `grad_out` is,
   // with respect to input `grad_of` of that forward, given the backward's dy (input
@@ -556,28 +555,23 @@ void run_collective(Backend& backend, const OpCase& c, const Tensors& in, Tensor
 // ---- the backends -----------------------------------------------------------
 
 // A CPU backend that runs build `kernels` of our own kernels (kernel_builds.h;
-// nullptr: the widest that runs here), and its AMX tile kernels where asked.
+// nullptr: the widest that runs here), and its native BF16 kernels where asked.
 std::unique_ptr<Backend> make_cpu_backend(int world, const cpu::OwnKernels* kernels = nullptr,
-                                          bool matrix_tiles = false) {
+                                          bool native_bf16 = false) {
   cpu::CpuBackendOptions o;
   o.world = world;
   o.check_step_schedule = false;  // one launch, no schedule
   o.kernels = kernels;
-  o.matrix_tiles = matrix_tiles;
+  o.native_bf16 = native_bf16;
   return cpu::make_cpu_backend(o);
 }
 
-// "cpu" (its widest build of our own kernels), "cpu-tiles" (the AMX tile
-// kernels, cpu_kernels.h, where they take the launch) or "cuda".
+// "cpu" (its widest build of our own kernels), "cpu-native" (the kernels
+// written for the CPU's bfloat16 instructions, cpu_kernels.h, where they
+// take the launch) or "cuda".
 std::unique_ptr<Backend> make_backend(const std::string& which, int world, std::string& why_not) {
   if (which == "cpu") return make_cpu_backend(world);
-  if (which == "cpu-tiles") {
-    if (!cpu::matrix_tiles_usable()) {
-      why_not = "no AMX tiles here (the CPU lacks AMX-BF16 or the OS did not grant them)";
-      return nullptr;
-    }
-    return make_cpu_backend(world, nullptr, true);
-  }
+  if (which == "cpu-native") return make_cpu_backend(world, nullptr, true);
   const DeviceScan scan = scan_devices();
   if (scan.cuda.empty()) {
     why_not = "no CUDA device here: " + scan.cuda_status;
@@ -2884,14 +2878,15 @@ class TestBackendOps : public QObject {
     // TR_BACKEND_OPS_BACKENDS=cuda (the device check) leaves out the CPU's
     // cases, which every CI run covers.
     const QByteArray only = qgetenv("TR_BACKEND_OPS_BACKENDS");
-    for (const char* b : {"cpu", "cpu-tiles", "cuda"}) {
+    for (const char* b : {"cpu", "cpu-native", "cuda"}) {
       if (!only.isEmpty() && !only.split(',').contains(b)) continue;
-      const bool tiles = QByteArray(b) == "cpu-tiles";
+      const bool native = QByteArray(b) == "cpu-native";
       for (int op = 0; op < kOps; ++op) {
         const std::vector<OpCase> cs = cases_of(op);
-        // The tile kernels take BF16 launches of a few ops; the rest is "cpu"'s.
-        if (tiles) {
-          if (is_range(op) || !cpu::has_tile_kernel(static_cast<ComputeOp>(op))) continue;
+        // The native kernels take BF16 launches of a few ops, on CPUs with
+        // the instructions (else these rows are "cpu"'s); the rest is "cpu"'s.
+        if (native) {
+          if (is_range(op) || !cpu::has_native_kernel(static_cast<ComputeOp>(op))) continue;
           for (size_t i = 0; i < cs.size(); ++i)
             QTest::newRow(qPrintable(QStringLiteral("%1/%2/%3")
                                          .arg(b)
@@ -2929,6 +2924,10 @@ class TestBackendOps : public QObject {
     // Overwriting: the reference adds onto zeros where the case would accumulate.
     const uint8_t accumulated = c.accumulate;
     if (static_cast<Mode>(mode) == Mode::OVERWRITE) c.accumulate = 0;
+    if (backend == "cpu-native" && !cpu::native_kernel_runs_here(static_cast<ComputeOp>(op)))
+      QSKIP(
+          "this CPU lacks the instructions of the op's native kernel (AVX-512 BF16, and AMX "
+          "for attention)");
     std::unique_ptr<Backend> b = make_backend(backend.toStdString(), c.world, why_not);
     if (!b) QSKIP(why_not.c_str());
     const CaseValues v = case_values(c, op, index, half);
@@ -2958,7 +2957,7 @@ class TestBackendOps : public QObject {
                        : half == DType::BF16 ? c.tolerance + 0x1p-8
                                              : c.tolerance;
     if (backend == "cuda" && c.tensor_cores) tolerance = std::max(tolerance, 5e-3);
-    if (backend == "cpu-tiles" && c.tile_products) tolerance = std::max(tolerance, 1e-2);
+    if (backend == "cpu-native" && c.tile_products) tolerance = std::max(tolerance, 1e-2);
     QCOMPARE(want.size(), out.size());
     for (size_t i = 0; i < out.size(); ++i) {
       const double err = worst_error(out[i], want[i]);
@@ -3035,12 +3034,15 @@ class TestBackendOps : public QObject {
       QTest::newRow("off") << QString() << 0 << -1 << -1;
       return;
     }
-    for (const char* b : {"cpu", "cuda"})
+    for (const char* b : {"cpu", "cpu-native", "cuda"})
       for (int op = 0; op < kOps; ++op) {
         const std::vector<OpCase> cs = cases_of(op);
+        const bool native = QByteArray(b) == "cpu-native";
+        if (native && (is_range(op) || !cpu::has_native_kernel(static_cast<ComputeOp>(op))))
+          continue;
         for (size_t i = 0; i < cs.size(); ++i)
           for (const Mode m : modes_of(cs[i]))
-            if (m == Mode::FP32 || m == Mode::FP16 || m == Mode::BF16)
+            if (native ? m == Mode::BF16 : m == Mode::FP32 || m == Mode::FP16 || m == Mode::BF16)
               QTest::newRow(qPrintable(
                   QStringLiteral("%1/%2/%3").arg(b).arg(mode_name(m)).arg(cs[i].name.c_str())))
                   << QString(b) << static_cast<int>(m) << op << static_cast<int>(i);

@@ -10,7 +10,6 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_threads.h"
-#include "backends/cpu/kernels/tile_attention.h"
 #include "core/bf16_convert.h"
 #include "kernel_harness.h"
 
@@ -62,36 +61,63 @@ void compare(ComputeOp op, const std::vector<Shape>& ins, const std::vector<Shap
     }
 }
 
-// The bytes of the AMX tile attention's outputs (BF16 features, FP32
-// log-sum-exp) with `threads` threads: the forward's o and lse, then the
-// backward's dqkv from them.
-std::vector<std::vector<float>> tile_attention_outputs(int threads, const LayerNode& layer) {
+// The bytes of the outputs of `ops` (native BF16 kernels, cpu_kernels.h),
+// run in order on the same tensors with `threads` threads. `dtypes` gives
+// each tensor's type; BF16 ones start random, FP32 ones from `fp32_lo`.
+struct NativeLaunch {
+  ComputeOp op;
+  std::vector<size_t> ins, outs;
+};
+std::vector<std::vector<float>> native_outputs(int threads, const std::vector<Shape>& shapes,
+                                               const std::vector<DType>& dtypes,
+                                               const std::vector<NativeLaunch>& launches,
+                                               const LayerNode& layer) {
   cpu::set_cpu_threads(threads);
   test::KernelHarness h;
-  const Shape x{8, 1, 64, 64}, qkv{8, 1, 64, 192}, lse{8, 1, 64, 4};
-  const size_t q = h.tensor(qkv, DType::BF16), o = h.tensor(x, DType::BF16), l = h.tensor(lse),
-               dout = h.tensor(x, DType::BF16), dq = h.tensor(qkv, DType::BF16);
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (size_t t : {q, dout}) {
-    auto* bits = reinterpret_cast<uint16_t*>(h.f32(t));
-    for (int64_t k = 0; k < h.elements(t); ++k) bits[k] = float_to_bf16_bits(u(rng));
+  std::vector<size_t> ids;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    ids.push_back(h.tensor(shapes[i], dtypes[i]));
+    if (dtypes[i] == DType::BF16) {
+      auto* bits = reinterpret_cast<uint16_t*>(h.f32(ids.back()));
+      for (int64_t k = 0; k < h.elements(ids.back()); ++k) bits[k] = float_to_bf16_bits(u(rng));
+    } else {
+      h.fill_random(ids.back(), rng, 0.5f, 1.5f);
+    }
   }
-  GraphNode node;
-  node.layer = 0;
-  node.op = ComputeOp::ATTENTION_FWD;
-  const KernelArgs fwd = h.args({q}, {o, l}, &node, &layer);
-  if (!cpu::tile_attention_takes(fwd)) return {};
-  cpu::tile_attention_fwd(fwd);
-  GraphNode back = node;
-  back.op = ComputeOp::ATTENTION_BWD;
-  cpu::tile_attention_bwd(h.args({q, o, l, dout}, {dq}, &back, &layer));
+  const cpu::OwnKernels& own = cpu::best_own_kernels();
   std::vector<std::vector<float>> result;
-  for (size_t id : {o, l, dq}) {
-    const auto* f = h.f32(id);
-    result.emplace_back(f, f + (h.elements(id) + 1) / (id == l ? 1 : 2));
+  for (const NativeLaunch& l : launches) {
+    GraphNode node;
+    node.layer = 0;
+    node.op = l.op;
+    std::vector<size_t> in, out;
+    for (size_t i : l.ins) in.push_back(ids[i]);
+    for (size_t i : l.outs) out.push_back(ids[i]);
+    const KernelArgs a = h.args(in, out, &node, &layer);
+    const cpu::Kernel k = cpu::launch_kernel(a, own, true);
+    if (k == cpu::compute_kernel(l.op, own)) return {};  // not a native kernel's launch
+    k(a);
+    for (size_t i : l.outs) {
+      const float* f = h.f32(ids[i]);
+      const int64_t n = h.elements(ids[i]);
+      result.emplace_back(f, f + (dtypes[i] == DType::BF16 ? (n + 1) / 2 : n));
+    }
   }
   return result;
+}
+
+// The native kernels' launches on one thread and on two: the same bits.
+void compare_native(const std::vector<Shape>& shapes, const std::vector<DType>& dtypes,
+                    const std::vector<NativeLaunch>& launches, const LayerNode& layer) {
+  const auto one = native_outputs(1, shapes, dtypes, launches, layer);
+  QVERIFY2(!one.empty(), "the backend would not run a native kernel on these launches");
+  const auto two = native_outputs(2, shapes, dtypes, launches, layer);
+  QCOMPARE(two.size(), one.size());
+  for (size_t i = 0; i < one.size(); ++i)
+    QVERIFY2(std::memcmp(one[i].data(), two[i].data(), one[i].size() * sizeof(float)) == 0,
+             qPrintable(QStringLiteral("output %1 differs on 2 threads").arg(i)));
 }
 
 }  // namespace
@@ -136,22 +162,40 @@ class TestCpuKernelThreads : public QObject {
     compare(ComputeOp::ATTENTION_BWD, {qkv, x, lse, x}, {qkv}, &layer);
   }
 
-  // The AMX tile kernels for BF16 attention (tile_attention.h): a (sample,
-  // head) pair a thread, so one thread and two agree.
-  void tileAttention() {
-    if (!cpu::matrix_tiles_usable())
+  // The native BF16 kernels (cpu_kernels.h): attention on AMX tiles a
+  // (sample, head) pair a thread; LayerNorm's rows over the threads and its
+  // parameter gradients in fixed parts; GELU elementwise.
+  void nativeAttention() {
+    if (!cpu::native_kernel_runs_here(ComputeOp::ATTENTION_FWD))
       QSKIP("no AMX tiles here (the CPU lacks AMX-BF16 or the OS did not grant them)");
     LayerNode layer;
     layer.type = LayerType::Linear;
     layer.params.heads = 4;
     layer.params.attention_dropout = 0.2;
-    const auto one = tile_attention_outputs(1, layer);
-    QCOMPARE(one.size(), size_t{3});
-    const auto two = tile_attention_outputs(2, layer);
-    QCOMPARE(two.size(), one.size());
-    for (size_t i = 0; i < one.size(); ++i)
-      QVERIFY2(std::memcmp(one[i].data(), two[i].data(), one[i].size() * sizeof(float)) == 0,
-               qPrintable(QStringLiteral("output %1 differs on 2 threads").arg(i)));
+    const Shape x{8, 1, 64, 64}, qkv{8, 1, 64, 192}, lse{8, 1, 64, 4};
+    const DType h = DType::BF16, f = DType::FP32;
+    compare_native(
+        {qkv, x, lse, x, qkv}, {h, h, f, h, h},
+        {{ComputeOp::ATTENTION_FWD, {0}, {1, 2}}, {ComputeOp::ATTENTION_BWD, {0, 1, 2, 3}, {4}}},
+        layer);
+  }
+
+  void nativeLayerNormAndGelu() {
+    if (!cpu::native_kernel_runs_here(ComputeOp::LAYER_NORM_FWD)) QSKIP("no AVX-512 BF16 here");
+    const Shape c{1, 1, 1, kX.c}, saved{kX.n, kX.h, kX.w, 2};
+    const DType h = DType::BF16, f = DType::FP32;
+    LayerNode ln;
+    ln.type = LayerType::LayerNorm;
+    // x, gamma, beta, y, saved, dy, dgamma, dbeta, dx
+    compare_native({kX, c, c, kX, saved, kX, c, c, kX}, {h, f, f, h, f, h, f, f, h},
+                   {{ComputeOp::LAYER_NORM_FWD, {0, 1, 2}, {3, 4}},
+                    {ComputeOp::LAYER_NORM_BWD, {0, 1, 4, 5}, {6, 7, 8}}},
+                   ln);
+    LayerNode gelu;
+    gelu.type = LayerType::GELU;
+    compare_native(
+        {kX, kX, kX, kX}, {h, h, h, h},
+        {{ComputeOp::ACTIVATION_FWD, {0}, {1}}, {ComputeOp::ACTIVATION_BWD, {0, 2}, {3}}}, gelu);
   }
 
   void reluBackward() { compare(ComputeOp::RELU_BWD, {kX, kX}, {kX}); }

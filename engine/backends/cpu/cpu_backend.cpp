@@ -19,7 +19,6 @@
 #include "backends/cpu/collectives.h"
 #include "backends/cpu/cpu_graph.h"
 #include "backends/cpu/cpu_kernels.h"
-#include "backends/cpu/kernels/tile_attention.h"
 #include "backends/cpu/step_checker.h"
 #include "backends/cpu/stream_worker.h"
 #include "backends/cpu/stream_workspace.h"
@@ -91,7 +90,7 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(const CpuBackendOptions& o)
       : options_(o),
         own_(o.kernels ? *o.kernels : best_own_kernels()),
-        matrix_tiles_(o.matrix_tiles && matrix_tiles_usable()),
+        native_bf16_(o.native_bf16),
         collectives_(o.world),
         ranks_(static_cast<size_t>(o.world)) {
     if (o.world < 1) throw std::invalid_argument("CPU backend: world size must be at least 1");
@@ -486,7 +485,7 @@ class CpuBackend final : public Backend {
     switch (l.kind) {
       case LaunchKind::KERNEL: {
         const GraphNode& node = *l.args->node;
-        const Kernel k = launch_kernel(*l.args, own_, matrix_tiles_);
+        const Kernel k = launch_kernel(*l.args, own_, native_bf16_);
         if (!k)
           throw std::logic_error("CPU backend: no kernel for " +
                                  std::string(node.kind == NodeKind::COMPUTE
@@ -542,7 +541,7 @@ class CpuBackend final : public Backend {
 
   CpuBackendOptions options_;
   const OwnKernels& own_;
-  const bool matrix_tiles_;
+  const bool native_bf16_;
   Collectives collectives_;
   std::vector<Rank> ranks_;
   uint64_t arena_bytes_ = 0;

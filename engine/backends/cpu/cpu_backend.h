@@ -31,9 +31,10 @@ struct CpuBackendOptions {
   // The build of our own kernels to run (kernel_builds.h); nullptr: the
   // widest that runs here. For tests that compare the builds.
   const OwnKernels* kernels = nullptr;
-  // Run the AMX tile kernels (cpu_kernels.h) where the CPU has AMX and one
-  // takes a launch; off for tests that compare our own kernels' builds.
-  bool matrix_tiles = true;
+  // Run the kernels written for the CPU's bfloat16 instructions (AMX tiles,
+  // AVX-512 BF16 with FMA; cpu_kernels.h) for the BF16 launches they take,
+  // where the CPU has them; off for tests that compare our own kernels' builds.
+  bool native_bf16 = true;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options);

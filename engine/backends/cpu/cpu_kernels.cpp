@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The CPU backend's op -> kernel table: oneDNN's dense ops and the AMX tile
-// kernels here, the rest from a build of our own kernels.
+// The CPU backend's op -> kernel table: oneDNN's dense ops and the kernels
+// written for the CPU's bfloat16 instructions here, the rest from a build of
+// our own kernels.
 #include "backends/cpu/cpu_kernels.h"
 
 #include "backends/cpu/kernels/dense.h"
 #include "backends/cpu/kernels/half_staging.h"
+#include "backends/cpu/kernels/native_bf16.h"
 #include "backends/cpu/kernels/tile_attention.h"
 
 namespace tr::cpu {
@@ -30,17 +32,28 @@ Kernel dense_kernel(ComputeOp op) noexcept {
   }
 }
 
-struct TileKernel {
+// A kernel written for the CPU's bfloat16 instructions, the launches it
+// takes, and whether this CPU runs it.
+struct NativeKernel {
   Kernel kernel = nullptr;
   bool (*takes)(const KernelArgs&) = nullptr;
+  bool (*usable)() noexcept = nullptr;
 };
 
-TileKernel tile_kernel(ComputeOp op) noexcept {
+NativeKernel native_kernel(ComputeOp op) noexcept {
   switch (op) {
     case ComputeOp::ATTENTION_FWD:
-      return {tile_attention_fwd, tile_attention_takes};
+      return {tile_attention_fwd, tile_attention_takes, matrix_tiles_usable};
     case ComputeOp::ATTENTION_BWD:
-      return {tile_attention_bwd, tile_attention_takes};
+      return {tile_attention_bwd, tile_attention_takes, matrix_tiles_usable};
+    case ComputeOp::LAYER_NORM_FWD:
+      return {native_layer_norm_fwd, native_layer_norm_takes, native_bf16_usable};
+    case ComputeOp::LAYER_NORM_BWD:
+      return {native_layer_norm_bwd, native_layer_norm_takes, native_bf16_usable};
+    case ComputeOp::ACTIVATION_FWD:
+      return {native_gelu_fwd, native_gelu_takes, native_bf16_usable};
+    case ComputeOp::ACTIVATION_BWD:
+      return {native_gelu_bwd, native_gelu_takes, native_bf16_usable};
     default:
       return {};
   }
@@ -48,16 +61,21 @@ TileKernel tile_kernel(ComputeOp op) noexcept {
 
 }  // namespace
 
-bool has_tile_kernel(ComputeOp op) noexcept {
-  return tile_kernel(op).kernel != nullptr;
+bool has_native_kernel(ComputeOp op) noexcept {
+  return native_kernel(op).kernel != nullptr;
 }
 
-Kernel launch_kernel(const KernelArgs& a, const OwnKernels& own, bool matrix_tiles) {
+bool native_kernel_runs_here(ComputeOp op) noexcept {
+  const NativeKernel k = native_kernel(op);
+  return k.kernel && k.usable();
+}
+
+Kernel launch_kernel(const KernelArgs& a, const OwnKernels& own, bool native_bf16) {
   const GraphNode& node = *a.node;
   if (node.kind != NodeKind::COMPUTE) return range_kernel(node.range_op, own);
-  if (matrix_tiles) {
-    const TileKernel t = tile_kernel(node.op);
-    if (t.kernel && t.takes(a)) return t.kernel;
+  if (native_bf16) {
+    const NativeKernel k = native_kernel(node.op);
+    if (k.kernel && k.usable() && k.takes(a)) return k.kernel;
   }
   return compute_kernel(node.op, own);
 }

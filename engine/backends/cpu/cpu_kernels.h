@@ -14,11 +14,14 @@ namespace tr::cpu {
 // (kernel_builds.h); nullptr when the op is not a kernel (H2D_INPUT is a
 // copy the backend does itself).
 Kernel compute_kernel(ComputeOp op, const OwnKernels& own = best_own_kernels()) noexcept;
-// Whether `op` has an AMX tile kernel (tile_attention.h) for some launches.
-bool has_tile_kernel(ComputeOp op) noexcept;
-// The kernel of a launch: the AMX tile kernel where `matrix_tiles` is on and
-// one takes the launch, else compute_kernel's or range_kernel's.
-Kernel launch_kernel(const KernelArgs& a, const OwnKernels& own, bool matrix_tiles);
+// Whether `op` has a kernel written for the CPU's bfloat16 instructions
+// (AMX tiles: tile_attention.h; AVX-512 BF16 with FMA: native_bf16.h) for
+// some of its BF16 launches, and whether this CPU has those instructions.
+bool has_native_kernel(ComputeOp op) noexcept;
+bool native_kernel_runs_here(ComputeOp op) noexcept;
+// The kernel of a launch: the native BF16 kernel where `native_bf16` is on
+// and one takes the launch, else compute_kernel's or range_kernel's.
+Kernel launch_kernel(const KernelArgs& a, const OwnKernels& own, bool native_bf16);
 // The kernel for a range op, or nullptr for collectives (the backend's job).
 Kernel range_kernel(RangeOp op, const OwnKernels& own = best_own_kernels()) noexcept;
 // Stream workspace bytes a compute kernel needs for `a` (16-bit operands are

@@ -9,7 +9,7 @@
 // T x T) are softmaxed in FP32 with AVX-512 and rounded to bfloat16 before
 // they weigh the values. The backward recomputes the probabilities from the
 // saved log-sum-exp (FlashAttention's method) and sums the keys' and values'
-// gradients, transposed, over the query blocks in order.
+// gradients, transposed_head, over the query blocks in order.
 //
 // Only this file holds AMX and AVX-512 code, compiled for those extensions
 // function by function and run only where matrix_tiles_usable() says so.
@@ -31,7 +31,9 @@
 #include <vector>
 
 #include "backends/cpu/kernels/attention_drop.h"
+#include "backends/cpu/kernels/avx512_bf16_math.h"
 #include "backends/cpu/kernels/kernel_util.h"
+#include "backends/cpu/kernels/native_bf16.h"
 #include "backends/cpu/kernels/parallel.h"
 #include "core/bf16_convert.h"
 #include "core/cpu_features.h"
@@ -43,9 +45,9 @@ namespace {
 #define TR_TILES \
   __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
 
-constexpr int64_t kRows = 16;   // a tile's rows, and the floats of a vector
-constexpr int64_t kDepth = 32;  // bfloat16 along a product's depth per tile step
-constexpr int64_t kBlock = 32;  // queries a step: two row tiles
+constexpr int64_t kRows = 16;        // a tile's rows, and the floats of a vector
+constexpr int64_t kDepth = 32;       // bfloat16 along a product's depth per tile step
+constexpr int64_t kQueryBlock = 32;  // queries a step: two row tiles
 
 int64_t round_up(int64_t x, int64_t m) {
   return (x + m - 1) / m * m;
@@ -139,46 +141,6 @@ TR_TILES void tile_product(int64_t m, int64_t n, int64_t k, const uint16_t* a, i
 
 // ---- vectors ----------------------------------------------------------------
 
-TR_TILES inline __mmask16 lanes(int64_t m) {
-  if (m <= 0) return 0;
-  return m >= kRows ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << m) - 1u);
-}
-
-// (The zero-masked forms throughout: GCC 12 warns that the unmasked ones'
-// undefined pass-through may be used uninitialised.)
-constexpr __mmask16 kAll = 0xFFFF;
-
-TR_TILES inline __m512 widen(const uint16_t* p, __mmask16 m) {
-  const __m256i h = _mm256_maskz_loadu_epi16(m, p);
-  return _mm512_castsi512_ps(
-      _mm512_maskz_slli_epi32(kAll, _mm512_maskz_cvtepu16_epi32(kAll, h), 16));
-}
-
-TR_TILES inline __m256i narrow(__m512 v) {
-  const __m256bh h = _mm512_cvtneps_pbh(v);
-  __m256i out;
-  std::memcpy(&out, &h, sizeof out);
-  return out;
-}
-
-// The lanes combined pairwise, halves first (8 + 8, 4 + 4, 2 + 2, 1 + 1):
-// a fixed order, whatever the build.
-TR_TILES inline float lane_sum(__m512 v) {
-  v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(kAll, v, v, _MM_SHUFFLE(1, 0, 3, 2)));
-  v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(kAll, v, v, _MM_SHUFFLE(2, 3, 0, 1)));
-  v = _mm512_add_ps(v, _mm512_maskz_permute_ps(kAll, v, _MM_SHUFFLE(1, 0, 3, 2)));
-  v = _mm512_add_ps(v, _mm512_maskz_permute_ps(kAll, v, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm512_cvtss_f32(v);
-}
-
-TR_TILES inline float lane_max(__m512 v) {
-  v = _mm512_maskz_max_ps(kAll, v, _mm512_maskz_shuffle_f32x4(kAll, v, v, _MM_SHUFFLE(1, 0, 3, 2)));
-  v = _mm512_maskz_max_ps(kAll, v, _mm512_maskz_shuffle_f32x4(kAll, v, v, _MM_SHUFFLE(2, 3, 0, 1)));
-  v = _mm512_maskz_max_ps(kAll, v, _mm512_maskz_permute_ps(kAll, v, _MM_SHUFFLE(1, 0, 3, 2)));
-  v = _mm512_maskz_max_ps(kAll, v, _mm512_maskz_permute_ps(kAll, v, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm512_cvtss_f32(v);
-}
-
 // 32 bfloat16: a's 16 and b's 16 interleaved (a0 b0 a1 b1 ...).
 TR_TILES inline __m512i interleave(__m512 a, __m512 b) {
   const __m512bh h = _mm512_cvtne2ps_pbh(b, a);  // a in the low half
@@ -187,43 +149,6 @@ TR_TILES inline __m512i interleave(__m512 a, __m512 b) {
   const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24,
                                          8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   return _mm512_permutexvar_epi16(order, v);
-}
-
-// e^x: Cody-Waite reduction by ln 2, a degree-6 polynomial, 2^n by VSCALEFPS.
-// Arguments below -87 give e^-87; NaN stays NaN.
-TR_TILES inline __m512 exp16(__m512 x) {
-  x = _mm512_maskz_max_ps(kAll, _mm512_set1_ps(-87.0f), x);
-  const __m512 n =
-      _mm512_maskz_roundscale_ps(kAll, _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_maskz_scalef_ps(kAll, p, n);
-}
-
-// ln x for positive normal x: x = 2^e m, m in [1, 2); ln m = 2 atanh(t),
-// t = (m - 1) / (m + 1) in [0, 1/3), by its odd series to t^13.
-TR_TILES inline __m512 log16(__m512 x) {
-  const __m512 e = _mm512_maskz_getexp_ps(kAll, x);
-  const __m512 m = _mm512_maskz_getmant_ps(kAll, x, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_src);
-  const __m512 one = _mm512_set1_ps(1.0f);
-  const __m512 t = _mm512_div_ps(_mm512_sub_ps(m, one), _mm512_add_ps(m, one));
-  const __m512 t2 = _mm512_mul_ps(t, t);
-  __m512 p = _mm512_set1_ps(2.0f / 13.0f);
-  p = _mm512_fmadd_ps(p, t2, _mm512_set1_ps(2.0f / 11.0f));
-  p = _mm512_fmadd_ps(p, t2, _mm512_set1_ps(2.0f / 9.0f));
-  p = _mm512_fmadd_ps(p, t2, _mm512_set1_ps(2.0f / 7.0f));
-  p = _mm512_fmadd_ps(p, t2, _mm512_set1_ps(2.0f / 5.0f));
-  p = _mm512_fmadd_ps(p, t2, _mm512_set1_ps(2.0f / 3.0f));
-  p = _mm512_fmadd_ps(p, t2, _mm512_set1_ps(2.0f));
-  return _mm512_fmadd_ps(e, _mm512_set1_ps(0.693147180559945309f), _mm512_mul_ps(p, t));
 }
 
 TR_TILES inline __m512 keep16(const detail::AttentionDrop& d, uint32_t key, uint32_t index) {
@@ -257,7 +182,7 @@ TileGeometry tile_geometry(const KernelArgs& a) {
   g.n = s.n;
   g.t = s.h * s.w;
   g.d = g.c / g.heads;
-  g.tk = round_up(g.t, kBlock);
+  g.tk = round_up(g.t, kQueryBlock);
   g.dk = round_up(g.d, kDepth);
   g.dn = round_up(g.d, kRows);
   g.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(g.d)));
@@ -285,7 +210,8 @@ TR_TILES inline __m512i pair_words(const uint16_t* src, int64_t stride, int64_t 
       _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(j0)),
                        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
   const __m512i at = _mm512_mullo_epi32(rows, _mm512_set1_epi32(static_cast<int>(stride)));
-  return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lanes(t - j0), at, src + 2 * c2, 2);
+  return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), avx512::lanes(t - j0), at,
+                                     src + 2 * c2, 2);
 }
 
 // The head's channels as pairs interleaved over the tokens, [dk/2][2 tk]:
@@ -300,17 +226,18 @@ TR_TILES void channel_pairs(const uint16_t* src, int64_t stride, const TileGeome
     for (int64_t j = 0; j < g.t; ++j) out[(g.d / 2) * 2 * g.tk + 2 * j] = src[j * stride + g.d - 1];
 }
 
-// The head transposed, [dn][tk]: the left operand of a product over the
+// The head transposed_head, [dn][tk]: the left operand of a product over the
 // queries (qᵀ ds, doᵀ p).
-TR_TILES void transposed(const uint16_t* src, int64_t stride, const TileGeometry& g,
-                         uint16_t* out) {
+TR_TILES void transposed_head(const uint16_t* src, int64_t stride, const TileGeometry& g,
+                              uint16_t* out) {
   for (int64_t c2 = 0; c2 < g.d / 2; ++c2)
     for (int64_t j0 = 0; j0 < g.t; j0 += kRows) {
       const __m512i w = pair_words(src, stride, g.t, j0, c2);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * c2 * g.tk + j0),
-                          _mm512_maskz_cvtepi32_epi16(kAll, w));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (2 * c2 + 1) * g.tk + j0),
-                          _mm512_maskz_cvtepi32_epi16(kAll, _mm512_maskz_srli_epi32(kAll, w, 16)));
+                          _mm512_maskz_cvtepi32_epi16(avx512::kAll, w));
+      _mm256_storeu_si256(
+          reinterpret_cast<__m256i*>(out + (2 * c2 + 1) * g.tk + j0),
+          _mm512_maskz_cvtepi32_epi16(avx512::kAll, _mm512_maskz_srli_epi32(avx512::kAll, w, 16)));
     }
   if (g.d % 2)
     for (int64_t j = 0; j < g.t; ++j) out[(g.d - 1) * g.tk + j] = src[j * stride + g.d - 1];
@@ -327,7 +254,7 @@ TR_TILES void token_pairs(const uint16_t* src, int64_t stride, const TileGeometr
     const uint16_t* a = src + j * stride;
     const bool second = j + 1 < g.t;
     for (int64_t c = 0; c < g.d; c += kRows) {
-      const __mmask32 m = lanes(g.d - c);
+      const __mmask32 m = avx512::lanes(g.d - c);
       const __m512i first = _mm512_maskz_loadu_epi16(m, a + c);
       const __m512i next = _mm512_maskz_loadu_epi16(second ? m : __mmask32{0}, a + stride + c);
       const __mmask32 pairs =
@@ -345,21 +272,21 @@ TR_TILES void write_rows(const float* rows, int64_t ld, int64_t count, int64_t d
   const __m512 f = _mm512_set1_ps(factor);
   for (int64_t j = 0; j < count; ++j)
     for (int64_t c = 0; c < d; c += kRows) {
-      const __mmask16 m = lanes(d - c);
+      const __mmask16 m = avx512::lanes(d - c);
       uint16_t* to = dst + j * stride + c;
       __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, rows + j * ld + c), f);
-      if (accumulate) v = _mm512_add_ps(widen(to, m), v);
-      _mm256_mask_storeu_epi16(to, m, narrow(v));
+      if (accumulate) v = _mm512_add_ps(avx512::widen(to, m), v);
+      _mm256_mask_storeu_epi16(to, m, avx512::narrow(v));
     }
 }
 
-// The same from a transposed source, rows_t[c][j] (ld): a gather a token.
+// The same from a transposed_head source, rows_t[c][j] (ld): a gather a token.
 TR_TILES void write_transposed(const float* rows_t, int64_t ld, const TileGeometry& g, float factor,
                                uint16_t* dst, int64_t stride, bool accumulate) {
   const __m512 f = _mm512_set1_ps(factor);
   const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   for (int64_t c = 0; c < g.d; c += kRows) {
-    const __mmask16 m = lanes(g.d - c);
+    const __mmask16 m = avx512::lanes(g.d - c);
     const __m512i at =
         _mm512_mullo_epi32(_mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(c))),
                            _mm512_set1_epi32(static_cast<int>(ld)));
@@ -367,8 +294,8 @@ TR_TILES void write_transposed(const float* rows_t, int64_t ld, const TileGeomet
       uint16_t* to = dst + j * stride + c;
       __m512 v =
           _mm512_mul_ps(_mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, at, rows_t + j, 4), f);
-      if (accumulate) v = _mm512_add_ps(widen(to, m), v);
-      _mm256_mask_storeu_epi16(to, m, narrow(v));
+      if (accumulate) v = _mm512_add_ps(avx512::widen(to, m), v);
+      _mm256_mask_storeu_epi16(to, m, avx512::narrow(v));
     }
   }
 }
@@ -398,16 +325,16 @@ struct ForwardBuffers {
   uint16_t *kp, *vp, *q, *p;
   float *s, *o;
   static int64_t floats(const TileGeometry& g) {
-    return g.dk * g.tk / 2 + g.tk * g.dn / 2 + g.tk * g.dk / 2 + kBlock * g.tk / 2 + kBlock * g.tk +
-           kBlock * g.dn + 6 * 16;
+    return g.dk * g.tk / 2 + g.tk * g.dn / 2 + g.tk * g.dk / 2 + kQueryBlock * g.tk / 2 +
+           kQueryBlock * g.tk + kQueryBlock * g.dn + 6 * 16;
   }
   ForwardBuffers(Carve& b, const TileGeometry& g)
       : kp(b.bf16(g.dk * g.tk)),
         vp(b.bf16(g.tk * g.dn)),
         q(b.bf16(g.tk * g.dk)),
-        p(b.bf16(kBlock * g.tk)),
-        s(b.f32(kBlock * g.tk)),
-        o(b.f32(kBlock * g.dn)) {}
+        p(b.bf16(kQueryBlock * g.tk)),
+        s(b.f32(kQueryBlock * g.tk)),
+        o(b.f32(kQueryBlock * g.dn)) {}
 };
 
 // One query row's softmax: s (FP32 products q . k) -> p (bfloat16, kept
@@ -418,44 +345,45 @@ TR_TILES void softmax_row(const float* s, const TileGeometry& g, const detail::A
                           uint32_t key, uint32_t index, uint16_t* p, float& max, float& sum) {
   __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int64_t j = 0; j < g.t; j += kRows)
-    m = _mm512_mask_max_ps(m, lanes(g.t - j), m, _mm512_loadu_ps(s + j));
-  max = lane_max(m) * g.scale;
+    m = _mm512_mask_max_ps(m, avx512::lanes(g.t - j), m, _mm512_loadu_ps(s + j));
+  max = avx512::lane_max(m) * g.scale;
   const __m512 scale = _mm512_set1_ps(g.scale), shift = _mm512_set1_ps(max);
   __m512 total = _mm512_setzero_ps();
   for (int64_t j = 0; j < g.tk; j += kRows) {
-    const __mmask16 k = lanes(g.t - j);
-    __m512 e = _mm512_maskz_mov_ps(k, exp16(_mm512_fmsub_ps(_mm512_loadu_ps(s + j), scale, shift)));
+    const __mmask16 k = avx512::lanes(g.t - j);
+    __m512 e = _mm512_maskz_mov_ps(
+        k, avx512::exp16(_mm512_fmsub_ps(_mm512_loadu_ps(s + j), scale, shift)));
     total = _mm512_add_ps(total, e);
     if (drop.on && k) e = _mm512_mul_ps(e, keep16(drop, key, index + static_cast<uint32_t>(j)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + j), narrow(e));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + j), avx512::narrow(e));
   }
-  sum = lane_sum(total);
+  sum = avx512::lane_sum(total);
 }
 
-TR_TILES void forward_pair(const uint16_t* qkv, const TileGeometry& g, int64_t n, int64_t h,
-                           const detail::AttentionDrop& drop, const ForwardBuffers& b, uint16_t* o,
-                           float* lse) {
+TR_TILES void tile_forward_pair(const uint16_t* qkv, const TileGeometry& g, int64_t n, int64_t h,
+                                const detail::AttentionDrop& drop, const ForwardBuffers& b,
+                                uint16_t* o, float* lse) {
   const int64_t stride = 3 * g.c;
   const uint32_t key = drop.on ? drop.key(n, h, g.heads) : 0;
   copy_rows(g.head(qkv, n, h, 0), stride, g, b.q, g.dk);
   channel_pairs(g.head(qkv, n, h, 1), stride, g, b.kp);
   token_pairs(g.head(qkv, n, h, 2), stride, g, b.vp);
-  for (int64_t i0 = 0; i0 < g.t; i0 += kBlock) {
-    tile_product(kBlock, g.tk, g.dk, b.q + i0 * g.dk, g.dk, b.kp, 2 * g.tk, b.s, g.tk, false);
-    const int64_t rows = std::min(kBlock, g.t - i0);
-    alignas(64) float max[kBlock] = {}, sum[kBlock];
-    std::fill_n(sum, kBlock, 1.0f);
+  for (int64_t i0 = 0; i0 < g.t; i0 += kQueryBlock) {
+    tile_product(kQueryBlock, g.tk, g.dk, b.q + i0 * g.dk, g.dk, b.kp, 2 * g.tk, b.s, g.tk, false);
+    const int64_t rows = std::min(kQueryBlock, g.t - i0);
+    alignas(64) float max[kQueryBlock] = {}, sum[kQueryBlock];
+    std::fill_n(sum, kQueryBlock, 1.0f);
     for (int64_t r = 0; r < rows; ++r)
       softmax_row(b.s + r * g.tk, g, drop, key, static_cast<uint32_t>((i0 + r) * g.t),
                   b.p + r * g.tk, max[r], sum[r]);
     // Rows past the tokens weigh nothing; their sums are never read.
-    std::memset(b.p + rows * g.tk, 0, static_cast<size_t>((kBlock - rows) * g.tk) * 2);
-    tile_product(kBlock, g.dn, g.tk, b.p, g.tk, b.vp, 2 * g.dn, b.o, g.dn, false);
-    alignas(64) float inverse[kBlock];
-    for (int64_t r = 0; r < kBlock; r += kRows) {
+    std::memset(b.p + rows * g.tk, 0, static_cast<size_t>((kQueryBlock - rows) * g.tk) * 2);
+    tile_product(kQueryBlock, g.dn, g.tk, b.p, g.tk, b.vp, 2 * g.dn, b.o, g.dn, false);
+    alignas(64) float inverse[kQueryBlock];
+    for (int64_t r = 0; r < kQueryBlock; r += kRows) {
       const __m512 l = _mm512_load_ps(sum + r);
       _mm512_store_ps(inverse + r, _mm512_div_ps(_mm512_set1_ps(1.0f), l));
-      if (lse) _mm512_store_ps(sum + r, _mm512_add_ps(_mm512_load_ps(max + r), log16(l)));
+      if (lse) _mm512_store_ps(sum + r, _mm512_add_ps(_mm512_load_ps(max + r), avx512::log16(l)));
     }
     uint16_t* out = o + (n * g.t + i0) * g.c + h * g.d;
     for (int64_t r = 0; r < rows; ++r) {
@@ -471,9 +399,10 @@ struct BackwardBuffers {
   uint16_t *kp, *vp, *kt, *q, *go, *qt, *got, *dsr, *dsp, *pp;
   float *s, *dp, *dkt, *dvt, *dq;
   static int64_t floats(const TileGeometry& g) {
-    return (2 * g.dk * g.tk + g.tk * g.dn + 2 * g.tk * g.dk + 2 * g.dn * g.tk + 3 * kBlock * g.tk) /
+    return (2 * g.dk * g.tk + g.tk * g.dn + 2 * g.tk * g.dk + 2 * g.dn * g.tk +
+            3 * kQueryBlock * g.tk) /
                2 +
-           2 * kBlock * g.tk + 2 * g.dn * g.tk + kBlock * g.dn + 15 * 16;
+           2 * kQueryBlock * g.tk + 2 * g.dn * g.tk + kQueryBlock * g.dn + 15 * 16;
   }
   BackwardBuffers(Carve& b, const TileGeometry& g)
       : kp(b.bf16(g.dk * g.tk)),
@@ -483,24 +412,24 @@ struct BackwardBuffers {
         go(b.bf16(g.tk * g.dk)),
         qt(b.bf16(g.dn * g.tk)),
         got(b.bf16(g.dn * g.tk)),
-        dsr(b.bf16(kBlock * g.tk)),
-        dsp(b.bf16(kBlock * g.tk)),
-        pp(b.bf16(kBlock * g.tk)),
-        s(b.f32(kBlock * g.tk)),
-        dp(b.f32(kBlock * g.tk)),
+        dsr(b.bf16(kQueryBlock * g.tk)),
+        dsp(b.bf16(kQueryBlock * g.tk)),
+        pp(b.bf16(kQueryBlock * g.tk)),
+        s(b.f32(kQueryBlock * g.tk)),
+        dp(b.f32(kQueryBlock * g.tk)),
         dkt(b.f32(g.dn * g.tk)),
         dvt(b.f32(g.dn * g.tk)),
-        dq(b.f32(kBlock * g.dn)) {}
+        dq(b.f32(kQueryBlock * g.dn)) {}
 };
 
 // do . o of one query, in FP32 from the bfloat16 rows.
 TR_TILES float row_dot(const uint16_t* a, const uint16_t* b, int64_t d) {
   __m512 acc = _mm512_setzero_ps();
   for (int64_t c = 0; c < d; c += kRows) {
-    const __mmask16 m = lanes(d - c);
-    acc = _mm512_fmadd_ps(widen(a + c, m), widen(b + c, m), acc);
+    const __mmask16 m = avx512::lanes(d - c);
+    acc = _mm512_fmadd_ps(avx512::widen(a + c, m), avx512::widen(b + c, m), acc);
   }
-  return lane_sum(acc);
+  return avx512::lane_sum(acc);
 }
 
 // Queries r and r + 1 of the block (FP32 rows `x`, tk apart) as bfloat16
@@ -510,27 +439,28 @@ TR_TILES void pair_rows(const float* x0, const float* x1, int64_t tk, uint16_t* 
     _mm512_storeu_si512(out + 2 * j, interleave(_mm512_loadu_ps(x0 + j), _mm512_loadu_ps(x1 + j)));
 }
 
-TR_TILES void backward_pair(const uint16_t* qkv, const uint16_t* o, const float* lse,
-                            const uint16_t* dout, const TileGeometry& g, int64_t n, int64_t h,
-                            const detail::AttentionDrop& drop, const BackwardBuffers& b,
-                            uint16_t* dqkv, bool accumulate) {
+TR_TILES void tile_backward_pair(const uint16_t* qkv, const uint16_t* o, const float* lse,
+                                 const uint16_t* dout, const TileGeometry& g, int64_t n, int64_t h,
+                                 const detail::AttentionDrop& drop, const BackwardBuffers& b,
+                                 uint16_t* dqkv, bool accumulate) {
   const int64_t stride = 3 * g.c;
   const uint32_t key = drop.on ? drop.key(n, h, g.heads) : 0;
   const uint16_t* q = g.head(qkv, n, h, 0);
   const uint16_t* go = dout + n * g.t * g.c + h * g.d;
   copy_rows(q, stride, g, b.q, g.dk);
   copy_rows(go, g.c, g, b.go, g.dk);
-  transposed(q, stride, g, b.qt);
-  transposed(go, g.c, g, b.got);
+  transposed_head(q, stride, g, b.qt);
+  transposed_head(go, g.c, g, b.got);
   channel_pairs(g.head(qkv, n, h, 1), stride, g, b.kp);
   channel_pairs(g.head(qkv, n, h, 2), stride, g, b.vp);
   token_pairs(g.head(qkv, n, h, 1), stride, g, b.kt);
   const __m512 scale = _mm512_set1_ps(g.scale);
-  for (int64_t i0 = 0; i0 < g.t; i0 += kBlock) {
-    tile_product(kBlock, g.tk, g.dk, b.q + i0 * g.dk, g.dk, b.kp, 2 * g.tk, b.s, g.tk, false);
-    tile_product(kBlock, g.tk, g.dk, b.go + i0 * g.dk, g.dk, b.vp, 2 * g.tk, b.dp, g.tk, false);
-    const int64_t rows = std::min(kBlock, g.t - i0);
-    for (int64_t r = 0; r < kBlock; ++r) {
+  for (int64_t i0 = 0; i0 < g.t; i0 += kQueryBlock) {
+    tile_product(kQueryBlock, g.tk, g.dk, b.q + i0 * g.dk, g.dk, b.kp, 2 * g.tk, b.s, g.tk, false);
+    tile_product(kQueryBlock, g.tk, g.dk, b.go + i0 * g.dk, g.dk, b.vp, 2 * g.tk, b.dp, g.tk,
+                 false);
+    const int64_t rows = std::min(kQueryBlock, g.t - i0);
+    for (int64_t r = 0; r < kQueryBlock; ++r) {
       float* p = b.s + r * g.tk;    // probabilities, then kept ones
       float* ds = b.dp + r * g.tk;  // do . v_j, then the scores' gradients
       if (r >= rows) {
@@ -544,9 +474,9 @@ TR_TILES void backward_pair(const uint16_t* qkv, const uint16_t* o, const float*
           _mm512_set1_ps(row_dot(go + i * g.c, o + (n * g.t + i) * g.c + h * g.d, g.d));
       const auto index = static_cast<uint32_t>(i * g.t);
       for (int64_t j = 0; j < g.tk; j += kRows) {
-        const __mmask16 k = lanes(g.t - j);
-        const __m512 pv =
-            _mm512_maskz_mov_ps(k, exp16(_mm512_fmsub_ps(_mm512_loadu_ps(p + j), scale, l)));
+        const __mmask16 k = avx512::lanes(g.t - j);
+        const __m512 pv = _mm512_maskz_mov_ps(
+            k, avx512::exp16(_mm512_fmsub_ps(_mm512_loadu_ps(p + j), scale, l)));
         __m512 gv = _mm512_loadu_ps(ds + j);
         __m512 kept = pv;
         if (drop.on && k) {
@@ -558,18 +488,18 @@ TR_TILES void backward_pair(const uint16_t* qkv, const uint16_t* o, const float*
         _mm512_storeu_ps(p + j, kept);
       }
     }
-    for (int64_t r = 0; r < kBlock; ++r)
+    for (int64_t r = 0; r < kQueryBlock; ++r)
       for (int64_t j = 0; j < g.tk; j += kRows)
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(b.dsr + r * g.tk + j),
-                            narrow(_mm512_loadu_ps(b.dp + r * g.tk + j)));
-    for (int64_t r = 0; r < kBlock; r += 2) {
+                            avx512::narrow(_mm512_loadu_ps(b.dp + r * g.tk + j)));
+    for (int64_t r = 0; r < kQueryBlock; r += 2) {
       pair_rows(b.dp + r * g.tk, b.dp + (r + 1) * g.tk, g.tk, b.dsp + r * g.tk);
       pair_rows(b.s + r * g.tk, b.s + (r + 1) * g.tk, g.tk, b.pp + r * g.tk);
     }
     // dvᵀ += doᵀ p, dkᵀ += qᵀ ds over this block's queries; dq = ds k.
-    tile_product(g.dn, g.tk, kBlock, b.got + i0, g.tk, b.pp, 2 * g.tk, b.dvt, g.tk, i0 > 0);
-    tile_product(g.dn, g.tk, kBlock, b.qt + i0, g.tk, b.dsp, 2 * g.tk, b.dkt, g.tk, i0 > 0);
-    tile_product(kBlock, g.dn, g.tk, b.dsr, g.tk, b.kt, 2 * g.dn, b.dq, g.dn, false);
+    tile_product(g.dn, g.tk, kQueryBlock, b.got + i0, g.tk, b.pp, 2 * g.tk, b.dvt, g.tk, i0 > 0);
+    tile_product(g.dn, g.tk, kQueryBlock, b.qt + i0, g.tk, b.dsp, 2 * g.tk, b.dkt, g.tk, i0 > 0);
+    tile_product(kQueryBlock, g.dn, g.tk, b.dsr, g.tk, b.kt, 2 * g.dn, b.dq, g.dn, false);
     write_rows(b.dq, g.dn, rows, g.d, g.scale, dqkv + (n * g.t + i0) * stride + h * g.d, stride,
                accumulate);
   }
@@ -583,7 +513,7 @@ TR_TILES void backward_pair(const uint16_t* qkv, const uint16_t* o, const float*
 // `floats` (the operands' padding stays zero: every pair writes the same
 // places).
 template <class Body>
-void for_each_pair(const TileGeometry& g, int64_t work, int64_t floats, Body body) {
+void for_each_tile_pair(const TileGeometry& g, int64_t work, int64_t floats, Body body) {
   detail::parallel_ranges(g.n * g.heads, work, [&](int64_t lo, int64_t hi) {
     thread_local std::vector<float> storage;
     Carve carve(storage, floats);
@@ -597,8 +527,7 @@ void for_each_pair(const TileGeometry& g, int64_t work, int64_t floats, Body bod
 
 bool matrix_tiles_usable() noexcept {
   static const bool usable = [] {
-    const CpuBf16 f = detect_cpu_bf16();
-    if (!f.amx_bf16 || !f.avx512_bf16 || !cpu_runs_x86_64_v4()) return false;
+    if (!native_bf16_usable() || !detect_cpu_bf16().amx_bf16) return false;
     // Linux (5.16 on) hands out the tile data state to a process that asks
     // (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); without it the first
     // tile instruction faults.
@@ -624,10 +553,10 @@ void tile_attention_fwd(const KernelArgs& a) {
   float* lse = detail::has_out(a, 1) ? a.out[1].f32() : nullptr;
   const detail::AttentionDrop drop = detail::attention_drop(a, g.n, lse != nullptr);
   const int64_t work = g.n * g.heads * g.t * g.t * g.d;
-  for_each_pair(g, work, ForwardBuffers::floats(g), [&](int64_t lo, int64_t hi, Carve& carve) {
+  for_each_tile_pair(g, work, ForwardBuffers::floats(g), [&](int64_t lo, int64_t hi, Carve& carve) {
     const ForwardBuffers b(carve, g);
     for (int64_t pair = lo; pair < hi; ++pair)
-      forward_pair(qkv, g, pair / g.heads, pair % g.heads, drop, b, o, lse);
+      tile_forward_pair(qkv, g, pair / g.heads, pair % g.heads, drop, b, o, lse);
   });
 }
 
@@ -642,12 +571,13 @@ void tile_attention_bwd(const KernelArgs& a) {
   const bool accumulate = a.accumulate(0);
   const detail::AttentionDrop drop = detail::attention_drop(a, g.n, true);
   const int64_t work = g.n * g.heads * g.t * g.t * g.d * 2;
-  for_each_pair(g, work, BackwardBuffers::floats(g), [&](int64_t lo, int64_t hi, Carve& carve) {
-    const BackwardBuffers b(carve, g);
-    for (int64_t pair = lo; pair < hi; ++pair)
-      backward_pair(qkv, o, lse, dout, g, pair / g.heads, pair % g.heads, drop, b, dqkv,
-                    accumulate);
-  });
+  for_each_tile_pair(g, work, BackwardBuffers::floats(g),
+                     [&](int64_t lo, int64_t hi, Carve& carve) {
+                       const BackwardBuffers b(carve, g);
+                       for (int64_t pair = lo; pair < hi; ++pair)
+                         tile_backward_pair(qkv, o, lse, dout, g, pair / g.heads, pair % g.heads,
+                                            drop, b, dqkv, accumulate);
+                     });
 }
 
 }  // namespace tr::cpu
