@@ -7,6 +7,8 @@
 // by the sizes alone, so no result depends on the thread count.
 #pragma once
 
+#include <cstdint>
+
 #include "runtime/kernel_args.h"
 
 namespace tr::cpu {
@@ -25,5 +27,9 @@ void native_layer_norm_bwd(const KernelArgs& a);
 bool native_gelu_takes(const KernelArgs& a);
 void native_gelu_fwd(const KernelArgs& a);
 void native_gelu_bwd(const KernelArgs& a);
+
+// out[j] = the sum of column j of m (rows x c bfloat16), for a bias's
+// gradient in oneDNN's dense kernels (dense.h).
+void native_column_sums(const uint16_t* m, int64_t rows, int64_t c, float* out);
 
 }  // namespace tr::cpu

@@ -45,9 +45,12 @@ namespace {
 #define TR_TILES \
   __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
 
-constexpr int64_t kRows = 16;        // a tile's rows, and the floats of a vector
-constexpr int64_t kDepth = 32;       // bfloat16 along a product's depth per tile step
-constexpr int64_t kQueryBlock = 32;  // queries a step: two row tiles
+constexpr int64_t kRows = 16;   // a tile's rows, and the floats of a vector
+constexpr int64_t kDepth = 32;  // bfloat16 along a product's depth per tile step
+// Queries a step: up to four row tiles, so that a short sequence's keys and
+// values gather their gradients in one product over all its queries (each
+// tile loaded and stored once), not one a block.
+constexpr int64_t kQueryBlock = 64;
 
 int64_t round_up(int64_t x, int64_t m) {
   return (x + m - 1) / m * m;
@@ -182,7 +185,7 @@ TileGeometry tile_geometry(const KernelArgs& a) {
   g.n = s.n;
   g.t = s.h * s.w;
   g.d = g.c / g.heads;
-  g.tk = round_up(g.t, kQueryBlock);
+  g.tk = round_up(g.t, kDepth);
   g.dk = round_up(g.d, kDepth);
   g.dn = round_up(g.d, kRows);
   g.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(g.d)));
@@ -369,18 +372,19 @@ TR_TILES void tile_forward_pair(const uint16_t* qkv, const TileGeometry& g, int6
   channel_pairs(g.head(qkv, n, h, 1), stride, g, b.kp);
   token_pairs(g.head(qkv, n, h, 2), stride, g, b.vp);
   for (int64_t i0 = 0; i0 < g.t; i0 += kQueryBlock) {
-    tile_product(kQueryBlock, g.tk, g.dk, b.q + i0 * g.dk, g.dk, b.kp, 2 * g.tk, b.s, g.tk, false);
     const int64_t rows = std::min(kQueryBlock, g.t - i0);
+    const int64_t bm = round_up(rows, kDepth);  // the block's rows, padded
+    tile_product(bm, g.tk, g.dk, b.q + i0 * g.dk, g.dk, b.kp, 2 * g.tk, b.s, g.tk, false);
     alignas(64) float max[kQueryBlock] = {}, sum[kQueryBlock];
     std::fill_n(sum, kQueryBlock, 1.0f);
     for (int64_t r = 0; r < rows; ++r)
       softmax_row(b.s + r * g.tk, g, drop, key, static_cast<uint32_t>((i0 + r) * g.t),
                   b.p + r * g.tk, max[r], sum[r]);
     // Rows past the tokens weigh nothing; their sums are never read.
-    std::memset(b.p + rows * g.tk, 0, static_cast<size_t>((kQueryBlock - rows) * g.tk) * 2);
-    tile_product(kQueryBlock, g.dn, g.tk, b.p, g.tk, b.vp, 2 * g.dn, b.o, g.dn, false);
+    std::memset(b.p + rows * g.tk, 0, static_cast<size_t>((bm - rows) * g.tk) * 2);
+    tile_product(bm, g.dn, g.tk, b.p, g.tk, b.vp, 2 * g.dn, b.o, g.dn, false);
     alignas(64) float inverse[kQueryBlock];
-    for (int64_t r = 0; r < kQueryBlock; r += kRows) {
+    for (int64_t r = 0; r < bm; r += kRows) {
       const __m512 l = _mm512_load_ps(sum + r);
       _mm512_store_ps(inverse + r, _mm512_div_ps(_mm512_set1_ps(1.0f), l));
       if (lse) _mm512_store_ps(sum + r, _mm512_add_ps(_mm512_load_ps(max + r), avx512::log16(l)));
@@ -456,11 +460,11 @@ TR_TILES void tile_backward_pair(const uint16_t* qkv, const uint16_t* o, const f
   token_pairs(g.head(qkv, n, h, 1), stride, g, b.kt);
   const __m512 scale = _mm512_set1_ps(g.scale);
   for (int64_t i0 = 0; i0 < g.t; i0 += kQueryBlock) {
-    tile_product(kQueryBlock, g.tk, g.dk, b.q + i0 * g.dk, g.dk, b.kp, 2 * g.tk, b.s, g.tk, false);
-    tile_product(kQueryBlock, g.tk, g.dk, b.go + i0 * g.dk, g.dk, b.vp, 2 * g.tk, b.dp, g.tk,
-                 false);
     const int64_t rows = std::min(kQueryBlock, g.t - i0);
-    for (int64_t r = 0; r < kQueryBlock; ++r) {
+    const int64_t bm = round_up(rows, kDepth);  // the block's rows, padded
+    tile_product(bm, g.tk, g.dk, b.q + i0 * g.dk, g.dk, b.kp, 2 * g.tk, b.s, g.tk, false);
+    tile_product(bm, g.tk, g.dk, b.go + i0 * g.dk, g.dk, b.vp, 2 * g.tk, b.dp, g.tk, false);
+    for (int64_t r = 0; r < bm; ++r) {
       float* p = b.s + r * g.tk;    // probabilities, then kept ones
       float* ds = b.dp + r * g.tk;  // do . v_j, then the scores' gradients
       if (r >= rows) {
@@ -488,18 +492,18 @@ TR_TILES void tile_backward_pair(const uint16_t* qkv, const uint16_t* o, const f
         _mm512_storeu_ps(p + j, kept);
       }
     }
-    for (int64_t r = 0; r < kQueryBlock; ++r)
+    for (int64_t r = 0; r < bm; ++r)
       for (int64_t j = 0; j < g.tk; j += kRows)
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(b.dsr + r * g.tk + j),
                             avx512::narrow(_mm512_loadu_ps(b.dp + r * g.tk + j)));
-    for (int64_t r = 0; r < kQueryBlock; r += 2) {
+    for (int64_t r = 0; r < bm; r += 2) {
       pair_rows(b.dp + r * g.tk, b.dp + (r + 1) * g.tk, g.tk, b.dsp + r * g.tk);
       pair_rows(b.s + r * g.tk, b.s + (r + 1) * g.tk, g.tk, b.pp + r * g.tk);
     }
     // dvᵀ += doᵀ p, dkᵀ += qᵀ ds over this block's queries; dq = ds k.
-    tile_product(g.dn, g.tk, kQueryBlock, b.got + i0, g.tk, b.pp, 2 * g.tk, b.dvt, g.tk, i0 > 0);
-    tile_product(g.dn, g.tk, kQueryBlock, b.qt + i0, g.tk, b.dsp, 2 * g.tk, b.dkt, g.tk, i0 > 0);
-    tile_product(kQueryBlock, g.dn, g.tk, b.dsr, g.tk, b.kt, 2 * g.dn, b.dq, g.dn, false);
+    tile_product(g.dn, g.tk, bm, b.got + i0, g.tk, b.pp, 2 * g.tk, b.dvt, g.tk, i0 > 0);
+    tile_product(g.dn, g.tk, bm, b.qt + i0, g.tk, b.dsp, 2 * g.tk, b.dkt, g.tk, i0 > 0);
+    tile_product(bm, g.dn, g.tk, b.dsr, g.tk, b.kt, 2 * g.dn, b.dq, g.dn, false);
     write_rows(b.dq, g.dn, rows, g.d, g.scale, dqkv + (n * g.t + i0) * stride + h * g.d, stride,
                accumulate);
   }
