@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Elementwise kernels on the CPU (compact FP32 and INT32 labels).
+// Elementwise kernels on the CPU (compact FP32 and INT32 labels; Add also
+// reads and writes compact bfloat16 where it lies).
 #include "backends/cpu/kernels/elementwise.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "backends/cpu/kernels/bf16_arrays.h"
 #include "backends/cpu/kernels/half_staging.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/parallel.h"
@@ -38,10 +41,74 @@ void copy_or_add(const KernelArgs& a, size_t out_index, const float* src, int64_
   });
 }
 
+// Compact bfloat16 operands are read and written where they lie, a block of
+// values at a time widened on the stack: the staged path's bits (FP32 sums,
+// rounded once; a copy is a copy) without its chunks' bookkeeping.
+constexpr int64_t kBf16Block = 512;
+constexpr int64_t kBf16Line = 32;  // bfloat16 values in a cache line
+
+// in [x0, x1] out [y], bfloat16
+bool add_fwd_bf16(const KernelArgs& a) {
+  if (!detail::compact_operands(a, 2, 1, {0, 1}, {0})) return false;
+  const auto* x0 = static_cast<const uint16_t*>(a.in[0].data);
+  const auto* x1 = static_cast<const uint16_t*>(a.in[1].data);
+  auto* y = static_cast<uint16_t*>(a.out[0].data);
+  const int64_t n = a.out[0].shape().elements();
+  parallel_ranges(
+      n, 3 * n,  // values read and written
+      [&](int64_t lo, int64_t hi) {
+        float u[kBf16Block], v[kBf16Block];
+        for (int64_t b = lo; b < hi; b += kBf16Block) {
+          const int64_t m = std::min(kBf16Block, hi - b);
+          widen_bf16(x0 + b, u, m);
+          widen_bf16(x1 + b, v, m);
+          for (int64_t i = 0; i < m; ++i) u[i] += v[i];
+          narrow_to_bf16(u, y + b, m);
+        }
+      },
+      kBf16Line);
+  return true;
+}
+
+// One output of add_bwd in bfloat16: dy's bits, or dy added on.
+void copy_or_add_bf16(const KernelArgs& a, size_t out_index, const uint16_t* dy, int64_t n) {
+  if (!has_out(a, out_index)) return;
+  auto* dst = static_cast<uint16_t*>(a.out[out_index].data);
+  const bool add = a.accumulate(out_index);
+  if (!add && dst == dy) return;
+  parallel_ranges(
+      n, (add ? 3 : 2) * n,  // values read and written
+      [&](int64_t lo, int64_t hi) {
+        if (!add) {
+          std::memcpy(dst + lo, dy + lo, static_cast<size_t>(hi - lo) * sizeof(uint16_t));
+          return;
+        }
+        float u[kBf16Block], v[kBf16Block];
+        for (int64_t b = lo; b < hi; b += kBf16Block) {
+          const int64_t m = std::min(kBf16Block, hi - b);
+          widen_bf16(dst + b, u, m);
+          widen_bf16(dy + b, v, m);
+          for (int64_t i = 0; i < m; ++i) u[i] += v[i];
+          narrow_to_bf16(u, dst + b, m);
+        }
+      },
+      kBf16Line);
+}
+
+// in [dy] out [dx0, dx1], bfloat16
+bool add_bwd_bf16(const KernelArgs& a) {
+  if (!detail::compact_operands(a, 1, 2, {0}, {0, 1})) return false;
+  const auto* dy = static_cast<const uint16_t*>(a.in[0].data);
+  const int64_t n = a.in[0].shape().elements();
+  copy_or_add_bf16(a, 0, dy, n);
+  copy_or_add_bf16(a, 1, dy, n);
+  return true;
+}
+
 }  // namespace
 
 void add_fwd(const KernelArgs& a) {
-  if (detail::run_16bit_elementwise(a, add_fwd)) return;
+  if (add_fwd_bf16(a) || detail::run_16bit_elementwise(a, add_fwd)) return;
   const float* x0 = a.in[0].f32();
   const float* x1 = a.in[1].f32();
   float* y = a.out[0].f32();
@@ -51,7 +118,7 @@ void add_fwd(const KernelArgs& a) {
 }
 
 void add_bwd(const KernelArgs& a) {
-  if (detail::run_16bit_elementwise(a, add_bwd)) return;
+  if (add_bwd_bf16(a) || detail::run_16bit_elementwise(a, add_bwd)) return;
   const float* dy = a.in[0].f32();
   const int64_t n = a.in[0].shape().elements();
   // In order: when both outputs are one tensor, out[1] carries the accumulate
