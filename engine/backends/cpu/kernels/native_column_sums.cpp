@@ -57,7 +57,7 @@ void sum_column_group(int vectors, const uint16_t* m, int64_t rows, int64_t c, i
 
 void native_column_sums(const uint16_t* m, int64_t rows, int64_t c, float* out) {
   detail::parallel_ranges(
-      c, rows * c,
+      c, 2 * rows * c,  // values widened and added
       [&](int64_t lo, int64_t hi) {
         for (int64_t c0 = lo; c0 < hi; c0 += kMaxVectors * kLanes) {
           const int64_t end = std::min(hi, c0 + kMaxVectors * kLanes);
