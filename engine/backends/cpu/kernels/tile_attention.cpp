@@ -436,11 +436,47 @@ TR_TILES float row_dot(const uint16_t* a, const uint16_t* b, int64_t d) {
   return avx512::lane_sum(acc);
 }
 
-// Queries r and r + 1 of the block (FP32 rows `x`, tk apart) as bfloat16
-// pairs interleaved over the keys: row r/2 of a right operand over the queries.
-TR_TILES void pair_rows(const float* x0, const float* x1, int64_t tk, uint16_t* out) {
-  for (int64_t j = 0; j < tk; j += kRows)
-    _mm512_storeu_si512(out + 2 * j, interleave(_mm512_loadu_ps(x0 + j), _mm512_loadu_ps(x1 + j)));
+// One query's part of the backward: its log-sum-exp and do . o, and per 16
+// keys its scores' gradients and kept probabilities from the recomputed
+// products (zero for a query past the tokens and for keys past them).
+struct QueryRow {
+  bool valid = false;
+  float lse = 0.0f, delta = 0.0f;
+  uint32_t index = 0;  // query * tokens, for the dropout draws
+  uint32_t key = 0;    // the pair's dropout key
+
+  TR_TILES void grads(const float* s, const float* dp, int64_t j, const TileGeometry& g,
+                      const detail::AttentionDrop& drop, __m512& ds, __m512& kept) const {
+    if (!valid) {
+      ds = kept = _mm512_setzero_ps();
+      return;
+    }
+    const __mmask16 k = avx512::lanes(g.t - j);
+    const __m512 pv = _mm512_maskz_mov_ps(
+        k, avx512::exp16(
+               _mm512_fmsub_ps(_mm512_loadu_ps(s), _mm512_set1_ps(g.scale), _mm512_set1_ps(lse))));
+    __m512 gv = _mm512_loadu_ps(dp);
+    kept = pv;
+    if (drop.on && k) {
+      const __m512 f = keep16(drop, key, index + static_cast<uint32_t>(j));
+      gv = _mm512_mul_ps(gv, f);
+      kept = _mm512_mul_ps(pv, f);
+    }
+    ds = _mm512_mul_ps(pv, _mm512_sub_ps(gv, _mm512_set1_ps(delta)));
+  }
+};
+
+TR_TILES QueryRow query_row(const TileGeometry& g, int64_t i, bool valid, int64_t n, int64_t h,
+                            const float* lse, const uint16_t* go, const uint16_t* o,
+                            const detail::AttentionDrop& drop, uint32_t key) {
+  QueryRow q;
+  q.valid = valid;
+  if (!valid) return q;
+  q.lse = lse[(n * g.t + i) * g.heads + h];
+  q.delta = row_dot(go + i * g.c, o + (n * g.t + i) * g.c + h * g.d, g.d);
+  q.index = static_cast<uint32_t>(i * g.t);
+  q.key = drop.on ? key : 0;
+  return q;
 }
 
 TR_TILES void tile_backward_pair(const uint16_t* qkv, const uint16_t* o, const float* lse,
@@ -458,47 +494,27 @@ TR_TILES void tile_backward_pair(const uint16_t* qkv, const uint16_t* o, const f
   channel_pairs(g.head(qkv, n, h, 1), stride, g, b.kp);
   channel_pairs(g.head(qkv, n, h, 2), stride, g, b.vp);
   token_pairs(g.head(qkv, n, h, 1), stride, g, b.kt);
-  const __m512 scale = _mm512_set1_ps(g.scale);
   for (int64_t i0 = 0; i0 < g.t; i0 += kQueryBlock) {
     const int64_t rows = std::min(kQueryBlock, g.t - i0);
     const int64_t bm = round_up(rows, kDepth);  // the block's rows, padded
     tile_product(bm, g.tk, g.dk, b.q + i0 * g.dk, g.dk, b.kp, 2 * g.tk, b.s, g.tk, false);
     tile_product(bm, g.tk, g.dk, b.go + i0 * g.dk, g.dk, b.vp, 2 * g.tk, b.dp, g.tk, false);
-    for (int64_t r = 0; r < bm; ++r) {
-      float* p = b.s + r * g.tk;    // probabilities, then kept ones
-      float* ds = b.dp + r * g.tk;  // do . v_j, then the scores' gradients
-      if (r >= rows) {
-        std::memset(p, 0, static_cast<size_t>(g.tk) * 4);
-        std::memset(ds, 0, static_cast<size_t>(g.tk) * 4);
-        continue;
-      }
-      const int64_t i = i0 + r;
-      const __m512 l = _mm512_set1_ps(lse[(n * g.t + i) * g.heads + h]);
-      const __m512 delta =
-          _mm512_set1_ps(row_dot(go + i * g.c, o + (n * g.t + i) * g.c + h * g.d, g.d));
-      const auto index = static_cast<uint32_t>(i * g.t);
-      for (int64_t j = 0; j < g.tk; j += kRows) {
-        const __mmask16 k = avx512::lanes(g.t - j);
-        const __m512 pv = _mm512_maskz_mov_ps(
-            k, avx512::exp16(_mm512_fmsub_ps(_mm512_loadu_ps(p + j), scale, l)));
-        __m512 gv = _mm512_loadu_ps(ds + j);
-        __m512 kept = pv;
-        if (drop.on && k) {
-          const __m512 f = keep16(drop, key, index + static_cast<uint32_t>(j));
-          gv = _mm512_mul_ps(gv, f);
-          kept = _mm512_mul_ps(pv, f);
-        }
-        _mm512_storeu_ps(ds + j, _mm512_mul_ps(pv, _mm512_sub_ps(gv, delta)));
-        _mm512_storeu_ps(p + j, kept);
-      }
-    }
-    for (int64_t r = 0; r < bm; ++r)
-      for (int64_t j = 0; j < g.tk; j += kRows)
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(b.dsr + r * g.tk + j),
-                            avx512::narrow(_mm512_loadu_ps(b.dp + r * g.tk + j)));
+    // Two queries at a time, straight into the products' operands: the
+    // scores' gradients as rows (dq's) and both as pairs of rows over the
+    // queries (dk's and dv's); queries past the tokens give zeros.
     for (int64_t r = 0; r < bm; r += 2) {
-      pair_rows(b.dp + r * g.tk, b.dp + (r + 1) * g.tk, g.tk, b.dsp + r * g.tk);
-      pair_rows(b.s + r * g.tk, b.s + (r + 1) * g.tk, g.tk, b.pp + r * g.tk);
+      QueryRow q0 = query_row(g, i0 + r, r < rows, n, h, lse, go, o, drop, key);
+      QueryRow q1 = query_row(g, i0 + r + 1, r + 1 < rows, n, h, lse, go, o, drop, key);
+      for (int64_t j = 0; j < g.tk; j += kRows) {
+        __m512 ds0, kept0, ds1, kept1;
+        q0.grads(b.s + r * g.tk + j, b.dp + r * g.tk + j, j, g, drop, ds0, kept0);
+        q1.grads(b.s + (r + 1) * g.tk + j, b.dp + (r + 1) * g.tk + j, j, g, drop, ds1, kept1);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(b.dsr + r * g.tk + j), avx512::narrow(ds0));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(b.dsr + (r + 1) * g.tk + j),
+                            avx512::narrow(ds1));
+        _mm512_storeu_si512(b.dsp + r * g.tk + 2 * j, interleave(ds0, ds1));
+        _mm512_storeu_si512(b.pp + r * g.tk + 2 * j, interleave(kept0, kept1));
+      }
     }
     // dvᵀ += doᵀ p, dkᵀ += qᵀ ds over this block's queries; dq = ds k.
     tile_product(g.dn, g.tk, bm, b.got + i0, g.tk, b.pp, 2 * g.tk, b.dvt, g.tk, i0 > 0);
