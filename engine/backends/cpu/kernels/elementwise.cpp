@@ -47,6 +47,18 @@ void copy_or_add(const KernelArgs& a, size_t out_index, const float* src, int64_
 constexpr int64_t kBf16Block = 512;
 constexpr int64_t kBf16Line = 32;  // bfloat16 values in a cache line
 
+// y[i] = x0[i] + x1[i] for i in [lo, hi), bfloat16 (y may be x0).
+void add_bf16(const uint16_t* x0, const uint16_t* x1, uint16_t* y, int64_t lo, int64_t hi) {
+  float u[kBf16Block], v[kBf16Block];
+  for (int64_t b = lo; b < hi; b += kBf16Block) {
+    const int64_t m = std::min(kBf16Block, hi - b);
+    widen_bf16(x0 + b, u, m);
+    widen_bf16(x1 + b, v, m);
+    for (int64_t i = 0; i < m; ++i) u[i] += v[i];
+    narrow_to_bf16(u, y + b, m);
+  }
+}
+
 // in [x0, x1] out [y], bfloat16
 bool add_fwd_bf16(const KernelArgs& a) {
   if (!detail::compact_operands(a, 2, 1, {0, 1}, {0})) return false;
@@ -56,17 +68,7 @@ bool add_fwd_bf16(const KernelArgs& a) {
   const int64_t n = a.out[0].shape().elements();
   parallel_ranges(
       n, 3 * n,  // values read and written
-      [&](int64_t lo, int64_t hi) {
-        float u[kBf16Block], v[kBf16Block];
-        for (int64_t b = lo; b < hi; b += kBf16Block) {
-          const int64_t m = std::min(kBf16Block, hi - b);
-          widen_bf16(x0 + b, u, m);
-          widen_bf16(x1 + b, v, m);
-          for (int64_t i = 0; i < m; ++i) u[i] += v[i];
-          narrow_to_bf16(u, y + b, m);
-        }
-      },
-      kBf16Line);
+      [&](int64_t lo, int64_t hi) { add_bf16(x0, x1, y, lo, hi); }, kBf16Line);
   return true;
 }
 
@@ -79,18 +81,10 @@ void copy_or_add_bf16(const KernelArgs& a, size_t out_index, const uint16_t* dy,
   parallel_ranges(
       n, (add ? 3 : 2) * n,  // values read and written
       [&](int64_t lo, int64_t hi) {
-        if (!add) {
+        if (add)
+          add_bf16(dst, dy, dst, lo, hi);
+        else
           std::memcpy(dst + lo, dy + lo, static_cast<size_t>(hi - lo) * sizeof(uint16_t));
-          return;
-        }
-        float u[kBf16Block], v[kBf16Block];
-        for (int64_t b = lo; b < hi; b += kBf16Block) {
-          const int64_t m = std::min(kBf16Block, hi - b);
-          widen_bf16(dst + b, u, m);
-          widen_bf16(dy + b, v, m);
-          for (int64_t i = 0; i < m; ++i) u[i] += v[i];
-          narrow_to_bf16(u, dst + b, m);
-        }
       },
       kBf16Line);
 }

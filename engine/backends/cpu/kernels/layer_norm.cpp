@@ -16,6 +16,7 @@
 #include "backends/cpu/kernels/bf16_arrays.h"
 #include "backends/cpu/kernels/half_staging.h"
 #include "backends/cpu/kernels/kernel_util.h"
+#include "backends/cpu/kernels/norm_part_sums.h"
 #include "backends/cpu/kernels/parallel.h"
 
 namespace tr::cpu {
@@ -189,17 +190,7 @@ void normalise_rows_backward(const KernelArgs& a, Rows io) {
       io.done(dx, r, c, dxr);
     }
   });
-  if (!want_params) return;
-  for (int k = 0; k < 2; ++k) {
-    if (!has_out(a, static_cast<size_t>(k))) continue;
-    float* out = a.out[static_cast<size_t>(k)].f32();
-    const bool acc = a.accumulate(static_cast<size_t>(k));
-    for (int64_t i = 0; i < c; ++i) {
-      double v = 0;
-      for (int p = 0; p < parts; ++p) v += sums[(static_cast<int64_t>(p) * 2 + k) * c + i];
-      out[i] = acc ? static_cast<float>(out[i] + v) : static_cast<float>(v);
-    }
-  }
+  if (want_params) detail::write_part_sums(a, sums, parts, c);
 }
 
 }  // namespace

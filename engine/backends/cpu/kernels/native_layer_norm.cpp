@@ -12,6 +12,7 @@
 #include "backends/cpu/kernels/avx512_bf16_math.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/native_bf16.h"
+#include "backends/cpu/kernels/norm_part_sums.h"
 #include "backends/cpu/kernels/parallel.h"
 
 namespace tr::cpu {
@@ -152,17 +153,7 @@ void native_layer_norm_bwd(const KernelArgs& a) {
     float* dgamma = want_params ? sums + static_cast<int64_t>(p) * 2 * c : nullptr;
     normalise_rows_backward(a, lo, hi, dgamma, dgamma ? dgamma + c : nullptr);
   });
-  if (!want_params) return;
-  for (int k = 0; k < 2; ++k) {
-    if (!has_out(a, static_cast<size_t>(k))) continue;
-    float* out = a.out[static_cast<size_t>(k)].f32();
-    const bool acc = a.accumulate(static_cast<size_t>(k));
-    for (int64_t i = 0; i < c; ++i) {
-      float v = acc ? out[i] : 0.0f;
-      for (int p = 0; p < parts; ++p) v += sums[(static_cast<int64_t>(p) * 2 + k) * c + i];
-      out[i] = v;
-    }
-  }
+  if (want_params) detail::write_part_sums(a, sums, parts, c);
 }
 
 }  // namespace tr::cpu
