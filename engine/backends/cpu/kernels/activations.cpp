@@ -75,9 +75,7 @@ struct Sigmoid {
 // Compact bfloat16 operands are read and written where they lie, a block of
 // values at a time widened on the stack: the staged path's bits (the same
 // FP32 function, rounded once) without its chunks' bookkeeping, which cost
-// a GELU of vit-tiny-fashion a third of its time.
-constexpr int64_t kBf16Block = 512;
-constexpr int64_t kBf16Line = 32;  // bfloat16 values in a cache line
+// a GELU of vit-tiny-fashion a third of its time (kBf16Block: bf16_arrays.h).
 
 // in [x] out [y], bfloat16
 template <class F>

@@ -12,6 +12,12 @@
 
 namespace tr::cpu {
 
+// Kernels that read compact bfloat16 where it lies widen this many values
+// at a time on their stack; a cache line holds kBf16Line of them (threads'
+// ranges start on one).
+inline constexpr int64_t kBf16Block = 512;
+inline constexpr int64_t kBf16Line = 32;
+
 // True when the AVX-512 BF16 path is in use on this CPU.
 bool bf16_arrays_use_avx512() noexcept;
 

@@ -43,9 +43,8 @@ void copy_or_add(const KernelArgs& a, size_t out_index, const float* src, int64_
 
 // Compact bfloat16 operands are read and written where they lie, a block of
 // values at a time widened on the stack: the staged path's bits (FP32 sums,
-// rounded once; a copy is a copy) without its chunks' bookkeeping.
-constexpr int64_t kBf16Block = 512;
-constexpr int64_t kBf16Line = 32;  // bfloat16 values in a cache line
+// rounded once; a copy is a copy) without its chunks' bookkeeping
+// (kBf16Block: bf16_arrays.h).
 
 // y[i] = x0[i] + x1[i] for i in [lo, hi), bfloat16 (y may be x0).
 void add_bf16(const uint16_t* x0, const uint16_t* x1, uint16_t* y, int64_t lo, int64_t hi) {
