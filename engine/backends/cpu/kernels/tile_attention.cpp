@@ -558,12 +558,10 @@ bool matrix_tiles_usable() noexcept {
 }
 
 bool tile_attention_takes(const KernelArgs& a) {
-  if (a.in.empty() || !a.in[0].desc || a.in[0].desc->dtype != DType::BF16) return false;
-  if (a.in.size() == 1) {  // forward: qkv -> o (, lse)
-    if (a.out.size() == 1) return detail::compact_operands(a, 1, 1, {0}, {0});
-    return detail::compact_operands(a, 1, 2, {0}, {0});
-  }
-  return detail::compact_operands(a, 4, 1, {0, 1, 3}, {0});
+  // The forward gives o, and lse when training; the backward takes qkv, o, lse, do.
+  return detail::compact_operands(a, 1, 1, {0}, {0}) ||
+         detail::compact_operands(a, 1, 2, {0}, {0}) ||
+         detail::compact_operands(a, 4, 1, {0, 1, 3}, {0});
 }
 
 void tile_attention_fwd(const KernelArgs& a) {
