@@ -357,7 +357,13 @@ class CpuBackend final : public Backend {
 
   void abort_collectives(const std::string& reason) override { collectives_.abort(reason); }
 
-  void set_profiling(bool enabled) override { profiling_ = enabled; }
+  // The flag is read and a span kept under the one lock, so no span can land
+  // after profiling was switched off: the trainer stamps each batch it takes
+  // with the step it ends, and a late span would be stamped with another.
+  void set_profiling(bool enabled) override {
+    std::lock_guard<std::mutex> lock(profile_mutex_);
+    profiling_ = enabled;
+  }
   std::vector<ProfileSpan> take_profile() override {
     std::lock_guard<std::mutex> lock(profile_mutex_);
     return std::exchange(spans_, {});
@@ -527,7 +533,7 @@ class CpuBackend final : public Backend {
         l.host_func();
         break;
     }
-    if (profiling_) {
+    if (profiling_.load(std::memory_order_relaxed)) {
       const auto t1 = std::chrono::steady_clock::now();
       ProfileSpan s;
       s.rank = rank;
@@ -535,7 +541,7 @@ class CpuBackend final : public Backend {
       s.start_us = std::chrono::duration<double, std::micro>(t0 - origin_).count();
       s.end_us = std::chrono::duration<double, std::micro>(t1 - origin_).count();
       std::lock_guard<std::mutex> lock(profile_mutex_);
-      spans_.push_back(std::move(s));
+      if (profiling_.load(std::memory_order_relaxed)) spans_.push_back(std::move(s));
     }
   }
 
