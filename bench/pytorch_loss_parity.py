@@ -12,7 +12,7 @@ How the two sides are made to agree:
 - weights: the twin is built with torch.manual_seed(--seed) (PyTorch's own
   initialisation), its tensors are written into a checkpoint of the project
   (NCHW convolution kernels turned into our [O, KH, KW, I]; nn.MultiheadAttention's
-  in_proj and out_proj are our qkv and proj TokenLinear layers) and the engine
+  in_proj and out_proj are our MultiHeadSelfAttention's parts of those names) and the engine
   starts from it with `train --init-from`;
 - batches: the engine's training order is a keyed Feistel permutation of the
   sample indices over Philox4x32-10 round keys (engine/data/permutation.cpp);
@@ -146,16 +146,14 @@ def write_checkpoint(path, template, values):
 
 
 def torch_name(ours):
-    """The twin's parameter name for one of our tensor names (bK_qkv.weight ->
-    blocks.K-1.attn.in_proj_weight, ...)."""
+    """The twin's parameter name for one of our tensor names (bK_attn.in_proj.weight ->
+    blocks.K-1.attn.in_proj_weight, bK_fc1.bias -> blocks.K-1.fc1.bias, ...)."""
     layer, _, kind = ours.rpartition(".")
     if layer.startswith("b") and "_" in layer and layer[1:layer.index("_")].isdigit():
         block, _, part = layer.partition("_")
         prefix = "blocks.%d." % (int(block[1:]) - 1)
-        if part == "qkv":
+        if part == "attn.in_proj":
             return prefix + "attn.in_proj_" + kind
-        if part == "proj":
-            return prefix + "attn.out_proj." + kind
         return prefix + part + "." + kind
     return ours
 

@@ -182,9 +182,9 @@ class GELU(nn.GELU):
 
 class ViTBlock(nn.Module):
     """Pre-norm: x + attn(ln1(x)), then x + fc2(gelu(fc1(ln2(x)))), the attention
-    nn.MultiheadAttention as torchvision's ViT has it: its in_proj ([3C, C] and 3C biases:
-    queries, keys and values, head h on channels h*C/heads..) is the engine's TokenLinear to 3C,
-    its scaled dot-product attention SelfAttention, its out_proj the TokenLinear back. In
+    nn.MultiheadAttention as torchvision's ViT has it, the engine's MultiHeadSelfAttention: its
+    in_proj ([3C, C] and 3C biases: queries, keys and values, head h on channels h*C/heads..),
+    its scaled dot-product attention and its out_proj are the engine layer's parts. In
     training PyTorch 1.13 computes it with every head's T x T scores and probabilities in
     memory."""
 

@@ -140,11 +140,17 @@ int node_index(const Project& project, const std::string& id) {
   return -1;
 }
 
-// The layer index in `cp` of the document's node `node` (matched by id, as
-// the design may have changed since `cp` was compiled), -1 when absent.
-int layer_in(const CompiledPlan* cp, const Project& doc, int node) {
-  if (!cp || node < 0 || static_cast<size_t>(node) >= doc.model.nodes.size()) return -1;
-  return node_index(cp->project(), doc.model.nodes[static_cast<size_t>(node)].id);
+// The layers in `cp` of the document's node `node`: itself, or a composite
+// layer's parts (matched by id, as the design may have changed since `cp`
+// was compiled); empty when absent.
+QList<int> layers_in(const CompiledPlan* cp, const Project& doc, int node) {
+  QList<int> out;
+  if (!cp || node < 0 || static_cast<size_t>(node) >= doc.model.nodes.size()) return out;
+  const std::string& id = doc.model.nodes[static_cast<size_t>(node)].id;
+  const auto& layers = cp->project().model.nodes;
+  for (size_t i = 0; i < layers.size(); ++i)
+    if (layers[i].design_id() == id) out << static_cast<int>(i);
+  return out;
 }
 
 }  // namespace
@@ -967,17 +973,14 @@ QString MainWindow::trainBlockedReason() const {
 
 void MainWindow::selectionChanged(int node) {
   const Project& p = doc_->project();
-  QList<int> in_plan, in_profile;
-  if (const int l = layer_in(memory_->compiled(), p, node); l >= 0 && !memory_->isStale())
-    in_plan << l;
-  if (const int l = layer_in(timeline_->compiled(), p, node); l >= 0) in_profile << l;
-  memory_->highlightLayers(in_plan);
-  timeline_->highlightLayers(in_profile);
+  memory_->highlightLayers(memory_->isStale() ? QList<int>{}
+                                              : layers_in(memory_->compiled(), p, node));
+  timeline_->highlightLayers(layers_in(timeline_->compiled(), p, node));
 }
 
 void MainWindow::requestLayer(const CompiledPlan* cp, int layer) {
   if (!cp || layer < 0 || static_cast<size_t>(layer) >= cp->project().model.nodes.size()) return;
-  const std::string& id = cp->project().model.nodes[static_cast<size_t>(layer)].id;
+  const std::string& id = cp->project().model.nodes[static_cast<size_t>(layer)].design_id();
   if (node_index(doc_->project(), id) < 0) {
     showStatus(tr("Layer %1 is no longer in the design").arg(QString::fromStdString(id)), 8000);
     return;

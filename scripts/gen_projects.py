@@ -216,10 +216,11 @@ def resnet50_model():
 def vit_model(height, width, channels, patch, dim, heads, blocks, mlp, classes):
     """A Vision Transformer: a patch convolution (stride = kernel) makes the
     tokens, a learned position embedding and a class token go with them,
-    then pre-norm blocks of multi-head self-attention (a TokenLinear to the
-    queries, keys and values, SelfAttention, a TokenLinear back) and a GELU
-    MLP, each added back to its input; a final LayerNorm, the class token
-    and one Linear layer."""
+    then pre-norm blocks of multi-head self-attention (one
+    MultiHeadSelfAttention layer, compiled as a TokenLinear to the queries,
+    keys and values, SelfAttention and a TokenLinear back) and a GELU MLP,
+    each added back to its input; a final LayerNorm, the class token and one
+    Linear layer."""
     g = Graph()
     h = g.node("input", "Input", {"height": height, "width": width, "channels": channels})
     h = g.node("patch", "Conv2d", conv(dim, patch, patch, 0), h)
@@ -229,9 +230,7 @@ def vit_model(height, width, channels, patch, dim, heads, blocks, mlp, classes):
         p = "b%d_" % b
         block_in = h
         a = g.node(p + "ln1", "LayerNorm", None, h)
-        a = g.node(p + "qkv", "TokenLinear", linear(3 * dim), a)
-        a = g.node(p + "attn", "SelfAttention", {"heads": heads}, a)
-        a = g.node(p + "proj", "TokenLinear", linear(dim), a)
+        a = g.node(p + "attn", "MultiHeadSelfAttention", {"heads": heads}, a)
         h = g.node(p + "add1", "Add", None, a, to_port=0)
         g.edge(block_in, h, 1)
         m = g.node(p + "ln2", "LayerNorm", None, h)
@@ -434,6 +433,10 @@ def count_parameters(proj):
                 o = p["out_features"]
                 out = (h, w, o)
                 total += c * o + (o if p.get("bias", True) else 0)
+            elif t == "MultiHeadSelfAttention":
+                assert c % p["heads"] == 0, "%s: heads" % nid
+                out = x[0]
+                total += 4 * c * c + (4 * c if p.get("bias", True) else 0)
             elif t == "SelfAttention":
                 assert c % 3 == 0 and (c // 3) % p["heads"] == 0, "%s: heads" % nid
                 out = (h, w, c // 3)

@@ -15,6 +15,9 @@ CompiledPlan::CompiledPlan(std::shared_ptr<const CompiledProject> program) noexc
 const Project& CompiledPlan::project() const {
   return program_->project;
 }
+const Project& CompiledPlan::design() const {
+  return program_->design;
+}
 const CompileOptions& CompiledPlan::options() const {
   return program_->options;
 }

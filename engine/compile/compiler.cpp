@@ -13,6 +13,7 @@
 #include "compile/layer_rewrites.h"
 #include "compile/step_packing.h"
 #include "compile/stream_policy.h"
+#include "model/composite_layers.h"
 
 namespace tr {
 
@@ -597,6 +598,7 @@ void emit_graphs(CompiledProject& cp) {
 
 CompiledProject compile_project(const Project& project, const CompileOptions& options) {
   CompiledProject cp;
+  cp.design = project;
   cp.project = project;
   cp.options = options;
   cp.world_size = project.training.devices.world_size();
@@ -613,12 +615,24 @@ CompiledProject compile_project(const Project& project, const CompileOptions& op
     if (v.kind == VariantKind::Train && !problems.empty()) break;  // the model itself is wrong
   }
   if (!problems.empty()) throw ProjectError(std::move(problems));
-  cp.analysis = analyses[static_cast<size_t>(cp.variant_index(VariantKind::Train))];
+  const size_t train = static_cast<size_t>(cp.variant_index(VariantKind::Train));
+  // What is compiled: the design with each composite layer's parts in its place.
+  if (has_composite_layers(project.model)) {
+    cp.project = expand_composite_layers(project, analyses[train]);
+    for (size_t i = 0; i < cp.variants.size(); ++i) {
+      const ResolvedVariant& v = cp.variants[i];
+      analyses[i] = analyze_model(cp.project, v.batch, v.height, v.width);
+      if (!analyses[i].ok())
+        throw std::logic_error("the parts of a composite layer do not fit: " +
+                               analyses[i].problems.front().str());
+    }
+  }
+  cp.analysis = analyses[train];
 
-  const std::vector<LayerRewrite> rewrites = plan_layer_rewrites(project, cp.analysis, options);
+  const std::vector<LayerRewrite> rewrites = plan_layer_rewrites(cp.project, cp.analysis, options);
   for (size_t i = 0; i < cp.variants.size(); ++i) {
     cp.plans.emplace_back(cp.variants[i].name);
-    TensorAllocator(project, analyses[i], rewrites, cp.plans.back(), cp.layers, cp.engine).run();
+    TensorAllocator(cp.project, analyses[i], rewrites, cp.plans.back(), cp.layers, cp.engine).run();
   }
   if (!options.pack_memory) {
     finalize_variants(cp.plans);

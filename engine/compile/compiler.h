@@ -62,7 +62,8 @@ struct EngineTensors {
 };
 
 struct CompiledProject {
-  Project project;
+  Project design;   // as the user wrote it (overrides applied): checkpoints and runs keep this
+  Project project;  // as compiled: the design with composite layers' parts in their place
   CompileOptions options;
   ModelAnalysis analysis;  // of the train variant
   std::vector<ResolvedVariant> variants;

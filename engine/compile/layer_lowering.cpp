@@ -295,6 +295,7 @@ constexpr LayerLowering kLowerings[] = {
     {&add_forward, &add_backward},
     {&concat_forward, &concat_backward},
     with_tensors({&layer_norm_forward, &layer_norm_backward}, &layer_norm_tensors),
+    {},  // MultiHeadSelfAttention: its parts stand in its place (model/composite_layers.h)
     // TokenLinear: a 1x1 convolution, whose kernels take the token map as it lies.
     with_tensors({&weighted_forward<ComputeOp::CONV_FWD>, &weighted_backward<ComputeOp::CONV_BWD>},
                  &weighted_tensors<true>),

@@ -44,6 +44,30 @@ bool window(ShapeQuery& q, const char* field) {
   return true;
 }
 
+// Attention's heads split the C channels of its queries evenly, each no wider
+// than a kernel holds.
+bool heads_fit(ShapeQuery& q, int64_t c) {
+  const int64_t heads = q.params.heads;
+  if (heads < 1 || c % heads != 0)
+    return refuse(q,
+                  std::to_string(heads) + " heads do not divide the " + std::to_string(c) +
+                      " channels of its queries; choose a divisor of " + std::to_string(c),
+                  "params.heads");
+  if (c / heads > kMaxHeadChannels)
+    return refuse(q,
+                  "heads of " + std::to_string(c / heads) + " channels are wider than " +
+                      std::to_string(kMaxHeadChannels) + "; use at least " +
+                      std::to_string((c + kMaxHeadChannels - 1) / kMaxHeadChannels) + " heads",
+                  "params.heads");
+  return true;
+}
+
+// q k^T and p v over `in`'s tokens: 2 x T x T x C multiply-adds a sample.
+int64_t attention_flops(const Shape& in, int64_t c) {
+  const int64_t tokens = in.h * in.w;
+  return 4 * in.n * tokens * tokens * c;
+}
+
 }  // namespace
 
 std::string dims(const Shape& s) {
@@ -156,7 +180,6 @@ bool token_linear_shape(ShapeQuery& q) {
 // Each token's queries, keys and values side by side: [N,H,W,3C] -> [N,H,W,C].
 bool self_attention_shape(ShapeQuery& q) {
   const Shape& in = q.inputs[0];
-  const int64_t heads = q.params.heads;
   if (in.c % 3 != 0)
     return refuse(q,
                   "reads each token's queries, keys and values side by side, 3 x C channels, "
@@ -164,21 +187,19 @@ bool self_attention_shape(ShapeQuery& q) {
                       dims(in) + " has " + std::to_string(in.c) +
                       "; put a TokenLinear with 3 x C outputs before it");
   const int64_t c = in.c / 3;
-  if (heads < 1 || c % heads != 0)
-    return refuse(q,
-                  std::to_string(heads) + " heads do not divide the " + std::to_string(c) +
-                      " channels of its queries; choose a divisor of " + std::to_string(c),
-                  "params.heads");
-  if (c / heads > kMaxHeadChannels)
-    return refuse(q,
-                  "heads of " + std::to_string(c / heads) + " channels are wider than " +
-                      std::to_string(kMaxHeadChannels) + "; use at least " +
-                      std::to_string((c + kMaxHeadChannels - 1) / kMaxHeadChannels) + " heads",
-                  "params.heads");
-  const int64_t tokens = in.h * in.w;
+  if (!heads_fit(q, c)) return false;
   q.out.c = c;
-  // q k^T and p v: 2 x T x T x C multiply-adds a sample.
-  q.flops = 4 * in.n * tokens * tokens * c;
+  q.flops = attention_flops(in, c);
+  return true;
+}
+
+// The projections to queries, keys and values and back around the attention.
+bool multi_head_attention_shape(ShapeQuery& q) {
+  const Shape& in = q.inputs[0];
+  if (!heads_fit(q, in.c)) return false;
+  const int64_t c = in.c, tokens = in.n * in.h * in.w, biases = q.params.bias ? 4 * c : 0;
+  q.param_count = 4 * c * c + biases;
+  q.flops = 2 * tokens * c * 4 * c + tokens * biases + attention_flops(in, c);
   return true;
 }
 

@@ -32,6 +32,7 @@ bool flatten_shape(ShapeQuery& q);
 bool linear_shape(ShapeQuery& q);
 bool token_linear_shape(ShapeQuery& q);
 bool self_attention_shape(ShapeQuery& q);
+bool multi_head_attention_shape(ShapeQuery& q);
 bool position_embedding_shape(ShapeQuery& q);
 bool class_token_shape(ShapeQuery& q);
 bool token_pool_shape(ShapeQuery& q);

@@ -7,6 +7,7 @@
 
 #include <renaissance/project_limits.h>
 
+#include "model/composite_layers.h"
 #include "model/json_text.h"
 #include "model/layer_shapes.h"
 
@@ -139,12 +140,29 @@ constexpr ParamSpec kLinearParams[] = {
     bias_param(),
 };
 
-constexpr ParamSpec kAttentionParams[] = {
-    int_param("heads", 1, kMaxFeatures, &LayerParams::heads,
-              "heads the C channels split into, each C/heads wide (at most 512)", true, "heads "),
-    number_param("dropout", "", 0, false, 1, true, 0.0, 0.99, &LayerParams::attention_dropout,
-                 "probability of dropping each attention probability while training (the kept "
-                 "ones scaled by 1 / (1 - dropout)); the backward draws the same mask again"),
+constexpr ParamSpec heads_param() {
+  return int_param("heads", 1, kMaxFeatures, &LayerParams::heads,
+                   "heads the C channels split into, each C/heads wide (at most 512)", true,
+                   "heads ");
+}
+
+constexpr ParamSpec attention_dropout_param() {
+  return number_param("dropout", "", 0, false, 1, true, 0.0, 0.99, &LayerParams::attention_dropout,
+                      "probability of dropping each attention probability while training (the "
+                      "kept ones scaled by 1 / (1 - dropout)); the backward draws the same mask "
+                      "again");
+}
+
+constexpr ParamSpec kAttentionParams[] = {heads_param(), attention_dropout_param()};
+
+constexpr ParamSpec kMultiHeadAttentionParams[] = {
+    heads_param(),
+    attention_dropout_param(),
+    {.key = "bias",
+     .kind = LayerParamKind::Bool,
+     .bool_field = &LayerParams::bias,
+     .description = "adds trained biases to both projections",
+     .summarised = true},
 };
 
 constexpr ParamSpec kTokenPoolParams[] = {
@@ -212,6 +230,20 @@ constexpr LayerSpec spec(LayerType type, std::string_view name, std::string_view
 
 constexpr LayerSpec onnx_reads(LayerSpec s, OnnxInput form) {
   s.onnx_input = form;
+  return s;
+}
+
+constexpr LayerSpec multi_head_attention_spec() {
+  LayerSpec s = onnx_reads(
+      spec(LayerType::MultiHeadSelfAttention, "MultiHeadSelfAttention", "mhsa",
+           &multi_head_attention_shape, 1, 1, true, LayerGroup::Transformer,
+           "Multi-head self-attention as nn.MultiheadAttention computes it: each token projected "
+           "to its queries, keys and values, scaled dot-product attention among the tokens per "
+           "head, and an output projection: [N,H,W,C] -> [N,H,W,C]; the T x T scores are never "
+           "stored. Compiled as its three parts (in_proj, attention, out_proj).",
+           kMultiHeadAttentionParams, attention_defaults()),
+      OnnxInput::Tokens);
+  s.parts = &multi_head_attention_parts;
   return s;
 }
 
@@ -287,6 +319,7 @@ constexpr LayerSpec kSpecs[] = {
              "trained scale and shift per channel.",
              kLayerNormParams),
         OnnxInput::Same),
+    multi_head_attention_spec(),
     onnx_reads(
         spec(LayerType::TokenLinear, "TokenLinear", "tfc", &token_linear_shape, 1, 1, true,
              LayerGroup::Transformer,

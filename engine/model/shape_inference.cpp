@@ -25,6 +25,7 @@ class Analyzer {
     find_terminals();
     topological_order();
     infer_shapes();
+    check_part_ids();
     check_usage();
     for (const NodeAnalysis& na : a_.nodes) {
       a_.total_params += na.params;
@@ -175,6 +176,21 @@ class Analyzer {
     na.params = q.param_count;
     na.flops = q.flops;
     na.known = true;
+  }
+
+  // A composite layer's parts take ids of their own in the compiled model.
+  void check_part_ids() {
+    for (size_t v = 0; v < g_.nodes.size(); ++v) {
+      const LayerNode& node = g_.nodes[v];
+      const PartsRule parts = layer_spec(node.type).parts;
+      if (!parts || !a_.nodes[v].known) continue;
+      for (const LayerNode& part : parts(node, a_.nodes[v].inputs.at(0)))
+        if (g_.find(part.id) >= 0)
+          problem(static_cast<int>(v),
+                  "its part '" + part.id + "' (" + std::string(layer_type_name(part.type)) +
+                      ") takes that id once compiled, and another node has it; rename one of them",
+                  "id");
+    }
   }
 
   void check_usage() {

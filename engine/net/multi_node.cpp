@@ -53,6 +53,7 @@ CompiledProject compile_for_nodes(const Project& project, const CompileOptions& 
     all.training.devices.ids.insert(all.training.devices.ids.end(), mine.begin(), mine.end());
   CompiledProject cp = compile_project(all, options);
   cp.project.training.devices = project.training.devices;
+  cp.design.training.devices = project.training.devices;
   return cp;
 }
 

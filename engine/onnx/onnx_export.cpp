@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <stdexcept>
 #include <system_error>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include <renaissance/error.h>
 #include <renaissance/layer_spec.h>
 #include <renaissance/shape_inference.h>
+#include "model/composite_layers.h"
 #include "onnx/onnx_layout.h"
 #include "onnx/onnx_metadata.h"
 
@@ -187,8 +189,14 @@ void value_info(onnx::ValueInfoProto* v, const std::string& name,
 
 }  // namespace
 
-OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoint,
+OnnxExportSummary export_onnx(const Project& design, const Checkpoint& checkpoint,
                               const std::string& path, const OnnxExportOptions& options) {
+  const ModelAnalysis designed = analyze_model(design, 1);
+  require_valid(designed);
+  // The layers as compiled, whose names the checkpoint's tensors carry: a
+  // composite layer is written as its parts (the importer folds them back).
+  const Project project =
+      has_composite_layers(design.model) ? expand_composite_layers(design, designed) : design;
   const ModelAnalysis a = analyze_model(project, 1);
   require_valid(a);
   const ModelGraph& g = project.model;
@@ -497,6 +505,8 @@ OnnxExportSummary export_onnx(const Project& project, const Checkpoint& checkpoi
       case LayerType::SoftmaxCrossEntropy:
         logits_node = src;
         break;
+      case LayerType::MultiHeadSelfAttention:
+        throw std::logic_error("a composite layer reached the ONNX export unexpanded");
     }
   }
   if (logits_node < 0) throw UsageError(project.name + ": the model has no loss to export from");

@@ -506,6 +506,7 @@ class Importer {
   void flatten(int k, const Value& v);
   void finish_output();
   void check_and_relayout(const ModelAnalysis& a);
+  void fold_attention_parts(const ModelAnalysis& a);
   DatasetSpec dataset(std::vector<std::string>& notes) const;
   Checkpoint checkpoint() const;
 
@@ -1053,33 +1054,23 @@ bool Importer::fused_attention(int k) {
   std::string module;
   const std::string& wname = input(gemm, 1);
   if (wname.ends_with(".out_proj.weight")) module = wname.substr(0, wname.size() - 16);
-  auto named = [&](int at, LayerType t, const LayerParams& p, const Value& from,
-                   const std::string& value_name, const std::string& suffix) {
-    const std::string preferred = module.empty() ? "" : module + suffix;
-    return add_layer(at, t, p, {from}, value_name, 3, &preferred);
-  };
-  LayerParams lin = layer_spec(LayerType::TokenLinear).defaults;
-  lin.out_channels = 3 * c;
-  lin.bias = true;
-  const int qkv = named(in_mm, LayerType::TokenLinear, lin, x, out(in_add), ".in_proj");
-  LayerParams attn = layer_spec(LayerType::SelfAttention).defaults;
-  attn.heads = heads;
-  const int mix = named(softmax, LayerType::SelfAttention, attn, Value{qkv, 3}, out(back), "");
-  lin.out_channels = c;
-  const int proj = named(gemm, LayerType::TokenLinear, lin, Value{mix, 3}, out(last), ".out_proj");
+  LayerParams mha = layer_spec(LayerType::MultiHeadSelfAttention).defaults;
+  mha.heads = heads;
+  mha.bias = true;
+  const int node = add_layer(softmax, LayerType::MultiHeadSelfAttention, mha, {x}, out(last), 3,
+                             module.empty() ? nullptr : &module);
   // W_in^T is stored [C, 3C]: ours is [3C, C], as nn.MultiheadAttention's in_proj_weight.
   std::vector<float> w(static_cast<size_t>(3 * c * c));
   for (int64_t o = 0; o < 3 * c; ++o)
     for (int64_t i = 0; i < c; ++i)
       w[static_cast<size_t>(o * c + i)] = w_in.f[static_cast<size_t>(i * 3 * c + o)];
-  const std::string& qkv_id = project_.model.nodes[static_cast<size_t>(qkv)].id;
-  const std::string& proj_id = project_.model.nodes[static_cast<size_t>(proj)].id;
-  weights_[qkv_id + ".weight"] = std::move(w);
-  weights_[qkv_id + ".bias"] = b_in.f;
-  weights_[proj_id + ".weight"] = w_out.f;
-  weights_[proj_id + ".bias"] = b_out.f;
-  after_analysis_.push_back([this, k, qkv, c, tokens](const ModelAnalysis& a) {
-    const Shape s = a.nodes[static_cast<size_t>(qkv)].inputs[0];
+  const std::string& id = project_.model.nodes[static_cast<size_t>(node)].id;
+  weights_[id + ".in_proj.weight"] = std::move(w);
+  weights_[id + ".in_proj.bias"] = b_in.f;
+  weights_[id + ".out_proj.weight"] = w_out.f;
+  weights_[id + ".out_proj.bias"] = b_out.f;
+  after_analysis_.push_back([this, k, node, c, tokens](const ModelAnalysis& a) {
+    const Shape s = a.nodes[static_cast<size_t>(node)].inputs[0];
     if (s.c != c || s.h * s.w != tokens)
       fail(k, "attends over " + std::to_string(tokens) + " tokens of " + std::to_string(c) +
                   " features, and its input has " + std::to_string(s.h * s.w) + " of " +
@@ -1639,6 +1630,65 @@ void Importer::finish_output() {
       {it->second.node, 0, static_cast<int>(project_.model.nodes.size()) - 1, 0});
 }
 
+// Our export writes a MultiHeadSelfAttention as its parts: a TokenLinear
+// 'X.in_proj' to 3C, the attention and a TokenLinear 'X.out_proj' back to C,
+// each read only by the next. They become that one layer 'X' again, so a
+// model comes back as it was exported; the weights keep their names.
+void Importer::fold_attention_parts(const ModelAnalysis& a) {
+  auto& nodes = project_.model.nodes;
+  const auto sole_reader = [&](size_t n) {
+    const auto& c = a.consumers[n];
+    return c.size() == 1 ? static_cast<size_t>(c.front().node) : nodes.size();
+  };
+  std::vector<int> gone(nodes.size(), -1);  // folded into that node
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    LayerNode& in = nodes[i];
+    constexpr std::string_view suffix = ".in_proj";
+    if (in.type != LayerType::TokenLinear || !in.id.ends_with(suffix)) continue;
+    const std::string id = in.id.substr(0, in.id.size() - suffix.size());
+    const size_t at = sole_reader(i);
+    if (at == nodes.size() || nodes[at].type != LayerType::SelfAttention) continue;
+    const size_t out = sole_reader(at);
+    if (out == nodes.size()) continue;
+    const LayerNode& o = nodes[out];
+    const int64_t c = a.nodes[i].inputs.at(0).c;
+    if (o.type != LayerType::TokenLinear || o.id != id + ".out_proj" ||
+        o.params.bias != in.params.bias || in.params.out_channels != 3 * c ||
+        o.params.out_channels != c || project_.model.find(id) >= 0)
+      continue;
+    LayerParams p = layer_spec(LayerType::MultiHeadSelfAttention).defaults;
+    p.heads = nodes[at].params.heads;
+    p.attention_dropout = nodes[at].params.attention_dropout;
+    p.bias = in.params.bias;
+    in.id = id;
+    in.type = LayerType::MultiHeadSelfAttention;
+    in.params = p;
+    gone[at] = gone[out] = static_cast<int>(i);
+  }
+  if (std::all_of(gone.begin(), gone.end(), [](int g) { return g < 0; })) return;
+  std::vector<int> index(nodes.size());
+  std::vector<LayerNode> kept;
+  std::vector<int> kept_onnx;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (gone[i] >= 0) continue;
+    index[i] = static_cast<int>(kept.size());
+    kept.push_back(std::move(nodes[i]));
+    kept_onnx.push_back(onnx_of_[i]);
+  }
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (gone[i] >= 0) index[i] = index[static_cast<size_t>(gone[i])];
+  std::vector<Edge> edges;
+  for (const Edge& e : project_.model.edges) {
+    // The edges inside a folded layer go; its out_proj's readers read the layer.
+    if (gone[static_cast<size_t>(e.to)] >= 0) continue;
+    edges.push_back({index[static_cast<size_t>(e.from)], e.from_port,
+                     index[static_cast<size_t>(e.to)], e.to_port});
+  }
+  nodes = std::move(kept);
+  onnx_of_ = std::move(kept_onnx);
+  project_.model.edges = std::move(edges);
+}
+
 void Importer::check_and_relayout(const ModelAnalysis& a) {
   orders_ = feature_orders(project_.model, a);  // once, for every Linear's columns
   classes_ = a.nodes[static_cast<size_t>(a.source_of(a.loss_node, 0).node)].output.c;
@@ -1872,6 +1922,7 @@ OnnxImportResult Importer::run() {
   const ModelAnalysis a = analyze_model(project_, 1);
   if (!a.ok()) refuse(a.problems, "the imported graph does not make a model:", false);
   check_and_relayout(a);
+  fold_attention_parts(a);
   std::vector<std::string> notes = notes_;
   project_.dataset = dataset(notes);
   // Saved without variants, the file gets those a project file without

@@ -73,7 +73,7 @@ Checkpoint take_checkpoint(const CompiledProject& cp, TrainingSession& session,
   const TrainingSpec& t = cp.project.training;
   Checkpoint c;
   c.project_name = cp.project.name;
-  c.project_json = project_to_json(cp.project);
+  c.project_json = project_to_json(cp.design);
   c.world_size = cp.world_size;
   c.position = position;
   c.seed = t.seed;

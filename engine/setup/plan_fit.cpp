@@ -18,7 +18,7 @@ std::string plan_fit_problem(const CompiledProject& cp, const DeviceScan& scan) 
                     " of host memory available, shared by " + std::to_string(cp.world_size) +
                     " rank" + (cp.world_size > 1 ? "s" : "") + ")"
               : " on its smallest device";
-  const BatchSearch best = largest_fitting_batch(cp.project, m.bytes, cp.options);
+  const BatchSearch best = largest_fitting_batch(cp.design, m.bytes, cp.options);
   if (best.global_batch > 0)
     text += "; the largest global batch that fits is " + std::to_string(best.global_batch) +
             " (--batch " + std::to_string(best.global_batch) + ")";

@@ -10,7 +10,7 @@ namespace tr::store {
 
 RunStart run_start_of(const CompiledPlan& plan, const TrainingContext& context,
                       const TrainOptions& options) {
-  const Project& project = plan.project();
+  const Project& project = plan.design();
   const TrainingSpec& t = project.training;
   RunStart start;
   start.name = project.name;

@@ -262,6 +262,52 @@ class TestShapeInference : public QObject {
              heads.problems[0].message.c_str());
   }
 
+  // MultiHeadSelfAttention keeps its input's shape and holds both
+  // projections' weights; its heads must divide the channels, and its parts'
+  // ids (taken once compiled) must be free.
+  void multiHeadSelfAttention() {
+    auto project = [](int64_t heads, bool bias, const char* other_id) {
+      ModelBuilder b;
+      LayerParams mhsa;
+      mhsa.heads = heads;
+      mhsa.bias = bias;
+      b.node("input", LayerType::Input, input(8, 8, 1))
+          .node("patch", LayerType::Conv2d, conv(16, 2, 2, 2, 2, 0, 0, true))
+          .node("attn", LayerType::MultiHeadSelfAttention, mhsa)
+          .node(other_id, LayerType::GlobalAvgPool)
+          .node("fc", LayerType::Linear, linear(10))
+          .node("loss", LayerType::SoftmaxCrossEntropy)
+          .chain({"input", "patch", "attn", other_id, "fc", "loss"});
+      return b.build();
+    };
+    const Project p = project(4, true, "gap");
+    const ModelAnalysis a = analyze_model(p, 2);
+    QVERIFY2(a.ok(), all_messages(a).c_str());
+    QCOMPARE(shape(a, p, "attn"), (Shape{2, 4, 4, 16}));
+    // in_proj [48, 16] and 48 biases, out_proj [16, 16] and 16.
+    QCOMPARE(at(a, p, "attn").params, int64_t{48 * 16 + 48 + 16 * 16 + 16});
+    // Both projections (2 x 32 tokens x 16 x 64) and their biases, and the attention.
+    QCOMPARE(at(a, p, "attn").flops, int64_t{2 * 32 * 16 * 64 + 32 * 64 + 4 * 2 * 16 * 16 * 16});
+    QCOMPARE(at(analyze_model(project(4, false, "gap"), 2), p, "attn").params,
+             int64_t{48 * 16 + 16 * 16});
+
+    const ModelAnalysis heads = analyze_model(project(3, true, "gap"), 2);
+    QCOMPARE(heads.problems.size(), size_t{1});
+    QCOMPARE(qs(heads.problems[0].node), QString("'attn' (MultiHeadSelfAttention)"));
+    QCOMPARE(qs(heads.problems[0].field), QString("params.heads"));
+    QVERIFY2(heads.problems[0].message.find("3 heads do not divide the 16 channels of its "
+                                            "queries; choose a divisor of 16") != std::string::npos,
+             heads.problems[0].message.c_str());
+
+    const ModelAnalysis taken = analyze_model(project(4, true, "attn.out_proj"), 2);
+    QCOMPARE(taken.problems.size(), size_t{1});
+    QCOMPARE(qs(taken.problems[0].node), QString("'attn' (MultiHeadSelfAttention)"));
+    QCOMPARE(qs(taken.problems[0].field), QString("id"));
+    QVERIFY2(taken.problems[0].message.find("its part 'attn.out_proj' (TokenLinear) takes that "
+                                            "id") != std::string::npos,
+             taken.problems[0].message.c_str());
+  }
+
   void groupedAndDepthwiseConvolutions() {
     // 8 channels -> 16 in 2 groups; depthwise 16 -> 32 (a multiplier of 2).
     LayerParams grouped = square_conv(16, 3, 1, 1, false);

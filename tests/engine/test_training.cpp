@@ -18,6 +18,7 @@
 #include <renaissance/checkpoint.h>
 #include <renaissance/predict.h>
 #include <renaissance/profile_export.h>
+#include <renaissance/project_io.h>
 #include "backends/cpu/cpu_backend.h"
 #include "compile/compiler.h"
 #include "data/dataset.h"
@@ -124,8 +125,10 @@ void trains_at_every_precision(const std::function<void(ModelBuilder&)>& build) 
 // token, LayerNorm, a TokenLinear to queries, keys and values, two-head
 // SelfAttention, a TokenLinear back and a residual Add; with `mlp`, a second
 // LayerNorm, a GELU MLP and its Add; the class token pooled into 4 classes.
-// `dropout`: the attention's dropout on its probabilities.
-void transformer_block(ModelBuilder& b, bool mlp, double dropout = 0.0) {
+// `dropout`: the attention's dropout on its probabilities. `one_layer`: the
+// projections and the attention are one MultiHeadSelfAttention 'mhsa';
+// otherwise three layers named as its parts are.
+void transformer_block(ModelBuilder& b, bool mlp, double dropout = 0.0, bool one_layer = false) {
   LayerParams attn;
   attn.heads = 2;
   attn.attention_dropout = dropout;
@@ -134,13 +137,18 @@ void transformer_block(ModelBuilder& b, bool mlp, double dropout = 0.0) {
       .node("pos", LayerType::PositionEmbedding)
       .node("cls", LayerType::ClassToken)
       .node("ln1", LayerType::LayerNorm)
-      .node("qkv", LayerType::TokenLinear, linear(48))
-      .node("attn", LayerType::SelfAttention, attn)
-      .node("proj", LayerType::TokenLinear, linear(16))
-      .node("add1", LayerType::Add)
-      .chain({"in", "patch", "pos", "cls", "ln1", "qkv", "attn", "proj"})
-      .edge("proj", "add1", 0)
-      .edge("cls", "add1", 1);
+      .chain({"in", "patch", "pos", "cls", "ln1"});
+  const char* attended = "mhsa";
+  if (one_layer) {
+    b.node("mhsa", LayerType::MultiHeadSelfAttention, attn).chain({"ln1", "mhsa"});
+  } else {
+    b.node("mhsa.in_proj", LayerType::TokenLinear, linear(48))
+        .node("mhsa.attention", LayerType::SelfAttention, attn)
+        .node("mhsa.out_proj", LayerType::TokenLinear, linear(16))
+        .chain({"ln1", "mhsa.in_proj", "mhsa.attention", "mhsa.out_proj"});
+    attended = "mhsa.out_proj";
+  }
+  b.node("add1", LayerType::Add).edge(attended, "add1", 0).edge("cls", "add1", 1);
   const char* last = "add1";
   if (mlp) {
     b.node("ln2", LayerType::LayerNorm)
@@ -285,6 +293,59 @@ class TestTraining : public QObject {
     QCOMPARE(with.predictions.at(0).logits, without.predictions.at(0).logits);
   }
 
+  // One MultiHeadSelfAttention is compiled as its three parts, in its place:
+  // the same plan, the same weights (named after the parts, in the W/G/M
+  // regions of a TokenLinear) and the same training bit for bit, dropout
+  // included, as the three layers; checkpoints and runs keep the one layer,
+  // and either project predicts from the other's weights.
+  void multiHeadSelfAttentionIsItsPartsBitForBit() {
+    const auto project = [](bool one_layer) {
+      ModelBuilder b;
+      b.project() = small_project();
+      b.project().model = {};
+      b.project().training.epochs = 1;
+      transformer_block(b, true, 0.2, one_layer);
+      return b.build();
+    };
+    const Project one = project(true), three = project(false);
+    QCOMPARE(one.model.nodes.size() + 2, three.model.nodes.size());
+    const CompiledProject a = compile_project(one), b = compile_project(three);
+    QCOMPARE(a.bytes_per_device(), b.bytes_per_device());
+    QCOMPARE(a.project.model.nodes.size(), three.model.nodes.size());
+    for (size_t v = 0; v < three.model.nodes.size(); ++v) {
+      const LayerNode& part = a.project.model.nodes[v];
+      QCOMPARE(part.id, three.model.nodes[v].id);
+      QCOMPARE(part.type, three.model.nodes[v].type);
+      QCOMPARE(part.params, three.model.nodes[v].params);
+      QCOMPARE(part.design_id(), part.id.starts_with("mhsa.") ? std::string("mhsa") : part.id);
+    }
+    std::vector<std::string> names_a, names_b;
+    for (const DTensor& t : a.plans.front().dtensors()) names_a.push_back(t.name);
+    for (const DTensor& t : b.plans.front().dtensors()) names_b.push_back(t.name);
+    QCOMPARE(names_a, names_b);
+    QCOMPARE(a.plans.front().get_dtensor(a.layers[5].weight_in(ParamSeries::W)).name,
+             std::string("mhsa.in_proj.weight"));
+    QTemporaryDir dir;
+    TrainOptions options;
+    options.final_weights = dir.filePath("one.ckpt").toStdString();
+    const Run ra = run(one, options);
+    const Run rb = run(three);
+    QCOMPARE(ra.losses.size(), rb.losses.size());
+    for (size_t i = 0; i < ra.losses.size(); ++i) QCOMPARE(ra.losses[i], rb.losses[i]);
+    const Checkpoint weights = read_checkpoint(options.final_weights);
+    const Project saved = parse_project(weights.project_json, "the checkpoint");
+    QCOMPARE(saved.model.nodes.size(), one.model.nodes.size());
+    for (size_t v = 0; v < one.model.nodes.size(); ++v) {
+      QCOMPARE(saved.model.nodes[v].id, one.model.nodes[v].id);
+      QCOMPARE(saved.model.nodes[v].type, one.model.nodes[v].type);
+      QCOMPARE(saved.model.nodes[v].params, one.model.nodes[v].params);
+    }
+    const std::string image = dir.filePath("image.png").toStdString();
+    tr::test::write_png(image, 8, 8, 1, tr::test::pattern(8, 8, 1, 5));
+    QCOMPARE(predict_images(one, weights, {{image}}, 4).predictions.at(0).logits,
+             predict_images(three, weights, {{image}}, 4).predictions.at(0).logits);
+  }
+
   // A pre-norm transformer block with its GELU MLP: the LayerNorms' and the
   // GELU's outputs, read only by TokenLinears, are computed again in the
   // backward instead of kept. The plan is smaller and the losses are the
@@ -326,7 +387,7 @@ class TestTraining : public QObject {
     std::set<std::string> again;
     for (size_t v = 0; v < p.model.nodes.size(); ++v)
       if (more.layers[v].recomputed != kNoTensor) again.insert(p.model.nodes[v].id);
-    QCOMPARE(again, (std::set<std::string>{"ln1", "qkv", "ln2", "fc1", "gelu"}));
+    QCOMPARE(again, (std::set<std::string>{"ln1", "mhsa.in_proj", "ln2", "fc1", "gelu"}));
     QVERIFY2(more.bytes_per_device() < rewritten.bytes_per_device(),
              qPrintable(QString("%1 bytes with the matrix products, %2 without")
                             .arg(more.bytes_per_device())

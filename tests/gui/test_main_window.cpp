@@ -865,6 +865,35 @@ class TestMainWindow : public QObject {
     QCOMPARE(memory->regionOwners(region_index(Region::W_FC_WEIGHT)), QList<int>{fc1});
   }
 
+  // A MultiHeadSelfAttention is one node in the designer and its three parts
+  // in the plan: selecting the node marks all three in the memory map, and
+  // asking for any part's layer selects the node.
+  void aCompositeLayerLinksToItsParts() {
+    Window win;
+    QString error;
+    QVERIFY2(win.w.openProject(QStringLiteral(TR_PROJECTS_DIR "/vit-tiny-fashion.json"), &error),
+             qPrintable(error));
+    win.w.showView(MainWindow::View::Memory);
+    MemoryView* memory = win.w.memoryView();
+    QVERIFY(memory->compiled());
+    const auto& layers = memory->compiled()->project().model.nodes;
+    QList<int> parts;
+    for (const char* id : {"b2_attn.in_proj", "b2_attn.attention", "b2_attn.out_proj"})
+      parts << memory->compiled()->project().model.find(id);
+    QVERIFY(!parts.contains(-1));
+    QCOMPARE(win.index("b2_attn.attention"), -1);
+    win.w.designer()->focusNode(QStringLiteral("b2_attn"));
+    QCOMPARE(memory->highlightedLayers(), parts);
+    QVERIFY(!memory->bands()->highlightedTensors().empty());
+
+    win.w.designer()->focusNode(QStringLiteral("b1_ln1"));
+    QCOMPARE(memory->highlightedLayers().size(), 1);
+    emit memory->layerRequested(parts[1]);
+    QCOMPARE(win.w.currentView(), MainWindow::View::Design);
+    QCOMPARE(layers[static_cast<size_t>(parts[1])].design_id(), std::string("b2_attn"));
+    QCOMPARE(win.w.designer()->designerScene()->currentNode(), win.index("b2_attn"));
+  }
+
   void screenshotsOfEveryView() {
     Window win;
     QTemporaryDir dir;

@@ -268,12 +268,17 @@ class TestMemoryView : public QObject {
   }
 
   // Attention's saved statistics are one number per token and head, and the
-  // table says the T x T scores are never stored.
+  // table says the T x T scores are never stored. The design's one
+  // MultiHeadSelfAttention is its three parts in the plan.
   void attentionSavesNoScores() {
     View v(compiled("vit-tiny-fashion"));
-    const int attn = v.view.compiled()->project().model.find("b1_attn");
-    QVERIFY(attn >= 0);
-    v.view.highlightLayers({attn});
+    QList<int> parts;
+    const auto& layers = v.view.compiled()->project().model.nodes;
+    for (size_t i = 0; i < layers.size(); ++i)
+      if (layers[i].design_id() == "b1_attn") parts << static_cast<int>(i);
+    QCOMPARE(parts.size(), 3);
+    QCOMPARE(layers[static_cast<size_t>(parts[1])].id, std::string("b1_attn.attention"));
+    v.view.highlightLayers(parts);
     auto* m = v.view.tensorModel();
     bool found = false;
     for (int row = 0; row < m->rowCount(); ++row) {

@@ -59,6 +59,26 @@ def windows(x, kh, kw, sh, sw, ph, pw, fill):
     return v[:, ::sh, ::sw]  # [n, oh, ow, c, kh, kw]
 
 
+def token_linear(tensors, nid, x, bias):
+    """One matrix for every position."""
+    wt = weight(tensors, nid + ".weight")  # [out, 1, 1, in]
+    y = x @ wt.reshape(wt.shape[0], -1).T
+    return y + weight(tensors, nid + ".bias").reshape(-1) if bias else y
+
+
+def self_attention(x, heads):
+    """[N,H,W,3C] -> [N,H,W,C], head h on channels h*d.. of each third."""
+    n_, h_, w_, c3 = x.shape
+    c = c3 // 3
+    d = c // heads
+    tok = x.reshape(n_, h_ * w_, 3, heads, d)
+    q, k, v = (tok[:, :, i].transpose(0, 2, 1, 3) for i in range(3))  # [N, heads, T, d]
+    s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    o = (e / e.sum(axis=-1, keepdims=True)) @ v  # [N, heads, T, d]
+    return o.transpose(0, 2, 1, 3).reshape(n_, h_, w_, c)
+
+
 def reference(project, tensors, x_nhwc):
     nodes = {n["id"]: n for n in project["model"]["nodes"]}
     inputs = {}
@@ -108,21 +128,14 @@ def reference(project, tensors, x_nhwc):
             v = weight(tensors, nid + ".running_var").reshape(-1)
             y = (x - m) / np.sqrt(v + eps) * weight(tensors, nid + ".weight").reshape(-1) \
                 + weight(tensors, nid + ".bias").reshape(-1)
-        elif t == "TokenLinear":  # one matrix for every position
-            wt = weight(tensors, nid + ".weight")  # [out, 1, 1, in]
-            y = x @ wt.reshape(wt.shape[0], -1).T
-            if p.get("bias", True):
-                y = y + weight(tensors, nid + ".bias").reshape(-1)
-        elif t == "SelfAttention":  # [N,H,W,3C] -> [N,H,W,C], head h on channels h*d..
-            n_, h_, w_, c3 = x.shape
-            c, heads = c3 // 3, p["heads"]
-            d = c // heads
-            tok = x.reshape(n_, h_ * w_, 3, heads, d)
-            q, k, v = (tok[:, :, i].transpose(0, 2, 1, 3) for i in range(3))  # [N, heads, T, d]
-            s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d)
-            e = np.exp(s - s.max(axis=-1, keepdims=True))
-            o = (e / e.sum(axis=-1, keepdims=True)) @ v  # [N, heads, T, d]
-            y = o.transpose(0, 2, 1, 3).reshape(n_, h_, w_, c)
+        elif t == "TokenLinear":
+            y = token_linear(tensors, nid, x, p.get("bias", True))
+        elif t == "SelfAttention":
+            y = self_attention(x, p["heads"])
+        elif t == "MultiHeadSelfAttention":  # its parts, as the engine compiles it
+            bias = p.get("bias", True)
+            y = token_linear(tensors, nid + ".in_proj", x, bias)
+            y = token_linear(tensors, nid + ".out_proj", self_attention(y, p["heads"]), bias)
         elif t == "PositionEmbedding":
             y = x + weight(tensors, nid + ".weight").reshape(1, *x.shape[1:])
         elif t == "ClassToken":  # [N,H,W,C] -> [N,1,1+H*W,C]

@@ -149,7 +149,16 @@ def check(name, args, work, gen):
     print(run(cmd).rstrip())
     # The normalisation the project ended with (the usual figures when none was given).
     with open(project) as f:
-        dataset = json.load(f)["dataset"]
+        imported = json.load(f)
+    dataset = imported["dataset"]
+    # Each nn.MultiheadAttention is one layer, as in the designer's palette.
+    modules = sum(isinstance(m, nn.MultiheadAttention) for m in model.modules())
+    types = [n["type"] for n in imported["model"]["nodes"]]
+    if types.count("MultiHeadSelfAttention") != modules or "SelfAttention" in types:
+        print("FAILED: %s: %d nn.MultiheadAttention modules became %d MultiHeadSelfAttention "
+              "and %d SelfAttention layers" % (name, modules, types.count("MultiHeadSelfAttention"),
+                                               types.count("SelfAttention")))
+        return False
     mean = np.array(dataset["mean"], dtype=np.float64).reshape(1, c, 1, 1)
     std = np.array(dataset["std"], dtype=np.float64).reshape(1, c, 1, 1)
 

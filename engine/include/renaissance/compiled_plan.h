@@ -91,7 +91,11 @@ class CompiledPlan {
   bool empty() const noexcept { return !program_; }
 
   // All but empty() need a plan (not empty()).
-  const Project& project() const;  // as compiled (overrides applied)
+  // As compiled (overrides applied): a composite layer's parts stand in its
+  // place, and every layer index (PlanNode, a DTensor's owner) is into this
+  // project's nodes; LayerNode::design_id() names the design's node.
+  const Project& project() const;
+  const Project& design() const;  // as the user wrote it (overrides applied)
   const CompileOptions& options() const;
   const ModelAnalysis& analysis() const;  // of the train variant
   const std::vector<ResolvedVariant>& variants() const;

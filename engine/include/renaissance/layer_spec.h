@@ -38,6 +38,13 @@ struct ShapeQuery {
 
 using ShapeRule = bool (*)(ShapeQuery& q);
 
+// A composite layer's parts, from the node and its input's shape: a chain of
+// other layers, the first reading the node's input and the last giving its
+// output, each with its id (the node's, a dot and the part's name) and
+// part_of set. The compiler, the checkpoints and ONNX see the parts
+// (model/composite_layers.h); the designer and the project file the node.
+using PartsRule = std::vector<LayerNode> (*)(const LayerNode& node, const Shape& input);
+
 enum class LayerGroup {
   InputOutput,
   Convolution,
@@ -105,6 +112,8 @@ struct LayerSpec {
   OnnxInput onnx_input = OnnxInput::Image;
   // Output shape, parameter count and FLOPs (model/layer_shapes.h).
   ShapeRule shape = nullptr;
+  // Set for a composite layer: what stands in its place once compiled.
+  PartsRule parts = nullptr;
 };
 
 // The entry of `t`; every LayerType has one (checked at compile time).

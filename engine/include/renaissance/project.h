@@ -52,6 +52,12 @@ struct LayerNode {
   LayerParams params;
   double x = 0, y = 0;  // designer position; optional in the file
   bool has_position = false;
+  // In a compiled model, a composite layer's part (a MultiHeadSelfAttention's
+  // projections and attention) names the design's node it stands in for;
+  // empty everywhere else. Never in a project file.
+  std::string part_of;
+  // The design's node this one is or stands in for.
+  const std::string& design_id() const { return part_of.empty() ? id : part_of; }
   // "'conv1' (Conv2d)": how every message names the node.
   std::string label() const;
 };
