@@ -1158,6 +1158,8 @@ bool MainWindow::compile(QString* error) {
   }
   memory_->setCompiled(cp, scan_);
   analysis_->setCompiled(cp);
+  // The layer selected in the designer stays marked in the new plan.
+  selectionChanged(designer_->designerScene()->currentNode());
   showStatus(tr("Compiled: %1 per device, %2")
                  .arg(QString::fromStdString(human_bytes(cp->bytes_per_device())),
                       count_text(static_cast<qint64>(cp->plans().size()), tr("%1 variant"),

@@ -244,6 +244,7 @@ constexpr LayerSpec multi_head_attention_spec() {
            kMultiHeadAttentionParams, attention_defaults()),
       OnnxInput::Tokens);
   s.parts = &multi_head_attention_parts;
+  s.abbreviation = "MHSA";
   return s;
 }
 

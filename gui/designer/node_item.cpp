@@ -58,6 +58,9 @@ void NodeItem::setInfo(const LayerNode& node, const NodeAnalysis* analysis,
   id_ = QString::fromStdString(node.id);
   typeName_ = QString::fromUtf8(layer_type_name(node.type).data(),
                                 static_cast<int>(layer_type_name(node.type).size()));
+  const std::string_view abbreviation = layer_spec(node.type).abbreviation;
+  typeAbbreviation_ =
+      QString::fromUtf8(abbreviation.data(), static_cast<qsizetype>(abbreviation.size()));
   summary_ = designer_summary(node);
   details_.clear();
   if (analysis && analysis->known) {
@@ -95,9 +98,15 @@ PortItem* NodeItem::outputPort(int port) const {
              : nullptr;
 }
 
+QString NodeItem::shownType(const QFontMetricsF& title, const QFontMetricsF& small) const {
+  const double room = kWidth - 3 * kPad - small.horizontalAdvance(typeName_);
+  return title.horizontalAdvance(id_) > room && !typeAbbreviation_.isEmpty() ? typeAbbreviation_
+                                                                             : typeName_;
+}
+
 QStringList NodeItem::cutTexts(const QFont& font) const {
   const QFontMetricsF tm(title_font(font)), sm(detail_font(font));
-  const double typeWidth = sm.horizontalAdvance(typeName_);
+  const double typeWidth = sm.horizontalAdvance(shownType(tm, sm));
   QStringList cut;
   if (tm.horizontalAdvance(id_) > kWidth - 3 * kPad - typeWidth) cut << id_;
   for (const QString& line : {summary_, details_})
@@ -131,9 +140,10 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
 
   painter->setFont(small);
   painter->setPen(dark ? text.darker(130) : text.lighter(160));
-  const double typeWidth = sm.horizontalAdvance(typeName_);
+  const QString type = shownType(tm, sm);
+  const double typeWidth = sm.horizontalAdvance(type);
   painter->drawText(QRectF(kWidth - kPad - typeWidth, 4, typeWidth, tm.height()),
-                    Qt::AlignRight | Qt::AlignVCenter, typeName_);
+                    Qt::AlignRight | Qt::AlignVCenter, type);
 
   painter->setFont(title);
   painter->setPen(text);

@@ -4,6 +4,7 @@
 // frame with the messages as tooltip when the analysis found problems.
 #pragma once
 
+#include <QFontMetricsF>
 #include <QGraphicsItem>
 #include <QStringList>
 #include <vector>
@@ -45,9 +46,13 @@ class NodeItem : public QGraphicsItem {
   QVariant itemChange(GraphicsItemChange change, const QVariant& value) override;
 
  private:
+  // The type as the node shows it beside the id: its name, or its
+  // abbreviation where the name would cut the id short (the tooltip has both).
+  QString shownType(const QFontMetricsF& title, const QFontMetricsF& small) const;
+
   int index_;
   LayerType layerType_;
-  QString id_, typeName_, summary_, details_;
+  QString id_, typeName_, typeAbbreviation_, summary_, details_;
   QStringList problems_;
   std::vector<PortItem*> inputs_, outputs_;
   std::vector<EdgeItem*> edges_;

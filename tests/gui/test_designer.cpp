@@ -386,6 +386,29 @@ class TestDesigner : public QObject {
     QCOMPARE(into, 2);
   }
 
+  // Every node of the shipped projects reads whole: a type name as long as
+  // MultiHeadSelfAttention moves to the summary's line rather than cut the id
+  // short, and one dropped from the palette reads whole too.
+  void everyShippedNodeReadsWhole() {
+    for (const char* name : {"vit-tiny-fashion", "resnet8-fashion", "cnn-bn-fashion"}) {
+      Designer d(load(name));
+      int nodes = 0;
+      for (const LayerNode& n : d.doc.project().model.nodes) {
+        NodeItem* item = d.node(n.id.c_str());
+        QVERIFY2(item, n.id.c_str());
+        const QStringList cut = item->cutTexts(d.view.font());
+        QVERIFY2(cut.isEmpty(), qPrintable(QString::fromStdString(n.id) + ": " + cut.join(", ")));
+        ++nodes;
+      }
+      QVERIFY(nodes > 10);
+    }
+    Designer d;
+    const int mhsa = d.drop(LayerType::MultiHeadSelfAttention, {300, 200});
+    QVERIFY(mhsa >= 0);
+    const std::string id = d.doc.project().model.nodes[static_cast<size_t>(mhsa)].id;
+    QCOMPARE(d.node(id.c_str())->cutTexts(d.view.font()), QStringList{});
+  }
+
   void concatInputsSetItsPorts() {
     // A Concat's inputs, set in the properties panel: the node redraws with
     // that many ports; fewer ports drop the edges into the ones that go, in

@@ -876,7 +876,6 @@ class TestMainWindow : public QObject {
     win.w.showView(MainWindow::View::Memory);
     MemoryView* memory = win.w.memoryView();
     QVERIFY(memory->compiled());
-    const auto& layers = memory->compiled()->project().model.nodes;
     QList<int> parts;
     for (const char* id : {"b2_attn.in_proj", "b2_attn.attention", "b2_attn.out_proj"})
       parts << memory->compiled()->project().model.find(id);
@@ -886,11 +885,22 @@ class TestMainWindow : public QObject {
     QCOMPARE(memory->highlightedLayers(), parts);
     QVERIFY(!memory->bands()->highlightedTensors().empty());
 
+    // A layer selected while the plan is out of date is marked once it is
+    // compiled again.
+    LayerNode changed = win.doc()->project().model.nodes[static_cast<size_t>(win.index("b2_attn"))];
+    changed.params.attention_dropout = 0.1;
+    QVERIFY(win.w.editor()->editNode(win.index("b2_attn"), changed, QStringLiteral("dropout")));
+    QVERIFY(memory->isStale());
     win.w.designer()->focusNode(QStringLiteral("b1_ln1"));
-    QCOMPARE(memory->highlightedLayers().size(), 1);
+    QVERIFY(memory->highlightedLayers().isEmpty());
+    QVERIFY(win.w.compile());
+    QVERIFY(!memory->isStale());
+    QCOMPARE(memory->highlightedLayers(),
+             QList<int>{memory->compiled()->project().model.find("b1_ln1")});
+    const auto& layers = memory->compiled()->project().model.nodes;
+    QCOMPARE(layers[static_cast<size_t>(parts[1])].design_id(), std::string("b2_attn"));
     emit memory->layerRequested(parts[1]);
     QCOMPARE(win.w.currentView(), MainWindow::View::Design);
-    QCOMPARE(layers[static_cast<size_t>(parts[1])].design_id(), std::string("b2_attn"));
     QCOMPARE(win.w.designer()->designerScene()->currentNode(), win.index("b2_attn"));
   }
 

@@ -105,6 +105,9 @@ struct LayerSpec {
   bool has_weights = false;
   LayerGroup group = LayerGroup::Dense;
   std::string_view description;  // one sentence, for the palette and the docs
+  // What a designer's node shows for a name that leaves its id too little
+  // room ("MHSA"); empty: the name always.
+  std::string_view abbreviation;
   std::span<const ParamSpec> params;
   LayerParams defaults;  // a freshly placed node's (valid) parameters
   // Pooling: a missing stride is the kernel (as in PyTorch), not 1.
