@@ -52,6 +52,8 @@ constexpr const char* kTrainUsage =
     "  --memory-packing off gives every step-local tensor its own bytes.\n"
     "  --sync-bn on|off: BatchNorm statistics over the global batch (SyncBatchNorm)\n"
     "  or per rank (the project's training.sync_batch_norm otherwise).\n"
+    "  --sharding none|optimizer: with optimizer (ZeRO-1) each rank keeps the optimizer\n"
+    "  state of its share of the weights only (the project's training.sharding otherwise).\n"
     "  --conv-algorithms deterministic keeps CUDA convolutions to cuDNN algorithms\n"
     "  that repeat bit for bit (default fastest: the fastest measured).\n"
     "  Across machines (CUDA devices, one process per machine, docs/multi-node.md):\n"

@@ -7,8 +7,8 @@
 namespace tr::cli {
 
 const std::set<std::string>& override_options() {
-  static const std::set<std::string> names{"devices", "precision", "batch",
-                                           "epochs",  "seed",      "sync-bn"};
+  static const std::set<std::string> names{"devices", "precision", "batch",   "epochs",
+                                           "seed",    "sync-bn",   "sharding"};
   return names;
 }
 
@@ -41,6 +41,12 @@ void apply_overrides(const ParsedArgs& a, Project& project) {
     if (v != "on" && v != "off")
       throw UsageError("option '--sync-bn' takes on or off, got '" + v + "'");
     t.sync_batch_norm = v == "on";
+  }
+  if (a.values.count("sharding")) {
+    const std::string& v = a.values.at("sharding");
+    if (v != "none" && v != "optimizer")
+      throw UsageError("option '--sharding' takes none or optimizer, got '" + v + "'");
+    t.sharding = v == "none" ? Sharding::None : Sharding::Optimizer;
   }
   if (a.flags.count("eval-ema")) t.ema = true;
   if (a.values.count("batch")) t.global_batch = positive_integer("batch", a.values.at("batch"));

@@ -13,7 +13,9 @@
 #include "compile/layer_rewrites.h"
 #include "compile/step_packing.h"
 #include "compile/stream_policy.h"
+#include "core/data_shard.h"
 #include "model/composite_layers.h"
+#include "plan/gradient_buckets.h"
 
 namespace tr {
 
@@ -128,6 +130,10 @@ SeriesUse series_for(const TrainingSpec& t) {
   return u;
 }
 
+bool shards_optimizer(const TrainingSpec& t) {
+  return t.sharding == Sharding::Optimizer && t.devices.world_size() > 1;
+}
+
 // Phase 2: the same sequence of semantic allocations for every variant;
 // only the shapes differ, so ids line up.
 class TensorAllocator {
@@ -140,7 +146,8 @@ class TensorAllocator {
         plan_(plan),
         layers_(layers),
         engine_(engine),
-        use_(series_for(p.training)) {}
+        use_(series_for(p.training)),
+        sharded_(shards_optimizer(p.training)) {}
 
   void run() {
     const DType feat = storage_dtype(p_.training.precision);
@@ -190,6 +197,7 @@ class TensorAllocator {
         t.out = layers_[static_cast<size_t>(t.fused_relu)].out;
         t.grad = layers_[static_cast<size_t>(t.fused_relu)].grad;
       }
+    if (sharded_) moment_shards();
   }
 
  private:
@@ -200,8 +208,30 @@ class TensorAllocator {
       // H copy): its kernels read W and write G, as dbeta sums N*H*W
       // loss-scaled rows that FP16 cannot hold.
       if (is_bn_param(kind) && (s == ParamSeries::A || s == ParamSeries::H)) continue;
+      // Sharded moments are the buckets' shards, not a tensor per parameter.
+      if (sharded_ && (s == ParamSeries::M || s == ParamSeries::V)) continue;
       ids[static_cast<size_t>(s)] =
           plan_.alloc_param(s, kind, shape, name, owner, storage_dtype(p_.training.precision));
+    }
+  }
+
+  // Each bucket's moments as this rank's share of them: the share of the
+  // largest rank (shard_chunk_bytes), in the M and V regions of its first kind.
+  void moment_shards() {
+    const int world = p_.training.devices.world_size();
+    for (size_t b = 0; b < std::size(kGradientBuckets); ++b) {
+      const GradientBucket& bucket = kGradientBuckets[b];
+      const uint64_t bytes = bucket_bytes(plan_, bucket);
+      if (bytes == 0) continue;
+      const auto share = static_cast<int64_t>(shard_chunk_bytes(bytes, world) / 4);
+      const auto whole = static_cast<int64_t>(bytes / 4);
+      const std::string name = std::string(bucket.name) + "_bucket";
+      if (use_.uses(ParamSeries::M))
+        engine_.m_shard[b] = plan_.alloc_shard(param_region(ParamSeries::M, bucket.first), share,
+                                               whole, "momentum." + name);
+      if (use_.uses(ParamSeries::V))
+        engine_.v_shard[b] = plan_.alloc_shard(param_region(ParamSeries::V, bucket.first), share,
+                                               whole, "second_moment." + name);
     }
   }
 
@@ -212,6 +242,7 @@ class TensorAllocator {
   std::vector<LayerTensors>& layers_;
   EngineTensors& engine_;
   SeriesUse use_;
+  bool sharded_;
 };
 
 // Phase 4: the graphs.
@@ -492,8 +523,11 @@ class GraphEmitter {
     }
   }
 
-  // One RANGE update per region group: the number of launches does not grow with depth.
+  // One RANGE update per region group: the number of launches does not grow
+  // with depth. Under ZeRO-1 one per gradient bucket, each rank updating its
+  // share of it, and the gather that hands every rank the others' shares.
   void optimizer(const SeriesUse& use, DTensorId scalars) {
+    const bool sharded = cp_.sharded_optimizer;
     auto spans_of = [&](ParamKind first, ParamKind last, bool with_v) {
       std::vector<RegionSpan> in{kinds_span(ParamSeries::W, first, last),
                                  kinds_span(ParamSeries::G, first, last)};
@@ -508,26 +542,40 @@ class GraphEmitter {
       }
       return std::make_pair(in, out);
     };
-    switch (p_.training.optimizer.kind) {
-      case OptimizerKind::SGD: {
-        auto [in, out] = spans_of(ParamKind::BN_BIAS, ParamKind::DEEP_CONV, false);
-        shared(GraphId::OPTIMIZER, {range(RangeOp::SGD_UPDATE, in, out, {scalars})});
-        break;
+    // The update of the kinds first..last; sharded, one per gradient bucket
+    // they reach, each rank's share of it.
+    auto updates = [&](RangeOp op, ParamKind first, ParamKind last, bool with_v) {
+      std::vector<GraphNode> nodes;
+      for (const GradientBucket& b : kGradientBuckets) {
+        const ParamKind lo = sharded ? std::max(first, b.first) : first;
+        const ParamKind hi = sharded ? std::min(last, b.last) : last;
+        if (lo > hi || (sharded && !kinds_used(lo, hi))) continue;
+        auto [in, out] = spans_of(lo, hi, with_v);
+        nodes.push_back(range(op, in, out, {scalars}));
+        nodes.back().data_sharded = sharded;
+        if (!sharded) break;
       }
+      return nodes;
+    };
+    switch (p_.training.optimizer.kind) {
+      case OptimizerKind::SGD:
+        shared(GraphId::OPTIMIZER,
+               updates(RangeOp::SGD_UPDATE, ParamKind::BN_BIAS, ParamKind::DEEP_CONV, false));
+        break;
       case OptimizerKind::Adam: {
-        auto [in, out] = spans_of(ParamKind::BN_BIAS, ParamKind::DEEP_CONV, true);
         std::vector<GraphNode> nodes;
         nodes.push_back(compute(ComputeOp::ADAM_BIAS_CORRECTION, {scalars}, {scalars}, -1));
-        nodes.push_back(range(RangeOp::ADAM_UPDATE, in, out, {scalars}));
+        for (GraphNode& n :
+             updates(RangeOp::ADAM_UPDATE, ParamKind::BN_BIAS, ParamKind::DEEP_CONV, true))
+          nodes.push_back(std::move(n));
         shared(GraphId::OPTIMIZER, std::move(nodes));
         break;
       }
       case OptimizerKind::LARS: {
         // Batch-norm parameters take plain momentum SGD; the trust ratio is per layer.
-        if (has_bn()) {
-          auto [in, out] = spans_of(ParamKind::BN_BIAS, ParamKind::BN_WEIGHT, false);
-          shared(GraphId::OPTIMIZER, {range(RangeOp::SGD_UPDATE, in, out, {scalars})});
-        }
+        if (has_bn())
+          shared(GraphId::OPTIMIZER,
+                 updates(RangeOp::SGD_UPDATE, ParamKind::BN_BIAS, ParamKind::BN_WEIGHT, false));
         lars(GraphId::LARS_FC_OPT, ParamKind::FC_BIAS, ParamKind::FC_WEIGHT, Region::N_FC, spans_of,
              scalars);
         lars(GraphId::LARS_FIRST_CONV_OPT, ParamKind::FIRST_CONV, ParamKind::FIRST_CONV,
@@ -537,6 +585,20 @@ class GraphEmitter {
         break;
       }
     }
+    if (!sharded) return;
+    std::vector<GraphNode> gather;
+    for (const GradientBucket& b : kGradientBuckets)
+      if (kinds_used(b.first, b.last)) {
+        const RegionSpan w = kinds_span(ParamSeries::W, b.first, b.last);
+        gather.push_back(range(RangeOp::ALLGATHER, {w}, {w}));
+      }
+    shared(GraphId::WEIGHT_GATHER, std::move(gather));
+  }
+
+  bool kinds_used(ParamKind first, ParamKind last) const {
+    for (int k = static_cast<int>(first); k <= static_cast<int>(last); ++k)
+      if (region_used(param_region(ParamSeries::W, static_cast<ParamKind>(k)))) return true;
+    return false;
   }
 
   template <class SpansOf>
@@ -545,9 +607,12 @@ class GraphEmitter {
     if (!region_used(norms)) return;
     auto [in, out] = spans_of(first, last, false);
     std::vector<GraphNode> nodes;
+    // Every rank takes the norms of whole layers (ZeRO-1 keeps the whole
+    // gradients) and updates its share.
     nodes.push_back(range(RangeOp::LARS_NORMS, {in[0], in[1]}, {{norms, norms}}));
     in.push_back({norms, norms});
     nodes.push_back(range(RangeOp::LARS_UPDATE, in, out, {scalars}));
+    nodes.back().data_sharded = cp_.sharded_optimizer;
     shared(id, std::move(nodes));
   }
 
@@ -602,6 +667,18 @@ CompiledProject compile_project(const Project& project, const CompileOptions& op
   cp.project = project;
   cp.options = options;
   cp.world_size = project.training.devices.world_size();
+  cp.sharded_optimizer = shards_optimizer(project.training);
+  if (project.training.sharding != Sharding::None && cp.world_size == 1) {
+    Diagnostic d;
+    d.file = project.source_path;
+    d.field = "training.sharding";
+    d.message =
+        "sharding \"optimizer\" splits the optimizer state over the ranks, and "
+        "training.devices " +
+        project.training.devices.str() +
+        " is one rank; train on more (--devices cpu:2) or set sharding \"none\"";
+    throw ProjectError({d});
+  }
   cp.variants = resolve_variants(project);
 
   std::vector<ModelAnalysis> analyses;

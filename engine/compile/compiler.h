@@ -59,6 +59,10 @@ struct EngineTensors {
   DTensorId input[2] = {kNoTensor, kNoTensor};   // A, B
   DTensorId labels[2] = {kNoTensor, kNoTensor};  // A, B
   DTensorId active_labels = kNoTensor;           // copy of the labels of the buffer in use
+  // ZeRO-1: this rank's share of each gradient bucket's optimizer moments
+  // (plan/gradient_buckets.h), in the M and V regions of the bucket's first kind.
+  DTensorId m_shard[2] = {kNoTensor, kNoTensor};
+  DTensorId v_shard[2] = {kNoTensor, kNoTensor};
 };
 
 struct CompiledProject {
@@ -74,6 +78,10 @@ struct CompiledProject {
   std::vector<LayerTensors> layers;  // per model node
   EngineTensors engine;
   int world_size = 1;
+  // training.sharding "optimizer" on more than one rank: the moments are the
+  // engine's shards (EngineTensors::m_shard), the optimizer updates this
+  // rank's share of each bucket and WEIGHT_GATHER hands it to the others.
+  bool sharded_optimizer = false;
 
   // The arena: the largest variant's bytes.
   uint64_t bytes_per_device() const noexcept;

@@ -50,6 +50,10 @@ struct GraphNode {
   StreamKind stream = StreamKind::COMP_1;  // representative stream
   std::vector<ForkPart> fork;              // non-empty for forked backward ops
   NodeParams params;                       // resolved by the compiler (resolve_node_params)
+  // A RANGE update under ZeRO-1: each rank reaches only its share of the
+  // spans' gradient bucket (core/data_shard.h), its moments in the bucket's
+  // shards (EngineTensors::m_shard); WEIGHT_GATHER's all-gather shares them.
+  bool data_sharded = false;
 };
 
 struct ComputationGraph {

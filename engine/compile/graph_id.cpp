@@ -29,6 +29,7 @@ std::string_view graph_id_name(GraphId id) noexcept {
       "LARS_FC_OPT",
       "LARS_FIRST_CONV_OPT",
       "LARS_DEEP_CONV_OPT",
+      "WEIGHT_GATHER",
       "EMA_UPDATE",
       "CAST_MAIN_FP32_TO_FP16",
       "CAST_MAIN_FP32_TO_BF16",

@@ -104,6 +104,7 @@ constexpr RangeOpInfo kRangeOps[] = {
     range(RangeOp::NAN_CHECK, "NAN_CHECK", S::COMP_1),
     collective(range(RangeOp::ALLREDUCE_MEAN, "ALLREDUCE_MEAN")),
     collective(range(RangeOp::ALLREDUCE_SUM, "ALLREDUCE_SUM")),
+    collective(range(RangeOp::ALLGATHER, "ALLGATHER")),
     range(RangeOp::COPY, "COPY"),
     range(RangeOp::ACCUMULATE, "ACCUMULATE"),
     range(RangeOp::BN_EQ_PARAMS, "BN_EQ_PARAMS"),

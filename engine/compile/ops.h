@@ -89,6 +89,7 @@ enum class RangeOp : uint8_t {
   NAN_CHECK,  // sets the overflow flag in S_SCALARS
   ALLREDUCE_MEAN,
   ALLREDUCE_SUM,
+  ALLGATHER,  // each rank's share (core/data_shard.h) of the span to every rank
   COPY,
   ACCUMULATE,    // out += in
   BN_EQ_PARAMS,  // running stats + BN weights -> equivalent scale/bias

@@ -63,6 +63,25 @@ nlohmann::json pool_json(const MemoryPlan& plan, const PoolSummary& p) {
           {"strategy", packing_strategy_name(p.strategy)}};
 }
 
+// ZeRO-1: the moments' bytes one rank holds (its shards' slots), and what
+// every rank would hold unsharded (the whole buckets).
+struct MomentShares {
+  uint64_t per_rank = 0, whole = 0;
+};
+
+MomentShares moment_shares(const CompiledProject& cp) {
+  MomentShares m;
+  const MemoryPlan& plan = cp.plans.front();
+  for (const DTensorId* series : {cp.engine.m_shard, cp.engine.v_shard})
+    for (int b = 0; b < 2; ++b)
+      if (series[b] != kNoTensor) {
+        const DTensor& t = plan.get_dtensor(series[b]);
+        m.per_rank += t.slot_bytes;
+        m.whole += static_cast<uint64_t>(t.global_elements) * 4;
+      }
+  return m;
+}
+
 }  // namespace
 
 uint64_t unpacked_bytes_per_device(const CompiledProject& cp) {
@@ -166,8 +185,8 @@ std::string plan_report_text(const CompiledProject& cp) {
     }
     std::vector<const TensorLifetime*> lifetime_of(plan.dtensors().size(), nullptr);
     for (const TensorLifetime& l : life.tensors) lifetime_of[static_cast<size_t>(l.id)] = &l;
-    out += fmt("  %-5s %-26s %-22s %-20s %-6s %6s %14s %12s  %s\n", "id", "name", "region", "shape",
-               "dtype", "pad_c", "offset", "slot_bytes", "lifetime");
+    out += fmt("  %-5s %-26s %-22s %-20s %-6s %6s %5s %14s %12s  %s\n", "id", "name", "region",
+               "shape", "dtype", "pad_c", "place", "offset", "slot_bytes", "lifetime");
     for (const DTensor& t : plan.dtensors()) {
       std::string when;
       if (!plan.in_use(t.id))
@@ -175,10 +194,10 @@ std::string plan_report_text(const CompiledProject& cp) {
       else if (const TensorLifetime* l = lifetime_of[static_cast<size_t>(t.id)]; l && l->first >= 0)
         when = fmt("[%d, %d]", l->first, l->last);
       std::string line =
-          fmt("  %-5d %-26s %-22s %-20s %-6s %6lld %14llu %12llu  %s", t.id, t.name.c_str(),
+          fmt("  %-5d %-26s %-22s %-20s %-6s %6lld %5s %14llu %12llu  %s", t.id, t.name.c_str(),
               std::string(region_name(t.region)).c_str(), t.shape.str().c_str(),
               std::string(dtype_name(t.dtype)).c_str(), static_cast<long long>(t.padded_c()),
-              static_cast<unsigned long long>(t.offset),
+              t.placement.str().c_str(), static_cast<unsigned long long>(t.offset),
               static_cast<unsigned long long>(t.slot_bytes), when.c_str());
       line.erase(line.find_last_not_of(' ') + 1);
       out += line + "\n";
@@ -194,6 +213,18 @@ std::string plan_report_text(const CompiledProject& cp) {
         fmt("the largest variant's bytes, with step-local tensors packed by lifetime "
             "(%s with --memory-packing off)\n",
             human_bytes(unpacked_bytes_per_device(cp)).c_str());
+  out += "placements over the " + std::to_string(cp.world_size) + " data-parallel rank" +
+         (cp.world_size > 1 ? "s" : "") +
+         ": R every rank holds all of it, P its addend of a sum the bucket all-reduce takes, "
+         "S(0) its share\n";
+  if (cp.sharded_optimizer) {
+    const MomentShares m = moment_shares(cp);
+    out +=
+        fmt("sharding optimizer (ZeRO-1): each rank holds %s of the optimizer moments' %s "
+            "(%.3fx) and updates its share of the weights, gathered after the update\n",
+            human_bytes(m.per_rank).c_str(), human_bytes(m.whole).c_str(),
+            static_cast<double>(m.per_rank) / static_cast<double>(m.whole));
+  }
   return out;
 }
 
@@ -257,7 +288,9 @@ nlohmann::json plan_report_json(const CompiledProject& cp) {
                  {"dtype", dtype_name(t.dtype)},
                  {"padded_c", t.padded_c()},
                  {"offset", t.offset},
-                 {"slot_bytes", t.slot_bytes}};
+                 {"slot_bytes", t.slot_bytes},
+                 {"placement", t.placement.str()}};
+      if (t.global_elements > 0) tj["global_elements"] = t.global_elements;
       // [first, last] positions in the step's node order; null: not touched.
       if (const TensorLifetime* l = lifetime_of[static_cast<size_t>(t.id)]) {
         tj["lifetime"] = l->first >= 0 ? json::array({l->first, l->last}) : json(nullptr);
@@ -285,6 +318,12 @@ nlohmann::json plan_report_json(const CompiledProject& cp) {
          {"tensors", std::move(tensors)}});
   }
   j["variants"] = std::move(variants);
+  j["sharding"] = {{"kind", cp.sharded_optimizer ? "optimizer" : "none"}, {"ranks", cp.world_size}};
+  if (cp.sharded_optimizer) {
+    const MomentShares m = moment_shares(cp);
+    j["sharding"]["moment_bytes_per_rank"] = m.per_rank;
+    j["sharding"]["moment_bytes_unsharded"] = m.whole;
+  }
   json graphs = json::array();
   for (const ComputationGraph& g : cp.graphs)
     graphs.push_back({{"id", graph_id_name(g.id)},

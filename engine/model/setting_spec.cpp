@@ -57,6 +57,11 @@ constexpr SettingChoice kPrecisions[] = {
     {"amp", "AMP (mixed FP16/FP32)", static_cast<int>(Precision::AMP)},
     {"bf16", "BF16 (bfloat16, FP32 master weights)", static_cast<int>(Precision::BF16)},
 };
+constexpr SettingChoice kShardings[] = {
+    {"none", "None: every rank holds all of the optimizer's state",
+     static_cast<int>(Sharding::None)},
+    {"optimizer", "Optimizer state (ZeRO-1)", static_cast<int>(Sharding::Optimizer)},
+};
 constexpr SettingChoice kBadImages[] = {
     {"stop", "Stop the load", 0},
     {"skip", "Leave it out", 1},
@@ -432,6 +437,19 @@ std::vector<SettingSpec> make_settings() {
                "layer, instead of over each rank's share; no effect with one rank",
        .write = WriteWhen::Set,
        .bool_ref = [](Project& p) -> bool& { return p.training.sync_batch_norm; }},
+      {.key = "training.sharding",
+       .kind = K::Choice,
+       .group = G::Precision,
+       .label = "Sharding",
+       .help = "What the ranks split instead of each holding all of it: with `optimizer` "
+               "(ZeRO-1) each rank keeps the momentum and Adam's moments of its share of the "
+               "weights, updates that share and gathers the rest; the same training bit for bit, "
+               "needs more than one rank",
+       .choices = kShardings,
+       .choice_what = "sharding",
+       .write = WriteWhen::Set,
+       .choice_get = [](const Project& p) { return static_cast<int>(p.training.sharding); },
+       .choice_set = [](Project& p, int v) { p.training.sharding = static_cast<Sharding>(v); }},
       {.key = "training.init_from",
        .kind = K::Path,
        .group = G::Run,

@@ -47,6 +47,13 @@ CompiledProject compile_for_nodes(const Project& project, const CompileOptions& 
                      " must be divisible by the " + std::to_string(world) + " ranks of " +
                      std::to_string(nodes.nodes) + " nodes x " + project.training.devices.str() +
                      " (--batch sets it)");
+  if (project.training.sharding != Sharding::None)
+    throw UsageError(
+        "training.sharding \"optimizer\" keeps each rank's share of the optimizer state in its "
+        "own memory, and a checkpoint gathers the shares in one process: across " +
+        std::to_string(nodes.nodes) +
+        " nodes train with sharding \"none\" (--sharding none), or shard on the devices of one "
+        "node");
   Project all = project;
   all.training.devices.ids.clear();
   for (int n = 0; n < nodes.nodes; ++n)

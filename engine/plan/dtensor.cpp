@@ -32,6 +32,18 @@ uint64_t DTensor::slot_bytes_for(const Shape& shape, DType dtype, Region region)
   return 0;
 }
 
+std::string Placement::str() const {
+  switch (kind) {
+    case PlacementKind::Replicate:
+      return "R";
+    case PlacementKind::Shard:
+      return "S(" + std::to_string(dim) + ")";
+    case PlacementKind::Partial:
+      return "P";
+  }
+  return "?";
+}
+
 int64_t DTensor::padded_c() const noexcept {
   return static_cast<int64_t>(align_up(static_cast<uint64_t>(shape.c), alignment()));
 }

@@ -62,8 +62,22 @@ DTensorId MemoryPlan::alloc(Region region, const Shape& shape, DType dtype, std:
 DTensorId MemoryPlan::alloc_param(ParamSeries series, ParamKind kind, const Shape& shape,
                                   std::string name, int owner, DType half) {
   const bool sixteen = series == ParamSeries::A || series == ParamSeries::H;
-  return alloc(param_region(series, kind), shape, sixteen ? half : DType::FP32, std::move(name),
-               owner);
+  const DTensorId id = alloc(param_region(series, kind), shape, sixteen ? half : DType::FP32,
+                             std::move(name), owner);
+  // Each rank's gradient is its addend until the bucket's all-reduce.
+  if (series == ParamSeries::G || series == ParamSeries::H)
+    tensors_.back().placement = {PlacementKind::Partial, 0};
+  return id;
+}
+
+DTensorId MemoryPlan::alloc_shard(Region region, int64_t elements, int64_t global_elements,
+                                  std::string name) {
+  const char s = region_series(region);
+  if (s != 'M' && s != 'V') throw std::logic_error("MemoryPlan: a shard outside M and V: " + name);
+  const DTensorId id = alloc(region, {1, 1, 1, elements}, DType::FP32, std::move(name), -1);
+  tensors_.back().placement = {PlacementKind::Shard, 0};
+  tensors_.back().global_elements = global_elements;
+  return id;
 }
 
 DTensorId MemoryPlan::alloc_bn_stat(Region region, int64_t channels, std::string name, int owner) {

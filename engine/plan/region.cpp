@@ -86,4 +86,12 @@ Region param_region(ParamSeries series, ParamKind kind) noexcept {
                              static_cast<int>(kind));
 }
 
+std::optional<ParamKind> region_param_kind(Region r) noexcept {
+  for (Region first : kSeriesFirst) {
+    const int k = region_index(r) - region_index(first);
+    if (k >= 0 && k < kParamKinds) return static_cast<ParamKind>(k);
+  }
+  return std::nullopt;
+}
+
 }  // namespace tr

@@ -25,6 +25,7 @@ bool is_ema(const std::string& region) {
 // the checkpoint's tensors), and the problems found on the way.
 struct Matching {
   std::vector<std::pair<DTensorId, size_t>> loads;
+  std::vector<std::pair<size_t, size_t>> moments;  // ZeRO-1: sharded_moments(cp)[i] from tensor j
   std::vector<std::string> problems;
 };
 
@@ -58,6 +59,24 @@ Matching match(const CompiledProject& cp, const Checkpoint& c,
     }
     m.loads.emplace_back(id, it->second);
   }
+  const std::vector<ShardedMoment> moments = sharded_moments(cp);
+  for (size_t i = 0; i < moments.size(); ++i) {
+    const ShardedMoment& sm = moments[i];
+    auto it = index.find({sm.region, sm.weight->name});
+    if (it == index.end()) {
+      m.problems.push_back(sm.weight->name + " (" + sm.region + ", " + sm.weight->shape.str() +
+                           ") is not in the checkpoint");
+      continue;
+    }
+    used[it->second] = true;
+    if (!(c.tensors[it->second].shape == sm.weight->shape)) {
+      m.problems.push_back(sm.weight->name + " (" + sm.region + ") is " + sm.weight->shape.str() +
+                           " in the project but " + c.tensors[it->second].shape.str() +
+                           " in the checkpoint");
+      continue;
+    }
+    m.moments.emplace_back(i, it->second);
+  }
   for (size_t i = 0; i < c.tensors.size(); ++i)
     if (!used[i] && !is_ema(c.tensors[i].region))
       m.problems.push_back(c.tensors[i].name + " (" + c.tensors[i].region + ", " +
@@ -68,7 +87,7 @@ Matching match(const CompiledProject& cp, const Checkpoint& c,
 }  // namespace
 
 Checkpoint take_checkpoint(const CompiledProject& cp, TrainingSession& session,
-                           const TrainPosition& position, int rank) {
+                           const TrainPosition& position, int rank, const RankShards* shards) {
   const MemoryPlan& plan = cp.plans.front();
   const TrainingSpec& t = cp.project.training;
   Checkpoint c;
@@ -89,6 +108,10 @@ Checkpoint take_checkpoint(const CompiledProject& cp, TrainingSession& session,
     c.tensors.push_back(
         {std::string(region_name(d.region)), d.name, d.shape, session.read_tensor(rank, id)});
   }
+  if (shards)
+    for (const ShardedMoment& m : sharded_moments(cp))
+      c.tensors.push_back(
+          {m.region, m.weight->name, m.weight->shape, gather_moment(cp, m, *shards)});
   return c;
 }
 
@@ -141,6 +164,17 @@ TrainPosition restore_checkpoint(const CompiledProject& cp, TrainingSession& ses
     scalars[static_cast<size_t>(ScalarSlot::CLEAN_STEPS)] = c.clean_steps;
   }
   session.load_state(tensors, scalars);
+  if (cp.sharded_optimizer) {
+    RankShards shards(static_cast<size_t>(cp.world_size));
+    const MemoryPlan& plan = cp.plans.front();
+    for (auto& rank : shards)
+      for (DTensorId id : shard_tensors(cp))
+        rank[id].assign(static_cast<size_t>(plan.get_dtensor(id).shape.elements()), 0.0f);
+    const std::vector<ShardedMoment> moments = sharded_moments(cp);
+    for (const auto& [i, j] : m.moments)
+      scatter_moment(cp, moments[i], c.tensors[j].values, shards);
+    session.load_shards(shards);
+  }
   return c.position;
 }
 

@@ -8,13 +8,17 @@
 
 #include <renaissance/checkpoint.h>
 #include "compile/compiler.h"
+#include "runtime/moment_shards.h"
 #include "runtime/training_session.h"
 
 namespace tr {
 
-// Reads `rank`'s state (call from that rank's thread, between steps).
+// Reads `rank`'s state (call from that rank's thread, between steps). Under
+// ZeRO-1 `shards` holds every rank's moment shards, which each rank read on
+// its own thread (TrainingSession::read_shards); null leaves the moments out.
 Checkpoint take_checkpoint(const CompiledProject& cp, TrainingSession& session,
-                           const TrainPosition& position, int rank = 0);
+                           const TrainPosition& position, int rank = 0,
+                           const RankShards* shards = nullptr);
 
 // Throws UsageError naming `source` when the checkpoint cannot continue this
 // project: another project, another seed or global batch (the data order

@@ -5,6 +5,9 @@
 
 #include <stdexcept>
 
+#include "core/data_shard.h"
+#include "plan/gradient_buckets.h"
+
 namespace tr {
 
 namespace {
@@ -27,6 +30,40 @@ SpanArg span_arg(const MemoryPlan& plan, uint8_t* arena, const RegionSpan& s) {
   for (int ri = region_index(s.first); ri <= region_index(s.last); ++ri)
     for (DTensorId id : plan.region(static_cast<Region>(ri)).tensors)
       a.tensors.push_back(&plan.get_dtensor(id));
+  return a;
+}
+
+// ZeRO-1: a sharded update's span as this rank reaches it. The span's kinds
+// lie in one gradient bucket; the rank's share of the bucket (the same in
+// every full series) cuts the weights' and gradients' spans, and the
+// moments' spans are that share's place in the bucket's shards.
+SpanArg sharded_span_arg(const CompiledProject& cp, const MemoryPlan& plan, uint8_t* arena,
+                         const RegionSpan& s, int rank, int world) {
+  const std::optional<ParamKind> first = region_param_kind(s.first);
+  const std::optional<ParamKind> last = region_param_kind(s.last);
+  // LARS's per-layer norms are read whole.
+  if (!first || !last) return span_arg(plan, arena, s);
+  const size_t b = static_cast<size_t>(bucket_of(*first));
+  const GradientBucket& bucket = kGradientBuckets[b];
+  const ByteRange whole = bucket_range(plan, bucket, ParamSeries::W);
+  const ShardShare share = shard_share(whole.bytes, rank, world);
+  const ByteRange w =
+      plan.region_range(param_region(ParamSeries::W, *first), param_region(ParamSeries::W, *last));
+  const uint64_t from = w.offset - whole.offset;
+  const uint64_t lo = std::max(from, share.begin);
+  const uint64_t hi = std::max(lo, std::min(from + w.bytes, share.end));
+  SpanArg a;
+  const char series = region_series(s.first);
+  if (series == 'M' || series == 'V') {
+    const DTensorId shard = series == 'M' ? cp.engine.m_shard[b] : cp.engine.v_shard[b];
+    a.offset = plan.get_dtensor(shard).offset + (lo - share.begin);
+  } else {
+    const SpanArg full = span_arg(plan, arena, s);
+    a.offset = full.offset + (lo - from);
+    a.tensors = full.tensors;
+  }
+  a.data = arena + a.offset;
+  a.bytes = hi - lo;
   return a;
 }
 
@@ -95,13 +132,18 @@ ResolvedGraph resolve_graph(const CompiledProject& cp, const ComputationGraph& g
       if (n.accumulate_mask >> i & 1u && !earlier)
         rn.footprint.read(slot(plan.get_dtensor(id)), &plan.get_dtensor(id));
     }
+    // The footprint is the bytes reached (a sharded update's share).
+    auto span = [&](const RegionSpan& s) {
+      return n.data_sharded ? sharded_span_arg(cp, plan, arena, s, rank, world)
+                            : span_arg(plan, arena, s);
+    };
     for (const RegionSpan& s : n.in_spans) {
-      a.in_spans.push_back(span_arg(plan, arena, s));
-      rn.footprint.read(plan.region_range(s.first, s.last));
+      a.in_spans.push_back(span(s));
+      rn.footprint.read({a.in_spans.back().offset, a.in_spans.back().bytes});
     }
     for (const RegionSpan& s : n.out_spans) {
-      a.out_spans.push_back(span_arg(plan, arena, s));
-      rn.footprint.write(plan.region_range(s.first, s.last));
+      a.out_spans.push_back(span(s));
+      rn.footprint.write({a.out_spans.back().offset, a.out_spans.back().bytes});
     }
     for (size_t k = 0; k < n.fork.size(); ++k) {
       KernelArgs pa = a;

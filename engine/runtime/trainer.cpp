@@ -54,7 +54,7 @@ std::string message_of(const std::exception_ptr& e) {
 enum class Halt { None, StepLimit, Stop };
 
 struct Shared {
-  explicit Shared(int world) : barrier(world) {}
+  explicit Shared(int world) : barrier(world), shards(static_cast<size_t>(world)) {}
 
   // Every rank must end before the same step, or the others would wait in
   // that step's collectives for ever. The first rank to ask about a step
@@ -88,6 +88,7 @@ struct Shared {
   TrainReport report;
   std::exception_ptr error;
   RankBarrier barrier;  // this process's ranks: profiling boundaries, stop votes across nodes
+  RankShards shards;    // ZeRO-1: every rank's moment shards, for a checkpoint
   std::mutex vote_mutex;
   int64_t vote_step = -1;
   bool vote = false;
@@ -391,10 +392,26 @@ class RankLoop {
   // A checkpoint that cannot be written (a full disk) is reported and
   // training goes on: the run is worth more than one of its checkpoints.
   void save_checkpoint(const TrainPosition& at, const EpochReport* ended) {
-    if (global_rank_ != 0 || options_.checkpoint_dir.empty()) return;
+    if (options_.checkpoint_dir.empty()) return;
     if (at.step == last_saved_.step && at.epoch == last_saved_.epoch &&
         at.batch == last_saved_.batch)
       return;
+    // ZeRO-1: each rank reads its own moment shards, on its own streams, for
+    // rank 0 to write; every rank counts the position as saved, so all come
+    // here (and to the barriers) together.
+    const bool sharded = cp_.sharded_optimizer;
+    if (sharded) {
+      last_saved_ = at;
+      shared_.shards[static_cast<size_t>(rank_)] = session_.read_shards(rank_);
+      shared_.barrier.arrive_and_wait();
+    }
+    write_checkpoint_file(at, ended, sharded ? &shared_.shards : nullptr);
+    if (sharded) shared_.barrier.arrive_and_wait();
+  }
+
+  void write_checkpoint_file(const TrainPosition& at, const EpochReport* ended,
+                             const RankShards* shards) {
+    if (global_rank_ != 0) return;
     const std::string file = at.batch == 0
                                  ? cp_.project.name + "-epoch" + std::to_string(at.epoch) + ".ckpt"
                                  : cp_.project.name + "-step" + std::to_string(at.step) + ".ckpt";
@@ -403,7 +420,7 @@ class RankLoop {
     r.position = at;
     r.epoch = ended;
     try {
-      write_checkpoint(take_checkpoint(cp_, session_, at, rank_), r.path);
+      write_checkpoint(take_checkpoint(cp_, session_, at, rank_, shards), r.path);
       last_saved_ = at;
     } catch (const UsageError& e) {
       r.error = e.what();

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "runtime/training_session.h"
 
+#include "runtime/moment_shards.h"
+
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <stdexcept>
@@ -130,8 +133,10 @@ void TrainingSession::replicate_from_rank0() {
   const MemoryPlan& plan = cp_.plans.front();
   const DTensor& scalars = plan.get_dtensor(cp_.engine.scalars);
   // B, W and E are adjacent, so are M and V: three broadcasts in one group.
+  // ZeRO-1's moments are each rank's own (load_shards writes them).
+  const ByteRange moments = plan.region_range(Region::M_BN_BIAS, Region::V_DEEP_CONV);
   const ByteRange ranges[3] = {plan.region_range(Region::B_PREV_MEAN, Region::E_DEEP_CONV),
-                               plan.region_range(Region::M_BN_BIAS, Region::V_DEEP_CONV),
+                               cp_.sharded_optimizer ? ByteRange{moments.offset, 0} : moments,
                                {scalars.offset, scalars.slot_bytes}};
   // Every node loads the same state into its local rank 0 (a seed gives the
   // same weights on any machine); global rank 0's copy is the one broadcast.
@@ -154,6 +159,11 @@ std::vector<DTensorId> persistent_tensors(const CompiledProject& cp) {
   add_span(Region::B_PREV_MEAN, Region::B_PREV_VAR);
   add_span(Region::W_BN_BIAS, Region::E_DEEP_CONV);
   add_span(Region::M_BN_BIAS, Region::V_DEEP_CONV);
+  // ZeRO-1's moment shards differ between ranks (runtime/moment_shards.h).
+  const std::vector<DTensorId> shards = shard_tensors(cp);
+  std::erase_if(out, [&](DTensorId id) {
+    return std::find(shards.begin(), shards.end(), id) != shards.end();
+  });
   return out;
 }
 
@@ -302,6 +312,9 @@ void TrainingSession::enqueue_step(int rank, int variant, int buffer, const Batc
     }
   }
 
+  // ZeRO-1: each rank's updated share of the weights to every rank
+  launch_if(rank, GraphId::WEIGHT_GATHER, variant, UPDATE);
+
   // 8. EMA, the 16-bit weight copy, and the result on its way to the host
   launch_if(rank, GraphId::EMA_UPDATE, variant, UPDATE);
   cast_weights(rank, variant);
@@ -445,6 +458,35 @@ std::vector<int64_t> TrainingSession::read_confusion(int rank) {
 
 std::vector<float> TrainingSession::read_scalars(int rank) {
   return read_tensor(rank, cp_.engine.scalars);
+}
+
+std::map<DTensorId, std::vector<float>> TrainingSession::read_shards(int rank) {
+  std::map<DTensorId, std::vector<float>> out;
+  for (DTensorId id : shard_tensors(cp_)) out[id] = read_tensor(rank, id);
+  return out;
+}
+
+void TrainingSession::load_shards(const RankShards& shards) {
+  const MemoryPlan& plan = cp_.plans.front();
+  if (shards.size() != static_cast<size_t>(local_))
+    throw std::logic_error("TrainingSession::load_shards: the shards of " +
+                           std::to_string(shards.size()) + " ranks for " + std::to_string(local_));
+  for (int r = 0; r < local_; ++r) {
+    for (const auto& [id, values] : shards[static_cast<size_t>(r)]) {
+      const DTensor& d = plan.get_dtensor(id);
+      if (static_cast<int64_t>(values.size()) != d.shape.elements())
+        throw std::logic_error("TrainingSession::load_shards: " + std::to_string(values.size()) +
+                               " values for " + d.name);
+      Launch l;
+      l.kind = LaunchKind::COPY_H2D;
+      l.offset = d.offset;
+      l.host = const_cast<float*>(values.data());
+      l.bytes = values.size() * sizeof(float);
+      l.tag.label = "load " + d.name;
+      backend_.enqueue(r, StreamKind::TRANS, std::move(l));
+    }
+    backend_.synchronize(r, StreamKind::TRANS);
+  }
 }
 
 std::vector<float> TrainingSession::read_tensor(int rank, DTensorId id, int variant) {

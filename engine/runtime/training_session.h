@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -91,6 +92,10 @@ class TrainingSession {
 
   // Reads a DTensor of `rank` back to the host (FP32 tensors), for tests and checkpoints.
   std::vector<float> read_tensor(int rank, DTensorId id, int variant = 0);
+  // ZeRO-1: `rank`'s moment shards (runtime/moment_shards.h), read on its
+  // own streams; and every local rank's written (after load_state).
+  std::map<DTensorId, std::vector<float>> read_shards(int rank);
+  void load_shards(const std::vector<std::map<DTensorId, std::vector<float>>>& shards);
   // The S_SCALARS tensor of `rank` (ScalarSlot::COUNT values).
   std::vector<float> read_scalars(int rank);
   // The last validation's confusion counts (after end_validation: every

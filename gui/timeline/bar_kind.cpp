@@ -67,6 +67,7 @@ BarKind bar_kind_of(GraphId graph, std::string_view op, std::string_view label) 
     case GraphId::FIRST_COMM:
     case GraphId::STATS_COMM:
     case GraphId::VAL_RESULT_COMM:
+    case GraphId::WEIGHT_GATHER:
       return BarKind::Communication;
     case GraphId::NAN_CHECK_AND_GRAD_SCALING:
     case GraphId::UPDATE_STATS:

@@ -2587,6 +2587,21 @@ std::vector<OpCase> allreduce_cases(RangeOp op) {
   return {c};
 }
 
+// Each rank's share of the span to every rank: shares of ceil(1000 / 2) =
+// 500 floats rounded up to whole 16-float lines, 512, so rank 1 holds the
+// last 488.
+std::vector<OpCase> allgather_cases() {
+  OpCase c = range_case(RangeOp::ALLGATHER, "ALLGATHER over 2 ranks", {kSpan, kSpan},
+                        {kSpan, kSpan}, [](const Tensors& in, const Tensors&) {
+                          const size_t share = 512;
+                          Values r(in[0].size());
+                          for (size_t i = 0; i < r.size(); ++i) r[i] = in[i < share ? 0 : 1][i];
+                          return std::vector<Values>{r, r};
+                        });
+  c.world = 2;
+  return {c};
+}
+
 // The optimizer updates, with the run's settings (OptimizerSpec's defaults
 // here: momentum 0.9, weight decay 5e-4, Adam's betas 0.9 and 0.999, eps 1e-8).
 // The weights and moments are updated in their own bytes: the out spans.
@@ -2749,6 +2764,7 @@ constexpr OpEntry kRangeOps[] = {
     {&nan_check_cases},
     {[] { return allreduce_cases(RangeOp::ALLREDUCE_MEAN); }},
     {[] { return allreduce_cases(RangeOp::ALLREDUCE_SUM); }},
+    {&allgather_cases},
     {&copy_span_cases},
     {&accumulate_cases},
     {&bn_eq_cases},

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "core/data_shard.h"
+
 namespace tr::cpu {
 
 namespace {
@@ -16,6 +18,8 @@ const char* kind_name(CollectiveKind k) {
       return "all-reduce (mean)";
     case CollectiveKind::BROADCAST:
       return "broadcast";
+    case CollectiveKind::ALL_GATHER:
+      return "all-gather";
   }
   return "collective";
 }
@@ -74,6 +78,15 @@ void Collectives::run(int rank, const std::vector<CollectiveCall>& calls) {
     auto buffer = [&](int r) { return (*posted_[static_cast<size_t>(r)])[k].data; };
     if (c.kind == CollectiveKind::BROADCAST) {
       if (rank != c.root) std::memcpy(c.data, buffer(c.root), c.bytes);
+      continue;
+    }
+    if (c.kind == CollectiveKind::ALL_GATHER) {
+      // Each rank writes its own share into every other rank's buffer.
+      const ShardShare share = shard_share(c.bytes, rank, world_);
+      for (int r = 0; r < world_; ++r)
+        if (r != rank && share.bytes() > 0)
+          std::memcpy(static_cast<uint8_t*>(buffer(r)) + share.begin,
+                      static_cast<const uint8_t*>(c.data) + share.begin, share.bytes());
       continue;
     }
     // Each rank reduces its own slice and writes it to every rank: the work

@@ -18,7 +18,8 @@
 
 namespace tr::cpu {
 
-enum class CollectiveKind : uint8_t { ALL_REDUCE_SUM, ALL_REDUCE_MEAN, BROADCAST };
+// ALL_GATHER: each rank's share of the buffer (core/data_shard.h) to every rank.
+enum class CollectiveKind : uint8_t { ALL_REDUCE_SUM, ALL_REDUCE_MEAN, BROADCAST, ALL_GATHER };
 
 // One call of a group. All-reduces work on FP32 (bytes a multiple of 4).
 struct CollectiveCall {

@@ -520,9 +520,10 @@ class CpuBackend final : public Backend {
         break;
       case LaunchKind::COLLECTIVE: {
         // The spans of one node form one group (one rendezvous).
-        const CollectiveKind kind = l.args->node->range_op == RangeOp::ALLREDUCE_MEAN
-                                        ? CollectiveKind::ALL_REDUCE_MEAN
-                                        : CollectiveKind::ALL_REDUCE_SUM;
+        const RangeOp op = l.args->node->range_op;
+        const CollectiveKind kind = op == RangeOp::ALLREDUCE_MEAN ? CollectiveKind::ALL_REDUCE_MEAN
+                                    : op == RangeOp::ALLGATHER    ? CollectiveKind::ALL_GATHER
+                                                                  : CollectiveKind::ALL_REDUCE_SUM;
         std::vector<CollectiveCall> calls;
         for (const SpanArg& s : l.args->in_spans)
           calls.push_back({kind, s.data, s.bytes, 0, l.tag.label});

@@ -135,6 +135,7 @@ Kernel own_range_kernel(RangeOp op) noexcept {
       return range_nan_check;
     case RangeOp::ALLREDUCE_MEAN:  // collectives: the backend's communicator runs them
     case RangeOp::ALLREDUCE_SUM:
+    case RangeOp::ALLGATHER:
       return nullptr;
     case RangeOp::COPY:
       return range_copy;

@@ -43,6 +43,7 @@
 #include "backends/cuda/host_collectives.h"
 #include "backends/cuda/nccl_library.h"
 #include "backends/cuda/stream_handles.h"
+#include "core/data_shard.h"
 #include "net/tcp_rendezvous.h"
 
 namespace tr::cuda {
@@ -965,14 +966,27 @@ class CudaBackend final : public Backend {
   void collective(Rank& r, cudaStream_t s, const Launch& l) {
     if (!l.args || !l.args->node)
       throw std::invalid_argument("CUDA backend: a collective launch without its node");
-    const ncclRedOp_t op = l.args->node->range_op == RangeOp::ALLREDUCE_MEAN ? ncclAvg : ncclSum;
+    const RangeOp range_op = l.args->node->range_op;
+    const ncclRedOp_t op = range_op == RangeOp::ALLREDUCE_MEAN ? ncclAvg : ncclSum;
     if (global_world() == 1) return;  // the compiler emits none for one rank; nothing to do
     ncclComm_t c = comm(r);
     TR_NCCL_CHECK(nccl().group_start(), r.device);
-    for (const SpanArg& span : l.args->in_spans)
-      if (span.bytes)
+    for (const SpanArg& span : l.args->in_spans) {
+      if (!span.bytes) continue;
+      if (range_op != RangeOp::ALLGATHER) {
         TR_NCCL_CHECK(nccl().all_reduce(span.data, span.data, span.floats(), ncclFloat, op, c, s),
                       r.device);
+        continue;
+      }
+      // The shares (core/data_shard.h) differ in length at the end, which
+      // ncclAllGather does not take: a broadcast from each share's rank.
+      for (int root = 0; root < global_world(); ++root) {
+        const ShardShare share = shard_share(span.bytes, root, global_world());
+        if (share.bytes() == 0) continue;
+        uint8_t* at = static_cast<uint8_t*>(span.data) + share.begin;
+        TR_NCCL_CHECK(nccl().broadcast(at, at, share.bytes(), ncclUint8, root, c, s), r.device);
+      }
+    }
     TR_NCCL_CHECK(nccl().group_end(), r.device);
   }
 

@@ -378,6 +378,7 @@ CudaKernel cuda_range_kernel(RangeOp op) noexcept {
       return nan_check;
     case RangeOp::ALLREDUCE_MEAN:  // collectives: NCCL, in the backend
     case RangeOp::ALLREDUCE_SUM:
+    case RangeOp::ALLGATHER:
       return nullptr;
     case RangeOp::COPY:
       return copy;

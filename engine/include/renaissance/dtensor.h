@@ -18,6 +18,19 @@ namespace tr {
 using DTensorId = int32_t;
 inline constexpr DTensorId kNoTensor = -1;
 
+// How a tensor lies over the data-parallel ranks (the `data` dimension of
+// the device mesh): each rank holds all of it (Replicate), its share of it
+// along `dim` (Shard), or its own addend of a sum that a collective has yet
+// to take (Partial: the gradients before their bucket's all-reduce).
+enum class PlacementKind : uint8_t { Replicate, Shard, Partial };
+
+struct Placement {
+  PlacementKind kind = PlacementKind::Replicate;
+  int dim = 0;              // Shard: which dimension of the (global) tensor is split
+  std::string str() const;  // "R", "S(0)", "P"
+  bool operator==(const Placement&) const = default;
+};
+
 struct DTensor {
   DTensorId id = kNoTensor;
   std::string name;  // "conv1.weight", "relu2.out", ...
@@ -27,6 +40,10 @@ struct DTensor {
   Region region = Region::T_SCRATCH;
   uint64_t offset = 0;      // set by MemoryPlan::finalize
   uint64_t slot_bytes = 0;  // >= slot_bytes_for(shape, dtype, region)
+  // Over the data-parallel ranks; `shape` is what one rank holds. A shard's
+  // whole tensor has `global_elements` (0: not a shard).
+  Placement placement;
+  int64_t global_elements = 0;
 
   uint32_t alignment() const noexcept { return cuda_alignment(dtype, region); }
   int64_t padded_c() const noexcept;

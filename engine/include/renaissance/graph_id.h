@@ -31,6 +31,7 @@ enum class GraphId : uint8_t {
   LARS_FC_OPT,
   LARS_FIRST_CONV_OPT,
   LARS_DEEP_CONV_OPT,
+  WEIGHT_GATHER,  // ZeRO-1: each rank's updated share of the weights to every rank
   EMA_UPDATE,
   CAST_MAIN_FP32_TO_FP16,
   CAST_MAIN_FP32_TO_BF16,

@@ -65,6 +65,10 @@ class MemoryPlan {
   // `half`: the element type of the A and H series (FP16 or BF16); the others are FP32.
   DTensorId alloc_param(ParamSeries series, ParamKind kind, const Shape& shape, std::string name,
                         int owner, DType half);
+  // One rank's share of a span of `global_elements` floats split over the
+  // data-parallel ranks (the optimizer state of a gradient bucket under
+  // ZeRO-1), `elements` long, in a region of the M or V series.
+  DTensorId alloc_shard(Region region, int64_t elements, int64_t global_elements, std::string name);
   DTensorId alloc_bn_stat(Region region, int64_t channels, std::string name, int owner);
   DTensorId alloc_bn_saved(int64_t channels, std::string name, int owner);
   // Layer norm's: each position's mean and 1/std, side by side ([N,H,W,2] for x [N,H,W,C]).

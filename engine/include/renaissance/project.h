@@ -99,6 +99,12 @@ struct DatasetSpec {
 };
 
 enum class ScheduleKind { Constant, Step, Cosine };
+
+// What the data-parallel ranks split instead of each holding all of it:
+// nothing, or the optimizer's state (ZeRO stage 1: momentum and Adam's
+// moments sharded over the ranks, each rank updating its share of the
+// weights and gathering the rest).
+enum class Sharding { None, Optimizer };
 enum class DeviceKind { CPU, CUDA };
 
 struct ScheduleSpec {
@@ -133,6 +139,7 @@ struct TrainingSpec {
   // SyncBatchNorm: batch statistics (and their gradients) over the global
   // batch, summed across ranks inside each BN layer, instead of per rank.
   bool sync_batch_norm = false;
+  Sharding sharding = Sharding::None;
   // Start from these weights (a checkpoint: an imported model's, a run's
   // final weights) wherever a tensor fits by name and shape: fine-tuning.
   // A relative path is relative to the project file's folder. Empty: fresh

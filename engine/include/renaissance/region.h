@@ -120,6 +120,8 @@ std::string_view region_title(Region r) noexcept;
 std::string_view region_series_title(char series) noexcept;
 // The region of `kind` within a parameter series.
 Region param_region(ParamSeries series, ParamKind kind) noexcept;
+// The kind a parameter series' region holds; nullopt outside the series.
+std::optional<ParamKind> region_param_kind(Region r) noexcept;
 // Features, gradient slots (F), scratch (T), and what a forward saves for
 // its backward (statistics, dropout masks): the bytes one step uses and the
 // next does not need, which a packed plan shares between tensors whose
