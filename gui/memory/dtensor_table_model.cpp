@@ -81,6 +81,24 @@ QVariant DTensorTableModel::data(const QModelIndex& index, int role) const {
               "keeps of the softmax. The %1 x %1 scores of each head are never stored, in this "
               "plan or anywhere else: both passes recompute them.")
         .arg(t.shape.h * t.shape.w);
+  if (role == Qt::ToolTipRole && index.column() == PlacementColumn) {
+    const int ranks = cp_->world_size();
+    switch (t.placement.kind) {
+      case PlacementKind::Replicate:
+        return tr("Replicated: each of the %n rank(s) holds all of it", nullptr, ranks);
+      case PlacementKind::Partial:
+        return tr(
+            "Partial: each rank holds its own addend, summed over the %n rank(s) by its "
+            "gradient bucket's all-reduce",
+            nullptr, ranks);
+      case PlacementKind::Shard:
+        return tr("Sharded: each of the %1 ranks holds a share of the %2 values (this one's "
+                  "largest: %3); the sharded optimizer updates its share of the weights")
+            .arg(ranks)
+            .arg(QLocale(QLocale::English).toString(static_cast<qlonglong>(t.global_elements)))
+            .arg(QLocale(QLocale::English).toString(static_cast<qlonglong>(t.shape.elements())));
+    }
+  }
   if (role == Qt::ToolTipRole && index.column() == RegionColumn)
     return tr("%1: %2").arg(QString::fromUtf8(region_name(t.region).data()),
                             QString::fromUtf8(region_series_title(region_series(t.region)).data()));
@@ -107,6 +125,8 @@ QVariant DTensorTableModel::data(const QModelIndex& index, int role) const {
       return QString::fromUtf8(dtype_name(t.dtype).data());
     case PaddedC:
       return static_cast<qlonglong>(t.padded_c());
+    case PlacementColumn:
+      return QString::fromStdString(t.placement.str());
     case Offset:
       return raw ? QVariant(static_cast<qulonglong>(t.offset))
                  : QVariant(c.toString(static_cast<qulonglong>(t.offset)));
@@ -143,6 +163,8 @@ QVariant DTensorTableModel::headerData(int section, Qt::Orientation orientation,
       return tr("DType");
     case PaddedC:
       return tr("Padded C");
+    case PlacementColumn:
+      return tr("Placement");
     case Offset:
       return tr("Offset");
     case SlotBytes:

@@ -25,6 +25,7 @@ class DTensorTableModel : public QAbstractTableModel {
     ShapeColumn,
     DTypeColumn,
     PaddedC,
+    PlacementColumn,  // over the data-parallel ranks: R, P, S(0)
     Offset,
     SlotBytes,
     Variants,

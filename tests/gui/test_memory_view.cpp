@@ -293,6 +293,32 @@ class TestMemoryView : public QObject {
     QVERIFY(found);
   }
 
+  // Each tensor says how it lies over the ranks; under ZeRO-1 the moments
+  // are each rank's share of its bucket.
+  void placementsAreListed() {
+    Project p = load_project(std::string(TR_PROJECTS_DIR) + "/cnn-bn-fashion.json");
+    std::string error;
+    QVERIFY(parse_device_set("cpu:2", p.training.devices, error));
+    p.training.sharding = Sharding::Optimizer;
+    View v(std::make_shared<const CompiledPlan>(compile_plan(p)));
+    auto* m = v.view.tensorModel();
+    QMap<QString, int> seen;
+    for (int row = 0; row < m->rowCount(); ++row) {
+      const QString place = v.cell(row, DTensorTableModel::PlacementColumn);
+      ++seen[place];
+      const QString name = v.cell(row, DTensorTableModel::Name);
+      if (name == QStringLiteral("momentum.deep_bucket")) {
+        QCOMPARE(place, QStringLiteral("S(0)"));
+        const QString tip =
+            m->data(m->index(row, DTensorTableModel::PlacementColumn), Qt::ToolTipRole).toString();
+        QVERIFY2(tip.startsWith(QStringLiteral("Sharded: each of the 2 ranks")), qPrintable(tip));
+      }
+    }
+    QCOMPARE(seen.value(QStringLiteral("S(0)")), 2);  // momentum of both buckets
+    QVERIFY(seen.value(QStringLiteral("P")) > 0);     // the gradients
+    QVERIFY(seen.value(QStringLiteral("R")) > 0);
+  }
+
   void highlightedLayersAreMarkedAndListed() {
     View v(compiled("lenet-fashion"));
     const int fc1 = v.view.compiled()->project().model.find("fc1");
