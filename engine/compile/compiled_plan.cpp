@@ -2,6 +2,7 @@
 // The front ends' handle on a compiled program (renaissance/compiled_plan.h).
 #include <renaissance/compiled_plan.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "compile/compiler.h"
@@ -56,6 +57,15 @@ std::optional<PlanNode> CompiledPlan::node(GraphId graph, int variant, int node)
   out.op = n.kind == NodeKind::RANGE ? range_op_name(n.range_op) : compute_op_name(n.op);
   out.layer = n.layer;
   out.input_copy = n.kind == NodeKind::COMPUTE && n.op == ComputeOp::H2D_INPUT;
+  if (n.kind == NodeKind::RANGE && is_collective(n.range_op)) {
+    const MemoryPlan& plan = program_->plans.at(static_cast<size_t>(std::max(variant, 0)));
+    for (const RegionSpan& s : n.in_spans) {
+      out.collective_bytes += plan.region_range(s.first, s.last).bytes;
+      if (!out.collective_regions.empty()) out.collective_regions += ", ";
+      out.collective_regions += std::string(region_name(s.first));
+      if (s.last != s.first) out.collective_regions += ".." + std::string(region_name(s.last));
+    }
+  }
   return out;
 }
 

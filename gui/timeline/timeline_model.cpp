@@ -10,6 +10,7 @@
 #include <set>
 #include <string_view>
 
+#include <renaissance/plan_report.h>
 #include "timeline/overlap_summary.h"
 #include "timeline/time_ticks.h"
 #include "widgets/count_text.h"
@@ -134,6 +135,10 @@ TimelineModel::TimelineModel(std::vector<ProfileSpan> spans, const CompiledPlan*
     b.span = static_cast<int>(i);
     const std::optional<PlanNode> node = cp ? node_of(*cp, s.tag) : std::nullopt;
     if (node) b.layer = node->layer;
+    if (node && node->collective_bytes > 0)
+      b.collective = TimelineModelText::tr("%1 from each rank: %2")
+                         .arg(QString::fromStdString(human_bytes(node->collective_bytes)),
+                              QString::fromStdString(node->collective_regions));
     b.kind = bar_kind_of(s.tag.graph, node ? std::string_view(node->op) : label_op(s.tag.label),
                          s.tag.label);
     duration_us_ = std::max(duration_us_, b.end_us);
@@ -227,6 +232,7 @@ QString TimelineModel::describe(int bar) const {
   else
     lines << TimelineModelText::tr("layer: none (engine work)");
   lines << TimelineModelText::tr("%1, %2").arg(laneName(b.lane), bar_kind_name(b.kind));
+  if (!b.collective.isEmpty()) lines << b.collective;
   lines << TimelineModelText::tr("start %1, duration %2")
                .arg(duration_text(b.start_us), duration_text(b.end_us - b.start_us));
   return lines.join('\n');

@@ -29,6 +29,8 @@ struct TimelineBar {
   int span = 0;    // index into TimelineModel::spans()
   int layer = -1;  // model node index; -1: engine work, or no project to tell
   BarKind kind = BarKind::Other;
+  // A collective's bytes per rank and what they are (empty for other work).
+  QString collective;
 };
 
 class TimelineModel {

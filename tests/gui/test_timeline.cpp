@@ -18,6 +18,7 @@
 #include <random>
 #include <set>
 
+#include <renaissance/plan_report.h>
 #include <renaissance/profile_export.h>
 #include <renaissance/project_io.h>
 #include <renaissance/training.h>
@@ -207,7 +208,16 @@ class TestTimeline : public QObject {
       const ProfileSpan& s = span(i);
       const BarKind k = model().bars()[static_cast<size_t>(i)].kind;
       const QString label = QString::fromStdString(s.tag.label);
-      if (s.tag.graph == GraphId::DEEP_COMM) QCOMPARE(k, BarKind::Communication);
+      if (s.tag.graph == GraphId::DEEP_COMM) {
+        QCOMPARE(k, BarKind::Communication);
+        // A collective says how many bytes each rank puts in, and which.
+        const QString text = model().describe(i);
+        const uint64_t bytes =
+            lenet_.cp->plans().front().region_range(Region::G_DEEP_CONV, Region::R_RESULT).bytes;
+        QVERIFY2(text.contains(QString::fromStdString(human_bytes(bytes)) +
+                               " from each rank: G_DEEP_CONV..R_RESULT"),
+                 qPrintable(text));
+      }
       if (s.tag.graph == GraphId::TRANSFER_A || s.tag.graph == GraphId::TRANSFER_B)
         QCOMPARE(k, BarKind::Transfer);
       if (s.tag.graph == GraphId::OPTIMIZER) QCOMPARE(k, BarKind::Update);

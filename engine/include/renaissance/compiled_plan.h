@@ -81,6 +81,10 @@ struct PlanNode {
   std::string op;           // its compute or range op: "CONV_BWD", "AXPY"
   int layer = -1;           // the model node it works for; -1: engine work
   bool input_copy = false;  // the batch's copy to the device (profiles label it "H2D")
+  // A collective's: the bytes each rank puts into it, and the regions they
+  // are ("G_DEEP_CONV..R_RESULT": the deep bucket's gradients and the result).
+  uint64_t collective_bytes = 0;
+  std::string collective_regions;
 };
 
 class CompiledPlan {
