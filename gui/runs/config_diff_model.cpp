@@ -144,12 +144,13 @@ QVariant ConfigDiffModel::headerData(int section, Qt::Orientation orientation, i
   const auto run = static_cast<size_t>(section - 1);
   if (run >= ids_.size()) return {};
   // The project's name only where the runs are of several (the summary
-  // above names a common one): the column stays as narrow as its values.
+  // above names a common one), and the run by its number alone: the column
+  // stays as narrow as its values, a three-digit run in a narrow pane too.
   if (role == Qt::DisplayRole)
     return std::all_of(names_.begin(), names_.end(),
                        [&](const QString& n) { return n == names_.front(); })
-               ? tr("Run #%1").arg(ids_[run])
-               : tr("Run #%1\n%2").arg(ids_[run]).arg(names_[run]);
+               ? tr("#%1").arg(ids_[run])
+               : tr("#%1\n%2").arg(ids_[run]).arg(names_[run]);
   if (role == Qt::ToolTipRole) return tr("Run %1: %2").arg(ids_[run]).arg(names_[run]);
   return {};
 }

@@ -463,9 +463,9 @@ class TestRunsView : public QObject {
     QCOMPARE(lr.siblingAtColumn(1).data().toString(), QStringLiteral("0.1"));
     QCOMPARE(lr.siblingAtColumn(2).data().toString(), QStringLiteral("0.01"));
     QCOMPARE(diff->headerData(1, Qt::Horizontal, Qt::DisplayRole).toString(),
-             QStringLiteral("Run #%1\nalpha").arg(alpha_));
+             QStringLiteral("#%1\nalpha").arg(alpha_));
     QCOMPARE(diff->headerData(2, Qt::Horizontal, Qt::DisplayRole).toString(),
-             QStringLiteral("Run #%1\nbeta").arg(beta_));
+             QStringLiteral("#%1\nbeta").arg(beta_));
     QVERIFY(!diff->indexOf(QStringLiteral("training/global_batch")).isValid());  // the same
     QVERIFY2(view.compareSummary().contains(QStringLiteral("run %1").arg(beta_)),
              qPrintable(view.compareSummary()));
