@@ -74,6 +74,8 @@ class MemoryView : public QWidget {
   DTensorTableModel* tensorModel() const { return model_; }
   QTreeWidget* arenaTable() const { return arenas_; }
   QString summaryText() const;
+  // Some tensors are each rank's share (training.sharding).
+  bool sharded() const;
   QString agreementText() const;
   QString legendText() const;
   bool fits() const { return fits_; }

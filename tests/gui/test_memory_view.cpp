@@ -315,7 +315,14 @@ class TestMemoryView : public QObject {
       }
     }
     QCOMPARE(seen.value(QStringLiteral("S(0)")), 2);  // momentum of both buckets
-    QVERIFY(seen.value(QStringLiteral("P")) > 0);     // the gradients
+    QVERIFY(v.view.sharded());
+    QVERIFY2(v.view.summaryText().contains(QStringLiteral("sharded over the ranks (ZeRO-1): each "
+                                                          "holds")),
+             qPrintable(v.view.summaryText()));
+    View plain(compiled("cnn-bn-fashion", "cpu:2"));
+    QVERIFY(!plain.view.sharded());
+    QVERIFY(!plain.view.summaryText().contains(QStringLiteral("sharded")));
+    QVERIFY(seen.value(QStringLiteral("P")) > 0);  // the gradients
     QVERIFY(seen.value(QStringLiteral("R")) > 0);
   }
 
