@@ -542,18 +542,22 @@ class GraphEmitter {
       }
       return std::make_pair(in, out);
     };
-    // The update of the kinds first..last; sharded, one per gradient bucket
-    // they reach, each rank's share of it.
+    // The update of the kinds first..last: one node, or sharded one per
+    // gradient bucket they reach, each rank's share of it.
     auto updates = [&](RangeOp op, ParamKind first, ParamKind last, bool with_v) {
       std::vector<GraphNode> nodes;
-      for (const GradientBucket& b : kGradientBuckets) {
-        const ParamKind lo = sharded ? std::max(first, b.first) : first;
-        const ParamKind hi = sharded ? std::min(last, b.last) : last;
-        if (lo > hi || (sharded && !kinds_used(lo, hi))) continue;
+      auto add = [&](ParamKind lo, ParamKind hi) {
         auto [in, out] = spans_of(lo, hi, with_v);
         nodes.push_back(range(op, in, out, {scalars}));
         nodes.back().data_sharded = sharded;
-        if (!sharded) break;
+      };
+      if (!sharded) {
+        add(first, last);
+        return nodes;
+      }
+      for (const GradientBucket& b : kGradientBuckets) {
+        const ParamKind lo = std::max(first, b.first), hi = std::min(last, b.last);
+        if (lo <= hi && kinds_used(lo, hi)) add(lo, hi);
       }
       return nodes;
     };

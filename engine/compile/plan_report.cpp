@@ -63,25 +63,6 @@ nlohmann::json pool_json(const MemoryPlan& plan, const PoolSummary& p) {
           {"strategy", packing_strategy_name(p.strategy)}};
 }
 
-// ZeRO-1: the moments' bytes one rank holds (its shards' slots), and what
-// every rank would hold unsharded (the whole buckets).
-struct MomentShares {
-  uint64_t per_rank = 0, whole = 0;
-};
-
-MomentShares moment_shares(const CompiledProject& cp) {
-  MomentShares m;
-  const MemoryPlan& plan = cp.plans.front();
-  for (const DTensorId* series : {cp.engine.m_shard, cp.engine.v_shard})
-    for (int b = 0; b < 2; ++b)
-      if (series[b] != kNoTensor) {
-        const DTensor& t = plan.get_dtensor(series[b]);
-        m.per_rank += t.slot_bytes;
-        m.whole += static_cast<uint64_t>(t.global_elements) * 4;
-      }
-  return m;
-}
-
 }  // namespace
 
 uint64_t unpacked_bytes_per_device(const CompiledProject& cp) {
@@ -97,6 +78,16 @@ uint64_t unpacked_bytes_per_device(const CompiledProject& cp) {
     bytes += slot;
   }
   return bytes;
+}
+
+ShardedBytes sharded_bytes(const MemoryPlan& plan) {
+  ShardedBytes b;
+  for (const DTensor& t : plan.dtensors())
+    if (t.placement.kind == PlacementKind::Shard) {
+      b.per_rank += t.slot_bytes;
+      b.whole += static_cast<uint64_t>(t.global_elements) * dtype_size(t.dtype);
+    }
+  return b;
 }
 
 std::string human_bytes(uint64_t bytes) {
@@ -218,7 +209,7 @@ std::string plan_report_text(const CompiledProject& cp) {
          ": R every rank holds all of it, P its addend of a sum the bucket all-reduce takes, "
          "S(0) its share\n";
   if (cp.sharded_optimizer) {
-    const MomentShares m = moment_shares(cp);
+    const ShardedBytes m = sharded_bytes(cp.plans.front());
     out +=
         fmt("sharding optimizer (ZeRO-1): each rank holds %s of the optimizer moments' %s "
             "(%.3fx) and updates its share of the weights, gathered after the update\n",
@@ -320,7 +311,7 @@ nlohmann::json plan_report_json(const CompiledProject& cp) {
   j["variants"] = std::move(variants);
   j["sharding"] = {{"kind", cp.sharded_optimizer ? "optimizer" : "none"}, {"ranks", cp.world_size}};
   if (cp.sharded_optimizer) {
-    const MomentShares m = moment_shares(cp);
+    const ShardedBytes m = sharded_bytes(cp.plans.front());
     j["sharding"]["moment_bytes_per_rank"] = m.per_rank;
     j["sharding"]["moment_bytes_unsharded"] = m.whole;
   }

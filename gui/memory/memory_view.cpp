@@ -242,6 +242,7 @@ void MemoryView::setCompiled(std::shared_ptr<const CompiledPlan> cp, const Devic
   }
   arenas_->clear();
   const DeviceSet& devs = cp_->project().training.devices;
+  const bool shards = sharded();
   for (int rank = 0; rank < cp_->world_size(); ++rank) {
     const int id = rank < devs.world_size() ? devs.ids[static_cast<size_t>(rank)] : rank;
     const QString device = devs.kind == DeviceKind::CPU ? tr("cpu rank %1").arg(rank)
@@ -251,9 +252,9 @@ void MemoryView::setCompiled(std::shared_ptr<const CompiledPlan> cp, const Devic
     item->setText(1, device);
     item->setText(2, bytes_text(cp_->bytes_per_device()));
     // Sharded tensors lie at the same offsets on every rank, each holding its own share.
-    item->setText(3, rank == 0   ? tr("blueprint")
-                     : sharded() ? tr("laid out as rank 0, its own share of the shards")
-                                 : tr("identical to rank 0"));
+    item->setText(3, rank == 0 ? tr("blueprint")
+                     : shards  ? tr("laid out as rank 0, its own share of the shards")
+                               : tr("identical to rank 0"));
   }
   pages_->setCurrentIndex(1);
   refresh();
@@ -273,10 +274,7 @@ void MemoryView::setVariant(int index) {
 }
 
 bool MemoryView::sharded() const {
-  if (!cp_) return false;
-  for (const DTensor& t : cp_->plans().front().dtensors())
-    if (t.placement.kind == PlacementKind::Shard) return true;
-  return false;
+  return cp_ && sharded_bytes(cp_->plans().front()).whole > 0;
 }
 
 QString MemoryView::summaryText() const {
@@ -315,17 +313,11 @@ void MemoryView::refresh() {
                bytes_text(per_device), largest,
                count_text(cp_->world_size(), tr("%1 rank"), tr("%1 ranks")),
                bytes_text(per_device * static_cast<uint64_t>(cp_->world_size())), fitText_);
-  // What sharding saves each rank (S(0) tensors: their share against the whole).
-  uint64_t share = 0, whole = 0;
-  for (const DTensor& t : plan.dtensors())
-    if (t.placement.kind == PlacementKind::Shard) {
-      share += t.slot_bytes;
-      whole += static_cast<uint64_t>(t.global_elements) * 4;
-    }
-  if (whole > 0)
+  // What sharding saves each rank.
+  if (const ShardedBytes s = sharded_bytes(plan); s.whole > 0)
     text += tr("\nOptimizer state sharded over the ranks (ZeRO-1): each holds %1 of the moments' "
                "%2 and updates its share of the weights.")
-                .arg(bytes_text(share), bytes_text(whole));
+                .arg(bytes_text(s.per_rank), bytes_text(s.whole));
   summary_->setText(text);
   set_tone(summary_, fits_ ? Tone::Normal : Tone::Error);
 

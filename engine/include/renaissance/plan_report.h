@@ -30,4 +30,12 @@ std::string graphs_report_text(const CompiledPlan& plan);
 // "1.23 MiB"
 std::string human_bytes(uint64_t bytes);
 
+// The sharded tensors of a plan (placement S(0), training.sharding): the
+// bytes one rank holds of them, and what the whole tensors would take
+// (0: nothing is sharded).
+struct ShardedBytes {
+  uint64_t per_rank = 0, whole = 0;
+};
+ShardedBytes sharded_bytes(const MemoryPlan& plan);
+
 }  // namespace tr
