@@ -30,7 +30,7 @@ constexpr const char* kPlanUsage =
     "                            [--out FILE]\n"
     "                            [--devices cpu:N|cuda:0-3] [--precision fp32|amp|bf16]\n"
     "                            [--batch B] [--epochs N] [--seed S] [--rewrites on|off]\n"
-    "                            [--sharding none|optimizer]\n"
+    "                            [--sharding none|optimizer|optimizer+gradients]\n"
     "                            [--recompute on|off|matmuls] [--memory-packing on|off]\n"
     "                            [--max-batch [--memory BYTES]]\n"
     "  Compiles the project and prints the layers, the region and DTensor tables of\n"

@@ -44,9 +44,12 @@ void apply_overrides(const ParsedArgs& a, Project& project) {
   }
   if (a.values.count("sharding")) {
     const std::string& v = a.values.at("sharding");
-    if (v != "none" && v != "optimizer")
-      throw UsageError("option '--sharding' takes none or optimizer, got '" + v + "'");
-    t.sharding = v == "none" ? Sharding::None : Sharding::Optimizer;
+    if (v != "none" && v != "optimizer" && v != "optimizer+gradients")
+      throw UsageError("option '--sharding' takes none, optimizer or optimizer+gradients, got '" +
+                       v + "'");
+    t.sharding = v == "none"        ? Sharding::None
+                 : v == "optimizer" ? Sharding::Optimizer
+                                    : Sharding::OptimizerAndGradients;
   }
   if (a.flags.count("eval-ema")) t.ema = true;
   if (a.values.count("batch")) t.global_batch = positive_integer("batch", a.values.at("batch"));

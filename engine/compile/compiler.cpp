@@ -131,7 +131,11 @@ SeriesUse series_for(const TrainingSpec& t) {
 }
 
 bool shards_optimizer(const TrainingSpec& t) {
-  return t.sharding == Sharding::Optimizer && t.devices.world_size() > 1;
+  return t.sharding != Sharding::None && t.devices.world_size() > 1;
+}
+
+bool shards_gradients(const TrainingSpec& t) {
+  return t.sharding == Sharding::OptimizerAndGradients && t.devices.world_size() > 1;
 }
 
 // Phase 2: the same sequence of semantic allocations for every variant;
@@ -147,9 +151,11 @@ class TensorAllocator {
         layers_(layers),
         engine_(engine),
         use_(series_for(p.training)),
-        sharded_(shards_optimizer(p.training)) {}
+        sharded_(shards_optimizer(p.training)),
+        sharded_gradients_(shards_gradients(p.training)) {}
 
   void run() {
+    plan_.set_gradients_in_pool(sharded_gradients_);
     const DType feat = storage_dtype(p_.training.precision);
     engine_.scalars = plan_.alloc_scalars(static_cast<int64_t>(ScalarSlot::COUNT), "scalars");
     engine_.result = plan_.alloc_result(false);
@@ -215,8 +221,9 @@ class TensorAllocator {
     }
   }
 
-  // Each bucket's moments as this rank's share of them: the share of the
-  // largest rank (shard_chunk_bytes), in the M and V regions of its first kind.
+  // Each bucket's moments (and under ZeRO-2 its summed gradients) as this
+  // rank's share of them: the share of the largest rank (shard_chunk_bytes),
+  // in the M, V (and Q) regions of its first kind.
   void moment_shards() {
     const int world = p_.training.devices.world_size();
     for (size_t b = 0; b < std::size(kGradientBuckets); ++b) {
@@ -232,6 +239,9 @@ class TensorAllocator {
       if (use_.uses(ParamSeries::V))
         engine_.v_shard[b] = plan_.alloc_shard(param_region(ParamSeries::V, bucket.first), share,
                                                whole, "second_moment." + name);
+      if (sharded_gradients_)
+        engine_.g_shard[b] = plan_.alloc_shard(param_region(ParamSeries::Q, bucket.first), share,
+                                               whole, "gradient." + name);
     }
   }
 
@@ -243,6 +253,7 @@ class TensorAllocator {
   EngineTensors& engine_;
   SeriesUse use_;
   bool sharded_;
+  bool sharded_gradients_;
 };
 
 // Phase 4: the graphs.
@@ -401,6 +412,9 @@ class GraphEmitter {
     for (int node : a_.order)
       if (node != a_.input_node && node != a_.first_layer && runs_kernel(node))
         add(g, forward_node(node, true, 0));
+    // ZeRO-2: the gradients live in the pool from here, and start at zero
+    // (what ZERO_GRAD does for gradients with bytes of their own).
+    if (cp_.sharded_gradients) add(g, range(RangeOp::CLEAR, {}, cleared_gradients()));
     std::set<DTensorId> written;
     // The loss writes the logits' gradient.
     written.insert(input_grad_of(a_.loss_node, 0));
@@ -451,29 +465,72 @@ class GraphEmitter {
     return {param_region(s, first), param_region(s, last)};
   }
 
+  // The gradients a step starts from zero: 16-bit training's 16-bit ones,
+  // and batch norm's FP32 ones, which its kernels write straight into G.
+  // Under ZeRO-2 a span per bucket: each is its own block of the pool.
+  std::vector<RegionSpan> cleared_gradients() const {
+    std::vector<RegionSpan> cleared;
+    if (cp_.sharded_gradients)
+      for (const GradientBucket& b : kGradientBuckets)
+        cleared.push_back(kinds_span(grad_series(), b.first, b.last));
+    else
+      cleared.push_back(series_span(grad_series()));
+    if (sixteen_)
+      cleared.push_back(kinds_span(ParamSeries::G, ParamKind::BN_BIAS, ParamKind::BN_WEIGHT));
+    return cleared;
+  }
+
+  // A graph of the gradients' casts and communication: shared, but under
+  // ZeRO-2 one per training variant, as each variant's pool places the
+  // gradients where its lifetimes allow.
+  void gradient_graph(GraphId id, const std::vector<GraphNode>& nodes) {
+    if (!cp_.sharded_gradients) {
+      shared(id, nodes);
+      return;
+    }
+    for (size_t v = 0; v < cp_.variants.size(); ++v) {
+      if (cp_.variants[v].kind == VariantKind::Validation) continue;
+      ComputationGraph& g = graph(id, static_cast<int>(v));
+      for (const GraphNode& n : nodes) add(g, n);
+    }
+  }
+
   void shared_graphs() {
     const DTensorId scalars = cp_.engine.scalars;
     const SeriesUse use = series_for(p_.training);
-    const RegionSpan grads = series_span(ParamSeries::G);
+    const bool zero2 = cp_.sharded_gradients;
+    // What the update reads: the gradients, or under ZeRO-2 this rank's
+    // share of their sums.
+    const RegionSpan grads = series_span(zero2 ? ParamSeries::Q : ParamSeries::G);
     const RegionSpan deep_g{Region::G_DEEP_CONV, Region::G_DEEP_CONV};
     const RegionSpan first_g{Region::G_BN_BIAS, Region::G_FIRST_CONV};
+    const RegionSpan result{Region::R_RESULT, Region::R_RESULT};
 
-    // 16-bit training: the 16-bit gradients, and batch norm's FP32 ones,
-    // which its kernels write straight into G.
-    std::vector<RegionSpan> cleared{series_span(grad_series())};
-    if (sixteen_)
-      cleared.push_back(kinds_span(ParamSeries::G, ParamKind::BN_BIAS, ParamKind::BN_WEIGHT));
-    shared(GraphId::ZERO_GRAD, {range(RangeOp::CLEAR, {}, cleared)});
+    if (!zero2) shared(GraphId::ZERO_GRAD, {range(RangeOp::CLEAR, {}, cleared_gradients())});
     if (sixteen_) {
       const RangeOp widen = amp_ ? RangeOp::CAST_FP16_TO_FP32 : RangeOp::CAST_BF16_TO_FP32;
-      shared(amp_ ? GraphId::CAST_DEEP_GRAD_FP16_TO_FP32 : GraphId::CAST_DEEP_GRAD_BF16_TO_FP32,
-             {range(widen, {{Region::H_DEEP_CONV, Region::H_DEEP_CONV}}, {deep_g})});
+      gradient_graph(
+          amp_ ? GraphId::CAST_DEEP_GRAD_FP16_TO_FP32 : GraphId::CAST_DEEP_GRAD_BF16_TO_FP32,
+          {range(widen, {{Region::H_DEEP_CONV, Region::H_DEEP_CONV}}, {deep_g})});
       // Batch norm's gradients are FP32 already: the cast starts after them.
-      shared(amp_ ? GraphId::CAST_FIRST_GRAD_FP16_TO_FP32 : GraphId::CAST_FIRST_GRAD_BF16_TO_FP32,
-             {range(widen, {{Region::H_FC_BIAS, Region::H_FIRST_CONV}},
-                    {{Region::G_FC_BIAS, Region::G_FIRST_CONV}})});
+      gradient_graph(
+          amp_ ? GraphId::CAST_FIRST_GRAD_FP16_TO_FP32 : GraphId::CAST_FIRST_GRAD_BF16_TO_FP32,
+          {range(widen, {{Region::H_FC_BIAS, Region::H_FIRST_CONV}},
+                 {{Region::G_FC_BIAS, Region::G_FIRST_CONV}})});
     }
-    if (world_ > 1) {
+    if (world_ > 1 && zero2) {
+      // Each bucket's mean, of which each rank keeps its share; the batch
+      // result, which the full-bucket all-reduce carried, on its own.
+      gradient_graph(
+          GraphId::DEEP_COMM,
+          {range(RangeOp::REDUCE_SCATTER, {deep_g},
+                 {kinds_span(ParamSeries::Q, ParamKind::DEEP_CONV, ParamKind::DEEP_CONV)}),
+           range(RangeOp::ALLREDUCE_MEAN, {result}, {result})});
+      gradient_graph(
+          GraphId::FIRST_COMM,
+          {range(RangeOp::REDUCE_SCATTER, {first_g},
+                 {kinds_span(ParamSeries::Q, ParamKind::BN_BIAS, ParamKind::FIRST_CONV)})});
+    } else if (world_ > 1) {
       const RegionSpan deep_bucket{Region::G_DEEP_CONV, Region::R_RESULT};
       shared(GraphId::DEEP_COMM, {range(RangeOp::ALLREDUCE_MEAN, {deep_bucket}, {deep_bucket})});
       shared(GraphId::FIRST_COMM, {range(RangeOp::ALLREDUCE_MEAN, {first_g}, {first_g})});
@@ -483,8 +540,15 @@ class GraphEmitter {
                   {{Region::R_RESULT_ACCUMULATED, Region::R_RESULT_ACCUMULATED}})});
     {
       std::vector<GraphNode> nodes;
-      nodes.push_back(
-          range(RangeOp::NAN_CHECK, {{Region::G_BN_BIAS, Region::R_RESULT}}, {}, {}, {scalars}));
+      if (zero2) {
+        // Each rank checks its share of the sums; the ranks then agree.
+        nodes.push_back(range(RangeOp::NAN_CHECK, {grads, result}, {}, {}, {scalars}));
+        const RegionSpan s{Region::S_SCALARS, Region::S_SCALARS};
+        nodes.push_back(range(RangeOp::ALLREDUCE_MAX, {s}, {s}));
+      } else {
+        nodes.push_back(
+            range(RangeOp::NAN_CHECK, {{Region::G_BN_BIAS, Region::R_RESULT}}, {}, {}, {scalars}));
+      }
       if (amp_) {
         nodes.push_back(range(RangeOp::SCALE, {grads}, {grads}, {scalars}));
         nodes.push_back(compute(ComputeOp::LOSS_SCALE_UPDATE, {scalars}, {scalars}, -1));
@@ -528,9 +592,10 @@ class GraphEmitter {
   // share of it, and the gather that hands every rank the others' shares.
   void optimizer(const SeriesUse& use, DTensorId scalars) {
     const bool sharded = cp_.sharded_optimizer;
+    const ParamSeries grads = cp_.sharded_gradients ? ParamSeries::Q : ParamSeries::G;
     auto spans_of = [&](ParamKind first, ParamKind last, bool with_v) {
       std::vector<RegionSpan> in{kinds_span(ParamSeries::W, first, last),
-                                 kinds_span(ParamSeries::G, first, last)};
+                                 kinds_span(grads, first, last)};
       std::vector<RegionSpan> out{kinds_span(ParamSeries::W, first, last)};
       if (use.uses(ParamSeries::M)) {
         in.push_back(kinds_span(ParamSeries::M, first, last));
@@ -580,12 +645,14 @@ class GraphEmitter {
         if (has_bn())
           shared(GraphId::OPTIMIZER,
                  updates(RangeOp::SGD_UPDATE, ParamKind::BN_BIAS, ParamKind::BN_WEIGHT, false));
-        lars(GraphId::LARS_FC_OPT, ParamKind::FC_BIAS, ParamKind::FC_WEIGHT, Region::N_FC, spans_of,
-             scalars);
-        lars(GraphId::LARS_FIRST_CONV_OPT, ParamKind::FIRST_CONV, ParamKind::FIRST_CONV,
-             Region::N_FIRST_CONV, spans_of, scalars);
-        lars(GraphId::LARS_DEEP_CONV_OPT, ParamKind::DEEP_CONV, ParamKind::DEEP_CONV,
-             Region::N_DEEP_CONV, spans_of, scalars);
+        const LarsGroup groups[] = {
+            {GraphId::LARS_FC_OPT, ParamKind::FC_BIAS, ParamKind::FC_WEIGHT, Region::N_FC},
+            {GraphId::LARS_FIRST_CONV_OPT, ParamKind::FIRST_CONV, ParamKind::FIRST_CONV,
+             Region::N_FIRST_CONV},
+            {GraphId::LARS_DEEP_CONV_OPT, ParamKind::DEEP_CONV, ParamKind::DEEP_CONV,
+             Region::N_DEEP_CONV}};
+        if (cp_.sharded_gradients) lars_norm_sum(groups, spans_of);
+        for (const LarsGroup& group : groups) lars(group, spans_of, scalars);
         break;
       }
     }
@@ -605,19 +672,49 @@ class GraphEmitter {
     return false;
   }
 
+  struct LarsGroup {
+    GraphId id;
+    ParamKind first, last;
+    Region norms;
+  };
+
   template <class SpansOf>
-  void lars(GraphId id, ParamKind first, ParamKind last, Region norms, SpansOf& spans_of,
-            DTensorId scalars) {
-    if (!region_used(norms)) return;
-    auto [in, out] = spans_of(first, last, false);
+  void lars(const LarsGroup& group, SpansOf& spans_of, DTensorId scalars) {
+    if (!region_used(group.norms)) return;
+    auto [in, out] = spans_of(group.first, group.last, false);
+    const RegionSpan norms{group.norms, group.norms};
     std::vector<GraphNode> nodes;
     // Every rank takes the norms of whole layers (ZeRO-1 keeps the whole
-    // gradients) and updates its share.
-    nodes.push_back(range(RangeOp::LARS_NORMS, {in[0], in[1]}, {{norms, norms}}));
-    in.push_back({norms, norms});
+    // gradients; ZeRO-2's LARS_NORM_SUM took them before) and updates its share.
+    if (!cp_.sharded_gradients)
+      nodes.push_back(range(RangeOp::LARS_NORMS, {in[0], in[1]}, {norms}));
+    in.push_back(norms);
     nodes.push_back(range(RangeOp::LARS_UPDATE, in, out, {scalars}));
     nodes.back().data_sharded = cp_.sharded_optimizer;
-    shared(id, std::move(nodes));
+    shared(group.id, std::move(nodes));
+  }
+
+  // ZeRO-2: each rank holds its share of the summed gradients only, so each
+  // takes the squares of its share of every layer, the ranks add them up,
+  // and the square roots are the whole layers' norms (to rounding: the
+  // squares add in another order than one rank's sum would). One graph on
+  // UPDATE, as the three LARS groups' graphs run side by side and a
+  // collective must come in the same order on every rank.
+  template <class SpansOf>
+  void lars_norm_sum(const LarsGroup (&groups)[3], SpansOf& spans_of) {
+    const RegionSpan all{Region::N_FC, Region::N_DEEP_CONV};
+    std::vector<GraphNode> nodes;
+    nodes.push_back(range(RangeOp::CLEAR, {}, {all}));
+    for (const LarsGroup& group : groups) {
+      if (!region_used(group.norms)) continue;
+      auto [in, out] = spans_of(group.first, group.last, false);
+      nodes.push_back(range(RangeOp::LARS_NORMS, {in[0], in[1]}, {{group.norms, group.norms}}));
+      nodes.back().data_sharded = true;
+    }
+    if (nodes.size() == 1) return;
+    nodes.push_back(range(RangeOp::ALLREDUCE_SUM, {all}, {all}));
+    nodes.push_back(range(RangeOp::SQRT, {all}, {all}));
+    shared(GraphId::LARS_NORM_SUM, std::move(nodes));
   }
 
   CompiledProject& cp_;
@@ -672,15 +769,15 @@ CompiledProject compile_project(const Project& project, const CompileOptions& op
   cp.options = options;
   cp.world_size = project.training.devices.world_size();
   cp.sharded_optimizer = shards_optimizer(project.training);
+  cp.sharded_gradients = shards_gradients(project.training);
   if (project.training.sharding != Sharding::None && cp.world_size == 1) {
     Diagnostic d;
     d.file = project.source_path;
     d.field = "training.sharding";
-    d.message =
-        "sharding \"optimizer\" splits the optimizer state over the ranks, and "
-        "training.devices " +
-        project.training.devices.str() +
-        " is one rank; train on more (--devices cpu:2) or set sharding \"none\"";
+    d.message = "sharding \"" + std::string(sharding_name(project.training.sharding)) +
+                "\" splits the optimizer state over the ranks, and training.devices " +
+                project.training.devices.str() +
+                " is one rank; train on more (--devices cpu:2) or set sharding \"none\"";
     throw ProjectError({d});
   }
   cp.variants = resolve_variants(project);

@@ -63,6 +63,9 @@ struct EngineTensors {
   // (plan/gradient_buckets.h), in the M and V regions of the bucket's first kind.
   DTensorId m_shard[2] = {kNoTensor, kNoTensor};
   DTensorId v_shard[2] = {kNoTensor, kNoTensor};
+  // ZeRO-2: this rank's share of each bucket's summed gradients, in the Q
+  // region of the bucket's first kind.
+  DTensorId g_shard[2] = {kNoTensor, kNoTensor};
 };
 
 struct CompiledProject {
@@ -82,6 +85,11 @@ struct CompiledProject {
   // engine's shards (EngineTensors::m_shard), the optimizer updates this
   // rank's share of each bucket and WEIGHT_GATHER hands it to the others.
   bool sharded_optimizer = false;
+  // training.sharding "optimizer+gradients" on more than one rank (ZeRO-2):
+  // sharded_optimizer too, and the full gradients live in the step-local
+  // pool until each bucket's reduce-scatter leaves this rank its share of
+  // the sum (EngineTensors::g_shard), which the optimizer reads.
+  bool sharded_gradients = false;
 
   // The arena: the largest variant's bytes.
   uint64_t bytes_per_device() const noexcept;

@@ -26,6 +26,7 @@ std::string_view graph_id_name(GraphId id) noexcept {
       "STATS_COMM",
       "UPDATE_STATS",
       "OPTIMIZER",
+      "LARS_NORM_SUM",
       "LARS_FC_OPT",
       "LARS_FIRST_CONV_OPT",
       "LARS_DEEP_CONV_OPT",

@@ -14,6 +14,14 @@ bool is_b_twin(GraphId id) noexcept {
          id == GraphId::FIRST_LAYER_BWD_B || id == GraphId::INF_MAIN_B;
 }
 
+// The graphs the step schedule launches on UPDATE under the first layer's
+// backward (ENGINE.md §6, step 5): what they touch is in use from that
+// backward's start, whatever their place in the order.
+bool runs_beside_first_backward(GraphId id) noexcept {
+  return id == GraphId::CAST_DEEP_GRAD_FP16_TO_FP32 || id == GraphId::CAST_DEEP_GRAD_BF16_TO_FP32 ||
+         id == GraphId::DEEP_COMM;
+}
+
 // What a validation pass runs, as against a training step.
 bool is_evaluation(GraphId id) noexcept {
   return id == GraphId::RESET_METRICS || id == GraphId::UPDATE_BN_INF_PARAMS ||
@@ -28,13 +36,14 @@ StepLifetimes step_lifetimes(const CompiledProject& cp, int variant) {
   std::vector<int> first(plan.dtensors().size(), -1), last(plan.dtensors().size(), -1);
   auto touch = [&](DTensorId id, int position) {
     if (id < 0 || static_cast<size_t>(id) >= first.size()) return;
-    if (!is_step_local(plan.get_dtensor(id).region)) return;
+    if (!plan.step_local(plan.get_dtensor(id).region)) return;
     const size_t i = static_cast<size_t>(id);
-    if (first[i] < 0) first[i] = position;
+    if (first[i] < 0 || position < first[i]) first[i] = position;
     last[i] = std::max(last[i], position);
   };
   const bool evaluation =
       cp.variants.at(static_cast<size_t>(variant)).kind == VariantKind::Validation;
+  int first_backward = -1;  // where FIRST_LAYER_BWD starts
   for (int g = 0; g < kNumGraphIds; ++g) {
     const GraphId id = static_cast<GraphId>(g);
     if (is_b_twin(id)) continue;
@@ -42,22 +51,27 @@ StepLifetimes step_lifetimes(const CompiledProject& cp, int variant) {
     if (evaluation ? !is_evaluation(id) && id != GraphId::TRANSFER_A : is_evaluation(id)) continue;
     const ComputationGraph* graph = cp.find_graph(id, variant);
     if (!graph) continue;
+    if (id == GraphId::FIRST_LAYER_BWD_A) first_backward = static_cast<int>(out.order.size());
     for (size_t n = 0; n < graph->nodes.size(); ++n) {
       const GraphNode& node = graph->nodes[n];
       const int position = static_cast<int>(out.order.size());
       out.order.push_back({id, static_cast<int>(n), node.layer});
-      for (DTensorId t : node.inputs) touch(t, position);
-      for (DTensorId t : node.outputs) touch(t, position);
+      auto touch_here = [&](DTensorId t) {
+        touch(t, position);
+        if (first_backward >= 0 && runs_beside_first_backward(id)) touch(t, first_backward);
+      };
+      for (DTensorId t : node.inputs) touch_here(t);
+      for (DTensorId t : node.outputs) touch_here(t);
       // A RANGE node touches every tensor of the regions it spans.
       for (const auto* spans : {&node.in_spans, &node.out_spans})
         for (const RegionSpan& s : *spans)
           for (int r = region_index(s.first); r <= region_index(s.last); ++r)
-            for (DTensorId t : plan.region(static_cast<Region>(r)).tensors) touch(t, position);
+            for (DTensorId t : plan.region(static_cast<Region>(r)).tensors) touch_here(t);
     }
   }
   std::vector<int64_t> delta(out.order.size() + 1, 0);
   for (const DTensor& t : plan.dtensors()) {
-    if (!is_step_local(t.region)) continue;
+    if (!plan.step_local(t.region)) continue;
     const size_t i = static_cast<size_t>(t.id);
     TensorLifetime l{t.id, first[i], last[i], t.device_bytes()};
     out.planned_bytes += t.slot_bytes;

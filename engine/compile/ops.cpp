@@ -105,6 +105,8 @@ constexpr RangeOpInfo kRangeOps[] = {
     collective(range(RangeOp::ALLREDUCE_MEAN, "ALLREDUCE_MEAN")),
     collective(range(RangeOp::ALLREDUCE_SUM, "ALLREDUCE_SUM")),
     collective(range(RangeOp::ALLGATHER, "ALLGATHER")),
+    collective(range(RangeOp::ALLREDUCE_MAX, "ALLREDUCE_MAX")),
+    collective(range(RangeOp::REDUCE_SCATTER, "REDUCE_SCATTER")),
     range(RangeOp::COPY, "COPY"),
     range(RangeOp::ACCUMULATE, "ACCUMULATE"),
     range(RangeOp::BN_EQ_PARAMS, "BN_EQ_PARAMS"),
@@ -113,6 +115,7 @@ constexpr RangeOpInfo kRangeOps[] = {
     by_group(range(RangeOp::LARS_NORMS, "LARS_NORMS")),
     by_group(range(RangeOp::LARS_UPDATE, "LARS_UPDATE")),
     range(RangeOp::EMA_UPDATE, "EMA_UPDATE"),
+    range(RangeOp::SQRT, "SQRT"),
 };
 
 template <class Info, size_t N>

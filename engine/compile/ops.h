@@ -90,14 +90,23 @@ enum class RangeOp : uint8_t {
   ALLREDUCE_MEAN,
   ALLREDUCE_SUM,
   ALLGATHER,  // each rank's share (core/data_shard.h) of the span to every rank
+  // The elementwise maximum over the ranks (the overflow flag under ZeRO-2:
+  // every other scalar is the same on every rank).
+  ALLREDUCE_MAX,
+  // The mean over the ranks of the in span, of which each rank keeps its
+  // share (core/data_shard.h) at the start of its out span (ZeRO-2).
+  REDUCE_SCATTER,
   COPY,
   ACCUMULATE,    // out += in
   BN_EQ_PARAMS,  // running stats + BN weights -> equivalent scale/bias
   SGD_UPDATE,
   ADAM_UPDATE,
+  // [|w|, |g|] per layer; a data-sharded one (ZeRO-2) writes the squared
+  // sums of this rank's share instead, which LARS_NORM_SUM adds and roots.
   LARS_NORMS,
   LARS_UPDATE,
   EMA_UPDATE,
+  SQRT,  // in place, each float its square root (ZeRO-2's LARS norms from summed squares)
   NUM_RANGE_OPS
 };
 

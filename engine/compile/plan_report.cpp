@@ -41,7 +41,7 @@ std::vector<std::vector<DTensorId>> shared_bytes(const MemoryPlan& plan) {
   if (!plan.packed()) return out;
   std::vector<const DTensor*> pooled;
   for (const DTensor& t : plan.dtensors())
-    if (is_step_local(t.region) && plan.in_use(t.id)) pooled.push_back(&t);
+    if (plan.step_local(t.region) && plan.in_use(t.id)) pooled.push_back(&t);
   std::sort(pooled.begin(), pooled.end(),
             [](const DTensor* a, const DTensor* b) { return a->offset < b->offset; });
   for (size_t i = 0; i < pooled.size(); ++i)
@@ -72,7 +72,7 @@ uint64_t unpacked_bytes_per_device(const CompiledProject& cp) {
   const MemoryPlan& ref = cp.plans.front();
   uint64_t bytes = ref.pool().offset;
   for (const DTensor& t : ref.dtensors()) {
-    if (!is_step_local(t.region)) continue;
+    if (!ref.step_local(t.region)) continue;
     uint64_t slot = 0;
     for (const MemoryPlan& p : cp.plans) slot = std::max(slot, p.get_dtensor(t.id).slot_bytes);
     bytes += slot;
@@ -82,11 +82,33 @@ uint64_t unpacked_bytes_per_device(const CompiledProject& cp) {
 
 ShardedBytes sharded_bytes(const MemoryPlan& plan) {
   ShardedBytes b;
-  for (const DTensor& t : plan.dtensors())
-    if (t.placement.kind == PlacementKind::Shard) {
+  for (const DTensor& t : plan.dtensors()) {
+    const bool shard = t.placement.kind == PlacementKind::Shard;
+    const uint64_t whole =
+        shard ? static_cast<uint64_t>(t.global_elements) * dtype_size(t.dtype) : t.slot_bytes;
+    if (shard) {
       b.per_rank += t.slot_bytes;
-      b.whole += static_cast<uint64_t>(t.global_elements) * dtype_size(t.dtype);
+      b.whole += whole;
     }
+    if (!region_param_kind(t.region)) continue;
+    switch (region_series(t.region)) {
+      case 'M':
+      case 'V':
+        b.moments += t.slot_bytes;
+        b.moments_whole += whole;
+        break;
+      case 'G':
+      case 'H':
+        b.gradients_whole += t.slot_bytes;
+        (plan.step_local(t.region) ? b.pooled_gradients : b.gradients) += t.slot_bytes;
+        break;
+      case 'Q':
+        b.gradients += t.slot_bytes;
+        break;
+      default:
+        break;
+    }
+  }
   return b;
 }
 
@@ -206,15 +228,32 @@ std::string plan_report_text(const CompiledProject& cp) {
             human_bytes(unpacked_bytes_per_device(cp)).c_str());
   out += "placements over the " + std::to_string(cp.world_size) + " data-parallel rank" +
          (cp.world_size > 1 ? "s" : "") +
-         ": R every rank holds all of it, P its addend of a sum the bucket all-reduce takes, "
+         ": R every rank holds all of it, P its addend of a sum the bucket all-reduce (or "
+         "reduce-scatter) takes, "
          "S(0) its share\n";
-  if (cp.sharded_optimizer) {
-    const ShardedBytes m = sharded_bytes(cp.plans.front());
+  auto ratio = [](uint64_t a, uint64_t b) {
+    return b ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
+  };
+  const ShardedBytes m = sharded_bytes(cp.plans.front());
+  if (cp.sharded_gradients) {
+    out += fmt(
+        "sharding optimizer+gradients (ZeRO-2): each rank keeps %s of the optimizer moments' and "
+        "gradients' %s (%.3fx) for the run: %s of the moments' %s, and of the gradients' %s its "
+        "share of their sums, %s; each bucket is reduce-scattered, the full gradients (%s) "
+        "living in the step-local pool from their backward to their bucket's reduce-scatter, "
+        "and each rank updates its share of the weights, gathered after the update\n",
+        human_bytes(m.moments + m.gradients).c_str(),
+        human_bytes(m.moments_whole + m.gradients_whole).c_str(),
+        ratio(m.moments + m.gradients, m.moments_whole + m.gradients_whole),
+        human_bytes(m.moments).c_str(), human_bytes(m.moments_whole).c_str(),
+        human_bytes(m.gradients_whole).c_str(), human_bytes(m.gradients).c_str(),
+        human_bytes(m.pooled_gradients).c_str());
+  } else if (cp.sharded_optimizer) {
     out +=
         fmt("sharding optimizer (ZeRO-1): each rank holds %s of the optimizer moments' %s "
             "(%.3fx) and updates its share of the weights, gathered after the update\n",
-            human_bytes(m.per_rank).c_str(), human_bytes(m.whole).c_str(),
-            static_cast<double>(m.per_rank) / static_cast<double>(m.whole));
+            human_bytes(m.moments).c_str(), human_bytes(m.moments_whole).c_str(),
+            ratio(m.moments, m.moments_whole));
   }
   return out;
 }
@@ -309,11 +348,17 @@ nlohmann::json plan_report_json(const CompiledProject& cp) {
          {"tensors", std::move(tensors)}});
   }
   j["variants"] = std::move(variants);
-  j["sharding"] = {{"kind", cp.sharded_optimizer ? "optimizer" : "none"}, {"ranks", cp.world_size}};
-  if (cp.sharded_optimizer) {
+  j["sharding"] = {{"kind", cp.sharded_gradients   ? "optimizer+gradients"
+                            : cp.sharded_optimizer ? "optimizer"
+                                                   : "none"},
+                   {"ranks", cp.world_size}};
+  {
     const ShardedBytes m = sharded_bytes(cp.plans.front());
-    j["sharding"]["moment_bytes_per_rank"] = m.per_rank;
-    j["sharding"]["moment_bytes_unsharded"] = m.whole;
+    j["sharding"]["moment_bytes_per_rank"] = m.moments;
+    j["sharding"]["moment_bytes_unsharded"] = m.moments_whole;
+    j["sharding"]["gradient_bytes_per_rank"] = m.gradients;
+    j["sharding"]["gradient_bytes_unsharded"] = m.gradients_whole;
+    j["sharding"]["gradient_bytes_in_pool"] = m.pooled_gradients;
   }
   json graphs = json::array();
   for (const ComputationGraph& g : cp.graphs)

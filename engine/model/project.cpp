@@ -65,6 +65,18 @@ std::string_view schedule_name(ScheduleKind k) noexcept {
   return "?";
 }
 
+std::string_view sharding_name(Sharding s) noexcept {
+  switch (s) {
+    case Sharding::None:
+      return "none";
+    case Sharding::Optimizer:
+      return "optimizer";
+    case Sharding::OptimizerAndGradients:
+      return "optimizer+gradients";
+  }
+  return "?";
+}
+
 std::string_view precision_name(Precision p) noexcept {
   switch (p) {
     case Precision::FP32:

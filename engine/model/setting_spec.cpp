@@ -61,6 +61,8 @@ constexpr SettingChoice kShardings[] = {
     {"none", "None: every rank holds all of the optimizer's state",
      static_cast<int>(Sharding::None)},
     {"optimizer", "Optimizer state (ZeRO-1)", static_cast<int>(Sharding::Optimizer)},
+    {"optimizer+gradients", "Optimizer state and gradients (ZeRO-2)",
+     static_cast<int>(Sharding::OptimizerAndGradients)},
 };
 constexpr SettingChoice kBadImages[] = {
     {"stop", "Stop the load", 0},
@@ -443,8 +445,10 @@ std::vector<SettingSpec> make_settings() {
        .label = "Sharding",
        .help = "What the ranks split instead of each holding all of it: with `optimizer` "
                "(ZeRO-1) each rank keeps the momentum and Adam's moments of its share of the "
-               "weights, updates that share and gathers the rest; the same training bit for bit, "
-               "needs more than one rank",
+               "weights, updates that share and gathers the rest; with `optimizer+gradients` "
+               "(ZeRO-2) the gradients are reduce-scattered too, each rank keeping the sum of its "
+               "share only; the same training bit for bit (LARS to rounding), needs more than "
+               "one rank",
        .choices = kShardings,
        .choice_what = "sharding",
        .write = WriteWhen::Set,

@@ -49,8 +49,9 @@ CompiledProject compile_for_nodes(const Project& project, const CompileOptions& 
                      " (--batch sets it)");
   if (project.training.sharding != Sharding::None)
     throw UsageError(
-        "training.sharding \"optimizer\" keeps each rank's share of the optimizer state in its "
-        "own memory, and a checkpoint gathers the shares in one process: across " +
+        "training.sharding \"" + std::string(sharding_name(project.training.sharding)) +
+        "\" keeps each rank's share of the optimizer state in its own memory, and a checkpoint "
+        "gathers the shares in one process: across " +
         std::to_string(nodes.nodes) +
         " nodes train with sharding \"none\" (--sharding none), or shard on the devices of one "
         "node");

@@ -73,7 +73,8 @@ DTensorId MemoryPlan::alloc_param(ParamSeries series, ParamKind kind, const Shap
 DTensorId MemoryPlan::alloc_shard(Region region, int64_t elements, int64_t global_elements,
                                   std::string name) {
   const char s = region_series(region);
-  if (s != 'M' && s != 'V') throw std::logic_error("MemoryPlan: a shard outside M and V: " + name);
+  if (s != 'M' && s != 'V' && s != 'Q')
+    throw std::logic_error("MemoryPlan: a shard outside M, V and Q: " + name);
   const DTensorId id = alloc(region, {1, 1, 1, elements}, DType::FP32, std::move(name), -1);
   tensors_.back().placement = {PlacementKind::Shard, 0};
   tensors_.back().global_elements = global_elements;
@@ -172,7 +173,7 @@ void MemoryPlan::raise_slot(DTensorId id, uint64_t slot_bytes) {
 void MemoryPlan::lay_out(bool skip_step_local, uint64_t& cursor) {
   for (int r = 0; r < kNumRegions; ++r) {
     RegionInfo& info = regions_[static_cast<size_t>(r)];
-    if (skip_step_local && is_step_local(static_cast<Region>(r))) continue;
+    if (skip_step_local && step_local(static_cast<Region>(r))) continue;
     info.base_offset = cursor;
     for (DTensorId id : info.tensors) {
       DTensor& t = tensors_[static_cast<size_t>(id)];
@@ -182,6 +183,17 @@ void MemoryPlan::lay_out(bool skip_step_local, uint64_t& cursor) {
     info.total_bytes = cursor - info.base_offset;
     info.slot_bytes = info.total_bytes;
   }
+}
+
+void MemoryPlan::set_gradients_in_pool(bool on) {
+  if (finalized_) throw std::logic_error("MemoryPlan: set_gradients_in_pool after finalize");
+  gradients_in_pool_ = on;
+}
+
+bool MemoryPlan::step_local(Region r) const noexcept {
+  if (is_step_local(r)) return true;
+  const char s = region_series(r);
+  return gradients_in_pool_ && region_param_kind(r) && (s == 'G' || s == 'H');
 }
 
 void MemoryPlan::finalize() {
@@ -216,7 +228,7 @@ void MemoryPlan::place(const PoolPlacement& pool) {
   pool_.bytes = pool.bytes;
   unused_.assign(tensors_.size(), false);
   for (int r = 0; r < kNumRegions; ++r) {
-    if (!is_step_local(static_cast<Region>(r))) continue;
+    if (!step_local(static_cast<Region>(r))) continue;
     RegionInfo& info = regions_[static_cast<size_t>(r)];
     info.packed = true;
     info.slot_bytes = 0;
@@ -252,7 +264,7 @@ PoolPlacement MemoryPlan::pool_placement() const {
   p.bytes = pool_.bytes;
   if (!packed_) return p;
   for (const DTensor& t : tensors_)
-    if (is_step_local(t.region) && !unused_[static_cast<size_t>(t.id)]) {
+    if (step_local(t.region) && !unused_[static_cast<size_t>(t.id)]) {
       p.offsets[static_cast<size_t>(t.id)] = t.offset - pool_.offset;
       p.used[static_cast<size_t>(t.id)] = true;
     }
@@ -267,7 +279,7 @@ bool MemoryPlan::in_use(DTensorId id) const {
 uint64_t MemoryPlan::step_local_slot_bytes() const noexcept {
   uint64_t sum = 0;
   for (const DTensor& t : tensors_)
-    if (is_step_local(t.region) && (unused_.empty() || !unused_[static_cast<size_t>(t.id)]))
+    if (step_local(t.region) && (unused_.empty() || !unused_[static_cast<size_t>(t.id)]))
       sum += t.slot_bytes;
   return sum;
 }
@@ -282,15 +294,44 @@ ByteRange MemoryPlan::region_range(Region first, Region last) const {
   if (!finalized_) throw std::logic_error("MemoryPlan: region_range before finalize");
   if (region_index(first) > region_index(last))
     throw std::logic_error("MemoryPlan: region_range with first after last");
-  if (packed_)
-    for (int r = region_index(first); r <= region_index(last); ++r)
-      if (is_step_local(static_cast<Region>(r)))
-        throw std::logic_error("MemoryPlan: a span over " +
+  bool pooled = false;
+  for (int r = region_index(first); r <= region_index(last); ++r) {
+    if (packed_ && is_step_local(static_cast<Region>(r)))
+      throw std::logic_error("MemoryPlan: a span over " +
+                             std::string(region_name(static_cast<Region>(r))) +
+                             ", whose tensors a packed plan places by lifetime");
+    pooled |= packed_ && step_local(static_cast<Region>(r));
+  }
+  if (!pooled) {
+    const RegionInfo& a = region(first);
+    const RegionInfo& b = region(last);
+    return {a.base_offset, b.base_offset + b.total_bytes - a.base_offset};
+  }
+  // A span into the pool: its regions' bytes one after another (a gradient
+  // bucket's block); regions that hold no bytes here have no place of their own.
+  ByteRange out{pool_.offset, 0};
+  for (int r = region_index(first); r <= region_index(last); ++r) {
+    const RegionInfo& info = regions_[static_cast<size_t>(r)];
+    if (info.total_bytes == 0) continue;
+    if (!step_local(static_cast<Region>(r)))
+      throw std::logic_error("MemoryPlan: a span over " + std::string(region_name(first)) + ".." +
+                             std::string(region_name(last)) +
+                             " mixes the pool with regions outside it");
+    if (out.bytes > 0 && (info.base_offset != out.end() || info.total_bytes != info.slot_bytes))
+      throw std::logic_error("MemoryPlan: a span over " +
+                             std::string(region_name(static_cast<Region>(r))) +
+                             ", whose tensors a packed plan places by lifetime, apart from the "
+                             "regions before it");
+    if (out.bytes == 0) {
+      if (info.total_bytes != info.slot_bytes)
+        throw std::logic_error("MemoryPlan: the tensors of " +
                                std::string(region_name(static_cast<Region>(r))) +
-                               ", whose tensors a packed plan places by lifetime");
-  const RegionInfo& a = region(first);
-  const RegionInfo& b = region(last);
-  return {a.base_offset, b.base_offset + b.total_bytes - a.base_offset};
+                               " lie apart in the pool");
+      out.offset = info.base_offset;
+    }
+    out.bytes = info.base_offset + info.total_bytes - out.offset;
+  }
+  return out;
 }
 
 void unify_variants(std::vector<MemoryPlan>& plans, bool step_local_too) {
@@ -309,7 +350,7 @@ void unify_variants(std::vector<MemoryPlan>& plans, bool step_local_too) {
                                "' in '" + plans.front().variant_name() + "'");
   }
   for (size_t i = 0; i < ref.size(); ++i) {
-    if (!step_local_too && is_step_local(ref[i].region)) continue;
+    if (!step_local_too && plans.front().step_local(ref[i].region)) continue;
     uint64_t slot = 0;
     for (const MemoryPlan& p : plans) slot = std::max(slot, p.dtensors()[i].slot_bytes);
     for (MemoryPlan& p : plans) p.raise_slot(static_cast<DTensorId>(i), slot);

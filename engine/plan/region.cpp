@@ -42,6 +42,7 @@ constexpr SeriesTitle kSeriesTitles[] = {
     {'H', "16-bit gradients (FP16 under AMP, bfloat16 under BF16), cast to G per bucket"},
     {'M', "optimizer first moment (momentum)"},
     {'V', "optimizer second moment (Adam)"},
+    {'Q', "each rank's share of the summed gradients (ZeRO-2)"},
     {'N', "LARS per-tensor norms"},
     {'I', "input double buffers and labels"},
     {'F', "layer outputs and the gradients flowing back"},
@@ -51,7 +52,7 @@ constexpr SeriesTitle kSeriesTitles[] = {
 
 constexpr Region kSeriesFirst[] = {Region::W_BN_BIAS, Region::E_BN_BIAS, Region::A_BN_BIAS,
                                    Region::G_BN_BIAS, Region::H_BN_BIAS, Region::M_BN_BIAS,
-                                   Region::V_BN_BIAS};
+                                   Region::V_BN_BIAS, Region::Q_BN_BIAS};
 
 }  // namespace
 

@@ -33,10 +33,11 @@ SpanArg span_arg(const MemoryPlan& plan, uint8_t* arena, const RegionSpan& s) {
   return a;
 }
 
-// ZeRO-1: a sharded update's span as this rank reaches it. The span's kinds
-// lie in one gradient bucket; the rank's share of the bucket (the same in
-// every full series) cuts the weights' and gradients' spans, and the
-// moments' spans are that share's place in the bucket's shards.
+// ZeRO-1 and 2: a sharded update's span as this rank reaches it. The span's
+// kinds lie in one gradient bucket; the rank's share of the bucket (the same
+// in every full series) cuts the weights' and gradients' spans, and the
+// spans of the moments (and of ZeRO-2's summed gradients) are that share's
+// place in the bucket's shards.
 SpanArg sharded_span_arg(const CompiledProject& cp, const MemoryPlan& plan, uint8_t* arena,
                          const RegionSpan& s, int rank, int world) {
   const std::optional<ParamKind> first = region_param_kind(s.first);
@@ -54,8 +55,10 @@ SpanArg sharded_span_arg(const CompiledProject& cp, const MemoryPlan& plan, uint
   const uint64_t hi = std::max(lo, std::min(from + w.bytes, share.end));
   SpanArg a;
   const char series = region_series(s.first);
-  if (series == 'M' || series == 'V') {
-    const DTensorId shard = series == 'M' ? cp.engine.m_shard[b] : cp.engine.v_shard[b];
+  if (series == 'M' || series == 'V' || series == 'Q') {
+    const DTensorId shard = series == 'M'   ? cp.engine.m_shard[b]
+                            : series == 'V' ? cp.engine.v_shard[b]
+                                            : cp.engine.g_shard[b];
     a.offset = plan.get_dtensor(shard).offset + (lo - share.begin);
   } else {
     const SpanArg full = span_arg(plan, arena, s);

@@ -260,8 +260,10 @@ void TrainingSession::enqueue_step(int rank, int variant, int buffer, const Batc
   backend_.record(rank, TRANS, rs.lr_ready);
 
   // 2. zero-grad on UPDATE and the first layer's forward on COMP_1, together
+  //    (ZeRO-2's gradients are cleared where the pool gives them bytes, in
+  //    DEEP_FWD_BWD)
   backend_.wait(rank, UPDATE, rs.lr_ready);
-  launch(rank, GraphId::ZERO_GRAD, variant, UPDATE);
+  launch_if(rank, GraphId::ZERO_GRAD, variant, UPDATE);
   backend_.record(rank, UPDATE, rs.zero_done);
   backend_.wait(rank, COMP_1, rs.lr_ready);
   backend_.wait(rank, COMP_1, rs.transfer_done[static_cast<size_t>(buffer)]);
@@ -295,7 +297,9 @@ void TrainingSession::enqueue_step(int rank, int variant, int buffer, const Batc
   launch_if(rank, GraphId::UPDATE_STATS, variant, UPDATE);
 
   // 7. the optimizer; LARS spreads its three groups over the compute streams
+  //    (under ZeRO-2 after the ranks have summed its norms on UPDATE)
   launch_if(rank, GraphId::OPTIMIZER, variant, UPDATE);
+  launch_if(rank, GraphId::LARS_NORM_SUM, variant, UPDATE);
   const GraphId lars[3] = {GraphId::LARS_FC_OPT, GraphId::LARS_FIRST_CONV_OPT,
                            GraphId::LARS_DEEP_CONV_OPT};
   const StreamKind lars_stream[3] = {COMP_1, StreamKind::COMP_2, StreamKind::COMP_3};

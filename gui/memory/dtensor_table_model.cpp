@@ -89,11 +89,11 @@ QVariant DTensorTableModel::data(const QModelIndex& index, int role) const {
       case PlacementKind::Partial:
         return tr(
             "Partial: each rank holds its own addend, summed over the %n rank(s) by its "
-            "gradient bucket's all-reduce",
+            "gradient bucket's all-reduce (reduce-scatter, when the gradients are sharded)",
             nullptr, ranks);
       case PlacementKind::Shard:
         return tr("Sharded: each of the %1 ranks holds a share of the %2 values (this one's "
-                  "largest: %3); the sharded optimizer updates its share of the weights")
+                  "largest: %3); each rank updates its share of the weights with it")
             .arg(ranks)
             .arg(QLocale(QLocale::English).toString(static_cast<qlonglong>(t.global_elements)))
             .arg(QLocale(QLocale::English).toString(static_cast<qlonglong>(t.shape.elements())));

@@ -314,10 +314,16 @@ void MemoryView::refresh() {
                count_text(cp_->world_size(), tr("%1 rank"), tr("%1 ranks")),
                bytes_text(per_device * static_cast<uint64_t>(cp_->world_size())), fitText_);
   // What sharding saves each rank.
-  if (const ShardedBytes s = sharded_bytes(plan); s.whole > 0)
+  if (const ShardedBytes s = sharded_bytes(plan); s.pooled_gradients > 0)
+    text += tr("\nOptimizer state and gradients sharded over the ranks (ZeRO-2): each keeps %1 "
+               "of their %2 for the run (the moments' and the summed gradients' shares), and "
+               "the full gradients live in the pool until their bucket's reduce-scatter.")
+                .arg(bytes_text(s.moments + s.gradients),
+                     bytes_text(s.moments_whole + s.gradients_whole));
+  else if (s.whole > 0)
     text += tr("\nOptimizer state sharded over the ranks (ZeRO-1): each holds %1 of the moments' "
                "%2 and updates its share of the weights.")
-                .arg(bytes_text(s.per_rank), bytes_text(s.whole));
+                .arg(bytes_text(s.moments), bytes_text(s.moments_whole));
   summary_->setText(text);
   set_tone(summary_, fits_ ? Tone::Normal : Tone::Error);
 
@@ -360,7 +366,8 @@ void MemoryView::refresh() {
       continue;
     }
     for (int r = 0; r < kNumRegions; ++r)
-      if (is_step_local(static_cast<Region>(r))) named.push_back(static_cast<Region>(r));
+      if (cp_->plans()[static_cast<size_t>(v)].step_local(static_cast<Region>(r)))
+        named.push_back(static_cast<Region>(r));
   }
   QStringList series;
   for (Region r : named) {

@@ -7,16 +7,17 @@ namespace tr::gui {
 
 bool in_band(const MemoryPlan& plan, const DTensor& t, int band) {
   if (band < 0) return true;
-  if (band == kPoolBand) return plan.packed() && is_step_local(t.region) && plan.in_use(t.id);
+  if (band == kPoolBand) return plan.packed() && plan.step_local(t.region) && plan.in_use(t.id);
   return region_index(t.region) == band;
 }
 
 int band_of(const MemoryPlan& plan, const DTensor& t) {
-  return plan.packed() && is_step_local(t.region) ? kPoolBand : region_index(t.region);
+  return plan.packed() && plan.step_local(t.region) ? kPoolBand : region_index(t.region);
 }
 
 QString band_title(int band) {
-  if (band == kPoolBand) return QCoreApplication::translate("PoolBand", "Step-local pool (F, T, S)");
+  if (band == kPoolBand)
+    return QCoreApplication::translate("PoolBand", "Step-local pool (F, T, S)");
   if (band < 0 || band >= kNumRegions) return {};
   const std::string_view n = region_title(static_cast<Region>(band));
   return QString::fromUtf8(n.data(), static_cast<qsizetype>(n.size()));
@@ -24,7 +25,9 @@ QString band_title(int band) {
 
 QString pool_band_long_title() {
   return QCoreApplication::translate(
-      "PoolBand", "Step-local pool (F, T, S): features, gradient slots, scratch, what a forward saves for its backward — packed by lifetime");
+      "PoolBand",
+      "Step-local pool (F, T, S): features, gradient slots, scratch, what a forward saves for its "
+      "backward — packed by lifetime");
 }
 
 }  // namespace tr::gui

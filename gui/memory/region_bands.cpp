@@ -96,7 +96,7 @@ void RegionBands::setPlan(std::shared_ptr<const CompiledPlan> cp, int variant,
     // A packed plan lays the pool out after every other region.
     for (int r = 0; r < kNumRegions; ++r)
       if (p->region(static_cast<Region>(r)).total_bytes > 0 &&
-          !(p->packed() && is_step_local(static_cast<Region>(r))))
+          !(p->packed() && p->step_local(static_cast<Region>(r))))
         shown_.push_back(r);
     if (p->packed() && p->pool().bytes > 0) {
       shown_.push_back(kPoolBand);

@@ -20,7 +20,7 @@ bool placed_per_variant(const CompiledPlan& cp, DTensorId id) {
   if (cp.plans().empty() || !cp.plans().front().packed() || id < 0) return false;
   const auto& first = cp.plans().front().dtensors();
   return static_cast<size_t>(id) < first.size() &&
-         is_step_local(first[static_cast<size_t>(id)].region);
+         cp.plans().front().step_local(first[static_cast<size_t>(id)].region);
 }
 
 VariantAgreement check_variant_agreement(const CompiledPlan& cp) {

@@ -49,6 +49,10 @@ QColor bar_kind_color(BarKind kind) {
 }
 
 BarKind bar_kind_of(GraphId graph, std::string_view op, std::string_view label) {
+  // A collective is communication in whichever graph it runs (ZeRO-2 puts
+  // one into the NaN check's graph and LARS's norms).
+  for (std::string_view c : {"ALLREDUCE", "ALLGATHER", "REDUCE_SCATTER"})
+    if (op.substr(0, c.size()) == c) return BarKind::Communication;
   switch (graph) {
     case GraphId::TRANSFER_A:
     case GraphId::TRANSFER_B:
@@ -72,6 +76,7 @@ BarKind bar_kind_of(GraphId graph, std::string_view op, std::string_view label) 
     case GraphId::NAN_CHECK_AND_GRAD_SCALING:
     case GraphId::UPDATE_STATS:
     case GraphId::OPTIMIZER:
+    case GraphId::LARS_NORM_SUM:
     case GraphId::LARS_FC_OPT:
     case GraphId::LARS_FIRST_CONV_OPT:
     case GraphId::LARS_DEEP_CONV_OPT:

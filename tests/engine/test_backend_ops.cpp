@@ -81,6 +81,8 @@ struct OpCase {
   // A collective over this many ranks: one in span, in place; the inputs and
   // outputs are that span on each rank, in rank order.
   int world = 1;
+  // The node works on its rank's share (GraphNode::data_sharded).
+  bool data_sharded = false;
   // The launch's place in a data-parallel world (not a collective: dropout
   // masks number the global batch by it) and the project seed.
   int rank = 0, ranks = 1;
@@ -392,6 +394,7 @@ bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out
   node.range_op = c.range;
   node.layer = 0;
   node.accumulate_mask = c.accumulate;
+  node.data_sharded = c.data_sharded;
   node.params = layer_node_params(c.layer);
   node.params.owner_eps = c.owner_eps;
   TrainingConstants constants = c.training;
@@ -512,10 +515,14 @@ bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out
 }
 
 // A collective: each rank's span copied into its arena, one COLLECTIVE
-// launch per rank, every rank's span copied back.
+// launch per rank, every rank's span copied back (a reduce-scatter's out
+// span, zeroed first, lies after its in span).
 void run_collective(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out) {
   const uint64_t bytes = static_cast<uint64_t>(c.in_spans[0]) * 4;
-  backend.allocate_arenas(align256(bytes));
+  const bool apart = c.range == RangeOp::REDUCE_SCATTER;
+  const uint64_t out_at = apart ? align256(bytes) : 0;
+  backend.allocate_arenas(out_at + align256(bytes));
+  const std::vector<float> zeros(static_cast<size_t>(c.in_spans[0]), 0.0f);
   GraphNode node;
   node.kind = NodeKind::RANGE;
   node.range_op = c.range;
@@ -530,6 +537,8 @@ void run_collective(Backend& backend, const OpCase& c, const Tensors& in, Tensor
     span.data = backend.arena(r);
     span.bytes = bytes;
     a.in_spans = {span};
+    span.data = backend.arena(r) + out_at;
+    span.offset = out_at;
     a.out_spans = {span};
     Launch copy_in;
     copy_in.kind = LaunchKind::COPY_H2D;
@@ -537,6 +546,12 @@ void run_collective(Backend& backend, const OpCase& c, const Tensors& in, Tensor
     copy_in.bytes = bytes;
     copy_in.tag.stream = StreamKind::COMP_1;
     backend.enqueue(r, StreamKind::COMP_1, copy_in);
+    if (apart) {
+      Launch clear = copy_in;
+      clear.host = const_cast<float*>(zeros.data());
+      clear.offset = out_at;
+      backend.enqueue(r, StreamKind::COMP_1, clear);
+    }
     Launch l;
     l.kind = LaunchKind::COLLECTIVE;
     l.args = &a;
@@ -546,6 +561,7 @@ void run_collective(Backend& backend, const OpCase& c, const Tensors& in, Tensor
     backend.enqueue(r, StreamKind::COMP_1, l);
     Launch copy_out = copy_in;
     copy_out.kind = LaunchKind::COPY_D2H;
+    copy_out.offset = out_at;
     copy_out.host = out[static_cast<size_t>(r)].data();
     backend.enqueue(r, StreamKind::COMP_1, copy_out);
   }
@@ -2511,7 +2527,8 @@ Values lars_norm_values(const std::vector<float>& w, const std::vector<float>& g
           norm(g, kFcW + kFcB, kLars)};
 }
 
-// in_spans [W, G] out_spans [N]
+// in_spans [W, G] out_spans [N]; data-sharded (ZeRO-2), the squared sums
+// added onto what the norms held.
 std::vector<OpCase> lars_norms_cases() {
   OpCase c = range_case(RangeOp::LARS_NORMS, "LARS_NORMS", {kLars, kLars}, {4},
                         [](const Tensors& in, const Tensors&) {
@@ -2520,6 +2537,28 @@ std::vector<OpCase> lars_norms_cases() {
   c.in_span_tensors = {lars_weights(Region::W_FC_WEIGHT), lars_weights(Region::G_FC_WEIGHT)};
   c.out_span_tensors = {lars_norm_tensors()};
   c.tolerance = 1e-6;
+  OpCase s = c;
+  s.name = "LARS_NORMS of a rank's share (squared sums, added)";
+  s.data_sharded = true;
+  s.reference = [](const Tensors& in, const Tensors& b) {
+    Values n = lars_norm_values(in[0], in[1]);
+    for (size_t i = 0; i < n.size(); ++i) n[i] = n[i] * n[i] + b[0][i];
+    return std::vector<Values>{n};
+  };
+  return {c, s};
+}
+
+// In place: each float its square root.
+std::vector<OpCase> sqrt_cases() {
+  OpCase c = range_case(RangeOp::SQRT, "SQRT", {}, {kSpan}, [](const Tensors&, const Tensors& b) {
+    Values r(b[0].size());
+    for (size_t i = 0; i < r.size(); ++i) r[i] = std::sqrt(double(b[0][i]));
+    return std::vector<Values>{r};
+  });
+  c.prepare_before = [](Tensors& before) {
+    for (float& x : before[0]) x = std::fabs(x);
+  };
+  c.tolerance = 1e-7;
   return {c};
 }
 
@@ -2579,8 +2618,10 @@ std::vector<OpCase> allreduce_cases(RangeOp op) {
                         {kSpan, kSpan}, [op](const Tensors& in, const Tensors&) {
                           Values r(in[0].size());
                           for (size_t i = 0; i < r.size(); ++i)
-                            r[i] = (double(in[0][i]) + in[1][i]) *
-                                   (op == RangeOp::ALLREDUCE_MEAN ? 0.5 : 1.0);
+                            r[i] = op == RangeOp::ALLREDUCE_MAX
+                                       ? std::max(double(in[0][i]), double(in[1][i]))
+                                       : (double(in[0][i]) + in[1][i]) *
+                                             (op == RangeOp::ALLREDUCE_MEAN ? 0.5 : 1.0);
                           return std::vector<Values>{r, r};
                         });
   c.world = 2;
@@ -2597,6 +2638,23 @@ std::vector<OpCase> allgather_cases() {
                           Values r(in[0].size());
                           for (size_t i = 0; i < r.size(); ++i) r[i] = in[i < share ? 0 : 1][i];
                           return std::vector<Values>{r, r};
+                        });
+  c.world = 2;
+  return {c};
+}
+
+// The mean of both ranks' spans, each rank's share of it (512 and 488
+// floats, as the all-gather's) at the start of its out span, the rest of
+// which stays as it was (zero).
+std::vector<OpCase> reduce_scatter_cases() {
+  OpCase c = range_case(RangeOp::REDUCE_SCATTER, "REDUCE_SCATTER over 2 ranks", {kSpan, kSpan},
+                        {kSpan, kSpan}, [](const Tensors& in, const Tensors&) {
+                          const size_t share = 512, n = in[0].size();
+                          std::vector<Values> out(2, Values(n, 0.0));
+                          for (size_t i = 0; i < n; ++i)
+                            out[i < share ? 0 : 1][i < share ? i : i - share] =
+                                (double(in[0][i]) + in[1][i]) * 0.5;
+                          return out;
                         });
   c.world = 2;
   return {c};
@@ -2765,6 +2823,8 @@ constexpr OpEntry kRangeOps[] = {
     {[] { return allreduce_cases(RangeOp::ALLREDUCE_MEAN); }},
     {[] { return allreduce_cases(RangeOp::ALLREDUCE_SUM); }},
     {&allgather_cases},
+    {[] { return allreduce_cases(RangeOp::ALLREDUCE_MAX); }},
+    {&reduce_scatter_cases},
     {&copy_span_cases},
     {&accumulate_cases},
     {&bn_eq_cases},
@@ -2773,6 +2833,7 @@ constexpr OpEntry kRangeOps[] = {
     {&lars_norms_cases},
     {&lars_update_cases},
     {&ema_cases},
+    {&sqrt_cases},
 };
 static_assert(std::size(kRangeOps) == static_cast<size_t>(RangeOp::NUM_RANGE_OPS),
               "every RangeOp needs its entry in kRangeOps, in enum order");

@@ -73,7 +73,7 @@ class TestMemoryPlan : public QObject {
       QVERIFY2(!region_series_title(region_series(reg)).empty(), region_name(reg).data());
     }
     QCOMPARE(region_title(Region::W_FC_BIAS), std::string_view("Weights: FC bias"));
-    QVERIFY(region_series_title('Q').empty());
+    QVERIFY(region_series_title('Z').empty());
   }
 
   void orderingConstraints() {

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// ZeRO-1 (training.sharding "optimizer") on CPU ranks: each rank holds its
-// share of the momentum and Adam's moments, updates its share of the
-// weights and gathers the rest. Training is the unsharded run's bit for bit
-// (SGD, Adam, LARS, EMA; 2 and 4 ranks), checkpoints hold the same tensors
-// and resume on another rank count, sharded or not, the plan holds a
-// quarter of the moments on 4 ranks and says how each tensor lies, and
+// ZeRO-1 and ZeRO-2 (training.sharding "optimizer" and
+// "optimizer+gradients") on CPU ranks: each rank holds its share of the
+// momentum and Adam's moments (and under ZeRO-2 of the summed gradients,
+// the full ones living in the step-local pool until their bucket's
+// reduce-scatter), updates its share of the weights and gathers the rest.
+// Training is the unsharded run's bit for bit (SGD, Adam, LARS, EMA; FP32,
+// AMP and BF16; 2 and 4 ranks; ZeRO-2's LARS to rounding, as its norms add
+// the ranks' squared sums), checkpoints hold the same tensors and resume on
+// another rank count, sharded or not, the plan holds a quarter of the
+// moments (and gradients) on 4 ranks and says how each tensor lies, and
 // sharding one rank is refused.
 #include <QtTest>
 
@@ -12,6 +16,9 @@
 
 #include <renaissance/checkpoint.h>
 #include <renaissance/error.h>
+#include <renaissance/plan_report.h>
+#include "compile/lifetimes.h"
+#include "plan/gradient_buckets.h"
 #include "rank_runs.h"
 
 using namespace tr;
@@ -61,19 +68,37 @@ class TestSharding : public QObject {
   void trainsBitForBitAsUnsharded_data() {
     QTest::addColumn<int>("optimizer");
     QTest::addColumn<int>("world");
+    QTest::addColumn<int>("sharding");
+    QTest::addColumn<int>("precision");
+    const int fp32 = static_cast<int>(Precision::FP32);
+    const int one = static_cast<int>(Sharding::Optimizer);
+    const int two = static_cast<int>(Sharding::OptimizerAndGradients);
     for (int world : {2, 4}) {
-      QTest::addRow("sgd+ema cpu:%d", world) << static_cast<int>(OptimizerKind::SGD) << world;
-      QTest::addRow("adam cpu:%d", world) << static_cast<int>(OptimizerKind::Adam) << world;
-      QTest::addRow("lars cpu:%d", world) << static_cast<int>(OptimizerKind::LARS) << world;
+      QTest::addRow("sgd+ema cpu:%d", world)
+          << static_cast<int>(OptimizerKind::SGD) << world << one << fp32;
+      QTest::addRow("adam cpu:%d", world)
+          << static_cast<int>(OptimizerKind::Adam) << world << one << fp32;
+      QTest::addRow("lars cpu:%d", world)
+          << static_cast<int>(OptimizerKind::LARS) << world << one << fp32;
+      QTest::addRow("zero-2 sgd+ema cpu:%d", world)
+          << static_cast<int>(OptimizerKind::SGD) << world << two << fp32;
+      QTest::addRow("zero-2 adam cpu:%d", world)
+          << static_cast<int>(OptimizerKind::Adam) << world << two << fp32;
     }
+    QTest::addRow("zero-2 sgd+ema amp cpu:2")
+        << static_cast<int>(OptimizerKind::SGD) << 2 << two << static_cast<int>(Precision::AMP);
+    QTest::addRow("zero-2 adam bf16 cpu:4")
+        << static_cast<int>(OptimizerKind::Adam) << 4 << two << static_cast<int>(Precision::BF16);
   }
   void trainsBitForBitAsUnsharded() {
     QFETCH(int, optimizer);
     QFETCH(int, world);
-    const Project plain =
-        with_optimizer(synthetic(world, true), static_cast<OptimizerKind>(optimizer));
+    QFETCH(int, sharding);
+    QFETCH(int, precision);
+    Project plain = with_optimizer(synthetic(world, true), static_cast<OptimizerKind>(optimizer));
+    plain.training.precision = static_cast<Precision>(precision);
     Project sharded = plain;
-    sharded.training.sharding = Sharding::Optimizer;
+    sharded.training.sharding = static_cast<Sharding>(sharding);
     QTemporaryDir a, b;
     TrainOptions oa, ob;
     oa.checkpoint_dir = a.path().toStdString();
@@ -119,6 +144,7 @@ class TestSharding : public QObject {
     std::map<std::string, std::vector<double>> losses;
     for (const auto& [name, world, sharding] :
          {std::tuple{"cpu:4 sharded", 4, Sharding::Optimizer},
+          std::tuple{"cpu:4 zero-2", 4, Sharding::OptimizerAndGradients},
           std::tuple{"cpu:4", 4, Sharding::None}, std::tuple{"cpu:1", 1, Sharding::None}}) {
       Project p = with_optimizer(synthetic(world, true), OptimizerKind::Adam);
       p.training.epochs = 2;
@@ -129,6 +155,106 @@ class TestSharding : public QObject {
       losses[name] = r.losses;
     }
     QCOMPARE(losses["cpu:4 sharded"], losses["cpu:4"]);
+    QCOMPARE(losses["cpu:4 zero-2"], losses["cpu:4"]);
+  }
+
+  // ZeRO-2's LARS takes each layer's norms from the ranks' squared sums of
+  // their shares: the unsharded run's to rounding, over every step.
+  void larsWithShardedGradientsMatchesToRounding() {
+    const Project plain = with_optimizer(synthetic(4, true), OptimizerKind::LARS);
+    Project sharded = plain;
+    sharded.training.sharding = Sharding::OptimizerAndGradients;
+    const rank_runs::Run ra = run(plain), rb = run(sharded);
+    QCOMPARE(rb.losses.size(), ra.losses.size());
+    for (size_t i = 0; i < ra.losses.size(); ++i)
+      QVERIFY2(std::fabs(rb.losses[i] - ra.losses[i]) <= 1e-5 * std::fabs(ra.losses[i]),
+               qPrintable(QString("step %1: %2 against %3")
+                              .arg(i)
+                              .arg(rb.losses[i], 0, 'g', 10)
+                              .arg(ra.losses[i], 0, 'g', 10)));
+    for (const auto& [step, ranks] : rb.weights)
+      for (size_t r = 0; r < ranks.size(); ++r) {
+        QVERIFY(same_bits(ranks[r], ranks[0]));  // the ranks agree bit for bit
+        const double d = rank_runs::relative_difference(ranks[r], ra.weights.at(step)[0]);
+        QVERIFY2(d <= 1e-5, qPrintable(QString("step %1: weights differ by %2").arg(step).arg(d)));
+      }
+  }
+
+  // ZeRO-2's plan: each rank keeps its share of the moments and of the
+  // summed gradients; the full gradients (FP32 and the 16-bit ones) lie in
+  // the pool, each bucket one block, from the backward that writes them to
+  // their bucket's reduce-scatter, the deep bucket's across the first
+  // layer's backward that its reduce-scatter runs beside.
+  void shardedGradientsLiveInThePoolUntilTheirReduceScatter() {
+    Project p = with_optimizer(synthetic(4, true), OptimizerKind::Adam);
+    p.training.precision = Precision::AMP;
+    const CompiledProject plain = compile_project(p);
+    p.training.sharding = Sharding::OptimizerAndGradients;
+    const CompiledProject cp = compile_project(p);
+    QVERIFY(cp.sharded_gradients && cp.sharded_optimizer);
+    const int train = cp.variant_index(VariantKind::Train);
+    const MemoryPlan& plan = cp.plans[static_cast<size_t>(train)];
+    QVERIFY(plan.gradients_in_pool());
+    for (ParamSeries s : {ParamSeries::G, ParamSeries::H})
+      for (const GradientBucket& b : kGradientBuckets) {
+        QVERIFY(plan.step_local(param_region(s, b.first)));
+        QVERIFY(plan.region(param_region(s, b.last)).packed);
+        // One block: the bucket's tensors lie one after another in the pool.
+        const ByteRange r = plan.region_range(param_region(s, b.first), param_region(s, b.last));
+        QVERIFY(r.offset >= plan.pool().offset && r.end() <= plan.pool().end());
+      }
+    // The shards: S(0), a quarter of their bucket (to a 16-float line).
+    int q = 0;
+    for (const DTensor& t : plan.dtensors())
+      if (region_series(t.region) == 'Q') {
+        ++q;
+        QCOMPARE(t.placement.str(), std::string("S(0)"));
+        QVERIFY(t.shape.elements() * 4 >= t.global_elements);
+        QVERIFY(t.shape.elements() * 4 <= t.global_elements + 4 * 16);
+      }
+    QCOMPARE(q, 2);
+    const ShardedBytes s = sharded_bytes(plan), u = sharded_bytes(plain.plans.front());
+    QCOMPARE(s.gradients_whole, u.gradients + u.pooled_gradients);
+    QCOMPARE(s.moments_whole, u.moments);
+    QCOMPARE(s.pooled_gradients, u.gradients);
+    // A quarter, but for each of the six shards' slot rounding (M, V, Q of
+    // two buckets); the 16-bit gradients are in the pool altogether.
+    QVERIFY2(
+        s.moments + s.gradients <= (u.moments + u.gradients) / 4 + 6 * 1024,
+        qPrintable(QString("%1 of %2").arg(s.moments + s.gradients).arg(u.moments + u.gradients)));
+    // The graphs: no ZERO_GRAD, a reduce-scatter per bucket in every
+    // training variant's communication, the ranks agreeing on an overflow.
+    QVERIFY(!cp.find_graph(GraphId::ZERO_GRAD, train));
+    for (size_t v = 0; v < cp.variants.size(); ++v) {
+      const ComputationGraph* deep = cp.find_graph(GraphId::DEEP_COMM, static_cast<int>(v));
+      if (cp.variants[v].kind == VariantKind::Validation) continue;
+      QVERIFY(deep && deep->variant == static_cast<int>(v));
+      QCOMPARE(deep->nodes.front().range_op, RangeOp::REDUCE_SCATTER);
+    }
+    const ComputationGraph* nan = cp.find_graph(GraphId::NAN_CHECK_AND_GRAD_SCALING, train);
+    QVERIFY(std::any_of(nan->nodes.begin(), nan->nodes.end(), [](const GraphNode& n) {
+      return n.kind == NodeKind::RANGE && n.range_op == RangeOp::ALLREDUCE_MAX;
+    }));
+    // Lifetimes: the deep bucket's gradients live from the first layer's
+    // backward (or earlier) to DEEP_COMM's reduce-scatter.
+    const StepLifetimes life = step_lifetimes(cp, train);
+    int first_bwd = -1, deep_comm = -1;
+    for (size_t i = 0; i < life.order.size(); ++i) {
+      if (life.order[i].graph == GraphId::FIRST_LAYER_BWD_A && first_bwd < 0)
+        first_bwd = static_cast<int>(i);
+      if (life.order[i].graph == GraphId::DEEP_COMM && deep_comm < 0)
+        deep_comm = static_cast<int>(i);
+    }
+    QVERIFY(first_bwd >= 0 && deep_comm > first_bwd);
+    int deep = 0;
+    for (const TensorLifetime& l : life.tensors) {
+      const Region r = plan.get_dtensor(l.id).region;
+      if (r != Region::G_DEEP_CONV && r != Region::H_DEEP_CONV) continue;
+      ++deep;
+      QVERIFY2(l.first <= first_bwd && l.last >= (r == Region::G_DEEP_CONV ? deep_comm : 0),
+               plan.get_dtensor(l.id).name.c_str());
+    }
+    QVERIFY(deep >= 2);
   }
 
   // Each rank's moments are a share of each bucket (a quarter on 4 ranks,
@@ -165,15 +291,19 @@ class TestSharding : public QObject {
   }
 
   void oneRankIsRefused() {
-    Project p = synthetic(1, false);
-    p.training.sharding = Sharding::Optimizer;
-    try {
-      compile_project(p);
-      QFAIL("sharding one rank compiled");
-    } catch (const ProjectError& e) {
-      const Diagnostic& d = e.diagnostics().front();
-      QCOMPARE(d.field, std::string("training.sharding"));
-      QVERIFY2(d.message.find("cpu:1 is one rank") != std::string::npos, d.message.c_str());
+    for (Sharding s : {Sharding::Optimizer, Sharding::OptimizerAndGradients}) {
+      Project p = synthetic(1, false);
+      p.training.sharding = s;
+      try {
+        compile_project(p);
+        QFAIL("sharding one rank compiled");
+      } catch (const ProjectError& e) {
+        const Diagnostic& d = e.diagnostics().front();
+        QCOMPARE(d.field, std::string("training.sharding"));
+        QVERIFY2(d.message.find("cpu:1 is one rank") != std::string::npos, d.message.c_str());
+        QVERIFY2(d.message.find(std::string(sharding_name(s))) != std::string::npos,
+                 d.message.c_str());
+      }
     }
   }
 };

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "backends/cpu/collectives.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -16,6 +17,10 @@ const char* kind_name(CollectiveKind k) {
       return "all-reduce (sum)";
     case CollectiveKind::ALL_REDUCE_MEAN:
       return "all-reduce (mean)";
+    case CollectiveKind::ALL_REDUCE_MAX:
+      return "all-reduce (max)";
+    case CollectiveKind::REDUCE_SCATTER_MEAN:
+      return "reduce-scatter (mean)";
     case CollectiveKind::BROADCAST:
       return "broadcast";
     case CollectiveKind::ALL_GATHER:
@@ -63,7 +68,11 @@ void Collectives::run(int rank, const std::vector<CollectiveCall>& calls) {
       throw std::logic_error("CPU collectives: " + describe(c) + ": no rank " +
                              std::to_string(c.root));
   }
-  if (world_ == 1) return;
+  if (world_ == 1) {
+    for (const CollectiveCall& c : calls)
+      if (c.kind == CollectiveKind::REDUCE_SCATTER_MEAN) std::memmove(c.out, c.data, c.bytes);
+    return;
+  }
   posted_[static_cast<size_t>(rank)] = &calls;
   barrier_.arrive_and_wait();
   // Every rank reaches the same verdict; the second barrier keeps the lists
@@ -78,6 +87,19 @@ void Collectives::run(int rank, const std::vector<CollectiveCall>& calls) {
     auto buffer = [&](int r) { return (*posted_[static_cast<size_t>(r)])[k].data; };
     if (c.kind == CollectiveKind::BROADCAST) {
       if (rank != c.root) std::memcpy(c.data, buffer(c.root), c.bytes);
+      continue;
+    }
+    if (c.kind == CollectiveKind::REDUCE_SCATTER_MEAN) {
+      // This rank's share, summed in rank order and scaled as the
+      // all-reduce does: the same bits as its mean of the whole buffer.
+      const ShardShare share = shard_share(c.bytes, rank, world_);
+      const float scale = 1.0f / static_cast<float>(world_);
+      float* out = static_cast<float*>(c.out);
+      for (uint64_t i = share.begin / 4; i < share.end / 4; ++i) {
+        float sum = 0.0f;
+        for (int r = 0; r < world_; ++r) sum += static_cast<const float*>(buffer(r))[i];
+        out[i - share.begin / 4] = sum * scale;
+      }
       continue;
     }
     if (c.kind == CollectiveKind::ALL_GATHER) {
@@ -95,11 +117,15 @@ void Collectives::run(int rank, const std::vector<CollectiveCall>& calls) {
     const uint64_t begin = count * static_cast<uint64_t>(rank) / w;
     const uint64_t end = count * static_cast<uint64_t>(rank + 1) / w;
     const bool mean = c.kind == CollectiveKind::ALL_REDUCE_MEAN;
+    const bool max = c.kind == CollectiveKind::ALL_REDUCE_MAX;
     // World sizes are powers of two, so the scaling is exact.
     const float scale = 1.0f / static_cast<float>(world_);
     for (uint64_t i = begin; i < end; ++i) {
-      float sum = 0.0f;
-      for (int r = 0; r < world_; ++r) sum += static_cast<const float*>(buffer(r))[i];
+      float sum = max ? static_cast<const float*>(buffer(0))[i] : 0.0f;
+      for (int r = max ? 1 : 0; r < world_; ++r) {
+        const float x = static_cast<const float*>(buffer(r))[i];
+        sum = max ? std::max(sum, x) : sum + x;
+      }
       if (mean) sum *= scale;
       for (int r = 0; r < world_; ++r) static_cast<float*>(buffer(r))[i] = sum;
     }

@@ -19,7 +19,16 @@
 namespace tr::cpu {
 
 // ALL_GATHER: each rank's share of the buffer (core/data_shard.h) to every rank.
-enum class CollectiveKind : uint8_t { ALL_REDUCE_SUM, ALL_REDUCE_MEAN, BROADCAST, ALL_GATHER };
+// REDUCE_SCATTER_MEAN: the mean of every rank's buffer, of which each rank
+// gets its share (core/data_shard.h) at `out`.
+enum class CollectiveKind : uint8_t {
+  ALL_REDUCE_SUM,
+  ALL_REDUCE_MEAN,
+  ALL_REDUCE_MAX,
+  BROADCAST,
+  ALL_GATHER,
+  REDUCE_SCATTER_MEAN
+};
 
 // One call of a group. All-reduces work on FP32 (bytes a multiple of 4).
 struct CollectiveCall {
@@ -28,6 +37,7 @@ struct CollectiveCall {
   uint64_t bytes = 0;
   int root = 0;            // BROADCAST
   std::string_view label;  // for messages; must outlive the call
+  void* out = nullptr;     // REDUCE_SCATTER_MEAN: this rank's share of the mean
 };
 
 class Collectives {

@@ -22,6 +22,7 @@
 #include "backends/cpu/step_checker.h"
 #include "backends/cpu/stream_worker.h"
 #include "backends/cpu/stream_workspace.h"
+#include "core/data_shard.h"
 
 namespace tr::cpu {
 
@@ -521,12 +522,25 @@ class CpuBackend final : public Backend {
       case LaunchKind::COLLECTIVE: {
         // The spans of one node form one group (one rendezvous).
         const RangeOp op = l.args->node->range_op;
-        const CollectiveKind kind = op == RangeOp::ALLREDUCE_MEAN ? CollectiveKind::ALL_REDUCE_MEAN
-                                    : op == RangeOp::ALLGATHER    ? CollectiveKind::ALL_GATHER
-                                                                  : CollectiveKind::ALL_REDUCE_SUM;
+        const CollectiveKind kind = op == RangeOp::ALLREDUCE_MEAN  ? CollectiveKind::ALL_REDUCE_MEAN
+                                    : op == RangeOp::ALLREDUCE_MAX ? CollectiveKind::ALL_REDUCE_MAX
+                                    : op == RangeOp::ALLGATHER     ? CollectiveKind::ALL_GATHER
+                                    : op == RangeOp::REDUCE_SCATTER
+                                        ? CollectiveKind::REDUCE_SCATTER_MEAN
+                                        : CollectiveKind::ALL_REDUCE_SUM;
         std::vector<CollectiveCall> calls;
-        for (const SpanArg& s : l.args->in_spans)
-          calls.push_back({kind, s.data, s.bytes, 0, l.tag.label});
+        const auto& in = l.args->in_spans;
+        const auto& out = l.args->out_spans;
+        for (size_t i = 0; i < in.size(); ++i) {
+          calls.push_back({kind, in[i].data, in[i].bytes, 0, l.tag.label});
+          if (kind == CollectiveKind::REDUCE_SCATTER_MEAN) {
+            // Its share must fit where it goes.
+            if (i >= out.size() || out[i].bytes < shard_chunk_bytes(in[i].bytes, options_.world))
+              throw std::logic_error("REDUCE_SCATTER (" + l.tag.label +
+                                     "): no room for this rank's share");
+            calls.back().out = out[i].data;
+          }
+        }
         collectives_.run(rank, calls);
         break;
       }

@@ -136,6 +136,8 @@ Kernel own_range_kernel(RangeOp op) noexcept {
     case RangeOp::ALLREDUCE_MEAN:  // collectives: the backend's communicator runs them
     case RangeOp::ALLREDUCE_SUM:
     case RangeOp::ALLGATHER:
+    case RangeOp::ALLREDUCE_MAX:
+    case RangeOp::REDUCE_SCATTER:
       return nullptr;
     case RangeOp::COPY:
       return range_copy;
@@ -153,6 +155,8 @@ Kernel own_range_kernel(RangeOp op) noexcept {
       return lars_update;
     case RangeOp::EMA_UPDATE:
       return range_ema_update;
+    case RangeOp::SQRT:
+      return range_sqrt;
     case RangeOp::NUM_RANGE_OPS:
       break;
   }

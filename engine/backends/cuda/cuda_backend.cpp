@@ -967,12 +967,33 @@ class CudaBackend final : public Backend {
     if (!l.args || !l.args->node)
       throw std::invalid_argument("CUDA backend: a collective launch without its node");
     const RangeOp range_op = l.args->node->range_op;
-    const ncclRedOp_t op = range_op == RangeOp::ALLREDUCE_MEAN ? ncclAvg : ncclSum;
+    const ncclRedOp_t op = range_op == RangeOp::ALLREDUCE_MEAN   ? ncclAvg
+                           : range_op == RangeOp::REDUCE_SCATTER ? ncclAvg
+                           : range_op == RangeOp::ALLREDUCE_MAX  ? ncclMax
+                                                                 : ncclSum;
     if (global_world() == 1) return;  // the compiler emits none for one rank; nothing to do
     ncclComm_t c = comm(r);
     TR_NCCL_CHECK(nccl().group_start(), r.device);
-    for (const SpanArg& span : l.args->in_spans) {
+    const auto& spans = l.args->in_spans;
+    for (size_t i = 0; i < spans.size(); ++i) {
+      const SpanArg& span = spans[i];
       if (!span.bytes) continue;
+      if (range_op == RangeOp::REDUCE_SCATTER) {
+        // The shares differ in length at the end, which ncclReduceScatter
+        // does not take: a reduce to each share's rank, into its shard.
+        const SpanArg& shard = l.args->out_spans.at(i);
+        for (int root = 0; root < global_world(); ++root) {
+          const ShardShare share = shard_share(span.bytes, root, global_world());
+          if (share.bytes() == 0) continue;
+          if (root == global_rank(rank_of(r)) && shard.bytes < share.bytes())
+            throw std::logic_error(
+                "CUDA backend: no room for this rank's share of a reduce-scatter");
+          TR_NCCL_CHECK(nccl().reduce(static_cast<uint8_t*>(span.data) + share.begin, shard.data,
+                                      share.bytes() / 4, ncclFloat, op, root, c, s),
+                        r.device);
+        }
+        continue;
+      }
       if (range_op != RangeOp::ALLGATHER) {
         TR_NCCL_CHECK(nccl().all_reduce(span.data, span.data, span.floats(), ncclFloat, op, c, s),
                       r.device);

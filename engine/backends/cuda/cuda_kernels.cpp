@@ -104,6 +104,11 @@ void scale(const KernelArgs& a, cudaStream_t stream) {
            "SCALE");
 }
 
+void sqrt_in_place(const KernelArgs& a, cudaStream_t stream) {
+  const SpanArg& s = a.out_spans[0];
+  launched(launch_sqrt(s.f32(), s.floats(), stream), "SQRT");
+}
+
 void nan_check(const KernelArgs& a, cudaStream_t stream) {
   float* overflow = a.scalars + slot(ScalarSlot::OVERFLOW);
   for (const SpanArg& s : a.in_spans)
@@ -223,8 +228,10 @@ void lars_norms(const KernelArgs& a, cudaStream_t stream) {
   // Sized by cuda_workspace_bytes from the node; a launch without one is a bug.
   if (!a.workspace || a.workspace->bytes < lars_partials_bytes(batches))
     throw std::logic_error("LARS_NORMS: no stream workspace for the partial sums");
+  const bool squares = a.node && a.node->data_sharded;
   for (const LarsBatch& b : batches)
-    launched(launch_lars_norms(b, static_cast<double*>(a.workspace->data), stream), "LARS_NORMS");
+    launched(launch_lars_norms(b, static_cast<double*>(a.workspace->data), squares, stream),
+             "LARS_NORMS");
 }
 
 void lars_update(const KernelArgs& a, cudaStream_t stream) {
@@ -379,6 +386,8 @@ CudaKernel cuda_range_kernel(RangeOp op) noexcept {
     case RangeOp::ALLREDUCE_MEAN:  // collectives: NCCL, in the backend
     case RangeOp::ALLREDUCE_SUM:
     case RangeOp::ALLGATHER:
+    case RangeOp::ALLREDUCE_MAX:
+    case RangeOp::REDUCE_SCATTER:
       return nullptr;
     case RangeOp::COPY:
       return copy;
@@ -396,6 +405,8 @@ CudaKernel cuda_range_kernel(RangeOp op) noexcept {
       return lars_norms;
     case RangeOp::LARS_UPDATE:
       return lars_update;
+    case RangeOp::SQRT:
+      return sqrt_in_place;
     case RangeOp::NUM_RANGE_OPS:
       break;
   }

@@ -85,7 +85,8 @@ LoadedNccl load() {
                    resolve(handle, "ncclGroupStart", a.group_start, s) &&
                    resolve(handle, "ncclGroupEnd", a.group_end, s) &&
                    resolve(handle, "ncclAllReduce", a.all_reduce, s) &&
-                   resolve(handle, "ncclBroadcast", a.broadcast, s);
+                   resolve(handle, "ncclBroadcast", a.broadcast, s) &&
+                   resolve(handle, "ncclReduce", a.reduce, s);
   if (a.get_version) {
     int v = 0;
     if (a.get_version(&v) == ncclSuccess) s.version = version_text(v);

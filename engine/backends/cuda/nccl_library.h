@@ -25,6 +25,7 @@ struct NcclApi {
   decltype(&ncclGroupEnd) group_end = nullptr;
   decltype(&ncclAllReduce) all_reduce = nullptr;
   decltype(&ncclBroadcast) broadcast = nullptr;
+  decltype(&ncclReduce) reduce = nullptr;
 };
 
 // NCCL, loaded at the first call; throws std::runtime_error naming the

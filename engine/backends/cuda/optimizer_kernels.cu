@@ -92,7 +92,7 @@ __global__ void lars_partials_kernel(const LarsBatch b, double* partials) {
 }
 
 // One block per tensor: its partials, in block order per thread, then the tree.
-__global__ void lars_combine_kernel(const LarsBatch b, const double* partials) {
+__global__ void lars_combine_kernel(const LarsBatch b, const double* partials, bool squares) {
   const LarsTensor& t = b.t[blockIdx.x];
   const uint64_t runs = (t.n + kLarsChunk - 1) / kLarsChunk;  // as lars_blocks()
   const uint32_t end = t.first_block + static_cast<uint32_t>(runs == 0 ? 1 : runs);
@@ -102,7 +102,10 @@ __global__ void lars_combine_kernel(const LarsBatch b, const double* partials) {
     sg += partials[2 * j + 1];
   }
   block_sum2(sw, sg);
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0 && squares) {
+    t.norms[0] += static_cast<float>(sw);
+    t.norms[1] += static_cast<float>(sg);
+  } else if (threadIdx.x == 0) {
     t.norms[0] = static_cast<float>(sqrt(sw));
     t.norms[1] = static_cast<float>(sqrt(sg));
   }
@@ -176,10 +179,11 @@ cudaError_t launch_adam(float* w, const float* g, float* m, float* v, uint64_t n
   return cudaGetLastError();
 }
 
-cudaError_t launch_lars_norms(const LarsBatch& batch, double* partials, cudaStream_t stream) {
+cudaError_t launch_lars_norms(const LarsBatch& batch, double* partials, bool squares,
+                              cudaStream_t stream) {
   if (batch.count == 0) return cudaGetLastError();
   lars_partials_kernel<<<batch.blocks, kThreads, 0, stream>>>(batch, partials);
-  lars_combine_kernel<<<batch.count, kThreads, 0, stream>>>(batch, partials);
+  lars_combine_kernel<<<batch.count, kThreads, 0, stream>>>(batch, partials, squares);
   return cudaGetLastError();
 }
 

@@ -75,7 +75,9 @@ inline uint64_t lars_norms_workspace_bytes(uint32_t blocks) {
 // Writes sqrt(sum w^2), sqrt(sum g^2) of each tensor to its norms, summed in
 // double in an order fixed by the batch alone (no atomics): one launch
 // leaves per-block partials in `partials`, a second sums each tensor's.
-cudaError_t launch_lars_norms(const LarsBatch& batch, double* partials, cudaStream_t stream);
+// With `squares` (ZeRO-2's share of a layer) it adds the sums themselves.
+cudaError_t launch_lars_norms(const LarsBatch& batch, double* partials, bool squares,
+                              cudaStream_t stream);
 // Momentum SGD with the trust ratio read from each tensor's norms on the device.
 cudaError_t launch_lars_update(const LarsBatch& batch, LarsConstants c, const float* scalars,
                                ScalarSlots slots, cudaStream_t stream);

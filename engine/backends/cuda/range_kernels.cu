@@ -45,6 +45,11 @@ struct Scale {
   __device__ float operator()(float, float x) const { return x * factor; }
 };
 
+struct Sqrt {
+  float factor = 0.0f;
+  __device__ float operator()(float, float x) const { return sqrtf(x); }
+};
+
 struct Ema {
   float decay, keep_new;
   float factor = 0.0f;
@@ -143,6 +148,10 @@ cudaError_t launch_accumulate(float* out, const float* in, uint64_t n, cudaStrea
 cudaError_t launch_scale(float* out, const float* in, uint64_t n, const float* factor,
                          const float* overflow, cudaStream_t stream) {
   return launch_map(out, in, n, overflow, factor, Scale{}, stream);
+}
+
+cudaError_t launch_sqrt(float* x, uint64_t n, cudaStream_t stream) {
+  return launch_map(x, x, n, nullptr, nullptr, Sqrt{}, stream);
 }
 
 cudaError_t launch_nan_check(const float* in, uint64_t n, float* overflow, cudaStream_t stream) {

@@ -19,6 +19,8 @@ cudaError_t launch_accumulate(float* out, const float* in, uint64_t n, cudaStrea
 // out[i] = in[i] * *factor unless *overflow != 0 (out may equal in)
 cudaError_t launch_scale(float* out, const float* in, uint64_t n, const float* factor,
                          const float* overflow, cudaStream_t stream);
+// x[i] = sqrt(x[i]), correctly rounded as the CPU twin's std::sqrt
+cudaError_t launch_sqrt(float* x, uint64_t n, cudaStream_t stream);
 // *overflow = 1 when any in[i] is inf or NaN; never clears it
 cudaError_t launch_nan_check(const float* in, uint64_t n, float* overflow, cudaStream_t stream);
 // Round to nearest even; NaN keeps its sign and top payload bits, quiet bit set.

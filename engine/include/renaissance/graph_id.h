@@ -28,6 +28,7 @@ enum class GraphId : uint8_t {
   STATS_COMM,
   UPDATE_STATS,
   OPTIMIZER,
+  LARS_NORM_SUM,  // ZeRO-2: LARS's layer norms from every rank's share of the gradients
   LARS_FC_OPT,
   LARS_FIRST_CONV_OPT,
   LARS_DEEP_CONV_OPT,

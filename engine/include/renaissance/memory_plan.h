@@ -67,7 +67,8 @@ class MemoryPlan {
                         int owner, DType half);
   // One rank's share of a span of `global_elements` floats split over the
   // data-parallel ranks (the optimizer state of a gradient bucket under
-  // ZeRO-1), `elements` long, in a region of the M or V series.
+  // ZeRO-1, in a region of the M or V series; its summed gradients under
+  // ZeRO-2, in the Q series), `elements` long.
   DTensorId alloc_shard(Region region, int64_t elements, int64_t global_elements, std::string name);
   DTensorId alloc_bn_stat(Region region, int64_t channels, std::string name, int owner);
   DTensorId alloc_bn_saved(int64_t channels, std::string name, int owner);
@@ -88,6 +89,14 @@ class MemoryPlan {
   DTensorId alloc_lars_norm(ParamKind kind, std::string name, int owner);
   DTensorId alloc_scratch(const Shape& shape, DType dtype, std::string name, int owner);
 
+  // ZeRO-2: the full gradients (the G and H series) live in the step-local
+  // pool, each gradient bucket of each series one block there, from its
+  // first write to its reduce-scatter. Set before finalize.
+  void set_gradients_in_pool(bool on);
+  bool gradients_in_pool() const noexcept { return gradients_in_pool_; }
+  // Whether `r` is step-local in this plan: is_step_local(r), or a region
+  // of the G or H series when the gradients are in the pool.
+  bool step_local(Region r) const noexcept;
   // Lays out all regions in enum order. Further allocation is a logic error.
   void finalize();
   // Lays out every region but the step-local ones in enum order, then the
@@ -113,7 +122,9 @@ class MemoryPlan {
   const RegionInfo& region(Region r) const noexcept {
     return regions_[static_cast<size_t>(region_index(r))];
   }
-  // Bytes from the start of `first` to the end of `last` (inclusive, first <= last).
+  // Bytes from the start of `first` to the end of `last` (inclusive, first <=
+  // last). In a packed plan the span's step-local regions must lie one after
+  // another in the pool (a gradient bucket's), else it is a logic error.
   ByteRange region_range(Region first, Region last) const;
   ByteRange comm_bucket_deep() const { return region_range(Region::G_DEEP_CONV, Region::R_RESULT); }
   ByteRange comm_bucket_first() const {
@@ -141,6 +152,7 @@ class MemoryPlan {
   uint64_t total_bytes_ = 0;
   bool finalized_ = false;
   bool packed_ = false;
+  bool gradients_in_pool_ = false;
 };
 
 // Phase 2 of compilation: the plans were built by the same sequence of

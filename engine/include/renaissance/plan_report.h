@@ -32,9 +32,15 @@ std::string human_bytes(uint64_t bytes);
 
 // The sharded tensors of a plan (placement S(0), training.sharding): the
 // bytes one rank holds of them, and what the whole tensors would take
-// (0: nothing is sharded).
+// (0: nothing is sharded); and the optimizer state and gradients one rank
+// keeps for the whole run, against what it would keep unsharded (the
+// moments whole, the gradients G and H with bytes of their own).
 struct ShardedBytes {
   uint64_t per_rank = 0, whole = 0;
+  uint64_t moments = 0, moments_whole = 0;
+  uint64_t gradients = 0, gradients_whole = 0;
+  // ZeRO-2: the full gradients' bytes, which live in the step-local pool.
+  uint64_t pooled_gradients = 0;
 };
 ShardedBytes sharded_bytes(const MemoryPlan& plan);
 

@@ -101,10 +101,11 @@ struct DatasetSpec {
 enum class ScheduleKind { Constant, Step, Cosine };
 
 // What the data-parallel ranks split instead of each holding all of it:
-// nothing, or the optimizer's state (ZeRO stage 1: momentum and Adam's
-// moments sharded over the ranks, each rank updating its share of the
-// weights and gathering the rest).
-enum class Sharding { None, Optimizer };
+// nothing, the optimizer's state (ZeRO stage 1: momentum and Adam's moments
+// sharded over the ranks, each rank updating its share of the weights and
+// gathering the rest), or that and the gradients (ZeRO stage 2: each
+// bucket reduce-scattered, each rank keeping the sum of its share only).
+enum class Sharding { None, Optimizer, OptimizerAndGradients };
 enum class DeviceKind { CPU, CUDA };
 
 struct ScheduleSpec {
@@ -174,5 +175,6 @@ std::string_view variant_kind_name(VariantKind k) noexcept;
 std::string_view optimizer_name(OptimizerKind k) noexcept;
 std::string_view schedule_name(ScheduleKind k) noexcept;
 std::string_view precision_name(Precision p) noexcept;
+std::string_view sharding_name(Sharding s) noexcept;  // as training.sharding spells it
 
 }  // namespace tr

@@ -28,47 +28,48 @@ namespace tr {
 
 // Every region in layout order: R(name, title) for one region,
 // SERIES(letter, title) for a parameter series (a region per ParamKind).
-#define TR_REGIONS(R, SERIES)                                                     \
-  /* B: batch-norm running statistics and inference parameters */                 \
-  R(B_PREV_MEAN, "BN running mean (before the step)")                             \
-  R(B_PREV_VAR, "BN running variance (before the step)")                          \
-  R(B_NEXT_MEAN, "BN running mean (after the step)")                              \
-  R(B_NEXT_VAR, "BN running variance (after the step)")                           \
-  R(B_EQ_SCALE, "BN inference scale")                                             \
-  R(B_EQ_BIAS, "BN inference shift")                                              \
-  SERIES(W, "Weights")        /* FP32 master weights */                           \
-  SERIES(E, "EMA weights")    /* EMA of the weights */                            \
-  SERIES(A, "16-bit weights") /* FP16 (AMP) or BF16 weight copy */                \
-  SERIES(G, "Gradients")      /* FP32 gradients, then the result (deep bucket) */ \
-  /* R: per-batch loss/top-1/top-5/count, and its accumulation over validation */ \
-  R(R_RESULT, "Batch result (loss, top-1, top-5)")                                \
-  R(R_RESULT_ACCUMULATED, "Validation totals")                                    \
-  R(R_CONFUSION, "Confusion counts")                                              \
-  SERIES(H, "16-bit gradients") /* cast to G in one pass per bucket */            \
-  SERIES(M, "Momentum")         /* optimizer first moment */                      \
-  SERIES(V, "Second moment")    /* optimizer second moment */                     \
-  /* N: LARS per-tensor norms (weight norm, gradient norm) */                     \
-  R(N_FC, "LARS norms: FC")                                                       \
-  R(N_FIRST_CONV, "LARS norms: first conv")                                       \
-  R(N_DEEP_CONV, "LARS norms: deeper convs")                                      \
-  /* I: input double buffers and labels, and the labels of the batch computed */  \
-  R(I_A_DATA, "Input buffer A")                                                   \
-  R(I_B_DATA, "Input buffer B")                                                   \
-  R(I_A_LABEL, "Labels A")                                                        \
-  R(I_B_LABEL, "Labels B")                                                        \
-  R(I_ACTIVE_LABEL, "Labels of the batch computed")                               \
-  /* F: features and gradient slots */                                            \
-  R(F_FEATURE_FP32, "Features (FP32)")                                            \
-  R(F_FEATURE_FP16, "Features (FP16)")                                            \
-  R(F_GRAD_SLOT_FP32, "Gradient slots (FP32)")                                    \
-  R(F_GRAD_SLOT_FP16, "Gradient slots (FP16)")                                    \
-  R(F_FEATURE_BF16, "Features (BF16)")                                            \
-  R(F_GRAD_SLOT_BF16, "Gradient slots (BF16)")                                    \
-  /* S: scalars, BN batch statistics saved for backward, masks */                 \
-  R(S_SCALARS, "Scalars (learning rate, loss scale, step)")                       \
-  R(S_BN_SAVED, "Statistics for the backward (normalisation, attention)")         \
-  R(S_MASK, "Dropout and pooling masks")                                          \
-  /* T: temporaries */                                                            \
+#define TR_REGIONS(R, SERIES)                                                         \
+  /* B: batch-norm running statistics and inference parameters */                     \
+  R(B_PREV_MEAN, "BN running mean (before the step)")                                 \
+  R(B_PREV_VAR, "BN running variance (before the step)")                              \
+  R(B_NEXT_MEAN, "BN running mean (after the step)")                                  \
+  R(B_NEXT_VAR, "BN running variance (after the step)")                               \
+  R(B_EQ_SCALE, "BN inference scale")                                                 \
+  R(B_EQ_BIAS, "BN inference shift")                                                  \
+  SERIES(W, "Weights")        /* FP32 master weights */                               \
+  SERIES(E, "EMA weights")    /* EMA of the weights */                                \
+  SERIES(A, "16-bit weights") /* FP16 (AMP) or BF16 weight copy */                    \
+  SERIES(G, "Gradients")      /* FP32 gradients, then the result (deep bucket) */     \
+  /* R: per-batch loss/top-1/top-5/count, and its accumulation over validation */     \
+  R(R_RESULT, "Batch result (loss, top-1, top-5)")                                    \
+  R(R_RESULT_ACCUMULATED, "Validation totals")                                        \
+  R(R_CONFUSION, "Confusion counts")                                                  \
+  SERIES(H, "16-bit gradients") /* cast to G in one pass per bucket */                \
+  SERIES(M, "Momentum")         /* optimizer first moment */                          \
+  SERIES(V, "Second moment")    /* optimizer second moment */                         \
+  SERIES(Q, "Gradient shards")  /* ZeRO-2: each rank's share of the summed buckets */ \
+  /* N: LARS per-tensor norms (weight norm, gradient norm) */                         \
+  R(N_FC, "LARS norms: FC")                                                           \
+  R(N_FIRST_CONV, "LARS norms: first conv")                                           \
+  R(N_DEEP_CONV, "LARS norms: deeper convs")                                          \
+  /* I: input double buffers and labels, and the labels of the batch computed */      \
+  R(I_A_DATA, "Input buffer A")                                                       \
+  R(I_B_DATA, "Input buffer B")                                                       \
+  R(I_A_LABEL, "Labels A")                                                            \
+  R(I_B_LABEL, "Labels B")                                                            \
+  R(I_ACTIVE_LABEL, "Labels of the batch computed")                                   \
+  /* F: features and gradient slots */                                                \
+  R(F_FEATURE_FP32, "Features (FP32)")                                                \
+  R(F_FEATURE_FP16, "Features (FP16)")                                                \
+  R(F_GRAD_SLOT_FP32, "Gradient slots (FP32)")                                        \
+  R(F_GRAD_SLOT_FP16, "Gradient slots (FP16)")                                        \
+  R(F_FEATURE_BF16, "Features (BF16)")                                                \
+  R(F_GRAD_SLOT_BF16, "Gradient slots (BF16)")                                        \
+  /* S: scalars, BN batch statistics saved for backward, masks */                     \
+  R(S_SCALARS, "Scalars (learning rate, loss scale, step)")                           \
+  R(S_BN_SAVED, "Statistics for the backward (normalisation, attention)")             \
+  R(S_MASK, "Dropout and pooling masks")                                              \
+  /* T: temporaries */                                                                \
   R(T_SCRATCH, "Scratch")
 
 enum class ParamKind : uint8_t {
@@ -95,6 +96,7 @@ enum class ParamSeries : uint8_t {
   H,  // FP16 (AMP) or BF16 weight gradients (half of G, batch norm's left out)
   M,  // optimizer first moment / momentum (FP32)
   V,  // optimizer second moment (FP32)
+  Q,  // ZeRO-2: each rank's share of the summed gradients, one shard per bucket (FP32)
 };
 
 enum class Region : uint8_t {
@@ -125,7 +127,8 @@ std::optional<ParamKind> region_param_kind(Region r) noexcept;
 // Features, gradient slots (F), scratch (T), and what a forward saves for
 // its backward (statistics, dropout masks): the bytes one step uses and the
 // next does not need, which a packed plan shares between tensors whose
-// lifetimes do not overlap. Every other region keeps its bytes for the run.
+// lifetimes do not overlap. Every other region keeps its bytes for the run,
+// but the gradients of a plan that shards them (MemoryPlan::step_local).
 constexpr bool is_step_local(Region r) noexcept {
   return r == Region::F_FEATURE_FP32 || r == Region::F_FEATURE_FP16 ||
          r == Region::F_GRAD_SLOT_FP32 || r == Region::F_GRAD_SLOT_FP16 ||

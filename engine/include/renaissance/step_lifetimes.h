@@ -6,10 +6,12 @@
 // the evaluation) flattened into one node order. A tensor lives
 // from the first node that touches it to the last: features saved for the
 // backward live into it, a gradient slot from its producer to its last
-// consumer. Nodes of one graph run in order (each waits for the one before),
-// and the graphs that may run beside compute (the next batch's TRANSFER, the
-// communication under FIRST_LAYER_BWD) touch no F or T bytes, so positions in
-// this order bound when the bytes are in use.
+// consumer. Nodes of one graph run in order (each waits for the one before);
+// of the graphs that may run beside compute, the next batch's TRANSFER
+// touches no step-local bytes, and what the cast and communication under
+// FIRST_LAYER_BWD touch (ZeRO-2's deep gradient bucket) lives from that
+// backward's first node. So positions in this order bound when the bytes
+// are in use. Under ZeRO-2 the gradients (G, H) are step-local too.
 #pragma once
 
 #include <cstdint>

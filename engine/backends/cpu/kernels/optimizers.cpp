@@ -131,6 +131,7 @@ void adam_update(const KernelArgs& a) {
 }
 
 void lars_norms(const KernelArgs& a) {
+  const bool squares = a.node && a.node->data_sharded;
   const SpanArg& ws = a.in_spans[0];
   const SpanArg& gs = a.in_spans[1];
   const SpanArg& ns = a.out_spans[0];
@@ -157,6 +158,11 @@ void lars_norms(const KernelArgs& a) {
       sg += part_g[p];
     }
     float* out = t.norms;
+    if (squares) {  // this rank's part of the sum LARS_NORM_SUM completes
+      out[0] += static_cast<float>(sw);
+      out[1] += static_cast<float>(sg);
+      continue;
+    }
     out[0] = static_cast<float>(std::sqrt(sw));
     out[1] = static_cast<float>(std::sqrt(sg));
   }

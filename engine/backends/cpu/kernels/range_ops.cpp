@@ -91,6 +91,13 @@ void range_scale(const KernelArgs& a) {
   });
 }
 
+void range_sqrt(const KernelArgs& a) {
+  float* x = a.out_spans[0].f32();
+  parallel_floats(span_size(a.out_spans[0].floats()), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) x[i] = std::sqrt(x[i]);
+  });
+}
+
 void range_nan_check(const KernelArgs& a) {
   // Integer test of the exponent bits: an OR-reduction the compiler
   // vectorises, which a float isfinite() reduction would not be.

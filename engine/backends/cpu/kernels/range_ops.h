@@ -17,6 +17,8 @@ void range_copy(const KernelArgs& a);
 void range_accumulate(const KernelArgs& a);
 // in_spans[0] (in place, or into out_spans[0]) *= INV_LOSS_SCALE, unless OVERFLOW
 void range_scale(const KernelArgs& a);
+// out_spans[0], in place: each float its square root
+void range_sqrt(const KernelArgs& a);
 // scalars[OVERFLOW] = 1 when any FP32 in in_spans is inf or NaN; never clears it
 void range_nan_check(const KernelArgs& a);
 // FP32 span -> FP16 span of half the bytes, round to nearest even
