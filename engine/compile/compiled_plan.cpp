@@ -7,6 +7,7 @@
 
 #include "compile/compiler.h"
 #include "compile/ops.h"
+#include "plan/gradient_buckets.h"
 
 namespace tr {
 
@@ -65,6 +66,28 @@ std::optional<PlanNode> CompiledPlan::node(GraphId graph, int variant, int node)
       out.collective_regions += std::string(region_name(s.first));
       if (s.last != s.first) out.collective_regions += ".." + std::string(region_name(s.last));
     }
+  }
+  return out;
+}
+
+std::vector<ShareSlice> CompiledPlan::rank_share(DTensorId id, int rank) const {
+  std::vector<ShareSlice> out;
+  const CompiledProject& cp = *program_;
+  for (size_t b = 0; b < std::size(kGradientBuckets); ++b) {
+    const EngineTensors& e = cp.engine;
+    if (id == kNoTensor || (id != e.m_shard[b] && id != e.v_shard[b] && id != e.g_shard[b]))
+      continue;
+    const GradientBucket& bucket = kGradientBuckets[b];
+    const MemoryPlan& plan = cp.plans.front();
+    for (int k = static_cast<int>(bucket.first); k <= static_cast<int>(bucket.last); ++k)
+      for (DTensorId w :
+           plan.region(param_region(ParamSeries::W, static_cast<ParamKind>(k))).tensors) {
+        const DTensor& t = plan.get_dtensor(w);
+        const ShareOverlap o = share_overlap(plan, t, rank, cp.world_size);
+        if (o.bytes > 0)
+          out.push_back({t.name, t.owner, static_cast<int64_t>(o.in_weight / 4),
+                         static_cast<int64_t>(o.bytes / 4), t.shape.elements()});
+      }
   }
   return out;
 }

@@ -5,11 +5,14 @@
 // bucket's parameter kinds are contiguous in every parameter series.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 
 #include <renaissance/memory_plan.h>
 #include <renaissance/region.h>
+
+#include "core/data_shard.h"
 
 namespace tr {
 
@@ -41,6 +44,25 @@ inline uint64_t bucket_bytes(const MemoryPlan& plan, const GradientBucket& b) {
          plan.region(param_region(ParamSeries::W, static_cast<ParamKind>(k))).tensors)
       bytes += plan.get_dtensor(id).slot_bytes;
   return bytes;
+}
+
+// Where weight `w` (a tensor of the W series) and rank `rank`'s share of its
+// bucket meet: bytes from the weight's start and from the share's start, and
+// how many (0: they do not meet). The moments' and summed gradients' shards
+// hold each weight's values at these places.
+struct ShareOverlap {
+  uint64_t in_weight = 0, in_share = 0, bytes = 0;
+};
+
+inline ShareOverlap share_overlap(const MemoryPlan& plan, const DTensor& w, int rank, int world) {
+  const ByteRange bucket =
+      bucket_range(plan, kGradientBuckets[bucket_of(*region_param_kind(w.region))], ParamSeries::W);
+  const uint64_t begin = w.offset - bucket.offset;
+  const uint64_t end = begin + static_cast<uint64_t>(w.shape.elements()) * 4;
+  const ShardShare share = shard_share(bucket.bytes, rank, world);
+  const uint64_t lo = std::max(begin, share.begin), hi = std::min(end, share.end);
+  if (hi <= lo) return {};
+  return {lo - begin, lo - share.begin, hi - lo};
 }
 
 }  // namespace tr

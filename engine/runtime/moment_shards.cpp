@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/data_shard.h"
 #include "plan/gradient_buckets.h"
 
 namespace tr {
@@ -19,18 +18,11 @@ struct Piece {
 };
 
 std::vector<Piece> pieces(const CompiledProject& cp, const ShardedMoment& m) {
-  const MemoryPlan& plan = cp.plans.front();
-  const ParamKind kind = *region_param_kind(m.weight->region);
-  const ByteRange bucket =
-      bucket_range(plan, kGradientBuckets[static_cast<size_t>(bucket_of(kind))], ParamSeries::W);
-  const uint64_t begin = m.weight->offset - bucket.offset;
-  const uint64_t end = begin + static_cast<uint64_t>(m.weight->shape.elements()) * 4;
   std::vector<Piece> out;
-  for (int r = 0; r < cp.world_size; ++r) {
-    const ShardShare share = shard_share(bucket.bytes, r, cp.world_size);
-    const uint64_t lo = std::max(begin, share.begin), hi = std::min(end, share.end);
-    if (hi > lo) out.push_back({r, lo - begin, lo - share.begin, hi - lo});
-  }
+  for (int r = 0; r < cp.world_size; ++r)
+    if (const ShareOverlap o = share_overlap(cp.plans.front(), *m.weight, r, cp.world_size);
+        o.bytes > 0)
+      out.push_back({r, o.in_weight, o.in_share, o.bytes});
   return out;
 }
 

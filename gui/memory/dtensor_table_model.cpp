@@ -37,6 +37,24 @@ void DTensorTableModel::setPlan(std::shared_ptr<const CompiledPlan> cp, int vari
   endResetModel();
 }
 
+void DTensorTableModel::setRank(int rank) {
+  if (rank == rank_) return;
+  rank_ = rank;
+  if (!rows_.empty()) emit dataChanged(index(0, RankColumn), index(rowCount() - 1, RankColumn));
+  emit headerDataChanged(Qt::Horizontal, RankColumn, RankColumn);
+}
+
+namespace {
+
+// "conv1.weight", or "conv1.weight[0:512]" for part of it.
+QString slice_text(const ShareSlice& s) {
+  const QString name = QString::fromStdString(s.parameter);
+  if (s.first == 0 && s.count == s.elements) return name;
+  return QStringLiteral("%1[%2:%3]").arg(name).arg(s.first).arg(s.first + s.count);
+}
+
+}  // namespace
+
 DTensorId DTensorTableModel::tensorAt(int row) const {
   return row >= 0 && static_cast<size_t>(row) < rows_.size() ? rows_[static_cast<size_t>(row)]
                                                              : kNoTensor;
@@ -99,6 +117,27 @@ QVariant DTensorTableModel::data(const QModelIndex& index, int role) const {
             .arg(QLocale(QLocale::English).toString(static_cast<qlonglong>(t.shape.elements())));
     }
   }
+  if (index.column() == RankColumn && t.placement.kind == PlacementKind::Shard &&
+      (role == Qt::ToolTipRole || role == Qt::DisplayRole || role == SortRole)) {
+    const std::vector<ShareSlice> share = cp_->rank_share(id, rank_);
+    int64_t values = 0;
+    for (const ShareSlice& s : share) values += s.count;
+    if (role == SortRole) return static_cast<qlonglong>(values);
+    if (share.empty())
+      return tr("nothing: rank %1's share starts past the end of this bucket").arg(rank_);
+    if (role == Qt::DisplayRole) {
+      const QString values_text = QLocale(QLocale::English).toString(values);
+      if (share.size() == 1) return tr("%1 values: %2").arg(values_text, slice_text(share[0]));
+      return tr("%1 values of %n parameter(s): %2 … %3", nullptr, static_cast<int>(share.size()))
+          .arg(values_text, slice_text(share.front()), slice_text(share.back()));
+    }
+    QStringList lines{tr("Rank %1 holds the values of these parameters here:").arg(rank_)};
+    constexpr size_t kShown = 12;
+    for (size_t i = 0; i < share.size() && i < kShown; ++i) lines << slice_text(share[i]);
+    if (share.size() > kShown)
+      lines << tr("… and %n more", nullptr, static_cast<int>(share.size() - kShown));
+    return lines.join(QLatin1Char('\n'));
+  }
   if (role == Qt::ToolTipRole && index.column() == RegionColumn)
     return tr("%1: %2").arg(QString::fromUtf8(region_name(t.region).data()),
                             QString::fromUtf8(region_series_title(region_series(t.region)).data()));
@@ -127,6 +166,9 @@ QVariant DTensorTableModel::data(const QModelIndex& index, int role) const {
       return static_cast<qlonglong>(t.padded_c());
     case PlacementColumn:
       return QString::fromStdString(t.placement.str());
+    case RankColumn:
+      if (raw) return 0;
+      return t.placement.kind == PlacementKind::Replicate ? tr("all of it") : tr("its own addend");
     case Offset:
       return raw ? QVariant(static_cast<qulonglong>(t.offset))
                  : QVariant(c.toString(static_cast<qulonglong>(t.offset)));
@@ -165,6 +207,8 @@ QVariant DTensorTableModel::headerData(int section, Qt::Orientation orientation,
       return tr("Padded C");
     case PlacementColumn:
       return tr("Placement");
+    case RankColumn:
+      return tr("On rank %1").arg(rank_);
     case Offset:
       return tr("Offset");
     case SlotBytes:

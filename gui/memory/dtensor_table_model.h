@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // DTensorTableModel: the DTensors of one variant's plan (all, or one
 // region's) as table rows: id, name, layer, region, shape, dtype, padded C,
-// offset, slot bytes, and whether the offset is the same in every variant.
+// placement and what the chosen rank holds of it, offset, slot bytes, and
+// whether the offset is the same in every variant.
 // A layer filter narrows the rows to the tensors some model nodes own.
 #pragma once
 
@@ -26,6 +27,7 @@ class DTensorTableModel : public QAbstractTableModel {
     DTypeColumn,
     PaddedC,
     PlacementColumn,  // over the data-parallel ranks: R, P, S(0)
+    RankColumn,       // what the chosen rank holds of it: a shard's parameters
     Offset,
     SlotBytes,
     Variants,
@@ -45,6 +47,9 @@ class DTensorTableModel : public QAbstractTableModel {
   // the next setPlan.
   void setLayerFilter(std::vector<int> layers) { layers_ = std::move(layers); }
   const std::vector<int>& layerFilter() const { return layers_; }
+  // The rank whose share RankColumn shows.
+  void setRank(int rank);
+  int rank() const { return rank_; }
   DTensorId tensorAt(int row) const;
   int rowOf(DTensorId id) const;  // -1 when not listed
 
@@ -57,6 +62,7 @@ class DTensorTableModel : public QAbstractTableModel {
   std::shared_ptr<const CompiledPlan> cp_;
   int variant_ = 0;
   int region_ = -1;
+  int rank_ = 0;
   std::vector<int> layers_;
   std::vector<DTensorId> rows_;
   std::vector<bool> agrees_;  // per DTensor id

@@ -41,6 +41,7 @@ MemoryView::MemoryView(QWidget* parent)
       empty_(new QLabel(this)),
       staleBanner_(new QLabel(this)),
       variant_(new QComboBox(this)),
+      rank_(new QComboBox(this)),
       scale_(new QComboBox(this)),
       exportJson_(new QPushButton(tr("Export JSON…"), this)),
       exportCsv_(new QPushButton(tr("Export CSV…"), this)),
@@ -81,6 +82,12 @@ MemoryView::MemoryView(QWidget* parent)
   auto* bar = new QHBoxLayout;
   bar->addWidget(new QLabel(tr("Variant"), page));
   bar->addWidget(variant_);
+  bar->addSpacing(12);
+  bar->addWidget(new QLabel(tr("Rank"), page));
+  rank_->setToolTip(
+      tr("Every rank's arena has this layout; a sharded tensor holds a different share of its "
+         "values on each. The table's 'On rank' column says which."));
+  bar->addWidget(rank_);
   bar->addSpacing(12);
   bar->addWidget(new QLabel(tr("Scale"), page));
   scale_->addItem(tr("Linear"));
@@ -162,6 +169,8 @@ MemoryView::MemoryView(QWidget* parent)
   pages_->addWidget(page);
 
   connect(variant_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
+  connect(rank_, &QComboBox::currentIndexChanged, this,
+          [this](int r) { model_->setRank(std::max(0, r)); });
   connect(scale_, &QComboBox::currentIndexChanged, this, [this](int i) {
     bands_->setScale(i == 1 ? RegionBands::Scale::Log : RegionBands::Scale::Linear);
   });
@@ -239,6 +248,21 @@ void MemoryView::setCompiled(std::shared_ptr<const CompiledPlan> cp, const Devic
       variant_->addItem(label);
     }
     variant_->setCurrentIndex(previous >= 0 && previous < variant_->count() ? previous : 0);
+  }
+  {
+    const QSignalBlocker block(rank_);
+    const int was = rank_->currentIndex();
+    rank_->clear();
+    const DeviceSet& devs = cp_->project().training.devices;
+    for (int r = 0; r < cp_->world_size(); ++r)
+      rank_->addItem(devs.kind == DeviceKind::CPU
+                         ? tr("%1 (cpu)").arg(r)
+                         : tr("%1 (cuda:%2)")
+                               .arg(r)
+                               .arg(r < devs.world_size() ? devs.ids[static_cast<size_t>(r)] : r));
+    rank_->setCurrentIndex(was >= 0 && was < rank_->count() ? was : 0);
+    rank_->setEnabled(cp_->world_size() > 1);
+    model_->setRank(std::max(0, rank_->currentIndex()));
   }
   arenas_->clear();
   const DeviceSet& devs = cp_->project().training.devices;

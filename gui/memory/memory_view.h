@@ -4,7 +4,8 @@
 // pool's tensors over the step as a lifetime chart, their DTensors in a
 // table, and whether every tensor keeps its offset across variants; per
 // rank: the arenas (identical by design); in all: the bytes per device and
-// whether they fit the chosen devices. Exports the plan as JSON or CSV.
+// whether they fit the chosen devices, and, for a chosen rank, what it holds
+// of each sharded tensor. Exports the plan as JSON or CSV.
 // Linked to the designer: the selected nodes' tensors are marked and listed,
 // a band names the nodes owning its tensors, and clicking one of them (or
 // double-clicking a tensor's row or block) asks for that node.
@@ -69,6 +70,8 @@ class MemoryView : public QWidget {
   // "Arena" (the bands) and "Step lifetimes" (the chart).
   QTabWidget* arenaTabs() const { return tabs_; }
   QComboBox* variantSelector() const { return variant_; }
+  // The rank whose share of each sharded tensor the table shows.
+  QComboBox* rankSelector() const { return rank_; }
   QComboBox* scaleSelector() const { return scale_; }
   QTableView* tensorTable() const { return table_; }
   DTensorTableModel* tensorModel() const { return model_; }
@@ -102,6 +105,7 @@ class MemoryView : public QWidget {
   QLabel* empty_;
   QLabel* staleBanner_;
   QComboBox* variant_;
+  QComboBox* rank_;
   QComboBox* scale_;
   QPushButton* exportJson_;
   QPushButton* exportCsv_;

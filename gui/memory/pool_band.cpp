@@ -23,7 +23,13 @@ QString band_title(int band) {
   return QString::fromUtf8(n.data(), static_cast<qsizetype>(n.size()));
 }
 
-QString pool_band_long_title() {
+QString pool_band_long_title(bool gradients) {
+  if (gradients)
+    return QCoreApplication::translate(
+        "PoolBand",
+        "Step-local pool (F, T, S, G, H): features, gradient slots, scratch, what a forward saves "
+        "for its backward, and the full weight gradients until their reduce-scatter — packed by "
+        "lifetime");
   return QCoreApplication::translate(
       "PoolBand",
       "Step-local pool (F, T, S): features, gradient slots, scratch, what a forward saves for its "

@@ -20,7 +20,8 @@ bool in_band(const MemoryPlan& plan, const DTensor& t, int band);
 int band_of(const MemoryPlan& plan, const DTensor& t);
 // "Step-local pool (F, T, S)", or the region's title.
 QString band_title(int band);
-// The pool's name with what it holds and how, where there is room for it.
-QString pool_band_long_title();
+// The pool's name with what it holds and how, where there is room for it
+// (`gradients`: a ZeRO-2 plan's, which holds the full weight gradients too).
+QString pool_band_long_title(bool gradients = false);
 
 }  // namespace tr::gui

@@ -289,8 +289,9 @@ QString RegionBands::describeAt(QPoint pt) const {
   QString text;
   if (band == kPoolBand) {
     text = tr("%1: offset %2, %3 (%4 bytes, %5% of the arena), %6 in use, %7 before packing")
-               .arg(pool_band_long_title(), exact_bytes_text(bandOffset(band)),
-                    bytes_text(bandBytes(band)), exact_bytes_text(bandBytes(band)))
+               .arg(pool_band_long_title(plan() && plan()->gradients_in_pool()),
+                    exact_bytes_text(bandOffset(band)), bytes_text(bandBytes(band)),
+                    exact_bytes_text(bandBytes(band)))
                .arg(share, 0, 'f', 2)
                .arg(count_text(blocks_ ? static_cast<qint64>(blocks_->blocks().size()) : 0,
                                tr("%1 tensor"), tr("%1 tensors")),
@@ -362,7 +363,9 @@ void RegionBands::paintEvent(QPaintEvent*) {
     painter.drawLine(seg.topLeft(), seg.bottomLeft());
     if (seg.width() > 60) {
       painter.setPen(Qt::black);
-      const QString name = s.band == kPoolBand ? pool_band_long_title() : band_title(s.band);
+      const QString name = s.band == kPoolBand
+                               ? pool_band_long_title(plan() && plan()->gradients_in_pool())
+                               : band_title(s.band);
       painter.drawText(
           seg.adjusted(3, 0, -3, 0), Qt::AlignLeft | Qt::AlignVCenter,
           fontMetrics().elidedText(name, Qt::ElideRight, static_cast<int>(seg.width()) - 6));

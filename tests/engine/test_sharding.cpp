@@ -255,6 +255,29 @@ class TestSharding : public QObject {
                plan.get_dtensor(l.id).name.c_str());
     }
     QVERIFY(deep >= 2);
+    // What each rank's share holds: over the ranks, every weight of the
+    // bucket once, in order, element after element.
+    const CompiledPlan handle(std::make_shared<const CompiledProject>(cp));
+    for (int b = 0; b < 2; ++b) {
+      std::map<std::string, int64_t> next;  // per parameter, the next element expected
+      for (int rank = 0; rank < 4; ++rank)
+        for (const ShareSlice& slice : handle.rank_share(cp.engine.g_shard[b], rank)) {
+          QCOMPARE(slice.first, next[slice.parameter]);
+          next[slice.parameter] = slice.first + slice.count;
+        }
+      const GradientBucket& bucket = kGradientBuckets[b];
+      size_t weights = 0;
+      for (int k = static_cast<int>(bucket.first); k <= static_cast<int>(bucket.last); ++k)
+        for (DTensorId w :
+             plan.region(param_region(ParamSeries::W, static_cast<ParamKind>(k))).tensors) {
+          ++weights;
+          QCOMPARE(next[plan.get_dtensor(w).name], plan.get_dtensor(w).shape.elements());
+        }
+      QCOMPARE(next.size(), weights);
+      QCOMPARE(handle.rank_share(cp.engine.m_shard[b], 2).size(),
+               handle.rank_share(cp.engine.g_shard[b], 2).size());
+    }
+    QVERIFY(handle.rank_share(cp.engine.scalars, 0).empty());
   }
 
   // Each rank's moments are a share of each bucket (a quarter on 4 ranks,

@@ -326,6 +326,59 @@ class TestMemoryView : public QObject {
     QVERIFY(seen.value(QStringLiteral("R")) > 0);
   }
 
+  // ZeRO-2: the summed gradients' shards too, and the full gradients in the
+  // pool; the rank selector says which parameters each rank's share holds,
+  // the two ranks' shares adding up to the bucket.
+  void rankSelectorShowsEachRanksShare() {
+    Project p = load_project(std::string(TR_PROJECTS_DIR) + "/cnn-bn-fashion.json");
+    std::string error;
+    QVERIFY(parse_device_set("cpu:2", p.training.devices, error));
+    p.training.sharding = Sharding::OptimizerAndGradients;
+    View v(std::make_shared<const CompiledPlan>(compile_plan(p)));
+    QVERIFY2(v.view.summaryText().contains(QStringLiteral("(ZeRO-2)")),
+             qPrintable(v.view.summaryText()));
+    QCOMPARE(v.view.rankSelector()->count(), 2);
+    QVERIFY(v.view.rankSelector()->isEnabled());
+    auto* m = v.view.tensorModel();
+    int row = -1;
+    for (int r = 0; r < m->rowCount(); ++r)
+      if (v.cell(r, DTensorTableModel::Name) == QStringLiteral("gradient.deep_bucket")) row = r;
+    QVERIFY(row >= 0);
+    QCOMPARE(v.cell(row, DTensorTableModel::PlacementColumn), QStringLiteral("S(0)"));
+    const DTensorId id = m->tensorAt(row);
+    qlonglong sum = 0;
+    QStringList texts;
+    for (int rank : {0, 1}) {
+      v.view.rankSelector()->setCurrentIndex(rank);
+      QCOMPARE(
+          m->headerData(DTensorTableModel::RankColumn, Qt::Horizontal, Qt::DisplayRole).toString(),
+          QStringLiteral("On rank %1").arg(rank));
+      const QString text = v.cell(row, DTensorTableModel::RankColumn);
+      texts << text;
+      const std::vector<ShareSlice> share = v.view.compiled()->rank_share(id, rank);
+      QVERIFY(!share.empty());
+      // "N values of K parameters: first … last"
+      QVERIFY2(text.contains(QString::fromStdString(share.front().parameter)), qPrintable(text));
+      QVERIFY2(text.contains(QString::fromStdString(share.back().parameter)), qPrintable(text));
+      sum += m->data(m->index(row, DTensorTableModel::RankColumn), DTensorTableModel::SortRole)
+                 .toLongLong();
+      const QString tip =
+          m->data(m->index(row, DTensorTableModel::RankColumn), Qt::ToolTipRole).toString();
+      QVERIFY2(tip.startsWith(QStringLiteral("Rank %1 holds").arg(rank)), qPrintable(tip));
+    }
+    QVERIFY(texts[0] != texts[1]);
+    qlonglong deep = 0;  // the deep convolutions' weights and biases
+    for (const DTensor& t : v.view.compiled()->plans().front().dtensors())
+      if (t.region == Region::W_DEEP_CONV) deep += t.shape.elements();
+    QCOMPARE(sum, deep);
+    // A replicated tensor is all there on every rank.
+    for (int r = 0; r < m->rowCount(); ++r)
+      if (v.cell(r, DTensorTableModel::PlacementColumn) == QStringLiteral("R")) {
+        QCOMPARE(v.cell(r, DTensorTableModel::RankColumn), QStringLiteral("all of it"));
+        break;
+      }
+  }
+
   void highlightedLayersAreMarkedAndListed() {
     View v(compiled("lenet-fashion"));
     const int fc1 = v.view.compiled()->project().model.find("fc1");

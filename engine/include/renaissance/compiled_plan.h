@@ -87,6 +87,15 @@ struct PlanNode {
   std::string collective_regions;
 };
 
+// What one rank's share of a sharded tensor (placement S(0)) holds: a run
+// of one parameter's elements.
+struct ShareSlice {
+  std::string parameter;         // the weight's name: "conv1.weight"
+  int owner = -1;                // the model node it belongs to
+  int64_t first = 0, count = 0;  // elements first .. first + count - 1 of its
+  int64_t elements = 0;          // of this many
+};
+
 class CompiledPlan {
  public:
   CompiledPlan() = default;
@@ -111,6 +120,10 @@ class CompiledPlan {
   size_t graph_count() const;  // the ComputationGraphs, all variants together
   // Node `node` of graph `graph` as `variant` runs it; nullopt when there is none.
   std::optional<PlanNode> node(GraphId graph, int variant, int node) const;
+  // Which parameters' optimizer state (or, under ZeRO-2, summed gradients)
+  // the share of sharded tensor `id` on `rank` holds, in order; empty for a
+  // tensor that is not one of the shards, or a rank past the bucket's end.
+  std::vector<ShareSlice> rank_share(DTensorId id, int rank) const;
 
   // The engine's program, for the engine's own code.
   const CompiledProject& program() const { return *program_; }
