@@ -70,26 +70,34 @@ std::optional<PlanNode> CompiledPlan::node(GraphId graph, int variant, int node)
   return out;
 }
 
-std::vector<ShareSlice> CompiledPlan::rank_share(DTensorId id, int rank) const {
+std::string share_slice_text(const ShareSlice& s) {
+  if (s.first == 0 && s.count == s.elements) return s.parameter;
+  return s.parameter + "[" + std::to_string(s.first) + ":" + std::to_string(s.first + s.count) +
+         "]";
+}
+
+std::vector<ShareSlice> bucket_share(const CompiledProject& cp, int bucket, int rank) {
   std::vector<ShareSlice> out;
-  const CompiledProject& cp = *program_;
-  for (size_t b = 0; b < std::size(kGradientBuckets); ++b) {
-    const EngineTensors& e = cp.engine;
-    if (id == kNoTensor || (id != e.m_shard[b] && id != e.v_shard[b] && id != e.g_shard[b]))
-      continue;
-    const GradientBucket& bucket = kGradientBuckets[b];
-    const MemoryPlan& plan = cp.plans.front();
-    for (int k = static_cast<int>(bucket.first); k <= static_cast<int>(bucket.last); ++k)
-      for (DTensorId w :
-           plan.region(param_region(ParamSeries::W, static_cast<ParamKind>(k))).tensors) {
-        const DTensor& t = plan.get_dtensor(w);
-        const ShareOverlap o = share_overlap(plan, t, rank, cp.world_size);
-        if (o.bytes > 0)
-          out.push_back({t.name, t.owner, static_cast<int64_t>(o.in_weight / 4),
-                         static_cast<int64_t>(o.bytes / 4), t.shape.elements()});
-      }
-  }
+  const GradientBucket& b = kGradientBuckets[static_cast<size_t>(bucket)];
+  const MemoryPlan& plan = cp.plans.front();
+  for (int k = static_cast<int>(b.first); k <= static_cast<int>(b.last); ++k)
+    for (DTensorId w :
+         plan.region(param_region(ParamSeries::W, static_cast<ParamKind>(k))).tensors) {
+      const DTensor& t = plan.get_dtensor(w);
+      const ShareOverlap o = share_overlap(plan, t, rank, cp.world_size);
+      if (o.bytes > 0)
+        out.push_back({t.name, t.owner, static_cast<int64_t>(o.in_weight / 4),
+                       static_cast<int64_t>(o.bytes / 4), t.shape.elements()});
+    }
   return out;
+}
+
+std::vector<ShareSlice> CompiledPlan::rank_share(DTensorId id, int rank) const {
+  const EngineTensors& e = program_->engine;
+  for (int b = 0; b < 2; ++b)
+    if (id != kNoTensor && (id == e.m_shard[b] || id == e.v_shard[b] || id == e.g_shard[b]))
+      return bucket_share(*program_, b, rank);
+  return {};
 }
 
 CompiledPlan compile_plan(const Project& project, const CompileOptions& options) {

@@ -101,4 +101,8 @@ struct CompiledProject {
 // Throws ProjectError (the model or a variant is invalid).
 CompiledProject compile_project(const Project& project, const CompileOptions& options = {});
 
+// What rank `rank`'s share of gradient bucket `bucket` (0 first, 1 deep)
+// holds under sharding: the weights' element runs its shards keep.
+std::vector<ShareSlice> bucket_share(const CompiledProject& cp, int bucket, int rank);
+
 }  // namespace tr

@@ -8,6 +8,7 @@
 
 #include <renaissance/layer_spec.h>
 #include "compile/lifetimes.h"
+#include "plan/gradient_buckets.h"
 
 namespace tr {
 
@@ -112,6 +113,18 @@ ShardedBytes sharded_bytes(const MemoryPlan& plan) {
   return b;
 }
 
+namespace {
+
+// "momentum.first_bucket, gradient.first_bucket, ...": the plan's shards.
+std::string shard_tensor_names(const CompiledProject& cp) {
+  std::string out;
+  for (const DTensor& t : cp.plans.front().dtensors())
+    if (t.placement.kind == PlacementKind::Shard) out += (out.empty() ? "" : ", ") + t.name;
+  return out;
+}
+
+}  // namespace
+
 std::string human_bytes(uint64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(bytes);
@@ -182,8 +195,9 @@ std::string plan_report_text(const CompiledProject& cp) {
     if (plan.packed()) {
       const PoolSummary& pool = cp.pools[vi];
       out +=
-          fmt("  step-local pool (F, T, S) at %llu: %s in the tensors' own slots, packed into %s "
+          fmt("  step-local pool (%s) at %llu: %s in the tensors' own slots, packed into %s "
               "(%s)\n",
+              plan.gradients_in_pool() ? "F, T, S, G, H" : "F, T, S",
               static_cast<unsigned long long>(plan.pool().offset),
               human_bytes(pool.slot_bytes).c_str(), human_bytes(pool.packed_bytes).c_str(),
               std::string(packing_strategy_name(pool.strategy)).c_str());
@@ -254,6 +268,27 @@ std::string plan_report_text(const CompiledProject& cp) {
             "(%.3fx) and updates its share of the weights, gathered after the update\n",
             human_bytes(m.moments).c_str(), human_bytes(m.moments_whole).c_str(),
             ratio(m.moments, m.moments_whole));
+  }
+  if (cp.sharded_optimizer) {
+    out += fmt("\nwhat each rank's shards hold (%s; every other tensor is the same on each rank)\n",
+               shard_tensor_names(cp).c_str());
+    out += fmt("  %-5s %-7s %14s  %s\n", "rank", "bucket", "values", "weights");
+    for (int r = 0; r < cp.world_size; ++r)
+      for (int b = 0; b < 2; ++b) {
+        if (cp.engine.m_shard[b] == kNoTensor && cp.engine.v_shard[b] == kNoTensor &&
+            cp.engine.g_shard[b] == kNoTensor)
+          continue;
+        const std::vector<ShareSlice> share = bucket_share(cp, b, r);
+        int64_t values = 0;
+        for (const ShareSlice& s : share) values += s.count;
+        std::string weights = "none (the bucket ends before this rank's share)";
+        if (share.size() == 1) weights = share_slice_text(share.front());
+        if (share.size() > 1)
+          weights = share_slice_text(share.front()) + " .. " + share_slice_text(share.back()) +
+                    " (" + std::to_string(share.size()) + " weights)";
+        out += fmt("  %-5d %-7s %14lld  %s\n", r, std::string(kGradientBuckets[b].name).c_str(),
+                   static_cast<long long>(values), weights.c_str());
+      }
   }
   return out;
 }
@@ -359,6 +394,20 @@ nlohmann::json plan_report_json(const CompiledProject& cp) {
     j["sharding"]["gradient_bytes_per_rank"] = m.gradients;
     j["sharding"]["gradient_bytes_unsharded"] = m.gradients_whole;
     j["sharding"]["gradient_bytes_in_pool"] = m.pooled_gradients;
+    // What each rank's shards hold: per rank and bucket, the weights' runs.
+    json ranks = json::array();
+    for (int r = 0; cp.sharded_optimizer && r < cp.world_size; ++r) {
+      json buckets = json::array();
+      for (int b = 0; b < 2; ++b) {
+        json weights = json::array();
+        for (const ShareSlice& s : bucket_share(cp, b, r))
+          weights.push_back(
+              {{"name", s.parameter}, {"first", s.first}, {"count", s.count}, {"of", s.elements}});
+        buckets.push_back({{"bucket", kGradientBuckets[b].name}, {"weights", std::move(weights)}});
+      }
+      ranks.push_back({{"rank", r}, {"buckets", std::move(buckets)}});
+    }
+    j["sharding"]["ranks"] = std::move(ranks);
   }
   json graphs = json::array();
   for (const ComputationGraph& g : cp.graphs)

@@ -46,11 +46,8 @@ void DTensorTableModel::setRank(int rank) {
 
 namespace {
 
-// "conv1.weight", or "conv1.weight[0:512]" for part of it.
 QString slice_text(const ShareSlice& s) {
-  const QString name = QString::fromStdString(s.parameter);
-  if (s.first == 0 && s.count == s.elements) return name;
-  return QStringLiteral("%1[%2:%3]").arg(name).arg(s.first).arg(s.first + s.count);
+  return QString::fromStdString(share_slice_text(s));
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <map>
+
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -230,6 +232,54 @@ class TestCliPlan : public QObject {
     const Result bad = run_cli({"plan", project("resnet8-fashion"), "--memory-packing", "maybe"});
     QVERIFY(bad.code != 0);
     QVERIFY2(bad.err.contains("option '--memory-packing' takes on or off, got 'maybe'"),
+             bad.err.constData());
+  }
+
+  // --sharding: the plan says what each rank keeps, and what each rank's
+  // shards hold, per rank and bucket; the JSON has both, the ranks' shares
+  // adding up to each bucket's weights; a sharding it does not know is
+  // refused with the ones it does.
+  void shardingSaysWhatEachRankHolds() {
+    const Result text = run_cli({"plan", project("cnn-bn-fashion"), "--devices", "cpu:2",
+                                 "--sharding", "optimizer+gradients"});
+    QCOMPARE(text.code, 0);
+    QVERIFY2(text.out.contains("sharding optimizer+gradients (ZeRO-2): each rank keeps ") &&
+                 text.out.contains("step-local pool (F, T, S, G, H) at ") &&
+                 text.out.contains("what each rank's shards hold (momentum.first_bucket"),
+             text.out.constData());
+    const Result r = run_cli({"plan", project("cnn-bn-fashion"), "--devices", "cpu:2", "--json",
+                              "--sharding", "optimizer+gradients"});
+    QCOMPARE(r.code, 0);
+    const json j = json::parse(r.out.toStdString());
+    const json& s = j.at("sharding");
+    QCOMPARE(s.at("kind").get<std::string>(), std::string("optimizer+gradients"));
+    QVERIFY(s.at("gradient_bytes_per_rank").get<uint64_t>() * 2 <=
+            s.at("gradient_bytes_unsharded").get<uint64_t>() + 4096);
+    QCOMPARE(s.at("gradient_bytes_in_pool"), s.at("gradient_bytes_unsharded"));
+    std::map<std::string, int64_t> held;
+    QCOMPARE(s.at("ranks").size(), size_t{2});
+    for (const json& rank : s.at("ranks"))
+      for (const json& b : rank.at("buckets"))
+        for (const json& w : b.at("weights")) {
+          QCOMPARE(w.at("first").get<int64_t>(), held[w.at("name").get<std::string>()]);
+          held[w.at("name").get<std::string>()] += w.at("count").get<int64_t>();
+        }
+    int64_t weights = 0;
+    for (const auto& v : j.at("variants"))
+      if (v.at("name") == "train")
+        for (const auto& t : v.at("tensors"))
+          if (t.at("region").get<std::string>()[0] == 'W') {
+            ++weights;
+            int64_t elements = 1;
+            for (const json& d : t.at("shape")) elements *= d.get<int64_t>();
+            QCOMPARE(held[t.at("name").get<std::string>()], elements);
+          }
+    QCOMPARE(static_cast<int64_t>(held.size()), weights);
+    const Result bad = run_cli(
+        {"plan", project("cnn-bn-fashion"), "--devices", "cpu:2", "--sharding", "gradients"});
+    QVERIFY(bad.code != 0);
+    QVERIFY2(bad.err.contains("option '--sharding' takes none, optimizer or optimizer+gradients, "
+                              "got 'gradients'"),
              bad.err.constData());
   }
 

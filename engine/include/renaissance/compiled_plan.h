@@ -96,6 +96,9 @@ struct ShareSlice {
   int64_t elements = 0;          // of this many
 };
 
+// "conv1.weight", or "conv1.weight[0:512]" for part of it.
+std::string share_slice_text(const ShareSlice& s);
+
 class CompiledPlan {
  public:
   CompiledPlan() = default;
