@@ -21,7 +21,7 @@ constexpr const char* kBenchUsage =
     "usage: renaissance-cli bench <project.json> [--steps N] [--warmup W] [--batch B]\n"
     "         [--threads T] [--devices cpu:N|cuda:I-J] [--precision fp32|amp|bf16] [--data DIR]\n"
     "         [--rewrites on|off] [--recompute on|off|matmuls] [--memory-packing on|off]\n"
-    "         [--streams 5|1]\n"
+    "         [--streams 5|1] [--sharding none|optimizer|optimizer+gradients]\n"
     "         [--capture on|off] [--conv-algorithms fastest|deterministic]\n"
     "         [--resident-batch] [--allow-fallback] [--json]\n"
     "  Trains W + N steps (no validation) and reports the median time of the last N,\n"
@@ -88,6 +88,7 @@ int cmd_bench(const std::vector<std::string>& args) {
       {"conv_algorithms",
        a.values.count("conv-algorithms") ? a.values.at("conv-algorithms") : "fastest"},
       {"devices", cp.project().training.devices.str()},
+      {"sharding", sharding_name(cp.project().training.sharding)},
       {"fell_back", job.fell_back()},
       {"plan_bytes_per_device", cp.bytes_per_device()},
       {"threads", job.context().cpu_threads},

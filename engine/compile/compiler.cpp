@@ -155,7 +155,6 @@ class TensorAllocator {
         sharded_gradients_(shards_gradients(p.training)) {}
 
   void run() {
-    plan_.set_gradients_in_pool(sharded_gradients_);
     const DType feat = storage_dtype(p_.training.precision);
     engine_.scalars = plan_.alloc_scalars(static_cast<int64_t>(ScalarSlot::COUNT), "scalars");
     engine_.result = plan_.alloc_result(false);
@@ -808,19 +807,32 @@ CompiledProject compile_project(const Project& project, const CompileOptions& op
   cp.analysis = analyses[train];
 
   const std::vector<LayerRewrite> rewrites = plan_layer_rewrites(cp.project, cp.analysis, options);
-  for (size_t i = 0; i < cp.variants.size(); ++i) {
-    cp.plans.emplace_back(cp.variants[i].name);
-    TensorAllocator(cp.project, analyses[i], rewrites, cp.plans.back(), cp.layers, cp.engine).run();
-  }
-  if (!options.pack_memory) {
-    finalize_variants(cp.plans);
-    emit_graphs(cp);
-    return cp;
-  }
-  unify_variants(cp.plans, false);
-  emit_graphs(cp);
-  pack_step_local(cp);
-  return cp;
+  auto finish = [&](CompiledProject c, bool gradients_in_pool) {
+    for (size_t i = 0; i < c.variants.size(); ++i) {
+      c.plans.emplace_back(c.variants[i].name);
+      c.plans.back().set_gradients_in_pool(gradients_in_pool);
+      TensorAllocator(c.project, analyses[i], rewrites, c.plans.back(), c.layers, c.engine).run();
+    }
+    if (!options.pack_memory) {
+      finalize_variants(c.plans);
+      emit_graphs(c);
+      return c;
+    }
+    unify_variants(c.plans, false);
+    emit_graphs(c);
+    pack_step_local(c);
+    return c;
+  };
+  using Place = CompileOptions::GradientPlace;
+  if (!cp.sharded_gradients || !options.pack_memory || options.gradient_place == Place::Own)
+    return finish(std::move(cp), false);
+  if (options.gradient_place == Place::Pool) return finish(std::move(cp), true);
+  // ZeRO-2: the full gradients go into the pool, unless the packing comes
+  // out larger for it than with them in bytes of their own: the plan is
+  // packed both ways and the smaller kept. Both train the same, bit for bit.
+  CompiledProject pooled = finish(cp, true);
+  CompiledProject kept = finish(std::move(cp), false);
+  return kept.bytes_per_device() < pooled.bytes_per_device() ? kept : pooled;
 }
 
 }  // namespace tr

@@ -86,9 +86,10 @@ struct CompiledProject {
   // rank's share of each bucket and WEIGHT_GATHER hands it to the others.
   bool sharded_optimizer = false;
   // training.sharding "optimizer+gradients" on more than one rank (ZeRO-2):
-  // sharded_optimizer too, and the full gradients live in the step-local
-  // pool until each bucket's reduce-scatter leaves this rank its share of
-  // the sum (EngineTensors::g_shard), which the optimizer reads.
+  // sharded_optimizer too, and each bucket's reduce-scatter leaves this rank
+  // its share of the sum (EngineTensors::g_shard), which the optimizer
+  // reads; the full gradients live in the step-local pool until then where
+  // that makes the plan smaller (MemoryPlan::gradients_in_pool).
   bool sharded_gradients = false;
 
   // The arena: the largest variant's bytes.

@@ -253,15 +253,20 @@ std::string plan_report_text(const CompiledProject& cp) {
     out += fmt(
         "sharding optimizer+gradients (ZeRO-2): each rank keeps %s of the optimizer moments' and "
         "gradients' %s (%.3fx) for the run: %s of the moments' %s, and of the gradients' %s its "
-        "share of their sums, %s; each bucket is reduce-scattered, the full gradients (%s) "
-        "living in the step-local pool from their backward to their bucket's reduce-scatter, "
-        "and each rank updates its share of the weights, gathered after the update\n",
+        "share of their sums, %s; each bucket is reduce-scattered, %s, and each rank updates its "
+        "share of the weights, gathered after the update\n",
         human_bytes(m.moments + m.gradients).c_str(),
         human_bytes(m.moments_whole + m.gradients_whole).c_str(),
         ratio(m.moments + m.gradients, m.moments_whole + m.gradients_whole),
         human_bytes(m.moments).c_str(), human_bytes(m.moments_whole).c_str(),
         human_bytes(m.gradients_whole).c_str(), human_bytes(m.gradients).c_str(),
-        human_bytes(m.pooled_gradients).c_str());
+        m.pooled_gradients > 0
+            ? ("the full gradients (" + human_bytes(m.pooled_gradients) +
+               ") living in the step-local pool from their backward to their bucket's "
+               "reduce-scatter")
+                  .c_str()
+            : "the full gradients keeping bytes of their own, as in the pool they would make "
+              "the plan larger");
   } else if (cp.sharded_optimizer) {
     out +=
         fmt("sharding optimizer (ZeRO-1): each rank holds %s of the optimizer moments' %s "

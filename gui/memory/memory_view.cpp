@@ -338,16 +338,21 @@ void MemoryView::refresh() {
                count_text(cp_->world_size(), tr("%1 rank"), tr("%1 ranks")),
                bytes_text(per_device * static_cast<uint64_t>(cp_->world_size())), fitText_);
   // What sharding saves each rank.
-  if (const ShardedBytes s = sharded_bytes(plan); s.pooled_gradients > 0)
+  const ShardedBytes shares = sharded_bytes(plan);
+  if (shares.whole > 0 && cp_->project().training.sharding == Sharding::OptimizerAndGradients)
     text += tr("\nOptimizer state and gradients sharded over the ranks (ZeRO-2): each keeps %1 "
-               "of their %2 for the run (the moments' and the summed gradients' shares), and "
-               "the full gradients live in the pool until their bucket's reduce-scatter.")
-                .arg(bytes_text(s.moments + s.gradients),
-                     bytes_text(s.moments_whole + s.gradients_whole));
-  else if (s.whole > 0)
+               "of their %2 for the run (the moments' and the summed gradients' shares), and %3.")
+                .arg(bytes_text(shares.moments + shares.gradients),
+                     bytes_text(shares.moments_whole + shares.gradients_whole),
+                     shares.pooled_gradients > 0
+                         ? tr("the full gradients live in the pool until their bucket's "
+                              "reduce-scatter")
+                         : tr("the full gradients keep bytes of their own, as in the pool they "
+                              "would make the plan larger"));
+  else if (shares.whole > 0)
     text += tr("\nOptimizer state sharded over the ranks (ZeRO-1): each holds %1 of the moments' "
                "%2 and updates its share of the weights.")
-                .arg(bytes_text(s.moments), bytes_text(s.moments_whole));
+                .arg(bytes_text(shares.moments), bytes_text(shares.moments_whole));
   summary_->setText(text);
   set_tone(summary_, fits_ ? Tone::Normal : Tone::Error);
 

@@ -83,9 +83,9 @@ struct Run {
 };
 
 inline Run run(const tr::Project& p, const tr::TrainOptions& options = {},
-               const tr::DataSource* data = nullptr) {
+               const tr::DataSource* data = nullptr, const tr::CompileOptions& compile = {}) {
   using namespace tr;
-  const CompiledProject cp = compile_project(p);
+  const CompiledProject cp = compile_project(p, compile);
   std::unique_ptr<DataSource> own;
   if (!data) {
     own = load_dataset(cp.project.dataset, "", cp.project.training.seed);

@@ -58,6 +58,11 @@ struct CompileOptions {
   // is computed more than twice). Off by default; bit for bit the same
   // training.
   bool recompute_matmuls = false;
+  // ZeRO-2's full gradients (training.sharding "optimizer+gradients"): in
+  // the step-local pool until their reduce-scatter, in bytes of their own,
+  // or (Auto) whichever gives the smaller plan.
+  enum class GradientPlace : uint8_t { Auto, Pool, Own };
+  GradientPlace gradient_place = GradientPlace::Auto;
 };
 
 struct ResolvedVariant {
