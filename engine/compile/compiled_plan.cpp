@@ -50,6 +50,70 @@ int CompiledPlan::variant_index(VariantKind kind) const noexcept {
   return program_ ? program_->variant_index(kind) : -1;
 }
 
+namespace {
+
+// What span `s` of a collective carries, in words.
+std::string span_cause(const CompiledProject& cp, const MemoryPlan& plan, const RegionSpan& s) {
+  std::vector<std::string> parts;
+  const std::optional<ParamKind> first = region_param_kind(s.first);
+  if (first) {
+    // The weights of the span's kinds (every series lays them out alike).
+    const char series = region_series(s.first);
+    const ParamKind last = region_param_kind(s.last).value_or(ParamKind::DEEP_CONV);
+    int weights = 0;
+    std::vector<int> layers;
+    for (int k = static_cast<int>(*first); k <= static_cast<int>(last); ++k)
+      for (DTensorId w :
+           plan.region(param_region(ParamSeries::W, static_cast<ParamKind>(k))).tensors) {
+        ++weights;
+        const int owner = plan.get_dtensor(w).owner;
+        if (owner >= 0 && std::find(layers.begin(), layers.end(), owner) == layers.end())
+          layers.push_back(owner);
+      }
+    std::sort(layers.begin(), layers.end());
+    std::string whose = std::to_string(weights) + (weights == 1 ? " weight" : " weights") + " of " +
+                        std::to_string(layers.size()) + (layers.size() == 1 ? " layer" : " layers");
+    if (!layers.empty()) {
+      auto name = [&](int l) { return cp.project.model.nodes[static_cast<size_t>(l)].design_id(); };
+      whose += " (" + name(layers.front());
+      if (layers.size() > 1) whose += " .. " + name(layers.back());
+      whose += ")";
+    }
+    parts.push_back(series == 'W' ? "each rank's updated share of the " + whose
+                                  : "the gradients of the " + whose);
+  }
+  for (int r = region_index(s.first); r <= region_index(s.last); ++r) {
+    switch (static_cast<Region>(r)) {
+      case Region::R_RESULT:
+        parts.push_back("the batch's loss, top-1 and top-5");
+        break;
+      case Region::R_RESULT_ACCUMULATED:
+        parts.push_back("the validation totals");
+        break;
+      case Region::R_CONFUSION:
+        parts.push_back("the confusion counts");
+        break;
+      case Region::B_NEXT_MEAN:
+        parts.push_back("batch norm's running statistics");
+        break;
+      case Region::N_FC:
+        parts.push_back("LARS's per-layer norms, as the ranks' sums of squares");
+        break;
+      case Region::S_SCALARS:
+        parts.push_back("the overflow flag, so that every rank skips an overflowed step");
+        break;
+      default:
+        break;
+    }
+  }
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  return out;
+}
+
+}  // namespace
+
 std::optional<PlanNode> CompiledPlan::node(GraphId graph, int variant, int node) const {
   const ComputationGraph* g = program_ ? program_->find_graph(graph, variant) : nullptr;
   if (!g || node < 0 || static_cast<size_t>(node) >= g->nodes.size()) return std::nullopt;
@@ -62,6 +126,9 @@ std::optional<PlanNode> CompiledPlan::node(GraphId graph, int variant, int node)
     const MemoryPlan& plan = program_->plans.at(static_cast<size_t>(std::max(variant, 0)));
     for (const RegionSpan& s : n.in_spans) {
       out.collective_bytes += plan.region_range(s.first, s.last).bytes;
+      const std::string cause = span_cause(*program_, plan, s);
+      if (!cause.empty())
+        out.collective_cause += (out.collective_cause.empty() ? "" : "; ") + cause;
       if (!out.collective_regions.empty()) out.collective_regions += ", ";
       out.collective_regions += std::string(region_name(s.first));
       if (s.last != s.first) out.collective_regions += ".." + std::string(region_name(s.last));

@@ -135,10 +135,14 @@ TimelineModel::TimelineModel(std::vector<ProfileSpan> spans, const CompiledPlan*
     b.span = static_cast<int>(i);
     const std::optional<PlanNode> node = cp ? node_of(*cp, s.tag) : std::nullopt;
     if (node) b.layer = node->layer;
-    if (node && node->collective_bytes > 0)
+    if (node && node->collective_bytes > 0) {
       b.collective = TimelineModelText::tr("%1 from each rank: %2")
                          .arg(QString::fromStdString(human_bytes(node->collective_bytes)),
                               QString::fromStdString(node->collective_regions));
+      if (!node->collective_cause.empty())
+        b.collective += TimelineModelText::tr("\ncarries %1")
+                            .arg(QString::fromStdString(node->collective_cause));
+    }
     b.kind = bar_kind_of(s.tag.graph, node ? std::string_view(node->op) : label_op(s.tag.label),
                          s.tag.label);
     duration_us_ = std::max(duration_us_, b.end_us);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The CPU backend's collectives keep NCCL's contract: in-place sum and mean
-// all-reduces that leave identical bits on every rank, broadcasts from any
-// root, groups that run as one rendezvous, an error on every rank when the
-// ranks' calls disagree, and abort() releasing ranks that wait for a partner
-// that failed. The rank barrier underneath is tested on its own.
+// The CPU backend's collectives keep NCCL's contract: in-place sum, mean and
+// max all-reduces that leave identical bits on every rank, a reduce-scatter
+// that is the mean all-reduce's share, broadcasts from any root, groups that run as one rendezvous,
+// an error on every rank when the ranks' calls disagree, and abort() releasing ranks that wait for
+// a partner that failed. The rank barrier underneath is tested on its own.
 #include <QtTest>
 
 #include <atomic>
@@ -11,8 +11,11 @@
 #include <cstring>
 #include <future>
 #include <thread>
+#include <vector>
 
+#include "backends/cpu/collectives.h"
 #include "backends/cpu/cpu_backend.h"
+#include "core/data_shard.h"
 #include "runtime/rank_barrier.h"
 
 using namespace tr;
@@ -86,6 +89,46 @@ class TestCollectives : public QObject {
     for (int r = 0; r < world; ++r) b->all_reduce(r, StreamKind::UPDATE, {0, 4096}, ReduceOp::MEAN);
     for (int r = 0; r < world; ++r) b->synchronize(r);
     for (int r = 1; r < world; ++r) QCOMPARE(std::memcmp(floats(*b, r), floats(*b, 0), 4096), 0);
+  }
+
+  // ZeRO-2's reduce-scatter gives each rank its share (core/data_shard.h) of
+  // the very bits the mean all-reduce gives every rank; the max all-reduce
+  // leaves every rank the largest value.
+  void reduceScatterIsTheAllReducesShare() {
+    const int world = 8;
+    const uint64_t count = 1000;  // shares of 128 floats, the last 104
+    cpu::Collectives c(world);
+    std::vector<std::vector<float>> reduced(world), scattered(world), shares(world), most(world);
+    for (int r = 0; r < world; ++r) {
+      reduced[static_cast<size_t>(r)].resize(count);
+      for (uint64_t i = 0; i < count; ++i)
+        reduced[static_cast<size_t>(r)][i] =
+            (r % 2 ? 1e8f : 1.0f) * (1.0f + static_cast<float>(i) * 1e-3f) - static_cast<float>(r);
+      scattered[static_cast<size_t>(r)] = reduced[static_cast<size_t>(r)];
+      most[static_cast<size_t>(r)] = reduced[static_cast<size_t>(r)];
+      shares[static_cast<size_t>(r)].assign(count, -1.0f);
+    }
+    std::vector<std::thread> threads;
+    for (int r = 0; r < world; ++r)
+      threads.emplace_back([&, r] {
+        const auto k = static_cast<size_t>(r);
+        c.all_reduce(r, reduced[k].data(), count, true);
+        c.run(r, {{cpu::CollectiveKind::REDUCE_SCATTER_MEAN, scattered[k].data(), count * 4, 0,
+                   "scatter", shares[k].data()}});
+        c.run(r, {{cpu::CollectiveKind::ALL_REDUCE_MAX, most[k].data(), count * 4, 0, "max"}});
+      });
+    for (std::thread& t : threads) t.join();
+    for (int r = 0; r < world; ++r) {
+      const auto k = static_cast<size_t>(r);
+      const ShardShare share = shard_share(count * 4, r, world);
+      QCOMPARE(share.bytes(), uint64_t{r == world - 1 ? 104u * 4 : 128u * 4});
+      QCOMPARE(std::memcmp(shares[k].data(), reduced[k].data() + share.begin / 4, share.bytes()),
+               0);
+      QCOMPARE(shares[k][share.bytes() / 4], -1.0f);  // nothing past the share
+      for (uint64_t i = 0; i < count; i += 37) QCOMPARE(most[k][i], most[1][i]);
+      // rank 1's, the largest
+      QCOMPARE(most[k][10], 1e8f * (1.0f + static_cast<float>(10) * 1e-3f) - 1.0f);
+    }
   }
 
   void disagreeingRanksFailOnEveryRank() {

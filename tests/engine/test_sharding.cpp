@@ -306,6 +306,23 @@ class TestSharding : public QObject {
                handle.rank_share(cp.engine.g_shard[b], 2).size());
     }
     QVERIFY(handle.rank_share(cp.engine.scalars, 0).empty());
+    // Each collective says what it carries (the Timeline shows it).
+    auto cause = [&](GraphId g, RangeOp op) {
+      const ComputationGraph* graph = cp.find_graph(g, train);
+      for (size_t i = 0; graph && i < graph->nodes.size(); ++i)
+        if (graph->nodes[i].kind == NodeKind::RANGE && graph->nodes[i].range_op == op)
+          return handle.node(g, train, static_cast<int>(i))->collective_cause;
+      return std::string("(no such node)");
+    };
+    QCOMPARE(cause(GraphId::DEEP_COMM, RangeOp::REDUCE_SCATTER),
+             std::string("the gradients of the 1 weight of 1 layer (conv2)"));
+    QCOMPARE(cause(GraphId::DEEP_COMM, RangeOp::ALLREDUCE_MEAN),
+             std::string("the batch's loss, top-1 and top-5"));
+    QCOMPARE(cause(GraphId::NAN_CHECK_AND_GRAD_SCALING, RangeOp::ALLREDUCE_MAX),
+             std::string("the overflow flag, so that every rank skips an overflowed step"));
+    QVERIFY2(cause(GraphId::WEIGHT_GATHER, RangeOp::ALLGATHER)
+                     .find("each rank's updated share of the ") == 0,
+             cause(GraphId::WEIGHT_GATHER, RangeOp::ALLGATHER).c_str());
   }
 
   // Each rank's moments are a share of each bucket (a quarter on 4 ranks,

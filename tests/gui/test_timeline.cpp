@@ -217,6 +217,11 @@ class TestTimeline : public QObject {
         QVERIFY2(text.contains(QString::fromStdString(human_bytes(bytes)) +
                                " from each rank: G_DEEP_CONV..R_RESULT"),
                  qPrintable(text));
+        // And what it carries: lenet's deeper convolution's weight and bias,
+        // and the batch result.
+        QVERIFY2(text.contains("carries the gradients of the 2 weights of 1 layer (conv2) and "
+                               "the batch's loss, top-1 and top-5"),
+                 qPrintable(text));
       }
       if (s.tag.graph == GraphId::TRANSFER_A || s.tag.graph == GraphId::TRANSFER_B)
         QCOMPARE(k, BarKind::Transfer);

@@ -90,6 +90,10 @@ struct PlanNode {
   // are ("G_DEEP_CONV..R_RESULT": the deep bucket's gradients and the result).
   uint64_t collective_bytes = 0;
   std::string collective_regions;
+  // What the collective carries and why, in words: "the gradients of 35
+  // weights of 16 layers (s1b1_conv1 .. s4b3_conv3)", "the overflow flag, so
+  // that every rank skips an overflowed step".
+  std::string collective_cause;
 };
 
 // What one rank's share of a sharded tensor (placement S(0)) holds: a run
