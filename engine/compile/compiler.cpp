@@ -807,32 +807,31 @@ CompiledProject compile_project(const Project& project, const CompileOptions& op
   cp.analysis = analyses[train];
 
   const std::vector<LayerRewrite> rewrites = plan_layer_rewrites(cp.project, cp.analysis, options);
-  auto finish = [&](CompiledProject c, bool gradients_in_pool) {
-    for (size_t i = 0; i < c.variants.size(); ++i) {
-      c.plans.emplace_back(c.variants[i].name);
-      c.plans.back().set_gradients_in_pool(gradients_in_pool);
-      TensorAllocator(c.project, analyses[i], rewrites, c.plans.back(), c.layers, c.engine).run();
-    }
-    if (!options.pack_memory) {
-      finalize_variants(c.plans);
-      emit_graphs(c);
-      return c;
-    }
-    unify_variants(c.plans, false);
-    emit_graphs(c);
-    pack_step_local(c);
-    return c;
-  };
+  for (size_t i = 0; i < cp.variants.size(); ++i) {
+    cp.plans.emplace_back(cp.variants[i].name);
+    TensorAllocator(cp.project, analyses[i], rewrites, cp.plans.back(), cp.layers, cp.engine).run();
+  }
+  if (!options.pack_memory) {
+    finalize_variants(cp.plans);
+    emit_graphs(cp);
+    return cp;
+  }
+  unify_variants(cp.plans, false);
+  emit_graphs(cp);
+  // ZeRO-2: the same tensors and graphs, the full gradients packed into the
+  // pool or in bytes of their own; unless told, the smaller plan is kept
+  // (both train the same, bit for bit).
   using Place = CompileOptions::GradientPlace;
-  if (!cp.sharded_gradients || !options.pack_memory || options.gradient_place == Place::Own)
-    return finish(std::move(cp), false);
-  if (options.gradient_place == Place::Pool) return finish(std::move(cp), true);
-  // ZeRO-2: the full gradients go into the pool, unless the packing comes
-  // out larger for it than with them in bytes of their own: the plan is
-  // packed both ways and the smaller kept. Both train the same, bit for bit.
-  CompiledProject pooled = finish(cp, true);
-  CompiledProject kept = finish(std::move(cp), false);
-  return kept.bytes_per_device() < pooled.bytes_per_device() ? kept : pooled;
+  if (!cp.sharded_gradients || options.gradient_place == Place::Own) {
+    pack_step_local(cp);
+    return cp;
+  }
+  CompiledProject pooled = cp;
+  for (MemoryPlan& plan : pooled.plans) plan.set_gradients_in_pool(true);
+  pack_step_local(pooled);
+  if (options.gradient_place == Place::Pool) return pooled;
+  pack_step_local(cp);
+  return cp.bytes_per_device() < pooled.bytes_per_device() ? cp : pooled;
 }
 
 }  // namespace tr

@@ -82,24 +82,33 @@ void Collectives::run(int rank, const std::vector<CollectiveCall>& calls) {
     throw std::logic_error("CPU collectives: the ranks disagree: " + why);
   }
   const uint64_t w = static_cast<uint64_t>(world_);
+  // World sizes are powers of two, so the mean's scaling is exact.
+  const float scale = 1.0f / static_cast<float>(world_);
   for (size_t k = 0; k < calls.size(); ++k) {
     const CollectiveCall& c = calls[k];
     auto buffer = [&](int r) { return (*posted_[static_cast<size_t>(r)])[k].data; };
+    // Float i over the ranks, taken in rank order: the same bits on every
+    // rank, and for a reduce-scatter the same as the all-reduce's.
+    const bool max = c.kind == CollectiveKind::ALL_REDUCE_MAX;
+    const bool mean =
+        c.kind == CollectiveKind::ALL_REDUCE_MEAN || c.kind == CollectiveKind::REDUCE_SCATTER_MEAN;
+    auto reduced = [&](uint64_t i) {
+      float v = max ? static_cast<const float*>(buffer(0))[i] : 0.0f;
+      for (int r = max ? 1 : 0; r < world_; ++r) {
+        const float x = static_cast<const float*>(buffer(r))[i];
+        v = max ? std::max(v, x) : v + x;
+      }
+      return mean ? v * scale : v;
+    };
     if (c.kind == CollectiveKind::BROADCAST) {
       if (rank != c.root) std::memcpy(c.data, buffer(c.root), c.bytes);
       continue;
     }
     if (c.kind == CollectiveKind::REDUCE_SCATTER_MEAN) {
-      // This rank's share, summed in rank order and scaled as the
-      // all-reduce does: the same bits as its mean of the whole buffer.
       const ShardShare share = shard_share(c.bytes, rank, world_);
-      const float scale = 1.0f / static_cast<float>(world_);
       float* out = static_cast<float*>(c.out);
-      for (uint64_t i = share.begin / 4; i < share.end / 4; ++i) {
-        float sum = 0.0f;
-        for (int r = 0; r < world_; ++r) sum += static_cast<const float*>(buffer(r))[i];
-        out[i - share.begin / 4] = sum * scale;
-      }
+      for (uint64_t i = share.begin / 4; i < share.end / 4; ++i)
+        out[i - share.begin / 4] = reduced(i);
       continue;
     }
     if (c.kind == CollectiveKind::ALL_GATHER) {
@@ -116,18 +125,9 @@ void Collectives::run(int rank, const std::vector<CollectiveCall>& calls) {
     const uint64_t count = c.bytes / 4;
     const uint64_t begin = count * static_cast<uint64_t>(rank) / w;
     const uint64_t end = count * static_cast<uint64_t>(rank + 1) / w;
-    const bool mean = c.kind == CollectiveKind::ALL_REDUCE_MEAN;
-    const bool max = c.kind == CollectiveKind::ALL_REDUCE_MAX;
-    // World sizes are powers of two, so the scaling is exact.
-    const float scale = 1.0f / static_cast<float>(world_);
     for (uint64_t i = begin; i < end; ++i) {
-      float sum = max ? static_cast<const float*>(buffer(0))[i] : 0.0f;
-      for (int r = max ? 1 : 0; r < world_; ++r) {
-        const float x = static_cast<const float*>(buffer(r))[i];
-        sum = max ? std::max(sum, x) : sum + x;
-      }
-      if (mean) sum *= scale;
-      for (int r = 0; r < world_; ++r) static_cast<float*>(buffer(r))[i] = sum;
+      const float v = reduced(i);
+      for (int r = 0; r < world_; ++r) static_cast<float*>(buffer(r))[i] = v;
     }
   }
   barrier_.arrive_and_wait();
