@@ -140,6 +140,26 @@ int node_index(const Project& project, const std::string& id) {
   return -1;
 }
 
+// How each design node splits over the tensor ranks, by id: a compiled
+// layer's split, or for a composite layer (attention) "heads".
+QHash<QString, QString> tensor_splits(const CompiledPlan& cp) {
+  QHash<QString, QString> out;
+  if (cp.tensor_ranks() <= 1) return out;
+  const auto& nodes = cp.project().model.nodes;
+  for (size_t v = 0; v < nodes.size(); ++v) {
+    const std::string_view split = cp.tensor_split(static_cast<int>(v));
+    if (split == "whole") continue;
+    const QString id = QString::fromStdString(nodes[v].design_id());
+    if (!nodes[v].part_of.empty())
+      out.insert(id, QStringLiteral("heads"));
+    else
+      out.insert(id, split == "local"
+                         ? QStringLiteral("channels")
+                         : QString::fromUtf8(split.data(), static_cast<qsizetype>(split.size())));
+  }
+  return out;
+}
+
 // The layers in `cp` of the document's node `node`: itself, or a composite
 // layer's parts (matched by id, as the design may have changed since `cp`
 // was compiled); empty when absent.
@@ -1158,6 +1178,7 @@ bool MainWindow::compile(QString* error) {
   }
   memory_->setCompiled(cp, scan_);
   analysis_->setCompiled(cp);
+  designer_->designerScene()->setTensorSplits(tensor_splits(*cp));
   // The layer selected in the designer stays marked in the new plan.
   selectionChanged(designer_->designerScene()->currentNode());
   showStatus(tr("Compiled: %1 per device, %2")

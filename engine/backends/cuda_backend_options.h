@@ -31,6 +31,10 @@ struct CudaBackendOptions {
   // The plan uses SyncBatchNorm: a second communicator for the BN layers'
   // in-graph sums (only with more than one rank in the world).
   bool sync_batch_norm = false;
+  // The device mesh's tensor dimension: consecutive groups of this many
+  // ranks get a tensor-parallel communicator and the ranks of one tensor
+  // index a data-parallel one, both split from the world's.
+  int tensor = 1;
 };
 
 }  // namespace tr::cuda

@@ -22,6 +22,7 @@ constexpr const char* kBenchUsage =
     "         [--threads T] [--devices cpu:N|cuda:I-J] [--precision fp32|amp|bf16] [--data DIR]\n"
     "         [--rewrites on|off] [--recompute on|off|matmuls] [--memory-packing on|off]\n"
     "         [--streams 5|1] [--sharding none|optimizer|optimizer+gradients]\n"
+    "         [--mesh data=N,tensor=M]\n"
     "         [--capture on|off] [--conv-algorithms fastest|deterministic]\n"
     "         [--resident-batch] [--allow-fallback] [--json]\n"
     "  Trains W + N steps (no validation) and reports the median time of the last N,\n"
@@ -89,6 +90,7 @@ int cmd_bench(const std::vector<std::string>& args) {
        a.values.count("conv-algorithms") ? a.values.at("conv-algorithms") : "fastest"},
       {"devices", cp.project().training.devices.str()},
       {"sharding", sharding_name(cp.project().training.sharding)},
+      {"mesh_tensor", cp.project().training.tensor_ranks},
       {"fell_back", job.fell_back()},
       {"plan_bytes_per_device", cp.bytes_per_device()},
       {"threads", job.context().cpu_threads},

@@ -56,6 +56,10 @@ constexpr const char* kTrainUsage =
     "  keeps the optimizer state of its share of the weights only, with\n"
     "  optimizer+gradients (ZeRO-2) also only the summed gradients of that share\n"
     "  (the project's training.sharding otherwise).\n"
+    "  --mesh data=N,tensor=M: the device mesh (the project's training.mesh.tensor\n"
+    "  otherwise): groups of M consecutive ranks split each transformer block, tensor\n"
+    "  parallel (attention by heads, the MLP by features), and see the same samples;\n"
+    "  N groups split the batch (data may be left out; N x M is the rank count).\n"
     "  --conv-algorithms deterministic keeps CUDA convolutions to cuDNN algorithms\n"
     "  that repeat bit for bit (default fastest: the fastest measured).\n"
     "  Across machines (CUDA devices, one process per machine, docs/multi-node.md):\n"
@@ -188,11 +192,18 @@ int cmd_train(const std::vector<std::string>& args) {
   else
     apply_project_init_from(cp.project(), options);  // --init-from wins
   const int64_t epochs = cp.project().training.epochs;
-  std::printf("training %s: %lld parameters, %s, global batch %lld on %s, %lld epoch%s\n",
+  // Tensor parallel: the plan is one tensor rank's share of the model.
+  const int tensor = cp.tensor_ranks();
+  const std::string mesh = tensor > 1
+                               ? " as mesh data=" + std::to_string(cp.world_size() / tensor) +
+                                     " x tensor=" + std::to_string(tensor)
+                               : std::string();
+  std::printf("training %s: %lld parameters%s, %s, global batch %lld on %s%s, %lld epoch%s\n",
               cp.project().name.c_str(), static_cast<long long>(cp.analysis().total_params),
-              context.dataset.c_str(), static_cast<long long>(cp.project().training.global_batch),
-              cp.project().training.devices.str().c_str(), static_cast<long long>(epochs),
-              epochs == 1 ? "" : "s");
+              tensor > 1 ? " on each tensor rank" : "", context.dataset.c_str(),
+              static_cast<long long>(cp.project().training.global_batch),
+              cp.project().training.devices.str().c_str(), mesh.c_str(),
+              static_cast<long long>(epochs), epochs == 1 ? "" : "s");
   if (context.global_world != context.ranks) {
     std::printf("global ranks %d-%d of %d on this node%s\n", context.first_rank,
                 context.first_rank + context.ranks - 1, context.global_world,
@@ -282,6 +293,11 @@ int cmd_train(const std::vector<std::string>& args) {
     for (const GraphOverlap& o : comm_overlaps(report.profile))
       std::printf("overlap rank %d DEEP_COMM under FIRST_LAYER_BWD: %.1f of %.1f us (%.0f%%)\n",
                   o.rank, o.overlap_us, o.busy_a_us, 100 * o.fraction_of_a());
+    for (const GraphOverlap& o : hidden_communication(report.profile))
+      std::printf(
+          "communication rank %d: %.1f us of collectives, %.1f us of them (%.0f%%) hidden under "
+          "kernels on other streams, %.1f us of kernels in all\n",
+          o.rank, o.busy_a_us, o.overlap_us, 100 * o.fraction_of_a(), o.busy_b_us);
   }
   if (a.values.count("summary")) {
     nlohmann::json s;

@@ -7,10 +7,41 @@
 namespace tr::cli {
 
 const std::set<std::string>& override_options() {
-  static const std::set<std::string> names{"devices", "precision", "batch",   "epochs",
-                                           "seed",    "sync-bn",   "sharding"};
+  static const std::set<std::string> names{"devices", "precision", "batch",    "epochs",
+                                           "seed",    "sync-bn",   "sharding", "mesh"};
   return names;
 }
+
+namespace {
+
+// --mesh data=D,tensor=T (either may be left out: data is what the devices
+// leave, tensor 1); data times tensor must be the rank count.
+void apply_mesh(const std::string& text, TrainingSpec& t) {
+  const std::string usage =
+      "option '--mesh' takes data=N,tensor=M (e.g. data=2,tensor=2), got '" + text + "'";
+  int64_t data = 0, tensor = 1;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) throw UsageError(usage);
+    const std::string name = item.substr(0, eq);
+    if (name != "data" && name != "tensor")
+      throw UsageError(usage + ": the mesh has the dimensions data and tensor, not '" + name + "'");
+    const int64_t n = positive_integer("mesh", item.substr(eq + 1));
+    (name == "data" ? data : tensor) = n;
+    at = comma + 1;
+  }
+  const int world = t.devices.world_size();
+  if (data > 0 && data * tensor != world)
+    throw UsageError("option '--mesh': data=" + std::to_string(data) + " x tensor=" +
+                     std::to_string(tensor) + " is " + std::to_string(data * tensor) +
+                     " ranks, but " + t.devices.str() + " has " + std::to_string(world));
+  t.tensor_ranks = tensor;
+}
+
+}  // namespace
 
 void apply_overrides(const ParsedArgs& a, Project& project) {
   TrainingSpec& t = project.training;
@@ -62,10 +93,17 @@ void apply_overrides(const ParsedArgs& a, Project& project) {
       t.seed = static_cast<uint64_t>(positive_integer("seed", s));
     }
   }
-  const int world = t.devices.world_size();
+  if (a.values.count("mesh")) apply_mesh(a.values.at("mesh"), t);
+  const int world = t.data_ranks();
+  if (world == 0)
+    throw UsageError("mesh tensor=" + std::to_string(t.tensor_ranks) + " does not divide the " +
+                     std::to_string(t.devices.world_size()) + " ranks of " + t.devices.str());
   if (t.global_batch % world != 0)
     throw UsageError("global batch " + std::to_string(t.global_batch) + " does not divide by " +
-                     std::to_string(world) + " devices");
+                     std::to_string(world) +
+                     (t.tensor_ranks > 1 ? " data-parallel ranks (mesh tensor=" +
+                                               std::to_string(t.tensor_ranks) + ")"
+                                         : std::string(" devices")));
 }
 
 }  // namespace tr::cli

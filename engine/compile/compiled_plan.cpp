@@ -8,6 +8,7 @@
 #include "compile/compiler.h"
 #include "compile/ops.h"
 #include "plan/gradient_buckets.h"
+#include "plan/tensor_shards.h"
 
 namespace tr {
 
@@ -37,6 +38,18 @@ const std::vector<PoolSummary>& CompiledPlan::pools() const {
 }
 int CompiledPlan::world_size() const {
   return program_->world_size;
+}
+int CompiledPlan::tensor_ranks() const {
+  return program_->tensor_ranks;
+}
+Shape CompiledPlan::whole_shape(DTensorId id) const {
+  return tr::whole_shape(program_->plans.front().get_dtensor(id), program_->tensor_ranks);
+}
+std::string_view CompiledPlan::tensor_split(int layer) const {
+  const auto& s = program_->splits;
+  return tensor_split_name(layer >= 0 && static_cast<size_t>(layer) < s.size()
+                               ? s[static_cast<size_t>(layer)].split
+                               : TensorSplit::Whole);
 }
 uint64_t CompiledPlan::bytes_per_device() const {
   return program_->bytes_per_device();
@@ -132,6 +145,22 @@ std::optional<PlanNode> CompiledPlan::node(GraphId graph, int variant, int node)
       if (!out.collective_regions.empty()) out.collective_regions += ", ";
       out.collective_regions += std::string(region_name(s.first));
       if (s.last != s.first) out.collective_regions += ".." + std::string(region_name(s.last));
+    }
+    // Tensor parallel: a feature summed over the tensor ranks.
+    for (DTensorId id : n.inputs) {
+      const DTensor& t =
+          program_->plans.at(static_cast<size_t>(std::max(variant, 0))).get_dtensor(id);
+      out.collective_bytes += t.device_bytes();
+      out.collective_regions += (out.collective_regions.empty() ? "" : ", ") + t.name;
+      const bool forward = n.layer >= 0 && t.owner == n.layer;
+      const std::string layer =
+          n.layer >= 0 ? "'" + program_->project.model.nodes[static_cast<size_t>(n.layer)].id + "'"
+                       : std::string("?");
+      out.collective_cause += (out.collective_cause.empty() ? "" : "; ") +
+                              (forward ? "the tensor ranks' partial products of row-parallel " +
+                                             layer + " (bias from tensor rank 0), summed"
+                                       : "the tensor ranks' shares of column-parallel " + layer +
+                                             "'s input gradient, summed");
     }
   }
   return out;

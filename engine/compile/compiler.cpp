@@ -35,14 +35,15 @@ Diagnostic variant_problem(const Project& p, size_t index, std::string field, st
 
 // Phase 1: the batch and resolution of every variant, per device.
 std::vector<ResolvedVariant> resolve_variants(const Project& p) {
-  const int world = p.training.devices.world_size();
+  // The ranks that split the batch: a tensor-parallel group sees one share.
+  const int world = p.training.data_ranks();
   if (world < 1 || p.training.global_batch < 1 || p.training.global_batch % world != 0) {
     Diagnostic d;
     d.file = p.source_path;
     d.field = "training.global_batch";
     d.message = "global_batch " + std::to_string(p.training.global_batch) +
-                " must be positive and divisible by the " + std::to_string(world) + " ranks of " +
-                p.training.devices.str();
+                " must be positive and divisible by the " + std::to_string(world) +
+                " data-parallel ranks of " + p.training.devices.str();
     throw ProjectError({d});
   }
   const int64_t local = p.training.global_batch / world;
@@ -131,11 +132,11 @@ SeriesUse series_for(const TrainingSpec& t) {
 }
 
 bool shards_optimizer(const TrainingSpec& t) {
-  return t.sharding != Sharding::None && t.devices.world_size() > 1;
+  return t.sharding != Sharding::None && t.data_ranks() > 1;
 }
 
 bool shards_gradients(const TrainingSpec& t) {
-  return t.sharding == Sharding::OptimizerAndGradients && t.devices.world_size() > 1;
+  return t.sharding == Sharding::OptimizerAndGradients && t.data_ranks() > 1;
 }
 
 // Phase 2: the same sequence of semantic allocations for every variant;
@@ -224,7 +225,7 @@ class TensorAllocator {
   // rank's share of them: the share of the largest rank (shard_chunk_bytes),
   // in the M, V (and Q) regions of its first kind.
   void moment_shards() {
-    const int world = p_.training.devices.world_size();
+    const int world = p_.training.data_ranks();
     for (size_t b = 0; b < std::size(kGradientBuckets); ++b) {
       const GradientBucket& bucket = kGradientBuckets[b];
       const uint64_t bytes = bucket_bytes(plan_, bucket);
@@ -264,7 +265,7 @@ class GraphEmitter {
         a_(cp.analysis),
         amp_(p_.training.precision == Precision::AMP),
         sixteen_(p_.training.precision != Precision::FP32),
-        world_(cp.world_size) {}
+        world_(cp.data_ranks()) {}
 
   void run() {
     for (size_t vi = 0; vi < cp_.variants.size(); ++vi) {
@@ -381,11 +382,35 @@ class GraphEmitter {
     add(g, std::move(again));
   }
 
+  // Tensor parallel: the sum over the tensor ranks of `feature`, in place.
+  static GraphNode tensor_sum(DTensorId feature, int layer) {
+    GraphNode n = range(RangeOp::ALLREDUCE_SUM, {}, {}, {feature}, {feature});
+    n.group = CommGroup::Tensor;
+    n.layer = layer;
+    return n;
+  }
+  TensorSplit split(int v) const {
+    return cp_.splits.empty() ? TensorSplit::Whole : cp_.splits[static_cast<size_t>(v)].split;
+  }
+
+  // A layer's forward; a row-parallel one's partial products then summed
+  // over the tensor ranks (its bias added by the first alone).
+  void add_forward(ComputationGraph& g, int v, bool training, int buf) {
+    GraphNode n = forward_node(v, training, buf);
+    if (split(v) != TensorSplit::Row) {
+      add(g, std::move(n));
+      return;
+    }
+    n.bias_on_first_tensor_rank = true;
+    add(g, std::move(n));
+    add(g, tensor_sum(L(v).out, v));
+  }
+
   void first_forward(int v, int buf) {
     ComputationGraph& g = graph(buf ? GraphId::FIRST_LAYER_FWD_B : GraphId::FIRST_LAYER_FWD_A, v);
     add(g,
         compute(ComputeOp::COPY_LABELS, {cp_.engine.labels[buf]}, {cp_.engine.active_labels}, -1));
-    add(g, forward_node(a_.first_layer, true, buf));
+    add_forward(g, a_.first_layer, true, buf);
   }
 
   // Backward of one node; `written` tracks which gradient slots already hold
@@ -410,7 +435,7 @@ class GraphEmitter {
     ComputationGraph& g = graph(GraphId::DEEP_FWD_BWD, v);
     for (int node : a_.order)
       if (node != a_.input_node && node != a_.first_layer && runs_kernel(node))
-        add(g, forward_node(node, true, 0));
+        add_forward(g, node, true, 0);
     // ZeRO-2: the gradients live in the pool from here, and start at zero
     // (what ZERO_GRAD does for gradients with bytes of their own).
     if (cp_.sharded_gradients) add(g, range(RangeOp::CLEAR, {}, cleared_gradients()));
@@ -428,6 +453,9 @@ class GraphEmitter {
       for (int port = 0; port < ports; ++port)
         recompute(g, a_.source_of(node, port).node, recomputed);
       add(g, backward_node(node, written));
+      // A column-parallel layer's input gradient: each rank's share of the
+      // sum over the features it computes.
+      if (split(node) == TensorSplit::Column) add(g, tensor_sum(input_grad_of(node, 0), node));
     }
   }
 
@@ -446,7 +474,7 @@ class GraphEmitter {
   void inference(int v, int buf) {
     ComputationGraph& g = graph(buf ? GraphId::INF_MAIN_B : GraphId::INF_MAIN_A, v);
     for (int node : a_.order)
-      if (node != a_.input_node && runs_kernel(node)) add(g, forward_node(node, false, buf));
+      if (node != a_.input_node && runs_kernel(node)) add_forward(g, node, false, buf);
     add(g, range(RangeOp::ACCUMULATE, {{Region::R_RESULT, Region::R_RESULT}},
                  {{Region::R_RESULT_ACCUMULATED, Region::R_RESULT_ACCUMULATED}}));
   }
@@ -752,6 +780,29 @@ const ComputationGraph* CompiledProject::find_graph(GraphId id, int variant) con
 
 namespace {
 
+// Tensor parallel: which of each split layer's tensors are a tensor rank's
+// part of a whole one, and along which dimension. Weights are [out, 1, 1,
+// in] (a TokenLinear's too): a column layer's split by outputs (its bias
+// with them), a row layer's by inputs (its bias whole, added once). The
+// features between a column and a row layer are split by channels.
+void mark_tensor_placements(CompiledProject& cp) {
+  const Placement rows{PlacementKind::Shard, 0}, channels{PlacementKind::Shard, 3};
+  for (MemoryPlan& plan : cp.plans)
+    for (size_t v = 0; v < cp.splits.size(); ++v) {
+      const LayerSplit& s = cp.splits[v];
+      const LayerTensors& t = cp.layers[v];
+      auto mark = [&](DTensorId id, Placement p) {
+        if (id != kNoTensor) plan.set_tensor_placement(id, p, s.blocks);
+      };
+      if (s.split == TensorSplit::Column || s.split == TensorSplit::Row)
+        for (DTensorId id : t.weight) mark(id, s.split == TensorSplit::Column ? rows : channels);
+      if (s.split == TensorSplit::Column)
+        for (DTensorId id : t.bias) mark(id, channels);
+      if (s.split == TensorSplit::Column || s.split == TensorSplit::Local)
+        for (DTensorId id : {t.out, t.grad, t.recomputed, t.saved, t.mask}) mark(id, channels);
+    }
+}
+
 // The graphs, each node with the settings its kernel runs with.
 void emit_graphs(CompiledProject& cp) {
   GraphEmitter(cp).run();
@@ -769,6 +820,17 @@ CompiledProject compile_project(const Project& project, const CompileOptions& op
   cp.world_size = project.training.devices.world_size();
   cp.sharded_optimizer = shards_optimizer(project.training);
   cp.sharded_gradients = shards_gradients(project.training);
+  if (project.training.tensor_ranks > 1 && project.training.sharding != Sharding::None) {
+    Diagnostic d;
+    d.file = project.source_path;
+    d.field = "training.sharding";
+    d.message = "sharding \"" + std::string(sharding_name(project.training.sharding)) +
+                "\" with mesh tensor=" + std::to_string(project.training.tensor_ranks) +
+                ": the optimizer state of tensor-parallel layers is split over the tensor ranks "
+                "already, and sharding it over the data ranks as well is not supported; set "
+                "sharding \"none\" or mesh tensor=1";
+    throw ProjectError({d});
+  }
   if (project.training.sharding != Sharding::None && cp.world_size == 1) {
     Diagnostic d;
     d.file = project.source_path;
@@ -804,13 +866,30 @@ CompiledProject compile_project(const Project& project, const CompileOptions& op
                                analyses[i].problems.front().str());
     }
   }
+  // Tensor parallel: the model one tensor rank computes.
+  cp.tensor_ranks = static_cast<int>(project.training.tensor_ranks);
+  if (cp.tensor_ranks > 1) {
+    cp.splits = plan_tensor_parallel(cp.project, analyses[train], cp.tensor_ranks);
+    cp.project = tensor_rank_model(cp.project, cp.splits, cp.tensor_ranks);
+    for (size_t i = 0; i < cp.variants.size(); ++i) {
+      const ResolvedVariant& v = cp.variants[i];
+      analyses[i] = analyze_model(cp.project, v.batch, v.height, v.width);
+      if (!analyses[i].ok())
+        throw std::logic_error("a tensor rank's share of the model does not fit: " +
+                               analyses[i].problems.front().str());
+    }
+  }
   cp.analysis = analyses[train];
 
-  const std::vector<LayerRewrite> rewrites = plan_layer_rewrites(cp.project, cp.analysis, options);
+  std::vector<LayerRewrite> rewrites = plan_layer_rewrites(cp.project, cp.analysis, options);
+  // A row-parallel layer's output is whole only after its all-reduce.
+  for (size_t v = 0; v < cp.splits.size(); ++v)
+    if (cp.splits[v].split == TensorSplit::Row) rewrites[v].recompute_out = false;
   for (size_t i = 0; i < cp.variants.size(); ++i) {
     cp.plans.emplace_back(cp.variants[i].name);
     TensorAllocator(cp.project, analyses[i], rewrites, cp.plans.back(), cp.layers, cp.engine).run();
   }
+  mark_tensor_placements(cp);
   if (!options.pack_memory) {
     finalize_variants(cp.plans);
     emit_graphs(cp);

@@ -21,6 +21,7 @@
 #include "compile/computation_graph.h"
 #include "compile/node_params.h"
 #include "compile/scalar_slot.h"
+#include "compile/tensor_parallel.h"
 
 namespace tr {
 
@@ -91,6 +92,13 @@ struct CompiledProject {
   // reads; the full gradients live in the step-local pool until then where
   // that makes the plan smaller (MemoryPlan::gradients_in_pool).
   bool sharded_gradients = false;
+  // The device mesh's tensor dimension (training.mesh.tensor): consecutive
+  // groups of this many ranks split the layers in `splits` and see the same
+  // samples; `project` is what one tensor rank computes.
+  int tensor_ranks = 1;
+  std::vector<LayerSplit> splits;  // per model node; every one Whole without tensor parallel
+  // The ranks that split the batch (the mesh's `data` dimension).
+  int data_ranks() const noexcept { return world_size / tensor_ranks; }
 
   // The arena: the largest variant's bytes.
   uint64_t bytes_per_device() const noexcept;

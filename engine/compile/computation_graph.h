@@ -21,6 +21,12 @@ struct ModelGraph;
 
 enum class NodeKind : uint8_t { COMPUTE, RANGE };
 
+// The ranks a collective node spans on the device mesh: its data-parallel
+// group (the ranks with its tensor index; every rank without tensor
+// parallel) or its tensor-parallel group (the consecutive ranks that split
+// the same samples' layers).
+enum class CommGroup : uint8_t { Data, Tensor };
+
 // Inclusive span of regions in enum order.
 struct RegionSpan {
   Region first = Region::T_SCRATCH;
@@ -54,6 +60,10 @@ struct GraphNode {
   // spans' gradient bucket (core/data_shard.h), its moments in the bucket's
   // shards (EngineTensors::m_shard); WEIGHT_GATHER's all-gather shares them.
   bool data_sharded = false;
+  CommGroup group = CommGroup::Data;  // a collective's ranks
+  // A row-parallel layer's forward: its bias is added by tensor rank 0 only,
+  // so the all-reduce of the partial products adds it once.
+  bool bias_on_first_tensor_rank = false;
 };
 
 struct ComputationGraph {

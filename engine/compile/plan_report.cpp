@@ -9,6 +9,7 @@
 #include <renaissance/layer_spec.h>
 #include "compile/lifetimes.h"
 #include "plan/gradient_buckets.h"
+#include "plan/tensor_shards.h"
 
 namespace tr {
 
@@ -32,7 +33,36 @@ std::string rewrite_note(const CompiledProject& cp, int v) {
   if (t.fused_into >= 0) s = "in " + owner_id(cp, t.fused_into);
   if (t.grad_in_place) s += std::string(s.empty() ? "" : ", ") + "grad in place";
   if (t.recomputed != kNoTensor) s += std::string(s.empty() ? "" : ", ") + "recomputed in bwd";
+  if (cp.tensor_ranks > 1) {
+    const LayerSplit& ls = cp.splits[static_cast<size_t>(v)];
+    const LayerType type = cp.project.model.nodes[static_cast<size_t>(v)].type;
+    std::string split;
+    switch (ls.split) {
+      case TensorSplit::Column:
+        split = ls.blocks == 3 ? "tensor: column, its ranks' heads of q, k and v; dX summed"
+                               : "tensor: column, its share of the outputs; dX summed";
+        break;
+      case TensorSplit::Local:
+        split = type == LayerType::SelfAttention ? "tensor: its ranks' heads"
+                                                 : "tensor: its share of the channels";
+        break;
+      case TensorSplit::Row:
+        split = "tensor: row, its share of the inputs; Y summed, bias on tensor rank 0";
+        break;
+      case TensorSplit::Whole:
+        if (!ls.why_whole.empty()) split = "tensor: whole, " + ls.why_whole;
+        if (type == LayerType::Conv2d) split = "tensor: whole (convolutions stay replicated)";
+        break;
+    }
+    if (!split.empty()) s += std::string(s.empty() ? "" : ", ") + split;
+  }
   return s;
+}
+
+// "R", or over a mesh with a tensor dimension "R,S(0)": per mesh dimension.
+std::string placement_text(const CompiledProject& cp, const DTensor& t) {
+  return cp.tensor_ranks > 1 ? t.placement.str() + "," + t.tensor_placement.str()
+                             : t.placement.str();
 }
 
 // Per tensor, the others whose bytes overlap its own in this plan (a packed
@@ -109,6 +139,21 @@ ShardedBytes sharded_bytes(const MemoryPlan& plan) {
       default:
         break;
     }
+  }
+  return b;
+}
+
+TensorSplitBytes tensor_split_bytes(const MemoryPlan& plan, int tensor_ranks) {
+  TensorSplitBytes b;
+  for (const DTensor& t : plan.dtensors()) {
+    const bool feature =
+        t.region == Region::F_FEATURE_FP32 || t.region == Region::F_FEATURE_FP16 ||
+        t.region == Region::F_FEATURE_BF16 || t.region == Region::F_GRAD_SLOT_FP32 ||
+        t.region == Region::F_GRAD_SLOT_FP16 || t.region == Region::F_GRAD_SLOT_BF16;
+    if (t.owner < 0 || (!feature && !region_param_kind(t.region))) continue;
+    const uint64_t whole = DTensor::slot_bytes_for(whole_shape(t, tensor_ranks), t.dtype, t.region);
+    (feature ? b.features : b.params) += t.slot_bytes;
+    (feature ? b.features_whole : b.params_whole) += whole;
   }
   return b;
 }
@@ -224,7 +269,7 @@ std::string plan_report_text(const CompiledProject& cp) {
           fmt("  %-5d %-26s %-22s %-20s %-6s %6lld %5s %14llu %12llu  %s", t.id, t.name.c_str(),
               std::string(region_name(t.region)).c_str(), t.shape.str().c_str(),
               std::string(dtype_name(t.dtype)).c_str(), static_cast<long long>(t.padded_c()),
-              t.placement.str().c_str(), static_cast<unsigned long long>(t.offset),
+              placement_text(cp, t).c_str(), static_cast<unsigned long long>(t.offset),
               static_cast<unsigned long long>(t.slot_bytes), when.c_str());
       line.erase(line.find_last_not_of(' ') + 1);
       out += line + "\n";
@@ -240,14 +285,31 @@ std::string plan_report_text(const CompiledProject& cp) {
         fmt("the largest variant's bytes, with step-local tensors packed by lifetime "
             "(%s with --memory-packing off)\n",
             human_bytes(unpacked_bytes_per_device(cp)).c_str());
-  out += "placements over the " + std::to_string(cp.world_size) + " data-parallel rank" +
-         (cp.world_size > 1 ? "s" : "") +
-         ": R every rank holds all of it, P its addend of a sum the bucket all-reduce (or "
-         "reduce-scatter) takes, "
-         "S(0) its share\n";
   auto ratio = [](uint64_t a, uint64_t b) {
     return b ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
   };
+  out += "placements over the " + std::to_string(cp.data_ranks()) + " data-parallel rank" +
+         (cp.data_ranks() > 1 ? "s" : "") +
+         ": R every rank holds all of it, P its addend of a sum the bucket all-reduce (or "
+         "reduce-scatter) takes, "
+         "S(0) its share\n";
+  if (cp.tensor_ranks > 1) {
+    const TensorSplitBytes tb = tensor_split_bytes(cp.plans.front(), cp.tensor_ranks);
+    out +=
+        fmt("mesh data=%d x tensor=%d: ranks %s form a tensor-parallel group, which sees the "
+            "same samples; the second placement is over its ranks: R all of it, S(0) its "
+            "share of the rows (outputs), S(3) of the channels (a weight's inputs, a "
+            "feature's channels)\n",
+            cp.data_ranks(), cp.tensor_ranks,
+            cp.tensor_ranks == 2 ? "0-1, 2-3, ..." : "0..tensor-1, ...");
+    out +=
+        fmt("tensor parallel: each rank holds %s of the layers' parameters, gradients and "
+            "optimizer state (%s on one rank, %.3fx) and %s of their features and gradient "
+            "slots before packing (%s, %.3fx)\n",
+            human_bytes(tb.params).c_str(), human_bytes(tb.params_whole).c_str(),
+            ratio(tb.params, tb.params_whole), human_bytes(tb.features).c_str(),
+            human_bytes(tb.features_whole).c_str(), ratio(tb.features, tb.features_whole));
+  }
   const ShardedBytes m = sharded_bytes(cp.plans.front());
   if (cp.sharded_gradients) {
     out += fmt(
@@ -361,6 +423,10 @@ nlohmann::json plan_report_json(const CompiledProject& cp) {
                  {"slot_bytes", t.slot_bytes},
                  {"placement", t.placement.str()}};
       if (t.global_elements > 0) tj["global_elements"] = t.global_elements;
+      if (cp.tensor_ranks > 1) {
+        tj["tensor_placement"] = t.tensor_placement.str();
+        tj["whole_shape"] = whole_shape(t, cp.tensor_ranks).dims();
+      }
       // [first, last] positions in the step's node order; null: not touched.
       if (const TensorLifetime* l = lifetime_of[static_cast<size_t>(t.id)]) {
         tj["lifetime"] = l->first >= 0 ? json::array({l->first, l->last}) : json(nullptr);
@@ -388,6 +454,27 @@ nlohmann::json plan_report_json(const CompiledProject& cp) {
          {"tensors", std::move(tensors)}});
   }
   j["variants"] = std::move(variants);
+  {
+    json mesh = {{"data", cp.data_ranks()}, {"tensor", cp.tensor_ranks}};
+    if (cp.tensor_ranks > 1) {
+      const TensorSplitBytes tb = tensor_split_bytes(cp.plans.front(), cp.tensor_ranks);
+      mesh["param_bytes_per_rank"] = tb.params;
+      mesh["param_bytes_whole"] = tb.params_whole;
+      mesh["feature_bytes_per_rank"] = tb.features;
+      mesh["feature_bytes_whole"] = tb.features_whole;
+      json split_layers = json::array();
+      for (size_t v = 0; v < cp.splits.size(); ++v) {
+        const LayerSplit& ls = cp.splits[v];
+        if (ls.split == TensorSplit::Whole && ls.why_whole.empty()) continue;
+        json lj = {{"id", cp.project.model.nodes[v].id}, {"split", tensor_split_name(ls.split)}};
+        if (ls.blocks > 1) lj["blocks"] = ls.blocks;
+        if (!ls.why_whole.empty()) lj["why_whole"] = ls.why_whole;
+        split_layers.push_back(std::move(lj));
+      }
+      mesh["layers"] = std::move(split_layers);
+    }
+    j["mesh"] = std::move(mesh);
+  }
   j["sharding"] = {{"kind", cp.sharded_gradients   ? "optimizer+gradients"
                             : cp.sharded_optimizer ? "optimizer"
                                                    : "none"},

@@ -846,11 +846,15 @@ bool Reader::read_training(const json& t, Project& p) {
     if (spec.kind == SettingKind::Devices) devices_ok = ok;
     if (spec.key == "training.global_batch") batch_ok = ok;
   }
-  if (batch_ok && devices_ok && ts.global_batch % ts.devices.world_size() != 0) {
-    error(s, "training.global_batch",
-          "global_batch " + std::to_string(ts.global_batch) + " is not divisible by the " +
+  if (devices_ok && ts.data_ranks() == 0) {
+    error(s, "training.mesh.tensor",
+          "mesh tensor=" + std::to_string(ts.tensor_ranks) + " does not divide the " +
               std::to_string(ts.devices.world_size()) + " ranks of " + ts.devices.str() +
-              "; every rank takes the same share");
+              "; the ranks split into groups of that many");
+    devices_ok = false;
+  }
+  if (batch_ok && devices_ok && !ts.global_batch_problem().empty()) {
+    error(s, "training.global_batch", ts.global_batch_problem());
     batch_ok = false;
   }
   return batch_ok && devices_ok;
@@ -859,7 +863,7 @@ bool Reader::read_training(const json& t, Project& p) {
 void Reader::read_variants(const json* v, Project& p, bool derive_ok) {
   const Scope s;
   if (!v) {
-    int64_t world = std::max(1, p.training.devices.world_size());
+    int64_t world = std::max(1, p.training.data_ranks());
     int64_t val_batch = derive_ok ? p.training.global_batch / world : 0;
     // Validation has no partial last batch: take the largest batch up to the
     // training one that splits the validation set evenly over the ranks.

@@ -454,6 +454,18 @@ std::vector<SettingSpec> make_settings() {
        .write = WriteWhen::Set,
        .choice_get = [](const Project& p) { return static_cast<int>(p.training.sharding); },
        .choice_set = [](Project& p, int v) { p.training.sharding = static_cast<Sharding>(v); }},
+      {.key = "training.mesh.tensor",
+       .group = G::Precision,
+       .label = "Tensor-parallel ranks",
+       .help = "The device mesh's `tensor` dimension: this many consecutive ranks split each "
+               "transformer block (attention by heads, the MLP's first Linear by its outputs and "
+               "the second by its inputs) and see the same samples; the rest of the model stays "
+               "whole on each of them. It divides the devices into data-parallel groups "
+               "(cpu:4 with 2: a 2x2 mesh, data=2 x tensor=2); 1: data parallel only",
+       .min = 1,
+       .max = 64,
+       .write = WriteWhen::Set,
+       .int_ref = [](Project& p) -> int64_t& { return p.training.tensor_ranks; }},
       {.key = "training.init_from",
        .kind = K::Path,
        .group = G::Run,

@@ -47,6 +47,12 @@ CompiledProject compile_for_nodes(const Project& project, const CompileOptions& 
                      " must be divisible by the " + std::to_string(world) + " ranks of " +
                      std::to_string(nodes.nodes) + " nodes x " + project.training.devices.str() +
                      " (--batch sets it)");
+  if (project.training.tensor_ranks > 1)
+    throw UsageError("mesh tensor=" + std::to_string(project.training.tensor_ranks) +
+                     " sums every transformer block's features over its tensor ranks twice a "
+                     "step each way, which belongs on the devices of one node: across " +
+                     std::to_string(nodes.nodes) +
+                     " nodes train with mesh tensor=1 (--mesh tensor=1)");
   if (project.training.sharding != Sharding::None)
     throw UsageError(
         "training.sharding \"" + std::string(sharding_name(project.training.sharding)) +

@@ -70,6 +70,12 @@ DTensorId MemoryPlan::alloc_param(ParamSeries series, ParamKind kind, const Shap
   return id;
 }
 
+void MemoryPlan::set_tensor_placement(DTensorId id, Placement placement, int blocks) {
+  DTensor& d = tensors_.at(static_cast<size_t>(id));
+  d.tensor_placement = placement;
+  d.tensor_blocks = blocks;
+}
+
 DTensorId MemoryPlan::alloc_shard(Region region, int64_t elements, int64_t global_elements,
                                   std::string name) {
   const char s = region_series(region);

@@ -6,6 +6,7 @@
 
 #include <renaissance/error.h>
 #include <renaissance/project_io.h>
+#include "plan/tensor_shards.h"
 
 namespace tr {
 
@@ -47,13 +48,14 @@ Matching match(const CompiledProject& cp, const Checkpoint& c,
       used[it->second] = true;
     }
     if (it == index.end()) {
-      m.problems.push_back(t.name + " (" + k.first + ", " + t.shape.str() +
+      m.problems.push_back(t.name + " (" + k.first + ", " + whole_shape(t, cp.tensor_ranks).str() +
                            ") is not in the checkpoint");
       continue;
     }
     const CheckpointTensor& ct = c.tensors[it->second];
-    if (!(ct.shape == t.shape)) {
-      m.problems.push_back(t.name + " (" + k.first + ") is " + t.shape.str() +
+    const Shape whole = whole_shape(t, cp.tensor_ranks);
+    if (!(ct.shape == whole)) {
+      m.problems.push_back(t.name + " (" + k.first + ") is " + whole.str() +
                            " in the project but " + ct.shape.str() + " in the checkpoint");
       continue;
     }
@@ -103,12 +105,24 @@ Checkpoint take_checkpoint(const CompiledProject& cp, TrainingSession& session,
   c.loss_scale = scalars[static_cast<size_t>(ScalarSlot::LOSS_SCALE)];
   c.clean_steps = scalars[static_cast<size_t>(ScalarSlot::CLEAN_STEPS)];
   c.updates = static_cast<int64_t>(scalars[static_cast<size_t>(ScalarSlot::UPDATES)]);
+  const int T = cp.tensor_ranks;
   for (DTensorId id : persistent_tensors(cp)) {
     const DTensor& d = plan.get_dtensor(id);
-    c.tensors.push_back(
-        {std::string(region_name(d.region)), d.name, d.shape, session.read_tensor(rank, id)});
+    if (!is_tensor_shard(d, T)) {
+      c.tensors.push_back(
+          {std::string(region_name(d.region)), d.name, d.shape, session.read_tensor(rank, id)});
+      continue;
+    }
+    // A tensor-parallel split tensor: whole, from the parts of the first
+    // tensor group's ranks (every group holds the same).
+    if (!shards || shards->size() < static_cast<size_t>(T))
+      throw std::logic_error("a checkpoint of " + d.name + " without its tensor ranks' parts");
+    std::vector<float> whole;
+    for (int r = 0; r < T; ++r)
+      put_tensor_part(d, T, r, (*shards)[static_cast<size_t>(r)].at(id), whole);
+    c.tensors.push_back({std::string(region_name(d.region)), d.name, whole_shape(d, T), whole});
   }
-  if (shards)
+  if (shards && cp.sharded_optimizer)
     for (const ShardedMoment& m : sharded_moments(cp))
       c.tensors.push_back(
           {m.region, m.weight->name, m.weight->shape, gather_moment(cp, m, *shards)});
@@ -207,9 +221,10 @@ int64_t init_from_checkpoint(const CompiledProject& cp, TrainingSession& session
       if (!is_ema(region)) fresh.push_back(t.name + ": not in the checkpoint");
       continue;
     }
-    if (!(from->shape == t.shape)) {
+    const Shape whole = whole_shape(t, cp.tensor_ranks);
+    if (!(from->shape == whole)) {
       if (!is_ema(region))
-        fresh.push_back(t.name + ": " + t.shape.str() + " here, " + from->shape.str() +
+        fresh.push_back(t.name + ": " + whole.str() + " here, " + from->shape.str() +
                         " in the checkpoint");
       continue;
     }

@@ -109,6 +109,10 @@ ResolvedGraph resolve_graph(const CompiledProject& cp, const ComputationGraph& g
   rg.rank = rank;
   rg.nodes.reserve(graph.nodes.size());
   float* scalars = reinterpret_cast<float*>(arena + plan.get_dtensor(cp.engine.scalars).offset);
+  // The mesh: consecutive ranks form a tensor-parallel group.
+  const int tensor_rank = rank % cp.tensor_ranks;
+  rank /= cp.tensor_ranks;
+  world /= cp.tensor_ranks;
   for (const GraphNode& n : graph.nodes) {
     ResolvedNode rn;
     KernelArgs& a = rn.args;
@@ -119,10 +123,13 @@ ResolvedGraph resolve_graph(const CompiledProject& cp, const ComputationGraph& g
     a.seed = cp.project.training.seed;
     a.rank = rank;
     a.world = world;
+    a.tensor_rank = tensor_rank;
     for (DTensorId id : n.inputs) {
       a.in.push_back(tensor_arg(plan, arena, id));
       rn.footprint.read(slot(plan.get_dtensor(id)), &plan.get_dtensor(id));
     }
+    // A row-parallel layer's bias: the first tensor rank's partial sum carries it.
+    if (n.bias_on_first_tensor_rank && tensor_rank != 0 && a.in.size() == 3) a.in.pop_back();
     for (size_t i = 0; i < n.outputs.size(); ++i) {
       const DTensorId id = n.outputs[i];
       a.out.push_back(tensor_arg(plan, arena, id));
@@ -203,6 +210,7 @@ std::vector<Launch> node_launches(const CompiledProject& cp, const ResolvedGraph
     l.args = &rn.args;
     l.footprint = rn.footprint;
     l.tag = tag(op, -1);
+    l.tag.collective = l.kind == LaunchKind::COLLECTIVE;
     out.push_back(std::move(l));
     return out;
   }

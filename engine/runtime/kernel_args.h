@@ -70,8 +70,12 @@ struct KernelArgs {
   std::vector<SpanArg> in_spans, out_spans;
   float* scalars = nullptr;  // S_SCALARS of this rank, indexed by ScalarSlot
   uint64_t seed = 0;         // project seed, for dropout masks
+  // The rank's place among the data-parallel ranks (the batch's split, the
+  // dropout streams, ZeRO's shares): every tensor rank of a group has the
+  // same, as it computes the same samples.
   int rank = 0;
   int world = 1;
+  int tensor_rank = 0;  // its place in its tensor-parallel group
   // A launch over some of the rank's samples (the CPU's 16-bit staging runs a
   // few at a time): its first sample, and the rank's whole batch. Masks drawn
   // per sample number the global batch by them.

@@ -131,6 +131,25 @@ std::vector<GraphOverlap> graph_overlaps(const std::vector<ProfileSpan>& spans,
   return out;
 }
 
+std::vector<GraphOverlap> hidden_communication(const std::vector<ProfileSpan>& spans) {
+  std::map<int, std::pair<std::vector<Interval>, std::vector<Interval>>> busy;
+  for (const ProfileSpan& s : spans)
+    (s.tag.collective ? busy[s.rank].first : busy[s.rank].second).push_back({s.start_us, s.end_us});
+  std::vector<GraphOverlap> out;
+  for (auto& [rank, ab] : busy) {
+    if (ab.first.empty()) continue;
+    const std::vector<Interval> comm = merged(std::move(ab.first));
+    const std::vector<Interval> work = merged(std::move(ab.second));
+    GraphOverlap o;
+    o.rank = rank;
+    o.busy_a_us = total(comm);
+    o.busy_b_us = total(work);
+    o.overlap_us = intersection(comm, work);
+    out.push_back(o);
+  }
+  return out;
+}
+
 std::vector<GraphOverlap> comm_overlaps(const std::vector<ProfileSpan>& spans) {
   return graph_overlaps(spans, {GraphId::DEEP_COMM},
                         {GraphId::FIRST_LAYER_BWD_A, GraphId::FIRST_LAYER_BWD_B});

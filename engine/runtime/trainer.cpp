@@ -121,7 +121,9 @@ class RankLoop {
     spec.padded_channels = padded_c;
     spec.epoch = start.epoch;  // the per-epoch order is a function of (seed, epoch)
     // The global batch splits over the ranks of every node.
-    train_ = std::make_unique<BatchPipeline>(data, Split::Train, spec, cp.world_size, global_rank_);
+    // A tensor-parallel group's ranks take the same share.
+    const int data_rank = global_rank_ / cp.tensor_ranks;
+    train_ = std::make_unique<BatchPipeline>(data, Split::Train, spec, cp.data_ranks(), data_rank);
     if (start.batch >= train_->batches_per_epoch())
       throw UsageError("checkpoint '" + options.resume_source + "' continues at batch " +
                        std::to_string(start.batch + 1) + " of epoch " +
@@ -129,7 +131,7 @@ class RankLoop {
                        std::to_string(train_->batches_per_epoch()) + " batches");
     if (val_variant_ >= 0 && options.validate) {
       const int64_t val_global =
-          cp.variants[static_cast<size_t>(val_variant_)].batch * cp.world_size;
+          cp.variants[static_cast<size_t>(val_variant_)].batch * cp.data_ranks();
       if (data.size(Split::Val) % val_global != 0)
         throw UsageError(
             "the validation set's " + std::to_string(data.size(Split::Val)) +
@@ -139,7 +141,7 @@ class RankLoop {
           make_batch_spec(p.dataset, Split::Val, val_global, p.training.seed, dtype);
       val_spec.padded_channels = padded_c;
       val_ =
-          std::make_unique<BatchPipeline>(data, Split::Val, val_spec, cp.world_size, global_rank_);
+          std::make_unique<BatchPipeline>(data, Split::Val, val_spec, cp.data_ranks(), data_rank);
     }
     for (const BatchPipeline* src : {train_.get(), val_.get()})
       for (int buffer = 0; src && buffer < 2; ++buffer)
@@ -396,17 +398,23 @@ class RankLoop {
     if (at.step == last_saved_.step && at.epoch == last_saved_.epoch &&
         at.batch == last_saved_.batch)
       return;
-    // ZeRO-1: each rank reads its own moment shards, on its own streams, for
-    // rank 0 to write; every rank counts the position as saved, so all come
-    // here (and to the barriers) together.
-    const bool sharded = cp_.sharded_optimizer;
+    // ZeRO-1 and tensor parallel: each rank reads its own shards, on its
+    // own streams, for rank 0 to write; every rank counts the position as
+    // saved, so all come here (and to the barriers) together.
+    const bool sharded = gathers_shards();
     if (sharded) {
       last_saved_ = at;
-      shared_.shards[static_cast<size_t>(rank_)] = session_.read_shards(rank_);
-      shared_.barrier.arrive_and_wait();
+      read_own_shards();
     }
     write_checkpoint_file(at, ended, sharded ? &shared_.shards : nullptr);
     if (sharded) shared_.barrier.arrive_and_wait();
+  }
+
+  // Whether a checkpoint needs every rank's shards, not rank 0's tensors alone.
+  bool gathers_shards() const { return cp_.sharded_optimizer || cp_.tensor_ranks > 1; }
+  void read_own_shards() {
+    shared_.shards[static_cast<size_t>(rank_)] = session_.read_shards(rank_);
+    shared_.barrier.arrive_and_wait();
   }
 
   void write_checkpoint_file(const TrainPosition& at, const EpochReport* ended,
@@ -437,12 +445,20 @@ class RankLoop {
   // checkpoints): what predicting, exporting and fine-tuning need, without
   // the optimizer state only resuming would.
   void save_final_weights() {
-    if (global_rank_ != 0 || options_.final_weights.empty()) return;
+    if (options_.final_weights.empty()) return;
+    // Tensor parallel: the split weights are each rank's parts.
+    const bool parts = cp_.tensor_ranks > 1;
+    if (parts) read_own_shards();
+    if (global_rank_ == 0) write_final_weights(parts ? &shared_.shards : nullptr);
+    if (parts) shared_.barrier.arrive_and_wait();
+  }
+
+  void write_final_weights(const RankShards* shards) {
     CheckpointReport r;
     r.path = options_.final_weights;
     r.position = end_at_;
     try {
-      Checkpoint c = take_checkpoint(cp_, session_, end_at_, rank_);
+      Checkpoint c = take_checkpoint(cp_, session_, end_at_, rank_, shards);
       std::erase_if(c.tensors, [](const CheckpointTensor& t) {
         return !(t.region.starts_with("W_") || t.region.starts_with("E_") ||
                  t.region.starts_with("B_"));

@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <optional>
 #include <stdexcept>
 
 #include <renaissance/error.h>
 #include "data/host_tensor.h"
+#include "plan/tensor_shards.h"
 #include "runtime/pinned_host.h"
 #include "runtime/weight_init.h"
 
@@ -100,32 +102,47 @@ void TrainingSession::load_state(const std::vector<InitialTensor>& tensors,
     throw std::invalid_argument("TrainingSession::load_state: " + std::to_string(scalars.size()) +
                                 " scalars, expected " +
                                 std::to_string(static_cast<int>(ScalarSlot::COUNT)));
-  for (const InitialTensor& t : tensors) {
-    const DTensor& d = plan.get_dtensor(t.id);
-    if (d.dtype != DType::FP32 || static_cast<int64_t>(t.values.size()) != d.shape.elements())
-      throw std::invalid_argument(
-          "TrainingSession::load_state: " + std::to_string(t.values.size()) + " values for " +
-          d.name + " in " + std::string(region_name(d.region)) + ", which holds " +
-          std::to_string(d.shape.elements()));
-    Launch l;
-    l.kind = LaunchKind::COPY_H2D;
-    l.offset = d.offset;
-    l.host = const_cast<float*>(t.values.data());
-    l.bytes = t.values.size() * sizeof(float);
-    l.tag.label = "load " + d.name;
-    backend_.enqueue(0, StreamKind::TRANS, std::move(l));
+  // Tensor parallel: every local rank loads its own part of each split
+  // tensor and all of the rest (the split tensors lie among the others, so
+  // no broadcast from rank 0 can replicate them). Else rank 0 loads and
+  // the others take its copy.
+  const int T = cp_.tensor_ranks;
+  const int loading = T > 1 ? local_ : 1;
+  std::deque<std::vector<float>> parts;  // the host copies, alive until the copies finish
+  for (int r = 0; r < loading; ++r) {
+    for (const InitialTensor& t : tensors) {
+      const DTensor& d = plan.get_dtensor(t.id);
+      if (d.dtype != DType::FP32 ||
+          static_cast<int64_t>(t.values.size()) != whole_shape(d, T).elements())
+        throw std::invalid_argument(
+            "TrainingSession::load_state: " + std::to_string(t.values.size()) + " values for " +
+            d.name + " in " + std::string(region_name(d.region)) + ", which holds " +
+            std::to_string(whole_shape(d, T).elements()));
+      const std::vector<float>* values = &t.values;
+      if (is_tensor_shard(d, T)) {
+        parts.push_back(tensor_part(d, T, backend_.global_rank(r) % T, t.values));
+        values = &parts.back();
+      }
+      Launch l;
+      l.kind = LaunchKind::COPY_H2D;
+      l.offset = d.offset;
+      l.host = const_cast<float*>(values->data());
+      l.bytes = values->size() * sizeof(float);
+      l.tag.label = "load " + d.name;
+      backend_.enqueue(r, StreamKind::TRANS, std::move(l));
+    }
+    if (!scalars.empty()) {
+      Launch l;
+      l.kind = LaunchKind::COPY_H2D;
+      l.offset = plan.get_dtensor(cp_.engine.scalars).offset;
+      l.host = const_cast<float*>(scalars.data());
+      l.bytes = scalars.size() * sizeof(float);
+      l.tag.label = "load scalars";
+      backend_.enqueue(r, StreamKind::TRANS, std::move(l));
+    }
   }
-  if (!scalars.empty()) {
-    Launch l;
-    l.kind = LaunchKind::COPY_H2D;
-    l.offset = plan.get_dtensor(cp_.engine.scalars).offset;
-    l.host = const_cast<float*>(scalars.data());
-    l.bytes = scalars.size() * sizeof(float);
-    l.tag.label = "load scalars";
-    backend_.enqueue(0, StreamKind::TRANS, std::move(l));
-  }
-  backend_.synchronize(0, StreamKind::TRANS);
-  replicate_from_rank0();
+  for (int r = 0; r < loading; ++r) backend_.synchronize(r, StreamKind::TRANS);
+  if (T == 1) replicate_from_rank0();
 }
 
 void TrainingSession::replicate_from_rank0() {
@@ -171,8 +188,10 @@ void TrainingSession::warm_up(const ResolvedGraph& rg) {
   // The compute graphs only: they write features, gradients, batch
   // statistics, masks and per-batch results, which every step and
   // validation writes again before it reads them (and, under AMP, the FP16
-  // weights are still zero). Transfers, collectives and updates of the
-  // weights, moments or running statistics never run here.
+  // weights are still zero). Transfers, the data-parallel collectives and
+  // updates of the weights, moments or running statistics never run here;
+  // tensor parallel's sums of features inside these graphs do, every rank
+  // of a group warming its graphs up on its own thread in the same order.
   const GraphId id = rg.graph->id;
   if (id != GraphId::FIRST_LAYER_FWD_A && id != GraphId::DEEP_FWD_BWD &&
       id != GraphId::FIRST_LAYER_BWD_A && id != GraphId::INF_MAIN_A)
@@ -333,9 +352,9 @@ StepMetrics TrainingSession::finish_step(int rank, int64_t step) {
     throw std::logic_error("step " + std::to_string(step) + " finished but never enqueued");
   rs.unfinished[static_cast<size_t>(slot)] = false;
   StepMetrics m = take_result(rank, slot);
-  // DEEP_COMM took the mean of every rank's sums: the ratios hold, the count
-  // is one rank's.
-  m.samples *= world_;
+  // DEEP_COMM took the mean of every data rank's sums: the ratios hold, the
+  // count is one rank's (a tensor-parallel group's ranks share their samples).
+  m.samples *= cp_.data_ranks();
   return m;
 }
 
@@ -467,6 +486,9 @@ std::vector<float> TrainingSession::read_scalars(int rank) {
 std::map<DTensorId, std::vector<float>> TrainingSession::read_shards(int rank) {
   std::map<DTensorId, std::vector<float>> out;
   for (DTensorId id : shard_tensors(cp_)) out[id] = read_tensor(rank, id);
+  const MemoryPlan& plan = cp_.plans.front();
+  for (DTensorId id : persistent_tensors(cp_))
+    if (is_tensor_shard(plan.get_dtensor(id), cp_.tensor_ranks)) out[id] = read_tensor(rank, id);
   return out;
 }
 

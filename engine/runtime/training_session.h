@@ -92,8 +92,10 @@ class TrainingSession {
 
   // Reads a DTensor of `rank` back to the host (FP32 tensors), for tests and checkpoints.
   std::vector<float> read_tensor(int rank, DTensorId id, int variant = 0);
-  // ZeRO-1: `rank`'s moment shards (runtime/moment_shards.h), read on its
-  // own streams; and every local rank's written (after load_state).
+  // ZeRO-1: `rank`'s moment shards (runtime/moment_shards.h), and under
+  // tensor parallel its parts of the split tensors (plan/tensor_shards.h),
+  // read on its own streams; load_shards writes every local rank's ZeRO
+  // shards (after load_state).
   std::map<DTensorId, std::vector<float>> read_shards(int rank);
   void load_shards(const std::vector<std::map<DTensorId, std::vector<float>>>& shards);
   // The S_SCALARS tensor of `rank` (ScalarSlot::COUNT values).

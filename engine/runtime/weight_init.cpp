@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/counter_rng.h"
+#include "plan/tensor_shards.h"
 
 namespace tr {
 
@@ -38,7 +39,11 @@ std::vector<InitialTensor> initial_weights(const CompiledProject& cp, uint64_t s
     const DTensorId w = t.weight_in(ParamSeries::W);
     if (w == kNoTensor) continue;
     std::vector<float> weight, bias;
-    const int64_t wn = plan.get_dtensor(w).shape.elements();
+    // Tensor parallel: the whole tensor (every rank loads its part), drawn
+    // as one rank would, so any split trains from the same weights.
+    const int T = cp.tensor_ranks;
+    const Shape ws = whole_shape(plan.get_dtensor(w), T);
+    const int64_t wn = ws.elements();
     // A normalisation layer's scale starts at 1 and its shift at 0.
     if (plan.get_dtensor(w).region == param_region(ParamSeries::W, ParamKind::BN_WEIGHT)) {
       weight.assign(static_cast<size_t>(wn), 1.0f);
@@ -47,12 +52,13 @@ std::vector<InitialTensor> initial_weights(const CompiledProject& cp, uint64_t s
       add(out, t.prev_var, std::vector<float>(static_cast<size_t>(wn), 1.0f));
     } else {
       // fan_in: every weight feeding one output (kh*kw*Cin or K)
-      const int64_t fan_in = plan.get_dtensor(w).shape.per_sample();
+      const int64_t fan_in = ws.per_sample();
       const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
       weight = uniform(seed, v, 0, wn, bound);
       if (t.bias_in(ParamSeries::W) != kNoTensor)
-        bias = uniform(seed, v, 1, plan.get_dtensor(t.bias_in(ParamSeries::W)).shape.elements(),
-                       bound);
+        bias =
+            uniform(seed, v, 1,
+                    whole_shape(plan.get_dtensor(t.bias_in(ParamSeries::W)), T).elements(), bound);
     }
     add(out, t.weight_in(ParamSeries::E), weight);
     add(out, w, std::move(weight));

@@ -103,6 +103,7 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
     o.capture = options.cuda_capture;
     o.deterministic_conv = options.cuda_deterministic_conv;
     o.sync_batch_norm = out.compiled->project.training.sync_batch_norm;
+    o.tensor = out.compiled->tensor_ranks;
     if (options.nodes.across_nodes()) o.fingerprint = plan_fingerprint(*out.compiled);
     // on_cuda means the scan found devices, so the backend is loaded.
     out.backend = cuda_plugin().table->make_backend(o);
@@ -110,6 +111,7 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
   }
   cpu::CpuBackendOptions o;
   o.world = out.compiled->world_size;
+  o.tensor = out.compiled->tensor_ranks;
   o.check_step_schedule = options.check_step_schedule;
   out.backend = cpu::make_cpu_backend(o);
   return out;

@@ -77,6 +77,11 @@ int DesignerScene::currentNode() const {
   return sel.size() == 1 && selectedEdges().empty() ? sel.front() : -1;
 }
 
+void DesignerScene::setTensorSplits(const QHash<QString, QString>& splits) {
+  splits_ = splits;
+  for (NodeItem* item : nodes_) item->setTensorSplit(splits_.value(item->nodeId()));
+}
+
 void DesignerScene::rebuild() {
   QStringList selected;
   for (int i : selectedNodes()) selected << nodes_[static_cast<size_t>(i)]->nodeId();
@@ -92,6 +97,7 @@ void DesignerScene::rebuild() {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     auto* item = new NodeItem(static_cast<int>(i), g.nodes[i]);
     item->setPos(g.nodes[i].x, g.nodes[i].y);
+    item->setTensorSplit(splits_.value(item->nodeId()));
     addItem(item);
     nodes_.push_back(item);
   }

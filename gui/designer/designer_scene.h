@@ -36,6 +36,10 @@ class DesignerScene : public QGraphicsScene {
   void selectNodes(const std::vector<int>& nodes);
   // The node selected alone, or -1.
   int currentNode() const;
+  // How the last compiled plan splits each design node over the tensor
+  // ranks ("column", "row", "heads", ...; by node id, none for a whole
+  // node): the nodes show it until the next compile says otherwise.
+  void setTensorSplits(const QHash<QString, QString>& splits);
 
  signals:
   void currentNodeChanged(int index);
@@ -60,6 +64,7 @@ class DesignerScene : public QGraphicsScene {
   ModelEditor* editor_;
   std::vector<NodeItem*> nodes_;
   std::vector<EdgeItem*> edges_;
+  QHash<QString, QString> splits_;
   bool rebuilding_ = false;
 
   // A node drag in progress: its serial and where each node stood at the last step.

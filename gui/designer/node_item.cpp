@@ -86,6 +86,24 @@ void NodeItem::setInfo(const LayerNode& node, const NodeAnalysis* analysis,
   update();
 }
 
+void NodeItem::setTensorSplit(const QString& split) {
+  if (split == split_) return;
+  split_ = split;
+  update();
+}
+
+namespace {
+
+// One colour per way of splitting: the pair's two halves apart, what lies
+// between them (its share of the channels or heads) between the two.
+QColor split_colour(const QString& split) {
+  if (split == QLatin1String("column")) return QColor(0x1e, 0x88, 0xe5);
+  if (split == QLatin1String("row")) return QColor(0x8e, 0x24, 0xaa);
+  return QColor(0x43, 0xa0, 0x47);  // heads, channels, a whole attention
+}
+
+}  // namespace
+
 PortItem* NodeItem::inputPort(int port) const {
   return port >= 0 && static_cast<size_t>(port) < inputs_.size()
              ? inputs_[static_cast<size_t>(port)]
@@ -159,6 +177,21 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
   painter->drawText(QRectF(kPad, y1 + line, kWidth - 2 * kPad, line),
                     Qt::AlignLeft | Qt::AlignVCenter,
                     sm.elidedText(details_, Qt::ElideRight, kWidth - 2 * kPad));
+
+  if (!split_.isEmpty()) {
+    // A band down the left edge and the split's name at the bottom right.
+    const QColor band = split_colour(split_);
+    painter->setPen(Qt::NoPen);
+    painter->setBrush(band);
+    painter->drawRoundedRect(QRectF(1, 1, 5, kHeight - 2), 2, 2);
+    painter->setFont(small);
+    painter->setPen(band);
+    const QString tag = QObject::tr("TP: %1").arg(split_);
+    const double w = sm.horizontalAdvance(tag);
+    painter->drawText(QRectF(kWidth - kPad - w - (problems_.isEmpty() ? 0 : 16),
+                             kHeight - sm.height() - 2, w, sm.height()),
+                      Qt::AlignRight | Qt::AlignVCenter, tag);
+  }
 
   if (!problems_.isEmpty()) {
     const QRectF badge(kWidth - 14, kHeight - 14, 12, 12);

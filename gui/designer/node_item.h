@@ -31,6 +31,10 @@ class NodeItem : public QGraphicsItem {
   // Parameters, shapes and problems (messages) as the document has them now.
   void setInfo(const LayerNode& node, const NodeAnalysis* analysis, const QStringList& problems);
   bool hasProblems() const { return !problems_.isEmpty(); }
+  // How the compiled plan splits it over the tensor ranks ("column", "row",
+  // "heads", "channels"; empty: whole), shown as a coloured band and tag.
+  void setTensorSplit(const QString& split);
+  const QString& tensorSplit() const { return split_; }
   // The texts paint() must cut short (elide) with `font` as the view's: none
   // for a readable node.
   QStringList cutTexts(const QFont& font) const;
@@ -54,6 +58,7 @@ class NodeItem : public QGraphicsItem {
   LayerType layerType_;
   QString id_, typeName_, typeAbbreviation_, summary_, details_;
   QStringList problems_;
+  QString split_;
   std::vector<PortItem*> inputs_, outputs_;
   std::vector<EdgeItem*> edges_;
 };

@@ -96,6 +96,26 @@ QVariant DTensorTableModel::data(const QModelIndex& index, int role) const {
               "keeps of the softmax. The %1 x %1 scores of each head are never stored, in this "
               "plan or anywhere else: both passes recompute them.")
         .arg(t.shape.h * t.shape.w);
+  const int tensor = cp_->tensor_ranks();
+  const bool part = tensor > 1 && t.tensor_placement.kind == PlacementKind::Shard;
+  if (role == Qt::ToolTipRole && index.column() == PlacementColumn && tensor > 1) {
+    // Over a mesh: the data-parallel placement, then the tensor-parallel one.
+    const QString over_tensor =
+        part
+            ? tr("over the mesh's tensor dimension, split: each of the %1 tensor ranks holds "
+                 "its part %2 of the whole %3 (by %4)")
+                  .arg(tensor)
+                  .arg(QString::fromStdString(t.shape.str()),
+                       QString::fromStdString(cp_->whole_shape(id).str()),
+                       t.tensor_placement.dim == 0 ? tr("rows: a layer's outputs") : tr("channels"))
+            : tr("over the mesh's tensor dimension, whole: each of the %1 tensor ranks holds "
+                 "all of it and computes it alike")
+                  .arg(tensor);
+    return tr("%1 over the %2 data-parallel ranks; %3")
+        .arg(QString::fromStdString(t.placement.str()))
+        .arg(cp_->world_size() / tensor)
+        .arg(over_tensor);
+  }
   if (role == Qt::ToolTipRole && index.column() == PlacementColumn) {
     const int ranks = cp_->world_size();
     switch (t.placement.kind) {
@@ -162,9 +182,15 @@ QVariant DTensorTableModel::data(const QModelIndex& index, int role) const {
     case PaddedC:
       return static_cast<qlonglong>(t.padded_c());
     case PlacementColumn:
+      if (tensor > 1)
+        return QString::fromStdString(t.placement.str() + ", " + t.tensor_placement.str());
       return QString::fromStdString(t.placement.str());
     case RankColumn:
       if (raw) return 0;
+      if (part)
+        return tr("its part: %1 of %2")
+            .arg(QString::fromStdString(t.shape.str()),
+                 QString::fromStdString(cp_->whole_shape(id).str()));
       return t.placement.kind == PlacementKind::Replicate ? tr("all of it") : tr("its own addend");
     case Offset:
       return raw ? QVariant(static_cast<qulonglong>(t.offset))

@@ -188,13 +188,9 @@ void set_setting(const SettingSpec& spec, ProjectSettings& s, const QVariant& v)
   s.training = std::move(p.training);
 }
 
+// The loader's message, so the panel and a file load agree.
 QString batch_problem(const TrainingSpec& t) {
-  const int ranks = t.devices.world_size();
-  if (ranks <= 0 || t.global_batch % ranks == 0) return {};
-  // Word for word the loader's message, so the panel and a file load agree.
-  return QString::fromStdString("global_batch " + std::to_string(t.global_batch) +
-                                " is not divisible by the " + std::to_string(ranks) + " ranks of " +
-                                t.devices.str() + "; every rank takes the same share");
+  return QString::fromStdString(t.global_batch_problem());
 }
 
 // The loader's checks of dataset.mean and dataset.std against the channels.

@@ -91,7 +91,10 @@ inline Run run(const tr::Project& p, const tr::TrainOptions& options = {},
     own = load_dataset(cp.project.dataset, "", cp.project.training.seed);
     data = own.get();
   }
-  auto backend = cpu::make_cpu_backend({cp.world_size, true});
+  cpu::CpuBackendOptions bo;
+  bo.world = cp.world_size;
+  bo.tensor = cp.tensor_ranks;
+  auto backend = cpu::make_cpu_backend(bo);
   Run r;
   std::mutex mutex;
   TrainCallbacks cb;

@@ -23,6 +23,7 @@
 #include "data/epoch_plan.h"
 #include "forwarding_backend.h"
 #include "rank_runs.h"
+#include "runtime/graph_resolver.h"
 
 using namespace tr;
 using rank_runs::relative_difference;
@@ -524,6 +525,37 @@ class TestDataParallel : public QObject {
     QCOMPARE(o[0].overlap_us, 10.0);  // [10, 15] and [35, 40]
     QCOMPARE(o[1].overlap_us, 0.0);
     QCOMPARE(o[0].fraction_of_a(), 1.0 / 3.0);
+  }
+
+  // The communication hidden under compute: collectives (any graph's)
+  // against every other launch of the same rank.
+  void hiddenCommunicationArithmetic() {
+    auto span = [](int rank, bool collective, double a, double b) {
+      ProfileSpan s;
+      s.rank = rank;
+      s.tag.collective = collective;
+      s.start_us = a;
+      s.end_us = b;
+      return s;
+    };
+    const std::vector<ProfileSpan> spans = {span(0, true, 10, 30), span(0, true, 25, 40),
+                                            span(0, false, 0, 15), span(0, false, 35, 50),
+                                            span(1, false, 0, 10), span(2, true, 0, 10)};
+    const std::vector<GraphOverlap> o = hidden_communication(spans);
+    QCOMPARE(o.size(), size_t{2});  // rank 1 ran no collective
+    QCOMPARE(o[0].rank, 0);
+    QCOMPARE(o[0].busy_a_us, 30.0);
+    QCOMPARE(o[0].busy_b_us, 30.0);
+    QCOMPARE(o[0].overlap_us, 10.0);
+    QCOMPARE(o[1].rank, 2);
+    QCOMPARE(o[1].overlap_us, 0.0);
+    // A collective launch says it is one.
+    const CompiledProject cp = compile_project(synthetic(2, false));
+    const ComputationGraph* comm = cp.find_graph(GraphId::DEEP_COMM, 0);
+    QVERIFY(comm);
+    std::vector<uint8_t> arena(cp.bytes_per_device());
+    const ResolvedGraph rg = resolve_graph(cp, *comm, 0, arena.data(), 0, cp.world_size);
+    QVERIFY(node_launches(cp, rg, 0, {}).front().tag.collective);
   }
 };
 

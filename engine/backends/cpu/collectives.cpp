@@ -5,7 +5,9 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "core/bf16_convert.h"
 #include "core/data_shard.h"
+#include "data/half.h"
 
 namespace tr::cpu {
 
@@ -29,8 +31,37 @@ const char* kind_name(CollectiveKind k) {
   return "collective";
 }
 
+uint64_t element_bytes(const CollectiveCall& c) {
+  return c.dtype == DType::FP32 ? 4 : 2;
+}
+
+float load(const CollectiveCall& c, const void* data, uint64_t i) {
+  switch (c.dtype) {
+    case DType::FP16:
+      return fp16_to_fp32(static_cast<const uint16_t*>(data)[i]);
+    case DType::BF16:
+      return bf16_bits_to_float(static_cast<const uint16_t*>(data)[i]);
+    default:
+      return static_cast<const float*>(data)[i];
+  }
+}
+
+void store(const CollectiveCall& c, void* data, uint64_t i, float v) {
+  switch (c.dtype) {
+    case DType::FP16:
+      static_cast<uint16_t*>(data)[i] = fp32_to_fp16(v);
+      break;
+    case DType::BF16:
+      static_cast<uint16_t*>(data)[i] = float_to_bf16_bits(v);
+      break;
+    default:
+      static_cast<float*>(data)[i] = v;
+  }
+}
+
 std::string describe(const CollectiveCall& c) {
   std::string s = std::string(kind_name(c.kind)) + " of " + std::to_string(c.bytes) + " bytes";
+  if (c.dtype != DType::FP32) s += " of " + std::string(dtype_name(c.dtype));
   if (c.kind == CollectiveKind::BROADCAST) s += " from rank " + std::to_string(c.root);
   if (!c.label.empty()) s += " (" + std::string(c.label) + ")";
   return s;
@@ -51,7 +82,7 @@ std::string Collectives::mismatch() const {
     for (size_t i = 0; i < first.size(); ++i) {
       const CollectiveCall& a = first[i];
       const CollectiveCall& b = other[i];
-      if (a.kind != b.kind || a.bytes != b.bytes || a.root != b.root)
+      if (a.kind != b.kind || a.bytes != b.bytes || a.root != b.root || a.dtype != b.dtype)
         return "rank 0 called " + describe(a) + " where rank " + std::to_string(r) + " called " +
                describe(b);
     }
@@ -61,9 +92,12 @@ std::string Collectives::mismatch() const {
 
 void Collectives::run(int rank, const std::vector<CollectiveCall>& calls) {
   for (const CollectiveCall& c : calls) {
-    if (c.kind != CollectiveKind::BROADCAST && c.bytes % 4 != 0)
+    if (c.kind != CollectiveKind::BROADCAST && c.bytes % element_bytes(c) != 0)
       throw std::logic_error("CPU collectives: " + describe(c) +
-                             " is not a whole number of floats");
+                             " is not a whole number of elements");
+    if (c.dtype != DType::FP32 && c.kind != CollectiveKind::ALL_REDUCE_SUM &&
+        c.kind != CollectiveKind::BROADCAST)
+      throw std::logic_error("CPU collectives: " + describe(c) + " takes FP32 only");
     if (c.root < 0 || c.root >= world_)
       throw std::logic_error("CPU collectives: " + describe(c) + ": no rank " +
                              std::to_string(c.root));
@@ -93,9 +127,9 @@ void Collectives::run(int rank, const std::vector<CollectiveCall>& calls) {
     const bool mean =
         c.kind == CollectiveKind::ALL_REDUCE_MEAN || c.kind == CollectiveKind::REDUCE_SCATTER_MEAN;
     auto reduced = [&](uint64_t i) {
-      float v = max ? static_cast<const float*>(buffer(0))[i] : 0.0f;
+      float v = max ? load(c, buffer(0), i) : 0.0f;
       for (int r = max ? 1 : 0; r < world_; ++r) {
-        const float x = static_cast<const float*>(buffer(r))[i];
+        const float x = load(c, buffer(r), i);
         v = max ? std::max(v, x) : v + x;
       }
       return mean ? v * scale : v;
@@ -122,12 +156,12 @@ void Collectives::run(int rank, const std::vector<CollectiveCall>& calls) {
     }
     // Each rank reduces its own slice and writes it to every rank: the work
     // is spread like a reduce-scatter followed by an all-gather.
-    const uint64_t count = c.bytes / 4;
+    const uint64_t count = c.bytes / element_bytes(c);
     const uint64_t begin = count * static_cast<uint64_t>(rank) / w;
     const uint64_t end = count * static_cast<uint64_t>(rank + 1) / w;
     for (uint64_t i = begin; i < end; ++i) {
       const float v = reduced(i);
-      for (int r = 0; r < world_; ++r) static_cast<float*>(buffer(r))[i] = v;
+      for (int r = 0; r < world_; ++r) store(c, buffer(r), i, v);
     }
   }
   barrier_.arrive_and_wait();

@@ -30,7 +30,9 @@ enum class CollectiveKind : uint8_t {
   REDUCE_SCATTER_MEAN
 };
 
-// One call of a group. All-reduces work on FP32 (bytes a multiple of 4).
+// One call of a group. All-reduces work on FP32 (bytes a multiple of 4)
+// but for the tensor-parallel sums of 16-bit features (ALL_REDUCE_SUM of
+// FP16 or BF16: the sum taken in FP32 and rounded once).
 struct CollectiveCall {
   CollectiveKind kind = CollectiveKind::ALL_REDUCE_SUM;
   void* data = nullptr;
@@ -38,6 +40,7 @@ struct CollectiveCall {
   int root = 0;            // BROADCAST
   std::string_view label;  // for messages; must outlive the call
   void* out = nullptr;     // REDUCE_SCATTER_MEAN: this rank's share of the mean
+  DType dtype = DType::FP32;
 };
 
 class Collectives {

@@ -95,9 +95,20 @@ class CpuBackend final : public Backend {
         collectives_(o.world),
         ranks_(static_cast<size_t>(o.world)) {
     if (o.world < 1) throw std::invalid_argument("CPU backend: world size must be at least 1");
+    if (o.tensor < 1 || o.world % o.tensor != 0)
+      throw std::invalid_argument("CPU backend: mesh tensor=" + std::to_string(o.tensor) +
+                                  " does not divide " + std::to_string(o.world) + " ranks");
+    if (o.tensor > 1) {
+      for (int t = 0; t < o.tensor; ++t)
+        data_groups_.push_back(std::make_unique<Collectives>(o.world / o.tensor));
+      for (int d = 0; d < o.world / o.tensor; ++d)
+        tensor_groups_.push_back(std::make_unique<Collectives>(o.tensor));
+    }
     for (size_t i = 0; i < ranks_.size(); ++i) {
       for (auto& s : ranks_[i].streams) s = std::make_unique<StreamWorker>();
-      ranks_[i].rank_sum = std::make_unique<CollectiveRankSum>(collectives_, static_cast<int>(i));
+      int index = 0;
+      Collectives& data = group(static_cast<int>(i), CommGroup::Data, index);
+      ranks_[i].rank_sum = std::make_unique<CollectiveRankSum>(data, index);
       if (o.check_step_schedule)
         ranks_[i].checker = std::make_unique<StepChecker>(static_cast<int>(i));
     }
@@ -356,7 +367,11 @@ class CpuBackend final : public Backend {
     enqueue_collective(rank, r.group_stream, std::exchange(r.group, {}));
   }
 
-  void abort_collectives(const std::string& reason) override { collectives_.abort(reason); }
+  void abort_collectives(const std::string& reason) override {
+    collectives_.abort(reason);
+    for (auto* groups : {&data_groups_, &tensor_groups_})
+      for (auto& g : *groups) g->abort(reason);
+  }
 
   // The flag is read and a span kept under the one lock, so no span can land
   // after profiling was switched off: the trainer stamps each batch it takes
@@ -531,17 +546,23 @@ class CpuBackend final : public Backend {
         std::vector<CollectiveCall> calls;
         const auto& in = l.args->in_spans;
         const auto& out = l.args->out_spans;
+        // A tensor-parallel sum of features, in place and in their dtype.
+        for (const TensorArg& t : l.args->in)
+          calls.push_back(
+              {kind, t.data, t.desc->device_bytes(), 0, l.tag.label, nullptr, t.desc->dtype});
         for (size_t i = 0; i < in.size(); ++i) {
           calls.push_back({kind, in[i].data, in[i].bytes, 0, l.tag.label});
           if (kind == CollectiveKind::REDUCE_SCATTER_MEAN) {
             // Its share must fit where it goes.
-            if (i >= out.size() || out[i].bytes < shard_chunk_bytes(in[i].bytes, options_.world))
+            if (i >= out.size() ||
+                out[i].bytes < shard_chunk_bytes(in[i].bytes, options_.world / options_.tensor))
               throw std::logic_error("REDUCE_SCATTER (" + l.tag.label +
                                      "): no room for this rank's share");
             calls.back().out = out[i].data;
           }
         }
-        collectives_.run(rank, calls);
+        int index = 0;
+        group(rank, l.args->node->group, index).run(index, calls);
         break;
       }
       case LaunchKind::HOST_FUNC:
@@ -564,6 +585,23 @@ class CpuBackend final : public Backend {
   const OwnKernels& own_;
   const bool native_bf16_;
   Collectives collectives_;
+  // With a tensor dimension: a communicator per data-parallel group (ranks
+  // t, t + tensor, ...) and per tensor-parallel group (consecutive ranks).
+  std::vector<std::unique_ptr<Collectives>> data_groups_, tensor_groups_;
+
+  // The communicator of `rank`'s group `g`, and the rank's index in it.
+  Collectives& group(int rank, CommGroup g, int& index) {
+    const int t = options_.tensor;
+    if (t == 1) {
+      if (g == CommGroup::Tensor)
+        throw std::logic_error("a tensor-parallel collective on a mesh without a tensor dimension");
+      index = rank;
+      return collectives_;
+    }
+    index = g == CommGroup::Data ? rank / t : rank % t;
+    return g == CommGroup::Data ? *data_groups_[static_cast<size_t>(rank % t)]
+                                : *tensor_groups_[static_cast<size_t>(rank / t)];
+  }
   std::vector<Rank> ranks_;
   uint64_t arena_bytes_ = 0;
   std::atomic<int> next_capture_{0};  // ranks may capture at once, on their own threads

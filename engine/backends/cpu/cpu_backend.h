@@ -35,6 +35,10 @@ struct CpuBackendOptions {
   // AVX-512 BF16 with FMA; cpu_kernels.h) for the BF16 launches they take,
   // where the CPU has them; off for tests that compare our own kernels' builds.
   bool native_bf16 = true;
+  // The device mesh's tensor dimension: consecutive groups of this many
+  // ranks run the tensor-parallel collectives (CommGroup::Tensor), the
+  // ranks with one tensor index the data-parallel ones.
+  int tensor = 1;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options);

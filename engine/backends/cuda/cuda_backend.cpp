@@ -136,6 +136,9 @@ struct Rank {
   std::deque<HostCall> kept;   // host functions of captured graphs
   ncclComm_t comm = nullptr;
   ncclComm_t bn_comm = nullptr;  // SyncBatchNorm's (CudaBackendOptions::sync_batch_norm)
+  // With a tensor dimension (CudaBackendOptions::tensor): the rank's
+  // data-parallel and tensor-parallel groups.
+  ncclComm_t data_comm = nullptr, tensor_comm = nullptr;
   std::unique_ptr<NcclRankSum> rank_sum;
   int32_t* vote = nullptr;  // across nodes: any_process's one int
   bool grouping = false;
@@ -162,6 +165,7 @@ class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(const CudaBackendOptions& o)
       : devices_(o.devices),
+        tensor_(std::max(1, o.tensor)),
         capture_(o.capture),
         rendezvous_(static_cast<int>(o.devices.size()),
                     [this](const std::vector<HostBatch>& round) { issue(round); }) {
@@ -213,6 +217,7 @@ class CudaBackend final : public Backend {
             nccl().comm_init_all(comms.data(), static_cast<int>(devices_.size()), devices_.data()),
             devices_.front());
       for (size_t i = 0; i < comms.size(); ++i) ranks_[i]->comm = comms[i];
+      if (tensor_ > 1) split_mesh_comms();
       if (o.sync_batch_norm && global_world() > 1) split_bn_comms();
       if (global_world() > 1) warm_communicators();
       if (o.profiling) set_profiling(true);
@@ -627,7 +632,7 @@ class CudaBackend final : public Backend {
     // per communicator, so no abort waits behind another, joined in release().
     std::lock_guard<std::mutex> lock(abort_mutex_);
     for (auto& r : ranks_)
-      for (ncclComm_t* c : {&r->bn_comm, &r->comm}) {
+      for (ncclComm_t* c : {&r->bn_comm, &r->data_comm, &r->tensor_comm, &r->comm}) {
         if (!*c) continue;
         aborting_.emplace_back([comm = std::exchange(*c, nullptr), device = r->device] {
           (void)cudaSetDevice(device);
@@ -776,15 +781,16 @@ class CudaBackend final : public Backend {
 
   // A second communicator over the same ranks for SyncBatchNorm, split from
   // the first (one collective call per rank, grouped as one thread makes them).
+  // With a tensor dimension, over the rank's data-parallel group.
   void split_bn_comms() {
     TR_NCCL_CHECK(nccl().group_start(), -1);
     try {
       for (size_t i = 0; i < ranks_.size(); ++i) {
         Rank& r = *ranks_[i];
         DeviceScope scope(r.device);
-        TR_NCCL_CHECK(
-            nccl().comm_split(r.comm, 0, global_rank(static_cast<int>(i)), &r.bn_comm, nullptr),
-            r.device);
+        const int g = global_rank(static_cast<int>(i));
+        TR_NCCL_CHECK(nccl().comm_split(r.comm, g % tensor_, g / tensor_, &r.bn_comm, nullptr),
+                      r.device);
       }
     } catch (...) {
       (void)nccl().group_end();
@@ -792,6 +798,27 @@ class CudaBackend final : public Backend {
     }
     TR_NCCL_CHECK(nccl().group_end(), -1);
     for (auto& r : ranks_) r->rank_sum = std::make_unique<NcclRankSum>(r->bn_comm, r->device);
+  }
+
+  // The mesh's groups, split from the world's communicator: ranks with one
+  // tensor index (data parallel), consecutive ranks (tensor parallel).
+  void split_mesh_comms() {
+    TR_NCCL_CHECK(nccl().group_start(), -1);
+    try {
+      for (size_t i = 0; i < ranks_.size(); ++i) {
+        Rank& r = *ranks_[i];
+        DeviceScope scope(r.device);
+        const int g = global_rank(static_cast<int>(i));
+        TR_NCCL_CHECK(nccl().comm_split(r.comm, g % tensor_, g / tensor_, &r.data_comm, nullptr),
+                      r.device);
+        TR_NCCL_CHECK(nccl().comm_split(r.comm, g / tensor_, g % tensor_, &r.tensor_comm, nullptr),
+                      r.device);
+      }
+    } catch (...) {
+      (void)nccl().group_end();
+      throw;
+    }
+    TR_NCCL_CHECK(nccl().group_end(), -1);
   }
 
   // One small all-reduce on each communicator, uncaptured, before any
@@ -809,14 +836,15 @@ class CudaBackend final : public Backend {
                                       ranks_[i]->streams[stream_index(StreamKind::UPDATE)]),
                       ranks_[i]->device);
       }
-      for (const bool bn : {false, true}) {
-        if (bn && !ranks_.front()->bn_comm) continue;
+      // The world's, SyncBatchNorm's and the mesh's groups'.
+      for (ncclComm_t Rank::*which :
+           {&Rank::comm, &Rank::bn_comm, &Rank::data_comm, &Rank::tensor_comm}) {
+        if (!(ranks_.front().get()->*which)) continue;
         TR_NCCL_CHECK(nccl().group_start(), -1);
         try {
           for (size_t i = 0; i < ranks_.size(); ++i) {
             Rank& r = *ranks_[i];
-            TR_NCCL_CHECK(nccl().all_reduce(scratch[i], scratch[i], 1, ncclFloat, ncclSum,
-                                            bn ? r.bn_comm : r.comm,
+            TR_NCCL_CHECK(nccl().all_reduce(scratch[i], scratch[i], 1, ncclFloat, ncclSum, r.*which,
                                             r.streams[stream_index(StreamKind::UPDATE)]),
                           r.device);
           }
@@ -972,8 +1000,27 @@ class CudaBackend final : public Backend {
                            : range_op == RangeOp::ALLREDUCE_MAX  ? ncclMax
                                                                  : ncclSum;
     if (global_world() == 1) return;  // the compiler emits none for one rank; nothing to do
+    // The node's group of the mesh: its communicator, size and this rank's place.
     ncclComm_t c = comm(r);
+    int world = global_world(), me = global_rank(rank_of(r));
+    if (tensor_ > 1) {
+      const bool tensor = l.args->node->group == CommGroup::Tensor;
+      c = tensor ? r.tensor_comm : r.data_comm;
+      world = tensor ? tensor_ : world / tensor_;
+      me = tensor ? me % tensor_ : me / tensor_;
+    }
     TR_NCCL_CHECK(nccl().group_start(), r.device);
+    // A tensor-parallel sum of features, in place and in their dtype.
+    for (const TensorArg& t : l.args->in) {
+      const DType dt = t.desc->dtype;
+      const uint64_t bytes = t.desc->device_bytes();
+      TR_NCCL_CHECK(nccl().all_reduce(t.data, t.data, dt == DType::FP32 ? bytes / 4 : bytes / 2,
+                                      dt == DType::FP16   ? ncclHalf
+                                      : dt == DType::BF16 ? ncclBfloat16
+                                                          : ncclFloat,
+                                      op, c, s),
+                    r.device);
+    }
     const auto& spans = l.args->in_spans;
     for (size_t i = 0; i < spans.size(); ++i) {
       const SpanArg& span = spans[i];
@@ -982,10 +1029,10 @@ class CudaBackend final : public Backend {
         // The shares differ in length at the end, which ncclReduceScatter
         // does not take: a reduce to each share's rank, into its shard.
         const SpanArg& shard = l.args->out_spans.at(i);
-        for (int root = 0; root < global_world(); ++root) {
-          const ShardShare share = shard_share(span.bytes, root, global_world());
+        for (int root = 0; root < world; ++root) {
+          const ShardShare share = shard_share(span.bytes, root, world);
           if (share.bytes() == 0) continue;
-          if (root == global_rank(rank_of(r)) && shard.bytes < share.bytes())
+          if (root == me && shard.bytes < share.bytes())
             throw std::logic_error(
                 "CUDA backend: no room for this rank's share of a reduce-scatter");
           TR_NCCL_CHECK(nccl().reduce(static_cast<uint8_t*>(span.data) + share.begin, shard.data,
@@ -1001,8 +1048,8 @@ class CudaBackend final : public Backend {
       }
       // The shares (core/data_shard.h) differ in length at the end, which
       // ncclAllGather does not take: a broadcast from each share's rank.
-      for (int root = 0; root < global_world(); ++root) {
-        const ShardShare share = shard_share(span.bytes, root, global_world());
+      for (int root = 0; root < world; ++root) {
+        const ShardShare share = shard_share(span.bytes, root, world);
         if (share.bytes() == 0) continue;
         uint8_t* at = static_cast<uint8_t*>(span.data) + share.begin;
         TR_NCCL_CHECK(nccl().broadcast(at, at, share.bytes(), ncclUint8, root, c, s), r.device);
@@ -1135,8 +1182,8 @@ class CudaBackend final : public Backend {
     for (auto& rp : ranks_) {
       Rank& r = *rp;
       if (cudaSetDevice(r.device) != cudaSuccess) continue;
-      if (r.bn_comm) (void)nccl().comm_destroy(r.bn_comm);
-      r.bn_comm = nullptr;
+      for (ncclComm_t* c : {&r.bn_comm, &r.data_comm, &r.tensor_comm})
+        if (*c) (void)nccl().comm_destroy(std::exchange(*c, nullptr));
       if (r.comm) (void)nccl().comm_destroy(r.comm);
       r.comm = nullptr;
     }
@@ -1167,6 +1214,7 @@ class CudaBackend final : public Backend {
   }
 
   std::vector<int> devices_;
+  int tensor_ = 1;       // CudaBackendOptions::tensor
   bool capture_ = true;  // false: graphs are recorded launch lists (CudaBackendOptions)
   std::mutex pin_mutex_;
   std::set<const void*> pinned_;  // host memory this backend page-locked

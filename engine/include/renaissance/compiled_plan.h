@@ -127,6 +127,15 @@ class CompiledPlan {
   const std::vector<MemoryPlan>& plans() const;   // one per variant, same index
   const std::vector<PoolSummary>& pools() const;  // per variant when packed, else empty
   int world_size() const;
+  // The device mesh's tensor dimension (1: data parallel only).
+  int tensor_ranks() const;
+  // How layer `layer` splits over the tensor ranks: "whole" (every tensor
+  // rank all of it), "column" (its share of the outputs), "local" (its
+  // share of the channels or heads), "row" (its share of the inputs).
+  std::string_view tensor_split(int layer) const;
+  // The whole tensor a tensor rank holds its part of (DTensor::tensor_placement);
+  // the tensor's own shape when it is not split.
+  Shape whole_shape(DTensorId id) const;
   uint64_t bytes_per_device() const;                   // the arena: the largest variant's bytes
   int variant_index(VariantKind kind) const noexcept;  // -1 when absent (or empty)
   size_t graph_count() const;  // the ComputationGraphs, all variants together

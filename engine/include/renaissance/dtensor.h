@@ -44,6 +44,13 @@ struct DTensor {
   // whole tensor has `global_elements` (0: not a shard).
   Placement placement;
   int64_t global_elements = 0;
+  // Over the mesh's `tensor` dimension (tensor parallel): Replicate, or
+  // Shard(dim): `shape` is this rank's part of a whole tensor whose `dim`
+  // is `tensor_blocks` equal blocks, each split evenly over the tensor ranks
+  // (an attention projection's queries, keys and values each by heads: 3
+  // blocks). plan/tensor_shards.h maps the part into the whole.
+  Placement tensor_placement;
+  int tensor_blocks = 1;
 
   uint32_t alignment() const noexcept { return cuda_alignment(dtype, region); }
   int64_t padded_c() const noexcept;

@@ -93,6 +93,9 @@ class MemoryPlan {
   // pool, each gradient bucket of each series one block there, from its
   // first write to its reduce-scatter. Set before finalize.
   void set_gradients_in_pool(bool on);
+  // Tensor parallel: `id` is a tensor rank's part of a whole tensor
+  // (DTensor::tensor_placement and tensor_blocks).
+  void set_tensor_placement(DTensorId id, Placement placement, int blocks);
   bool gradients_in_pool() const noexcept { return gradients_in_pool_; }
   // Whether `r` is step-local in this plan: is_step_local(r), or a region
   // of the G or H series when the gradients are in the pool.

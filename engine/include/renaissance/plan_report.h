@@ -44,4 +44,14 @@ struct ShardedBytes {
 };
 ShardedBytes sharded_bytes(const MemoryPlan& plan);
 
+// Tensor parallel: the bytes one rank holds of the layers' parameters (every
+// series: weights, their copies, gradients, moments) and of their features
+// (outputs and gradient slots, each in its own slot as an unpacked plan
+// has it), beside what one rank holding all of them would.
+struct TensorSplitBytes {
+  uint64_t params = 0, params_whole = 0;
+  uint64_t features = 0, features_whole = 0;
+};
+TensorSplitBytes tensor_split_bytes(const MemoryPlan& plan, int tensor_ranks);
+
 }  // namespace tr

@@ -17,7 +17,8 @@ struct LaunchTag {
   int node = -1;
   int part = -1;  // BwdPart of a forked op, -1 otherwise
   StreamKind stream = StreamKind::COMP_1;
-  std::string label;  // "DEEP_FWD_BWD#3 CONV_BWD conv2 dW"
+  std::string label;        // "DEEP_FWD_BWD#3 CONV_BWD conv2 dW"
+  bool collective = false;  // communication between ranks, not a kernel or a copy
 };
 
 // A span of work the profiler saw: one launch executed on one rank.

@@ -42,4 +42,10 @@ std::vector<GraphOverlap> graph_overlaps(const std::vector<ProfileSpan>& spans,
 // The overlap the step schedule is built for: DEEP_COMM under FIRST_LAYER_BWD (A or B).
 std::vector<GraphOverlap> comm_overlaps(const std::vector<ProfileSpan>& spans);
 
+// Per rank: how long its collectives ran (every group's: the gradient
+// buckets', tensor parallel's sums) and how much of that its kernels ran
+// beside them, on other streams: the communication hidden under compute
+// (a = collectives, b = everything else).
+std::vector<GraphOverlap> hidden_communication(const std::vector<ProfileSpan>& spans);
+
 }  // namespace tr

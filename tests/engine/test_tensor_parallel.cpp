@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Tensor parallel over the device mesh's `tensor` dimension on CPU ranks:
+// an MLP's Linear pair and a transformer block (attention split by heads,
+// its MLP by features) train as one rank does, to reduction order (1e-5
+// relative in FP32 over an epoch; the partial products add in another
+// order); a 2x2 mesh trains as two data-parallel ranks do; the final
+// weights and checkpoints hold whole tensors, which a run on another mesh
+// resumes from; the plan holds each rank's part; layers and meshes that
+// cannot split are refused with the numbers.
+#include <QtTest>
+
+#include <map>
+
+#include <renaissance/checkpoint.h>
+#include <renaissance/error.h>
+#include <renaissance/project_io.h>
+#include "plan/tensor_shards.h"
+#include "rank_runs.h"
+
+using namespace tr;
+using rank_runs::relative_difference;
+using rank_runs::run;
+
+namespace {
+
+Project on(Project p, int world, int tensor) {
+  p.training.devices.ids.clear();
+  for (int r = 0; r < world; ++r) p.training.devices.ids.push_back(r);
+  p.training.tensor_ranks = tensor;
+  // The validation batch is per data rank: keep the global one.
+  for (VariantSpec& v : p.variants)
+    if (v.kind == VariantKind::Validation) v.batch = 100 / (world / tensor);
+  return p;
+}
+
+// 8x8 synthetic images in 4 classes, 272 training samples in batches of 32.
+ModelBuilder synthetic_builder(const char* name) {
+  ModelBuilder b;
+  b.synthetic_data(8, 8, 1, 4, 272, 200, 100);
+  Project& p = b.project();
+  p.name = name;
+  p.training.global_batch = 32;
+  p.training.epochs = 1;
+  p.training.optimizer.kind = OptimizerKind::Adam;
+  p.training.optimizer.lr = 0.003;
+  p.training.seed = 11;
+  return b;
+}
+
+// Linear 64 -> 32, ReLU, Linear 32 -> 4: the first Linear reads the input.
+Project mlp() {
+  ModelBuilder b = synthetic_builder("tp-mlp");
+  b.node("in", LayerType::Input, input(8, 8, 1))
+      .node("fc1", LayerType::Linear, linear(32))
+      .node("relu", LayerType::ReLU)
+      .node("fc2", LayerType::Linear, linear(4))
+      .node("loss", LayerType::SoftmaxCrossEntropy)
+      .chain({"in", "fc1", "relu", "fc2", "loss"});
+  return b.build();
+}
+
+// A vision transformer's block: patches, position embedding, class token,
+// pre-norm attention (4 heads of 4) and MLP (16 -> 32 -> 16), each with its
+// residual join, the class token's logits.
+Project transformer(int64_t heads = 4, int64_t hidden = 32) {
+  ModelBuilder b = synthetic_builder("tp-vit");
+  LayerParams attn;
+  attn.heads = heads;
+  b.node("in", LayerType::Input, input(8, 8, 1))
+      .node("patch", LayerType::Conv2d, conv(16, 2, 2, 2, 2, 0, 0, true))
+      .node("pos", LayerType::PositionEmbedding)
+      .node("cls", LayerType::ClassToken)
+      .node("ln1", LayerType::LayerNorm)
+      .node("attn", LayerType::MultiHeadSelfAttention, attn)
+      .node("add1", LayerType::Add)
+      .node("ln2", LayerType::LayerNorm)
+      .node("fc1", LayerType::TokenLinear, linear(hidden))
+      .node("gelu", LayerType::GELU)
+      .node("fc2", LayerType::TokenLinear, linear(16))
+      .node("add2", LayerType::Add)
+      .node("pool", LayerType::TokenPool)
+      .node("head", LayerType::Linear, linear(4))
+      .node("loss", LayerType::SoftmaxCrossEntropy)
+      .chain({"in", "patch", "pos", "cls", "ln1", "attn"})
+      .edge("attn", "add1", 0)
+      .edge("cls", "add1", 1)
+      .chain({"add1", "ln2", "fc1", "gelu", "fc2"})
+      .edge("fc2", "add2", 0)
+      .edge("add1", "add2", 1)
+      .chain({"add2", "pool", "head", "loss"});
+  return b.build();
+}
+
+using Tensors = std::map<std::pair<std::string, std::string>, CheckpointTensor>;
+
+Tensors tensors_of(const std::string& path) {
+  Tensors out;
+  for (const CheckpointTensor& t : read_checkpoint(path).tensors) out[{t.region, t.name}] = t;
+  return out;
+}
+
+// Trains `p` with its final weights written, and returns them.
+Tensors final_weights(const Project& p, std::vector<double>& losses) {
+  QTemporaryDir dir;
+  TrainOptions o;
+  o.final_weights = dir.filePath("final.ckpt").toStdString();
+  const rank_runs::Run r = run(p, o);
+  losses = r.losses;
+  return tensors_of(o.final_weights);
+}
+
+// Every loss and every final weight within `tolerance` (relative) of the reference's.
+void compare_runs(const Project& test, const Project& reference, double tolerance) {
+  std::vector<double> lt, lr;
+  const Tensors wt = final_weights(test, lt), wr = final_weights(reference, lr);
+  QCOMPARE(lt.size(), lr.size());
+  QVERIFY(!lr.empty());
+  for (size_t i = 0; i < lr.size(); ++i)
+    QVERIFY2(std::abs(lt[i] - lr[i]) <= tolerance * std::abs(lr[i]),
+             qPrintable(QString("step %1: loss %2 against %3").arg(i).arg(lt[i]).arg(lr[i])));
+  QCOMPARE(wt.size(), wr.size());
+  for (const auto& [key, t] : wr) {
+    QVERIFY2(wt.count(key), key.second.c_str());
+    const CheckpointTensor& u = wt.at(key);
+    QVERIFY2(u.shape == t.shape,
+             qPrintable(QString::fromStdString(key.second + ": " + u.shape.str() + " against " +
+                                               t.shape.str())));
+    const double d = relative_difference(u.values, t.values);
+    QVERIFY2(d <= tolerance, qPrintable(QString("%1: %2").arg(key.second.c_str()).arg(d)));
+  }
+}
+
+std::string refusal(const Project& p) {
+  try {
+    compile_project(p);
+  } catch (const ProjectError& e) {
+    return e.what();
+  }
+  return {};
+}
+
+}  // namespace
+
+class TestTensorParallel : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void splitsTheMegatronPairs() {
+    const CompiledProject cp = compile_project(on(transformer(), 2, 2));
+    QCOMPARE(cp.tensor_ranks, 2);
+    QCOMPARE(cp.data_ranks(), 1);
+    auto split_of = [&](const char* id) {
+      const int v = cp.project.model.find(id);
+      return v < 0 ? LayerSplit{} : cp.splits[static_cast<size_t>(v)];
+    };
+    QCOMPARE(split_of("attn.in_proj").split, TensorSplit::Column);
+    QCOMPARE(split_of("attn.in_proj").blocks, 3);
+    QCOMPARE(split_of("attn.attention").split, TensorSplit::Local);
+    QCOMPARE(split_of("attn.out_proj").split, TensorSplit::Row);
+    QCOMPARE(split_of("fc1").split, TensorSplit::Column);
+    QCOMPARE(split_of("gelu").split, TensorSplit::Local);
+    QCOMPARE(split_of("fc2").split, TensorSplit::Row);
+    QCOMPARE(split_of("head").split, TensorSplit::Whole);
+    QCOMPARE(split_of("patch").split, TensorSplit::Whole);
+    // Each rank holds its half of the heads and of the MLP's features.
+    const MemoryPlan& plan = cp.plans.front();
+    const LayerTensors& fc1 = cp.layers[static_cast<size_t>(cp.project.model.find("fc1"))];
+    const DTensor& w1 = plan.get_dtensor(fc1.weight_in(ParamSeries::W));
+    QCOMPARE(w1.shape, (Shape{16, 1, 1, 16}));
+    QCOMPARE(whole_shape(w1, 2), (Shape{32, 1, 1, 16}));
+    QCOMPARE(w1.tensor_placement.str(), std::string("S(0)"));
+    const LayerTensors& fc2 = cp.layers[static_cast<size_t>(cp.project.model.find("fc2"))];
+    const DTensor& w2 = plan.get_dtensor(fc2.weight_in(ParamSeries::W));
+    QCOMPARE(w2.shape, (Shape{16, 1, 1, 16}));
+    QCOMPARE(w2.tensor_placement.str(), std::string("S(3)"));
+    QCOMPARE(plan.get_dtensor(fc2.bias_in(ParamSeries::W)).tensor_placement.str(),
+             std::string("R"));
+    const int attention = cp.project.model.find("attn.attention");
+    QCOMPARE(cp.project.model.nodes[static_cast<size_t>(attention)].params.heads, int64_t{2});
+    // Two sums over the tensor ranks a forward, two a backward.
+    int sums = 0;
+    for (const ComputationGraph& g : cp.graphs)
+      if (g.id == GraphId::DEEP_FWD_BWD && g.variant == 0)
+        for (const GraphNode& n : g.nodes)
+          if (n.kind == NodeKind::RANGE && n.group == CommGroup::Tensor) ++sums;
+    QCOMPARE(sums, 4);
+  }
+
+  void aPartIsItsPlaceInTheWhole() {
+    // A QKV projection's rows: 3 blocks (q, k, v) of 4, each split over 2 ranks.
+    DTensor d;
+    d.name = "qkv.weight";
+    d.shape = {6, 1, 1, 2};
+    d.tensor_placement = {PlacementKind::Shard, 0};
+    d.tensor_blocks = 3;
+    std::vector<float> whole(24);
+    for (size_t i = 0; i < whole.size(); ++i) whole[i] = static_cast<float>(i);
+    const std::vector<float> part1 = tensor_part(d, 2, 1, whole);
+    // Rank 1 holds rows 2-3 of each block: rows 2, 3, 6, 7, 10, 11.
+    const std::vector<float> expected{4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23};
+    QCOMPARE(part1, expected);
+    std::vector<float> back;
+    put_tensor_part(d, 2, 0, tensor_part(d, 2, 0, whole), back);
+    put_tensor_part(d, 2, 1, part1, back);
+    QCOMPARE(back, whole);
+  }
+
+  void mlpTrainsAsOneRank() { compare_runs(on(mlp(), 2, 2), on(mlp(), 1, 1), 1e-5); }
+
+  void transformerTrainsAsOneRank_data() {
+    QTest::addColumn<int>("precision");
+    QTest::addColumn<double>("tolerance");
+    QTest::addRow("fp32") << static_cast<int>(Precision::FP32) << 1e-5;
+    // 16-bit features: the partial products are rounded before their sum.
+    QTest::addRow("amp") << static_cast<int>(Precision::AMP) << 2e-2;
+  }
+  void transformerTrainsAsOneRank() {
+    QFETCH(int, precision);
+    QFETCH(double, tolerance);
+    Project p = transformer();
+    p.training.precision = static_cast<Precision>(precision);
+    compare_runs(on(p, 2, 2), on(p, 1, 1), tolerance);
+  }
+
+  void meshOfTwoByTwoTrainsAsTwoDataRanks() {
+    compare_runs(on(transformer(), 4, 2), on(transformer(), 2, 1), 1e-5);
+  }
+
+  void checkpointsResumeOnAnotherMesh() {
+    // Half an epoch on a 2x2 mesh, the rest on one rank: the same losses
+    // as one rank all the way, to reduction order.
+    QTemporaryDir dir;
+    TrainOptions first;
+    first.checkpoint_dir = dir.path().toStdString();
+    first.max_steps = 4;
+    const rank_runs::Run a = run(on(transformer(), 4, 2), first);
+    QCOMPARE(a.losses.size(), size_t{4});
+    const QStringList files = QDir(dir.path()).entryList({"*.ckpt"}, QDir::Files);
+    QCOMPARE(files.size(), 1);
+    TrainOptions rest;
+    rest.resume =
+        std::make_shared<Checkpoint>(read_checkpoint(dir.filePath(files.front()).toStdString()));
+    rest.resume_source = "half";
+    const rank_runs::Run b = run(on(transformer(), 1, 1), rest);
+    const rank_runs::Run whole = run(on(transformer(), 1, 1));
+    QCOMPARE(a.losses.size() + b.losses.size(), whole.losses.size());
+    for (size_t i = 0; i < b.losses.size(); ++i)
+      QVERIFY2(std::abs(b.losses[i] - whole.losses[i + 4]) <= 1e-4 * whole.losses[i + 4],
+               qPrintable(QString("step %1: %2 against %3")
+                              .arg(i + 4)
+                              .arg(b.losses[i])
+                              .arg(whole.losses[i + 4])));
+  }
+
+  void refusesWhatCannotSplit() {
+    // Heads that do not divide: named with the numbers.
+    std::string why = refusal(on(transformer(2), 4, 4));
+    QVERIFY2(why.find("'attn'") != std::string::npos && why.find("2 heads") != std::string::npos &&
+                 why.find("tensor=4") != std::string::npos,
+             why.c_str());
+    // Features that do not divide.
+    why = refusal(on(transformer(4, 30), 4, 4));
+    QVERIFY2(why.find("'fc1'") != std::string::npos && why.find("30 output") != std::string::npos,
+             why.c_str());
+    // A model with nothing to split.
+    why = refusal(on(rank_runs::synthetic(2, true), 2, 2));
+    QVERIFY2(why.find("no layer of the model splits") != std::string::npos, why.c_str());
+    // Sharding as well.
+    Project zero = on(transformer(), 4, 2);
+    zero.training.sharding = Sharding::Optimizer;
+    why = refusal(zero);
+    QVERIFY2(why.find("sharding \"optimizer\" with mesh tensor=2") != std::string::npos,
+             why.c_str());
+    // A mesh that does not divide the devices, said where the file says it.
+    Project p = on(transformer(), 4, 1);
+    p.training.tensor_ranks = 3;
+    const std::string text = project_to_json(p);
+    std::vector<Diagnostic> problems;
+    try {
+      parse_project(text, "mesh.json");
+    } catch (const ProjectError& e) {
+      problems = e.diagnostics();
+    }
+    QVERIFY(!problems.empty());
+    QCOMPARE(problems.front().field, std::string("training.mesh.tensor"));
+    QVERIFY2(
+        problems.front().message.find("tensor=3 does not divide the 4 ranks") != std::string::npos,
+        problems.front().message.c_str());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestTensorParallel)
+#include "test_tensor_parallel.moc"
