@@ -194,10 +194,9 @@ int cmd_train(const std::vector<std::string>& args) {
   const int64_t epochs = cp.project().training.epochs;
   // Tensor parallel: the plan is one tensor rank's share of the model.
   const int tensor = cp.tensor_ranks();
-  const std::string mesh = tensor > 1
-                               ? " as mesh data=" + std::to_string(cp.world_size() / tensor) +
-                                     " x tensor=" + std::to_string(tensor)
-                               : std::string();
+  const std::string mesh = tensor > 1 ? " as mesh data=" + std::to_string(cp.data_ranks()) +
+                                            " x tensor=" + std::to_string(tensor)
+                                      : std::string();
   std::printf("training %s: %lld parameters%s, %s, global batch %lld on %s%s, %lld epoch%s\n",
               cp.project().name.c_str(), static_cast<long long>(cp.analysis().total_params),
               tensor > 1 ? " on each tensor rank" : "", context.dataset.c_str(),

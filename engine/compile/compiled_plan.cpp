@@ -42,6 +42,15 @@ int CompiledPlan::world_size() const {
 int CompiledPlan::tensor_ranks() const {
   return program_->tensor_ranks;
 }
+int CompiledPlan::data_ranks() const {
+  return program_->data_ranks();
+}
+int64_t CompiledPlan::model_flops() const {
+  if (program_->tensor_ranks == 1) return program_->analysis.total_flops;
+  const ResolvedVariant& train =
+      program_->variants.at(static_cast<size_t>(program_->variant_index(VariantKind::Train)));
+  return analyze_model(program_->design, train.batch).total_flops;
+}
 Shape CompiledPlan::whole_shape(DTensorId id) const {
   return tr::whole_shape(program_->plans.front().get_dtensor(id), program_->tensor_ranks);
 }

@@ -353,6 +353,17 @@ void MemoryView::refresh() {
     text += tr("\nOptimizer state sharded over the ranks (ZeRO-1): each holds %1 of the moments' "
                "%2 and updates its share of the weights.")
                 .arg(bytes_text(shares.moments), bytes_text(shares.moments_whole));
+  // What tensor parallel saves each rank.
+  if (const int tensor = cp_->tensor_ranks(); tensor > 1) {
+    const TensorSplitBytes split = tensor_split_bytes(plan, tensor);
+    text += tr("\nTensor parallel, mesh data=%1 x tensor=%2: each rank holds %3 of the layers' "
+               "%4 of parameters, gradients and optimizer state and %5 of their %6 of features "
+               "(before packing); the split layers are marked in the designer.")
+                .arg(cp_->data_ranks())
+                .arg(tensor)
+                .arg(bytes_text(split.params), bytes_text(split.params_whole),
+                     bytes_text(split.features), bytes_text(split.features_whole));
+  }
   summary_->setText(text);
   set_tone(summary_, fits_ ? Tone::Normal : Tone::Error);
 

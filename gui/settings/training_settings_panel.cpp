@@ -591,9 +591,21 @@ void TrainingSettingsPanel::refresh(bool reset) {
   shown_ = now;
 
   const TrainingSpec& t = now.training;
-  const int ranks = std::max(1, t.devices.world_size());
+  // The ranks that split the batch: a tensor-parallel group's share their samples.
+  const int ranks = std::max(1, t.data_ranks());
   const QString devices = QString::fromStdString(t.devices.str());
-  if (t.global_batch % ranks != 0)
+  if (t.tensor_ranks > 1 && t.data_ranks() == 0)
+    devices_->setText(
+        tr("%1: mesh tensor=%2 does not divide its ranks").arg(devices).arg(t.tensor_ranks));
+  else if (t.tensor_ranks > 1)
+    devices_->setText(tr("%1 as mesh data=%2 x tensor=%3: each group of %3 ranks splits the "
+                         "transformer blocks, %4 samples per group and step")
+                          .arg(devices)
+                          .arg(t.data_ranks())
+                          .arg(t.tensor_ranks)
+                          .arg(t.global_batch % ranks == 0 ? QString::number(t.global_batch / ranks)
+                                                           : tr("uneven")));
+  else if (t.global_batch % ranks != 0)
     devices_->setText(
         tr("%1: %2 ranks; the global batch does not divide among them").arg(devices).arg(ranks));
   else if (ranks == 1)

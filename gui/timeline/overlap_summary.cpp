@@ -45,8 +45,9 @@ QString overlap_summary(const std::vector<ProfileSpan>& spans) {
   std::map<int, std::map<StreamKind, double>> single;
   for (const ProfileSpan& s : spans) single[s.rank][s.tag.stream] += s.end_us - s.start_us;
 
-  std::map<int, GraphOverlap> comm;
+  std::map<int, GraphOverlap> comm, hidden;
   for (const GraphOverlap& g : comm_overlaps(spans)) comm[g.rank] = g;
+  for (const GraphOverlap& g : hidden_communication(spans)) hidden[g.rank] = g;
   bool has_deep_comm = false;
   for (const ProfileSpan& s : spans) has_deep_comm |= s.tag.graph == GraphId::DEEP_COMM;
 
@@ -71,11 +72,17 @@ QString overlap_summary(const std::vector<ProfileSpan>& spans) {
       lines << OverlapSummaryText::tr(
           "  DEEP_COMM under FIRST_LAYER_BWD: not measured (this rank ran only one "
           "of the two in the profiled steps)");
+    // Every collective, tensor parallel's sums included: how much of it
+    // kernels on other streams covered.
+    if (auto h = hidden.find(rank); h != hidden.end())
+      lines << OverlapSummaryText::tr("  all collectives: %1, of it %2 under kernels (%3)")
+                   .arg(duration_text(h->second.busy_a_us), duration_text(h->second.overlap_us),
+                        percent_text(h->second.fraction_of_a()));
   }
   if (!has_deep_comm)
     lines << OverlapSummaryText::tr(
         "No DEEP_COMM in this profile: the gradient exchange runs with two or more "
-        "ranks (e.g. devices cpu:2).");
+        "data-parallel ranks (e.g. devices cpu:2 without tensor parallel).");
   return lines.join('\n');
 }
 

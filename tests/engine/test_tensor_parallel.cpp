@@ -13,7 +13,9 @@
 
 #include <renaissance/checkpoint.h>
 #include <renaissance/error.h>
+#include <renaissance/plan_report.h>
 #include <renaissance/project_io.h>
+#include <nlohmann/json.hpp>
 #include "plan/tensor_shards.h"
 #include "rank_runs.h"
 
@@ -184,6 +186,44 @@ class TestTensorParallel : public QObject {
         for (const GraphNode& n : g.nodes)
           if (n.kind == NodeKind::RANGE && n.group == CommGroup::Tensor) ++sums;
     QCOMPARE(sums, 4);
+  }
+
+  void planSaysHowEachLayerSplits() {
+    const CompiledProject cp = compile_project(on(transformer(), 2, 2));
+    const CompiledPlan plan(std::make_shared<const CompiledProject>(cp));
+    const std::string text = plan_report_text(plan);
+    for (const char* words :
+         {"mesh data=1 x tensor=2", "tensor: row, its share of the inputs",
+          "tensor: column, its ranks' heads of q, k and v", "tensor: its ranks' heads",
+          "tensor: whole (convolutions stay replicated)", "R,S(0)", "tensor parallel: each rank"})
+      QVERIFY2(text.find(words) != std::string::npos, words);
+    const nlohmann::json j = plan_report_json(plan);
+    QCOMPARE(j["mesh"]["tensor"].get<int>(), 2);
+    QCOMPARE(j["mesh"]["data"].get<int>(), 1);
+    QVERIFY(j["mesh"]["param_bytes_per_rank"].get<uint64_t>() <
+            j["mesh"]["param_bytes_whole"].get<uint64_t>());
+    bool found = false;
+    for (const auto& t : j["variants"][0]["tensors"])
+      if (t["name"] == "fc1.weight" && t["region"] == "W_DEEP_CONV") {
+        found = true;
+        QCOMPARE(t["tensor_placement"].get<std::string>(), std::string("S(0)"));
+        QCOMPARE(t["whole_shape"], nlohmann::json::array({32, 1, 1, 16}));
+      }
+    QVERIFY(found);
+    // Each sum says what it carries and which layer causes it.
+    const ComputationGraph* g = cp.find_graph(GraphId::DEEP_FWD_BWD, 0);
+    QVERIFY(g);
+    std::vector<std::string> causes;
+    for (size_t i = 0; i < g->nodes.size(); ++i)
+      if (g->nodes[i].group == CommGroup::Tensor)
+        causes.push_back(
+            plan.node(GraphId::DEEP_FWD_BWD, 0, static_cast<int>(i))->collective_cause);
+    QCOMPARE(causes.size(), size_t{4});
+    QVERIFY2(
+        causes[0].find("partial products of row-parallel 'attn.out_proj'") != std::string::npos,
+        causes[0].c_str());
+    QVERIFY2(causes[2].find("column-parallel 'fc1''s input gradient") != std::string::npos,
+             causes[2].c_str());
   }
 
   void aPartIsItsPlaceInTheWhole() {

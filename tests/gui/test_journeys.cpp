@@ -610,6 +610,32 @@ class TestJourneys : public QObject {
              qPrintable(win.w.statusBar()->currentMessage()));
   }
 
+  // A project on a mesh with a tensor dimension: the compile marks each
+  // layer it splits in the designer; a project without one marks none.
+  void theDesignerShowsHowLayersSplit() {
+    Project p = load_project(project_path("vit-tiny-fashion.json").toStdString());
+    std::string why;
+    QVERIFY(parse_device_set("cpu:2", p.training.devices, why));
+    p.training.tensor_ranks = 2;
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("vit-tp.json"));
+    save_project(p, path.toStdString());
+    Window win;
+    QString error;
+    QVERIFY2(win.w.openProject(path, &error), qPrintable(error));
+    QVERIFY(win.w.memoryView()->compiled());
+    DesignerScene* scene = win.w.designer()->designerScene();
+    QCOMPARE(scene->nodeItem(QStringLiteral("b1_attn"))->tensorSplit(), QStringLiteral("heads"));
+    QCOMPARE(scene->nodeItem(QStringLiteral("b1_fc1"))->tensorSplit(), QStringLiteral("column"));
+    QCOMPARE(scene->nodeItem(QStringLiteral("b1_gelu"))->tensorSplit(), QStringLiteral("channels"));
+    QCOMPARE(scene->nodeItem(QStringLiteral("b1_fc2"))->tensorSplit(), QStringLiteral("row"));
+    QVERIFY(scene->nodeItem(QStringLiteral("b1_ln1"))->tensorSplit().isEmpty());
+    QVERIFY(scene->nodeItem(QStringLiteral("patch"))->tensorSplit().isEmpty());
+    QVERIFY(win.w.openProject(project_path("lenet-fashion.json"), &error));
+    for (int i = 0; i < scene->nodeCount(); ++i)
+      QVERIFY(scene->nodeItem(i)->tensorSplit().isEmpty());
+  }
+
   void aLayerAskedForElsewhereShowsItsProperties() {
     Window win;
     QString error;

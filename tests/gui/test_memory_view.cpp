@@ -379,6 +379,39 @@ class TestMemoryView : public QObject {
       }
   }
 
+  // Tensor parallel: a placement per mesh dimension, each rank's part of a
+  // split weight against the whole, and the bytes it saves in the summary.
+  void tensorParallelPartsAreShown() {
+    Project p = load_project(std::string(TR_PROJECTS_DIR) + "/vit-tiny-fashion.json");
+    std::string error;
+    QVERIFY(parse_device_set("cpu:2", p.training.devices, error));
+    p.training.tensor_ranks = 2;
+    View v(std::make_shared<const CompiledPlan>(compile_plan(p)));
+    QVERIFY2(v.view.summaryText().contains(QStringLiteral("mesh data=1 x tensor=2")),
+             qPrintable(v.view.summaryText()));
+    auto* m = v.view.tensorModel();
+    int column = -1, row = -1, whole = -1;
+    for (int r = 0; r < m->rowCount(); ++r) {
+      const QString name = v.cell(r, DTensorTableModel::Name);
+      const QString region = v.cell(r, DTensorTableModel::RegionColumn);
+      if (!region.startsWith(QStringLiteral("Weights:"))) continue;
+      if (name == QStringLiteral("b1_fc1.weight")) column = r;
+      if (name == QStringLiteral("b1_fc2.weight")) row = r;
+      if (name == QStringLiteral("b1_ln1.weight")) whole = r;
+    }
+    QVERIFY(column >= 0 && row >= 0 && whole >= 0);
+    QCOMPARE(v.cell(column, DTensorTableModel::PlacementColumn), QStringLiteral("R, S(0)"));
+    QCOMPARE(v.cell(row, DTensorTableModel::PlacementColumn), QStringLiteral("R, S(3)"));
+    QCOMPARE(v.cell(whole, DTensorTableModel::PlacementColumn), QStringLiteral("R, R"));
+    QCOMPARE(v.cell(column, DTensorTableModel::RankColumn),
+             QStringLiteral("its part: [64,1,1,64] of [128,1,1,64]"));
+    QCOMPARE(v.cell(whole, DTensorTableModel::RankColumn), QStringLiteral("all of it"));
+    const QString tip =
+        m->data(m->index(row, DTensorTableModel::PlacementColumn), Qt::ToolTipRole).toString();
+    QVERIFY2(tip.contains(QStringLiteral("each of the 2 tensor ranks holds its part")),
+             qPrintable(tip));
+  }
+
   void highlightedLayersAreMarkedAndListed() {
     View v(compiled("lenet-fashion"));
     const int fc1 = v.view.compiled()->project().model.find("fc1");

@@ -127,8 +127,14 @@ class CompiledPlan {
   const std::vector<MemoryPlan>& plans() const;   // one per variant, same index
   const std::vector<PoolSummary>& pools() const;  // per variant when packed, else empty
   int world_size() const;
-  // The device mesh's tensor dimension (1: data parallel only).
+  // The device mesh's tensor dimension (1: data parallel only), and its
+  // data dimension: the ranks that split the batch.
   int tensor_ranks() const;
+  int data_ranks() const;
+  // The whole model's forward FLOPs for one data rank's training batch
+  // (under tensor parallel its tensor ranks' together; analysis() is one
+  // rank's share).
+  int64_t model_flops() const;
   // How layer `layer` splits over the tensor ranks: "whole" (every tensor
   // rank all of it), "column" (its share of the outputs), "local" (its
   // share of the channels or heads), "row" (its share of the inputs).
