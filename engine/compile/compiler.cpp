@@ -820,6 +820,16 @@ CompiledProject compile_project(const Project& project, const CompileOptions& op
   cp.world_size = project.training.devices.world_size();
   cp.sharded_optimizer = shards_optimizer(project.training);
   cp.sharded_gradients = shards_gradients(project.training);
+  if (project.training.data_ranks() == 0) {
+    Diagnostic d;
+    d.file = project.source_path;
+    d.field = "training.mesh.tensor";
+    d.message = "mesh tensor=" + std::to_string(project.training.tensor_ranks) +
+                " does not divide the " + std::to_string(cp.world_size) + " ranks of " +
+                project.training.devices.str() +
+                "; choose devices it divides or a smaller tensor dimension";
+    throw ProjectError({d});
+  }
   if (project.training.tensor_ranks > 1 && project.training.sharding != Sharding::None) {
     Diagnostic d;
     d.file = project.source_path;

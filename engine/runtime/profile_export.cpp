@@ -105,20 +105,22 @@ std::vector<StreamOverlap> stream_overlaps(const std::vector<ProfileSpan>& spans
   return out;
 }
 
-std::vector<GraphOverlap> graph_overlaps(const std::vector<ProfileSpan>& spans,
-                                         const std::vector<GraphId>& a,
-                                         const std::vector<GraphId>& b) {
-  auto in = [](const std::vector<GraphId>& ids, GraphId g) {
-    return std::find(ids.begin(), ids.end(), g) != ids.end();
-  };
+namespace {
+
+// Per rank, how long the spans `in_a` picks ran, how long those `in_b`
+// picks ran, and how long both did; ranks without a span of `a` (or, with
+// `need_b`, of `b`) are left out.
+template <typename A, typename B>
+std::vector<GraphOverlap> overlaps(const std::vector<ProfileSpan>& spans, A in_a, B in_b,
+                                   bool need_b) {
   std::map<int, std::pair<std::vector<Interval>, std::vector<Interval>>> busy;
   for (const ProfileSpan& s : spans) {
-    if (in(a, s.tag.graph)) busy[s.rank].first.push_back({s.start_us, s.end_us});
-    if (in(b, s.tag.graph)) busy[s.rank].second.push_back({s.start_us, s.end_us});
+    if (in_a(s)) busy[s.rank].first.push_back({s.start_us, s.end_us});
+    if (in_b(s)) busy[s.rank].second.push_back({s.start_us, s.end_us});
   }
   std::vector<GraphOverlap> out;
   for (auto& [rank, ab] : busy) {
-    if (ab.first.empty() || ab.second.empty()) continue;
+    if (ab.first.empty() || (need_b && ab.second.empty())) continue;
     const std::vector<Interval> ma = merged(std::move(ab.first));
     const std::vector<Interval> mb = merged(std::move(ab.second));
     GraphOverlap o;
@@ -131,23 +133,23 @@ std::vector<GraphOverlap> graph_overlaps(const std::vector<ProfileSpan>& spans,
   return out;
 }
 
+}  // namespace
+
+std::vector<GraphOverlap> graph_overlaps(const std::vector<ProfileSpan>& spans,
+                                         const std::vector<GraphId>& a,
+                                         const std::vector<GraphId>& b) {
+  auto in = [](const std::vector<GraphId>& ids) {
+    return [&ids](const ProfileSpan& s) {
+      return std::find(ids.begin(), ids.end(), s.tag.graph) != ids.end();
+    };
+  };
+  return overlaps(spans, in(a), in(b), true);
+}
+
 std::vector<GraphOverlap> hidden_communication(const std::vector<ProfileSpan>& spans) {
-  std::map<int, std::pair<std::vector<Interval>, std::vector<Interval>>> busy;
-  for (const ProfileSpan& s : spans)
-    (s.tag.collective ? busy[s.rank].first : busy[s.rank].second).push_back({s.start_us, s.end_us});
-  std::vector<GraphOverlap> out;
-  for (auto& [rank, ab] : busy) {
-    if (ab.first.empty()) continue;
-    const std::vector<Interval> comm = merged(std::move(ab.first));
-    const std::vector<Interval> work = merged(std::move(ab.second));
-    GraphOverlap o;
-    o.rank = rank;
-    o.busy_a_us = total(comm);
-    o.busy_b_us = total(work);
-    o.overlap_us = intersection(comm, work);
-    out.push_back(o);
-  }
-  return out;
+  return overlaps(
+      spans, [](const ProfileSpan& s) { return s.tag.collective; },
+      [](const ProfileSpan& s) { return !s.tag.collective; }, false);
 }
 
 std::vector<GraphOverlap> comm_overlaps(const std::vector<ProfileSpan>& spans) {

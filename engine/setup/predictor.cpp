@@ -171,7 +171,11 @@ PredictReport predict_images(const Project& project, const Checkpoint& checkpoin
   for (int64_t i = n; i < padded; ++i)
     pixels.insert(pixels.end(), pixels.begin(), pixels.begin() + per);
   Project p = project;
+  // One rank: no mesh to split over, no optimizer state to shard (the
+  // checkpoint's tensors are whole either way).
   p.training.devices = DeviceSet{};
+  p.training.tensor_ranks = 1;
+  p.training.sharding = Sharding::None;
   p.training.precision = Precision::FP32;
   p.training.ema = false;
   p.training.sync_batch_norm = false;

@@ -14,9 +14,11 @@
 #include <renaissance/checkpoint.h>
 #include <renaissance/error.h>
 #include <renaissance/plan_report.h>
+#include <renaissance/predict.h>
 #include <renaissance/project_io.h>
 #include <nlohmann/json.hpp>
 #include "plan/tensor_shards.h"
+#include "png_files.h"
 #include "rank_runs.h"
 
 using namespace tr;
@@ -31,7 +33,7 @@ Project on(Project p, int world, int tensor) {
   p.training.tensor_ranks = tensor;
   // The validation batch is per data rank: keep the global one.
   for (VariantSpec& v : p.variants)
-    if (v.kind == VariantKind::Validation) v.batch = 100 / (world / tensor);
+    if (v.kind == VariantKind::Validation) v.batch = 100 / std::max(1, world / tensor);
   return p;
 }
 
@@ -266,6 +268,27 @@ class TestTensorParallel : public QObject {
     compare_runs(on(transformer(), 4, 2), on(transformer(), 2, 1), 1e-5);
   }
 
+  // A tensor-parallel project predicts on one rank from its whole weights.
+  void predictsFromTheWholeWeights() {
+    QTemporaryDir dir;
+    TrainOptions o;
+    o.final_weights = dir.filePath("final.ckpt").toStdString();
+    o.max_steps = 2;
+    const Project tp = on(transformer(), 2, 2);
+    run(tp, o);
+    const Checkpoint weights = read_checkpoint(o.final_weights);
+    std::vector<uint8_t> px(64);
+    for (size_t i = 0; i < px.size(); ++i) px[i] = static_cast<uint8_t>(i * 4);
+    const std::string image = dir.filePath("x.png").toStdString();
+    tr::test::write_png(image, 8, 8, 1, px);
+    const PredictReport a = predict_images(tp, weights, {{image, -1}});
+    const PredictReport b = predict_images(on(transformer(), 1, 1), weights, {{image, -1}});
+    QCOMPARE(a.predictions.size(), size_t{1});
+    QVERIFY2(a.predictions[0].error.empty(), a.predictions[0].error.c_str());
+    QCOMPARE(a.predictions[0].logits.size(), size_t{4});
+    QCOMPARE(a.predictions[0].logits, b.predictions[0].logits);
+  }
+
   void checkpointsResumeOnAnotherMesh() {
     // Half an epoch on a 2x2 mesh, the rest on one rank: the same losses
     // as one rank all the way, to reduction order.
@@ -310,6 +333,10 @@ class TestTensorParallel : public QObject {
     zero.training.sharding = Sharding::Optimizer;
     why = refusal(zero);
     QVERIFY2(why.find("sharding \"optimizer\" with mesh tensor=2") != std::string::npos,
+             why.c_str());
+    // Devices the mesh does not divide (the toolbar's choice after the file's).
+    why = refusal(on(transformer(), 1, 2));
+    QVERIFY2(why.find("mesh tensor=2 does not divide the 1 ranks of cpu:1") != std::string::npos,
              why.c_str());
     // A mesh that does not divide the devices, said where the file says it.
     Project p = on(transformer(), 4, 1);

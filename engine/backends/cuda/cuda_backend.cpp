@@ -779,46 +779,42 @@ class CudaBackend final : public Backend {
            a.node->kind == NodeKind::COMPUTE && is_bn_training(a.node->op);
   }
 
-  // A second communicator over the same ranks for SyncBatchNorm, split from
-  // the first (one collective call per rank, grouped as one thread makes them).
-  // With a tensor dimension, over the rank's data-parallel group.
-  void split_bn_comms() {
+  // Communicators split from the world's, each rank's calls in one NCCL
+  // group (one thread makes them): per (communicator, group) pair, the
+  // rank's data-parallel group (the ranks of its tensor index; all of them
+  // without a tensor dimension) or its tensor-parallel group (consecutive
+  // ranks).
+  enum class Split { Data, Tensor };
+  void split_comms(std::initializer_list<std::pair<ncclComm_t Rank::*, Split>> splits) {
     TR_NCCL_CHECK(nccl().group_start(), -1);
     try {
       for (size_t i = 0; i < ranks_.size(); ++i) {
         Rank& r = *ranks_[i];
         DeviceScope scope(r.device);
         const int g = global_rank(static_cast<int>(i));
-        TR_NCCL_CHECK(nccl().comm_split(r.comm, g % tensor_, g / tensor_, &r.bn_comm, nullptr),
-                      r.device);
+        for (const auto& [comm, group] : splits) {
+          const bool data = group == Split::Data;
+          TR_NCCL_CHECK(nccl().comm_split(r.comm, data ? g % tensor_ : g / tensor_,
+                                          data ? g / tensor_ : g % tensor_, &(r.*comm), nullptr),
+                        r.device);
+        }
       }
     } catch (...) {
       (void)nccl().group_end();
       throw;
     }
     TR_NCCL_CHECK(nccl().group_end(), -1);
+  }
+
+  // A second communicator over the data-parallel ranks for SyncBatchNorm.
+  void split_bn_comms() {
+    split_comms({{&Rank::bn_comm, Split::Data}});
     for (auto& r : ranks_) r->rank_sum = std::make_unique<NcclRankSum>(r->bn_comm, r->device);
   }
 
-  // The mesh's groups, split from the world's communicator: ranks with one
-  // tensor index (data parallel), consecutive ranks (tensor parallel).
+  // The mesh's groups.
   void split_mesh_comms() {
-    TR_NCCL_CHECK(nccl().group_start(), -1);
-    try {
-      for (size_t i = 0; i < ranks_.size(); ++i) {
-        Rank& r = *ranks_[i];
-        DeviceScope scope(r.device);
-        const int g = global_rank(static_cast<int>(i));
-        TR_NCCL_CHECK(nccl().comm_split(r.comm, g % tensor_, g / tensor_, &r.data_comm, nullptr),
-                      r.device);
-        TR_NCCL_CHECK(nccl().comm_split(r.comm, g / tensor_, g % tensor_, &r.tensor_comm, nullptr),
-                      r.device);
-      }
-    } catch (...) {
-      (void)nccl().group_end();
-      throw;
-    }
-    TR_NCCL_CHECK(nccl().group_end(), -1);
+    split_comms({{&Rank::data_comm, Split::Data}, {&Rank::tensor_comm, Split::Tensor}});
   }
 
   // One small all-reduce on each communicator, uncaptured, before any
