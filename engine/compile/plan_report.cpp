@@ -186,11 +186,15 @@ std::string plan_report_text(const CompiledProject& cp) {
   const Project& p = cp.project;
   std::string out;
   out +=
-      fmt("project %s: %d layers, %lld parameters, %s, %s on %s (%d rank%s)\n", p.name.c_str(),
+      fmt("project %s: %d layers, %lld parameters%s, %s, %s on %s (%d rank%s%s)\n", p.name.c_str(),
           static_cast<int>(p.model.nodes.size()), static_cast<long long>(cp.analysis.total_params),
+          cp.tensor_ranks > 1 ? " on each tensor rank" : "",
           std::string(precision_name(p.training.precision)).c_str(),
           std::string(optimizer_name(p.training.optimizer.kind)).c_str(),
-          p.training.devices.str().c_str(), cp.world_size, cp.world_size > 1 ? "s" : "");
+          p.training.devices.str().c_str(), cp.world_size, cp.world_size > 1 ? "s" : "",
+          cp.tensor_ranks > 1
+              ? fmt(", mesh data=%d x tensor=%d", cp.data_ranks(), cp.tensor_ranks).c_str()
+              : "");
   const auto& train = cp.variants[static_cast<size_t>(cp.variant_index(VariantKind::Train))];
   out += fmt("\nlayers (variant %s, batch %lld per device)\n", train.name.c_str(),
              static_cast<long long>(train.batch));
