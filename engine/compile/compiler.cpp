@@ -576,6 +576,14 @@ class GraphEmitter {
         nodes.push_back(
             range(RangeOp::NAN_CHECK, {{Region::G_BN_BIAS, Region::R_RESULT}}, {}, {}, {scalars}));
       }
+      if (cp_.tensor_ranks > 1) {
+        // Tensor parallel: each rank checks its parts of the split layers'
+        // gradients; the ranks of a group then agree, so all skip together.
+        const RegionSpan s{Region::S_SCALARS, Region::S_SCALARS};
+        GraphNode agree = range(RangeOp::ALLREDUCE_MAX, {s}, {s});
+        agree.group = CommGroup::Tensor;
+        nodes.push_back(std::move(agree));
+      }
       if (amp_) {
         nodes.push_back(range(RangeOp::SCALE, {grads}, {grads}, {scalars}));
         nodes.push_back(compute(ComputeOp::LOSS_SCALE_UPDATE, {scalars}, {scalars}, -1));
@@ -828,6 +836,17 @@ CompiledProject compile_project(const Project& project, const CompileOptions& op
                 " does not divide the " + std::to_string(cp.world_size) + " ranks of " +
                 project.training.devices.str() +
                 "; choose devices it divides or a smaller tensor dimension";
+    throw ProjectError({d});
+  }
+  if (project.training.tensor_ranks > 1 &&
+      optimizer_info(project.training.optimizer.kind).layer_norms) {
+    Diagnostic d;
+    d.file = project.source_path;
+    d.field = "training.optimizer";
+    d.message = "optimizer \"" + std::string(optimizer_name(project.training.optimizer.kind)) +
+                "\" with mesh tensor=" + std::to_string(project.training.tensor_ranks) +
+                ": its trust ratio needs each whole layer's norms, and a tensor rank holds only "
+                "its part of the split layers; train with sgd or adam, or mesh tensor=1";
     throw ProjectError({d});
   }
   if (project.training.tensor_ranks > 1 && project.training.sharding != Sharding::None) {

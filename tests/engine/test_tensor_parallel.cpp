@@ -188,6 +188,16 @@ class TestTensorParallel : public QObject {
         for (const GraphNode& n : g.nodes)
           if (n.kind == NodeKind::RANGE && n.group == CommGroup::Tensor) ++sums;
     QCOMPARE(sums, 4);
+    // The ranks of a group agree on skipping an overflowed step: each
+    // checks its own parts of the gradients, then the flag's maximum.
+    const ComputationGraph* check = cp.find_graph(GraphId::NAN_CHECK_AND_GRAD_SCALING, 0);
+    QVERIFY(check);
+    bool agreed = false, checked = false;
+    for (const GraphNode& n : check->nodes) {
+      checked |= n.kind == NodeKind::RANGE && n.range_op == RangeOp::NAN_CHECK;
+      agreed |= checked && n.range_op == RangeOp::ALLREDUCE_MAX && n.group == CommGroup::Tensor;
+    }
+    QVERIFY(agreed);
   }
 
   void planSaysHowEachLayerSplits() {
@@ -328,6 +338,11 @@ class TestTensorParallel : public QObject {
     // A model with nothing to split.
     why = refusal(on(rank_runs::synthetic(2, true), 2, 2));
     QVERIFY2(why.find("no layer of the model splits") != std::string::npos, why.c_str());
+    // LARS: its norms are of whole layers.
+    Project lars = on(transformer(), 2, 2);
+    lars.training.optimizer.kind = OptimizerKind::LARS;
+    why = refusal(lars);
+    QVERIFY2(why.find("optimizer \"lars\" with mesh tensor=2") != std::string::npos, why.c_str());
     // Sharding as well.
     Project zero = on(transformer(), 4, 2);
     zero.training.sharding = Sharding::Optimizer;
