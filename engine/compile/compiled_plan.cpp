@@ -134,6 +134,11 @@ std::string span_cause(const CompiledProject& cp, const MemoryPlan& plan, const 
   return out;
 }
 
+// Adds one more thing a collective carries to what it said already.
+void append_cause(std::string& causes, const std::string& cause) {
+  if (!cause.empty()) causes += (causes.empty() ? "" : "; ") + cause;
+}
+
 }  // namespace
 
 std::optional<PlanNode> CompiledPlan::node(GraphId graph, int variant, int node) const {
@@ -148,28 +153,25 @@ std::optional<PlanNode> CompiledPlan::node(GraphId graph, int variant, int node)
     const MemoryPlan& plan = program_->plans.at(static_cast<size_t>(std::max(variant, 0)));
     for (const RegionSpan& s : n.in_spans) {
       out.collective_bytes += plan.region_range(s.first, s.last).bytes;
-      const std::string cause = span_cause(*program_, plan, s);
-      if (!cause.empty())
-        out.collective_cause += (out.collective_cause.empty() ? "" : "; ") + cause;
+      append_cause(out.collective_cause, span_cause(*program_, plan, s));
       if (!out.collective_regions.empty()) out.collective_regions += ", ";
       out.collective_regions += std::string(region_name(s.first));
       if (s.last != s.first) out.collective_regions += ".." + std::string(region_name(s.last));
     }
     // Tensor parallel: a feature summed over the tensor ranks.
     for (DTensorId id : n.inputs) {
-      const DTensor& t =
-          program_->plans.at(static_cast<size_t>(std::max(variant, 0))).get_dtensor(id);
+      const DTensor& t = plan.get_dtensor(id);
       out.collective_bytes += t.device_bytes();
       out.collective_regions += (out.collective_regions.empty() ? "" : ", ") + t.name;
       const bool forward = n.layer >= 0 && t.owner == n.layer;
       const std::string layer =
           n.layer >= 0 ? "'" + program_->project.model.nodes[static_cast<size_t>(n.layer)].id + "'"
                        : std::string("?");
-      out.collective_cause += (out.collective_cause.empty() ? "" : "; ") +
-                              (forward ? "the tensor ranks' partial products of row-parallel " +
-                                             layer + " (bias from tensor rank 0), summed"
-                                       : "the tensor ranks' shares of column-parallel " + layer +
-                                             "'s input gradient, summed");
+      append_cause(out.collective_cause,
+                   forward ? "the tensor ranks' partial products of row-parallel " + layer +
+                                 " (bias from tensor rank 0), summed"
+                           : "the tensor ranks' shares of column-parallel " + layer +
+                                 "'s input gradient, summed");
     }
   }
   return out;

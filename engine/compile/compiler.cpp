@@ -33,6 +33,15 @@ Diagnostic variant_problem(const Project& p, size_t index, std::string field, st
   return d;
 }
 
+// A training setting the compiler cannot train with, named where the file says it.
+[[noreturn]] void refuse(const Project& p, std::string field, std::string message) {
+  Diagnostic d;
+  d.file = p.source_path;
+  d.field = std::move(field);
+  d.message = std::move(message);
+  throw ProjectError({d});
+}
+
 // Phase 1: the batch and resolution of every variant, per device.
 std::vector<ResolvedVariant> resolve_variants(const Project& p) {
   // The ranks that split the batch: a tensor-parallel group sees one share.
@@ -828,48 +837,29 @@ CompiledProject compile_project(const Project& project, const CompileOptions& op
   cp.world_size = project.training.devices.world_size();
   cp.sharded_optimizer = shards_optimizer(project.training);
   cp.sharded_gradients = shards_gradients(project.training);
-  if (project.training.data_ranks() == 0) {
-    Diagnostic d;
-    d.file = project.source_path;
-    d.field = "training.mesh.tensor";
-    d.message = "mesh tensor=" + std::to_string(project.training.tensor_ranks) +
-                " does not divide the " + std::to_string(cp.world_size) + " ranks of " +
-                project.training.devices.str() +
-                "; choose devices it divides or a smaller tensor dimension";
-    throw ProjectError({d});
-  }
-  if (project.training.tensor_ranks > 1 &&
-      optimizer_info(project.training.optimizer.kind).layer_norms) {
-    Diagnostic d;
-    d.file = project.source_path;
-    d.field = "training.optimizer";
-    d.message = "optimizer \"" + std::string(optimizer_name(project.training.optimizer.kind)) +
-                "\" with mesh tensor=" + std::to_string(project.training.tensor_ranks) +
-                ": its trust ratio needs each whole layer's norms, and a tensor rank holds only "
-                "its part of the split layers; train with sgd or adam, or mesh tensor=1";
-    throw ProjectError({d});
-  }
-  if (project.training.tensor_ranks > 1 && project.training.sharding != Sharding::None) {
-    Diagnostic d;
-    d.file = project.source_path;
-    d.field = "training.sharding";
-    d.message = "sharding \"" + std::string(sharding_name(project.training.sharding)) +
-                "\" with mesh tensor=" + std::to_string(project.training.tensor_ranks) +
-                ": the optimizer state of tensor-parallel layers is split over the tensor ranks "
-                "already, and sharding it over the data ranks as well is not supported; set "
-                "sharding \"none\" or mesh tensor=1";
-    throw ProjectError({d});
-  }
-  if (project.training.sharding != Sharding::None && cp.world_size == 1) {
-    Diagnostic d;
-    d.file = project.source_path;
-    d.field = "training.sharding";
-    d.message = "sharding \"" + std::string(sharding_name(project.training.sharding)) +
-                "\" splits the optimizer state over the ranks, and training.devices " +
-                project.training.devices.str() +
-                " is one rank; train on more (--devices cpu:2) or set sharding \"none\"";
-    throw ProjectError({d});
-  }
+  const TrainingSpec& t = project.training;
+  const std::string mesh = "mesh tensor=" + std::to_string(t.tensor_ranks);
+  if (t.data_ranks() == 0)
+    refuse(project, "training.mesh.tensor",
+           mesh + " does not divide the " + std::to_string(cp.world_size) + " ranks of " +
+               t.devices.str() + "; choose devices it divides or a smaller tensor dimension");
+  if (t.tensor_ranks > 1 && optimizer_info(t.optimizer.kind).layer_norms)
+    refuse(project, "training.optimizer",
+           "optimizer \"" + std::string(optimizer_name(t.optimizer.kind)) + "\" with " + mesh +
+               ": its trust ratio needs each whole layer's norms, and a tensor rank holds only "
+               "its part of the split layers; train with sgd or adam, or mesh tensor=1");
+  if (t.tensor_ranks > 1 && t.sharding != Sharding::None)
+    refuse(project, "training.sharding",
+           "sharding \"" + std::string(sharding_name(t.sharding)) + "\" with " + mesh +
+               ": the optimizer state of tensor-parallel layers is split over the tensor ranks "
+               "already, and sharding it over the data ranks as well is not supported; set "
+               "sharding \"none\" or mesh tensor=1");
+  if (t.sharding != Sharding::None && cp.world_size == 1)
+    refuse(project, "training.sharding",
+           "sharding \"" + std::string(sharding_name(t.sharding)) +
+               "\" splits the optimizer state over the ranks, and training.devices " +
+               t.devices.str() +
+               " is one rank; train on more (--devices cpu:2) or set sharding \"none\"");
   cp.variants = resolve_variants(project);
 
   std::vector<ModelAnalysis> analyses;

@@ -146,10 +146,7 @@ ShardedBytes sharded_bytes(const MemoryPlan& plan) {
 TensorSplitBytes tensor_split_bytes(const MemoryPlan& plan, int tensor_ranks) {
   TensorSplitBytes b;
   for (const DTensor& t : plan.dtensors()) {
-    const bool feature =
-        t.region == Region::F_FEATURE_FP32 || t.region == Region::F_FEATURE_FP16 ||
-        t.region == Region::F_FEATURE_BF16 || t.region == Region::F_GRAD_SLOT_FP32 ||
-        t.region == Region::F_GRAD_SLOT_FP16 || t.region == Region::F_GRAD_SLOT_BF16;
+    const bool feature = region_series(t.region) == 'F';
     if (t.owner < 0 || (!feature && !region_param_kind(t.region))) continue;
     const uint64_t whole = DTensor::slot_bytes_for(whole_shape(t, tensor_ranks), t.dtype, t.region);
     (feature ? b.features : b.params) += t.slot_bytes;

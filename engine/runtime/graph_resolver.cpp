@@ -123,7 +123,6 @@ ResolvedGraph resolve_graph(const CompiledProject& cp, const ComputationGraph& g
     a.seed = cp.project.training.seed;
     a.rank = rank;
     a.world = world;
-    a.tensor_rank = tensor_rank;
     for (DTensorId id : n.inputs) {
       a.in.push_back(tensor_arg(plan, arena, id));
       rn.footprint.read(slot(plan.get_dtensor(id)), &plan.get_dtensor(id));

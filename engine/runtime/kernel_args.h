@@ -75,7 +75,6 @@ struct KernelArgs {
   // same, as it computes the same samples.
   int rank = 0;
   int world = 1;
-  int tensor_rank = 0;  // its place in its tensor-parallel group
   // A launch over some of the rank's samples (the CPU's 16-bit staging runs a
   // few at a time): its first sample, and the rank's whole batch. Masks drawn
   // per sample number the global batch by them.

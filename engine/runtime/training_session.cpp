@@ -107,17 +107,20 @@ void TrainingSession::load_state(const std::vector<InitialTensor>& tensors,
   // no broadcast from rank 0 can replicate them). Else rank 0 loads and
   // the others take its copy.
   const int T = cp_.tensor_ranks;
+  for (const InitialTensor& t : tensors) {
+    const DTensor& d = plan.get_dtensor(t.id);
+    const int64_t whole = whole_shape(d, T).elements();
+    if (d.dtype != DType::FP32 || static_cast<int64_t>(t.values.size()) != whole)
+      throw std::invalid_argument(
+          "TrainingSession::load_state: " + std::to_string(t.values.size()) + " values for " +
+          d.name + " in " + std::string(region_name(d.region)) + ", which holds " +
+          std::to_string(whole));
+  }
   const int loading = T > 1 ? local_ : 1;
   std::deque<std::vector<float>> parts;  // the host copies, alive until the copies finish
   for (int r = 0; r < loading; ++r) {
     for (const InitialTensor& t : tensors) {
       const DTensor& d = plan.get_dtensor(t.id);
-      if (d.dtype != DType::FP32 ||
-          static_cast<int64_t>(t.values.size()) != whole_shape(d, T).elements())
-        throw std::invalid_argument(
-            "TrainingSession::load_state: " + std::to_string(t.values.size()) + " values for " +
-            d.name + " in " + std::string(region_name(d.region)) + ", which holds " +
-            std::to_string(whole_shape(d, T).elements()));
       const std::vector<float>* values = &t.values;
       if (is_tensor_shard(d, T)) {
         parts.push_back(tensor_part(d, T, backend_.global_rank(r) % T, t.values));

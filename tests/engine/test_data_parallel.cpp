@@ -160,6 +160,17 @@ class HoldFirstLayerBackward final : public ForwardingBackend {
   int64_t stalls_ = 0;
 };
 
+// One launch the profiler saw: on `rank` from `a` to `b` us, in `graph`.
+ProfileSpan profile_span(int rank, double a, double b, GraphId graph, bool collective) {
+  ProfileSpan s;
+  s.rank = rank;
+  s.tag.graph = graph;
+  s.tag.collective = collective;
+  s.start_us = a;
+  s.end_us = b;
+  return s;
+}
+
 }  // namespace
 
 // Counts, per rank, the steps the host has enqueued (their scalars copy)
@@ -505,12 +516,7 @@ class TestDataParallel : public QObject {
 
   void graphOverlapArithmetic() {
     auto span = [](int rank, GraphId g, double a, double b) {
-      ProfileSpan s;
-      s.rank = rank;
-      s.tag.graph = g;
-      s.start_us = a;
-      s.end_us = b;
-      return s;
+      return profile_span(rank, a, b, g, false);
     };
     const std::vector<ProfileSpan> spans = {
         span(0, GraphId::DEEP_COMM, 10, 30),         span(0, GraphId::DEEP_COMM, 25, 40),
@@ -531,12 +537,7 @@ class TestDataParallel : public QObject {
   // against every other launch of the same rank.
   void hiddenCommunicationArithmetic() {
     auto span = [](int rank, bool collective, double a, double b) {
-      ProfileSpan s;
-      s.rank = rank;
-      s.tag.collective = collective;
-      s.start_us = a;
-      s.end_us = b;
-      return s;
+      return profile_span(rank, a, b, GraphId::NUM_GRAPH_IDS, collective);
     };
     const std::vector<ProfileSpan> spans = {span(0, true, 10, 30), span(0, true, 25, 40),
                                             span(0, false, 0, 15), span(0, false, 35, 50),
