@@ -29,24 +29,35 @@ import json, re, sys
 def blocks(path):
     j = json.load(open(path))
     v = next(v for v in j["variants"] if v["kind"] == "train")
-    params = features = 0
+    params = features = communication = 0
     for t in v["tensors"]:
         if not re.match(r"b\d+_", t.get("owner") or ""):
             continue
         r = t["region"]
         if r.startswith("F_"):
-            features += t["slot_bytes"]
+            # Sequence parallel's buffers for the tensor group's batch:
+            # gathered (R) or pending sums (P), each alive from its
+            # collective to its reader.
+            if t.get("tensor_placement", "S") in ("R", "P"):
+                communication += t["slot_bytes"]
+            else:
+                features += t["slot_bytes"]
         elif r[0] in "WEAGHMV" and r[1] == "_":
             params += t["slot_bytes"]
-    return params, features, v["total_bytes"], v["batch"]
-p1, f1, t1, b1 = blocks(sys.argv[1])
-p2, f2, t2, b2 = blocks(sys.argv[2])
+    return params, features, communication, v["total_bytes"], v["batch"]
+p1, f1, c1, t1, b1 = blocks(sys.argv[1])
+p2, f2, c2, t2, b2 = blocks(sys.argv[2])
 mib = lambda b: b / 2**20
-print(f"batch {b1} per rank on both")
+print(f"batch per rank: {b1} on one rank; {b2} on each tensor rank (the whole layers; "
+      f"the split ones compute the group's {2 * b2})")
 print(f"blocks' parameters (every series): {mib(p1):.2f} -> {mib(p2):.2f} MiB = {p2/p1:.3f}x")
-print(f"blocks' features and gradient slots (own slots): {mib(f1):.2f} -> {mib(f2):.2f} MiB = {f2/f1:.3f}x")
+print(f"blocks' features and gradient slots held (own slots): {mib(f1):.2f} -> {mib(f2):.2f} MiB "
+      f"= {f2/f1:.3f}x")
 print(f"blocks' parameters and features: {(p2+f2)/(p1+f1):.3f}x")
-print(f"train variant, packed: {mib(t1):.2f} -> {mib(t2):.2f} MiB = {t2/t1:.3f}x")
+print(f"blocks' communication buffers for the group's batch (own slots, short-lived): "
+      f"{mib(c2):.2f} MiB; with them {(p2+f2+c2)/(p1+f1):.3f}x")
+print(f"train variant, packed (what a rank allocates, buffers included): {mib(t1):.2f} -> "
+      f"{mib(t2):.2f} MiB = {t2/t1:.3f}x")
 PY
 rm -f /tmp/tp-one.$$.json /tmp/tp-two.$$.json
 

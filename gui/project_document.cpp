@@ -14,8 +14,7 @@ ProjectDocument::ProjectDocument(QObject* parent) : QObject(parent) {
 
 int64_t ProjectDocument::analysisBatch() const {
   const TrainingSpec& t = project_.training;
-  // A tensor-parallel group's ranks share their samples.
-  const int64_t world = std::max(1, t.data_ranks());
+  const int64_t world = std::max(1, t.devices.world_size());
   return std::max<int64_t>(1, t.global_batch / world);
 }
 

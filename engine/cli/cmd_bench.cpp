@@ -80,7 +80,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   const double median_wait_ms = waits.empty() ? 0.0 : 1000 * waits[waits.size() / 2];
   const double batch = static_cast<double>(cp.project().training.global_batch);
   const double flops_per_step =
-      3.0 * static_cast<double>(cp.model_flops()) * static_cast<double>(cp.data_ranks());
+      3.0 * static_cast<double>(cp.model_flops()) * static_cast<double>(cp.world_size());
   nlohmann::json j = {
       {"project", cp.project().name},
       {"backend", job.context().backend},

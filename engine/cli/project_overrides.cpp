@@ -94,16 +94,14 @@ void apply_overrides(const ParsedArgs& a, Project& project) {
     }
   }
   if (a.values.count("mesh")) apply_mesh(a.values.at("mesh"), t);
-  const int world = t.data_ranks();
-  if (world == 0)
+  const int world = t.devices.world_size();
+  if (t.data_ranks() == 0)
     throw UsageError("mesh tensor=" + std::to_string(t.tensor_ranks) + " does not divide the " +
-                     std::to_string(t.devices.world_size()) + " ranks of " + t.devices.str());
+                     std::to_string(world) + " ranks of " + t.devices.str());
+  // Every rank takes its own share (a tensor-parallel group's ranks too).
   if (t.global_batch % world != 0)
     throw UsageError("global batch " + std::to_string(t.global_batch) + " does not divide by " +
-                     std::to_string(world) +
-                     (t.tensor_ranks > 1 ? " data-parallel ranks (mesh tensor=" +
-                                               std::to_string(t.tensor_ranks) + ")"
-                                         : std::string(" devices")));
+                     std::to_string(world) + " devices");
 }
 
 }  // namespace tr::cli

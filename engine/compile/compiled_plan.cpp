@@ -134,6 +134,32 @@ std::string span_cause(const CompiledProject& cp, const MemoryPlan& plan, const 
   return out;
 }
 
+// What a tensor-parallel collective of `id` carries, and for which layer.
+std::string tensor_cause(const CompiledProject& cp, const GraphNode& n, DTensorId id) {
+  if (n.layer < 0) return {};
+  const LayerTensors& t = cp.layers.at(static_cast<size_t>(n.layer));
+  const std::string layer = "'" + cp.project.model.nodes[static_cast<size_t>(n.layer)].id + "'";
+  const std::string samples = ", each rank keeping its own samples of the sum";
+  switch (n.range_op) {
+    case RangeOp::ALLGATHER_BATCH:
+      if (id == t.grad)
+        return "row-parallel " + layer +
+               "'s output gradient, gathered from the "
+               "tensor ranks' samples";
+      return "column-parallel " + layer + "'s input, gathered from the tensor ranks' samples" +
+             (n.outputs.front() == t.gathered_again ? " again for its backward" : "");
+    case RangeOp::REDUCE_SCATTER_BATCH:
+      if (id == t.partial)
+        return "the tensor ranks' partial products of row-parallel " + layer +
+               " (bias from tensor rank 0), summed" + samples;
+      return "the tensor ranks' partial input gradients of column-parallel " + layer + ", summed" +
+             samples;
+    default:
+      return "the tensor ranks' gradients of whole " + layer + "'s " +
+             cp.plans.front().get_dtensor(id).name + ", each of its own samples, summed";
+  }
+}
+
 // Adds one more thing a collective carries to what it said already.
 void append_cause(std::string& causes, const std::string& cause) {
   if (!cause.empty()) causes += (causes.empty() ? "" : "; ") + cause;
@@ -158,20 +184,12 @@ std::optional<PlanNode> CompiledPlan::node(GraphId graph, int variant, int node)
       out.collective_regions += std::string(region_name(s.first));
       if (s.last != s.first) out.collective_regions += ".." + std::string(region_name(s.last));
     }
-    // Tensor parallel: a feature summed over the tensor ranks.
+    // Tensor parallel: a tensor over the tensor ranks.
     for (DTensorId id : n.inputs) {
       const DTensor& t = plan.get_dtensor(id);
       out.collective_bytes += t.device_bytes();
       out.collective_regions += (out.collective_regions.empty() ? "" : ", ") + t.name;
-      const bool forward = n.layer >= 0 && t.owner == n.layer;
-      const std::string layer =
-          n.layer >= 0 ? "'" + program_->project.model.nodes[static_cast<size_t>(n.layer)].id + "'"
-                       : std::string("?");
-      append_cause(out.collective_cause,
-                   forward ? "the tensor ranks' partial products of row-parallel " + layer +
-                                 " (bias from tensor rank 0), summed"
-                           : "the tensor ranks' shares of column-parallel " + layer +
-                                 "'s input gradient, summed");
+      append_cause(out.collective_cause, tensor_cause(*program_, n, id));
     }
   }
   return out;

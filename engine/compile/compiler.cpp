@@ -44,15 +44,16 @@ Diagnostic variant_problem(const Project& p, size_t index, std::string field, st
 
 // Phase 1: the batch and resolution of every variant, per device.
 std::vector<ResolvedVariant> resolve_variants(const Project& p) {
-  // The ranks that split the batch: a tensor-parallel group sees one share.
-  const int world = p.training.data_ranks();
+  // Every rank computes its own share of the batch (a tensor-parallel
+  // group's split layers the group's shares together).
+  const int world = p.training.devices.world_size();
   if (world < 1 || p.training.global_batch < 1 || p.training.global_batch % world != 0) {
     Diagnostic d;
     d.file = p.source_path;
     d.field = "training.global_batch";
     d.message = "global_batch " + std::to_string(p.training.global_batch) +
-                " must be positive and divisible by the " + std::to_string(world) +
-                " data-parallel ranks of " + p.training.devices.str();
+                " must be positive and divisible by the " + std::to_string(world) + " ranks of " +
+                p.training.devices.str();
     throw ProjectError({d});
   }
   const int64_t local = p.training.global_batch / world;
@@ -152,17 +153,19 @@ bool shards_gradients(const TrainingSpec& t) {
 // only the shapes differ, so ids line up.
 class TensorAllocator {
  public:
-  TensorAllocator(const Project& p, const ModelAnalysis& a, const std::vector<LayerRewrite>& rw,
-                  MemoryPlan& plan, std::vector<LayerTensors>& layers, EngineTensors& engine)
-      : p_(p),
+  TensorAllocator(CompiledProject& cp, const ModelAnalysis& a, const std::vector<LayerRewrite>& rw,
+                  MemoryPlan& plan)
+      : p_(cp.project),
         a_(a),
         rw_(rw),
         plan_(plan),
-        layers_(layers),
-        engine_(engine),
-        use_(series_for(p.training)),
-        sharded_(shards_optimizer(p.training)),
-        sharded_gradients_(shards_gradients(p.training)) {}
+        layers_(cp.layers),
+        engine_(cp.engine),
+        splits_(cp.splits),
+        tensor_ranks_(cp.tensor_ranks),
+        use_(series_for(cp.project.training)),
+        sharded_(shards_optimizer(cp.project.training)),
+        sharded_gradients_(shards_gradients(cp.project.training)) {}
 
   void run() {
     const DType feat = storage_dtype(p_.training.precision);
@@ -206,6 +209,7 @@ class TensorAllocator {
         if (r.recompute_out)
           t.recomputed = plan_.alloc_feature(na.output, feat, id + ".recomputed", v);
       }
+      if (!splits_.empty()) sequence_parallel_buffers(v, t, feat);
     }
     for (LayerTensors& t : layers_)
       if (t.fused_relu >= 0) {
@@ -216,6 +220,29 @@ class TensorAllocator {
   }
 
  private:
+  // Sequence parallel's buffers over the tensor group's batch, each alive
+  // from its collective to the kernel that reads it: a column layer's input
+  // gathered (in the forward and again in the backward, so that no gathered
+  // input is held in between) and its input gradient before the
+  // reduce-scatter; a row layer's partial products and its output gradient
+  // gathered.
+  void sequence_parallel_buffers(int v, LayerTensors& t, DType feat) {
+    const NodeAnalysis& na = a_.nodes[static_cast<size_t>(v)];
+    const std::string& id = p_.model.nodes[static_cast<size_t>(v)].id;
+    const TensorSplit s = splits_[static_cast<size_t>(v)].split;
+    if (s == TensorSplit::Column) {
+      t.gathered = plan_.alloc_feature(na.inputs[0], feat, id + ".gathered", v);
+      t.gathered_again = plan_.alloc_feature(na.inputs[0], feat, id + ".gathered_again", v);
+      if (a_.source_of(v, 0).node != a_.input_node)
+        t.input_grad_part = plan_.alloc_grad_slot(na.inputs[0], feat, id + ".input_grad", v);
+    } else if (s == TensorSplit::Row) {
+      Shape group = na.output;
+      group.n *= tensor_ranks_;
+      t.partial = plan_.alloc_feature(group, feat, id + ".partial", v);
+      t.grad_gathered = plan_.alloc_grad_slot(group, feat, id + ".grad_gathered", v);
+    }
+  }
+
   void params(std::array<DTensorId, 7>& ids, ParamKind kind, const Shape& shape,
               const std::string& name, int owner) {
     for (ParamSeries s : use_.series) {
@@ -260,6 +287,8 @@ class TensorAllocator {
   MemoryPlan& plan_;
   std::vector<LayerTensors>& layers_;
   EngineTensors& engine_;
+  const std::vector<LayerSplit>& splits_;
+  int tensor_ranks_;
   SeriesUse use_;
   bool sharded_;
   bool sharded_gradients_;
@@ -391,9 +420,10 @@ class GraphEmitter {
     add(g, std::move(again));
   }
 
-  // Tensor parallel: the sum over the tensor ranks of `feature`, in place.
-  static GraphNode tensor_sum(DTensorId feature, int layer) {
-    GraphNode n = range(RangeOp::ALLREDUCE_SUM, {}, {}, {feature}, {feature});
+  // Tensor parallel: a collective over the tensor group from `in` to `out`
+  // (the same tensor for a sum in place), caused by `layer`.
+  static GraphNode tensor_collective(RangeOp op, DTensorId in, DTensorId out, int layer) {
+    GraphNode n = range(op, {}, {}, {in}, {out});
     n.group = CommGroup::Tensor;
     n.layer = layer;
     return n;
@@ -402,17 +432,77 @@ class GraphEmitter {
     return cp_.splits.empty() ? TensorSplit::Whole : cp_.splits[static_cast<size_t>(v)].split;
   }
 
-  // A layer's forward; a row-parallel one's partial products then summed
-  // over the tensor ranks (its bias added by the first alone).
+  // A layer's forward. Sequence parallel: a column-parallel one reads its
+  // input gathered over the tensor group; a row-parallel one's partial
+  // products (its bias added by the first rank alone) are summed over the
+  // group, each rank keeping its own samples.
   void add_forward(ComputationGraph& g, int v, bool training, int buf) {
     GraphNode n = forward_node(v, training, buf);
-    if (split(v) != TensorSplit::Row) {
-      add(g, std::move(n));
-      return;
+    const LayerTensors& t = L(v);
+    switch (split(v)) {
+      case TensorSplit::Column: {
+        const DTensorId x = input_of(v, 0, buf);
+        add(g, tensor_collective(RangeOp::ALLGATHER_BATCH, x, t.gathered, v));
+        std::replace(n.inputs.begin(), n.inputs.end(), x, t.gathered);
+        add(g, std::move(n));
+        break;
+      }
+      case TensorSplit::Row:
+        n.bias_on_first_tensor_rank = true;
+        std::replace(n.outputs.begin(), n.outputs.end(), t.out, t.partial);
+        add(g, std::move(n));
+        add(g, tensor_collective(RangeOp::REDUCE_SCATTER_BATCH, t.partial, t.out, v));
+        break;
+      default:
+        add(g, std::move(n));
     }
-    n.bias_on_first_tensor_rank = true;
-    add(g, std::move(n));
-    add(g, tensor_sum(L(v).out, v));
+  }
+
+  // A layer's backward. Sequence parallel: a row-parallel one reads its
+  // output gradient gathered over the tensor group; a column-parallel one
+  // its input gathered again, and its input gradient, a partial sum over
+  // the group's batch, is reduce-scattered; a whole layer's parameter
+  // gradients are of its rank's samples, summed over the group.
+  void add_backward(ComputationGraph& g, int v, std::set<DTensorId>& written) {
+    GraphNode n = backward_node(v, written);
+    const LayerTensors& t = L(v);
+    switch (split(v)) {
+      case TensorSplit::Row:
+        add(g, tensor_collective(RangeOp::ALLGATHER_BATCH, t.grad, t.grad_gathered, v));
+        std::replace(n.inputs.begin(), n.inputs.end(), t.grad, t.grad_gathered);
+        add(g, std::move(n));
+        break;
+      case TensorSplit::Column: {
+        const DTensorId x = input_of(v, 0, 0, true), dx = input_grad_of(v, 0);
+        add(g, tensor_collective(RangeOp::ALLGATHER_BATCH, x, t.gathered_again, v));
+        std::replace(n.inputs.begin(), n.inputs.end(), x, t.gathered_again);
+        std::replace(n.outputs.begin(), n.outputs.end(), dx, t.input_grad_part);
+        add(g, std::move(n));
+        add(g, tensor_collective(RangeOp::REDUCE_SCATTER_BATCH, t.input_grad_part, dx, v));
+        break;
+      }
+      case TensorSplit::Whole: {
+        std::vector<DTensorId> grads = parameter_gradients(n);
+        add(g, std::move(n));
+        for (DTensorId id : grads) add(g, tensor_collective(RangeOp::ALLREDUCE_SUM, id, id, v));
+        break;
+      }
+      case TensorSplit::Local:
+        add(g, std::move(n));
+    }
+  }
+
+  // The parameter gradients `n` writes, where a whole layer's need the
+  // tensor group's sum (none without tensor parallel).
+  std::vector<DTensorId> parameter_gradients(const GraphNode& n) const {
+    std::vector<DTensorId> out;
+    if (cp_.tensor_ranks == 1) return out;
+    for (DTensorId id : n.outputs) {
+      const Region r = cp_.plans.front().get_dtensor(id).region;
+      const char s = region_series(r);
+      if (region_param_kind(r) && (s == 'G' || s == 'H')) out.push_back(id);
+    }
+    return out;
   }
 
   void first_forward(int v, int buf) {
@@ -461,10 +551,7 @@ class GraphEmitter {
       const int ports = layer_input_ports(p_.model.nodes[static_cast<size_t>(node)]);
       for (int port = 0; port < ports; ++port)
         recompute(g, a_.source_of(node, port).node, recomputed);
-      add(g, backward_node(node, written));
-      // A column-parallel layer's input gradient: each rank's share of the
-      // sum over the features it computes.
-      if (split(node) == TensorSplit::Column) add(g, tensor_sum(input_grad_of(node, 0), node));
+      add_backward(g, node, written);
     }
   }
 
@@ -476,8 +563,11 @@ class GraphEmitter {
     std::vector<DTensorId> out{t.weight_in(gs)};
     if (t.bias_in(gs) != kNoTensor) out.push_back(t.bias_in(gs));
     const bool conv = p_.model.nodes[static_cast<size_t>(f)].type == LayerType::Conv2d;
-    add(g, compute(conv ? ComputeOp::CONV_BWD_FIRST : ComputeOp::LINEAR_BWD_FIRST,
-                   {cp_.engine.input[buf], t.grad}, out, f));
+    GraphNode n = compute(conv ? ComputeOp::CONV_BWD_FIRST : ComputeOp::LINEAR_BWD_FIRST,
+                          {cp_.engine.input[buf], t.grad}, out, f);
+    std::vector<DTensorId> grads = parameter_gradients(n);
+    add(g, std::move(n));
+    for (DTensorId id : grads) add(g, tensor_collective(RangeOp::ALLREDUCE_SUM, id, id, f));
   }
 
   void inference(int v, int buf) {
@@ -566,6 +656,15 @@ class GraphEmitter {
           GraphId::FIRST_COMM,
           {range(RangeOp::REDUCE_SCATTER, {first_g},
                  {kinds_span(ParamSeries::Q, ParamKind::BN_BIAS, ParamKind::FIRST_CONV)})});
+    } else if (cp_.tensor_ranks > 1) {
+      // Each rank's result is of its own samples: its mean over every rank,
+      // beside the data-parallel mean of the gradients.
+      std::vector<GraphNode> deep;
+      if (world_ > 1) deep.push_back(range(RangeOp::ALLREDUCE_MEAN, {deep_g}, {deep_g}));
+      deep.push_back(world(RangeOp::ALLREDUCE_MEAN, result));
+      shared(GraphId::DEEP_COMM, std::move(deep));
+      if (world_ > 1)
+        shared(GraphId::FIRST_COMM, {range(RangeOp::ALLREDUCE_MEAN, {first_g}, {first_g})});
     } else if (world_ > 1) {
       const RegionSpan deep_bucket{Region::G_DEEP_CONV, Region::R_RESULT};
       shared(GraphId::DEEP_COMM, {range(RangeOp::ALLREDUCE_MEAN, {deep_bucket}, {deep_bucket})});
@@ -603,8 +702,8 @@ class GraphEmitter {
     if (has_bn()) {
       const RegionSpan next{Region::B_NEXT_MEAN, Region::B_NEXT_VAR};
       // SyncBatchNorm computes the same statistics on every rank already.
-      if (world_ > 1 && !p_.training.sync_batch_norm)
-        shared(GraphId::STATS_COMM, {range(RangeOp::ALLREDUCE_MEAN, {next}, {next})});
+      if (cp_.world_size > 1 && !p_.training.sync_batch_norm)
+        shared(GraphId::STATS_COMM, {world(RangeOp::ALLREDUCE_MEAN, next)});
       shared(GraphId::UPDATE_STATS,
              {range(RangeOp::COPY, {next}, {{Region::B_PREV_MEAN, Region::B_PREV_VAR}})});
     }
@@ -625,10 +724,16 @@ class GraphEmitter {
                     {{Region::B_PREV_MEAN, Region::B_PREV_VAR},
                      kinds_span(ParamSeries::W, ParamKind::BN_BIAS, ParamKind::BN_WEIGHT)},
                     {{Region::B_EQ_SCALE, Region::B_EQ_BIAS}})});
-    if (world_ > 1) {
-      const RegionSpan acc{Region::R_RESULT_ACCUMULATED, Region::R_CONFUSION};
-      shared(GraphId::VAL_RESULT_COMM, {range(RangeOp::ALLREDUCE_SUM, {acc}, {acc})});
-    }
+    if (cp_.world_size > 1)
+      shared(GraphId::VAL_RESULT_COMM,
+             {world(RangeOp::ALLREDUCE_SUM, {Region::R_RESULT_ACCUMULATED, Region::R_CONFUSION})});
+  }
+
+  // A collective in place over every rank (each rank's own samples').
+  static GraphNode world(RangeOp op, RegionSpan span) {
+    GraphNode n = range(op, {span}, {span});
+    n.group = CommGroup::World;
+    return n;
   }
 
   // One RANGE update per region group: the number of launches does not grow
@@ -801,23 +906,35 @@ namespace {
 // part of a whole one, and along which dimension. Weights are [out, 1, 1,
 // in] (a TokenLinear's too): a column layer's split by outputs (its bias
 // with them), a row layer's by inputs (its bias whole, added once). The
-// features between a column and a row layer are split by channels.
+// features between a column and a row layer are split by channels (for the
+// group's batch), every other feature by samples (sequence parallel); the
+// gathered buffers hold the group's all (R), the partial products are P.
 void mark_tensor_placements(CompiledProject& cp) {
   const Placement rows{PlacementKind::Shard, 0}, channels{PlacementKind::Shard, 3};
-  for (MemoryPlan& plan : cp.plans)
+  const Placement samples = rows, partial{PlacementKind::Partial, 0};
+  for (MemoryPlan& plan : cp.plans) {
+    if (cp.splits.empty()) break;
+    const EngineTensors& e = cp.engine;
+    for (DTensorId id : {e.input[0], e.input[1], e.labels[0], e.labels[1], e.active_labels})
+      plan.set_tensor_placement(id, samples, 1);
     for (size_t v = 0; v < cp.splits.size(); ++v) {
       const LayerSplit& s = cp.splits[v];
       const LayerTensors& t = cp.layers[v];
-      auto mark = [&](DTensorId id, Placement p) {
-        if (id != kNoTensor) plan.set_tensor_placement(id, p, s.blocks);
+      // A split layer's parts come in its blocks (an attention's q, k, v).
+      auto mark = [&](DTensorId id, Placement p, int blocks) {
+        if (id != kNoTensor) plan.set_tensor_placement(id, p, blocks);
       };
       if (s.split == TensorSplit::Column || s.split == TensorSplit::Row)
-        for (DTensorId id : t.weight) mark(id, s.split == TensorSplit::Column ? rows : channels);
+        for (DTensorId id : t.weight)
+          mark(id, s.split == TensorSplit::Column ? rows : channels, s.blocks);
       if (s.split == TensorSplit::Column)
-        for (DTensorId id : t.bias) mark(id, channels);
-      if (s.split == TensorSplit::Column || s.split == TensorSplit::Local)
-        for (DTensorId id : {t.out, t.grad, t.recomputed, t.saved, t.mask}) mark(id, channels);
+        for (DTensorId id : t.bias) mark(id, channels, s.blocks);
+      const bool split_features = s.split == TensorSplit::Column || s.split == TensorSplit::Local;
+      for (DTensorId id : {t.out, t.grad, t.recomputed, t.saved, t.mask})
+        mark(id, split_features ? channels : samples, split_features ? s.blocks : 1);
+      for (DTensorId id : {t.input_grad_part, t.partial}) mark(id, partial, 1);
     }
+  }
 }
 
 // The graphs, each node with the settings its kernel runs with.
@@ -896,17 +1013,20 @@ CompiledProject compile_project(const Project& project, const CompileOptions& op
       if (!analyses[i].ok())
         throw std::logic_error("a tensor rank's share of the model does not fit: " +
                                analyses[i].problems.front().str());
+      group_batch_shapes(analyses[i], cp.splits, cp.tensor_ranks);
     }
   }
   cp.analysis = analyses[train];
 
   std::vector<LayerRewrite> rewrites = plan_layer_rewrites(cp.project, cp.analysis, options);
-  // A row-parallel layer's output is whole only after its all-reduce.
+  // Column- and row-parallel layers compute through their tensor group's
+  // collectives (a gathered input, a reduce-scatter): never again in the backward.
   for (size_t v = 0; v < cp.splits.size(); ++v)
-    if (cp.splits[v].split == TensorSplit::Row) rewrites[v].recompute_out = false;
+    if (cp.splits[v].split == TensorSplit::Row || cp.splits[v].split == TensorSplit::Column)
+      rewrites[v].recompute_out = false;
   for (size_t i = 0; i < cp.variants.size(); ++i) {
     cp.plans.emplace_back(cp.variants[i].name);
-    TensorAllocator(cp.project, analyses[i], rewrites, cp.plans.back(), cp.layers, cp.engine).run();
+    TensorAllocator(cp, analyses[i], rewrites, cp.plans.back()).run();
   }
   mark_tensor_placements(cp);
   if (!options.pack_memory) {

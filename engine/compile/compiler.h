@@ -46,6 +46,12 @@ struct LayerTensors {
   // The output computed again in the backward (CompileOptions::recompute):
   // what its consumers' backwards read instead of `out`.
   DTensorId recomputed = kNoTensor;
+  // Sequence parallel, over the tensor group's batch: a column layer's input
+  // gathered for its forward and again for its backward, and its input
+  // gradient before the reduce-scatter; a row layer's partial products
+  // before theirs, and its output gradient gathered.
+  DTensorId gathered = kNoTensor, gathered_again = kNoTensor, input_grad_part = kNoTensor;
+  DTensorId partial = kNoTensor, grad_gathered = kNoTensor;
 
   DTensorId weight_in(ParamSeries s) const { return weight[static_cast<size_t>(s)]; }
   DTensorId bias_in(ParamSeries s) const { return bias[static_cast<size_t>(s)]; }
@@ -93,11 +99,12 @@ struct CompiledProject {
   // that makes the plan smaller (MemoryPlan::gradients_in_pool).
   bool sharded_gradients = false;
   // The device mesh's tensor dimension (training.mesh.tensor): consecutive
-  // groups of this many ranks split the layers in `splits` and see the same
-  // samples; `project` is what one tensor rank computes.
+  // groups of this many ranks split the layers in `splits`, computing them
+  // for the group's samples, and the other layers each for its own
+  // (sequence parallel); `project` is what one tensor rank computes.
   int tensor_ranks = 1;
   std::vector<LayerSplit> splits;  // per model node; every one Whole without tensor parallel
-  // The ranks that split the batch (the mesh's `data` dimension).
+  // The mesh's `data` dimension: the groups whose gradients are averaged.
   int data_ranks() const noexcept { return world_size / tensor_ranks; }
 
   // The arena: the largest variant's bytes.

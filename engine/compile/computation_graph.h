@@ -23,9 +23,10 @@ enum class NodeKind : uint8_t { COMPUTE, RANGE };
 
 // The ranks a collective node spans on the device mesh: its data-parallel
 // group (the ranks with its tensor index; every rank without tensor
-// parallel) or its tensor-parallel group (the consecutive ranks that split
-// the same samples' layers).
-enum class CommGroup : uint8_t { Data, Tensor };
+// parallel), its tensor-parallel group (the consecutive ranks that split
+// their samples' layers) or all of them (results and batch-norm
+// statistics, over every rank's own samples).
+enum class CommGroup : uint8_t { Data, Tensor, World };
 
 // Inclusive span of regions in enum order.
 struct RegionSpan {

@@ -40,6 +40,7 @@ TrainingConstants training_constants(const TrainingSpec& training) {
   c.ema_decay = training.ema_decay;
   c.precision = training.precision;
   c.sync_batch_norm = training.sync_batch_norm;
+  c.loss_group = static_cast<int>(training.tensor_ranks);
   return c;
 }
 

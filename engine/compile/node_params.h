@@ -54,6 +54,10 @@ struct TrainingConstants {
   Precision precision = Precision::FP32;
   // BN statistics over the global batch (bound where the world is > 1).
   bool sync_batch_norm = false;
+  // The loss's gradient is of the mean over this many ranks' samples: a
+  // tensor-parallel group's (training.mesh.tensor), whose split layers add
+  // up its ranks' gradients, each rank's loss being of its own samples.
+  int loss_group = 1;
 
   bool amp() const noexcept { return precision == Precision::AMP; }
 };

@@ -107,6 +107,8 @@ constexpr RangeOpInfo kRangeOps[] = {
     collective(range(RangeOp::ALLGATHER, "ALLGATHER")),
     collective(range(RangeOp::ALLREDUCE_MAX, "ALLREDUCE_MAX")),
     collective(range(RangeOp::REDUCE_SCATTER, "REDUCE_SCATTER")),
+    collective(range(RangeOp::ALLGATHER_BATCH, "ALLGATHER_BATCH")),
+    collective(range(RangeOp::REDUCE_SCATTER_BATCH, "REDUCE_SCATTER_BATCH")),
     range(RangeOp::COPY, "COPY"),
     range(RangeOp::ACCUMULATE, "ACCUMULATE"),
     range(RangeOp::BN_EQ_PARAMS, "BN_EQ_PARAMS"),

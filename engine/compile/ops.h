@@ -96,6 +96,13 @@ enum class RangeOp : uint8_t {
   // The mean over the ranks of the in span, of which each rank keeps its
   // share (core/data_shard.h) at the start of its out span (ZeRO-2).
   REDUCE_SCATTER,
+  // Sequence parallel over the tensor ranks (DTensor in -> DTensor out):
+  // every rank of the group gets the group's batch of a feature, each
+  // rank's samples in rank order (before a column-parallel layer) ...
+  ALLGATHER_BATCH,
+  // ... and the sum over the group of a feature of the group's batch, each
+  // rank keeping its own samples of it (after a row-parallel layer).
+  REDUCE_SCATTER_BATCH,
   COPY,
   ACCUMULATE,    // out += in
   BN_EQ_PARAMS,  // running stats + BN weights -> equivalent scale/bias

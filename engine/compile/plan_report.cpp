@@ -148,6 +148,10 @@ TensorSplitBytes tensor_split_bytes(const MemoryPlan& plan, int tensor_ranks) {
   for (const DTensor& t : plan.dtensors()) {
     const bool feature = region_series(t.region) == 'F';
     if (t.owner < 0 || (!feature && !region_param_kind(t.region))) continue;
+    if (feature && tensor_ranks > 1 && t.tensor_placement.kind != PlacementKind::Shard) {
+      b.communication += t.slot_bytes;
+      continue;
+    }
     const uint64_t whole = DTensor::slot_bytes_for(whole_shape(t, tensor_ranks), t.dtype, t.region);
     (feature ? b.features : b.params) += t.slot_bytes;
     (feature ? b.features_whole : b.params_whole) += whole;
@@ -297,19 +301,24 @@ std::string plan_report_text(const CompiledProject& cp) {
   if (cp.tensor_ranks > 1) {
     const TensorSplitBytes tb = tensor_split_bytes(cp.plans.front(), cp.tensor_ranks);
     out +=
-        fmt("mesh data=%d x tensor=%d: ranks %s form a tensor-parallel group, which sees the "
-            "same samples; the second placement is over its ranks: R all of it, S(0) its "
-            "share of the rows (outputs), S(3) of the channels (a weight's inputs, a "
-            "feature's channels)\n",
+        fmt("mesh data=%d x tensor=%d: ranks %s form a tensor-parallel group, whose split "
+            "layers compute its ranks' samples together and each rank the other layers for "
+            "its own (sequence parallel); the second placement is over its ranks: R all of "
+            "it, S(0) its share of the rows (a weight's outputs, a feature's samples), S(3) "
+            "of the channels (a weight's inputs, a feature's channels), P its addend of a sum "
+            "the group's reduce-scatter takes\n",
             cp.data_ranks(), cp.tensor_ranks,
             cp.tensor_ranks == 2 ? "0-1, 2-3, ..." : "0..tensor-1, ...");
     out +=
         fmt("tensor parallel: each rank holds %s of the layers' parameters, gradients and "
             "optimizer state (%s on one rank, %.3fx) and %s of their features and gradient "
-            "slots before packing (%s, %.3fx)\n",
+            "slots before packing (%s, %.3fx), with %s of communication buffers for the "
+            "group's batch (gathered inputs and gradients, partial sums), each alive from its "
+            "collective to its reader\n",
             human_bytes(tb.params).c_str(), human_bytes(tb.params_whole).c_str(),
             ratio(tb.params, tb.params_whole), human_bytes(tb.features).c_str(),
-            human_bytes(tb.features_whole).c_str(), ratio(tb.features, tb.features_whole));
+            human_bytes(tb.features_whole).c_str(), ratio(tb.features, tb.features_whole),
+            human_bytes(tb.communication).c_str());
   }
   const ShardedBytes m = sharded_bytes(cp.plans.front());
   if (cp.sharded_gradients) {
@@ -463,6 +472,7 @@ nlohmann::json plan_report_json(const CompiledProject& cp) {
       mesh["param_bytes_whole"] = tb.params_whole;
       mesh["feature_bytes_per_rank"] = tb.features;
       mesh["feature_bytes_whole"] = tb.features_whole;
+      mesh["communication_bytes_per_rank"] = tb.communication;
       json split_layers = json::array();
       for (size_t v = 0; v < cp.splits.size(); ++v) {
         const LayerSplit& ls = cp.splits[v];

@@ -79,10 +79,16 @@ std::vector<LayerSplit> plan_tensor_parallel(const Project& p, const ModelAnalys
           "its output does not reach another layer of its type through elementwise layers";
       continue;
     }
-    // Its input's gradient is all-reduced right after its backward, which
-    // must then be the only writer of that gradient.
+    // Its input's gradient is reduce-scattered right after its backward,
+    // which must then be the only writer of that gradient.
     const int src = a.source_of(v, 0).node;
-    if (src != a.input_node && a.consumers[static_cast<size_t>(src)].size() != 1) {
+    if (src == a.input_node) {
+      out[static_cast<size_t>(v)].why_whole =
+          "it reads the input batch, which each tensor rank computes the first layer for "
+          "on its own samples";
+      continue;
+    }
+    if (a.consumers[static_cast<size_t>(src)].size() != 1) {
       out[static_cast<size_t>(v)].why_whole = "its input feeds other layers too";
       continue;
     }
@@ -131,6 +137,20 @@ Project tensor_rank_model(const Project& model, const std::vector<LayerSplit>& s
       params.heads /= tensor_ranks;
   }
   return out;
+}
+
+void group_batch_shapes(ModelAnalysis& a, const std::vector<LayerSplit>& splits, int tensor_ranks) {
+  a.total_flops = 0;
+  for (size_t v = 0; v < a.nodes.size(); ++v) {
+    NodeAnalysis& na = a.nodes[v];
+    const TensorSplit s = v < splits.size() ? splits[v].split : TensorSplit::Whole;
+    if (s != TensorSplit::Whole && na.known) {
+      for (Shape& in : na.inputs) in.n *= tensor_ranks;
+      if (s != TensorSplit::Row) na.output.n *= tensor_ranks;
+      na.flops *= tensor_ranks;  // each split layer's work is linear in its batch
+    }
+    a.total_flops += na.flops;
+  }
 }
 
 }  // namespace tr

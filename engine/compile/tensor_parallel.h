@@ -7,8 +7,13 @@
 // its inputs (row parallel: each rank's product is a partial sum that an
 // all-reduce completes, the bias added once); a multi-head attention's
 // input projection splits by heads, its attention keeps its ranks' heads,
-// its output projection is row parallel. Everything else stays whole on
-// every tensor rank, which computes it identically.
+// its output projection is row parallel. Everything else stays whole, and
+// sequence parallel (Megatron's, along the batch): each tensor rank
+// computes the whole layers for its own samples only, a column layer's
+// input is gathered over the group first (the group's samples), and a row
+// layer's partial products are reduce-scattered (each rank keeping the sum
+// for its own samples), so no rank holds a whole layer's features for the
+// group's batch beyond the communication buffers.
 #pragma once
 
 #include <string>
@@ -48,5 +53,11 @@ std::vector<LayerSplit> plan_tensor_parallel(const Project& model, const ModelAn
 // outputs, attention with its share of the heads.
 Project tensor_rank_model(const Project& model, const std::vector<LayerSplit>& splits,
                           int tensor_ranks);
+
+// The shapes of `a`, the tensor-rank model analysed at a rank's own batch,
+// as sequence parallel runs it: the split layers over the group's batch
+// (a column layer reading its gathered input), but a row layer's output,
+// which is the rank's samples of the sum.
+void group_batch_shapes(ModelAnalysis& a, const std::vector<LayerSplit>& splits, int tensor_ranks);
 
 }  // namespace tr

@@ -166,7 +166,7 @@ void settle_dataset_sizes(Project& project, int64_t train_size, int64_t val_size
   if (!dataset_kind_info(project.dataset.kind).counted) return;
   project.dataset.train_size = train_size;
   project.dataset.val_size = val_size;
-  const int64_t world = std::max(1, project.training.data_ranks());
+  const int64_t world = std::max(1, project.training.devices.world_size());
   for (VariantSpec& v : project.variants) {
     if (v.kind != VariantKind::Validation || val_size < world || val_size % world != 0) continue;
     int64_t batch = std::min(v.batch, val_size / world);

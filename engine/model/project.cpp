@@ -66,13 +66,11 @@ std::string_view schedule_name(ScheduleKind k) noexcept {
 }
 
 std::string TrainingSpec::global_batch_problem() const {
-  const int ranks = data_ranks();
+  // A tensor-parallel group's ranks each take their own share too.
+  const int ranks = devices.world_size();
   if (ranks <= 0 || global_batch % ranks == 0) return {};
-  const bool mesh = tensor_ranks > 1;
   return "global_batch " + std::to_string(global_batch) + " is not divisible by the " +
-         std::to_string(ranks) + (mesh ? " data-parallel ranks of " : " ranks of ") +
-         devices.str() + (mesh ? " (mesh tensor=" + std::to_string(tensor_ranks) + ")" : "") +
-         "; every rank takes the same share";
+         std::to_string(ranks) + " ranks of " + devices.str() + "; every rank takes the same share";
 }
 
 std::string_view sharding_name(Sharding s) noexcept {

@@ -863,7 +863,7 @@ bool Reader::read_training(const json& t, Project& p) {
 void Reader::read_variants(const json* v, Project& p, bool derive_ok) {
   const Scope s;
   if (!v) {
-    int64_t world = std::max(1, p.training.data_ranks());
+    int64_t world = std::max(1, p.training.devices.world_size());
     int64_t val_batch = derive_ok ? p.training.global_batch / world : 0;
     // Validation has no partial last batch: take the largest batch up to the
     // training one that splits the validation set evenly over the ranks.

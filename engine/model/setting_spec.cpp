@@ -459,9 +459,10 @@ std::vector<SettingSpec> make_settings() {
        .label = "Tensor-parallel ranks",
        .help = "The device mesh's `tensor` dimension: this many consecutive ranks split each "
                "transformer block (attention by heads, the MLP's first Linear by its outputs and "
-               "the second by its inputs) and see the same samples; the rest of the model stays "
-               "whole on each of them. It divides the devices into data-parallel groups "
-               "(cpu:4 with 2: a 2x2 mesh, data=2 x tensor=2); 1: data parallel only",
+               "the second by its inputs) over their samples together; each computes the rest "
+               "of the model, whole, for its own samples (sequence parallel). It divides the "
+               "devices into data-parallel groups (cpu:4 with 2: a 2x2 mesh, data=2 x "
+               "tensor=2); 1: data parallel only",
        .min = 1,
        .max = 64,
        .write = WriteWhen::Set,

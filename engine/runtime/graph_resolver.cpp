@@ -109,11 +109,14 @@ ResolvedGraph resolve_graph(const CompiledProject& cp, const ComputationGraph& g
   rg.rank = rank;
   rg.nodes.reserve(graph.nodes.size());
   float* scalars = reinterpret_cast<float*>(arena + plan.get_dtensor(cp.engine.scalars).offset);
-  // The mesh: consecutive ranks form a tensor-parallel group.
+  // The mesh: consecutive ranks form a tensor-parallel group, whose split
+  // layers compute the samples of the group's ranks together: their first
+  // sample is the data rank's.
   const int tensor_rank = rank % cp.tensor_ranks;
-  rank /= cp.tensor_ranks;
-  world /= cp.tensor_ranks;
+  const int data_rank = rank / cp.tensor_ranks, data_world = world / cp.tensor_ranks;
   for (const GraphNode& n : graph.nodes) {
+    const bool group_batch = n.layer >= 0 && !cp.splits.empty() &&
+                             cp.splits[static_cast<size_t>(n.layer)].split != TensorSplit::Whole;
     ResolvedNode rn;
     KernelArgs& a = rn.args;
     a.node = &n;
@@ -121,8 +124,8 @@ ResolvedGraph resolve_graph(const CompiledProject& cp, const ComputationGraph& g
     a.training = &cp.constants;
     a.scalars = scalars;
     a.seed = cp.project.training.seed;
-    a.rank = rank;
-    a.world = world;
+    a.rank = group_batch ? data_rank : rank;
+    a.world = group_batch ? data_world : world;
     for (DTensorId id : n.inputs) {
       a.in.push_back(tensor_arg(plan, arena, id));
       rn.footprint.read(slot(plan.get_dtensor(id)), &plan.get_dtensor(id));
@@ -143,7 +146,7 @@ ResolvedGraph resolve_graph(const CompiledProject& cp, const ComputationGraph& g
     }
     // The footprint is the bytes reached (a sharded update's share).
     auto span = [&](const RegionSpan& s) {
-      return n.data_sharded ? sharded_span_arg(cp, plan, arena, s, rank, world)
+      return n.data_sharded ? sharded_span_arg(cp, plan, arena, s, data_rank, data_world)
                             : span_arg(plan, arena, s);
     };
     for (const RegionSpan& s : n.in_spans) {

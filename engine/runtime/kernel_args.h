@@ -70,9 +70,10 @@ struct KernelArgs {
   std::vector<SpanArg> in_spans, out_spans;
   float* scalars = nullptr;  // S_SCALARS of this rank, indexed by ScalarSlot
   uint64_t seed = 0;         // project seed, for dropout masks
-  // The rank's place among the data-parallel ranks (the batch's split, the
-  // dropout streams, ZeRO's shares): every tensor rank of a group has the
-  // same, as it computes the same samples.
+  // The rank's place among the ranks that split the batch (the dropout
+  // streams, ZeRO's shares): its place in the world, but for a
+  // tensor-parallel layer's launches, which compute the samples of its
+  // tensor group: its data-parallel group's place then.
   int rank = 0;
   int world = 1;
   // A launch over some of the rank's samples (the CPU's 16-bit staging runs a

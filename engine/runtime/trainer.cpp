@@ -120,10 +120,9 @@ class RankLoop {
         make_batch_spec(p.dataset, Split::Train, p.training.global_batch, p.training.seed, dtype);
     spec.padded_channels = padded_c;
     spec.epoch = start.epoch;  // the per-epoch order is a function of (seed, epoch)
-    // The global batch splits over the ranks of every node.
-    // A tensor-parallel group's ranks take the same share.
-    const int data_rank = global_rank_ / cp.tensor_ranks;
-    train_ = std::make_unique<BatchPipeline>(data, Split::Train, spec, cp.data_ranks(), data_rank);
+    // The global batch splits over the ranks of every node (a tensor-parallel
+    // group's ranks too: each computes its own samples outside the split layers).
+    train_ = std::make_unique<BatchPipeline>(data, Split::Train, spec, cp.world_size, global_rank_);
     if (start.batch >= train_->batches_per_epoch())
       throw UsageError("checkpoint '" + options.resume_source + "' continues at batch " +
                        std::to_string(start.batch + 1) + " of epoch " +
@@ -131,7 +130,7 @@ class RankLoop {
                        std::to_string(train_->batches_per_epoch()) + " batches");
     if (val_variant_ >= 0 && options.validate) {
       const int64_t val_global =
-          cp.variants[static_cast<size_t>(val_variant_)].batch * cp.data_ranks();
+          cp.variants[static_cast<size_t>(val_variant_)].batch * cp.world_size;
       if (data.size(Split::Val) % val_global != 0)
         throw UsageError(
             "the validation set's " + std::to_string(data.size(Split::Val)) +
@@ -141,7 +140,7 @@ class RankLoop {
           make_batch_spec(p.dataset, Split::Val, val_global, p.training.seed, dtype);
       val_spec.padded_channels = padded_c;
       val_ =
-          std::make_unique<BatchPipeline>(data, Split::Val, val_spec, cp.data_ranks(), data_rank);
+          std::make_unique<BatchPipeline>(data, Split::Val, val_spec, cp.world_size, global_rank_);
     }
     for (const BatchPipeline* src : {train_.get(), val_.get()})
       for (int buffer = 0; src && buffer < 2; ++buffer)

@@ -355,9 +355,9 @@ StepMetrics TrainingSession::finish_step(int rank, int64_t step) {
     throw std::logic_error("step " + std::to_string(step) + " finished but never enqueued");
   rs.unfinished[static_cast<size_t>(slot)] = false;
   StepMetrics m = take_result(rank, slot);
-  // DEEP_COMM took the mean of every data rank's sums: the ratios hold, the
-  // count is one rank's (a tensor-parallel group's ranks share their samples).
-  m.samples *= cp_.data_ranks();
+  // DEEP_COMM took the mean of every rank's sums: the ratios hold, the count
+  // is one rank's.
+  m.samples *= cp_.world_size;
   return m;
 }
 

@@ -57,9 +57,9 @@ ResumeStart TrainingRecorder::resume_start_of(const TrainOptions& options) {
 
 void TrainingRecorder::count_images(const CompiledPlan& plan, const TrainingContext& context) {
   const int64_t global = plan.project().training.global_batch;
-  const int64_t world = plan.data_ranks();
+  const int64_t world = plan.world_size();
   batch_images_ = static_cast<double>(global);
-  // The last batch holds the remainder, cut to a multiple of the data ranks.
+  // The last batch holds the remainder, cut to a multiple of the ranks.
   last_images_ = static_cast<double>(context.train_samples % global / world * world);
 }
 

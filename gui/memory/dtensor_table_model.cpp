@@ -100,17 +100,31 @@ QVariant DTensorTableModel::data(const QModelIndex& index, int role) const {
   const bool part = tensor > 1 && t.tensor_placement.kind == PlacementKind::Shard;
   if (role == Qt::ToolTipRole && index.column() == PlacementColumn && tensor > 1) {
     // Over a mesh: the data-parallel placement, then the tensor-parallel one.
-    const QString over_tensor =
-        part
-            ? tr("over the mesh's tensor dimension, split: each of the %1 tensor ranks holds "
-                 "its part %2 of the whole %3 (by %4)")
-                  .arg(tensor)
-                  .arg(QString::fromStdString(t.shape.str()),
-                       QString::fromStdString(cp_->whole_shape(id).str()),
-                       t.tensor_placement.dim == 0 ? tr("rows: a layer's outputs") : tr("channels"))
-            : tr("over the mesh's tensor dimension, whole: each of the %1 tensor ranks holds "
-                 "all of it and computes it alike")
-                  .arg(tensor);
+    const bool feature = region_series(t.region) == 'F' || t.owner < 0;
+    const QString by = t.tensor_placement.dim == 3 ? tr("channels")
+                       : feature                   ? tr("samples: its own")
+                                                   : tr("rows: a layer's outputs");
+    QString over_tensor;
+    if (part)
+      over_tensor = tr("over the mesh's tensor dimension, split: each of the %1 tensor ranks holds "
+                       "its part %2 of the whole %3 (by %4)")
+                        .arg(tensor)
+                        .arg(QString::fromStdString(t.shape.str()),
+                             QString::fromStdString(cp_->whole_shape(id).str()), by);
+    else if (t.tensor_placement.kind == PlacementKind::Partial)
+      over_tensor = tr("over the mesh's tensor dimension, a pending sum: each of the %1 tensor "
+                       "ranks holds its addend for the group's samples, and the reduce-scatter "
+                       "leaves each rank the sum for its own")
+                        .arg(tensor);
+    else if (feature)
+      over_tensor = tr("over the mesh's tensor dimension, gathered: each of the %1 tensor ranks "
+                       "holds the group's samples of it, from its collective to the kernel "
+                       "that reads it")
+                        .arg(tensor);
+    else
+      over_tensor = tr("over the mesh's tensor dimension, whole: each of the %1 tensor ranks "
+                       "holds all of it, its gradients summed over the group")
+                        .arg(tensor);
     return tr("%1 over the %2 data-parallel ranks; %3")
         .arg(QString::fromStdString(t.placement.str()))
         .arg(cp_->world_size() / tensor)

@@ -358,11 +358,13 @@ void MemoryView::refresh() {
     const TensorSplitBytes split = tensor_split_bytes(plan, tensor);
     text += tr("\nTensor parallel, mesh data=%1 x tensor=%2: each rank holds %3 of the layers' "
                "%4 of parameters, gradients and optimizer state and %5 of their %6 of features "
-               "(before packing); the split layers are marked in the designer.")
+               "(before packing), with %7 of communication buffers for the group's samples; "
+               "the split layers are marked in the designer.")
                 .arg(cp_->data_ranks())
                 .arg(tensor)
                 .arg(bytes_text(split.params), bytes_text(split.params_whole),
-                     bytes_text(split.features), bytes_text(split.features_whole));
+                     bytes_text(split.features), bytes_text(split.features_whole),
+                     bytes_text(split.communication));
   }
   summary_->setText(text);
   set_tone(summary_, fits_ ? Tone::Normal : Tone::Error);

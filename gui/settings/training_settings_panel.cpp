@@ -591,15 +591,15 @@ void TrainingSettingsPanel::refresh(bool reset) {
   shown_ = now;
 
   const TrainingSpec& t = now.training;
-  // The ranks that split the batch: a tensor-parallel group's share their samples.
-  const int ranks = std::max(1, t.data_ranks());
+  // The ranks that split the batch: every one (a tensor-parallel group's too).
+  const int ranks = std::max(1, t.devices.world_size());
   const QString devices = QString::fromStdString(t.devices.str());
   if (t.tensor_ranks > 1 && t.data_ranks() == 0)
     devices_->setText(
         tr("%1: mesh tensor=%2 does not divide its ranks").arg(devices).arg(t.tensor_ranks));
   else if (t.tensor_ranks > 1)
     devices_->setText(tr("%1 as mesh data=%2 x tensor=%3: each group of %3 ranks splits the "
-                         "transformer blocks, %4 samples per group and step")
+                         "transformer blocks, %4 samples per rank and step")
                           .arg(devices)
                           .arg(t.data_ranks())
                           .arg(t.tensor_ranks)

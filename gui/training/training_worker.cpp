@@ -142,7 +142,7 @@ TrainingOutcome TrainingWorker::runTraining() {
 
   // Images per step as the recorder counts them, so the view and the store agree.
   const int64_t global = cp->project().training.global_batch;
-  const int64_t world = cp->data_ranks();
+  const int64_t world = cp->world_size();
   const double batch_images = static_cast<double>(global);
   const double last_images = static_cast<double>(context.train_samples % global / world * world);
 

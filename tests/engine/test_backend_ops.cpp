@@ -516,16 +516,27 @@ bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out
 
 // A collective: each rank's span copied into its arena, one COLLECTIVE
 // launch per rank, every rank's span copied back (a reduce-scatter's out
-// span, zeroed first, lies after its in span).
+// span, zeroed first, lies after its in span). Sequence parallel's batch
+// collectives take their spans as FP32 features of 4 channels instead.
 void run_collective(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out) {
   const uint64_t bytes = static_cast<uint64_t>(c.in_spans[0]) * 4;
-  const bool apart = c.range == RangeOp::REDUCE_SCATTER;
+  const uint64_t out_bytes = static_cast<uint64_t>(c.out_spans[0]) * 4;
+  const bool batch =
+      c.range == RangeOp::ALLGATHER_BATCH || c.range == RangeOp::REDUCE_SCATTER_BATCH;
+  const bool apart = c.range == RangeOp::REDUCE_SCATTER || batch;
   const uint64_t out_at = apart ? align256(bytes) : 0;
-  backend.allocate_arenas(out_at + align256(bytes));
+  backend.allocate_arenas(out_at + align256(std::max(bytes, out_bytes)));
   const std::vector<float> zeros(static_cast<size_t>(c.in_spans[0]), 0.0f);
   GraphNode node;
   node.kind = NodeKind::RANGE;
   node.range_op = c.range;
+  // The harness's backends have no tensor dimension: the batch collectives
+  // run over every rank, a tensor group's semantics over the two.
+  node.group = batch ? CommGroup::World : CommGroup::Data;
+  DTensor in_desc, out_desc;
+  in_desc.shape = {c.in_spans[0] / 4, 1, 1, 4};
+  out_desc.shape = {c.out_spans[0] / 4, 1, 1, 4};
+  in_desc.region = out_desc.region = Region::F_FEATURE_FP32;
   std::vector<KernelArgs> args(static_cast<size_t>(c.world));
   Tensors host = in;
   for (int r = 0; r < c.world; ++r) {
@@ -533,6 +544,10 @@ void run_collective(Backend& backend, const OpCase& c, const Tensors& in, Tensor
     a.node = &node;
     a.rank = r;
     a.world = c.world;
+    if (batch) {
+      a.in = {{backend.arena(r), &in_desc}};
+      a.out = {{backend.arena(r) + out_at, &out_desc}};
+    }
     SpanArg span;
     span.data = backend.arena(r);
     span.bytes = bytes;
@@ -546,7 +561,7 @@ void run_collective(Backend& backend, const OpCase& c, const Tensors& in, Tensor
     copy_in.bytes = bytes;
     copy_in.tag.stream = StreamKind::COMP_1;
     backend.enqueue(r, StreamKind::COMP_1, copy_in);
-    if (apart) {
+    if (apart && !batch) {
       Launch clear = copy_in;
       clear.host = const_cast<float*>(zeros.data());
       clear.offset = out_at;
@@ -562,6 +577,7 @@ void run_collective(Backend& backend, const OpCase& c, const Tensors& in, Tensor
     Launch copy_out = copy_in;
     copy_out.kind = LaunchKind::COPY_D2H;
     copy_out.offset = out_at;
+    copy_out.bytes = apart ? out_bytes : bytes;
     copy_out.host = out[static_cast<size_t>(r)].data();
     backend.enqueue(r, StreamKind::COMP_1, copy_out);
   }
@@ -2660,6 +2676,35 @@ std::vector<OpCase> reduce_scatter_cases() {
   return {c};
 }
 
+// Sequence parallel over a tensor group of 2: the group's batch of a
+// feature, rank 0's samples then rank 1's, on both ranks; and each rank's
+// half of the sum of both ranks' features of the group's batch.
+std::vector<OpCase> allgather_batch_cases() {
+  OpCase c = range_case(RangeOp::ALLGATHER_BATCH, "ALLGATHER_BATCH over 2 ranks", {kSpan, kSpan},
+                        {2 * kSpan, 2 * kSpan}, [](const Tensors& in, const Tensors&) {
+                          Values r = as_double(in[0]);
+                          r.insert(r.end(), in[1].begin(), in[1].end());
+                          return std::vector<Values>{r, r};
+                        });
+  c.world = 2;
+  return {c};
+}
+
+std::vector<OpCase> reduce_scatter_batch_cases() {
+  OpCase c =
+      range_case(RangeOp::REDUCE_SCATTER_BATCH, "REDUCE_SCATTER_BATCH over 2 ranks", {kSpan, kSpan},
+                 {kSpan / 2, kSpan / 2}, [](const Tensors& in, const Tensors&) {
+                   const size_t half = in[0].size() / 2;
+                   std::vector<Values> out(2, Values(half));
+                   for (size_t r = 0; r < 2; ++r)
+                     for (size_t i = 0; i < half; ++i)
+                       out[r][i] = double(in[0][r * half + i]) + in[1][r * half + i];
+                   return out;
+                 });
+  c.world = 2;
+  return {c};
+}
+
 // The optimizer updates, with the run's settings (OptimizerSpec's defaults
 // here: momentum 0.9, weight decay 5e-4, Adam's betas 0.9 and 0.999, eps 1e-8).
 // The weights and moments are updated in their own bytes: the out spans.
@@ -2825,6 +2870,8 @@ constexpr OpEntry kRangeOps[] = {
     {&allgather_cases},
     {[] { return allreduce_cases(RangeOp::ALLREDUCE_MAX); }},
     {&reduce_scatter_cases},
+    {&allgather_batch_cases},
+    {&reduce_scatter_batch_cases},
     {&copy_span_cases},
     {&accumulate_cases},
     {&bn_eq_cases},

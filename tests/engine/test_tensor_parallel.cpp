@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Tensor parallel over the device mesh's `tensor` dimension on CPU ranks:
-// an MLP's Linear pair and a transformer block (attention split by heads,
-// its MLP by features) train as one rank does, to reduction order (1e-5
-// relative in FP32 over an epoch; the partial products add in another
-// order); a 2x2 mesh trains as two data-parallel ranks do; the final
+// Tensor parallel over the device mesh's `tensor` dimension on CPU ranks,
+// with sequence parallel (each rank computes the whole layers for its own
+// samples): an MLP's Linear pair and a transformer block (attention split
+// by heads, its MLP by features) train as one rank does, to reduction order
+// (1e-5 relative in FP32 over an epoch; the partial products and the whole
+// layers' gradients add in another order); a 2x2 mesh trains as four
+// ranks do; the final
 // weights and checkpoints hold whole tensors, which a run on another mesh
 // resumes from; the plan holds each rank's part; layers and meshes that
 // cannot split are refused with the numbers.
@@ -31,9 +33,9 @@ Project on(Project p, int world, int tensor) {
   p.training.devices.ids.clear();
   for (int r = 0; r < world; ++r) p.training.devices.ids.push_back(r);
   p.training.tensor_ranks = tensor;
-  // The validation batch is per data rank: keep the global one.
+  // The validation batch is per rank: keep the global one.
   for (VariantSpec& v : p.variants)
-    if (v.kind == VariantKind::Validation) v.batch = 100 / std::max(1, world / tensor);
+    if (v.kind == VariantKind::Validation) v.batch = 100 / world;
   return p;
 }
 
@@ -51,15 +53,18 @@ ModelBuilder synthetic_builder(const char* name) {
   return b;
 }
 
-// Linear 64 -> 32, ReLU, Linear 32 -> 4: the first Linear reads the input.
+// Linear 64 -> 32, ReLU, Linear 32 -> 32, ReLU, Linear 32 -> 4: the first
+// Linear reads the input and stays whole, the second pair splits.
 Project mlp() {
   ModelBuilder b = synthetic_builder("tp-mlp");
   b.node("in", LayerType::Input, input(8, 8, 1))
+      .node("fc0", LayerType::Linear, linear(32))
+      .node("relu0", LayerType::ReLU)
       .node("fc1", LayerType::Linear, linear(32))
       .node("relu", LayerType::ReLU)
       .node("fc2", LayerType::Linear, linear(4))
       .node("loss", LayerType::SoftmaxCrossEntropy)
-      .chain({"in", "fc1", "relu", "fc2", "loss"});
+      .chain({"in", "fc0", "relu0", "fc1", "relu", "fc2", "loss"});
   return b.build();
 }
 
@@ -181,13 +186,43 @@ class TestTensorParallel : public QObject {
              std::string("R"));
     const int attention = cp.project.model.find("attn.attention");
     QCOMPARE(cp.project.model.nodes[static_cast<size_t>(attention)].params.heads, int64_t{2});
-    // Two sums over the tensor ranks a forward, two a backward.
-    int sums = 0;
+    // Sequence parallel: the whole layers' features hold the rank's 16
+    // samples of the group's 32 (S(0)), the split ones the group's 32 for
+    // the rank's channels (S(3)); a column layer's input is gathered (R),
+    // a row layer's partial products are a pending sum (P).
+    auto feature = [&](const char* id, DTensorId LayerTensors::*which) -> const DTensor& {
+      return plan.get_dtensor(cp.layers[static_cast<size_t>(cp.project.model.find(id))].*which);
+    };
+    QCOMPARE(feature("ln2", &LayerTensors::out).shape.n, int64_t{16});
+    QCOMPARE(feature("ln2", &LayerTensors::out).tensor_placement.str(), std::string("S(0)"));
+    QCOMPARE(whole_shape(feature("ln2", &LayerTensors::out), 2).n, int64_t{32});
+    QCOMPARE(feature("fc1", &LayerTensors::gathered).shape.n, int64_t{32});
+    QCOMPARE(feature("fc1", &LayerTensors::gathered).tensor_placement.str(), std::string("R"));
+    QCOMPARE(feature("fc1", &LayerTensors::out).shape, (Shape{32, 1, 17, 16}));
+    QCOMPARE(feature("fc1", &LayerTensors::out).tensor_placement.str(), std::string("S(3)"));
+    QCOMPARE(feature("fc2", &LayerTensors::partial).shape.n, int64_t{32});
+    QCOMPARE(feature("fc2", &LayerTensors::partial).tensor_placement.str(), std::string("P"));
+    QCOMPARE(feature("fc2", &LayerTensors::out).shape.n, int64_t{16});
+    // Over the tensor ranks, a step: each column layer's input gathered in
+    // the forward and again in the backward, each row layer's output
+    // gradient gathered (6); the row layers' partial products and the
+    // column layers' input gradients reduce-scattered (4); the whole
+    // layers' parameter gradients summed (both LayerNorms' scale and shift,
+    // the position embedding, the class token, the head's weight and bias: 8).
+    std::map<RangeOp, int> over_tensor;
     for (const ComputationGraph& g : cp.graphs)
       if (g.id == GraphId::DEEP_FWD_BWD && g.variant == 0)
         for (const GraphNode& n : g.nodes)
-          if (n.kind == NodeKind::RANGE && n.group == CommGroup::Tensor) ++sums;
-    QCOMPARE(sums, 4);
+          if (n.kind == NodeKind::RANGE && n.group == CommGroup::Tensor) ++over_tensor[n.range_op];
+    QCOMPARE(over_tensor[RangeOp::ALLGATHER_BATCH], 6);
+    QCOMPARE(over_tensor[RangeOp::REDUCE_SCATTER_BATCH], 4);
+    QCOMPARE(over_tensor[RangeOp::ALLREDUCE_SUM], 8);
+    QCOMPARE(over_tensor.size(), size_t{3});
+    // The first layer's gradients too, in its own graph.
+    const ComputationGraph* first = cp.find_graph(GraphId::FIRST_LAYER_BWD_A, 0);
+    QVERIFY(first);
+    QCOMPARE(first->nodes.back().range_op, RangeOp::ALLREDUCE_SUM);
+    QCOMPARE(first->nodes.back().group, CommGroup::Tensor);
     // The ranks of a group agree on skipping an overflowed step: each
     // checks its own parts of the gradients, then the flag's maximum.
     const ComputationGraph* check = cp.find_graph(GraphId::NAN_CHECK_AND_GRAD_SCALING, 0);
@@ -214,6 +249,12 @@ class TestTensorParallel : public QObject {
     QCOMPARE(j["mesh"]["data"].get<int>(), 1);
     QVERIFY(j["mesh"]["param_bytes_per_rank"].get<uint64_t>() <
             j["mesh"]["param_bytes_whole"].get<uint64_t>());
+    // Sequence parallel: every feature held is split, half of one rank's
+    // (but for each slot's rounding to 256 bytes).
+    const double held = j["mesh"]["feature_bytes_per_rank"].get<double>() /
+                        j["mesh"]["feature_bytes_whole"].get<double>();
+    QVERIFY2(held > 0.5 && held < 0.52, qPrintable(QString::number(held)));
+    QVERIFY(j["mesh"]["communication_bytes_per_rank"].get<uint64_t>() > 0);
     bool found = false;
     for (const auto& t : j["variants"][0]["tensors"])
       if (t["name"] == "fc1.weight" && t["region"] == "W_DEEP_CONV") {
@@ -222,20 +263,22 @@ class TestTensorParallel : public QObject {
         QCOMPARE(t["whole_shape"], nlohmann::json::array({32, 1, 1, 16}));
       }
     QVERIFY(found);
-    // Each sum says what it carries and which layer causes it.
+    // Each collective says what it carries and which layer causes it.
     const ComputationGraph* g = cp.find_graph(GraphId::DEEP_FWD_BWD, 0);
     QVERIFY(g);
-    std::vector<std::string> causes;
+    std::string causes;
     for (size_t i = 0; i < g->nodes.size(); ++i)
       if (g->nodes[i].group == CommGroup::Tensor)
-        causes.push_back(
-            plan.node(GraphId::DEEP_FWD_BWD, 0, static_cast<int>(i))->collective_cause);
-    QCOMPARE(causes.size(), size_t{4});
-    QVERIFY2(
-        causes[0].find("partial products of row-parallel 'attn.out_proj'") != std::string::npos,
-        causes[0].c_str());
-    QVERIFY2(causes[2].find("column-parallel 'fc1''s input gradient") != std::string::npos,
-             causes[2].c_str());
+        causes += plan.node(GraphId::DEEP_FWD_BWD, 0, static_cast<int>(i))->collective_cause + "\n";
+    for (const char* words :
+         {"column-parallel 'attn.in_proj''s input, gathered from the tensor ranks' samples\n",
+          "partial products of row-parallel 'attn.out_proj' (bias from tensor rank 0), summed, "
+          "each rank keeping its own samples",
+          "row-parallel 'fc2''s output gradient, gathered",
+          "column-parallel 'fc1''s input, gathered from the tensor ranks' samples again",
+          "partial input gradients of column-parallel 'fc1', summed",
+          "gradients of whole 'ln2''s ln2.weight, each of its own samples, summed"})
+      QVERIFY2(causes.find(words) != std::string::npos, (words + ("\nin:\n" + causes)).c_str());
   }
 
   void aPartIsItsPlaceInTheWhole() {
@@ -274,8 +317,8 @@ class TestTensorParallel : public QObject {
     compare_runs(on(p, 2, 2), on(p, 1, 1), tolerance);
   }
 
-  void meshOfTwoByTwoTrainsAsTwoDataRanks() {
-    compare_runs(on(transformer(), 4, 2), on(transformer(), 2, 1), 1e-5);
+  void meshOfTwoByTwoTrainsAsFourRanks() {
+    compare_runs(on(transformer(), 4, 2), on(transformer(), 4, 1), 1e-5);
   }
 
   // A tensor-parallel project predicts on one rank from its whole weights.

@@ -410,6 +410,27 @@ class TestMemoryView : public QObject {
         m->data(m->index(row, DTensorTableModel::PlacementColumn), Qt::ToolTipRole).toString();
     QVERIFY2(tip.contains(QStringLiteral("each of the 2 tensor ranks holds its part")),
              qPrintable(tip));
+    // Sequence parallel: a whole layer's output is the rank's samples, a row
+    // layer's partial products a pending sum for the group's.
+    int samples = -1, pending = -1;
+    for (int r = 0; r < m->rowCount(); ++r) {
+      const QString name = v.cell(r, DTensorTableModel::Name);
+      if (name == QStringLiteral("b1_ln1.out")) samples = r;
+      if (name == QStringLiteral("b1_fc2.partial")) pending = r;
+    }
+    QVERIFY(samples >= 0 && pending >= 0);
+    QCOMPARE(v.cell(samples, DTensorTableModel::PlacementColumn), QStringLiteral("R, S(0)"));
+    QVERIFY2(v.cell(samples, DTensorTableModel::RankColumn).startsWith(QStringLiteral("its part")),
+             qPrintable(v.cell(samples, DTensorTableModel::RankColumn)));
+    const QString own =
+        m->data(m->index(samples, DTensorTableModel::PlacementColumn), Qt::ToolTipRole).toString();
+    QVERIFY2(own.contains(QStringLiteral("by samples: its own")), qPrintable(own));
+    QCOMPARE(v.cell(pending, DTensorTableModel::PlacementColumn), QStringLiteral("R, P"));
+    const QString sum =
+        m->data(m->index(pending, DTensorTableModel::PlacementColumn), Qt::ToolTipRole).toString();
+    QVERIFY2(sum.contains(QStringLiteral("a pending sum")), qPrintable(sum));
+    QVERIFY2(v.view.summaryText().contains(QStringLiteral("communication buffers")),
+             qPrintable(v.view.summaryText()));
   }
 
   void highlightedLayersAreMarkedAndListed() {

@@ -27,6 +27,10 @@ const char* kind_name(CollectiveKind k) {
       return "broadcast";
     case CollectiveKind::ALL_GATHER:
       return "all-gather";
+    case CollectiveKind::GATHER_BLOCKS:
+      return "all-gather (blocks)";
+    case CollectiveKind::REDUCE_SCATTER_SUM_BLOCKS:
+      return "reduce-scatter (sum, blocks)";
   }
   return "collective";
 }
@@ -95,8 +99,13 @@ void Collectives::run(int rank, const std::vector<CollectiveCall>& calls) {
     if (c.kind != CollectiveKind::BROADCAST && c.bytes % element_bytes(c) != 0)
       throw std::logic_error("CPU collectives: " + describe(c) +
                              " is not a whole number of elements");
+    if (c.kind == CollectiveKind::REDUCE_SCATTER_SUM_BLOCKS &&
+        c.bytes % (element_bytes(c) * static_cast<uint64_t>(world_)) != 0)
+      throw std::logic_error("CPU collectives: " + describe(c) + " does not split into " +
+                             std::to_string(world_) + " equal blocks");
     if (c.dtype != DType::FP32 && c.kind != CollectiveKind::ALL_REDUCE_SUM &&
-        c.kind != CollectiveKind::BROADCAST)
+        c.kind != CollectiveKind::BROADCAST && c.kind != CollectiveKind::GATHER_BLOCKS &&
+        c.kind != CollectiveKind::REDUCE_SCATTER_SUM_BLOCKS)
       throw std::logic_error("CPU collectives: " + describe(c) + " takes FP32 only");
     if (c.root < 0 || c.root >= world_)
       throw std::logic_error("CPU collectives: " + describe(c) + ": no rank " +
@@ -104,7 +113,10 @@ void Collectives::run(int rank, const std::vector<CollectiveCall>& calls) {
   }
   if (world_ == 1) {
     for (const CollectiveCall& c : calls)
-      if (c.kind == CollectiveKind::REDUCE_SCATTER_MEAN) std::memmove(c.out, c.data, c.bytes);
+      if (c.kind == CollectiveKind::REDUCE_SCATTER_MEAN ||
+          c.kind == CollectiveKind::GATHER_BLOCKS ||
+          c.kind == CollectiveKind::REDUCE_SCATTER_SUM_BLOCKS)
+        std::memmove(c.out, c.data, c.bytes);
     return;
   }
   posted_[static_cast<size_t>(rank)] = &calls;
@@ -143,6 +155,19 @@ void Collectives::run(int rank, const std::vector<CollectiveCall>& calls) {
       float* out = static_cast<float*>(c.out);
       for (uint64_t i = share.begin / 4; i < share.end / 4; ++i)
         out[i - share.begin / 4] = reduced(i);
+      continue;
+    }
+    if (c.kind == CollectiveKind::GATHER_BLOCKS) {
+      // Each rank reads every rank's block into its own buffer.
+      for (int r = 0; r < world_; ++r)
+        std::memcpy(static_cast<uint8_t*>(c.out) + c.bytes * static_cast<uint64_t>(r), buffer(r),
+                    c.bytes);
+      continue;
+    }
+    if (c.kind == CollectiveKind::REDUCE_SCATTER_SUM_BLOCKS) {
+      const uint64_t block = c.bytes / element_bytes(c) / w;
+      const uint64_t first = block * static_cast<uint64_t>(rank);
+      for (uint64_t i = 0; i < block; ++i) store(c, c.out, i, reduced(first + i));
       continue;
     }
     if (c.kind == CollectiveKind::ALL_GATHER) {

@@ -21,25 +21,31 @@ namespace tr::cpu {
 // ALL_GATHER: each rank's share of the buffer (core/data_shard.h) to every rank.
 // REDUCE_SCATTER_MEAN: the mean of every rank's buffer, of which each rank
 // gets its share (core/data_shard.h) at `out`.
+// GATHER_BLOCKS: every rank's `bytes` at `data` into `out`, rank r's at
+// r * bytes (sequence parallel's gather of the group's samples).
+// REDUCE_SCATTER_SUM_BLOCKS: the sum of every rank's `bytes` at `data`, of
+// which rank r gets block r (bytes / world) at `out`.
 enum class CollectiveKind : uint8_t {
   ALL_REDUCE_SUM,
   ALL_REDUCE_MEAN,
   ALL_REDUCE_MAX,
   BROADCAST,
   ALL_GATHER,
-  REDUCE_SCATTER_MEAN
+  REDUCE_SCATTER_MEAN,
+  GATHER_BLOCKS,
+  REDUCE_SCATTER_SUM_BLOCKS
 };
 
 // One call of a group. All-reduces work on FP32 (bytes a multiple of 4)
-// but for the tensor-parallel sums of 16-bit features (ALL_REDUCE_SUM of
-// FP16 or BF16: the sum taken in FP32 and rounded once).
+// but for the tensor-parallel collectives of 16-bit features (ALL_REDUCE_SUM
+// and the two block kinds of FP16 or BF16: sums taken in FP32, rounded once).
 struct CollectiveCall {
   CollectiveKind kind = CollectiveKind::ALL_REDUCE_SUM;
   void* data = nullptr;
   uint64_t bytes = 0;
   int root = 0;            // BROADCAST
   std::string_view label;  // for messages; must outlive the call
-  void* out = nullptr;     // REDUCE_SCATTER_MEAN: this rank's share of the mean
+  void* out = nullptr;     // REDUCE_SCATTER_MEAN and the block kinds: where this rank's result goes
   DType dtype = DType::FP32;
 };
 

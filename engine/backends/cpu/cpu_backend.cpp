@@ -107,8 +107,9 @@ class CpuBackend final : public Backend {
     for (size_t i = 0; i < ranks_.size(); ++i) {
       for (auto& s : ranks_[i].streams) s = std::make_unique<StreamWorker>();
       int index = 0;
-      Collectives& data = group(static_cast<int>(i), CommGroup::Data, index);
-      ranks_[i].rank_sum = std::make_unique<CollectiveRankSum>(data, index);
+      // SyncBatchNorm sums over every rank: each computes its own samples.
+      Collectives& world = group(static_cast<int>(i), CommGroup::World, index);
+      ranks_[i].rank_sum = std::make_unique<CollectiveRankSum>(world, index);
       if (o.check_step_schedule)
         ranks_[i].checker = std::make_unique<StepChecker>(static_cast<int>(i));
     }
@@ -546,6 +547,13 @@ class CpuBackend final : public Backend {
         std::vector<CollectiveCall> calls;
         const auto& in = l.args->in_spans;
         const auto& out = l.args->out_spans;
+        int index = 0;
+        Collectives& comm = group(rank, l.args->node->group, index);
+        if (op == RangeOp::ALLGATHER_BATCH || op == RangeOp::REDUCE_SCATTER_BATCH) {
+          calls.push_back(batch_call(*l.args, l.tag.label, comm.world()));
+          comm.run(index, calls);
+          break;
+        }
         // A tensor-parallel sum of features, in place and in their dtype.
         for (const TensorArg& t : l.args->in)
           calls.push_back(
@@ -561,8 +569,7 @@ class CpuBackend final : public Backend {
             calls.back().out = out[i].data;
           }
         }
-        int index = 0;
-        group(rank, l.args->node->group, index).run(index, calls);
+        comm.run(index, calls);
         break;
       }
       case LaunchKind::HOST_FUNC:
@@ -589,10 +596,30 @@ class CpuBackend final : public Backend {
   // t, t + tensor, ...) and per tensor-parallel group (consecutive ranks).
   std::vector<std::unique_ptr<Collectives>> data_groups_, tensor_groups_;
 
+  // Sequence parallel's gather (the group's samples of a feature from each
+  // rank's) or reduce-scatter (each rank's samples of the sum).
+  static CollectiveCall batch_call(const KernelArgs& a, std::string_view label, int group) {
+    const bool gather = a.node->range_op == RangeOp::ALLGATHER_BATCH;
+    const TensorArg& in = a.in.at(0);
+    const TensorArg& out = a.out.at(0);
+    const uint64_t part = (gather ? in : out).desc->device_bytes();
+    if ((gather ? out : in).desc->device_bytes() != part * static_cast<uint64_t>(group))
+      throw std::logic_error("CPU backend: " + std::string(range_op_name(a.node->range_op)) + " (" +
+                             std::string(label) + "): the group's batch is not " +
+                             std::to_string(group) + " ranks' samples");
+    return {gather ? CollectiveKind::GATHER_BLOCKS : CollectiveKind::REDUCE_SCATTER_SUM_BLOCKS,
+            in.data,
+            in.desc->device_bytes(),
+            0,
+            label,
+            out.data,
+            in.desc->dtype};
+  }
+
   // The communicator of `rank`'s group `g`, and the rank's index in it.
   Collectives& group(int rank, CommGroup g, int& index) {
     const int t = options_.tensor;
-    if (t == 1) {
+    if (g == CommGroup::World || t == 1) {
       if (g == CommGroup::Tensor)
         throw std::logic_error("a tensor-parallel collective on a mesh without a tensor dimension");
       index = rank;

@@ -180,7 +180,8 @@ void softmax_ce(const KernelArgs& a, bool backward, cudaStream_t stream, const c
     }
   }
   c.accumulate = a.accumulate(1);
-  c.inv_n = 1.0f / static_cast<float>(s.n);
+  // The mean over the samples of the rank's tensor-parallel group (loss_group).
+  c.inv_n = 1.0f / static_cast<float>(s.n * a.constants().loss_group);
   // Under AMP the gradient is of the scaled loss, the scale read on the device.
   if (a.constants().amp()) c.loss_scale = scalar_at(a, ScalarSlot::LOSS_SCALE);
   const uint64_t need = softmax_ce_workspace_bytes(s.n);

@@ -782,9 +782,9 @@ class CudaBackend final : public Backend {
   // Communicators split from the world's, each rank's calls in one NCCL
   // group (one thread makes them): per (communicator, group) pair, the
   // rank's data-parallel group (the ranks of its tensor index; all of them
-  // without a tensor dimension) or its tensor-parallel group (consecutive
-  // ranks).
-  enum class Split { Data, Tensor };
+  // without a tensor dimension), its tensor-parallel group (consecutive
+  // ranks) or every rank (a communicator of its own).
+  enum class Split { Data, Tensor, World };
   void split_comms(std::initializer_list<std::pair<ncclComm_t Rank::*, Split>> splits) {
     TR_NCCL_CHECK(nccl().group_start(), -1);
     try {
@@ -794,9 +794,9 @@ class CudaBackend final : public Backend {
         const int g = global_rank(static_cast<int>(i));
         for (const auto& [comm, group] : splits) {
           const bool data = group == Split::Data;
-          TR_NCCL_CHECK(nccl().comm_split(r.comm, data ? g % tensor_ : g / tensor_,
-                                          data ? g / tensor_ : g % tensor_, &(r.*comm), nullptr),
-                        r.device);
+          const int color = group == Split::World ? 0 : data ? g % tensor_ : g / tensor_;
+          const int key = group == Split::World ? g : data ? g / tensor_ : g % tensor_;
+          TR_NCCL_CHECK(nccl().comm_split(r.comm, color, key, &(r.*comm), nullptr), r.device);
         }
       }
     } catch (...) {
@@ -806,9 +806,10 @@ class CudaBackend final : public Backend {
     TR_NCCL_CHECK(nccl().group_end(), -1);
   }
 
-  // A second communicator over the data-parallel ranks for SyncBatchNorm.
+  // A second communicator over every rank for SyncBatchNorm (with a tensor
+  // dimension too, each rank computes its own samples outside the split layers).
   void split_bn_comms() {
-    split_comms({{&Rank::bn_comm, Split::Data}});
+    split_comms({{&Rank::bn_comm, Split::World}});
     for (auto& r : ranks_) r->rank_sum = std::make_unique<NcclRankSum>(r->bn_comm, r->device);
   }
 
@@ -986,6 +987,32 @@ class CudaBackend final : public Backend {
     return r.comm;
   }
 
+  static ncclDataType_t nccl_type(DType dt) {
+    return dt == DType::FP16 ? ncclHalf : dt == DType::BF16 ? ncclBfloat16 : ncclFloat;
+  }
+
+  // Sequence parallel: the group's samples of a feature gathered from each
+  // rank's (rank order is NCCL's block order), or each rank's samples of
+  // the sum of the group's partial products.
+  static void batch_collective(Rank& r, cudaStream_t s, const KernelArgs& a, ncclComm_t c,
+                               int group) {
+    const bool gather = a.node->range_op == RangeOp::ALLGATHER_BATCH;
+    const TensorArg& in = a.in.at(0);
+    const TensorArg& out = a.out.at(0);
+    const uint64_t part = (gather ? in : out).desc->device_bytes();
+    if ((gather ? out : in).desc->device_bytes() != part * static_cast<uint64_t>(group))
+      throw std::logic_error("CUDA backend: " + std::string(range_op_name(a.node->range_op)) +
+                             ": the group's batch is not " + std::to_string(group) +
+                             " ranks' samples");
+    const DType dt = in.desc->dtype;
+    const size_t count = dt == DType::FP32 ? part / 4 : part / 2;
+    if (gather)
+      TR_NCCL_CHECK(nccl().all_gather(in.data, out.data, count, nccl_type(dt), c, s), r.device);
+    else
+      TR_NCCL_CHECK(nccl().reduce_scatter(in.data, out.data, count, nccl_type(dt), ncclSum, c, s),
+                    r.device);
+  }
+
   // The spans of one node form one NCCL group.
   void collective(Rank& r, cudaStream_t s, const Launch& l) {
     if (!l.args || !l.args->node)
@@ -999,22 +1026,24 @@ class CudaBackend final : public Backend {
     // The node's group of the mesh: its communicator, size and this rank's place.
     ncclComm_t c = comm(r);
     int world = global_world(), me = global_rank(rank_of(r));
-    if (tensor_ > 1) {
+    if (tensor_ > 1 && l.args->node->group != CommGroup::World) {
       const bool tensor = l.args->node->group == CommGroup::Tensor;
       c = tensor ? r.tensor_comm : r.data_comm;
       world = tensor ? tensor_ : world / tensor_;
       me = tensor ? me % tensor_ : me / tensor_;
     }
     TR_NCCL_CHECK(nccl().group_start(), r.device);
+    if (range_op == RangeOp::ALLGATHER_BATCH || range_op == RangeOp::REDUCE_SCATTER_BATCH) {
+      batch_collective(r, s, *l.args, c, world);
+      TR_NCCL_CHECK(nccl().group_end(), r.device);
+      return;
+    }
     // A tensor-parallel sum of features, in place and in their dtype.
     for (const TensorArg& t : l.args->in) {
       const DType dt = t.desc->dtype;
       const uint64_t bytes = t.desc->device_bytes();
       TR_NCCL_CHECK(nccl().all_reduce(t.data, t.data, dt == DType::FP32 ? bytes / 4 : bytes / 2,
-                                      dt == DType::FP16   ? ncclHalf
-                                      : dt == DType::BF16 ? ncclBfloat16
-                                                          : ncclFloat,
-                                      op, c, s),
+                                      nccl_type(dt), op, c, s),
                     r.device);
     }
     const auto& spans = l.args->in_spans;

@@ -388,6 +388,8 @@ CudaKernel cuda_range_kernel(RangeOp op) noexcept {
     case RangeOp::ALLGATHER:
     case RangeOp::ALLREDUCE_MAX:
     case RangeOp::REDUCE_SCATTER:
+    case RangeOp::ALLGATHER_BATCH:
+    case RangeOp::REDUCE_SCATTER_BATCH:
       return nullptr;
     case RangeOp::COPY:
       return copy;

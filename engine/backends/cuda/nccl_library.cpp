@@ -86,7 +86,9 @@ LoadedNccl load() {
                    resolve(handle, "ncclGroupEnd", a.group_end, s) &&
                    resolve(handle, "ncclAllReduce", a.all_reduce, s) &&
                    resolve(handle, "ncclBroadcast", a.broadcast, s) &&
-                   resolve(handle, "ncclReduce", a.reduce, s);
+                   resolve(handle, "ncclReduce", a.reduce, s) &&
+                   resolve(handle, "ncclAllGather", a.all_gather, s) &&
+                   resolve(handle, "ncclReduceScatter", a.reduce_scatter, s);
   if (a.get_version) {
     int v = 0;
     if (a.get_version(&v) == ncclSuccess) s.version = version_text(v);

@@ -47,10 +47,14 @@ ShardedBytes sharded_bytes(const MemoryPlan& plan);
 // Tensor parallel: the bytes one rank holds of the layers' parameters (every
 // series: weights, their copies, gradients, moments) and of their features
 // (outputs and gradient slots, each in its own slot as an unpacked plan
-// has it), beside what one rank holding all of them would.
+// has it), beside what one rank holding all of them would; and sequence
+// parallel's communication buffers over the group's batch (gathered inputs
+// and gradients, partial sums), each alive from its collective to its
+// reader, which one rank has no need of.
 struct TensorSplitBytes {
   uint64_t params = 0, params_whole = 0;
   uint64_t features = 0, features_whole = 0;
+  uint64_t communication = 0;
 };
 TensorSplitBytes tensor_split_bytes(const MemoryPlan& plan, int tensor_ranks);
 

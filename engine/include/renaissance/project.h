@@ -143,7 +143,8 @@ struct TrainingSpec {
   Sharding sharding = Sharding::None;
   // The device mesh's `tensor` dimension (training.mesh.tensor): this many
   // consecutive ranks split the transformer blocks' Linear layers and heads
-  // between them (tensor parallel) and see the same samples; the ranks
+  // between them (tensor parallel) for their samples together, each rank
+  // computing the other layers for its own (sequence parallel); the ranks
   // divide into devices / tensor_ranks data-parallel groups (`data`).
   int64_t tensor_ranks = 1;
   // Start from these weights (a checkpoint: an imported model's, a run's
@@ -155,8 +156,9 @@ struct TrainingSpec {
   // What is wrong with the global batch for the data ranks ("" when they
   // share it evenly): the loader's words, which the workbench repeats.
   std::string global_batch_problem() const;
-  // The mesh's `data` dimension: the ranks that split the batch (every rank
-  // when tensor_ranks is 1); 0 when tensor_ranks does not divide the devices.
+  // The mesh's `data` dimension: the groups whose gradients are averaged
+  // (every rank when tensor_ranks is 1; the batch splits over every rank);
+  // 0 when tensor_ranks does not divide the devices.
   int data_ranks() const noexcept {
     const int world = devices.world_size();
     return tensor_ranks > 0 && world % tensor_ranks == 0 ? world / static_cast<int>(tensor_ranks)

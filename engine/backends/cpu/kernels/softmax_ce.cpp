@@ -40,10 +40,11 @@ void softmax_ce(const KernelArgs& a, bool backward) {
   const bool acc = a.accumulate(1);
   // Under AMP the gradient is of the loss times the loss scale, so that small
   // FP16 gradients downstream stay above the subnormals; the FP32 gradients
-  // are divided by it again before the update. Exactly 1 / N otherwise.
+  // are divided by it again before the update. Exactly 1 / N otherwise, N
+  // being the samples of the rank's tensor-parallel group (loss_group).
   const bool amp = a.constants().amp() && a.scalars;
-  const float inv_n =
-      (1.0f / static_cast<float>(N)) * (amp ? a.scalar(ScalarSlot::LOSS_SCALE) : 1.0f);
+  const float inv_n = (1.0f / static_cast<float>(N * a.constants().loss_group)) *
+                      (amp ? a.scalar(ScalarSlot::LOSS_SCALE) : 1.0f);
 
   // Rows in parts (see parallel.h); the losses add up in part order, so
   // the bits do not depend on the threads. Counts are exact in any order.
