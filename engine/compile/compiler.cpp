@@ -233,8 +233,7 @@ class TensorAllocator {
     if (s == TensorSplit::Column) {
       t.gathered = plan_.alloc_feature(na.inputs[0], feat, id + ".gathered", v);
       t.gathered_again = plan_.alloc_feature(na.inputs[0], feat, id + ".gathered_again", v);
-      if (a_.source_of(v, 0).node != a_.input_node)
-        t.input_grad_part = plan_.alloc_grad_slot(na.inputs[0], feat, id + ".input_grad", v);
+      t.input_grad_part = plan_.alloc_grad_slot(na.inputs[0], feat, id + ".input_grad", v);
     } else if (s == TensorSplit::Row) {
       Shape group = na.output;
       group.n *= tensor_ranks_;
