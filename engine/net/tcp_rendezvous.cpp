@@ -2,8 +2,8 @@
 // The TCP rendezvous (see tcp_rendezvous.h). Every message is a frame: a
 // 4-byte big-endian length, then a type byte and its fields (integers as
 // 4-byte big-endian, strings as a length and bytes):
-//   node -> 0   HELLO    magic, nodes, node rank, local ranks, fingerprint
-//   0 -> node   LAYOUT   nodes, local ranks of every node, blob
+//   node -> 0   HELLO    magic, nodes, node rank, local ranks, fingerprint, node blob
+//   0 -> node   LAYOUT   nodes, local ranks of every node, blob, every node's node blob
 //   node -> 0   READY    (the layout arrived)
 //   0 -> node   GO       (every node is ready: the barrier is passed)
 //   0 -> node   ERROR    a message saying why the rendezvous failed
@@ -36,7 +36,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
 
-constexpr const char* kMagic = "renaissance-rendezvous/1";
+constexpr const char* kMagic = "renaissance-rendezvous/2";
 constexpr uint32_t kMaxFrame = 1u << 20;  // far above any real message: a guard against garbage
 enum : char { HELLO = 'H', LAYOUT = 'L', READY = 'R', GO = 'G', FAILED = 'E' };
 
@@ -216,7 +216,8 @@ void check_options(const RendezvousOptions& o) {
   if (o.timeout.count() <= 0) throw UsageError("rendezvous: the timeout must be positive");
 }
 
-NodeLayout layout_of(int nodes, int node_rank, const std::vector<int>& local, std::string blob) {
+NodeLayout layout_of(int nodes, int node_rank, const std::vector<int>& local, std::string blob,
+                     std::vector<std::string> node_blobs) {
   NodeLayout l;
   l.nodes = nodes;
   l.node_rank = node_rank;
@@ -227,6 +228,7 @@ NodeLayout layout_of(int nodes, int node_rank, const std::vector<int>& local, st
     l.world += n;
   }
   l.blob = std::move(blob);
+  l.node_blobs = std::move(node_blobs);
   return l;
 }
 
@@ -346,7 +348,7 @@ RendezvousServer::~RendezvousServer() {
 
 NodeLayout RendezvousServer::run() {
   const RendezvousOptions& o = options_;
-  if (o.nodes == 1) return layout_of(1, 0, {o.local_ranks}, o.blob);
+  if (o.nodes == 1) return layout_of(1, 0, {o.local_ranks}, o.blob, {o.node_blob});
   struct Peer {
     Socket socket;
     std::string from;
@@ -363,7 +365,9 @@ NodeLayout RendezvousServer::run() {
   };
   const Deadline deadline = Clock::now() + o.timeout;
   std::vector<bool> joined(static_cast<size_t>(o.nodes), false);
+  std::vector<std::string> node_blobs(static_cast<size_t>(o.nodes));
   joined[0] = true;
+  node_blobs[0] = o.node_blob;
   int missing = o.nodes - 1;
   while (missing > 0) {
     if (!wait_fd(listener_, POLLIN, deadline)) {
@@ -392,6 +396,7 @@ NodeLayout RendezvousServer::run() {
     const int rank = static_cast<int>(r.u32());
     const int local = static_cast<int>(r.u32());
     const std::string fingerprint = r.str();
+    std::string node_blob = r.str();
     if (!r.ok() || type != HELLO || magic != kMagic) continue;  // a stray connection: ignore it
     const std::string who = "node " + std::to_string(rank) + " (from " + from + ")";
     // Refused nodes learn why too: keep the socket with the others first.
@@ -423,6 +428,7 @@ NodeLayout RendezvousServer::run() {
                  fingerprint + ", node 0 has " + o.fingerprint +
                  "); every node must use the same project file, options and build");
     joined[static_cast<size_t>(rank)] = true;
+    node_blobs[static_cast<size_t>(rank)] = std::move(node_blob);
     --missing;
   }
 
@@ -431,6 +437,7 @@ NodeLayout RendezvousServer::run() {
   put_u32(fields, static_cast<uint32_t>(o.nodes));
   for (int n : local) put_u32(fields, static_cast<uint32_t>(n));
   put_str(fields, o.blob);
+  for (const std::string& b : node_blobs) put_str(fields, b);
   const std::string layout = frame(LAYOUT, fields);
   // The barrier: every node has the layout and said so before any is let go.
   const Deadline barrier_by = Clock::now() + o.timeout;
@@ -447,7 +454,7 @@ NodeLayout RendezvousServer::run() {
                                     : "left before the rendezvous completed"));
   }
   for (Peer& p : peers) (void)send_all(p.socket.fd(), frame(GO), barrier_by);
-  return layout_of(o.nodes, 0, local, o.blob);
+  return layout_of(o.nodes, 0, local, o.blob, std::move(node_blobs));
 }
 
 NodeLayout join_rendezvous(const RendezvousOptions& o) {
@@ -507,6 +514,7 @@ NodeLayout join_rendezvous(const RendezvousOptions& o) {
   put_u32(fields, static_cast<uint32_t>(o.node_rank));
   put_u32(fields, static_cast<uint32_t>(o.local_ranks));
   put_str(fields, o.fingerprint);
+  put_str(fields, o.node_blob);
   // Node 0 decides when the others are late: it started no earlier than this
   // connection, so waiting its timeout (and a margin) lets its verdict arrive.
   const Deadline reply_by = Clock::now() + o.timeout + std::chrono::seconds(10);
@@ -537,6 +545,8 @@ NodeLayout join_rendezvous(const RendezvousOptions& o) {
   std::vector<int> local;
   for (int i = 0; i < nodes && i <= o.nodes; ++i) local.push_back(static_cast<int>(r.u32()));
   std::string blob = r.str();
+  std::vector<std::string> node_blobs;
+  for (int i = 0; i < nodes && i <= o.nodes; ++i) node_blobs.push_back(r.str());
   if (!r.ok() || nodes != o.nodes)
     throw RendezvousError("rendezvous: node 0 at " + e.str() + " sent a malformed layout");
   if (send_all(s.fd(), frame(READY), reply_by) != Io::OK)
@@ -546,12 +556,13 @@ NodeLayout join_rendezvous(const RendezvousOptions& o) {
   (void)unused;
   if (go != GO)
     throw RendezvousError("rendezvous: node 0 at " + e.str() + " sent an unexpected message");
-  return layout_of(nodes, o.node_rank, local, std::move(blob));
+  return layout_of(nodes, o.node_rank, local, std::move(blob), std::move(node_blobs));
 }
 
 NodeLayout rendezvous(const RendezvousOptions& options) {
   check_options(options);
-  if (options.nodes == 1) return layout_of(1, 0, {options.local_ranks}, options.blob);
+  if (options.nodes == 1)
+    return layout_of(1, 0, {options.local_ranks}, options.blob, {options.node_blob});
   if (options.node_rank == 0) return RendezvousServer(options).run();
   return join_rendezvous(options);
 }

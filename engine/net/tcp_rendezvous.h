@@ -2,8 +2,9 @@
 // The TCP rendezvous that starts one training run across machines (one
 // process a node): node 0 listens on HOST:PORT, every other node connects,
 // says who it is (node rank, local rank count, a fingerprint of what it
-// trains), node 0 checks that they agree, publishes an opaque blob (the
-// ncclUniqueId) and the layout of global ranks, and a final barrier tells
+// trains, an opaque blob of its own: its Gloo addresses), node 0 checks
+// that they agree, publishes an opaque blob (the ncclUniqueId), every
+// node's own blob and the layout of global ranks, and a final barrier tells
 // every node that all have joined. Plain POSIX sockets, no CUDA: it builds
 // and is tested everywhere. The protocol is described in docs/multi-node.md.
 #pragma once
@@ -44,16 +45,18 @@ struct RendezvousOptions {
   int local_ranks = 1;      // ranks (devices) this node drives; every node must have the same
   std::string fingerprint;  // every node must pass the same (e.g. a hash of the compiled plan)
   std::string blob;         // node 0: published to every node
+  std::string node_blob;    // every node: its own, published to every node
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
 };
 
 struct NodeLayout {
   int nodes = 1;
   int node_rank = 0;
-  int world = 1;                 // global ranks over all nodes
-  std::vector<int> local_ranks;  // per node
-  std::vector<int> first_rank;   // per node: the global rank of its local rank 0
-  std::string blob;              // node 0's
+  int world = 1;                        // global ranks over all nodes
+  std::vector<int> local_ranks;         // per node
+  std::vector<int> first_rank;          // per node: the global rank of its local rank 0
+  std::string blob;                     // node 0's
+  std::vector<std::string> node_blobs;  // per node: its RendezvousOptions::node_blob
   int first_global_rank() const { return first_rank.at(static_cast<size_t>(node_rank)); }
 };
 

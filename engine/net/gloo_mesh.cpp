@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "net/gloo_mesh.h"
+
+#include <cstdint>
+#include <cstring>
+
+#include <gloo/allgather.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/context.h>
+#include <gloo/transport/context.h>
+#include <gloo/transport/tcp/address.h>
+#include <gloo/transport/tcp/device.h>
+
+namespace tr::net {
+
+namespace {
+
+// A node's blob: for every other node in node order, the length (4 bytes,
+// big-endian) and the bytes of the address of its pair to that node.
+void put_entry(std::string& out, const std::vector<char>& bytes) {
+  const auto n = static_cast<uint32_t>(bytes.size());
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(n >> shift & 0xff));
+  out.append(bytes.begin(), bytes.end());
+}
+
+// The entries of `blob`; empty when it is malformed or has not `count`.
+std::vector<std::vector<char>> entries_of(const std::string& blob, int count) {
+  std::vector<std::vector<char>> out;
+  size_t at = 0;
+  while (at + 4 <= blob.size()) {
+    uint32_t n = 0;
+    for (int i = 0; i < 4; ++i)
+      n = n << 8 | static_cast<uint8_t>(blob[at + static_cast<size_t>(i)]);
+    at += 4;
+    if (n > blob.size() - at) return {};
+    out.emplace_back(blob.begin() + static_cast<long>(at),
+                     blob.begin() + static_cast<long>(at + n));
+    at += n;
+  }
+  if (at != blob.size() || static_cast<int>(out.size()) != count) return {};
+  return out;
+}
+
+std::string seconds(std::chrono::milliseconds t) {
+  return std::to_string(t.count() / 1000) + "." + std::to_string(t.count() % 1000 / 100) + " s";
+}
+
+}  // namespace
+
+// A Gloo context whose pairs GlooMesh makes and connects itself, from the
+// addresses the rendezvous carried (Gloo's own full-mesh connect needs one
+// of its stores).
+class GlooMesh::Context : public gloo::Context {
+ public:
+  Context(int node_rank, int nodes, std::shared_ptr<gloo::transport::Device> device)
+      : gloo::Context(node_rank, nodes) {
+    device_ = std::move(device);
+    transportContext_ = device_->createContext(node_rank, nodes);
+  }
+  gloo::transport::Context& transport() { return *transportContext_; }
+};
+
+GlooMesh::GlooMesh(int nodes, int node_rank, const std::string& host,
+                   std::chrono::milliseconds timeout)
+    : nodes_(nodes), node_rank_(node_rank), timeout_(timeout) {
+  if (nodes < 1 || node_rank < 0 || node_rank >= nodes)
+    throw std::invalid_argument("GlooMesh: node rank " + std::to_string(node_rank) +
+                                " outside 0.." + std::to_string(nodes - 1));
+  if (timeout.count() <= 0) throw std::invalid_argument("GlooMesh: the timeout must be positive");
+  gloo::transport::tcp::attr attr;
+  attr.hostname = host;
+  try {
+    context_ =
+        std::make_shared<Context>(node_rank, nodes, gloo::transport::tcp::CreateDevice(attr));
+    context_->setTimeout(timeout);
+    context_->transport().setTimeout(timeout);
+    for (int j = 0; j < nodes; ++j)
+      if (j != node_rank)
+        put_entry(addresses_, context_->transport().createPair(j)->address().bytes());
+  } catch (const std::exception& e) {
+    throw MeshError("cannot listen for the other processes' collectives on '" + host +
+                    "': " + e.what() + "; give an address of this machine the others reach");
+  }
+}
+
+GlooMesh::~GlooMesh() = default;
+
+void GlooMesh::connect(const std::vector<std::string>& node_blobs) {
+  if (static_cast<int>(node_blobs.size()) != nodes_)
+    throw MeshError("connecting the processes: " + std::to_string(node_blobs.size()) +
+                    " nodes' addresses for " + std::to_string(nodes_) + " nodes");
+  peer_names_.assign(static_cast<size_t>(nodes_), std::string());
+  std::vector<std::vector<char>> mine(static_cast<size_t>(nodes_));
+  for (int j = 0; j < nodes_; ++j) {
+    if (j == node_rank_) continue;
+    const auto entries = entries_of(node_blobs[static_cast<size_t>(j)], nodes_ - 1);
+    if (entries.empty())
+      throw MeshError("connecting the processes: node " + std::to_string(j) +
+                      " sent malformed addresses (a different build of renaissance?)");
+    // Node j lists its pairs in node order, without itself.
+    mine[static_cast<size_t>(j)] =
+        entries[static_cast<size_t>(node_rank_ < j ? node_rank_ : node_rank_ - 1)];
+    peer_names_[static_cast<size_t>(j)] =
+        gloo::transport::tcp::Address(mine[static_cast<size_t>(j)]).str();
+  }
+  try {
+    for (int j = 0; j < nodes_; ++j)
+      if (j != node_rank_) context_->transport().getPair(j)->connect(mine[static_cast<size_t>(j)]);
+  } catch (const std::exception& e) {
+    failed("connecting", e);
+  }
+}
+
+void GlooMesh::all_gather(const void* data, size_t bytes, void* out) {
+  gather(data, bytes, out, "an all-gather");
+}
+
+void GlooMesh::gather(const void* data, size_t bytes, void* out, const char* what) {
+  if (nodes_ == 1) {
+    std::memmove(out, data, bytes);
+    return;
+  }
+  try {
+    gloo::AllgatherOptions o(context_);
+    o.setInput(static_cast<char*>(const_cast<void*>(data)), bytes);
+    o.setOutput(static_cast<char*>(out), bytes * static_cast<size_t>(nodes_));
+    o.setTimeout(timeout_);
+    gloo::allgather(o);
+  } catch (const std::exception& e) {
+    failed(what, e);
+  }
+}
+
+void GlooMesh::all_reduce_sum(float* data, size_t count) {
+  if (nodes_ == 1) return;
+  std::vector<float> all(count * static_cast<size_t>(nodes_));
+  // Every node's floats, summed here in node order: the same bits on every
+  // node and as the in-process collectives' (bandwidth: each node receives
+  // all of them, where a reduce-scatter would take 1 / nodes).
+  gather(data, count * sizeof(float), all.data(), "an all-reduce");
+  for (size_t i = 0; i < count; ++i) {
+    float v = 0.0f;
+    for (int r = 0; r < nodes_; ++r) v += all[static_cast<size_t>(r) * count + i];
+    data[i] = v;
+  }
+}
+
+void GlooMesh::broadcast(void* data, size_t bytes, int root) {
+  if (root < 0 || root >= nodes_)
+    throw std::invalid_argument("GlooMesh: broadcast from node " + std::to_string(root) + " of " +
+                                std::to_string(nodes_));
+  if (nodes_ == 1) return;
+  try {
+    gloo::BroadcastOptions o(context_);
+    o.setOutput(static_cast<char*>(data), bytes);
+    o.setRoot(root);
+    o.setTimeout(timeout_);
+    gloo::broadcast(o);
+  } catch (const std::exception& e) {
+    failed("a broadcast", e);
+  }
+}
+
+void GlooMesh::failed(const char* what, const std::exception& e) const {
+  const std::string why = e.what();
+  // Gloo names the pair's far end: the address a node listens on, or the
+  // port a node connected from, which tells only with two nodes.
+  int node = nodes_ == 2 ? 1 - node_rank_ : -1;
+  for (int j = 0; j < static_cast<int>(peer_names_.size()); ++j) {
+    const std::string& name = peer_names_[static_cast<size_t>(j)];
+    if (!name.empty() && why.find(name) != std::string::npos) node = j;
+  }
+  const std::string who =
+      node < 0 ? std::string() : "node " + std::to_string(node) + " is gone or stopped answering; ";
+  throw MeshError(std::string(what) + " between the " + std::to_string(nodes_) +
+                  " processes failed on node " + std::to_string(node_rank_) + ": " + who +
+                  "waited up to " + seconds(timeout_) + " (" + why + ")");
+}
+
+}  // namespace tr::net

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Collectives between the processes of one run over Gloo's TCP transport
+// (Debian's libgloo, the library PyTorch's CPU DDP uses): a Gloo pair from
+// this process to every other, whose addresses travel through the run's TCP
+// rendezvous (tcp_rendezvous.h) as each node's own blob. Debian's Gloo has
+// no TCP store, and the rendezvous starts every multi-node run already (it
+// hands out NCCL's id): one way to start, whatever carries the collectives.
+// Sums are taken in node order on every node, as the in-process collectives
+// take them in rank order, so their bits do not depend on the algorithm.
+// Every wait is bounded by the timeout; a failure names the node it can.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tr::net {
+
+// A collective between processes that failed: a node that died, stopped
+// answering within the timeout, or was never reachable.
+class MeshError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class GlooMesh {
+ public:
+  // This node's side of a pair to each of the other `nodes - 1`, listening
+  // on `host` (an address of this machine that the others reach).
+  GlooMesh(int nodes, int node_rank, const std::string& host, std::chrono::milliseconds timeout);
+  ~GlooMesh();
+  GlooMesh(const GlooMesh&) = delete;
+  GlooMesh& operator=(const GlooMesh&) = delete;
+
+  int nodes() const noexcept { return nodes_; }
+  int node_rank() const noexcept { return node_rank_; }
+
+  // What the rendezvous publishes for this node (RendezvousOptions::node_blob).
+  const std::string& addresses() const noexcept { return addresses_; }
+  // Connects every pair from the blobs the rendezvous published
+  // (NodeLayout::node_blobs, one a node); throws MeshError naming a node
+  // whose blob is malformed or that cannot be reached.
+  void connect(const std::vector<std::string>& node_blobs);
+
+  // In place: the element-wise sum of every node's `count` floats, added
+  // in node order from zero.
+  void all_reduce_sum(float* data, size_t count);
+  // Every node's `bytes` at `data` into `out`, node r's at r * bytes.
+  void all_gather(const void* data, size_t bytes, void* out);
+  // Node `root`'s `bytes` at `data` into every other node's `data`.
+  void broadcast(void* data, size_t bytes, int root);
+
+ private:
+  class Context;
+  void gather(const void* data, size_t bytes, void* out, const char* what);
+  // Rethrows Gloo's error of collective `what` as a MeshError naming the
+  // node it concerns where its message says.
+  [[noreturn]] void failed(const char* what, const std::exception& e) const;
+
+  int nodes_, node_rank_;
+  std::chrono::milliseconds timeout_;
+  std::string addresses_;
+  std::vector<std::string> peer_names_;  // per node: its pair's address as Gloo prints it
+  std::shared_ptr<Context> context_;
+};
+
+}  // namespace tr::net
