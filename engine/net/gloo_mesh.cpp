@@ -112,11 +112,12 @@ void GlooMesh::connect(const std::vector<std::string>& node_blobs) {
   }
 }
 
-void GlooMesh::all_gather(const void* data, size_t bytes, void* out) {
-  gather(data, bytes, out, "an all-gather");
+void GlooMesh::all_gather(const void* data, size_t bytes, void* out, int channel) {
+  gather(data, bytes, out, channel, "an all-gather");
 }
 
-void GlooMesh::gather(const void* data, size_t bytes, void* out, const char* what) {
+void GlooMesh::gather(const void* data, size_t bytes, void* out, int channel, const char* what) {
+  if (bytes == 0) return;  // every node has nothing, or the callers disagree on more
   if (nodes_ == 1) {
     std::memmove(out, data, bytes);
     return;
@@ -125,6 +126,7 @@ void GlooMesh::gather(const void* data, size_t bytes, void* out, const char* wha
     gloo::AllgatherOptions o(context_);
     o.setInput(static_cast<char*>(const_cast<void*>(data)), bytes);
     o.setOutput(static_cast<char*>(out), bytes * static_cast<size_t>(nodes_));
+    o.setTag(static_cast<uint32_t>(channel));
     o.setTimeout(timeout_);
     gloo::allgather(o);
   } catch (const std::exception& e) {
@@ -138,7 +140,7 @@ void GlooMesh::all_reduce_sum(float* data, size_t count) {
   // Every node's floats, summed here in node order: the same bits on every
   // node and as the in-process collectives' (bandwidth: each node receives
   // all of them, where a reduce-scatter would take 1 / nodes).
-  gather(data, count * sizeof(float), all.data(), "an all-reduce");
+  gather(data, count * sizeof(float), all.data(), 0, "an all-reduce");
   for (size_t i = 0; i < count; ++i) {
     float v = 0.0f;
     for (int r = 0; r < nodes_; ++r) v += all[static_cast<size_t>(r) * count + i];

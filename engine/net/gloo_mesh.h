@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "core/process_group.h"
+
 namespace tr::net {
 
 // A collective between processes that failed: a node that died, stopped
@@ -26,17 +28,19 @@ class MeshError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-class GlooMesh {
+class GlooMesh final : public ProcessGroup {
  public:
   // This node's side of a pair to each of the other `nodes - 1`, listening
   // on `host` (an address of this machine that the others reach).
   GlooMesh(int nodes, int node_rank, const std::string& host, std::chrono::milliseconds timeout);
-  ~GlooMesh();
+  ~GlooMesh() override;
   GlooMesh(const GlooMesh&) = delete;
   GlooMesh& operator=(const GlooMesh&) = delete;
 
   int nodes() const noexcept { return nodes_; }
   int node_rank() const noexcept { return node_rank_; }
+  int processes() const override { return nodes_; }
+  int process_rank() const override { return node_rank_; }
 
   // What the rendezvous publishes for this node (RendezvousOptions::node_blob).
   const std::string& addresses() const noexcept { return addresses_; }
@@ -48,14 +52,15 @@ class GlooMesh {
   // In place: the element-wise sum of every node's `count` floats, added
   // in node order from zero.
   void all_reduce_sum(float* data, size_t count);
-  // Every node's `bytes` at `data` into `out`, node r's at r * bytes.
-  void all_gather(const void* data, size_t bytes, void* out);
+  // Every node's `bytes` at `data` into `out`, node r's at r * bytes; calls
+  // on different channels (Gloo's tags) may run at once.
+  void all_gather(const void* data, size_t bytes, void* out, int channel = 0) override;
   // Node `root`'s `bytes` at `data` into every other node's `data`.
   void broadcast(void* data, size_t bytes, int root);
 
  private:
   class Context;
-  void gather(const void* data, size_t bytes, void* out, const char* what);
+  void gather(const void* data, size_t bytes, void* out, int channel, const char* what);
   // Rethrows Gloo's error of collective `what` as a MeshError naming the
   // node it concerns where its message says.
   [[noreturn]] void failed(const char* what, const std::exception& e) const;

@@ -9,12 +9,12 @@
 #include <renaissance/error.h>
 #include <renaissance/project_io.h>
 #include "compile/plan_report.h"
+#include "net/gloo_mesh.h"
 #include "net/tcp_rendezvous.h"
 
 namespace tr {
 
-void check_multi_node(const MultiNodeOptions& n, const DeviceSet& devices,
-                      const std::string& device_note) {
+void check_multi_node(const MultiNodeOptions& n) {
   if (n.nodes < 1)
     throw UsageError("the node count must be at least 1, not " + std::to_string(n.nodes));
   if (!n.across_nodes()) return;
@@ -25,14 +25,6 @@ void check_multi_node(const MultiNodeOptions& n, const DeviceSet& devices,
     throw UsageError("training on " + std::to_string(n.nodes) +
                      " nodes needs node 0's address: --rendezvous HOST:PORT");
   (void)net::parse_endpoint(n.rendezvous);
-  if (devices.kind != DeviceKind::CUDA)
-    throw UsageError(
-        "training on " + std::to_string(n.nodes) +
-        " nodes needs CUDA devices (NCCL across "
-        "machines), but this run trains on " +
-        devices.str() + (device_note.empty() ? std::string() : " (" + device_note + ")") +
-        ": the CPU backend's collectives work between the threads of one process; drop --nodes "
-        "or train on --devices cuda:...");
 }
 
 CompiledProject compile_for_nodes(const Project& project, const CompileOptions& options,
@@ -88,6 +80,23 @@ std::string plan_fingerprint(const CompiledProject& cp) {
   char out[17];
   std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
   return out;
+}
+
+std::shared_ptr<ProcessGroup> connect_cpu_processes(const MultiNodeOptions& nodes, int local_ranks,
+                                                    const std::string& fingerprint) {
+  const net::Endpoint node0 = net::parse_endpoint(nodes.rendezvous);
+  auto mesh = std::make_shared<net::GlooMesh>(nodes.nodes, nodes.node_rank,
+                                              net::local_address_towards(node0), nodes.timeout);
+  net::RendezvousOptions o;
+  o.address = nodes.rendezvous;
+  o.nodes = nodes.nodes;
+  o.node_rank = nodes.node_rank;
+  o.local_ranks = local_ranks;
+  o.fingerprint = fingerprint;
+  o.node_blob = mesh->addresses();
+  o.timeout = nodes.timeout;
+  mesh->connect(net::rendezvous(o).node_blobs);
+  return mesh;
 }
 
 void check_rendezvous_address(const std::string& address, const std::string& option) {

@@ -6,18 +6,20 @@
 // rendezvous and creates the communicators (docs/multi-node.md).
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include <renaissance/multi_node_options.h>
 #include <renaissance/project.h>
 
 #include "compile/compiler.h"
+#include "core/process_group.h"
 
 namespace tr {
 
 // The project compiled for every node's ranks (one machine's, as the
-// compiler compiles it): nodes x this node's devices share the global batch. The compiled project keeps this node's device
-// list; its world_size is the global one.
+// compiler compiles it): nodes x this node's devices share the global batch. The compiled project
+// keeps this node's device list; its world_size is the global one.
 CompiledProject compile_for_nodes(const Project& project, const CompileOptions& options,
                                   const MultiNodeOptions& nodes);
 
@@ -25,5 +27,12 @@ CompiledProject compile_for_nodes(const Project& project, const CompileOptions& 
 // which may differ between machines) and the engine version: nodes that
 // would train different things do not match.
 std::string plan_fingerprint(const CompiledProject& cp);
+
+// CPU ranks across processes: this node's Gloo mesh (net/gloo_mesh.h),
+// listening on the address by which this machine reaches node 0, its
+// addresses published through the rendezvous (with `fingerprint`, which
+// every node must share), connected to every other node.
+std::shared_ptr<ProcessGroup> connect_cpu_processes(const MultiNodeOptions& nodes, int local_ranks,
+                                                    const std::string& fingerprint);
 
 }  // namespace tr

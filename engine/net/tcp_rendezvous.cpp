@@ -251,6 +251,31 @@ int resolve(const Endpoint& e, bool passive, Addresses& out) {
 
 }  // namespace
 
+std::string local_address_towards(const Endpoint& e) {
+  Addresses addrs;
+  if (const int rc = resolve(e, false, addrs); rc != 0)
+    throw RendezvousError("rendezvous: cannot resolve host '" + e.host + "' of " + e.str() + ": " +
+                          ::gai_strerror(rc));
+  std::string last = "no address";
+  for (addrinfo* a = addrs.list; a; a = a->ai_next) {
+    // A datagram socket's connect sends nothing: it only picks the route.
+    Socket s(::socket(a->ai_family, SOCK_DGRAM, 0));
+    sockaddr_storage local{};
+    socklen_t len = sizeof local;
+    char host[NI_MAXHOST] = {};
+    if (s.fd() < 0 || ::connect(s.fd(), a->ai_addr, a->ai_addrlen) != 0 ||
+        ::getsockname(s.fd(), reinterpret_cast<sockaddr*>(&local), &len) != 0) {
+      last = std::strerror(errno);
+      continue;
+    }
+    if (::getnameinfo(reinterpret_cast<sockaddr*>(&local), len, host, sizeof host, nullptr, 0,
+                      NI_NUMERICHOST) == 0)
+      return host;
+  }
+  throw RendezvousError("rendezvous: no address of this machine reaches " + e.str() + " (" + last +
+                        ")");
+}
+
 std::string Endpoint::str() const {
   const bool v6 = host.find(':') != std::string::npos;
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);

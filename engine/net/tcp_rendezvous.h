@@ -38,6 +38,10 @@ struct Endpoint {
 Endpoint parse_endpoint(const std::string& text, const std::string& option = "--rendezvous",
                         bool allow_any_port = false);
 
+// This machine's address on the route to `e` (the one the other nodes
+// reach it by when they reach `e` alike); throws RendezvousError.
+std::string local_address_towards(const Endpoint& e);
+
 struct RendezvousOptions {
   std::string address;      // HOST:PORT where node 0 listens (and the others connect)
   int nodes = 1;            // machines (processes) taking part

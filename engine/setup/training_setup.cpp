@@ -66,7 +66,7 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
   }
   // Once, here, before the dataset loads: with the devices the run trains
   // on after a fallback, which its message names.
-  check_multi_node(options.nodes, project.training.devices, out.device_note);
+  check_multi_node(options.nodes);
   if (const std::string problem =
           precision_problem(project.training.precision, project.training.devices, scan);
       !problem.empty())
@@ -110,8 +110,11 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
     return out;
   }
   cpu::CpuBackendOptions o;
-  o.world = out.compiled->world_size;
+  // This process's ranks; across nodes, the others' through Gloo.
+  o.world = out.compiled->project.training.devices.world_size();
   o.tensor = out.compiled->tensor_ranks;
+  if (options.nodes.across_nodes())
+    o.processes = connect_cpu_processes(options.nodes, o.world, plan_fingerprint(*out.compiled));
   o.check_step_schedule = options.check_step_schedule;
   out.backend = cpu::make_cpu_backend(o);
   return out;

@@ -63,6 +63,22 @@ void store(const CollectiveCall& c, void* data, uint64_t i, float v) {
   }
 }
 
+// Element i reduced over `world` ranks' buffers, taken in rank order: the
+// same bits on every rank, and for a reduce-scatter the same as the
+// all-reduce's (world sizes are powers of two, so the mean's scaling is exact).
+template <class Buffer>
+float reduce_element(const CollectiveCall& c, int world, const Buffer& buffer, uint64_t i) {
+  const bool max = c.kind == CollectiveKind::ALL_REDUCE_MAX;
+  const bool mean =
+      c.kind == CollectiveKind::ALL_REDUCE_MEAN || c.kind == CollectiveKind::REDUCE_SCATTER_MEAN;
+  float v = max ? load(c, buffer(0), i) : 0.0f;
+  for (int r = max ? 1 : 0; r < world; ++r) {
+    const float x = load(c, buffer(r), i);
+    v = max ? std::max(v, x) : v + x;
+  }
+  return mean ? v * (1.0f / static_cast<float>(world)) : v;
+}
+
 std::string describe(const CollectiveCall& c) {
   std::string s = std::string(kind_name(c.kind)) + " of " + std::to_string(c.bytes) + " bytes";
   if (c.dtype != DType::FP32) s += " of " + std::string(dtype_name(c.dtype));
@@ -73,8 +89,15 @@ std::string describe(const CollectiveCall& c) {
 
 }  // namespace
 
-Collectives::Collectives(int world)
-    : world_(world), posted_(static_cast<size_t>(world), nullptr), barrier_(world) {}
+Collectives::Collectives(int world, std::shared_ptr<ProcessGroup> processes)
+    : world_(world),
+      processes_(std::move(processes)),
+      posted_(static_cast<size_t>(world), nullptr),
+      barrier_(world) {}
+
+int Collectives::global_world() const noexcept {
+  return world_ * (processes_ ? processes_->processes() : 1);
+}
 
 std::string Collectives::mismatch() const {
   const std::vector<CollectiveCall>& first = *posted_[0];
@@ -107,11 +130,12 @@ void Collectives::run(int rank, const std::vector<CollectiveCall>& calls) {
         c.kind != CollectiveKind::BROADCAST && c.kind != CollectiveKind::GATHER_BLOCKS &&
         c.kind != CollectiveKind::REDUCE_SCATTER_SUM_BLOCKS)
       throw std::logic_error("CPU collectives: " + describe(c) + " takes FP32 only");
-    if (c.root < 0 || c.root >= world_)
+    if (c.root < 0 || c.root >= global_world())
       throw std::logic_error("CPU collectives: " + describe(c) + ": no rank " +
                              std::to_string(c.root));
   }
-  if (world_ == 1) {
+  if (!failure_.empty()) throw std::runtime_error(failure_);
+  if (world_ == 1 && !processes_) {
     for (const CollectiveCall& c : calls)
       if (c.kind == CollectiveKind::REDUCE_SCATTER_MEAN ||
           c.kind == CollectiveKind::GATHER_BLOCKS ||
@@ -127,25 +151,22 @@ void Collectives::run(int rank, const std::vector<CollectiveCall>& calls) {
     barrier_.arrive_and_wait();
     throw std::logic_error("CPU collectives: the ranks disagree: " + why);
   }
+  if (processes_) {
+    // One thread exchanges with the other processes while the others wait.
+    if (rank == 0) try {
+        across_processes();
+      } catch (const std::exception& e) {
+        failure_ = std::string("CPU collectives across processes: ") + e.what();
+      }
+    barrier_.arrive_and_wait();
+    if (!failure_.empty()) throw std::runtime_error(failure_);
+    return;
+  }
   const uint64_t w = static_cast<uint64_t>(world_);
-  // World sizes are powers of two, so the mean's scaling is exact.
-  const float scale = 1.0f / static_cast<float>(world_);
   for (size_t k = 0; k < calls.size(); ++k) {
     const CollectiveCall& c = calls[k];
     auto buffer = [&](int r) { return (*posted_[static_cast<size_t>(r)])[k].data; };
-    // Float i over the ranks, taken in rank order: the same bits on every
-    // rank, and for a reduce-scatter the same as the all-reduce's.
-    const bool max = c.kind == CollectiveKind::ALL_REDUCE_MAX;
-    const bool mean =
-        c.kind == CollectiveKind::ALL_REDUCE_MEAN || c.kind == CollectiveKind::REDUCE_SCATTER_MEAN;
-    auto reduced = [&](uint64_t i) {
-      float v = max ? load(c, buffer(0), i) : 0.0f;
-      for (int r = max ? 1 : 0; r < world_; ++r) {
-        const float x = load(c, buffer(r), i);
-        v = max ? std::max(v, x) : v + x;
-      }
-      return mean ? v * scale : v;
-    };
+    auto reduced = [&](uint64_t i) { return reduce_element(c, world_, buffer, i); };
     if (c.kind == CollectiveKind::BROADCAST) {
       if (rank != c.root) std::memcpy(c.data, buffer(c.root), c.bytes);
       continue;
@@ -190,6 +211,87 @@ void Collectives::run(int rank, const std::vector<CollectiveCall>& calls) {
     }
   }
   barrier_.arrive_and_wait();
+}
+
+// The collectives' own sequence between processes (the stop vote has another).
+constexpr int kChannel = 0;
+
+void Collectives::across_processes() {
+  const std::vector<CollectiveCall>& calls = *posted_[0];
+  const int processes = processes_->processes(), me = processes_->process_rank();
+  const int world = global_world();
+  // The processes' groups agree (the count first, as the rest's size depends on it).
+  uint64_t count = calls.size();
+  std::vector<uint64_t> counts(static_cast<size_t>(processes));
+  processes_->all_gather(&count, sizeof count, counts.data(), kChannel);
+  for (int p = 0; p < processes; ++p)
+    if (counts[static_cast<size_t>(p)] != count)
+      throw std::logic_error("process " + std::to_string(p) + " called a group of " +
+                             std::to_string(counts[static_cast<size_t>(p)]) +
+                             " collectives, process " + std::to_string(me) + " one of " +
+                             std::to_string(count));
+  std::vector<uint64_t> shape;
+  for (const CollectiveCall& c : calls)
+    shape.insert(shape.end(), {static_cast<uint64_t>(c.kind), c.bytes,
+                               static_cast<uint64_t>(c.root), static_cast<uint64_t>(c.dtype)});
+  std::vector<uint64_t> shapes(shape.size() * static_cast<size_t>(processes));
+  processes_->all_gather(shape.data(), shape.size() * sizeof(uint64_t), shapes.data(), kChannel);
+  for (int p = 0; p < processes; ++p)
+    for (size_t k = 0; k < calls.size(); ++k)
+      if (!std::equal(
+              shape.begin() + static_cast<long>(4 * k),
+              shape.begin() + static_cast<long>(4 * k + 4),
+              shapes.begin() + static_cast<long>(shape.size() * static_cast<size_t>(p) + 4 * k)))
+        throw std::logic_error("process " + std::to_string(p) + " called another collective than " +
+                               describe(calls[k]) + " in process " + std::to_string(me));
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const CollectiveCall& c = calls[k];
+    if (c.bytes == 0) continue;  // the same on every process (the shapes agree)
+    // Every rank's buffer, in global rank order: this process's ranks are
+    // me * world_ .. me * world_ + world_ - 1.
+    std::vector<uint8_t> mine(c.bytes * static_cast<uint64_t>(world_));
+    for (int l = 0; l < world_; ++l)
+      std::memcpy(mine.data() + c.bytes * static_cast<uint64_t>(l),
+                  (*posted_[static_cast<size_t>(l)])[k].data, c.bytes);
+    std::vector<uint8_t> all(mine.size() * static_cast<size_t>(processes));
+    processes_->all_gather(mine.data(), mine.size(), all.data(), kChannel);
+    auto buffer = [&](int r) { return all.data() + c.bytes * static_cast<uint64_t>(r); };
+    for (int l = 0; l < world_; ++l) {
+      const CollectiveCall& to = (*posted_[static_cast<size_t>(l)])[k];
+      const int g = me * world_ + l;
+      switch (c.kind) {
+        case CollectiveKind::BROADCAST:
+          std::memcpy(to.data, buffer(c.root), c.bytes);
+          break;
+        case CollectiveKind::ALL_GATHER:
+          for (int r = 0; r < world; ++r) {
+            const ShardShare share = shard_share(c.bytes, r, world);
+            std::memcpy(static_cast<uint8_t*>(to.data) + share.begin, buffer(r) + share.begin,
+                        share.bytes());
+          }
+          break;
+        case CollectiveKind::REDUCE_SCATTER_MEAN: {
+          const ShardShare share = shard_share(c.bytes, g, world);
+          for (uint64_t i = share.begin / 4; i < share.end / 4; ++i)
+            static_cast<float*>(to.out)[i - share.begin / 4] = reduce_element(c, world, buffer, i);
+          break;
+        }
+        case CollectiveKind::GATHER_BLOCKS:
+          std::memcpy(to.out, all.data(), all.size());
+          break;
+        case CollectiveKind::REDUCE_SCATTER_SUM_BLOCKS: {
+          const uint64_t block = c.bytes / element_bytes(c) / static_cast<uint64_t>(world);
+          for (uint64_t i = 0; i < block; ++i)
+            store(c, to.out, i,
+                  reduce_element(c, world, buffer, block * static_cast<uint64_t>(g) + i));
+          break;
+        }
+        default:  // the all-reduces, in place
+          for (uint64_t i = 0; i < c.bytes / element_bytes(c); ++i)
+            store(c, to.data, i, reduce_element(c, world, buffer, i));
+      }
+    }
+  }
 }
 
 void Collectives::all_reduce(int rank, float* data, uint64_t count, bool mean) {

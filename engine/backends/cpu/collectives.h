@@ -5,14 +5,20 @@
 // (ranks are summed in rank order, so it is also deterministic). A group
 // (ncclGroupStart/End) is one rendezvous for several calls. Ranks that
 // disagree about a call get an error naming it, and abort() releases ranks
-// waiting for a partner that failed.
+// waiting for a partner that failed. With a ProcessGroup the ranks span
+// processes, each with the same number of rank threads: after the threads
+// meet, one of them exchanges every rank's buffers with the other
+// processes, and the reductions run over all ranks in global rank order,
+// so the bits are those of one process with all the ranks.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/process_group.h"
 #include "runtime/kernel_args.h"
 #include "runtime/rank_barrier.h"
 
@@ -51,8 +57,10 @@ struct CollectiveCall {
 
 class Collectives {
  public:
-  explicit Collectives(int world);
-  int world() const noexcept { return world_; }
+  // `world` rank threads in this process; `processes` (or none) the others'.
+  explicit Collectives(int world, std::shared_ptr<ProcessGroup> processes = nullptr);
+  int world() const noexcept { return world_; }  // this process's ranks
+  int global_world() const noexcept;
 
   // Runs `calls` as one group. Throws std::logic_error on every rank when
   // the ranks' groups differ, CollectiveAborted after abort().
@@ -67,8 +75,13 @@ class Collectives {
  private:
   // Empty when every rank posted the same group; else what differs.
   std::string mismatch() const;
+  // Local rank 0's part across processes: every rank's buffers of every
+  // call from every process, then each local rank's results.
+  void across_processes();
 
   int world_;
+  std::shared_ptr<ProcessGroup> processes_;
+  std::string failure_;  // a failed exchange between processes: final
   std::vector<const std::vector<CollectiveCall>*> posted_;
   RankBarrier barrier_;
 };

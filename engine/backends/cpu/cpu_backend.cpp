@@ -92,9 +92,11 @@ class CpuBackend final : public Backend {
       : options_(o),
         own_(o.kernels ? *o.kernels : best_own_kernels()),
         native_bf16_(o.native_bf16),
-        collectives_(o.world),
+        collectives_(o.world, o.processes),
         ranks_(static_cast<size_t>(o.world)) {
     if (o.world < 1) throw std::invalid_argument("CPU backend: world size must be at least 1");
+    if (o.processes && o.tensor > 1)
+      throw std::invalid_argument("CPU backend: a tensor dimension across processes");
     if (o.tensor < 1 || o.world % o.tensor != 0)
       throw std::invalid_argument("CPU backend: mesh tensor=" + std::to_string(o.tensor) +
                                   " does not divide " + std::to_string(o.world) + " ranks");
@@ -125,6 +127,20 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
   bool warm_up_before_capture() const override { return options_.warm_up_before_capture; }
   int world_size() const override { return options_.world; }
+  int global_world() const override { return collectives_.global_world(); }
+  int global_rank(int local_rank) const override {
+    return options_.processes ? options_.processes->process_rank() * options_.world + local_rank
+                              : local_rank;
+  }
+  bool any_process(bool flag) override {
+    if (!options_.processes) return flag;
+    const int n = options_.processes->processes();
+    std::vector<uint8_t> flags(static_cast<size_t>(n));
+    const uint8_t mine = flag ? 1 : 0;
+    // Its own channel: a step's collectives may still be under way.
+    options_.processes->all_gather(&mine, 1, flags.data(), 1);
+    return std::any_of(flags.begin(), flags.end(), [](uint8_t f) { return f != 0; });
+  }
 
   void allocate_arenas(uint64_t bytes) override {
     for (Rank& r : ranks_) {
@@ -345,9 +361,9 @@ class CpuBackend final : public Backend {
   void broadcast(int rank, StreamKind stream, ByteRange range, int root) override {
     Rank& r = at(rank);
     check_range(r, range, "broadcast");
-    if (root < 0 || root >= options_.world)
+    if (root < 0 || root >= global_world())
       throw std::out_of_range("CPU backend: broadcast from rank " + std::to_string(root) +
-                              " in a world of " + std::to_string(options_.world));
+                              " in a world of " + std::to_string(global_world()));
     host_collective(
         rank, stream,
         {CollectiveKind::BROADCAST, r.arena.base + range.offset, range.bytes, root, "broadcast"});
@@ -487,7 +503,7 @@ class CpuBackend final : public Backend {
 
   // SyncBatchNorm's training kernels sum their statistics across ranks.
   bool needs_rank_sum(const Launch& l) const {
-    if (l.kind != LaunchKind::KERNEL || options_.world < 2 || !l.args || !l.args->training ||
+    if (l.kind != LaunchKind::KERNEL || global_world() < 2 || !l.args || !l.args->training ||
         !l.args->training->sync_batch_norm)
       return false;
     const GraphNode& n = *l.args->node;
@@ -563,7 +579,7 @@ class CpuBackend final : public Backend {
           if (kind == CollectiveKind::REDUCE_SCATTER_MEAN) {
             // Its share must fit where it goes.
             if (i >= out.size() ||
-                out[i].bytes < shard_chunk_bytes(in[i].bytes, options_.world / options_.tensor))
+                out[i].bytes < shard_chunk_bytes(in[i].bytes, comm.global_world()))
               throw std::logic_error("REDUCE_SCATTER (" + l.tag.label +
                                      "): no room for this rank's share");
             calls.back().out = out[i].data;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/process_group.h"
 #include "runtime/backend.h"
 
 namespace tr::cpu {
@@ -15,7 +16,7 @@ namespace tr::cpu {
 struct OwnKernels;
 
 struct CpuBackendOptions {
-  int world = 1;
+  int world = 1;  // the rank threads of this process
   // Prove at every end_capture that the recorded edges order each pair of
   // launches touching the same bytes (a missing barrier throws).
   bool check_dependencies = true;
@@ -39,6 +40,9 @@ struct CpuBackendOptions {
   // ranks run the tensor-parallel collectives (CommGroup::Tensor), the
   // ranks with one tensor index the data-parallel ones.
   int tensor = 1;
+  // The run's other processes, each with `world` ranks (training across
+  // processes and machines, net/gloo_mesh.h); none: this process is the world.
+  std::shared_ptr<ProcessGroup> processes = nullptr;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options);

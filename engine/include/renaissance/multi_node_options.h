@@ -19,11 +19,8 @@ struct MultiNodeOptions {
   bool across_nodes() const noexcept { return nodes > 1; }
 };
 
-// Throws UsageError when the options do not fit together, or when `devices`
-// cannot train across machines (CPU ranks collect in one process);
-// `device_note` says why CUDA devices fell back to the CPU, if they did.
-void check_multi_node(const MultiNodeOptions& nodes, const DeviceSet& devices,
-                      const std::string& device_note = {});
+// Throws UsageError when the options do not fit together.
+void check_multi_node(const MultiNodeOptions& nodes);
 
 // Throws UsageError unless `address` is HOST:PORT or [IPv6]:PORT with a port
 // other than 0 (`option` names where it came from).

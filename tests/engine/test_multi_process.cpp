@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// CPU ranks across processes on loopback: renaissance-cli train started as
+// 2 processes of 1 rank and of 2 ranks (--nodes, --node-rank, --rendezvous
+// 127.0.0.1:PORT; Gloo between the processes) trains a small CNN with
+// SyncBatchNorm to the very bits of one process with as many ranks (final
+// weights and every epoch's figures), the run recorded once, by node 0; a
+// process killed during the run makes the other fail, naming it, well
+// within the timeout.
+#include <QtTest>
+
+#include <csignal>
+
+#include <renaissance/checkpoint.h>
+#include <nlohmann/json.hpp>
+#include "net/tcp_rendezvous.h"
+
+using nlohmann::json;
+
+namespace {
+
+// tiny-synthetic with a validation batch that 4 ranks split (200 / 4).
+QString project(const QTemporaryDir& dir) {
+  QFile in(QStringLiteral(TR_TEST_DATA) + "/projects/tiny-synthetic.json");
+  if (!in.open(QIODevice::ReadOnly)) return {};
+  json p = json::parse(in.readAll().toStdString());
+  p["variants"][2]["batch"] = 50;
+  const QString path = dir.filePath("tiny.json");
+  QFile out(path);
+  if (!out.open(QIODevice::WriteOnly)) return {};
+  out.write(QByteArray::fromStdString(p.dump(1)));
+  return path;
+}
+
+uint16_t free_port() {
+  tr::net::RendezvousOptions o;
+  o.address = "127.0.0.1:0";
+  o.nodes = 2;
+  return tr::net::RendezvousServer(o).port();
+}
+
+QProcess* start(const QStringList& args, const QString& store) {
+  auto* p = new QProcess;
+  QStringList all = args;
+  all << "--store" << store;
+  p->start(QStringLiteral(TR_CLI), all);
+  return p;
+}
+
+struct Finished {
+  int code = -1;
+  QString out, err;
+};
+
+Finished finish(QProcess* p) {
+  Finished f;
+  if (p->waitForFinished(300000)) f.code = p->exitCode();
+  f.out = QString::fromUtf8(p->readAllStandardOutput());
+  f.err = QString::fromUtf8(p->readAllStandardError());
+  delete p;
+  return f;
+}
+
+// `nodes` processes of `ranks` CPU ranks each train `args`; node 0's store
+// is `store` (the others' get their own, which must stay empty).
+std::vector<Finished> train(int nodes, int ranks, const QStringList& args, const QString& store,
+                            const QTemporaryDir& dir) {
+  const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(free_port());
+  std::vector<QProcess*> procs;
+  for (int n = 0; n < nodes; ++n) {
+    QStringList a = args;
+    a << "--devices" << QStringLiteral("cpu:%1").arg(ranks);
+    if (nodes > 1)
+      a << "--nodes" << QString::number(nodes) << "--node-rank" << QString::number(n)
+        << "--rendezvous" << rendezvous << "--rendezvous-timeout"
+        << "60";
+    procs.push_back(
+        start(a, n == 0 ? store : dir.filePath(QStringLiteral("node%1.sqlite").arg(n))));
+  }
+  std::vector<Finished> out;
+  for (QProcess* p : procs) out.push_back(finish(p));
+  return out;
+}
+
+// The final weights a run recorded in `store`.
+std::map<std::string, std::vector<float>> final_weights(const QString& store) {
+  std::map<std::string, std::vector<float>> out;
+  // The store's files sit beside it: NAME.files for NAME.sqlite.
+  QString path = store;
+  path.chop(QStringLiteral(".sqlite").size());
+  path += ".files/run-1/final.ckpt";
+  for (const tr::CheckpointTensor& t : tr::read_checkpoint(path.toStdString()).tensors)
+    out[t.region + "/" + t.name] = t.values;
+  return out;
+}
+
+json summary(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  return json::parse(f.readAll().toStdString(), nullptr, false);
+}
+
+}  // namespace
+
+class TestMultiProcess : public QObject {
+  Q_OBJECT
+
+  // Bit for bit: `nodes` processes x `ranks` against one process of all the ranks.
+  void same_bits(int nodes, int ranks) {
+    QTemporaryDir dir;
+    const QString p = project(dir);
+    QVERIFY(!p.isEmpty());
+    // One kernel thread a rank on both sides: some kernels' bits depend on
+    // their thread count, which is another matter than the processes'.
+    const QStringList args{"train",     p,   "--sync-bn", "on",
+                           "--threads", "1", "--summary", dir.filePath("split.json")};
+    const std::vector<Finished> split =
+        train(nodes, ranks, args, dir.filePath("split.sqlite"), dir);
+    for (size_t n = 0; n < split.size(); ++n)
+      QVERIFY2(split[n].code == 0,
+               qPrintable(QStringLiteral("node %1: %2%3").arg(n).arg(split[n].out, split[n].err)));
+    QVERIFY2(split[1].out.contains("node 0 saves checkpoints and records the run"),
+             qPrintable(split[1].out));
+    QStringList one_args{"train",     p,   "--sync-bn", "on",
+                         "--threads", "1", "--summary", dir.filePath("one.json")};
+    const std::vector<Finished> one =
+        train(1, nodes * ranks, one_args, dir.filePath("one.sqlite"), dir);
+    QVERIFY2(one[0].code == 0, qPrintable(one[0].err));
+    const auto a = final_weights(dir.filePath("split.sqlite"));
+    const auto b = final_weights(dir.filePath("one.sqlite"));
+    QVERIFY(!a.empty());
+    QCOMPARE(a.size(), b.size());
+    for (const auto& [name, values] : b) {
+      QVERIFY2(a.count(name), name.c_str());
+      QVERIFY2(a.at(name) == values, name.c_str());
+    }
+    const json sa = summary(dir.filePath("split.json")), sb = summary(dir.filePath("one.json"));
+    QVERIFY(sb.contains("epochs") && sb["epochs"].size() == 2);
+    for (size_t e = 0; e < 2; ++e)
+      for (const char* key : {"train_loss", "val_loss", "val_top1"})
+        QVERIFY2(sa["epochs"][e][key] == sb["epochs"][e][key], key);
+    // Only node 0 recorded the run.
+    for (int n = 1; n < nodes; ++n)
+      QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("node%1.files/run-1").arg(n))));
+  }
+
+ private slots:
+  void twoProcessesOfOneRankTrainAsOneProcessOfTwo() { same_bits(2, 1); }
+  void twoProcessesOfTwoRanksTrainAsOneProcessOfFour() { same_bits(2, 2); }
+
+  void aKilledProcessFailsTheOtherNamingIt() {
+    QTemporaryDir dir;
+    const QString p = project(dir);
+    const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(free_port());
+    auto args = [&](int n) {
+      return QStringList{"train",
+                         p,
+                         "--devices",
+                         "cpu:1",
+                         "--epochs",
+                         "50",
+                         "--nodes",
+                         "2",
+                         "--node-rank",
+                         QString::number(n),
+                         "--rendezvous",
+                         rendezvous,
+                         "--rendezvous-timeout",
+                         "60"};
+    };
+    QProcess* n0 = start(args(0), dir.filePath("n0.sqlite"));
+    QProcess* n1 = start(args(1), dir.filePath("n1.sqlite"));
+    // Well into the run: node 1 has printed an epoch.
+    QElapsedTimer t;
+    t.start();
+    QByteArray seen;
+    while (!seen.contains("epoch 1/50") && t.elapsed() < 120000) {
+      n1->waitForReadyRead(1000);
+      seen += n1->readAllStandardOutput();
+    }
+    QVERIFY2(seen.contains("epoch 1/50"), seen.constData());
+    ::kill(static_cast<pid_t>(n1->processId()), SIGKILL);
+    t.restart();
+    const Finished f0 = finish(n0);
+    const double waited = static_cast<double>(t.elapsed()) / 1000.0;
+    finish(n1);
+    QVERIFY2(f0.code != 0, qPrintable(f0.out));
+    QVERIFY2(f0.err.contains("node 1"), qPrintable(f0.err));
+    QVERIFY2(waited < 30.0, qPrintable(QString::number(waited)));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestMultiProcess)
+#include "test_multi_process.moc"
