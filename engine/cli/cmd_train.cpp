@@ -70,6 +70,12 @@ constexpr const char* kTrainUsage =
     "  the others connect there; every node waits up to S seconds (default 300)\n"
     "  for all to join. Each node trains on its --devices; the global batch splits\n"
     "  over all nodes' devices. Node 0 writes the checkpoints and records the run.\n"
+    "  --launcher auto|env|slurm|none: the same from a launcher's environment, each\n"
+    "  process a node: env reads torchrun's RANK, WORLD_SIZE, MASTER_ADDR and\n"
+    "  MASTER_PORT; slurm reads srun's SLURM_PROCID, SLURM_NTASKS and the job's first\n"
+    "  node (SLURM_JOB_NODELIST; MASTER_ADDR and MASTER_PORT when exported, else port\n"
+    "  29500 + SLURM_JOB_ID mod 1000); auto (the default without --nodes) either when\n"
+    "  it says there are several processes; none ignores them.\n"
     "  Ctrl-C (SIGINT) or SIGTERM stops training after the step on its way (and\n"
     "  the validation under way, if any), on every node of a run across machines: a\n"
     "  checkpoint when --checkpoint-dir is set, the run recorded as stopped, exit\n"
@@ -183,8 +189,8 @@ int cmd_train(const std::vector<std::string>& args) {
 
   std::optional<store::RunResume> run_to_resume;
   if (resume_run) run_to_resume = find_resumable_run(a);
-  TrainingJob job = run_to_resume ? prepare_training(resumed_project(*run_to_resume), a)
-                                  : prepare_training(a.positional[0], a);
+  TrainingJob job = run_to_resume ? prepare_training(resumed_project(*run_to_resume), a, true, true)
+                                  : prepare_training(a.positional[0], a, true, true);
   const CompiledPlan& cp = job.plan();
   const TrainingContext& context = job.context();
   if (!job.device_note().empty()) std::fprintf(stderr, "note: %s\n", job.device_note().c_str());

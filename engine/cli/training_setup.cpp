@@ -11,6 +11,7 @@
 #include <renaissance/error.h>
 #include <renaissance/project_io.h>
 #include "compile_choice.h"
+#include "launcher.h"
 #include "project_overrides.h"
 
 namespace tr::cli {
@@ -31,11 +32,42 @@ std::set<std::string> cuda_measure_options() {
 }
 
 std::set<std::string> node_options() {
-  return {"nodes", "node-rank", "rendezvous", "rendezvous-timeout"};
+  return {"nodes", "node-rank", "rendezvous", "rendezvous-timeout", "launcher"};
 }
 
-MultiNodeOptions read_node_options(const ParsedArgs& a) {
+namespace {
+
+std::chrono::milliseconds rendezvous_timeout(const ParsedArgs& a,
+                                             std::chrono::milliseconds otherwise) {
+  if (!a.values.count("rendezvous-timeout")) return otherwise;
+  const long long s = positive_integer("rendezvous-timeout", a.values.at("rendezvous-timeout"));
+  if (s > 7 * 24 * 3600)
+    throw UsageError("option '--rendezvous-timeout' takes seconds, at most a week (604800)");
+  return std::chrono::seconds(s);
+}
+
+}  // namespace
+
+MultiNodeOptions read_node_options(const ParsedArgs& a, bool launchers) {
   MultiNodeOptions n;
+  const auto chosen = a.values.find("launcher");
+  const std::string launcher = chosen == a.values.end() ? "auto" : chosen->second;
+  if (a.values.count("nodes") && launcher != "auto" && launcher != "none")
+    throw UsageError("option '--launcher " + launcher +
+                     "' takes the nodes from the launcher's environment; leave out --nodes, "
+                     "--node-rank and --rendezvous");
+  if (!a.values.count("nodes") && launchers) {
+    if (const auto l = launched_nodes(launcher, process_environment())) {
+      for (const char* o : {"node-rank", "rendezvous"})
+        if (a.values.count(o))
+          throw UsageError(std::string("option '--") + o + "' is given by the launcher (" + l->how +
+                           "); leave it out, or give --launcher none");
+      std::printf("launched as one node of several: %s\n", l->how.c_str());
+      n = l->nodes;
+      n.timeout = rendezvous_timeout(a, n.timeout);
+      return n;
+    }
+  }
   if (!a.values.count("nodes")) {
     for (const char* o : {"node-rank", "rendezvous", "rendezvous-timeout"})
       if (a.values.count(o))
@@ -67,12 +99,7 @@ MultiNodeOptions read_node_options(const ParsedArgs& a) {
                      "the same on every node");
   n.rendezvous = a.values.at("rendezvous");
   check_rendezvous_address(n.rendezvous);
-  if (a.values.count("rendezvous-timeout")) {
-    const long long s = positive_integer("rendezvous-timeout", a.values.at("rendezvous-timeout"));
-    if (s > 7 * 24 * 3600)
-      throw UsageError("option '--rendezvous-timeout' takes seconds, at most a week (604800)");
-    n.timeout = std::chrono::seconds(s);
-  }
+  n.timeout = rendezvous_timeout(a, n.timeout);
   return n;
 }
 
@@ -93,15 +120,16 @@ std::optional<bool> two_way(const ParsedArgs& a, const char* name, const char* f
 }  // namespace
 
 TrainingJob prepare_training(const std::string& project_path, const ParsedArgs& a,
-                             bool allow_cpu_fallback) {
-  return prepare_training(load_project(project_path), a, allow_cpu_fallback);
+                             bool allow_cpu_fallback, bool launchers) {
+  return prepare_training(load_project(project_path), a, allow_cpu_fallback, launchers);
 }
 
-TrainingJob prepare_training(Project project, const ParsedArgs& a, bool allow_cpu_fallback) {
+TrainingJob prepare_training(Project project, const ParsedArgs& a, bool allow_cpu_fallback,
+                             bool launchers) {
   apply_overrides(a, project);
   SetupOptions options;
   options.allow_cpu_fallback = allow_cpu_fallback;
-  options.nodes = read_node_options(a);
+  options.nodes = read_node_options(a, launchers);
   if (a.values.count("threads"))
     options.cpu_threads = static_cast<int>(positive_integer("threads", a.values.at("threads")));
   if (a.values.count("data")) options.data_dir = a.values.at("data");

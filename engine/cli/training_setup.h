@@ -23,20 +23,23 @@ std::set<std::string> setup_options();
 // 5|1 and --capture on|off.
 std::set<std::string> cuda_measure_options();
 
-// `train`'s options for training across machines (with a value): --nodes N,
-// --node-rank R, --rendezvous HOST:PORT, --rendezvous-timeout SECONDS.
+// `train`'s options for training across processes and machines (with a
+// value): --nodes N, --node-rank R, --rendezvous HOST:PORT,
+// --rendezvous-timeout SECONDS, --launcher auto|env|slurm|none.
 std::set<std::string> node_options();
 // Reads them (UsageError for a bad value or a missing companion option);
-// without --nodes, one node.
-MultiNodeOptions read_node_options(const ParsedArgs& args);
+// without --nodes, what a launcher's environment says (launcher.h) where
+// `launchers`, else one node.
+MultiNodeOptions read_node_options(const ParsedArgs& args, bool launchers);
 
 // The project file with the command line's overrides, ready to train.
 // `allow_cpu_fallback`: see SetupOptions (bench: only with --allow-fallback).
+// `launchers`: a launcher's environment may make this process a node (train).
 TrainingJob prepare_training(const std::string& project_path, const ParsedArgs& args,
-                             bool allow_cpu_fallback = true);
+                             bool allow_cpu_fallback = true, bool launchers = false);
 // The same for a project already read (a recorded run's).
 TrainingJob prepare_training(Project project, const ParsedArgs& args,
-                             bool allow_cpu_fallback = true);
+                             bool allow_cpu_fallback = true, bool launchers = false);
 
 // `train`'s state options: --checkpoint-dir DIR, --resume FILE (read and
 // checked for damage here, against the project when training starts) and

@@ -38,8 +38,16 @@ uint16_t free_port() {
   return tr::net::RendezvousServer(o).port();
 }
 
-QProcess* start(const QStringList& args, const QString& store) {
+// Without a launcher's variables but those in `launcher`.
+QProcess* start(const QStringList& args, const QString& store,
+                const std::map<QString, QString>& launcher = {}) {
   auto* p = new QProcess;
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  for (const QString& k : env.keys())
+    if (k.startsWith("SLURM_") || k == "RANK" || k == "WORLD_SIZE" || k.startsWith("MASTER_"))
+      env.remove(k);
+  for (const auto& [k, v] : launcher) env.insert(k, v);
+  p->setProcessEnvironment(env);
   QStringList all = args;
   all << "--store" << store;
   p->start(QStringLiteral(TR_CLI), all);
@@ -146,6 +154,102 @@ class TestMultiProcess : public QObject {
  private slots:
   void twoProcessesOfOneRankTrainAsOneProcessOfTwo() { same_bits(2, 1); }
   void twoProcessesOfTwoRanksTrainAsOneProcessOfFour() { same_bits(2, 2); }
+
+  // Two processes started as torchrun and srun start them: the node options
+  // come from their variables (Slurm's rendezvous on the job's first node,
+  // "127.0.0.[1-4]", and a port from the job id).
+  void launchedByTorchrunAndSlurmConventions() {
+    QTemporaryDir dir;
+    const QString p = project(dir);
+    uint16_t port = 0;
+    for (uint16_t candidate = 29500; candidate < 30500 && port == 0; ++candidate) try {
+        tr::net::RendezvousOptions o;
+        o.address = "127.0.0.1:" + std::to_string(candidate);
+        o.nodes = 2;
+        tr::net::RendezvousServer probe(o);
+        port = candidate;
+      } catch (const std::exception&) {
+      }
+    QVERIFY(port != 0);
+    for (const bool slurm : {false, true}) {
+      std::vector<QProcess*> procs;
+      for (int n = 0; n < 2; ++n) {
+        std::map<QString, QString> env;
+        if (slurm)
+          env = {{"SLURM_PROCID", QString::number(n)},
+                 {"SLURM_NTASKS", "2"},
+                 {"SLURM_LOCALID", QString::number(n)},
+                 {"SLURM_JOB_NODELIST", "127.0.0.[1-4]"},
+                 {"SLURM_JOB_ID", QString::number(7000 + port - 29500)}};
+        else
+          env = {{"RANK", QString::number(n)},
+                 {"WORLD_SIZE", "2"},
+                 {"LOCAL_RANK", QString::number(n)},
+                 {"MASTER_ADDR", "127.0.0.1"},
+                 {"MASTER_PORT", QString::number(port)}};
+        procs.push_back(start({"train", p, "--devices", "cpu:1", "--epochs", "1"},
+                              dir.filePath(QStringLiteral("%1-%2.sqlite").arg(slurm).arg(n)), env));
+      }
+      const Finished f0 = finish(procs[0]), f1 = finish(procs[1]);
+      QVERIFY2(f0.code == 0, qPrintable(f0.out + f0.err));
+      QVERIFY2(f1.code == 0, qPrintable(f1.out + f1.err));
+      const QString how = slurm ? QStringLiteral(
+                                      "Slurm's SLURM_PROCID 1 of SLURM_NTASKS 2, "
+                                      "rendezvous 127.0.0.1:%1")
+                                : QStringLiteral(
+                                      "torchrun's RANK 1 of WORLD_SIZE 2, "
+                                      "rendezvous 127.0.0.1:%1");
+      QVERIFY2(f1.out.contains(how.arg(port)), qPrintable(f1.out));
+      QVERIFY2(f1.out.contains("global ranks 1-1 of 2"), qPrintable(f1.out));
+    }
+    // A launcher asked for whose variables are missing: named.
+    const Finished bad =
+        finish(start({"train", p, "--launcher", "env"}, dir.filePath("bad.sqlite")));
+    QVERIFY(bad.code != 0);
+    QVERIFY2(bad.err.contains("WORLD_SIZE is not set"), qPrintable(bad.err));
+  }
+
+  // Ctrl-C on node 1 stops both before the same step.
+  void aStopOnOneProcessStopsBoth() {
+    QTemporaryDir dir;
+    const QString p = project(dir);
+    const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(free_port());
+    auto args = [&](int n) {
+      return QStringList{"train",
+                         p,
+                         "--devices",
+                         "cpu:1",
+                         "--epochs",
+                         "50",
+                         "--nodes",
+                         "2",
+                         "--node-rank",
+                         QString::number(n),
+                         "--rendezvous",
+                         rendezvous,
+                         "--rendezvous-timeout",
+                         "60"};
+    };
+    QProcess* n0 = start(args(0), dir.filePath("n0.sqlite"));
+    QProcess* n1 = start(args(1), dir.filePath("n1.sqlite"));
+    QElapsedTimer t;
+    t.start();
+    QByteArray seen;
+    while (!seen.contains("epoch 1/50") && t.elapsed() < 120000) {
+      n1->waitForReadyRead(1000);
+      seen += n1->readAllStandardOutput();
+    }
+    QVERIFY2(seen.contains("epoch 1/50"), seen.constData());
+    ::kill(static_cast<pid_t>(n1->processId()), SIGINT);
+    const Finished f0 = finish(n0), f1 = finish(n1);
+    QCOMPARE(f1.code, 130);
+    QVERIFY2(f0.code == 0, qPrintable(f0.out + f0.err));
+    const QRegularExpression steps("after (\\d+) steps");
+    const auto m0 = steps.match(f0.out), m1 = steps.match(QString::fromUtf8(seen) + f1.out);
+    QVERIFY2(m0.hasMatch() && f0.out.contains("as another node was asked to"), qPrintable(f0.out));
+    QVERIFY2(m1.hasMatch(), qPrintable(f1.out));
+    QCOMPARE(m0.captured(1), m1.captured(1));
+  }
 
   void aKilledProcessFailsTheOtherNamingIt() {
     QTemporaryDir dir;
