@@ -21,6 +21,9 @@ class ProcessGroup {
   // std::runtime_error naming the process that failed, or stopped answering
   // within the group's timeout.
   virtual void all_gather(const void* data, size_t bytes, void* out, int channel) = 0;
+  // Process j's j-th `bytes` of `data` (processes() of them) into every
+  // process's `out`, at j * bytes: the exchange of a reduce-scatter.
+  virtual void all_to_all(const void* data, size_t bytes, void* out, int channel) = 0;
 };
 
 }  // namespace tr

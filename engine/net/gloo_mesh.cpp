@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "net/gloo_mesh.h"
 
+#include <algorithm>
+#include <csignal>
 #include <cstdint>
 #include <cstring>
 
 #include <gloo/allgather.h>
+#include <gloo/alltoall.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/context.h>
@@ -68,6 +71,9 @@ GlooMesh::GlooMesh(int nodes, int node_rank, const std::string& host,
     throw std::invalid_argument("GlooMesh: node rank " + std::to_string(node_rank) +
                                 " outside 0.." + std::to_string(nodes - 1));
   if (timeout.count() <= 0) throw std::invalid_argument("GlooMesh: the timeout must be positive");
+  // Gloo writes to its sockets without MSG_NOSIGNAL: a dead peer must be an
+  // error to report, not a SIGPIPE that ends this process unannounced.
+  std::signal(SIGPIPE, SIG_IGN);
   gloo::transport::tcp::attr attr;
   attr.hostname = host;
   try {
@@ -134,18 +140,57 @@ void GlooMesh::gather(const void* data, size_t bytes, void* out, int channel, co
   }
 }
 
-void GlooMesh::all_reduce_sum(float* data, size_t count) {
-  if (nodes_ == 1) return;
-  std::vector<float> all(count * static_cast<size_t>(nodes_));
-  // Every node's floats, summed here in node order: the same bits on every
-  // node and as the in-process collectives' (bandwidth: each node receives
-  // all of them, where a reduce-scatter would take 1 / nodes).
-  gather(data, count * sizeof(float), all.data(), 0, "an all-reduce");
-  for (size_t i = 0; i < count; ++i) {
-    float v = 0.0f;
-    for (int r = 0; r < nodes_; ++r) v += all[static_cast<size_t>(r) * count + i];
-    data[i] = v;
+void GlooMesh::all_to_all(const void* data, size_t bytes, void* out, int channel) {
+  exchange(data, bytes, out, channel, "an all-to-all");
+}
+
+void GlooMesh::exchange(const void* data, size_t bytes, void* out, int channel, const char* what) {
+  if (bytes == 0) return;
+  if (nodes_ == 1) {
+    std::memmove(out, data, bytes);
+    return;
   }
+  try {
+    gloo::AlltoallOptions o(context_);
+    o.setInput(static_cast<char*>(const_cast<void*>(data)), bytes * static_cast<size_t>(nodes_));
+    o.setOutput(static_cast<char*>(out), bytes * static_cast<size_t>(nodes_));
+    o.setTag(static_cast<uint32_t>(channel));
+    o.setTimeout(timeout_);
+    gloo::alltoall(o);
+  } catch (const std::exception& e) {
+    failed(what, e);
+  }
+}
+
+void GlooMesh::all_reduce_sum(float* data, size_t count) {
+  if (nodes_ == 1 || count == 0) return;
+  // Node j sums the j-th chunk of every node's floats in node order (an
+  // all-to-all brings them), then every node gathers the sums: the bits of
+  // a sum in node order from zero, and each node sends and receives about
+  // twice its floats, as a ring all-reduce does.
+  const auto nodes = static_cast<size_t>(nodes_);
+  const size_t chunk = (count + nodes - 1) / nodes, padded = chunk * nodes;
+  scratch_.resize(2 * padded + chunk);
+  float* send = data;
+  if (padded != count) {
+    send = scratch_.data() + padded + chunk;
+    std::copy_n(data, count, send);
+    std::fill(send + count, send + padded, 0.0f);
+  }
+  float* received = scratch_.data();
+  exchange(send, chunk * sizeof(float), received, 0, "an all-reduce");
+  float* sums = scratch_.data() + padded;
+  for (size_t i = 0; i < chunk; ++i) {
+    float v = 0.0f;
+    for (size_t r = 0; r < nodes; ++r) v += received[r * chunk + i];
+    sums[i] = v;
+  }
+  if (padded == count) {
+    gather(sums, chunk * sizeof(float), data, 0, "an all-reduce");
+    return;
+  }
+  gather(sums, chunk * sizeof(float), received, 0, "an all-reduce");
+  std::copy_n(received, count, data);
 }
 
 void GlooMesh::broadcast(void* data, size_t bytes, int root) {

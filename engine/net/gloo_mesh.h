@@ -55,12 +55,14 @@ class GlooMesh final : public ProcessGroup {
   // Every node's `bytes` at `data` into `out`, node r's at r * bytes; calls
   // on different channels (Gloo's tags) may run at once.
   void all_gather(const void* data, size_t bytes, void* out, int channel = 0) override;
+  void all_to_all(const void* data, size_t bytes, void* out, int channel = 0) override;
   // Node `root`'s `bytes` at `data` into every other node's `data`.
   void broadcast(void* data, size_t bytes, int root);
 
  private:
   class Context;
   void gather(const void* data, size_t bytes, void* out, int channel, const char* what);
+  void exchange(const void* data, size_t bytes, void* out, int channel, const char* what);
   // Rethrows Gloo's error of collective `what` as a MeshError naming the
   // node it concerns where its message says.
   [[noreturn]] void failed(const char* what, const std::exception& e) const;
@@ -70,6 +72,7 @@ class GlooMesh final : public ProcessGroup {
   std::string addresses_;
   std::vector<std::string> peer_names_;  // per node: its pair's address as Gloo prints it
   std::shared_ptr<Context> context_;
+  std::vector<float> scratch_;  // all_reduce_sum's, kept between calls
 };
 
 }  // namespace tr::net

@@ -216,6 +216,36 @@ void Collectives::run(int rank, const std::vector<CollectiveCall>& calls) {
 // The collectives' own sequence between processes (the stop vote has another).
 constexpr int kChannel = 0;
 
+void Collectives::all_reduce_across(size_t k) {
+  const CollectiveCall& c = (*posted_[0])[k];
+  const auto processes = static_cast<size_t>(processes_->processes());
+  const auto local = static_cast<size_t>(world_);
+  const int world = global_world();
+  const uint64_t esize = element_bytes(c), n = c.bytes / esize;
+  // Process j reduces the j-th chunk of every rank's elements: an all-to-all
+  // brings it every rank's chunk, in global rank order (process-major), it
+  // reduces them as one process of all the ranks would, and an all-gather
+  // hands every process all the chunks (each sends and receives about
+  // twice the buffer, as in a ring all-reduce).
+  const uint64_t chunk = (n + processes - 1) / processes, part = chunk * esize * local;
+  std::vector<uint8_t> send(part * processes, 0), received(part * processes);
+  for (size_t j = 0; j < processes; ++j)
+    for (size_t l = 0; l < local; ++l) {
+      const uint64_t first = std::min<uint64_t>(n, chunk * j);
+      const uint64_t last = std::min<uint64_t>(n, first + chunk);
+      std::memcpy(send.data() + part * j + chunk * esize * l,
+                  static_cast<const uint8_t*>((*posted_[l])[k].data) + first * esize,
+                  (last - first) * esize);
+    }
+  processes_->all_to_all(send.data(), part, received.data(), kChannel);
+  auto buffer = [&](int r) { return received.data() + chunk * esize * static_cast<uint64_t>(r); };
+  std::vector<uint8_t> mine(chunk * esize), all(chunk * esize * processes);
+  for (uint64_t i = 0; i < chunk; ++i)
+    store(c, mine.data(), i, reduce_element(c, world, buffer, i));
+  processes_->all_gather(mine.data(), mine.size(), all.data(), kChannel);
+  for (size_t l = 0; l < local; ++l) std::memcpy((*posted_[l])[k].data, all.data(), c.bytes);
+}
+
 void Collectives::across_processes() {
   const std::vector<CollectiveCall>& calls = *posted_[0];
   const int processes = processes_->processes(), me = processes_->process_rank();
@@ -247,6 +277,11 @@ void Collectives::across_processes() {
   for (size_t k = 0; k < calls.size(); ++k) {
     const CollectiveCall& c = calls[k];
     if (c.bytes == 0) continue;  // the same on every process (the shapes agree)
+    if (c.kind == CollectiveKind::ALL_REDUCE_SUM || c.kind == CollectiveKind::ALL_REDUCE_MEAN ||
+        c.kind == CollectiveKind::ALL_REDUCE_MAX) {
+      all_reduce_across(k);
+      continue;
+    }
     // Every rank's buffer, in global rank order: this process's ranks are
     // me * world_ .. me * world_ + world_ - 1.
     std::vector<uint8_t> mine(c.bytes * static_cast<uint64_t>(world_));
@@ -286,9 +321,8 @@ void Collectives::across_processes() {
                   reduce_element(c, world, buffer, block * static_cast<uint64_t>(g) + i));
           break;
         }
-        default:  // the all-reduces, in place
-          for (uint64_t i = 0; i < c.bytes / element_bytes(c); ++i)
-            store(c, to.data, i, reduce_element(c, world, buffer, i));
+        default:  // the all-reduces took the path above
+          throw std::logic_error("CPU collectives across processes: " + describe(c));
       }
     }
   }

@@ -78,6 +78,8 @@ class Collectives {
   // Local rank 0's part across processes: every rank's buffers of every
   // call from every process, then each local rank's results.
   void across_processes();
+  // Call k of every rank's group, when it is an all-reduce.
+  void all_reduce_across(size_t k);
 
   int world_;
   std::shared_ptr<ProcessGroup> processes_;
