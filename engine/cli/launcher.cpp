@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <utility>
 
 #include <renaissance/error.h>
 
@@ -26,37 +27,47 @@ long long number(const Environment& env, const char* name, const char* launcher,
   return n;
 }
 
+// This process's rank `rank_var` and the process count `count_var`,
+// checked against each other.
+std::pair<long long, long long> rank_and_count(const Environment& env, const char* rank_var,
+                                               const char* count_var, const char* launcher) {
+  const long long count = number(env, count_var, launcher, 1);
+  const long long rank = number(env, rank_var, launcher, 0);
+  if (rank >= count)
+    throw UsageError(std::string(rank_var) + "=" + std::to_string(rank) + " is not below " +
+                     count_var + "=" + std::to_string(count) + " (" + launcher + ")");
+  return {rank, count};
+}
+
+// Node `rank` of `count`, node 0 at `host`:`port`; `how` says who said so.
+LaunchedNodes node_of(long long rank, long long count, const std::string& host, long long port,
+                      const std::string& how) {
+  LaunchedNodes l;
+  l.nodes.nodes = static_cast<int>(count);
+  l.nodes.node_rank = static_cast<int>(rank);
+  const bool v6 = host.find(':') != std::string::npos;
+  l.nodes.rendezvous = (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  l.how = how + ", rendezvous " + l.nodes.rendezvous;
+  return l;
+}
+
 std::optional<LaunchedNodes> torchrun(const Environment& env) {
   const char* who = "torchrun's conventions";
-  const long long world = number(env, "WORLD_SIZE", who, 1);
-  const long long rank = number(env, "RANK", who, 0);
-  if (rank >= world)
-    throw UsageError("RANK=" + std::to_string(rank) + " is not below WORLD_SIZE=" +
-                     std::to_string(world) + " (torchrun's conventions)");
+  const auto [rank, world] = rank_and_count(env, "RANK", "WORLD_SIZE", who);
   if (world == 1) return std::nullopt;
   const std::optional<std::string> host = env("MASTER_ADDR");
   if (!host || host->empty())
     throw UsageError(
         "launched by torchrun's conventions, but MASTER_ADDR is not set: the "
         "address of the process with RANK 0");
-  const long long port = number(env, "MASTER_PORT", who, 1);
-  LaunchedNodes l;
-  l.nodes.nodes = static_cast<int>(world);
-  l.nodes.node_rank = static_cast<int>(rank);
-  const bool v6 = host->find(':') != std::string::npos;
-  l.nodes.rendezvous = (v6 ? "[" + *host + "]" : *host) + ":" + std::to_string(port);
-  l.how = "torchrun's RANK " + std::to_string(rank) + " of WORLD_SIZE " + std::to_string(world) +
-          ", rendezvous " + l.nodes.rendezvous;
-  return l;
+  return node_of(
+      rank, world, *host, number(env, "MASTER_PORT", who, 1),
+      "torchrun's RANK " + std::to_string(rank) + " of WORLD_SIZE " + std::to_string(world));
 }
 
 std::optional<LaunchedNodes> slurm(const Environment& env) {
   const char* who = "Slurm (srun)";
-  const long long tasks = number(env, "SLURM_NTASKS", who, 1);
-  const long long rank = number(env, "SLURM_PROCID", who, 0);
-  if (rank >= tasks)
-    throw UsageError("SLURM_PROCID=" + std::to_string(rank) +
-                     " is not below SLURM_NTASKS=" + std::to_string(tasks));
+  const auto [rank, tasks] = rank_and_count(env, "SLURM_PROCID", "SLURM_NTASKS", who);
   if (tasks == 1) return std::nullopt;
   // Task 0 runs on the allocation's first node (srun's block distribution);
   // an exported MASTER_ADDR wins, as in PyTorch's Slurm recipes.
@@ -80,14 +91,9 @@ std::optional<LaunchedNodes> slurm(const Environment& env) {
     port = number(env, "MASTER_PORT", who, 1);
   else if (env("SLURM_JOB_ID"))
     port = 29500 + number(env, "SLURM_JOB_ID", who, 0) % 1000;
-  LaunchedNodes l;
-  l.nodes.nodes = static_cast<int>(tasks);
-  l.nodes.node_rank = static_cast<int>(rank);
-  const bool v6 = host.find(':') != std::string::npos;
-  l.nodes.rendezvous = (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-  l.how = "Slurm's SLURM_PROCID " + std::to_string(rank) + " of SLURM_NTASKS " +
-          std::to_string(tasks) + ", rendezvous " + l.nodes.rendezvous;
-  return l;
+  return node_of(
+      rank, tasks, host, port,
+      "Slurm's SLURM_PROCID " + std::to_string(rank) + " of SLURM_NTASKS " + std::to_string(tasks));
 }
 
 }  // namespace

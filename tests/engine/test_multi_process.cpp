@@ -9,6 +9,7 @@
 #include <QtTest>
 
 #include <csignal>
+#include <utility>
 
 #include <renaissance/checkpoint.h>
 #include <nlohmann/json.hpp>
@@ -100,6 +101,54 @@ std::map<std::string, std::vector<float>> final_weights(const QString& store) {
     out[t.region + "/" + t.name] = t.values;
   return out;
 }
+
+// Two processes of one rank each on a 50-epoch run, started and followed
+// until node 1 has printed its first epoch (`seen`, its output so far).
+struct LongRun {
+  QProcess *n0 = nullptr, *n1 = nullptr;
+  QByteArray seen;
+  explicit LongRun(const QTemporaryDir& dir) {
+    const QString p = project(dir);
+    const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(free_port());
+    auto args = [&](int n) {
+      return QStringList{"train",
+                         p,
+                         "--devices",
+                         "cpu:1",
+                         "--epochs",
+                         "50",
+                         "--nodes",
+                         "2",
+                         "--node-rank",
+                         QString::number(n),
+                         "--rendezvous",
+                         rendezvous,
+                         "--rendezvous-timeout",
+                         "60"};
+    };
+    n0 = start(args(0), dir.filePath("n0.sqlite"));
+    n1 = start(args(1), dir.filePath("n1.sqlite"));
+    QElapsedTimer t;
+    t.start();
+    while (!seen.contains("epoch 1/50") && t.elapsed() < 120000) {
+      n1->waitForReadyRead(1000);
+      seen += n1->readAllStandardOutput();
+    }
+  }
+  // Node n's end (once).
+  Finished finish_node(int n) {
+    QProcess*& p = n == 0 ? n0 : n1;
+    return finish(std::exchange(p, nullptr));
+  }
+  // Whatever a failed check left running.
+  ~LongRun() {
+    for (QProcess* p : {n0, n1})
+      if (p) {
+        p->kill();
+        finish(p);
+      }
+  }
+};
 
 json summary(const QString& path) {
   QFile f(path);
@@ -212,36 +261,11 @@ class TestMultiProcess : public QObject {
   // Ctrl-C on node 1 stops both before the same step.
   void aStopOnOneProcessStopsBoth() {
     QTemporaryDir dir;
-    const QString p = project(dir);
-    const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(free_port());
-    auto args = [&](int n) {
-      return QStringList{"train",
-                         p,
-                         "--devices",
-                         "cpu:1",
-                         "--epochs",
-                         "50",
-                         "--nodes",
-                         "2",
-                         "--node-rank",
-                         QString::number(n),
-                         "--rendezvous",
-                         rendezvous,
-                         "--rendezvous-timeout",
-                         "60"};
-    };
-    QProcess* n0 = start(args(0), dir.filePath("n0.sqlite"));
-    QProcess* n1 = start(args(1), dir.filePath("n1.sqlite"));
-    QElapsedTimer t;
-    t.start();
-    QByteArray seen;
-    while (!seen.contains("epoch 1/50") && t.elapsed() < 120000) {
-      n1->waitForReadyRead(1000);
-      seen += n1->readAllStandardOutput();
-    }
-    QVERIFY2(seen.contains("epoch 1/50"), seen.constData());
-    ::kill(static_cast<pid_t>(n1->processId()), SIGINT);
-    const Finished f0 = finish(n0), f1 = finish(n1);
+    LongRun run(dir);
+    QVERIFY2(run.seen.contains("epoch 1/50"), run.seen.constData());
+    const QByteArray seen = run.seen;
+    ::kill(static_cast<pid_t>(run.n1->processId()), SIGINT);
+    const Finished f0 = run.finish_node(0), f1 = run.finish_node(1);
     QCOMPARE(f1.code, 130);
     QVERIFY2(f0.code == 0, qPrintable(f0.out + f0.err));
     const QRegularExpression steps("after (\\d+) steps");
@@ -253,40 +277,14 @@ class TestMultiProcess : public QObject {
 
   void aKilledProcessFailsTheOtherNamingIt() {
     QTemporaryDir dir;
-    const QString p = project(dir);
-    const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(free_port());
-    auto args = [&](int n) {
-      return QStringList{"train",
-                         p,
-                         "--devices",
-                         "cpu:1",
-                         "--epochs",
-                         "50",
-                         "--nodes",
-                         "2",
-                         "--node-rank",
-                         QString::number(n),
-                         "--rendezvous",
-                         rendezvous,
-                         "--rendezvous-timeout",
-                         "60"};
-    };
-    QProcess* n0 = start(args(0), dir.filePath("n0.sqlite"));
-    QProcess* n1 = start(args(1), dir.filePath("n1.sqlite"));
-    // Well into the run: node 1 has printed an epoch.
+    LongRun run(dir);
+    QVERIFY2(run.seen.contains("epoch 1/50"), run.seen.constData());
+    ::kill(static_cast<pid_t>(run.n1->processId()), SIGKILL);
     QElapsedTimer t;
     t.start();
-    QByteArray seen;
-    while (!seen.contains("epoch 1/50") && t.elapsed() < 120000) {
-      n1->waitForReadyRead(1000);
-      seen += n1->readAllStandardOutput();
-    }
-    QVERIFY2(seen.contains("epoch 1/50"), seen.constData());
-    ::kill(static_cast<pid_t>(n1->processId()), SIGKILL);
-    t.restart();
-    const Finished f0 = finish(n0);
+    const Finished f0 = run.finish_node(0);
     const double waited = static_cast<double>(t.elapsed()) / 1000.0;
-    finish(n1);
+    run.finish_node(1);
     QVERIFY2(f0.code != 0, qPrintable(f0.out));
     QVERIFY2(f0.err.contains("node 1"), qPrintable(f0.err));
     QVERIFY2(waited < 30.0, qPrintable(QString::number(waited)));
