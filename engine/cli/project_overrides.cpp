@@ -43,20 +43,22 @@ void apply_mesh(const std::string& text, TrainingSpec& t) {
 
 }  // namespace
 
-void apply_overrides(const ParsedArgs& a, Project& project) {
+void apply_overrides(const ParsedArgs& a, Project& project, int nodes) {
   TrainingSpec& t = project.training;
+  const int64_t before = t.devices.world_size();
   if (a.values.count("devices")) {
-    const int64_t before = t.devices.world_size();
     std::string error;
     if (!parse_device_set(a.values.at("devices"), t.devices, error))
       throw UsageError("option '--devices': " + error);
-    // A validation batch is per device: keep the global one (and so the
-    // memory per device in proportion) when the rank count changes.
-    const int64_t after = t.devices.world_size();
+  }
+  // A validation batch is per device: keep the global one (and so the
+  // memory per device in proportion) when the rank count changes, over
+  // every node's devices (the file's devices are one machine's).
+  const int64_t after = t.devices.world_size() * nodes;
+  if (after != before)
     for (VariantSpec& v : project.variants)
       if (v.kind == VariantKind::Validation && v.batch > 0 && (v.batch * before) % after == 0)
         v.batch = v.batch * before / after;
-  }
   if (a.values.count("precision")) {
     const std::string& p = a.values.at("precision");
     bool known = false;

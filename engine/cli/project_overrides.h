@@ -16,6 +16,8 @@ namespace tr::cli {
 const std::set<std::string>& override_options();
 
 // Applies the overrides present in `args`; throws UsageError naming the option.
-void apply_overrides(const ParsedArgs& args, Project& project);
+// `nodes`: the processes of a run across processes and machines, each with
+// the devices the project (or --devices) gives.
+void apply_overrides(const ParsedArgs& args, Project& project, int nodes = 1);
 
 }  // namespace tr::cli

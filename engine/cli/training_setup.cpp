@@ -126,10 +126,10 @@ TrainingJob prepare_training(const std::string& project_path, const ParsedArgs& 
 
 TrainingJob prepare_training(Project project, const ParsedArgs& a, bool allow_cpu_fallback,
                              bool launchers) {
-  apply_overrides(a, project);
   SetupOptions options;
   options.allow_cpu_fallback = allow_cpu_fallback;
   options.nodes = read_node_options(a, launchers);
+  apply_overrides(a, project, options.nodes.nodes);
   if (a.values.count("threads"))
     options.cpu_threads = static_cast<int>(positive_integer("threads", a.values.at("threads")));
   if (a.values.count("data")) options.data_dir = a.values.at("data");

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // CPU ranks across processes on loopback: renaissance-cli train started as
-// 2 processes of 1 rank and of 2 ranks (--nodes, --node-rank, --rendezvous
-// 127.0.0.1:PORT; Gloo between the processes) trains a small CNN with
-// SyncBatchNorm to the very bits of one process with as many ranks (final
-// weights and every epoch's figures), the run recorded once, by node 0; a
+// 2 processes of 1 rank and 2 of 2 (--nodes, --node-rank,
+// --rendezvous 127.0.0.1:PORT; Gloo between the processes), in FP32 and
+// AMP, trains a small CNN with SyncBatchNorm to the very bits of one
+// process with as many ranks (final weights and every epoch's figures), the
+// run recorded once, by node 0; launched by torchrun's and Slurm's
+// variables too; a stop on one process stops all before the same step; a
 // process killed during the run makes the other fail, naming it, well
 // within the timeout.
 #include <QtTest>
@@ -19,12 +21,16 @@ using nlohmann::json;
 
 namespace {
 
-// tiny-synthetic with a validation batch that 4 ranks split (200 / 4).
+// tiny-synthetic with 240 validation samples in batches of 30 a rank
+// (--devices and --nodes keep the global one where they divide it), global
+// batch 48 (600 = 12 x 48 + 24).
 QString project(const QTemporaryDir& dir) {
   QFile in(QStringLiteral(TR_TEST_DATA) + "/projects/tiny-synthetic.json");
   if (!in.open(QIODevice::ReadOnly)) return {};
   json p = json::parse(in.readAll().toStdString());
-  p["variants"][2]["batch"] = 50;
+  p["dataset"]["val_size"] = 240;
+  p["training"]["global_batch"] = 48;
+  p["variants"][2]["batch"] = 30;
   const QString path = dir.filePath("tiny.json");
   QFile out(path);
   if (!out.open(QIODevice::WriteOnly)) return {};
@@ -161,15 +167,17 @@ json summary(const QString& path) {
 class TestMultiProcess : public QObject {
   Q_OBJECT
 
-  // Bit for bit: `nodes` processes x `ranks` against one process of all the ranks.
-  void same_bits(int nodes, int ranks) {
+  // Bit for bit: `nodes` processes x `ranks` against one process of all the
+  // ranks, at `precision`.
+  void same_bits(int nodes, int ranks, const char* precision = "fp32") {
     QTemporaryDir dir;
     const QString p = project(dir);
     QVERIFY(!p.isEmpty());
     // One kernel thread a rank on both sides: some kernels' bits depend on
     // their thread count, which is another matter than the processes'.
-    const QStringList args{"train",     p,   "--sync-bn", "on",
-                           "--threads", "1", "--summary", dir.filePath("split.json")};
+    const QStringList args{"train",       p,        "--sync-bn", "on",
+                           "--threads",   "1",      "--summary", dir.filePath("split.json"),
+                           "--precision", precision};
     const std::vector<Finished> split =
         train(nodes, ranks, args, dir.filePath("split.sqlite"), dir);
     for (size_t n = 0; n < split.size(); ++n)
@@ -177,8 +185,9 @@ class TestMultiProcess : public QObject {
                qPrintable(QStringLiteral("node %1: %2%3").arg(n).arg(split[n].out, split[n].err)));
     QVERIFY2(split[1].out.contains("node 0 saves checkpoints and records the run"),
              qPrintable(split[1].out));
-    QStringList one_args{"train",     p,   "--sync-bn", "on",
-                         "--threads", "1", "--summary", dir.filePath("one.json")};
+    QStringList one_args{"train",       p,        "--sync-bn", "on",
+                         "--threads",   "1",      "--summary", dir.filePath("one.json"),
+                         "--precision", precision};
     const std::vector<Finished> one =
         train(1, nodes * ranks, one_args, dir.filePath("one.sqlite"), dir);
     QVERIFY2(one[0].code == 0, qPrintable(one[0].err));
@@ -203,6 +212,8 @@ class TestMultiProcess : public QObject {
  private slots:
   void twoProcessesOfOneRankTrainAsOneProcessOfTwo() { same_bits(2, 1); }
   void twoProcessesOfTwoRanksTrainAsOneProcessOfFour() { same_bits(2, 2); }
+  // Loss scaling, FP16 features and the overflow flag agree across processes too.
+  void twoProcessesTrainAsOneInAmp() { same_bits(2, 1, "amp"); }
 
   // Two processes started as torchrun and srun start them: the node options
   // come from their variables (Slurm's rendezvous on the job's first node,
