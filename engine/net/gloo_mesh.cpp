@@ -8,7 +8,6 @@
 
 #include <gloo/allgather.h>
 #include <gloo/alltoall.h>
-#include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/context.h>
 #include <gloo/transport/context.h>
@@ -119,10 +118,6 @@ void GlooMesh::connect(const std::vector<std::string>& node_blobs) {
 }
 
 void GlooMesh::all_gather(const void* data, size_t bytes, void* out, int channel) {
-  gather(data, bytes, out, channel, "an all-gather");
-}
-
-void GlooMesh::gather(const void* data, size_t bytes, void* out, int channel, const char* what) {
   if (bytes == 0) return;  // every node has nothing, or the callers disagree on more
   if (nodes_ == 1) {
     std::memmove(out, data, bytes);
@@ -136,15 +131,11 @@ void GlooMesh::gather(const void* data, size_t bytes, void* out, int channel, co
     o.setTimeout(timeout_);
     gloo::allgather(o);
   } catch (const std::exception& e) {
-    failed(what, e);
+    failed("an all-gather", e);
   }
 }
 
 void GlooMesh::all_to_all(const void* data, size_t bytes, void* out, int channel) {
-  exchange(data, bytes, out, channel, "an all-to-all");
-}
-
-void GlooMesh::exchange(const void* data, size_t bytes, void* out, int channel, const char* what) {
   if (bytes == 0) return;
   if (nodes_ == 1) {
     std::memmove(out, data, bytes);
@@ -158,54 +149,7 @@ void GlooMesh::exchange(const void* data, size_t bytes, void* out, int channel, 
     o.setTimeout(timeout_);
     gloo::alltoall(o);
   } catch (const std::exception& e) {
-    failed(what, e);
-  }
-}
-
-void GlooMesh::all_reduce_sum(float* data, size_t count) {
-  if (nodes_ == 1 || count == 0) return;
-  // Node j sums the j-th chunk of every node's floats in node order (an
-  // all-to-all brings them), then every node gathers the sums: the bits of
-  // a sum in node order from zero, and each node sends and receives about
-  // twice its floats, as a ring all-reduce does.
-  const auto nodes = static_cast<size_t>(nodes_);
-  const size_t chunk = (count + nodes - 1) / nodes, padded = chunk * nodes;
-  scratch_.resize(2 * padded + chunk);
-  float* send = data;
-  if (padded != count) {
-    send = scratch_.data() + padded + chunk;
-    std::copy_n(data, count, send);
-    std::fill(send + count, send + padded, 0.0f);
-  }
-  float* received = scratch_.data();
-  exchange(send, chunk * sizeof(float), received, 0, "an all-reduce");
-  float* sums = scratch_.data() + padded;
-  for (size_t i = 0; i < chunk; ++i) {
-    float v = 0.0f;
-    for (size_t r = 0; r < nodes; ++r) v += received[r * chunk + i];
-    sums[i] = v;
-  }
-  if (padded == count) {
-    gather(sums, chunk * sizeof(float), data, 0, "an all-reduce");
-    return;
-  }
-  gather(sums, chunk * sizeof(float), received, 0, "an all-reduce");
-  std::copy_n(received, count, data);
-}
-
-void GlooMesh::broadcast(void* data, size_t bytes, int root) {
-  if (root < 0 || root >= nodes_)
-    throw std::invalid_argument("GlooMesh: broadcast from node " + std::to_string(root) + " of " +
-                                std::to_string(nodes_));
-  if (nodes_ == 1) return;
-  try {
-    gloo::BroadcastOptions o(context_);
-    o.setOutput(static_cast<char*>(data), bytes);
-    o.setRoot(root);
-    o.setTimeout(timeout_);
-    gloo::broadcast(o);
-  } catch (const std::exception& e) {
-    failed("a broadcast", e);
+    failed("an all-to-all", e);
   }
 }
 

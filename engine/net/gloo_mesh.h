@@ -5,8 +5,8 @@
 // rendezvous (tcp_rendezvous.h) as each node's own blob. Debian's Gloo has
 // no TCP store, and the rendezvous starts every multi-node run already (it
 // hands out NCCL's id): one way to start, whatever carries the collectives.
-// Sums are taken in node order on every node, as the in-process collectives
-// take them in rank order, so their bits do not depend on the algorithm.
+// It moves bytes only: the CPU backend's collectives (backends/cpu/
+// collectives.h) take every sum over it in rank order, as in one process.
 // Every wait is bounded by the timeout; a failure names the node it can.
 #pragma once
 
@@ -49,20 +49,13 @@ class GlooMesh final : public ProcessGroup {
   // whose blob is malformed or that cannot be reached.
   void connect(const std::vector<std::string>& node_blobs);
 
-  // In place: the element-wise sum of every node's `count` floats, added
-  // in node order from zero.
-  void all_reduce_sum(float* data, size_t count);
   // Every node's `bytes` at `data` into `out`, node r's at r * bytes; calls
   // on different channels (Gloo's tags) may run at once.
   void all_gather(const void* data, size_t bytes, void* out, int channel = 0) override;
   void all_to_all(const void* data, size_t bytes, void* out, int channel = 0) override;
-  // Node `root`'s `bytes` at `data` into every other node's `data`.
-  void broadcast(void* data, size_t bytes, int root);
 
  private:
   class Context;
-  void gather(const void* data, size_t bytes, void* out, int channel, const char* what);
-  void exchange(const void* data, size_t bytes, void* out, int channel, const char* what);
   // Rethrows Gloo's error of collective `what` as a MeshError naming the
   // node it concerns where its message says.
   [[noreturn]] void failed(const char* what, const std::exception& e) const;
@@ -72,7 +65,6 @@ class GlooMesh final : public ProcessGroup {
   std::string addresses_;
   std::vector<std::string> peer_names_;  // per node: its pair's address as Gloo prints it
   std::shared_ptr<Context> context_;
-  std::vector<float> scratch_;  // all_reduce_sum's, kept between calls
 };
 
 }  // namespace tr::net

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Collectives between processes over Gloo's TCP transport (net/gloo_mesh.h)
+// Collectives between processes over Gloo's TCP transport (net/gloo_mesh.h,
+// under the CPU backend's collectives)
 // on loopback: three forked processes, started through the TCP rendezvous
 // that carries each one's Gloo addresses, sum with the very bits of the
 // in-process collectives (node order from zero), gather and broadcast; a
@@ -45,12 +46,17 @@ uint16_t free_port() {
   return RendezvousServer(o).port();
 }
 
+// What a node's body sees: its mesh, and the CPU collectives of one rank
+// thread that reach the other processes through it (what training runs).
+using Body = std::function<int(GlooMesh&, cpu::Collectives&)>;
+
 // One node: its mesh, the rendezvous that hands every node the others'
 // addresses, the connection, then `body`; 0 when all went well.
 int run_node(int node, int nodes, uint16_t port, std::chrono::milliseconds timeout,
-             const std::function<int(GlooMesh&)>& body) {
+             const Body& body) {
   try {
-    GlooMesh mesh(nodes, node, "127.0.0.1", timeout);
+    auto shared = std::make_shared<GlooMesh>(nodes, node, "127.0.0.1", timeout);
+    GlooMesh& mesh = *shared;
     RendezvousOptions o;
     o.address = "127.0.0.1:" + std::to_string(port);
     o.nodes = nodes;
@@ -60,7 +66,8 @@ int run_node(int node, int nodes, uint16_t port, std::chrono::milliseconds timeo
     o.timeout = 20s;
     const NodeLayout layout = rendezvous(o);
     mesh.connect(layout.node_blobs);
-    return body(mesh);
+    cpu::Collectives across(1, shared);
+    return body(mesh, across);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "node %d: %s\n", node, e.what());
     return 2;
@@ -68,8 +75,8 @@ int run_node(int node, int nodes, uint16_t port, std::chrono::milliseconds timeo
 }
 
 // Nodes 1.. in forked children, node 0 here; the children's wait statuses.
-std::vector<int> run_nodes(int nodes, std::chrono::milliseconds timeout,
-                           const std::function<int(GlooMesh&)>& body, int& node0) {
+std::vector<int> run_nodes(int nodes, std::chrono::milliseconds timeout, const Body& body,
+                           int& node0) {
   const uint16_t port = free_port();
   std::vector<pid_t> children;
   for (int n = 1; n < nodes; ++n) {
@@ -108,16 +115,16 @@ class TestGlooMesh : public QObject {
  private slots:
   void threeProcessesSumGatherAndBroadcast() {
     const std::vector<float> want = in_process_sum(3);
-    auto body = [&](GlooMesh& mesh) {
+    auto body = [&](GlooMesh& mesh, cpu::Collectives& across) {
       std::vector<float> v = values_of(mesh.node_rank());
-      mesh.all_reduce_sum(v.data(), kCount);
+      across.all_reduce(0, v.data(), kCount, false);
       if (std::memcmp(v.data(), want.data(), kCount * sizeof(float)) != 0) return 10;
       int mine = 100 + mesh.node_rank(), all[3] = {};
       mesh.all_gather(&mine, sizeof mine, all);
       if (all[0] != 100 || all[1] != 101 || all[2] != 102) return 11;
       char word[8] = {};
       if (mesh.node_rank() == 2) std::strcpy(word, "from 2");
-      mesh.broadcast(word, sizeof word, 2);
+      across.broadcast(0, word, sizeof word, 2);
       return std::strcmp(word, "from 2") == 0 ? 0 : 12;
     };
     int node0 = -1;
@@ -132,7 +139,7 @@ class TestGlooMesh : public QObject {
   void aKilledProcessIsNamedWithinTheTimeout() {
     std::string error;
     double waited = 0;
-    auto body = [&](GlooMesh& mesh) {
+    auto body = [&](GlooMesh& mesh, cpu::Collectives& across) {
       // Both connected (a first collective), then node 1 dies.
       int mine = mesh.node_rank(), all[2] = {};
       mesh.all_gather(&mine, sizeof mine, all);
@@ -140,8 +147,8 @@ class TestGlooMesh : public QObject {
       const auto start = std::chrono::steady_clock::now();
       std::vector<float> v = values_of(0);
       try {
-        mesh.all_reduce_sum(v.data(), kCount);
-      } catch (const MeshError& e) {
+        across.all_reduce(0, v.data(), kCount, false);
+      } catch (const std::runtime_error& e) {
         error = e.what();
       }
       waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

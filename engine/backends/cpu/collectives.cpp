@@ -226,31 +226,88 @@ void Collectives::all_reduce_across(size_t k) {
   // brings it every rank's chunk, in global rank order (process-major), it
   // reduces them as one process of all the ranks would, and an all-gather
   // hands every process all the chunks (each sends and receives about
-  // twice the buffer, as in a ring all-reduce).
-  const uint64_t chunk = (n + processes - 1) / processes, part = chunk * esize * local;
-  std::vector<uint8_t> send(part * processes, 0), received(part * processes);
-  for (size_t j = 0; j < processes; ++j)
-    for (size_t l = 0; l < local; ++l) {
-      const uint64_t first = std::min<uint64_t>(n, chunk * j);
-      const uint64_t last = std::min<uint64_t>(n, first + chunk);
-      std::memcpy(send.data() + part * j + chunk * esize * l,
-                  static_cast<const uint8_t*>((*posted_[l])[k].data) + first * esize,
-                  (last - first) * esize);
+  // twice the buffer, as in a ring all-reduce). The buffers are kept from
+  // call to call: a gradient bucket goes through here every step.
+  const uint64_t chunk = (n + processes - 1) / processes, chunk_bytes = chunk * esize;
+  const uint64_t part = chunk_bytes * local;
+  const uint8_t* send = static_cast<const uint8_t*>(c.data);
+  if (local > 1 || chunk * processes != n) {
+    send_.resize(part * processes);
+    for (size_t j = 0; j < processes; ++j)
+      for (size_t l = 0; l < local; ++l) {
+        const uint64_t first = std::min<uint64_t>(n, chunk * j);
+        const uint64_t last = std::min<uint64_t>(n, first + chunk);
+        uint8_t* to = send_.data() + part * j + chunk_bytes * l;
+        std::memcpy(to, static_cast<const uint8_t*>((*posted_[l])[k].data) + first * esize,
+                    (last - first) * esize);
+        std::memset(to + (last - first) * esize, 0, chunk_bytes - (last - first) * esize);
+      }
+    send = send_.data();
+  }
+  received_.resize(part * processes);
+  processes_->all_to_all(send, part, received_.data(), kChannel);
+  auto buffer = [&](int r) { return received_.data() + chunk_bytes * static_cast<uint64_t>(r); };
+  mine_.resize(chunk_bytes);
+  if (c.dtype == DType::FP32 && c.kind != CollectiveKind::ALL_REDUCE_MAX) {
+    // reduce_element's order and rounding, a rank at a time (vectorised).
+    auto* sum = reinterpret_cast<float*>(mine_.data());
+    std::fill_n(sum, chunk, 0.0f);
+    for (int r = 0; r < world; ++r) {
+      const auto* x = reinterpret_cast<const float*>(buffer(r));
+      for (uint64_t i = 0; i < chunk; ++i) sum[i] += x[i];
     }
-  processes_->all_to_all(send.data(), part, received.data(), kChannel);
-  auto buffer = [&](int r) { return received.data() + chunk * esize * static_cast<uint64_t>(r); };
-  std::vector<uint8_t> mine(chunk * esize), all(chunk * esize * processes);
-  for (uint64_t i = 0; i < chunk; ++i)
-    store(c, mine.data(), i, reduce_element(c, world, buffer, i));
-  processes_->all_gather(mine.data(), mine.size(), all.data(), kChannel);
-  for (size_t l = 0; l < local; ++l) std::memcpy((*posted_[l])[k].data, all.data(), c.bytes);
+    if (c.kind == CollectiveKind::ALL_REDUCE_MEAN) {
+      const float scale = 1.0f / static_cast<float>(world);
+      for (uint64_t i = 0; i < chunk; ++i) sum[i] *= scale;
+    }
+  } else {
+    for (uint64_t i = 0; i < chunk; ++i)
+      store(c, mine_.data(), i, reduce_element(c, world, buffer, i));
+  }
+  auto* first = static_cast<uint8_t*>((*posted_[0])[k].data);
+  if (chunk * processes == n) {
+    processes_->all_gather(mine_.data(), chunk_bytes, first, kChannel);
+  } else {
+    gathered_.resize(chunk_bytes * processes);
+    processes_->all_gather(mine_.data(), chunk_bytes, gathered_.data(), kChannel);
+    std::memcpy(first, gathered_.data(), c.bytes);
+  }
+  for (size_t l = 1; l < local; ++l) std::memcpy((*posted_[l])[k].data, first, c.bytes);
 }
+
+namespace {
+
+// What every process must agree on of a group: each call's kind, bytes,
+// root and dtype.
+std::vector<uint64_t> call_fields(const std::vector<CollectiveCall>& calls) {
+  std::vector<uint64_t> f;
+  for (const CollectiveCall& c : calls)
+    f.insert(f.end(), {static_cast<uint64_t>(c.kind), c.bytes, static_cast<uint64_t>(c.root),
+                       static_cast<uint64_t>(c.dtype)});
+  return f;
+}
+
+}  // namespace
 
 void Collectives::across_processes() {
   const std::vector<CollectiveCall>& calls = *posted_[0];
+  const int processes = processes_->processes();
+  // The processes' groups agree: a digest of the calls in one round trip;
+  // where they differ, the count and the calls to say how.
+  uint64_t digest[2] = {calls.size(), 14695981039346656037ull};
+  for (uint64_t v : call_fields(calls)) digest[1] = (digest[1] ^ v) * 1099511628211ull;  // FNV-1a
+  std::vector<uint64_t> digests(2 * static_cast<size_t>(processes));
+  processes_->all_gather(digest, sizeof digest, digests.data(), kChannel);
+  bool agree = true;
+  for (int p = 0; p < processes; ++p)
+    agree &= digests[2 * static_cast<size_t>(p)] == digest[0] &&
+             digests[2 * static_cast<size_t>(p) + 1] == digest[1];
+  if (!agree) disagreement(calls);
+  exchange(calls);
+}
+
+void Collectives::disagreement(const std::vector<CollectiveCall>& calls) {
   const int processes = processes_->processes(), me = processes_->process_rank();
-  const int world = global_world();
-  // The processes' groups agree (the count first, as the rest's size depends on it).
   uint64_t count = calls.size();
   std::vector<uint64_t> counts(static_cast<size_t>(processes));
   processes_->all_gather(&count, sizeof count, counts.data(), kChannel);
@@ -260,10 +317,7 @@ void Collectives::across_processes() {
                              std::to_string(counts[static_cast<size_t>(p)]) +
                              " collectives, process " + std::to_string(me) + " one of " +
                              std::to_string(count));
-  std::vector<uint64_t> shape;
-  for (const CollectiveCall& c : calls)
-    shape.insert(shape.end(), {static_cast<uint64_t>(c.kind), c.bytes,
-                               static_cast<uint64_t>(c.root), static_cast<uint64_t>(c.dtype)});
+  const std::vector<uint64_t> shape = call_fields(calls);
   std::vector<uint64_t> shapes(shape.size() * static_cast<size_t>(processes));
   processes_->all_gather(shape.data(), shape.size() * sizeof(uint64_t), shapes.data(), kChannel);
   for (int p = 0; p < processes; ++p)
@@ -274,6 +328,12 @@ void Collectives::across_processes() {
               shapes.begin() + static_cast<long>(shape.size() * static_cast<size_t>(p) + 4 * k)))
         throw std::logic_error("process " + std::to_string(p) + " called another collective than " +
                                describe(calls[k]) + " in process " + std::to_string(me));
+  throw std::logic_error("the processes' groups of collectives differ");
+}
+
+void Collectives::exchange(const std::vector<CollectiveCall>& calls) {
+  const int processes = processes_->processes(), me = processes_->process_rank();
+  const int world = global_world();
   for (size_t k = 0; k < calls.size(); ++k) {
     const CollectiveCall& c = calls[k];
     if (c.bytes == 0) continue;  // the same on every process (the shapes agree)

@@ -78,12 +78,19 @@ class Collectives {
   // Local rank 0's part across processes: every rank's buffers of every
   // call from every process, then each local rank's results.
   void across_processes();
+  // Throws, saying how the processes' groups `calls` differ.
+  [[noreturn]] void disagreement(const std::vector<CollectiveCall>& calls);
+  // Every call of the group, once the processes agree on them.
+  void exchange(const std::vector<CollectiveCall>& calls);
   // Call k of every rank's group, when it is an all-reduce.
   void all_reduce_across(size_t k);
 
   int world_;
   std::shared_ptr<ProcessGroup> processes_;
   std::string failure_;  // a failed exchange between processes: final
+  // all_reduce_across's buffers, kept between calls (local rank 0's thread
+  // alone uses them).
+  std::vector<uint8_t> send_, received_, mine_, gathered_;
   std::vector<const std::vector<CollectiveCall>*> posted_;
   RankBarrier barrier_;
 };
