@@ -8,7 +8,8 @@ namespace tr::gui {
 
 namespace {
 
-// Data parallel needs a power-of-two world size (ENGINE.md §7).
+// The toolbar offers the usual doublings; a project may name any count
+// (cpu:3 says so in its own entry, added when shown).
 constexpr int kMaxCpuRanks = 8;
 
 DeviceSet cuda_set(int first, int count) {
@@ -71,7 +72,10 @@ int DeviceSelector::indexOf(const DeviceSet& devices) const {
 void DeviceSelector::showDevices(const DeviceSet& devices) {
   updating_ = true;
   int index = indexOf(devices);
-  if (index < 0) {
+  if (index < 0 && devices.kind == DeviceKind::CPU) {
+    addChoice(tr("CPU, %1 ranks").arg(devices.world_size()), devices);
+    index = count() - 1;
+  } else if (index < 0) {
     addChoice(tr("%1 (not on this machine)").arg(QString::fromStdString(devices.str())), devices);
     index = count() - 1;
   }

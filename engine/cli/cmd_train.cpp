@@ -4,6 +4,7 @@
 // and JSON summary.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 
@@ -117,19 +118,22 @@ void print_stop(const TrainReport& report, int signal, const TrainOptions& optio
 }
 
 // --resume-run ID: the recorded run and the checkpoint it continues from.
-store::RunResume find_resumable_run(const ParsedArgs& a) {
+// Across nodes each reads them from the store node 0 records into (on a
+// filesystem they share), and the rendezvous checks they start alike.
+store::RunResume find_resumable_run(const ParsedArgs& a, const MultiNodeOptions& nodes) {
   for (const char* o : {"resume", "init-from", "no-store"})
     if (a.has(o))
       throw UsageError(std::string("option '--resume-run' continues a recorded run from its own "
                                    "checkpoint and records into it; it does not take '--") +
                        o + "'");
-  if (a.values.count("nodes"))
-    throw UsageError(
-        "option '--resume-run' continues a run recorded on this machine; to resume a run across "
-        "machines give every node --resume FILE (the checkpoint node 0 saved)");
   const int64_t id = positive_integer("resume-run", a.values.at("resume-run"));
   const std::string path =
       store::resolve_store_path(a.values.count("store") ? a.values.at("store") : std::string());
+  if (nodes.node_rank > 0 && !std::filesystem::exists(path))
+    throw UsageError("node " + std::to_string(nodes.node_rank) + " finds no run store at '" + path +
+                     "': --resume-run reads the run from the store node 0 records into, so every "
+                     "node needs it (--store PATH on a filesystem they share); or give every node "
+                     "--resume FILE, the checkpoint node 0 saved");
   const store::RunStore s(path);
   store::RunResume r = store::find_run_resume(s, id);
   for (const std::string& u : r.unusable)
@@ -187,18 +191,20 @@ int cmd_train(const std::vector<std::string>& args) {
     options.profile_end = 3;
   }
 
+  MultiNodeOptions nodes = read_node_options(a, true);
   std::optional<store::RunResume> run_to_resume;
-  if (resume_run) run_to_resume = find_resumable_run(a);
-  TrainingJob job = run_to_resume ? prepare_training(resumed_project(*run_to_resume), a, true, true)
-                                  : prepare_training(a.positional[0], a, true, true);
+  if (resume_run) run_to_resume = find_resumable_run(a, nodes);
+  read_checkpoint_options(a, options);
+  if (run_to_resume) store::apply_run_resume(*run_to_resume, options);
+  if (options.resume)
+    nodes.starting_point = "resuming at step " + std::to_string(options.resume->position.step);
+  TrainingJob job = run_to_resume
+                        ? prepare_training(resumed_project(*run_to_resume), a, true, nodes)
+                        : prepare_training(a.positional[0], a, true, nodes);
   const CompiledPlan& cp = job.plan();
   const TrainingContext& context = job.context();
   if (!job.device_note().empty()) std::fprintf(stderr, "note: %s\n", job.device_note().c_str());
-  read_checkpoint_options(a, options);
-  if (run_to_resume)
-    store::apply_run_resume(*run_to_resume, options);
-  else
-    apply_project_init_from(cp.project(), options);  // --init-from wins
+  if (!run_to_resume) apply_project_init_from(cp.project(), options);  // --init-from wins
   const int64_t epochs = cp.project().training.epochs;
   // Tensor parallel: the plan is one tensor rank's share of the model.
   const int tensor = cp.tensor_ranks();

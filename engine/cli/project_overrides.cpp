@@ -100,10 +100,17 @@ void apply_overrides(const ParsedArgs& a, Project& project, int nodes) {
   if (t.data_ranks() == 0)
     throw UsageError("mesh tensor=" + std::to_string(t.tensor_ranks) + " does not divide the " +
                      std::to_string(world) + " ranks of " + t.devices.str());
-  // Every rank takes its own share (a tensor-parallel group's ranks too).
-  if (t.global_batch % world != 0)
+  // Every rank takes its own share (a tensor-parallel group's ranks too),
+  // every node's.
+  const int64_t ranks = static_cast<int64_t>(world) * nodes;
+  if (t.global_batch % ranks != 0) {
+    const int64_t below = t.global_batch / ranks * ranks, above = below + ranks;
     throw UsageError("global batch " + std::to_string(t.global_batch) + " does not divide by " +
-                     std::to_string(world) + " devices");
+                     (nodes > 1 ? std::to_string(nodes) + " nodes x " : std::string()) +
+                     std::to_string(world) + " ranks (" + t.devices.str() + "); --batch " +
+                     (below > 0 ? std::to_string(below) + " or " : std::string()) +
+                     std::to_string(above) + " does");
+  }
 }
 
 }  // namespace tr::cli

@@ -120,15 +120,15 @@ std::optional<bool> two_way(const ParsedArgs& a, const char* name, const char* f
 }  // namespace
 
 TrainingJob prepare_training(const std::string& project_path, const ParsedArgs& a,
-                             bool allow_cpu_fallback, bool launchers) {
-  return prepare_training(load_project(project_path), a, allow_cpu_fallback, launchers);
+                             bool allow_cpu_fallback, std::optional<MultiNodeOptions> nodes) {
+  return prepare_training(load_project(project_path), a, allow_cpu_fallback, std::move(nodes));
 }
 
 TrainingJob prepare_training(Project project, const ParsedArgs& a, bool allow_cpu_fallback,
-                             bool launchers) {
+                             std::optional<MultiNodeOptions> nodes) {
   SetupOptions options;
   options.allow_cpu_fallback = allow_cpu_fallback;
-  options.nodes = read_node_options(a, launchers);
+  options.nodes = nodes ? std::move(*nodes) : read_node_options(a, false);
   apply_overrides(a, project, options.nodes.nodes);
   if (a.values.count("threads"))
     options.cpu_threads = static_cast<int>(positive_integer("threads", a.values.at("threads")));

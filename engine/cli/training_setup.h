@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <renaissance/compiled_plan.h>
@@ -34,12 +35,15 @@ MultiNodeOptions read_node_options(const ParsedArgs& args, bool launchers);
 
 // The project file with the command line's overrides, ready to train.
 // `allow_cpu_fallback`: see SetupOptions (bench: only with --allow-fallback).
-// `launchers`: a launcher's environment may make this process a node (train).
+// `nodes`: what read_node_options gave the caller (train, with launchers);
+// without, the command line's alone.
 TrainingJob prepare_training(const std::string& project_path, const ParsedArgs& args,
-                             bool allow_cpu_fallback = true, bool launchers = false);
+                             bool allow_cpu_fallback = true,
+                             std::optional<MultiNodeOptions> nodes = std::nullopt);
 // The same for a project already read (a recorded run's).
 TrainingJob prepare_training(Project project, const ParsedArgs& args,
-                             bool allow_cpu_fallback = true, bool launchers = false);
+                             bool allow_cpu_fallback = true,
+                             std::optional<MultiNodeOptions> nodes = std::nullopt);
 
 // `train`'s state options: --checkpoint-dir DIR, --resume FILE (read and
 // checked for damage here, against the project when training starts) and

@@ -26,10 +26,6 @@ bool parse_count(std::string_view text, int& out) {
   return true;
 }
 
-bool power_of_two(size_t n) {
-  return n > 0 && (n & (n - 1)) == 0;
-}
-
 }  // namespace
 
 bool parse_device_set(std::string_view text, DeviceSet& out, std::string& error) {
@@ -50,8 +46,7 @@ bool parse_device_set(std::string_view text, DeviceSet& out, std::string& error)
     int n = 0;
     if (!parse_count(text.substr(4), n))
       return fail("expected cpu:N with N the number of ranks, e.g. cpu:4");
-    if (!power_of_two(static_cast<size_t>(n)))
-      return fail("the number of ranks must be a power of two (1, 2, 4, 8...)");
+    if (n == 0) return fail("at least one rank: cpu:1, cpu:2, cpu:3...");
     if (n > kMaxRanks) return fail("at most " + std::to_string(kMaxRanks) + " ranks");
     result.kind = DeviceKind::CPU;
     result.ids.clear();
@@ -91,9 +86,6 @@ bool parse_device_set(std::string_view text, DeviceSet& out, std::string& error)
       if (comma == std::string_view::npos) break;
       rest = rest.substr(comma + 1);
     }
-    if (!power_of_two(result.ids.size()))
-      return fail("the number of devices must be a power of two (1, 2, 4, 8...), got " +
-                  std::to_string(result.ids.size()));
     out = std::move(result);
     error.clear();
     return true;

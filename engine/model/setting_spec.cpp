@@ -393,7 +393,7 @@ std::vector<SettingSpec> make_settings() {
        .kind = K::Devices,
        .group = G::Precision,
        .label = "Devices",
-       .help = "cpu:N (N ranks, a power of two), or CUDA devices (cuda:0-3, cuda:0,2); the "
+       .help = "cpu:N (N ranks), or CUDA devices (cuda:0-3, cuda:0,2); the "
                "workbench's toolbar chooses them",
        .devices_ref = [](Project& p) -> DeviceSet& { return p.training.devices; }},
       {.key = "training.precision",

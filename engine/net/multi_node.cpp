@@ -82,6 +82,11 @@ std::string plan_fingerprint(const CompiledProject& cp) {
   return out;
 }
 
+std::string node_fingerprint(const CompiledProject& cp, const MultiNodeOptions& nodes) {
+  const std::string plan = plan_fingerprint(cp);
+  return nodes.starting_point.empty() ? plan : plan + " " + nodes.starting_point;
+}
+
 std::shared_ptr<ProcessGroup> connect_cpu_processes(const MultiNodeOptions& nodes, int local_ranks,
                                                     const std::string& fingerprint) {
   const net::Endpoint node0 = net::parse_endpoint(nodes.rendezvous);

@@ -27,6 +27,9 @@ CompiledProject compile_for_nodes(const Project& project, const CompileOptions& 
 // which may differ between machines) and the engine version: nodes that
 // would train different things do not match.
 std::string plan_fingerprint(const CompiledProject& cp);
+// What the nodes check at the rendezvous: the plan's fingerprint and, when
+// training does not start from fresh weights, where it starts.
+std::string node_fingerprint(const CompiledProject& cp, const MultiNodeOptions& nodes);
 
 // CPU ranks across processes: this node's Gloo mesh (net/gloo_mesh.h),
 // listening on the address by which this machine reaches node 0, its

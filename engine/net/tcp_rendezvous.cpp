@@ -449,9 +449,11 @@ NodeLayout RendezvousServer::run() {
                  " but node 0 on " + std::to_string(o.local_ranks) +
                  "; every node must use the same number of devices");
     if (fingerprint != o.fingerprint)
-      throw fail(who + " trains a different project or plan than node 0 (fingerprint " +
-                 fingerprint + ", node 0 has " + o.fingerprint +
-                 "); every node must use the same project file, options and build");
+      throw fail(who +
+                 " trains a different project or plan, or from another starting point, than "
+                 "node 0 (its fingerprint: " +
+                 fingerprint + "; node 0's: " + o.fingerprint +
+                 "); every node must use the same project file, options, build and checkpoint");
     joined[static_cast<size_t>(rank)] = true;
     node_blobs[static_cast<size_t>(rank)] = std::move(node_blob);
     --missing;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -53,15 +54,35 @@ std::string message_of(const std::exception_ptr& e) {
 // Why the step loop ends before a step.
 enum class Halt { None, StepLimit, Stop };
 
+// Validation runs whole batches of `batch` samples on each of `world` ranks:
+// they must cover the set exactly. Refused with the nearest batch that does
+// (or why none can).
+void check_validation_batches(int64_t samples, int64_t batch, int world) {
+  const int64_t global = batch * world;
+  if (samples % global == 0) return;
+  std::string fix;
+  for (int64_t b = batch - 1; b > 0 && fix.empty(); --b)
+    if (samples % (b * world) == 0) fix = "a validation batch of " + std::to_string(b) + " does";
+  if (fix.empty())
+    fix = "no validation batch on " + std::to_string(world) + " rank" + (world == 1 ? "" : "s") +
+          " covers " + std::to_string(samples) + " samples; train on a rank count that divides " +
+          "it, or without validation (--no-validation)";
+  throw UsageError("the validation set's " + std::to_string(samples) +
+                   " samples do not split into batches of " + std::to_string(global) +
+                   " (validation batch " + std::to_string(batch) + " x " + std::to_string(world) +
+                   " rank" + (world == 1 ? "" : "s") + "); " + fix);
+}
+
 struct Shared {
   explicit Shared(int world) : barrier(world), shards(static_cast<size_t>(world)) {}
 
   // Every rank must end before the same step, or the others would wait in
   // that step's collectives for ever. The first rank to ask about a step
-  // reads the flag and the others get its answer. One slot suffices: no rank
-  // asks about step s+1 before every rank asked about s, because step s's
-  // all-reduce needs them all. A stop request wins over the step limit: a
-  // user who asks to stop does not want the validation that ends a run.
+  // reads the flag and the others get its answer, kept until the last has
+  // asked: a rank launches its steps ahead of their execution, so it may ask
+  // about step s+1 before another has asked about s. A stop request wins
+  // over the step limit: a user who asks to stop does not want the
+  // validation that ends a run.
   Halt halt_before(int64_t step, const TrainOptions& o, Backend& backend, int rank) {
     bool stop = false;
     if (backend.global_world() != backend.world_size()) {
@@ -73,11 +94,9 @@ struct Shared {
       stop = vote;
     } else {
       std::lock_guard<std::mutex> lock(vote_mutex);
-      if (vote_step != step) {
-        vote_step = step;
-        vote = o.stop && o.stop->load();
-      }
-      stop = vote;
+      const auto at = votes.try_emplace(step, Vote{o.stop && o.stop->load(), 0}).first;
+      stop = at->second.stop;
+      if (++at->second.asked == backend.world_size()) votes.erase(at);
     }
     if (stop) return Halt::Stop;
     if (o.max_steps >= 0 && step >= o.max_steps) return Halt::StepLimit;
@@ -89,8 +108,14 @@ struct Shared {
   std::exception_ptr error;
   RankBarrier barrier;  // this process's ranks: profiling boundaries, stop votes across nodes
   RankShards shards;    // ZeRO-1: every rank's moment shards, for a checkpoint
+  // This process's ranks: each step's answer until every rank has it.
+  struct Vote {
+    bool stop;
+    int asked;
+  };
   std::mutex vote_mutex;
-  int64_t vote_step = -1;
+  std::map<int64_t, Vote> votes;
+  // Across processes: rank 0's answer, read between two barriers.
   bool vote = false;
 };
 
@@ -129,13 +154,9 @@ class RankLoop {
                        std::to_string(start.epoch + 1) + ", which has only " +
                        std::to_string(train_->batches_per_epoch()) + " batches");
     if (val_variant_ >= 0 && options.validate) {
+      // check_train_options saw that the batches divide the set.
       const int64_t val_global =
           cp.variants[static_cast<size_t>(val_variant_)].batch * cp.world_size;
-      if (data.size(Split::Val) % val_global != 0)
-        throw UsageError(
-            "the validation set's " + std::to_string(data.size(Split::Val)) +
-            " samples do not split into batches of " + std::to_string(val_global) +
-            " (validation batch x devices); choose a validation batch that divides it");
       BatchSpec val_spec =
           make_batch_spec(p.dataset, Split::Val, val_global, p.training.seed, dtype);
       val_spec.padded_channels = padded_c;
@@ -531,6 +552,9 @@ void check_train_options(const CompiledProject& cp, const Backend& backend, cons
     throw UsageError("the dataset has " + std::to_string(data.classes()) +
                      " classes but the project expects " +
                      std::to_string(cp.project.dataset.classes));
+  if (const int v = cp.variant_index(VariantKind::Validation); v >= 0 && options.validate)
+    check_validation_batches(data.size(Split::Val), cp.variants[static_cast<size_t>(v)].batch,
+                             cp.world_size);
   const int64_t epochs = options.epochs > 0 ? options.epochs : cp.project.training.epochs;
   if (options.eval_ema && !cp.project.training.ema)
     throw UsageError("validation on the EMA weights needs the EMA: set training.ema.enabled in '" +

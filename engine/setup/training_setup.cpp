@@ -104,7 +104,7 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
     o.deterministic_conv = options.cuda_deterministic_conv;
     o.sync_batch_norm = out.compiled->project.training.sync_batch_norm;
     o.tensor = out.compiled->tensor_ranks;
-    if (options.nodes.across_nodes()) o.fingerprint = plan_fingerprint(*out.compiled);
+    if (options.nodes.across_nodes()) o.fingerprint = node_fingerprint(*out.compiled, options.nodes);
     // on_cuda means the scan found devices, so the backend is loaded.
     out.backend = cuda_plugin().table->make_backend(o);
     return out;
@@ -114,7 +114,8 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
   o.world = out.compiled->project.training.devices.world_size();
   o.tensor = out.compiled->tensor_ranks;
   if (options.nodes.across_nodes())
-    o.processes = connect_cpu_processes(options.nodes, o.world, plan_fingerprint(*out.compiled));
+    o.processes =
+        connect_cpu_processes(options.nodes, o.world, node_fingerprint(*out.compiled, options.nodes));
   o.check_step_schedule = options.check_step_schedule;
   out.backend = cpu::make_cpu_backend(o);
   return out;

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include <renaissance/checkpoint.h>
+#include <renaissance/run_store.h>
 #include <nlohmann/json.hpp>
 #include "net/tcp_rendezvous.h"
 
@@ -168,28 +169,28 @@ class TestMultiProcess : public QObject {
   Q_OBJECT
 
   // Bit for bit: `nodes` processes x `ranks` against one process of all the
-  // ranks, at `precision`.
-  void same_bits(int nodes, int ranks, const char* precision = "fp32") {
+  // ranks, training `project` (tiny-synthetic's variation when empty) with
+  // SyncBatchNorm and `extra` options.
+  void same_bits(int nodes, int ranks, QString p = {}, const QStringList& extra = {}) {
     QTemporaryDir dir;
-    const QString p = project(dir);
+    if (p.isEmpty()) p = project(dir);
     QVERIFY(!p.isEmpty());
     // One kernel thread a rank on both sides: some kernels' bits depend on
     // their thread count, which is another matter than the processes'.
-    const QStringList args{"train",       p,        "--sync-bn", "on",
-                           "--threads",   "1",      "--summary", dir.filePath("split.json"),
-                           "--precision", precision};
+    auto args = [&](const char* summary) {
+      return QStringList{"train",     p,   "--sync-bn", "on",
+                         "--threads", "1", "--summary", dir.filePath(summary)} +
+             extra;
+    };
     const std::vector<Finished> split =
-        train(nodes, ranks, args, dir.filePath("split.sqlite"), dir);
+        train(nodes, ranks, args("split.json"), dir.filePath("split.sqlite"), dir);
     for (size_t n = 0; n < split.size(); ++n)
       QVERIFY2(split[n].code == 0,
                qPrintable(QStringLiteral("node %1: %2%3").arg(n).arg(split[n].out, split[n].err)));
     QVERIFY2(split[1].out.contains("node 0 saves checkpoints and records the run"),
              qPrintable(split[1].out));
-    QStringList one_args{"train",       p,        "--sync-bn", "on",
-                         "--threads",   "1",      "--summary", dir.filePath("one.json"),
-                         "--precision", precision};
     const std::vector<Finished> one =
-        train(1, nodes * ranks, one_args, dir.filePath("one.sqlite"), dir);
+        train(1, nodes * ranks, args("one.json"), dir.filePath("one.sqlite"), dir);
     QVERIFY2(one[0].code == 0, qPrintable(one[0].err));
     const auto a = final_weights(dir.filePath("split.sqlite"));
     const auto b = final_weights(dir.filePath("one.sqlite"));
@@ -200,10 +201,11 @@ class TestMultiProcess : public QObject {
       QVERIFY2(a.at(name) == values, name.c_str());
     }
     const json sa = summary(dir.filePath("split.json")), sb = summary(dir.filePath("one.json"));
-    QVERIFY(sb.contains("epochs") && sb["epochs"].size() == 2);
-    for (size_t e = 0; e < 2; ++e)
+    QVERIFY(sb.contains("epochs") && !sb["epochs"].empty());
+    QCOMPARE(sa["epochs"].size(), sb["epochs"].size());
+    for (size_t e = 0; e < sb["epochs"].size(); ++e)
       for (const char* key : {"train_loss", "val_loss", "val_top1"})
-        QVERIFY2(sa["epochs"][e][key] == sb["epochs"][e][key], key);
+        QVERIFY2(sa["epochs"][e].value(key, json()) == sb["epochs"][e].value(key, json()), key);
     // Only node 0 recorded the run.
     for (int n = 1; n < nodes; ++n)
       QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("node%1.files/run-1").arg(n))));
@@ -212,8 +214,26 @@ class TestMultiProcess : public QObject {
  private slots:
   void twoProcessesOfOneRankTrainAsOneProcessOfTwo() { same_bits(2, 1); }
   void twoProcessesOfTwoRanksTrainAsOneProcessOfFour() { same_bits(2, 2); }
+  void threeProcessesTrainAsOneProcessOfThree() { same_bits(3, 1); }
   // Loss scaling, FP16 features and the overflow flag agree across processes too.
-  void twoProcessesTrainAsOneInAmp() { same_bits(2, 1, "amp"); }
+  void twoProcessesTrainAsOneInAmp() { same_bits(2, 1, {}, {"--precision", "amp"}); }
+
+  // The sample projects on Fashion-MNIST, a few steps of 96 samples (which
+  // 2 and 3 ranks divide). Fashion-MNIST's 10,000 validation samples do not
+  // split over 3 ranks, so 3 processes train without validation.
+  void sampleProjectsOnTwoAndThreeProcesses_data() {
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<int>("nodes");
+    for (const char* name : {"lenet-fashion", "cnn-bn-fashion"})
+      for (const int nodes : {2, 3}) QTest::addRow("%s x%d", name, nodes) << QString(name) << nodes;
+  }
+  void sampleProjectsOnTwoAndThreeProcesses() {
+    QFETCH(QString, name);
+    QFETCH(int, nodes);
+    QStringList extra{"--batch", "96", "--max-steps", "6"};
+    if (nodes == 3) extra << "--no-validation";
+    same_bits(nodes, 1, QStringLiteral(TR_PROJECTS_DIR) + "/" + name + ".json", extra);
+  }
 
   // Two processes started as torchrun and srun start them: the node options
   // come from their variables (Slurm's rendezvous on the job's first node,
@@ -284,6 +304,73 @@ class TestMultiProcess : public QObject {
     QVERIFY2(m0.hasMatch() && f0.out.contains("as another node was asked to"), qPrintable(f0.out));
     QVERIFY2(m1.hasMatch(), qPrintable(f1.out));
     QCOMPARE(m0.captured(1), m1.captured(1));
+  }
+
+  // A run of one process of two ranks, stopped, continues as two processes
+  // of one rank each (--resume-run, both reading the store node 0 records
+  // into) to the very losses of the same run never stopped.
+  void aRunResumesOnAnotherProcessCount() {
+    QTemporaryDir dir;
+    const QString p = project(dir);
+    const QString store = dir.filePath("runs.sqlite");
+    const QStringList common{"--sync-bn", "on", "--threads", "1", "--max-steps", "600"};
+    QProcess* first = start(QStringList{"train", p, "--devices", "cpu:2", "--epochs", "50",
+                                        "--checkpoint-dir", dir.filePath("ckpt")} +
+                                common,
+                            store);
+    QByteArray seen;
+    QElapsedTimer t;
+    t.start();
+    while (!seen.contains("epoch 1/50") && t.elapsed() < 120000 && first->waitForReadyRead(1000))
+      seen += first->readAllStandardOutput();
+    ::kill(static_cast<pid_t>(first->processId()), SIGINT);
+    const Finished stopped = finish(first);
+    QVERIFY2(stopped.code == 130 && stopped.out.contains("continue with --resume-run 1"),
+             qPrintable(QString::fromUtf8(seen) + stopped.out + stopped.err));
+
+    const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(free_port());
+    std::vector<QProcess*> nodes;
+    for (int n = 0; n < 2; ++n)
+      nodes.push_back(
+          start(QStringList{"train", "--resume-run", "1", "--devices", "cpu:1", "--nodes", "2",
+                            "--node-rank", QString::number(n), "--rendezvous", rendezvous} +
+                    common,
+                store));
+    const Finished n0 = finish(nodes[0]), n1 = finish(nodes[1]);
+    QVERIFY2(n0.code == 0, qPrintable(n0.out + n0.err));
+    QVERIFY2(n1.code == 0, qPrintable(n1.out + n1.err));
+    QVERIFY2(n0.out.contains("continuing run 1 in " + store), qPrintable(n0.out));
+    QVERIFY2(n1.out.contains("resuming run 1 (stopped)"), qPrintable(n1.out));
+
+    const Finished whole = finish(
+        start(QStringList{"train", p, "--devices", "cpu:2", "--epochs", "50"} + common, store));
+    QVERIFY2(whole.code == 0, qPrintable(whole.out + whole.err));
+
+    const tr::store::RunStore s(store.toStdString());
+    QCOMPARE(s.list_runs().size(), size_t{2});
+    QCOMPARE(s.run(1).summary.status, tr::store::RunStatus::Finished);
+    const auto resumed = s.step_curve(1), uninterrupted = s.step_curve(2);
+    QCOMPARE(resumed.size(), size_t{600});
+    QCOMPARE(uninterrupted.size(), size_t{600});
+    for (size_t i = 0; i < resumed.size(); ++i)
+      if (resumed[i].step != uninterrupted[i].step || resumed[i].loss != uninterrupted[i].loss)
+        QFAIL(qPrintable(QStringLiteral("step %1: loss %2 resumed, %3 never stopped")
+                             .arg(i)
+                             .arg(resumed[i].loss, 0, 'g', 17)
+                             .arg(uninterrupted[i].loss, 0, 'g', 17)));
+  }
+
+  // Where the store is not shared, the other nodes cannot find the run.
+  void aResumeOnANodeWithoutTheStoreSaysWhy() {
+    QTemporaryDir dir;
+    const Finished f = finish(start({"train", "--resume-run", "1", "--devices", "cpu:1", "--nodes",
+                                     "2", "--node-rank", "1", "--rendezvous", "127.0.0.1:1"},
+                                    dir.filePath("elsewhere.sqlite")));
+    QCOMPARE(f.code, 2);
+    QVERIFY2(
+        f.err.contains("node 1 finds no run store at '" + dir.filePath("elsewhere.sqlite") + "'"),
+        qPrintable(f.err));
+    QVERIFY(!QFile::exists(dir.filePath("elsewhere.sqlite")));
   }
 
   void aKilledProcessFailsTheOtherNamingIt() {

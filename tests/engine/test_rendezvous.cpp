@@ -210,8 +210,9 @@ class TestRendezvous : public QObject {
     auto n1 = run_async([&] { return rendezvous(node(1, 2, port, 2, "plan-xyz")); });
     const Outcome a = finish(n0), b = finish(n1);
     QVERIFY(contains(a.error,
-                     "node 1 (from 127.0.0.1) trains a different project or plan than "
-                     "node 0 (fingerprint plan-xyz, node 0 has plan-abc)"));
+                     "node 1 (from 127.0.0.1) trains a different project or plan, or from "
+                     "another starting point, than node 0 (its fingerprint: plan-xyz; node 0's: "
+                     "plan-abc)"));
     QVERIFY(contains(b.error, "trains a different project or plan"));
   }
 

@@ -16,6 +16,10 @@ struct MultiNodeOptions {
   int node_rank = 0;       // 0..nodes-1; node 0 listens for the others
   std::string rendezvous;  // HOST:PORT of node 0
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // for every node to join
+  // Where training starts when not from fresh weights ("resuming at step
+  // 40"): every node must start from the same point, checked at the
+  // rendezvous with the plan.
+  std::string starting_point;
   bool across_nodes() const noexcept { return nodes > 1; }
 };
 
