@@ -13,7 +13,7 @@ packages=(
   libonnx-dev libprotobuf-dev python3-onnx
   python3-torch python3-torchvision
   libpng-dev libjpeg62-turbo-dev
-  libgloo-dev
+  libgloo-dev slurmctld slurmd slurm-client iproute2
   dataset-fashion-mnist
 )
 
