@@ -254,6 +254,14 @@ MainWindow::MainWindow(QWidget* parent)
     QString why;
     if (!resumeRun(run, &why)) QMessageBox::warning(this, tr("Resume run %1").arg(run), why);
   });
+  connect(runs_, &RunsView::followRequested, this, [this](qint64 run) {
+    QString why;
+    if (!training_->follow(runs_->storePath(), run, &why)) {
+      QMessageBox::warning(this, tr("Follow run %1").arg(run), why);
+      return;
+    }
+    showView(View::Training);
+  });
   connect(runs_, &RunsView::runActivated, this, [this](qint64 run) {
     showStatus(tr("Run %1: its curves, configuration and details are below").arg(run), 5000);
   });

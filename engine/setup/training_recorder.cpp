@@ -5,6 +5,7 @@
 
 #include <renaissance/project_io.h>
 #include <renaissance/store_location.h>
+#include "data/epoch_plan.h"
 
 namespace tr::store {
 
@@ -28,8 +29,17 @@ RunStart run_start_of(const CompiledPlan& plan, const TrainingContext& context,
   // instructions compare by it.
   if (!context.cpu_kernels.empty()) hyper["cpu_kernels"] = context.cpu_kernels;
   hyper["dataset"] = context.dataset;
+  // What a follower needs for the run's length before its first epoch ends.
+  if (context.train_samples > 0)
+    hyper["batches_per_epoch"] =
+        EpochPlan(context.train_samples, t.global_batch, plan.world_size(), 0, false, false, 0, 0)
+            .batches();
   start.hyper_json = hyper.dump();
-  start.devices = t.devices.str();
+  // Across processes the devices are each node's: "2 nodes x cpu:1".
+  const int local = t.devices.world_size();
+  start.devices = plan.world_size() > local
+                      ? std::to_string(plan.world_size() / local) + " nodes x " + t.devices.str()
+                      : t.devices.str();
   start.world_size = plan.world_size();
   start.precision = std::string(precision_name(t.precision));
   start.seed = t.seed;

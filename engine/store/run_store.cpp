@@ -645,11 +645,11 @@ RunDetail RunStore::run(int64_t run) const {
   return d;
 }
 
-std::vector<StepRecord> RunStore::step_curve(int64_t run) const {
+std::vector<StepRecord> RunStore::step_curve(int64_t run, int64_t from_step) const {
   Statement s(*db_,
               "SELECT step, epoch, loss, top1, lr, loss_scale, images_per_s FROM step_metrics "
-              "WHERE run_id = ?1 ORDER BY step");
-  s.bind(1, run);
+              "WHERE run_id = ?1 AND step >= ?2 ORDER BY step");
+  s.bind(1, run).bind(2, from_step);
   std::vector<StepRecord> out;
   while (s.step()) {
     StepRecord r;

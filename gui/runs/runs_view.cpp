@@ -140,8 +140,8 @@ RunsView::RunsView(QWidget* parent)
   buildActions();
   auto* tools = new QToolBar(this);
   tools->setToolButtonStyle(Qt::ToolButtonTextOnly);
-  tools->addActions(
-      {refresh_, resume_, addTag_, removeTag_, addNote_, exportCsv_, exportProject_, delete_});
+  tools->addActions({refresh_, follow_, resume_, addTag_, removeTag_, addNote_, exportCsv_,
+                     exportProject_, delete_});
   auto* top = new QHBoxLayout;
   top->addWidget(filter_, 1);
   top->addWidget(tools);
@@ -201,6 +201,13 @@ void RunsView::buildActions() {
            &RunsView::chooseExportCsv);
   exportProject_ = make(tr("Save project…"), tr("The project as the selected run trained it"),
                         &RunsView::chooseExportProject);
+  follow_ = make(tr("Follow live"),
+                 tr("Show the selected run, which is being recorded now (by this window, the CLI "
+                    "or a launcher's processes), live in the Training view"),
+                 [this] {
+                   const QList<qint64> ids = selectedRuns();
+                   if (ids.size() == 1) emit followRequested(ids.front());
+                 });
   resume_ = make(tr("Resume"),
                  tr("Continue the selected stopped or interrupted run from its latest "
                     "checkpoint, as the same run"),
@@ -316,11 +323,14 @@ void RunsView::updateActions() {
   for (QAction* a : {addTag_, addNote_, exportCsv_, delete_}) a->setEnabled(open && n > 0);
   exportProject_->setEnabled(open && n == 1);
   // Whether it has a checkpoint that can be read is for the resumption to say.
-  bool resumable = false;
+  bool resumable = false, running = false;
   if (open && n == 1)
-    if (const auto* row = model_->find(selectedRuns().front()))
+    if (const auto* row = model_->find(selectedRuns().front())) {
       resumable = store::ended_early(row->summary.status);
+      running = row->summary.status == store::RunStatus::Running;
+    }
   resume_->setEnabled(resumable);
+  follow_->setEnabled(running);
   bool tagged = false;
   for (const qint64 id : selectedRuns())
     if (const auto* row = model_->find(id)) tagged = tagged || !row->summary.tags.empty();

@@ -91,6 +91,9 @@ class RunsView : public QWidget {
   // Resume was chosen on a stopped, interrupted or failed run: continue it
   // from its latest checkpoint as the same run.
   void resumeRequested(qint64 id);
+  // Follow was chosen on a run being recorded: show it live in the
+  // Training view (a run another process records: the CLI, srun's tasks).
+  void followRequested(qint64 id);
 
  protected:
   void showEvent(QShowEvent* event) override;
@@ -156,6 +159,7 @@ class RunsView : public QWidget {
   QAction* exportCsv_;
   QAction* exportProject_;
   QAction* resume_;
+  QAction* follow_;
   QAction* delete_;
 };
 

@@ -20,6 +20,7 @@
 
 #include "training/class_names.h"
 #include "training/confusion_matrix_view.h"
+#include "training/run_follower.h"
 #include "training/training_charts.h"
 #include "widgets/count_text.h"
 #include "widgets/tone.h"
@@ -27,8 +28,18 @@
 namespace tr::gui {
 
 TrainingView::TrainingView(QWidget* parent)
-    : QWidget(parent), controller_(new TrainingController(this)) {
+    : QWidget(parent), controller_(new TrainingController(this)), follower_(new RunFollower(this)) {
   buildControls();
+  connect(follower_, &RunFollower::stepsRead, this, &TrainingView::onSteps);
+  connect(follower_, &RunFollower::epochRead, this, &TrainingView::onEpoch);
+  connect(follower_, &RunFollower::runEnded, this, [this](const TrainingOutcome& o) {
+    onEnded(o);
+    updateControls();
+  });
+  connect(follower_, &RunFollower::readTrouble, this, [this](const QString& text) {
+    storeBanner_->setText(tr("Run store problem (read again in a moment): %1.").arg(text));
+    storeBanner_->show();
+  });
   connect(controller_, &TrainingController::runStarted, this, &TrainingView::onStarted);
   connect(controller_, &TrainingController::stepsDone, this, &TrainingView::onSteps);
   connect(controller_, &TrainingController::epochDone, this, &TrainingView::onEpoch);
@@ -73,6 +84,11 @@ void TrainingView::buildControls() {
   connect(pause_, &QPushButton::clicked, this,
           [this] { state() == TrainingController::State::Paused ? resume() : pause(); });
   connect(stop_, &QPushButton::clicked, this, &TrainingView::stop);
+  unfollow_ = new QPushButton(tr("Stop following"), this);
+  unfollow_->setObjectName(QStringLiteral("stopFollowing"));
+  unfollow_->setToolTip(tr("Stop showing the run another process records; the run itself goes on"));
+  unfollow_->hide();
+  connect(unfollow_, &QPushButton::clicked, this, &TrainingView::stopFollowing);
 
   epochs_ = new QSpinBox(this);
   epochs_->setObjectName(QStringLiteral("epochs"));
@@ -142,6 +158,7 @@ void TrainingView::buildControls() {
   buttons->addWidget(train_);
   buttons->addWidget(pause_);
   buttons->addWidget(stop_);
+  buttons->addWidget(unfollow_);
   buttons->addSpacing(16);
   buttons->addWidget(new QLabel(tr("Epochs"), this));
   buttons->addWidget(epochs_);
@@ -231,7 +248,7 @@ void TrainingView::trainClicked() {
 }
 
 void TrainingView::clearRun() {
-  if (isRunning()) return;  // a run in progress keeps its curves, named by its caption
+  if (live()) return;  // a run in progress keeps its curves, named by its caption
   charts_->clear();
   confusion_->clearMatrix();
   validationCaption_->setText(tr("The confusion matrix appears after a validation."));
@@ -276,11 +293,18 @@ bool TrainingView::start(const Project& project, const TrainingRequest& request,
     if (error) *error = why;
     return false;
   }
+  follower_->stop();  // this window's run is what the view shows now
   runDataset_ = project.dataset;
   runProject_ = QString::fromStdString(project.name);
   caption_->setText(tr("Run of %1 (starting)").arg(runProject_));
-  const int64_t epochs = request.epochs > 0 ? request.epochs : project.training.epochs;
-  progress_.reset(epochs, request.max_steps);
+  showNewRun(request.epochs > 0 ? request.epochs : project.training.epochs, request.max_steps);
+  setStatus(tr("Preparing %1: compiling, loading the dataset…")
+                .arg(QString::fromStdString(project.name)));
+  return true;
+}
+
+void TrainingView::showNewRun(int64_t epochs, int64_t maxSteps) {
+  progress_.reset(epochs, maxSteps);
   charts_->clear();
   confusion_->clearMatrix();
   validationCaption_->setText(tr("The confusion matrix appears after a validation."));
@@ -289,9 +313,44 @@ bool TrainingView::start(const Project& project, const TrainingRequest& request,
   storeBanner_->clear();
   storeBanner_->hide();
   showProgress();
-  setStatus(tr("Preparing %1: compiling, loading the dataset…")
-                .arg(QString::fromStdString(project.name)));
+  updateControls();
+}
+
+bool TrainingView::follow(const QString& storePath, qint64 run, QString* error) {
+  if (isRunning()) {
+    if (controller_->runId() == run) return true;  // shown already
+    if (error)
+      *error =
+          tr("This window is training a run of its own; follow run %1 once it has ended.").arg(run);
+    return false;
+  }
+  if (!follower_->follow(storePath, run, error)) return false;
+  const RunFollower::Run& r = follower_->run();
+  runDataset_ = r.dataset;
+  runProject_ = r.name;
+  caption_->setText(
+      tr("%1, run #%2, recorded by another process (%3)").arg(runProject_).arg(run).arg(r.writer));
+  showNewRun(r.epochs, r.max_steps);
+  setStatus(tr("Following run %1 as the run store receives it (read every second).").arg(run));
   return true;
+}
+
+void TrainingView::stopFollowing() {
+  if (!follower_->active()) return;
+  const qint64 run = follower_->run().id;
+  follower_->stop();
+  progress_.end();
+  showProgress();
+  updateControls();
+  setStatus(tr("No longer following run %1; it goes on in its own process.").arg(run));
+}
+
+qint64 TrainingView::followedRun() const {
+  return follower_->active() ? follower_->run().id : 0;
+}
+
+bool TrainingView::live() const {
+  return isRunning() || follower_->active();
 }
 
 void TrainingView::pause() {
@@ -350,6 +409,7 @@ void TrainingView::updateControls() {
   pause_->setEnabled(controller_->canPauseOrResume());
   pause_->setText(s == State::Paused ? tr("Resume") : tr("Pause"));
   stop_->setEnabled(controller_->canStop());
+  unfollow_->setVisible(follower_->active());
   for (QWidget* w :
        std::initializer_list<QWidget*>{epochs_, maxSteps_, validate_, checkpointDir_,
                                        chooseCheckpointDir_, resumePath_, chooseResume_})
@@ -376,9 +436,9 @@ void TrainingView::showProgress() {
   if (total < 0) {
     // Busy until the first step says how long an epoch is; empty after a
     // run that never took one.
-    progressBar_->setRange(0, isRunning() ? 0 : 1);
+    progressBar_->setRange(0, live() ? 0 : 1);
     progressBar_->setValue(0);
-    setProgressText(isRunning() ? progress_.text() : QString());
+    setProgressText(live() ? progress_.text() : QString());
     return;
   }
   // QProgressBar counts in int.

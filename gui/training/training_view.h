@@ -30,6 +30,7 @@ class QTabWidget;
 namespace tr::gui {
 
 class ConfusionMatrixView;
+class RunFollower;
 class CurvePlot;
 class TrainingCharts;
 
@@ -62,6 +63,15 @@ class TrainingView : public QWidget {
   // the store cannot be opened, the checkpoint does not fit) end the run
   // with runFailed(message) and errorText().
   bool start(const Project& project, const TrainingRequest& request, QString* error);
+  // Shows a run another process records in the store at `storePath` (the
+  // CLI's, or srun's several processes) as it goes, from its first step,
+  // until it ends, Train starts a run here, or stopFollowing(). False with
+  // `error` when it cannot be read, is not being recorded, or this window
+  // trains a run of its own now (its own run: true, it is shown already).
+  bool follow(const QString& storePath, qint64 run, QString* error);
+  void stopFollowing();
+  // The run followed; 0 when none.
+  qint64 followedRun() const;
   void pause();
   void resume();
   void stop();
@@ -86,6 +96,7 @@ class TrainingView : public QWidget {
   QPushButton* trainButton() const { return train_; }
   QPushButton* pauseButton() const { return pause_; }
   QPushButton* stopButton() const { return stop_; }
+  QPushButton* stopFollowingButton() const { return unfollow_; }
 
  signals:
   void runStarted(qint64 runId);
@@ -114,10 +125,15 @@ class TrainingView : public QWidget {
   void onSteps(const std::vector<StepSample>& steps);
   void onEpoch(const EpochReport& epoch);
   void onEnded(const TrainingOutcome& outcome);
+  // A run here or one followed is going.
+  bool live() const;
+  // Clears the curves, matrix and messages for a run starting to show.
+  void showNewRun(int64_t epochs, int64_t maxSteps);
   void showProgress();
   void setProgressText(const QString& text);
 
   TrainingController* controller_;
+  RunFollower* follower_;
   std::optional<Project> project_;  // what Train trains
   DatasetSpec runDataset_;          // of the run shown
   ProgressEstimate progress_;
@@ -125,6 +141,7 @@ class TrainingView : public QWidget {
   QPushButton* train_;
   QPushButton* pause_;
   QPushButton* stop_;
+  QPushButton* unfollow_;
   QSpinBox* epochs_;
   QSpinBox* maxSteps_;
   QCheckBox* validate_;

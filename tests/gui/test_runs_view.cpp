@@ -709,6 +709,35 @@ class TestRunsView : public QObject {
     s.end_run(live, store::RunStatus::Stopped);
   }
 
+  // Follow live is offered on the one run being recorded, and asks for it.
+  void followIsOfferedOnARunBeingRecorded() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("follow.sqlite"));
+    RunStore s(path.toStdString());
+    const int64_t done = write_run(s, start_of("done", 0.1, 64), 10, 10, 0.5, {0.5});
+    const int64_t live = s.begin_run(start_of("live", 0.1, 64));
+    RunsView view;
+    view.setStorePath(path);
+    QAction* follow = nullptr;
+    for (QAction* a : view.actions())
+      if (a->text() == QStringLiteral("Follow live")) follow = a;
+    QVERIFY(follow);
+    QSignalSpy asked(&view, &RunsView::followRequested);
+    view.selectRuns({done});
+    QVERIFY(!follow->isEnabled());
+    view.selectRuns({done, live});
+    QVERIFY(!follow->isEnabled());  // one run at a time
+    view.selectRuns({live});
+    QVERIFY(follow->isEnabled());
+    follow->trigger();
+    QCOMPARE(asked.count(), 1);
+    QCOMPARE(asked[0][0].toLongLong(), live);
+    // Once it ends (seen at the next read of the store), no more.
+    s.end_run(live, store::RunStatus::Finished);
+    view.refresh();
+    QVERIFY(!follow->isEnabled());
+  }
+
   void aFileThatIsNotAStoreIsShownAndLeftAlone() {
     QTemporaryDir dir;
     const QString path = dir.filePath(QStringLiteral("notes.sqlite"));

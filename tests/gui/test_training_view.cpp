@@ -7,6 +7,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QLineEdit>
+#include <QProcess>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -15,6 +16,11 @@
 #include <QtTest>
 #include <algorithm>
 #include <memory>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <renaissance/project_io.h>
 #include <renaissance/run_store.h>
@@ -79,6 +85,19 @@ std::vector<store::StepRecord> stored_steps(qint64 id) {
 size_t stored_run_count() {
   const store::RunStore s(store::resolve_store_path());
   return s.list_runs().size();
+}
+
+// A port nothing listens on now, for a rendezvous.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof a;
+  const bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &size) == 0;
+  if (fd >= 0) ::close(fd);
+  return ok ? ntohs(a.sin_port) : 29581;
 }
 
 size_t loss_points(const TrainingView& v) {
@@ -631,6 +650,67 @@ class TestTrainingView : public QObject {
                            .arg(inside.right())
                            .arg(inside.bottom())));
       }
+  }
+
+  // A run two renaissance-cli processes train (global ranks 0 and 1 over
+  // Gloo, as srun would start them), recorded by the first: the view follows
+  // it from the store, live, to its end, with every step and epoch.
+  void followsARunTwoProcessesRecord() {
+    QTemporaryDir dir;
+    const QString store = dir.filePath(QStringLiteral("cli.sqlite"));
+    const QString project = QStringLiteral(TR_TEST_DATA "/projects/tiny-synthetic.json");
+    const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(free_port());
+    QProcess* nodes[2];
+    for (int n = 0; n < 2; ++n) {
+      nodes[n] = new QProcess(this);
+      nodes[n]->start(QStringLiteral(TR_CLI),
+                      {"train", project, "--devices", "cpu:1", "--epochs", "60", "--nodes", "2",
+                       "--node-rank", QString::number(n), "--rendezvous", rendezvous, "--store",
+                       n == 0 ? store : dir.filePath(QStringLiteral("other.sqlite"))});
+    }
+    auto recorded = [&] {
+      if (!QFile::exists(store)) return false;
+      const store::RunStore s(store.toStdString());
+      return s.has_run(1);
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(recorded(), kRunTimeoutMs);
+
+    TrainingView view;
+    view.resize(900, 700);
+    view.show();
+    QString error;
+    QVERIFY2(view.follow(store, 1, &error), qPrintable(error));
+    QCOMPARE(view.followedRun(), qint64{1});
+    QVERIFY2(view.captionText().startsWith(
+                 QStringLiteral("tiny-synthetic, run #1, recorded by another process (pid %1 on ")
+                     .arg(nodes[0]->processId())),
+             qPrintable(view.captionText()));
+    QVERIFY(view.stopFollowingButton()->isVisible());
+    QVERIFY(view.trainButton()->isEnabled() == false);  // no project set here
+    // Steps arrive while the processes still train, with the run's length.
+    QTRY_VERIFY_WITH_TIMEOUT(view.stepsDone() > 0, kRunTimeoutMs);
+    QVERIFY(nodes[0]->state() == QProcess::Running);
+    QCOMPARE(view.progressBar()->maximum(), 60 * 10);  // 600 samples in batches of 64
+    QTRY_VERIFY_WITH_TIMEOUT(view.charts()->top1Plot()->pointCount(0) > 0, kRunTimeoutMs);
+
+    for (QProcess* p : nodes) {
+      QVERIFY(p->waitForFinished(kRunTimeoutMs));
+      QCOMPARE(p->exitCode(), 0);
+    }
+    QTRY_COMPARE_WITH_TIMEOUT(view.followedRun(), qint64{0}, 5000);
+    QCOMPARE(view.statusText().left(27), QStringLiteral("Run 1 finished: 600 steps. "));
+    QVERIFY(!view.stopFollowingButton()->isVisible());
+    const store::RunStore s(store.toStdString());
+    QCOMPARE(static_cast<size_t>(view.stepsDone()), s.step_curve(1).size());
+    QCOMPARE(loss_points(view), s.step_curve(1).size());
+    QCOMPARE(view.charts()->top1Plot()->pointCount(0), s.epochs(1).size());
+
+    // Runs that are not being recorded are refused, saying why.
+    QVERIFY(!view.follow(store, 1, &error));
+    QCOMPARE(error, QStringLiteral("Run 1 is not being recorded now (it finished); the Runs view "
+                                   "shows its curves."));
+    QVERIFY(!view.follow(store, 7, &error));
+    QVERIFY2(error.contains("7"), qPrintable(error));
   }
 };
 

@@ -129,8 +129,8 @@ contains "$work/srun.log" "^0: epoch 2/2 " "task 0 trained both epochs"
 contains "$work/srun.log" "^1: epoch 2/2 " "task 1 trained both epochs"
 
 "$cli" runs list --store "$store" --json >"$work/runs.json" 2>&1
-runs=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(len(r), *[x["status"] for x in r])' "$work/runs.json" 2>&1)
-if [ "$runs" = "1 finished" ]; then echo "ok: the run is recorded once, finished"; else fail "the store holds: $runs"; fi
+runs=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(len(r), *[x["status"] + ", " + x["devices"] for x in r])' "$work/runs.json" 2>&1)
+if [ "$runs" = "1 finished, 2 nodes x cpu:1" ]; then echo "ok: the run is recorded once, finished, on 2 nodes x cpu:1"; else fail "the store holds: $runs"; fi
 
 [ "$failures" = 0 ] || exit 1
 echo "all passed"

@@ -85,7 +85,8 @@ class RunStore {
   bool has_run(int64_t run) const;
   // Throws StoreError naming the id and the store when there is no such run.
   RunDetail run(int64_t run) const;
-  std::vector<StepRecord> step_curve(int64_t run) const;
+  // Its steps from `from_step` on (a follower reads only the new ones).
+  std::vector<StepRecord> step_curve(int64_t run, int64_t from_step = 0) const;
   std::vector<EpochRecord> epochs(int64_t run) const;
   std::vector<CheckpointRecord> checkpoints(int64_t run) const;
   std::vector<ResumeRecord> resumes(int64_t run) const;
