@@ -11,6 +11,7 @@
 #include <QtTest>
 
 #include <csignal>
+#include <set>
 #include <utility>
 
 #include <renaissance/checkpoint.h>
@@ -304,6 +305,32 @@ class TestMultiProcess : public QObject {
     QVERIFY2(m0.hasMatch() && f0.out.contains("as another node was asked to"), qPrintable(f0.out));
     QVERIFY2(m1.hasMatch(), qPrintable(f1.out));
     QCOMPARE(m0.captured(1), m1.captured(1));
+  }
+
+  // Each node's --trace holds its own ranks, numbered globally, so the two
+  // traces of one run do not both claim rank 0.
+  void eachNodesTraceNamesItsGlobalRanks() {
+    QTemporaryDir dir;
+    const QString p = project(dir);
+    const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(free_port());
+    std::vector<QProcess*> nodes;
+    for (int n = 0; n < 2; ++n)
+      nodes.push_back(start({"train", p, "--devices", "cpu:2", "--max-steps", "4",
+                             "--profile-steps", "1:3", "--no-validation", "--trace",
+                             dir.filePath(QStringLiteral("trace%1.json").arg(n)), "--nodes", "2",
+                             "--node-rank", QString::number(n), "--rendezvous", rendezvous},
+                            dir.filePath(QStringLiteral("n%1.sqlite").arg(n))));
+    for (int n = 0; n < 2; ++n) {
+      const Finished f = finish(nodes[static_cast<size_t>(n)]);
+      QVERIFY2(f.code == 0, qPrintable(f.out + f.err));
+      const json trace = summary(dir.filePath(QStringLiteral("trace%1.json").arg(n)));
+      std::set<int> ranks;
+      for (const json& e : trace.value("traceEvents", json::array()))
+        if (e.contains("pid") && e.value("ph", "") == "X") ranks.insert(e["pid"].get<int>());
+      QCOMPARE(ranks, (std::set<int>{2 * n, 2 * n + 1}));
+      QVERIFY2(f.out.contains(QStringLiteral("communication rank %1:").arg(2 * n + 1)),
+               qPrintable(f.out));
+    }
   }
 
   // A run of one process of two ranks, stopped, continues as two processes

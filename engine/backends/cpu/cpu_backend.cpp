@@ -595,7 +595,7 @@ class CpuBackend final : public Backend {
     if (profiling_.load(std::memory_order_relaxed)) {
       const auto t1 = std::chrono::steady_clock::now();
       ProfileSpan s;
-      s.rank = rank;
+      s.rank = global_rank(rank);  // a profile's ranks are global, as on CUDA
       s.tag = l.tag;
       s.start_us = std::chrono::duration<double, std::micro>(t0 - origin_).count();
       s.end_us = std::chrono::duration<double, std::micro>(t1 - origin_).count();
