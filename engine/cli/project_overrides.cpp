@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "project_overrides.h"
 
+#include <algorithm>
+
 #include <renaissance/error.h>
 #include <renaissance/project_io.h>
 
@@ -53,12 +55,23 @@ void apply_overrides(const ParsedArgs& a, Project& project, int nodes) {
   }
   // A validation batch is per device: keep the global one (and so the
   // memory per device in proportion) when the rank count changes, over
-  // every node's devices (the file's devices are one machine's).
+  // every node's devices (the file's devices are one machine's); where the
+  // ranks do not divide it, the largest below it whose batches cover the
+  // validation set, or failing that the largest below it.
   const int64_t after = t.devices.world_size() * nodes;
   if (after != before)
-    for (VariantSpec& v : project.variants)
-      if (v.kind == VariantKind::Validation && v.batch > 0 && (v.batch * before) % after == 0)
-        v.batch = v.batch * before / after;
+    for (VariantSpec& v : project.variants) {
+      if (v.kind != VariantKind::Validation || v.batch <= 0) continue;
+      const int64_t global = v.batch * before, samples = project.dataset.val_size;
+      int64_t b = global / after;
+      if (global % after != 0 && samples > 0)
+        for (int64_t c = b + 1; c >= 1; --c)
+          if (samples % (c * after) == 0) {
+            b = c;
+            break;
+          }
+      v.batch = std::max<int64_t>(1, b);
+    }
   if (a.values.count("precision")) {
     const std::string& p = a.values.at("precision");
     bool known = false;

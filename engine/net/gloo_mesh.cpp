@@ -6,13 +6,13 @@
 #include <cstdint>
 #include <cstring>
 
-#include <gloo/allgather.h>
-#include <gloo/alltoall.h>
 #include <gloo/common/error.h>
 #include <gloo/context.h>
 #include <gloo/transport/context.h>
 #include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
 
 namespace tr::net {
 
@@ -118,42 +118,59 @@ void GlooMesh::connect(const std::vector<std::string>& node_blobs) {
 }
 
 void GlooMesh::all_gather(const void* data, size_t bytes, void* out, int channel) {
-  if (bytes == 0) return;  // every node has nothing, or the callers disagree on more
-  if (nodes_ == 1) {
-    std::memmove(out, data, bytes);
-    return;
-  }
-  try {
-    gloo::AllgatherOptions o(context_);
-    o.setInput(static_cast<char*>(const_cast<void*>(data)), bytes);
-    o.setOutput(static_cast<char*>(out), bytes * static_cast<size_t>(nodes_));
-    o.setTag(static_cast<uint32_t>(channel));
-    o.setTimeout(timeout_);
-    gloo::allgather(o);
-  } catch (const std::exception& e) {
-    failed("an all-gather", e);
-  }
+  exchange("an all-gather", data, bytes, 0, out, channel);
 }
 
 void GlooMesh::all_to_all(const void* data, size_t bytes, void* out, int channel) {
-  if (bytes == 0) return;
-  if (nodes_ == 1) {
-    std::memmove(out, data, bytes);
-    return;
-  }
+  exchange("an all-to-all", data, bytes, bytes, out, channel);
+}
+
+void GlooMesh::exchange(const char* what, const void* data, size_t bytes, size_t step, void* out,
+                        int channel) {
+  if (bytes == 0) return;  // every node has nothing, or the callers disagree on more
+  auto* to = static_cast<char*>(out);
+  const auto* from = static_cast<const char*>(data);
+  const auto me = static_cast<size_t>(node_rank_);
+  std::memmove(to + me * bytes, from + me * step, bytes);
+  if (nodes_ == 1) return;
+  const size_t total = bytes * static_cast<size_t>(nodes_);
+  std::vector<bool> received(static_cast<size_t>(nodes_), false);
+  received[me] = true;
+  auto late = [&] {
+    std::vector<int> out_of_time;
+    for (int j = 0; j < nodes_; ++j)
+      if (!received[static_cast<size_t>(j)]) out_of_time.push_back(j);
+    return out_of_time;
+  };
   try {
-    gloo::AlltoallOptions o(context_);
-    o.setInput(static_cast<char*>(const_cast<void*>(data)), bytes * static_cast<size_t>(nodes_));
-    o.setOutput(static_cast<char*>(out), bytes * static_cast<size_t>(nodes_));
-    o.setTag(static_cast<uint32_t>(channel));
-    o.setTimeout(timeout_);
-    gloo::alltoall(o);
+    // The same slot on every node for this channel's calls, which run in
+    // the same order everywhere; no Gloo algorithm shares the pairs.
+    const uint64_t slot = gloo::Slot::build(0x7e, static_cast<uint32_t>(channel));
+    auto in = context_->createUnboundBuffer(const_cast<char*>(from), step ? total : bytes);
+    auto back = context_->createUnboundBuffer(to, total);
+    for (int j = 0; j < nodes_; ++j) {
+      if (j == node_rank_) continue;
+      const auto u = static_cast<size_t>(j);
+      back->recv(j, slot, u * bytes, bytes);
+      in->send(j, slot, u * step, bytes);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    for (int k = 1; k < nodes_; ++k) {
+      int from_node = -1;
+      back->waitRecv(&from_node, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     deadline - std::chrono::steady_clock::now()));
+      if (from_node >= 0 && from_node < nodes_) received[static_cast<size_t>(from_node)] = true;
+    }
+    for (int k = 1; k < nodes_; ++k)
+      in->waitSend(std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now()));
   } catch (const std::exception& e) {
-    failed("an all-to-all", e);
+    failed(what, e, late());
   }
 }
 
-void GlooMesh::failed(const char* what, const std::exception& e) const {
+void GlooMesh::failed(const char* what, const std::exception& e,
+                      const std::vector<int>& late) const {
   const std::string why = e.what();
   // Gloo names the pair's far end: the address a node listens on, or the
   // port a node connected from, which tells only with two nodes.
@@ -162,8 +179,17 @@ void GlooMesh::failed(const char* what, const std::exception& e) const {
     const std::string& name = peer_names_[static_cast<size_t>(j)];
     if (!name.empty() && why.find(name) != std::string::npos) node = j;
   }
-  const std::string who =
-      node < 0 ? std::string() : "node " + std::to_string(node) + " is gone or stopped answering; ";
+  std::string who;
+  if (node >= 0) {
+    who = "node " + std::to_string(node) + " is gone or stopped answering; ";
+  } else if (!late.empty()) {
+    std::string list;
+    for (const int j : late) list += (list.empty() ? "" : ", ") + std::to_string(j);
+    who = (late.size() == 1 ? "node " + list + " sent nothing: it is gone or stopped answering; "
+                            : "nodes " + list +
+                                  " sent nothing: they are gone or stopped "
+                                  "answering; ");
+  }
   throw MeshError(std::string(what) + " between the " + std::to_string(nodes_) +
                   " processes failed on node " + std::to_string(node_rank_) + ": " + who +
                   "waited up to " + seconds(timeout_) + " (" + why + ")");

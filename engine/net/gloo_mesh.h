@@ -7,7 +7,9 @@
 // hands out NCCL's id): one way to start, whatever carries the collectives.
 // It moves bytes only: the CPU backend's collectives (backends/cpu/
 // collectives.h) take every sum over it in rank order, as in one process.
-// Every wait is bounded by the timeout; a failure names the node it can.
+// Each node sends its parts straight to every other (no ring forwards a
+// part): a node that died or stopped sending is the one whose part is
+// missing when the timeout runs out, and the error names it.
 #pragma once
 
 #include <chrono>
@@ -56,9 +58,17 @@ class GlooMesh final : public ProcessGroup {
 
  private:
   class Context;
+  // Sends this node's part for node j (`data` + j * `step`, `bytes` long:
+  // `step` 0 sends the same to all) and receives node j's into `out` +
+  // j * bytes, for every j at once; throws MeshError naming the nodes whose
+  // parts did not come within the timeout.
+  void exchange(const char* what, const void* data, size_t bytes, size_t step, void* out,
+                int channel);
   // Rethrows Gloo's error of collective `what` as a MeshError naming the
-  // node it concerns where its message says.
-  [[noreturn]] void failed(const char* what, const std::exception& e) const;
+  // node it concerns where its message says, or `late` (the nodes whose
+  // parts had not come) when it does not.
+  [[noreturn]] void failed(const char* what, const std::exception& e,
+                           const std::vector<int>& late = {}) const;
 
   int nodes_, node_rank_;
   std::chrono::milliseconds timeout_;

@@ -5,7 +5,8 @@
 // that carries each one's Gloo addresses, sum with the very bits of the
 // in-process collectives (node order from zero), gather and broadcast; a
 // process killed before a collective makes the other fail within the
-// timeout, with a message naming it.
+// timeout, with a message naming it, and so does a process that hangs
+// among three.
 #include <QtTest>
 
 #include <signal.h>
@@ -161,6 +162,35 @@ class TestGlooMesh : public QObject {
     QVERIFY2(!error.empty(), "the all-reduce with a dead node returned");
     QVERIFY2(error.find("node 1") != std::string::npos, error.c_str());
     QVERIFY2(waited < 6.0, qPrintable(QString::number(waited)));
+  }
+
+  // Of three, node 2 hangs (alive, its sockets open, sending nothing):
+  // nodes 0 and 1 each fail at the timeout, naming node 2, not each other.
+  void aHungProcessIsNamedByEveryOtherAtTheTimeout() {
+    auto body = [&](GlooMesh& mesh, cpu::Collectives& across) {
+      int mine = mesh.node_rank(), all[3] = {};
+      mesh.all_gather(&mine, sizeof mine, all);
+      if (mesh.node_rank() == 2) {
+        std::this_thread::sleep_for(4s);  // past the others' timeout
+        return 0;
+      }
+      std::vector<float> v = values_of(mesh.node_rank());
+      try {
+        across.all_reduce(0, v.data(), kCount, false);
+      } catch (const std::runtime_error& e) {
+        const std::string why = e.what();
+        std::fprintf(stderr, "node %d: %s\n", mesh.node_rank(), e.what());
+        return why.find("node 2 sent nothing") != std::string::npos ? 0 : 20;
+      }
+      return 21;  // the all-reduce returned without node 2
+    };
+    int node0 = -1;
+    const std::vector<int> children = run_nodes(3, 1500ms, body, node0);
+    QCOMPARE(node0, 0);
+    for (int status : children) {
+      QVERIFY(WIFEXITED(status));
+      QCOMPARE(WEXITSTATUS(status), 0);
+    }
   }
 
   void malformedAddressesAreRefused() {

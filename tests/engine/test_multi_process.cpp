@@ -315,11 +315,11 @@ class TestMultiProcess : public QObject {
     const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(free_port());
     std::vector<QProcess*> nodes;
     for (int n = 0; n < 2; ++n)
-      nodes.push_back(start({"train", p, "--devices", "cpu:2", "--max-steps", "4",
-                             "--profile-steps", "1:3", "--no-validation", "--trace",
-                             dir.filePath(QStringLiteral("trace%1.json").arg(n)), "--nodes", "2",
-                             "--node-rank", QString::number(n), "--rendezvous", rendezvous},
-                            dir.filePath(QStringLiteral("n%1.sqlite").arg(n))));
+      nodes.push_back(
+          start({"train", p, "--devices", "cpu:2", "--max-steps", "4", "--profile-steps", "1:3",
+                 "--no-validation", "--trace", dir.filePath(QStringLiteral("trace%1.json").arg(n)),
+                 "--nodes", "2", "--node-rank", QString::number(n), "--rendezvous", rendezvous},
+                dir.filePath(QStringLiteral("n%1.sqlite").arg(n))));
     for (int n = 0; n < 2; ++n) {
       const Finished f = finish(nodes[static_cast<size_t>(n)]);
       QVERIFY2(f.code == 0, qPrintable(f.out + f.err));
