@@ -17,6 +17,7 @@
 #include <renaissance/checkpoint.h>
 #include <renaissance/run_store.h>
 #include <nlohmann/json.hpp>
+#include "core/cpu_features.h"
 #include "net/tcp_rendezvous.h"
 
 using nlohmann::json;
@@ -218,6 +219,11 @@ class TestMultiProcess : public QObject {
   void threeProcessesTrainAsOneProcessOfThree() { same_bits(3, 1); }
   // Loss scaling, FP16 features and the overflow flag agree across processes too.
   void twoProcessesTrainAsOneInAmp() { same_bits(2, 1, {}, {"--precision", "amp"}); }
+  void twoProcessesTrainAsOneInBf16() {
+    if (!tr::detect_cpu_bf16().any())
+      QSKIP("this CPU has no BF16 instructions: BF16 training is refused here");
+    same_bits(2, 1, {}, {"--precision", "bf16"});
+  }
 
   // The sample projects on Fashion-MNIST, a few steps of 96 samples (which
   // 2 and 3 ranks divide). Fashion-MNIST's 10,000 validation samples do not
