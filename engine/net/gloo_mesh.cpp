@@ -154,16 +154,20 @@ void GlooMesh::exchange(const char* what, const void* data, size_t bytes, size_t
       back->recv(j, slot, u * bytes, bytes);
       in->send(j, slot, u * step, bytes);
     }
+    // One deadline for the whole exchange; never a negative wait, which
+    // Gloo would read as "its default".
     const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    auto left = [&] {
+      return std::max(std::chrono::milliseconds(1),
+                      std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now()));
+    };
     for (int k = 1; k < nodes_; ++k) {
       int from_node = -1;
-      back->waitRecv(&from_node, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                     deadline - std::chrono::steady_clock::now()));
+      back->waitRecv(&from_node, left());
       if (from_node >= 0 && from_node < nodes_) received[static_cast<size_t>(from_node)] = true;
     }
-    for (int k = 1; k < nodes_; ++k)
-      in->waitSend(std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now()));
+    for (int k = 1; k < nodes_; ++k) in->waitSend(left());
   } catch (const std::exception& e) {
     failed(what, e, late());
   }
