@@ -13,15 +13,7 @@ set -uo pipefail
 build=$(cd "$1" && pwd)
 root=$(cd "$2" && pwd)
 cli=$build/bin/renaissance-cli
-skip() {
-  echo "SKIP: $*"
-  exit 77
-}
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+. "$root/tests/scripts/script_test_lib.sh"
 
 for p in unshare nsenter ip python3; do
   command -v "$p" >/dev/null || skip "no $p (util-linux, iproute2, python3)"
@@ -93,5 +85,4 @@ EOF
 [ "$same" = True ] && echo "ok: the same losses, bit for bit, as one process of cpu:2" ||
   fail "the two hosts' losses differ from one process's: $(cat "$work/node0.json" "$work/one.json")"
 
-[ "$failures" = 0 ] || exit 1
-echo "all passed"
+verdict

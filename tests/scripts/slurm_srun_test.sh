@@ -12,18 +12,7 @@ set -uo pipefail
 build=$(cd "$1" && pwd)
 root=$(cd "$2" && pwd)
 cli=$build/bin/renaissance-cli
-skip() {
-  echo "SKIP: $*"
-  exit 77
-}
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-contains() { # $1 file, $2 extended regex, $3 what
-  if grep -qE "$2" "$1"; then echo "ok: $3"; else fail "$3: no /$2/ in $1"; fi
-}
+. "$root/tests/scripts/script_test_lib.sh"
 
 [ "$(id -u)" = 0 ] || skip "slurmd starts jobs as root here (SlurmdUser=root); run the test as root"
 for p in slurmctld slurmd srun sinfo; do
@@ -132,5 +121,4 @@ contains "$work/srun.log" "^1: epoch 2/2 " "task 1 trained both epochs"
 runs=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(len(r), *[x["status"] + ", " + x["devices"] for x in r])' "$work/runs.json" 2>&1)
 if [ "$runs" = "1 finished, 2 nodes x cpu:1" ]; then echo "ok: the run is recorded once, finished, on 2 nodes x cpu:1"; else fail "the store holds: $runs"; fi
 
-[ "$failures" = 0 ] || exit 1
-echo "all passed"
+verdict
