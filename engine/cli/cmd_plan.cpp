@@ -33,6 +33,7 @@ constexpr const char* kPlanUsage =
     "                            [--sharding none|optimizer|optimizer+gradients]\n"
     "                            [--mesh data=N,tensor=M]\n"
     "                            [--recompute on|off|matmuls] [--memory-packing on|off]\n"
+    "                            [--validation-micro-batch fit|as-written|N]\n"
     "                            [--max-batch [--memory BYTES]]\n"
     "  Compiles the project and prints the layers, the region and DTensor tables of\n"
     "  every shape variant, and the bytes each device needs.\n"
@@ -56,6 +57,11 @@ constexpr const char* kPlanUsage =
     "  --memory-packing off  every feature, gradient slot and scratch tensor its own\n"
     "               bytes, sized for the largest variant (default on: tensors whose\n"
     "               lifetimes over the step do not overlap share bytes)\n"
+    "  --validation-micro-batch  validation runs its batch as micro-batches of this\n"
+    "               many samples a device, with the same metrics: fit (default) takes the\n"
+    "               largest whose forward fits in the bytes training needs anyway and\n"
+    "               whose batches cover the validation set; as-written the project's\n"
+    "               validation batch; N at most that\n"
     "  --max-batch  also find the largest global batch whose plan fits the devices:\n"
     "               the host's available memory shared by the CPU ranks, a CUDA\n"
     "               device's memory, or --memory BYTES per device (e.g. 16GiB, 512MiB)\n";
@@ -145,6 +151,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   with_value.insert("out");
   with_value.insert(kRewritesOption);
   with_value.insert(kPackingOption);
+  with_value.insert(kValidationMicroBatchOption);
   with_value.insert(kRecomputeOption);
   with_value.insert("memory");
   const ParsedArgs a =

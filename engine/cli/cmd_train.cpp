@@ -51,6 +51,8 @@ constexpr const char* kTrainUsage =
     "  that only attention, those layers and other matrix products read (less memory,\n"
     "  more time);\n"
     "  --memory-packing off gives every step-local tensor its own bytes.\n"
+    "  --validation-micro-batch fit|as-written|N: validation in micro-batches of N a\n"
+    "  device (fit, the default: the largest that fits in training's bytes).\n"
     "  --sync-bn on|off: BatchNorm statistics over the global batch (SyncBatchNorm)\n"
     "  or per rank (the project's training.sync_batch_norm otherwise).\n"
     "  --sharding none|optimizer|optimizer+gradients: with optimizer (ZeRO-1) each rank\n"

@@ -32,6 +32,12 @@ CompileOptions compile_options_from(const ParsedArgs& args) {
   o.recompute = o.in_place_dx && (matmuls || switch_value(args, kRecomputeOption));
   o.recompute_matmuls = matmuls;
   o.pack_memory = switch_value(args, kPackingOption);
+  if (const auto v = args.values.find(kValidationMicroBatchOption); v != args.values.end()) {
+    if (v->second == "as-written")
+      o.validation_micro_batch = CompileOptions::kAsWritten;
+    else if (v->second != "fit")
+      o.validation_micro_batch = positive_integer(kValidationMicroBatchOption, v->second);
+  }
   return o;
 }
 

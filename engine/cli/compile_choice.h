@@ -14,6 +14,8 @@ namespace tr::cli {
 inline constexpr const char* kRewritesOption = "rewrites";
 inline constexpr const char* kPackingOption = "memory-packing";
 inline constexpr const char* kRecomputeOption = "recompute";
+// --validation-micro-batch fit|as-written|N (CompileOptions::validation_micro_batch).
+inline constexpr const char* kValidationMicroBatchOption = "validation-micro-batch";
 
 // Throws UsageError for a value other than on/off, naming the option.
 CompileOptions compile_options_from(const ParsedArgs& args);

@@ -22,6 +22,7 @@ std::set<std::string> setup_options() {
   s.insert("threads");
   s.insert(kRewritesOption);
   s.insert(kPackingOption);
+  s.insert(kValidationMicroBatchOption);
   s.insert(kRecomputeOption);
   s.insert("conv-algorithms");
   return s;

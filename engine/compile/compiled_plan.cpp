@@ -30,6 +30,9 @@ const ModelAnalysis& CompiledPlan::analysis() const {
 const std::vector<ResolvedVariant>& CompiledPlan::variants() const {
   return program_->variants;
 }
+int64_t CompiledPlan::validation_batch_written() const {
+  return program_->validation_batch_written;
+}
 const std::vector<MemoryPlan>& CompiledPlan::plans() const {
   return program_->plans;
 }

@@ -2,6 +2,7 @@
 #include "compile/compiler.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -945,7 +946,8 @@ void emit_graphs(CompiledProject& cp) {
 
 }  // namespace
 
-CompiledProject compile_project(const Project& project, const CompileOptions& options) {
+// The project compiled with its variants as they are.
+static CompiledProject compile_variants(const Project& project, const CompileOptions& options) {
   CompiledProject cp;
   cp.design = project;
   cp.project = project;
@@ -1049,6 +1051,55 @@ CompiledProject compile_project(const Project& project, const CompileOptions& op
   if (options.gradient_place == Place::Pool) return pooled;
   pack_step_local(cp);
   return cp.bytes_per_device() < pooled.bytes_per_device() ? cp : pooled;
+}
+
+CompiledProject compile_project(const Project& project, const CompileOptions& options) {
+  int val = -1;
+  for (size_t i = 0; i < project.variants.size(); ++i)
+    if (project.variants[i].kind == VariantKind::Validation && project.variants[i].batch > 0)
+      val = static_cast<int>(i);
+  const int64_t asked = options.validation_micro_batch;
+  if (val < 0 || asked == CompileOptions::kAsWritten) return compile_variants(project, options);
+  const int64_t written = project.variants[static_cast<size_t>(val)].batch;
+  auto with = [&](int64_t micro) {
+    Project p = project;
+    p.variants[static_cast<size_t>(val)].batch = micro;
+    CompiledProject cp = compile_variants(p, options);
+    cp.design.variants[static_cast<size_t>(val)].batch = written;  // what runs and checkpoints keep
+    if (micro != written) cp.validation_batch_written = written;
+    return cp;
+  };
+  if (asked > 0) return with(std::min(asked, written));
+  CompiledProject whole = with(written);
+  // What training needs without validation: the bytes validation may use.
+  Project train_only = project;
+  train_only.variants.erase(train_only.variants.begin() + val);
+  const uint64_t budget = compile_variants(train_only, options).bytes_per_device();
+  if (whole.bytes_per_device() <= budget) return whole;
+  // Micro-batches whose global batches cover the validation set, largest
+  // first; a validation forward's bytes grow with its batch, so the
+  // largest that fits is found by bisection.
+  const int64_t world = project.training.devices.world_size();
+  const int64_t samples = project.dataset.val_size;
+  std::vector<int64_t> sizes;
+  for (int64_t m = written - 1; m >= 1; --m)
+    if (samples <= 0 || samples % (m * world) == 0) sizes.push_back(m);
+  if (sizes.empty()) return whole;
+  size_t lo = 0, hi = sizes.size() - 1;  // sizes[hi], the smallest, is the fallback
+  std::optional<CompiledProject> best;
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    CompiledProject cp = with(sizes[mid]);
+    if (cp.bytes_per_device() <= budget) {
+      hi = mid;
+      best = std::move(cp);
+    } else {
+      lo = mid + 1;
+    }
+  }
+  if (best && best->variants[best->variant_index(VariantKind::Validation)].batch == sizes[lo])
+    return std::move(*best);
+  return with(sizes[lo]);
 }
 
 }  // namespace tr

@@ -104,6 +104,10 @@ struct CompiledProject {
   // (sequence parallel); `project` is what one tensor rank computes.
   int tensor_ranks = 1;
   std::vector<LayerSplit> splits;  // per model node; every one Whole without tensor parallel
+  // The project's validation batch a device, where the validation variant
+  // runs it as smaller micro-batches (CompileOptions::validation_micro_batch);
+  // 0 when it runs as written.
+  int64_t validation_batch_written = 0;
   // The mesh's `data` dimension: the groups whose gradients are averaged.
   int data_ranks() const noexcept { return world_size / tensor_ranks; }
 

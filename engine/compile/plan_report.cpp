@@ -224,6 +224,9 @@ std::string plan_report_text(const CompiledProject& cp) {
     if (var.height > 0)
       out +=
           fmt(", %lldx%lld", static_cast<long long>(var.height), static_cast<long long>(var.width));
+    if (var.kind == VariantKind::Validation && cp.validation_batch_written > 0)
+      out += fmt(", micro-batches of the validation batch %lld",
+                 static_cast<long long>(cp.validation_batch_written));
     out += fmt("): %s\n", human_bytes(plan.total_bytes()).c_str());
     out += fmt("  %-22s %14s %14s %8s %8s\n", "region", "offset", "bytes", "share", "tensors");
     // In address order: a packed plan's pool comes after every other region.
@@ -446,10 +449,15 @@ nlohmann::json plan_report_json(const CompiledProject& cp) {
       }
       tensors.push_back(std::move(tj));
     }
+    // A validation run in micro-batches: the batch of the metrics it gives.
+    const int64_t written = var.kind == VariantKind::Validation && cp.validation_batch_written > 0
+                                ? cp.validation_batch_written
+                                : var.batch;
     variants.push_back(
         {{"name", var.name},
          {"kind", variant_kind_name(var.kind)},
          {"batch", var.batch},
+         {"batch_written", written},
          {"height", var.height},
          {"width", var.width},
          {"total_bytes", plan.total_bytes()},

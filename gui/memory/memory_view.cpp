@@ -245,6 +245,12 @@ void MemoryView::setCompiled(std::shared_ptr<const CompiledPlan> cp, const Devic
                                QString::fromUtf8(variant_kind_name(v.kind).data()))
                           .arg(v.batch);
       if (v.height > 0) label += QStringLiteral(" %1×%2").arg(v.height).arg(v.width);
+      if (v.kind == VariantKind::Validation && cp_->validation_batch_written() > 0)
+        label = tr("%1 (%2, batch %3 a pass of %4)")
+                    .arg(QString::fromStdString(v.name),
+                         QString::fromUtf8(variant_kind_name(v.kind).data()))
+                    .arg(v.batch)
+                    .arg(cp_->validation_batch_written());
       variant_->addItem(label);
     }
     variant_->setCurrentIndex(previous >= 0 && previous < variant_->count() ? previous : 0);

@@ -389,8 +389,10 @@ class TestCliPlan : public QObject {
       QCOMPARE(bytes_at(batch), m.at("bytes_per_device").get<uint64_t>());
       QVERIFY(bytes_at(batch + ranks) > budget);
     }
-    // Text, a budget nothing fits (the validation batch of 1000 needs more), bad input.
-    Result r = run_cli({"plan", project("lenet-fashion"), "--max-batch", "--memory", "30MB"});
+    // Text, a budget nothing fits (the validation batch of 1000 in one pass
+    // needs more), bad input.
+    Result r = run_cli({"plan", project("lenet-fashion"), "--max-batch", "--memory", "30MB",
+                        "--validation-micro-batch", "as-written"});
     QCOMPARE(r.code, 0);
     QVERIFY2(r.out.contains("largest batch that fits (--memory 30MB per device): none; at one "
                             "sample per rank the plan needs"),

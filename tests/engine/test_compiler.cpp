@@ -198,6 +198,11 @@ CompiledProject compile_or_fail(const Project& p, const CompileOptions& options 
 constexpr CompileOptions kPlain{false, false};
 // The plan before lifetimes: every tensor its own bytes, one offset per id.
 constexpr CompileOptions kUnpacked{true, true, false};
+// Validation at the project's batch, not in micro-batches.
+CompileOptions as_written(CompileOptions o = {}) {
+  o.validation_micro_batch = CompileOptions::kAsWritten;
+  return o;
+}
 
 // The ProjectError compile_project throws; fails the test when it does not.
 std::vector<Diagnostic> compile_errors(const Project& p) {
@@ -228,7 +233,12 @@ class TestCompiler : public QObject {
     QCOMPARE(cp.variants[1].batch, int64_t{60000 % 128});  // 96
     QCOMPARE(cp.variants[1].batch, int64_t{96});
     QCOMPARE(cp.variants[2].kind, VariantKind::Validation);
-    QCOMPARE(cp.variants[2].batch, int64_t{1000});  // from the file
+    // Micro-batches of the file's 1000: the largest whose forward fits in
+    // what training needs and whose batches cover the 10,000 samples.
+    QCOMPARE(cp.variants[2].batch, int64_t{125});
+    QCOMPARE(cp.validation_batch_written, int64_t{1000});
+    QCOMPARE(cp.design.variants[2].batch, int64_t{1000});
+    QCOMPARE(compile_or_fail(load("lenet-fashion"), as_written()).variants[2].batch, int64_t{1000});
     for (size_t i = 0; i < cp.variants.size(); ++i)
       QCOMPARE(qs(cp.plans[i].variant_name()), qs(cp.variants[i].name));
     QCOMPARE(cp.variant_index(VariantKind::Train), 0);
@@ -245,7 +255,7 @@ class TestCompiler : public QObject {
     QCOMPARE(two.world_size, 2);
     QCOMPARE(two.variants[0].batch, int64_t{64});
     QCOMPARE(two.variants[1].batch, int64_t{48});
-    QCOMPARE(two.variants[2].batch, int64_t{1000});
+    QCOMPARE(two.variants[2].batch, int64_t{50});  // micro-batches: 2 x 50 divides 10,000
     p.training.devices.ids = {0, 1, 2, 3};
     const CompiledProject four = compile_or_fail(p);
     QCOMPARE(four.variants[0].batch, int64_t{32});
@@ -253,7 +263,7 @@ class TestCompiler : public QObject {
     // The plans' input buffers follow the per-device batch.
     QCOMPARE(four.plans[0].get_dtensor(four.engine.input[0]).shape, (Shape{32, 28, 28, 1}));
     QCOMPARE(four.plans[1].get_dtensor(four.engine.input[0]).shape, (Shape{24, 28, 28, 1}));
-    QCOMPARE(four.plans[2].get_dtensor(four.engine.input[0]).shape, (Shape{1000, 28, 28, 1}));
+    QCOMPARE(four.plans[2].get_dtensor(four.engine.input[0]).shape, (Shape{25, 28, 28, 1}));
   }
 
   void lastBatchWithoutRemainderIsDropped() {
@@ -292,7 +302,7 @@ class TestCompiler : public QObject {
       QVERIFY2(errors[0].message.find("200") != std::string::npos, errors[0].message.c_str());
       QCOMPARE(qs(errors[0].file), QString("in-memory.json"));
       p.variants[2].batch = 100;  // exactly all samples is fine
-      QCOMPARE(compile_or_fail(p).variants[2].batch, int64_t{100});
+      QCOMPARE(compile_or_fail(p, as_written()).variants[2].batch, int64_t{100});
     }
     {
       // explicit train batch != global / world
@@ -357,7 +367,8 @@ class TestCompiler : public QObject {
   }
   void sameOffsetsInEveryVariant() {
     QFETCH(QString, name);
-    const CompiledProject cp = compile_or_fail(load(name.toStdString().c_str()), kUnpacked);
+    const CompiledProject cp =
+        compile_or_fail(load(name.toStdString().c_str()), as_written(kUnpacked));
     QCOMPARE(cp.plans.size(), size_t{3});
     const MemoryPlan& ref = cp.plans.front();
     QVERIFY(ref.total_bytes() > 0);
@@ -416,8 +427,10 @@ class TestCompiler : public QObject {
   void packedPlanKeepsParameterOffsets_data() { sameOffsetsInEveryVariant_data(); }
   void packedPlanKeepsParameterOffsets() {
     QFETCH(QString, name);
-    const CompiledProject cp = compile_or_fail(load(name.toStdString().c_str()));
-    const CompiledProject unpacked = compile_or_fail(load(name.toStdString().c_str()), kUnpacked);
+    // Validation at its written batch 1000, larger than training's.
+    const CompiledProject cp = compile_or_fail(load(name.toStdString().c_str()), as_written());
+    const CompiledProject unpacked =
+        compile_or_fail(load(name.toStdString().c_str()), as_written(kUnpacked));
     QCOMPARE(cp.plans.size(), size_t{3});
     QCOMPARE(cp.pools.size(), cp.plans.size());
     QVERIFY(unpacked.pools.empty());
@@ -1566,7 +1579,7 @@ class TestCompiler : public QObject {
     const ComputationGraph* inf = graph_in(cp, GraphId::INF_MAIN_A, 2);
     const std::string vt = graph_to_text(*inf, cp.plans[2], cp.project.model, "val");
     QVERIFY(vt.find("graph INF_MAIN_A") != std::string::npos);
-    QVERIFY(vt.find("pool1.out[1000,14,14,6]") != std::string::npos);
+    QVERIFY(vt.find("pool1.out[125,14,14,6]") != std::string::npos);
     QVERIFY(vt.find("SOFTMAX_CE_FWD ") != std::string::npos);
     // Shared graphs print spans.
     const ComputationGraph& opt = *graphs_of(cp, GraphId::OPTIMIZER).front();

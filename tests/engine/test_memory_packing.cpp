@@ -50,6 +50,9 @@ struct Run {
 Run train_on(const Project& p, bool packed) {
   CompileOptions o;
   o.pack_memory = packed;
+  // Validation at its written batch (larger than training's) on both sides:
+  // what packing saves, not what micro-batches save.
+  o.validation_micro_batch = CompileOptions::kAsWritten;
   const CompiledProject cp = compile_project(p, o);
   auto data = load_dataset(cp.project.dataset, "", cp.project.training.seed);
   cpu::CpuBackendOptions b;
@@ -119,7 +122,10 @@ class TestMemoryPacking : public QObject {
   // A plan larger than the devices' memory is refused before anything is
   // allocated, with both numbers and the largest batch that fits.
   void aPlanThatDoesNotFitNamesTheLargestBatchThatDoes() {
-    const CompiledProject cp = compile_project(project("cnn-bn-fashion", 2, Precision::FP32));
+    CompileOptions whole_validation;
+    whole_validation.validation_micro_batch = CompileOptions::kAsWritten;
+    const CompiledProject cp =
+        compile_project(project("cnn-bn-fashion", 2, Precision::FP32), whole_validation);
     DeviceScan scan;
     scan.host_available_bytes = 2 * cp.bytes_per_device();
     QVERIFY(plan_fit_problem(cp, scan).empty());
@@ -130,9 +136,14 @@ class TestMemoryPacking : public QObject {
                               .arg(QString::fromStdString(human_bytes(cp.bytes_per_device() / 2)))),
              qPrintable(p));
     QVERIFY2(p.contains("shared by 2 ranks"), qPrintable(p));
-    // The validation batch of 1000 per rank needs more than half its bytes:
-    // no training batch can make up for it.
+    // The validation batch of 1000 per rank in one pass needs more than half
+    // its bytes: no training batch can make up for it.
     QVERIFY2(p.contains("not even one sample per rank fits"), qPrintable(p));
+    // In micro-batches, validation needs no more than training: the same
+    // memory holds the whole plan.
+    const CompiledProject fit = compile_project(project("cnn-bn-fashion", 2, Precision::FP32));
+    QVERIFY(fit.bytes_per_device() * 2 <= cp.bytes_per_device());
+    QVERIFY2(plan_fit_problem(fit, scan).empty(), plan_fit_problem(fit, scan).c_str());
     // Room for validation but not for this training batch: a batch is named.
     Project q = project("cnn-bn-fashion", 1, Precision::FP32);
     q.variants.back().batch = 100;

@@ -510,7 +510,8 @@ class TestMemoryView : public QObject {
     QVERIFY(check_variant_agreement(*v.cp).holds());
     const int val = v.cp->variant_index(VariantKind::Validation);
     v.view.setVariant(val);
-    // The first feature of the validation variant: batch 1000, same offset as in train.
+    // The first feature of the validation variant: micro-batches of 125 of
+    // the written 1000 (what fits in training's bytes).
     const DTensorId feature = v.cp->program().layers[1].out;  // conv1's output
     v.view.showTensor(feature);
     QCOMPARE(v.view.selectedTensor(), feature);
@@ -519,7 +520,7 @@ class TestMemoryView : public QObject {
     QCOMPARE(
         model->data(model->index(row, DTensorTableModel::ShapeColumn), Qt::DisplayRole).toString(),
         QString::fromStdString(v.plan(val).get_dtensor(feature).shape.str()));
-    QCOMPARE(v.plan(val).get_dtensor(feature).shape.n, int64_t{1000});
+    QCOMPARE(v.plan(val).get_dtensor(feature).shape.n, int64_t{125});
     // A feature lives in the step-local pool, placed per variant by lifetime;
     // a weight keeps its offset in every variant.
     QCOMPARE(

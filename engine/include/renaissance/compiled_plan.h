@@ -63,6 +63,13 @@ struct CompileOptions {
   // or (Auto) whichever gives the smaller plan.
   enum class GradientPlace : uint8_t { Auto, Pool, Own };
   GradientPlace gradient_place = GradientPlace::Auto;
+  // Validation is independent per sample: its batch runs as micro-batches
+  // of this many samples a device, accumulating the same metrics. 0 (Fit):
+  // the largest, up to the project's validation batch, whose forward fits
+  // in the bytes training needs anyway, among those whose batches cover
+  // the validation set; kAsWritten: the project's validation batch.
+  static constexpr int64_t kAsWritten = -1;
+  int64_t validation_micro_batch = 0;
 };
 
 struct ResolvedVariant {
@@ -124,6 +131,10 @@ class CompiledPlan {
   const CompileOptions& options() const;
   const ModelAnalysis& analysis() const;  // of the train variant
   const std::vector<ResolvedVariant>& variants() const;
+  // The project's validation batch a device where the validation variant
+  // runs it in micro-batches of its own batch (validation_micro_batch); 0
+  // when it runs as written.
+  int64_t validation_batch_written() const;
   const std::vector<MemoryPlan>& plans() const;   // one per variant, same index
   const std::vector<PoolSummary>& pools() const;  // per variant when packed, else empty
   int world_size() const;
