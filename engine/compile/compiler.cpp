@@ -1071,6 +1071,9 @@ CompiledProject compile_project(const Project& project, const CompileOptions& op
   };
   if (asked > 0) return with(std::min(asked, written));
   CompiledProject whole = with(written);
+  // No larger than training's batch: a forward keeps less than training.
+  if (written <= whole.variants[static_cast<size_t>(whole.variant_index(VariantKind::Train))].batch)
+    return whole;
   // What training needs without validation: the bytes validation may use.
   Project train_only = project;
   train_only.variants.erase(train_only.variants.begin() + val);
