@@ -1069,7 +1069,23 @@ CompiledProject compile_project(const Project& project, const CompileOptions& op
     if (micro != written) cp.validation_batch_written = written;
     return cp;
   };
-  if (asked > 0) return with(std::min(asked, written));
+  const int64_t world = project.training.devices.world_size();
+  const int64_t samples = project.dataset.val_size;
+  auto covers = [&](int64_t m) { return samples <= 0 || samples % (m * world) == 0; };
+  if (asked > 0) {
+    const int64_t m = std::min(asked, written);
+    if (!covers(m)) {
+      int64_t below = m - 1;
+      while (below > 0 && !covers(below)) --below;
+      refuse(project, "variants[" + std::to_string(val) + "].batch",
+             "validation micro-batches of " + std::to_string(m) + " x " + std::to_string(world) +
+                 " rank" + (world == 1 ? "" : "s") + " do not cover the " +
+                 std::to_string(samples) + " validation samples; " +
+                 (below > 0 ? "--validation-micro-batch " + std::to_string(below) + " does"
+                            : std::string("no micro-batch on these ranks does")));
+    }
+    return with(m);
+  }
   CompiledProject whole = with(written);
   // No larger than training's batch: a forward keeps less than training.
   if (written <= whole.variants[static_cast<size_t>(whole.variant_index(VariantKind::Train))].batch)
@@ -1082,11 +1098,9 @@ CompiledProject compile_project(const Project& project, const CompileOptions& op
   // Micro-batches whose global batches cover the validation set, largest
   // first; a validation forward's bytes grow with its batch, so the
   // largest that fits is found by bisection.
-  const int64_t world = project.training.devices.world_size();
-  const int64_t samples = project.dataset.val_size;
   std::vector<int64_t> sizes;
   for (int64_t m = written - 1; m >= 1; --m)
-    if (samples <= 0 || samples % (m * world) == 0) sizes.push_back(m);
+    if (covers(m)) sizes.push_back(m);
   if (sizes.empty()) return whole;
   size_t lo = 0, hi = sizes.size() - 1;  // sizes[hi], the smallest, is the fallback
   std::optional<CompiledProject> best;

@@ -49,6 +49,12 @@ class TestValidationMicroBatch : public QObject {
     // A micro-batch the user names, at most the written batch.
     QVERIFY(plan_bytes(p, "250") > fit);
     QVERIFY(plan_bytes(p, "5000") == whole);
+    // One whose batches do not cover the 10,000 samples: refused, naming one that does.
+    const tr::test::ProcessRun uneven = cli({"plan", p, "--validation-micro-batch", "300"});
+    QCOMPARE(uneven.code, 1);  // a project problem, as the CLI reports them
+    QVERIFY2(uneven.out.contains("validation micro-batches of 300 x 1 rank do not cover the 10000 "
+                                 "validation samples; --validation-micro-batch 250 does"),
+             qPrintable(uneven.out));
     const tr::test::ProcessRun bad = cli({"plan", p, "--validation-micro-batch", "some"});
     QCOMPARE(bad.code, 2);
     QVERIFY2(bad.out.contains("option '--validation-micro-batch' takes a positive integer"),
