@@ -1114,9 +1114,8 @@ CompiledProject compile_project(const Project& project, const CompileOptions& op
       lo = mid + 1;
     }
   }
-  if (best && best->variants[best->variant_index(VariantKind::Validation)].batch == sizes[lo])
-    return std::move(*best);
-  return with(sizes[lo]);
+  // `best`, when set, is the one compiled at sizes[hi]: the answer.
+  return best ? std::move(*best) : with(sizes[lo]);
 }
 
 }  // namespace tr
