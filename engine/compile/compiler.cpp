@@ -1027,6 +1027,7 @@ static CompiledProject compile_variants(const Project& project, const CompileOpt
       rewrites[v].recompute_out = false;
   for (size_t i = 0; i < cp.variants.size(); ++i) {
     cp.plans.emplace_back(cp.variants[i].name);
+    cp.plans.back().set_channel_padding(cp.project.training.devices.kind == DeviceKind::CUDA);
     TensorAllocator(cp, analyses[i], rewrites, cp.plans.back()).run();
   }
   mark_tensor_placements(cp);

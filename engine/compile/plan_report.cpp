@@ -152,7 +152,8 @@ TensorSplitBytes tensor_split_bytes(const MemoryPlan& plan, int tensor_ranks) {
       b.communication += t.slot_bytes;
       continue;
     }
-    const uint64_t whole = DTensor::slot_bytes_for(whole_shape(t, tensor_ranks), t.dtype, t.region);
+    const uint64_t whole =
+        DTensor::slot_bytes_for(whole_shape(t, tensor_ranks), t.dtype, t.region, t.pad_channels);
     (feature ? b.features : b.params) += t.slot_bytes;
     (feature ? b.features_whole : b.params_whole) += whole;
   }

@@ -16,8 +16,10 @@ uint32_t DTensor::cuda_alignment(DType dtype, Region region) noexcept {
   return 1;
 }
 
-uint64_t DTensor::slot_bytes_for(const Shape& shape, DType dtype, Region region) noexcept {
-  const uint64_t padded = align_up(static_cast<uint64_t>(shape.c), cuda_alignment(dtype, region));
+uint64_t DTensor::slot_bytes_for(const Shape& shape, DType dtype, Region region,
+                                 bool pad_channels) noexcept {
+  const uint64_t padded =
+      align_up(static_cast<uint64_t>(shape.c), pad_channels ? cuda_alignment(dtype, region) : 1);
   const uint64_t elems = static_cast<uint64_t>(shape.n * shape.h * shape.w) * padded;
   switch (dtype) {
     case DType::FP16:

@@ -53,7 +53,8 @@ DTensorId MemoryPlan::alloc(Region region, const Shape& shape, DType dtype, std:
   t.shape = shape;
   t.dtype = dtype;
   t.region = region;
-  t.slot_bytes = DTensor::slot_bytes_for(shape, dtype, region);
+  t.pad_channels = pad_channels_;
+  t.slot_bytes = DTensor::slot_bytes_for(shape, dtype, region, pad_channels_);
   regions_[static_cast<size_t>(region_index(region))].tensors.push_back(t.id);
   tensors_.push_back(std::move(t));
   return tensors_.back().id;

@@ -90,14 +90,22 @@ class TestCliPlan : public QObject {
     QCOMPARE(row("conv1").at("output").get<std::vector<int64_t>>(),
              (std::vector<int64_t>{128, 28, 28, 6}));
     QCOMPARE(row("conv1").at("forward_flops").get<int64_t>(), int64_t{30707712});
-    // conv1's 6 FP16 channels are padded to 8; fc1 holds most parameters;
-    // relu1 inherits its 6 channels and fc3's 10 are the classes: no warning.
-    QVERIFY(row("conv1").at("warnings")[0].get<std::string>().starts_with(
-        "its 6 channels are padded to 8 on the device in fp16"));
+    // The CPU stores conv1's 6 FP16 channels as they are; fc1 holds most
+    // parameters; relu1 inherits its 6 channels and fc3's 10 are the
+    // classes: no warning.
+    QVERIFY(row("conv1").at("warnings").empty());
     QCOMPARE(row("fc1").at("warnings")[0].get<std::string>(),
              std::string("holds 78% of the network's parameters"));
     QVERIFY(row("relu1").at("warnings").empty());
     QVERIFY(row("fc3").at("warnings").empty());
+    // On CUDA they are padded to 8 (its kernels need it), and plan says so.
+    r = run_cli({"plan", project("lenet-fashion"), "--layers", "--json", "--precision", "amp",
+                 "--devices", "cuda:0"});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const json cuda = json::parse(r.out.toStdString());
+    QCOMPARE(cuda.at("layers")[1].at("id").get<std::string>(), std::string("conv1"));
+    QVERIFY(cuda.at("layers")[1].at("warnings")[0].get<std::string>().starts_with(
+        "its 6 channels are padded to 8 on the device in fp16"));
 
     // A 3x3 stride-2 window on 28 rows without padding never reads the last
     // row or column; the text table and the CSV say so too.

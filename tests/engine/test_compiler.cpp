@@ -392,7 +392,8 @@ class TestCompiler : public QObject {
         QCOMPARE(t.slot_bytes, r.slot_bytes);
         QCOMPARE(t.region, r.region);
         QCOMPARE(qs(t.name), qs(r.name));
-        QVERIFY(t.slot_bytes >= DTensor::slot_bytes_for(t.shape, t.dtype, t.region));
+        QVERIFY(t.slot_bytes >=
+                DTensor::slot_bytes_for(t.shape, t.dtype, t.region, t.pad_channels));
         const char s = region_series(t.region);
         if (s == 'F' || t.region == Region::I_A_DATA || t.region == Region::I_B_DATA) {
           QCOMPARE(t.shape.n, batch);
@@ -411,7 +412,7 @@ class TestCompiler : public QObject {
       uint64_t most = 0;
       for (const MemoryPlan& plan : cp.plans) {
         const DTensor& u = plan.get_dtensor(t.id);
-        most = std::max(most, DTensor::slot_bytes_for(u.shape, u.dtype, u.region));
+        most = std::max(most, DTensor::slot_bytes_for(u.shape, u.dtype, u.region, u.pad_channels));
       }
       QCOMPARE(t.slot_bytes, most);
     }
@@ -456,7 +457,8 @@ class TestCompiler : public QObject {
           QVERIFY(t.offset + t.slot_bytes <= plan.pool().end());
           QCOMPARE(t.offset % 256, uint64_t{0});
           // its own variant's size, no larger
-          QCOMPARE(t.slot_bytes, DTensor::slot_bytes_for(t.shape, t.dtype, t.region));
+          QCOMPARE(t.slot_bytes,
+                   DTensor::slot_bytes_for(t.shape, t.dtype, t.region, t.pad_channels));
         } else {
           QVERIFY(!plan.region(t.region).packed);
           QCOMPARE(t.offset, r.offset);
@@ -530,6 +532,28 @@ class TestCompiler : public QObject {
              series_count(cp.plans[0], ParamSeries::W));
     QCOMPARE(series_bytes(fp32.plans[0], ParamSeries::W),
              series_bytes(cp.plans[0], ParamSeries::W));
+  }
+
+  // No padding tax: the CPU's kernels take any channel count, so a CPU plan
+  // stores 16-bit features compact and never needs more than FP32's; a CUDA
+  // plan pads them to 8 as its kernels need.
+  void sixteenBitPlansNeverExceedFp32_data() { ampRegionsAreHalfTheFp32Ones_data(); }
+  void sixteenBitPlansNeverExceedFp32() {
+    QFETCH(QString, name);
+    const Project base = load(name.toStdString().c_str());
+    const uint64_t fp32 = compile_or_fail(base).bytes_per_device();
+    for (Precision precision : {Precision::AMP, Precision::BF16}) {
+      Project p = base;
+      p.training.precision = precision;
+      const CompiledProject cp = compile_or_fail(p);
+      QVERIFY2(cp.bytes_per_device() <= fp32,
+               (std::to_string(cp.bytes_per_device()) + " > " + std::to_string(fp32)).c_str());
+      for (const DTensor& t : cp.plans.front().dtensors()) QVERIFY(t.is_compact());
+      p.training.devices = {DeviceKind::CUDA, {0}};
+      const CompiledProject cuda = compile_or_fail(p);
+      const DTensor& in = cuda.plans.front().get_dtensor(cuda.engine.input[0]);
+      QCOMPARE(in.padded_c(), std::max<int64_t>(4, in.shape.c));
+    }
   }
 
   void seriesFollowTheTrainingSettings() {

@@ -53,6 +53,20 @@ class TestDTensor : public QObject {
     QCOMPARE(f.padded_c(), 3);
     QVERIFY(f.is_compact());
     QVERIFY(f.device_strides() == f.host_strides());
+
+    // A device whose kernels take any C (the CPU's) stores it compact.
+    DTensor u = t;
+    u.shape = {2, 5, 7, 3};
+    u.region = Region::F_FEATURE_FP16;
+    u.pad_channels = false;
+    QCOMPARE(u.alignment(), 1u);
+    QCOMPARE(u.padded_c(), 3);
+    QVERIFY(u.is_compact());
+    QCOMPARE(u.device_bytes(), uint64_t{2 * 5 * 7 * 3 * 2});
+    QCOMPARE(DTensor::slot_bytes_for(u.shape, DType::BF16, Region::F_FEATURE_BF16, false),
+             align256(2 * 5 * 7 * 3 * 2 + 16));
+    QCOMPARE(DTensor::slot_bytes_for(u.shape, DType::INT8, Region::S_MASK, false),
+             align256(2 * 5 * 7 * 3 + 16));
   }
 
   void slotFormulas() {

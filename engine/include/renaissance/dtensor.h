@@ -51,8 +51,12 @@ struct DTensor {
   // blocks). plan/tensor_shards.h maps the part into the whole.
   Placement tensor_placement;
   int tensor_blocks = 1;
+  // Whether the device pads 16-bit channels and masks as CUDA's kernels need
+  // (cuda_alignment). The CPU's kernels take any C, so CPU plans store every
+  // tensor compact: a 1-channel BF16 map is not 8 times its size.
+  bool pad_channels = true;
 
-  uint32_t alignment() const noexcept { return cuda_alignment(dtype, region); }
+  uint32_t alignment() const noexcept { return pad_channels ? cuda_alignment(dtype, region) : 1; }
   int64_t padded_c() const noexcept;
   // Strides in elements for N, H, W, C. Device strides use the padded C.
   std::array<int64_t, 4> device_strides() const noexcept;
@@ -67,7 +71,8 @@ struct DTensor {
   // Slot size: elements = N*H*W*padded_c; FP16 -> align256(2e + 16);
   // INT8 -> align256(e + 16); 4-byte types -> 2 * align256(2e + 16), which
   // makes every FP32 slot exactly twice the FP16 slot of the same shape.
-  static uint64_t slot_bytes_for(const Shape& shape, DType dtype, Region region) noexcept;
+  static uint64_t slot_bytes_for(const Shape& shape, DType dtype, Region region,
+                                 bool pad_channels = true) noexcept;
 };
 
 }  // namespace tr

@@ -93,6 +93,9 @@ class MemoryPlan {
   // pool, each gradient bucket of each series one block there, from its
   // first write to its reduce-scatter. Set before finalize.
   void set_gradients_in_pool(bool on);
+  // Whether the tensors allocated from now on pad their channels as CUDA's
+  // kernels need (DTensor::pad_channels; on unless told otherwise).
+  void set_channel_padding(bool on) noexcept { pad_channels_ = on; }
   // Tensor parallel: `id` is a tensor rank's part of a whole tensor
   // (DTensor::tensor_placement and tensor_blocks).
   void set_tensor_placement(DTensorId id, Placement placement, int blocks);
@@ -156,6 +159,7 @@ class MemoryPlan {
   bool finalized_ = false;
   bool packed_ = false;
   bool gradients_in_pool_ = false;
+  bool pad_channels_ = true;
 };
 
 // Phase 2 of compilation: the plans were built by the same sequence of
