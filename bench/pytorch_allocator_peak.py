@@ -24,6 +24,8 @@ The optimizer state and oneDNN's caches come to exist in two warm-up steps
 before the measurement. --bf16 1 runs forward and loss under bfloat16
 autocast (the weights and their state stay FP32, as in the engine's AMP).
 
+--layout both (the default) measures NCHW and channels-last and gives the
+leaner (the other under other_layout).
 --fit B1,B2 measures at those two batches instead (both training and
 validation at B) and extends the figures linearly to --batch: what a step
 allocates grows with the batch, so two small batches give a model too large
@@ -64,15 +66,17 @@ def running_peak(prof):
     return peak, len(events)
 
 
-def measure(name, batch, val_batch, threads, bf16, seed=42):
+def measure(name, batch, val_batch, threads, bf16, channels_last, seed=42):
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
     model = pytorch_models.build(name)
     shape, classes = pytorch_models.input_of(name)
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    model = model.to(memory_format=fmt)
     params = list(model.parameters())
     opt = pytorch_models.make_optimizer(name, params)
     loss_fn = nn.CrossEntropyLoss()
-    x = torch.randn(batch, *shape)
+    x = torch.randn(batch, *shape).contiguous(memory_format=fmt)
     y = torch.randint(0, classes, (batch,))
 
     def train_step():
@@ -92,7 +96,7 @@ def measure(name, batch, val_batch, threads, bf16, seed=42):
             for m in model.modules():
                 if isinstance(m, nn.MultiheadAttention):
                     m.train()
-        xv = torch.randn(val_batch, *shape)
+        xv = torch.randn(val_batch, *shape).contiguous(memory_format=fmt)
         with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             model(xv)
 
@@ -110,6 +114,7 @@ def measure(name, batch, val_batch, threads, bf16, seed=42):
     val_peak, val_events = running_peak(prof)
     return {"model": name, "batch": batch, "val_batch": val_batch, "threads": threads,
             "precision": "bf16 autocast" if bf16 else "fp32",
+            "layout": "channels_last" if channels_last else "nchw",
             "parameters": sum(p.numel() for p in params),
             "optimizer": type(opt).__name__,
             "held_bytes": held, "train_peak_bytes": train_peak, "val_peak_bytes": val_peak,
@@ -118,14 +123,14 @@ def measure(name, batch, val_batch, threads, bf16, seed=42):
             "torch": torch.__version__}
 
 
-def fitted(name, fit, batch, val_batch, threads, bf16):
+def fitted(name, fit, batch, val_batch, threads, bf16, channels_last):
     """Measures at two batches and extends every byte figure linearly to the given batches."""
     if val_batch != batch:
         sys.exit("pytorch_allocator_peak.py: --fit extends training and validation together, "
                  "so it needs --val-batch equal to --batch (got %d and %d)" % (batch, val_batch))
     b1, b2 = fit
-    r1 = measure(name, b1, b1, threads, bf16)
-    r2 = measure(name, b2, b2, threads, bf16)
+    r1 = measure(name, b1, b1, threads, bf16, channels_last)
+    r2 = measure(name, b2, b2, threads, bf16, channels_last)
     out = dict(r2)
     for key in ("held_bytes", "train_peak_bytes", "val_peak_bytes"):
         slope = (r2[key] - r1[key]) / (b2 - b1)
@@ -144,6 +149,9 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--bf16", type=int, choices=(0, 1), default=0)
     p.add_argument("--fit", help="B1,B2: measure at these batches, extend linearly to --batch")
+    p.add_argument("--layout", choices=("nchw", "channels_last", "both"), default="both",
+                   help="the memory format of the model and its inputs; both (the default) "
+                        "measures each and gives the leaner, the other under 'other_layout'")
     a = p.parse_args()
     train, val = pytorch_models.project_batches(pytorch_models.MODELS[a.model][2])
     if train is None:
@@ -157,9 +165,20 @@ def main():
             p.error("--fit takes two batches, e.g. --fit 2,4 (got '%s')" % a.fit)
         if not 0 < b1 < b2:
             p.error("--fit needs 0 < B1 < B2 (got %d,%d)" % (b1, b2))
-        r = fitted(a.model, (b1, b2), batch, val_batch, a.threads, bool(a.bf16))
-    else:
-        r = measure(a.model, batch, val_batch, a.threads, bool(a.bf16))
+    layouts = [False, True] if a.layout == "both" else [a.layout == "channels_last"]
+    runs = []
+    for channels_last in layouts:
+        if a.fit:
+            runs.append(fitted(a.model, (b1, b2), batch, val_batch, a.threads, bool(a.bf16),
+                               channels_last))
+        else:
+            runs.append(measure(a.model, batch, val_batch, a.threads, bool(a.bf16),
+                                channels_last))
+    runs.sort(key=lambda r: r["peak_bytes"])
+    r = runs[0]
+    if len(runs) > 1:
+        r["other_layout"] = {k: runs[1][k] for k in ("layout", "peak_bytes", "train_peak_bytes",
+                                                     "val_peak_bytes")}
     print(json.dumps(r))
 
 

@@ -238,6 +238,16 @@ def vit_b16():
     return ViT(224, 3, patch=16, dim=768, heads=12, blocks=12, mlp=3072, classes=1000)
 
 
+def resnet50():
+    """torchvision's ResNet-50 (1000 classes), the twin of projects/resnet50.json."""
+    try:
+        import torchvision
+    except ImportError as e:
+        sys.exit("resnet50 needs torchvision (%s); install it with "
+                 "`apt-get install python3-torchvision`" % e)
+    return torchvision.models.resnet50(num_classes=1000)
+
+
 # name -> (class, parameter count of the engine's project, project file)
 MODELS = {
     "lenet": (LeNet, 61706, "lenet-fashion.json"),
@@ -245,10 +255,11 @@ MODELS = {
     "resnet8": (ResNet8, 77754, "resnet8-fashion.json"),
     "vit-tiny": (vit_tiny, 205898, "vit-tiny-fashion.json"),
     "vit-b16": (vit_b16, 86566888, "vit-b16.json"),
+    "resnet50": (resnet50, 25557032, "resnet50.json"),
 }
 
 # Per-sample input shape (NCHW) and classes where they are not Fashion-MNIST's.
-INPUTS = {"vit-b16": ((3, 224, 224), 1000)}
+INPUTS = {"vit-b16": ((3, 224, 224), 1000), "resnet50": ((3, 224, 224), 1000)}
 
 
 def input_of(name):

@@ -5,6 +5,7 @@
 #include <string>
 
 #include <renaissance/largest_batch.h>
+#include <renaissance/plan_report.h>
 #include <renaissance/project_io.h>
 #include "device_fit.h"
 
@@ -54,10 +55,21 @@ TrainingReadiness check_training_readiness(const Project& project, const Dataset
   if (plan) {
     const DeviceFit fit = check_device_fit(*plan, scan);
     if (fit.checked && !fit.fits) {
-      // What to lower it to: the largest batch whose plan fits.
-      const BatchSearch best =
-          largest_fitting_batch(project, memory_per_rank(t.devices, scan).bytes, plan->options());
-      std::string what = fit.text.toStdString() + "; lower the global batch";
+      // What to lower it to: the largest batch whose plan fits; or the
+      // budget under which recomputation makes it fit.
+      const uint64_t room = memory_per_rank(t.devices, scan).bytes;
+      const BatchSearch best = largest_fitting_batch(project, room, plan->options());
+      std::string what = fit.text.toStdString() + "; ";
+      if (plan->options().recompute && plan->memory_budget() == 0) {
+        CompileOptions o = plan->options();
+        o.memory_budget = room >> 20 << 20;  // the field's whole MiB
+        const CompiledPlan fitted = compile_plan(project, o);
+        if (fitted.fits_budget())
+          what += "it fits with recomputation: set Memory budget to " +
+                  std::to_string(room >> 20) + " MiB (the plan then " +
+                  recompute_summary(fitted) + "); or ";
+      }
+      what += "lower the global batch";
       what += best.global_batch > 0
                   ? " (the largest that fits is " + std::to_string(best.global_batch) + ")"
                   : "";

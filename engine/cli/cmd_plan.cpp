@@ -34,7 +34,7 @@ constexpr const char* kPlanUsage =
     "                            [--mesh data=N,tensor=M]\n"
     "                            [--recompute on|off|matmuls] [--memory-packing on|off]\n"
     "                            [--validation-micro-batch fit|as-written|N]\n"
-    "                            [--max-batch [--memory BYTES]]\n"
+    "                            [--memory-budget BYTES] [--max-batch [--memory BYTES]]\n"
     "  Compiles the project and prints the layers, the region and DTensor tables of\n"
     "  every shape variant, and the bytes each device needs.\n"
     "  --json      machine-readable plan instead of tables\n"
@@ -62,50 +62,24 @@ constexpr const char* kPlanUsage =
     "               largest whose forward fits in the bytes training needs anyway and\n"
     "               whose batches cover the validation set; as-written the project's\n"
     "               validation batch; N at most that\n"
+    "  --memory-budget BYTES  the planner recomputes batch-norm and convolution outputs\n"
+    "               in the backward, the cheapest per byte first, the fewest that make\n"
+    "               the plan fit in BYTES a device (e.g. 4GiB); plan lists them and\n"
+    "               their cost\n"
     "  --max-batch  also find the largest global batch whose plan fits the devices:\n"
     "               the host's available memory shared by the CPU ranks, a CUDA\n"
-    "               device's memory, or --memory BYTES per device (e.g. 16GiB, 512MiB)\n";
-
-// "16GiB", "512MiB", "1.5G", "100000000": bytes.
-uint64_t parse_bytes(const std::string& text) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  std::string unit = text.substr(used);
-  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const std::pair<const char*, double> units[] = {{"", 1},
-                                                  {"b", 1},
-                                                  {"k", 1e3},
-                                                  {"kb", 1e3},
-                                                  {"kib", 1024.0},
-                                                  {"m", 1e6},
-                                                  {"mb", 1e6},
-                                                  {"mib", 1048576.0},
-                                                  {"g", 1e9},
-                                                  {"gb", 1e9},
-                                                  {"gib", 1073741824.0},
-                                                  {"t", 1e12},
-                                                  {"tb", 1e12},
-                                                  {"tib", 1099511627776.0}};
-  for (const auto& [name, scale] : units)
-    if (used > 0 && unit == name && value > 0 && value * scale < 1.8e19)
-      return static_cast<uint64_t>(value * scale);
-  throw UsageError("--memory " + text +
-                   ": expected a positive number of bytes, optionally with a unit (KiB, MiB, "
-                   "GiB, TiB, or k, M, G, T), e.g. 16GiB");
-}
+    "               device's memory, or --memory BYTES per device (e.g. 16GiB, 512MiB),\n"
+    "               with --memory-budget BYTES when --memory is not given; once as\n"
+    "               planned and once recomputing what it takes to fit\n";
 
 // The bytes one rank may take: --memory, else what this machine has.
 uint64_t memory_budget(const ParsedArgs& a, const CompiledPlan& cp, std::string* where) {
   const DeviceSet& devs = cp.project().training.devices;
-  if (a.values.count("memory")) {
-    *where = "--memory " + a.values.at("memory") + " per device";
-    return parse_bytes(a.values.at("memory"));
-  }
+  for (const char* option : {"memory", kMemoryBudgetOption})
+    if (a.values.count(option)) {
+      *where = "--" + std::string(option) + " " + a.values.at(option) + " per device";
+      return byte_count(option, a.values.at(option));
+    }
   const DeviceScan scan = scan_devices();
   const RankMemory m = memory_per_rank(devs, scan);
   if (!m.missing.empty())
@@ -153,6 +127,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   with_value.insert(kPackingOption);
   with_value.insert(kValidationMicroBatchOption);
   with_value.insert(kRecomputeOption);
+  with_value.insert(kMemoryBudgetOption);
   with_value.insert("memory");
   const ParsedArgs a =
       parse_args(args, with_value, {"json", "graphs", "help", "max-batch", "layers", "csv"});
@@ -172,13 +147,23 @@ int cmd_plan(const std::vector<std::string>& args) {
     throw UsageError("--memory goes with --max-batch (the budget the search fits the plan to)");
   std::string text;
   const std::string fit = fit_line(cp);
-  BatchSearch search;
+  // The largest batch as planned, and recomputing what it takes to fit.
+  BatchSearch search, recomputing;
   std::string budget_text;
   if (a.has("max-batch")) {
     const uint64_t budget = memory_budget(a, cp, &budget_text);
-    search = largest_fitting_batch(project, budget, compile_options_from(a));
+    CompileOptions as_planned = compile_options_from(a);
+    as_planned.memory_budget = 0;
+    Project unbudgeted = project;
+    unbudgeted.training.memory_budget_mib = 0;
+    search = largest_fitting_batch(unbudgeted, budget, as_planned);
+    if (as_planned.recompute) {
+      CompileOptions fitted = as_planned;
+      fitted.memory_budget = budget;
+      recomputing = largest_fitting_batch(project, budget, fitted);
+    }
   }
-  const std::string search_line =
+  std::string search_line =
       !a.has("max-batch") ? std::string()
       : search.global_batch == 0
           ? "largest batch that fits (" + budget_text + "): none; at one sample per rank the " +
@@ -187,6 +172,12 @@ int cmd_plan(const std::vector<std::string>& args) {
           : "largest batch that fits (" + budget_text + "): global batch " +
                 std::to_string(search.global_batch) + ", " + human_bytes(search.bytes_per_device) +
                 " per device (" + std::to_string(search.compiles) + " compiles)";
+  if (recomputing.global_batch > search.global_batch)
+    search_line += "\nlargest batch that fits recomputing layer outputs (" +
+                   recompute_summary(recomputing.plan) + "): global batch " +
+                   std::to_string(recomputing.global_batch) + ", " +
+                   human_bytes(recomputing.bytes_per_device) + " per device (" +
+                   std::to_string(recomputing.compiles) + " compiles)";
   if (a.has("csv") && !a.has("layers"))
     throw UsageError("--csv goes with --layers (the layer table as CSV)");
   if (a.has("layers") && (a.has("graphs") || a.has("max-batch")))
@@ -212,7 +203,11 @@ int cmd_plan(const std::vector<std::string>& args) {
       j["max_batch"] = {{"global_batch", search.global_batch},
                         {"bytes_per_device", search.bytes_per_device},
                         {"budget", budget_text},
-                        {"compiles", search.compiles}};
+                        {"compiles", search.compiles},
+                        {"recomputing",
+                         {{"global_batch", recomputing.global_batch},
+                          {"bytes_per_device", recomputing.bytes_per_device},
+                          {"compiles", recomputing.compiles}}}};
     if (a.has("graphs")) j["graphs_text"] = graphs_report_text(cp);
     text = j.dump(2) + "\n";
   } else {

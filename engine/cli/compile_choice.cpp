@@ -38,6 +38,12 @@ CompileOptions compile_options_from(const ParsedArgs& args) {
     else if (v->second != "fit")
       o.validation_micro_batch = positive_integer(kValidationMicroBatchOption, v->second);
   }
+  if (const auto v = args.values.find(kMemoryBudgetOption); v != args.values.end()) {
+    if (!o.recompute)
+      throw UsageError("option '--memory-budget' recomputes features to fit; drop '--" +
+                       std::string(o.in_place_dx ? "recompute" : "rewrites") + " off'");
+    o.memory_budget = byte_count(kMemoryBudgetOption, v->second);
+  }
   return o;
 }
 

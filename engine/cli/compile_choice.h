@@ -4,6 +4,8 @@
 // writes dX in place, whether it computes LayerNorm and activation outputs
 // again in the backward, and whether it shares step-local bytes by lifetime
 // (see CompileOptions). `--rewrites off` also turns recomputation off.
+// `--memory-budget BYTES` has the planner recompute what the plan needs to
+// fit in BYTES a device.
 #pragma once
 
 #include <renaissance/compiled_plan.h>
@@ -16,6 +18,8 @@ inline constexpr const char* kPackingOption = "memory-packing";
 inline constexpr const char* kRecomputeOption = "recompute";
 // --validation-micro-batch fit|as-written|N (CompileOptions::validation_micro_batch).
 inline constexpr const char* kValidationMicroBatchOption = "validation-micro-batch";
+// --memory-budget BYTES (CompileOptions::memory_budget).
+inline constexpr const char* kMemoryBudgetOption = "memory-budget";
 
 // Throws UsageError for a value other than on/off, naming the option.
 CompileOptions compile_options_from(const ParsedArgs& args);

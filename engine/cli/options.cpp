@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "options.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #include <renaissance/error.h>
 
@@ -73,6 +75,39 @@ long long positive_integer(const std::string& option, const std::string& text) {
   if (text.empty() || *end != '\0' || errno == ERANGE || v <= 0)
     throw UsageError("option '--" + option + "' takes a positive integer, got '" + text + "'");
   return v;
+}
+
+// "16GiB", "512MiB", "1.5G", "100000000": bytes.
+uint64_t byte_count(const std::string& option, const std::string& text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::pair<const char*, double> units[] = {{"", 1},
+                                                  {"b", 1},
+                                                  {"k", 1e3},
+                                                  {"kb", 1e3},
+                                                  {"kib", 1024.0},
+                                                  {"m", 1e6},
+                                                  {"mb", 1e6},
+                                                  {"mib", 1048576.0},
+                                                  {"g", 1e9},
+                                                  {"gb", 1e9},
+                                                  {"gib", 1073741824.0},
+                                                  {"t", 1e12},
+                                                  {"tb", 1e12},
+                                                  {"tib", 1099511627776.0}};
+  for (const auto& [name, scale] : units)
+    if (used > 0 && unit == name && value > 0 && value * scale < 1.8e19)
+      return static_cast<uint64_t>(value * scale);
+  throw UsageError("--" + option + " " + text +
+                   ": expected a positive number of bytes, optionally with a unit (KiB, MiB, "
+                   "GiB, TiB, or k, M, G, T), e.g. 16GiB");
 }
 
 }  // namespace tr::cli

@@ -3,6 +3,7 @@
 // say which option was wrong and what it takes.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -35,5 +36,8 @@ int usage_exit_code(const ParsedArgs& args, const char* usage, size_t positional
 
 // Parses a whole positive integer; UsageError naming the option otherwise.
 long long positive_integer(const std::string& option, const std::string& text);
+
+// "16GiB", "512MiB", "1.5G", "100000000": bytes; UsageError naming the option otherwise.
+uint64_t byte_count(const std::string& option, const std::string& text);
 
 }  // namespace tr::cli

@@ -24,6 +24,7 @@ std::set<std::string> setup_options() {
   s.insert(kPackingOption);
   s.insert(kValidationMicroBatchOption);
   s.insert(kRecomputeOption);
+  s.insert(kMemoryBudgetOption);
   s.insert("conv-algorithms");
   return s;
 }

@@ -33,6 +33,18 @@ const std::vector<ResolvedVariant>& CompiledPlan::variants() const {
 int64_t CompiledPlan::validation_batch_written() const {
   return program_->validation_batch_written;
 }
+const std::vector<RecomputeChoice>& CompiledPlan::recompute_candidates() const {
+  return program_->recompute_candidates;
+}
+const std::vector<RecomputeChoice>& CompiledPlan::recomputed() const {
+  return program_->recomputed;
+}
+uint64_t CompiledPlan::memory_budget() const {
+  return program_->options.memory_budget;
+}
+bool CompiledPlan::fits_budget() const {
+  return memory_budget() == 0 || bytes_per_device() <= memory_budget();
+}
 const std::vector<MemoryPlan>& CompiledPlan::plans() const {
   return program_->plans;
 }

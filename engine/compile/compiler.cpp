@@ -206,16 +206,20 @@ class TensorAllocator {
       // A BN fused with its ReLU writes the ReLU's output: it has none of its own.
       if (node.type != LayerType::Input && layer_output_ports(node.type) > 0 && r.fused_relu < 0) {
         t.out = plan_.alloc_feature(na.output, feat, id + ".out", v);
-        t.grad = r.grad_in_place ? t.out : plan_.alloc_grad_slot(na.output, feat, id + ".grad", v);
         if (r.recompute_out)
           t.recomputed = plan_.alloc_feature(na.output, feat, id + ".recomputed", v);
+        // In place: over the copy the consumer's backward reads, when there is one.
+        const DTensorId read = t.recomputed != kNoTensor ? t.recomputed : t.out;
+        t.grad = r.grad_in_place ? read : plan_.alloc_grad_slot(na.output, feat, id + ".grad", v);
       }
       if (!splits_.empty()) sequence_parallel_buffers(v, t, feat);
     }
     for (LayerTensors& t : layers_)
       if (t.fused_relu >= 0) {
-        t.out = layers_[static_cast<size_t>(t.fused_relu)].out;
-        t.grad = layers_[static_cast<size_t>(t.fused_relu)].grad;
+        const LayerTensors& relu = layers_[static_cast<size_t>(t.fused_relu)];
+        t.out = relu.out;
+        t.grad = relu.grad;
+        t.recomputed = relu.recomputed;
       }
     if (sharded_) moment_shards();
   }
@@ -411,11 +415,13 @@ class GraphEmitter {
 
   // The forward of recomputed layer `v` again, into its copy, after those of
   // its inputs that are recomputed too (once each).
+  // A fused ReLU's output is its batch norm's: that forward runs again.
   void recompute(ComputationGraph& g, int v, std::set<int>& done) {
     if (v == a_.input_node || L(v).recomputed == kNoTensor || !done.insert(v).second) return;
-    const int ports = layer_input_ports(p_.model.nodes[static_cast<size_t>(v)]);
-    for (int port = 0; port < ports; ++port) recompute(g, a_.source_of(v, port).node, done);
-    GraphNode again = forward_node(v, true, 0, true);
+    const int runs = L(v).fused_into >= 0 ? L(v).fused_into : v;
+    const int ports = layer_input_ports(p_.model.nodes[static_cast<size_t>(runs)]);
+    for (int port = 0; port < ports; ++port) recompute(g, a_.source_of(runs, port).node, done);
+    GraphNode again = forward_node(runs, true, 0, true);
     std::replace(again.outputs.begin(), again.outputs.end(), L(v).out, L(v).recomputed);
     add(g, std::move(again));
   }
@@ -902,6 +908,36 @@ const ComputationGraph* CompiledProject::find_graph(GraphId id, int variant) con
 
 namespace {
 
+// What a memory budget may recompute (the training variant's bytes of each
+// output), cheapest per byte first and the largest first among equals, and
+// what this plan recomputes.
+void list_recomputation(CompiledProject& cp, const std::vector<LayerRewrite>& rewrites) {
+  const int train = std::max(0, cp.variant_index(VariantKind::Train));
+  const MemoryPlan& plan = cp.plans[static_cast<size_t>(train)];
+  for (int n : recompute_candidates(cp.project, cp.analysis, rewrites)) {
+    const int relu = rewrites[static_cast<size_t>(n)].fused_relu;
+    const int holder = relu >= 0 ? relu : n;
+    RecomputeChoice c;
+    c.layer = cp.project.model.nodes[static_cast<size_t>(n)].id;
+    c.bytes = plan.get_dtensor(cp.layers[static_cast<size_t>(holder)].out).slot_bytes;
+    c.extra_flops = cp.analysis.nodes[static_cast<size_t>(n)].flops +
+                    (relu >= 0 ? cp.analysis.nodes[static_cast<size_t>(relu)].flops : 0);
+    cp.recompute_candidates.push_back(c);
+  }
+  std::stable_sort(
+      cp.recompute_candidates.begin(), cp.recompute_candidates.end(),
+      [](const RecomputeChoice& a, const RecomputeChoice& b) {
+        // a.flops / a.bytes < b.flops / b.bytes, without dividing
+        const auto l = static_cast<double>(a.extra_flops) * static_cast<double>(b.bytes);
+        const auto r = static_cast<double>(b.extra_flops) * static_cast<double>(a.bytes);
+        return l != r ? l < r : a.bytes > b.bytes;
+      });
+  for (const RecomputeChoice& c : cp.recompute_candidates)
+    if (std::find(cp.options.recompute_layers.begin(), cp.options.recompute_layers.end(),
+                  c.layer) != cp.options.recompute_layers.end())
+      cp.recomputed.push_back(c);
+}
+
 // Tensor parallel: which of each split layer's tensors are a tensor rank's
 // part of a whole one, and along which dimension. Weights are [out, 1, 1,
 // in] (a TokenLinear's too): a column layer's split by outputs (its bias
@@ -1031,6 +1067,7 @@ static CompiledProject compile_variants(const Project& project, const CompileOpt
     TensorAllocator(cp, analyses[i], rewrites, cp.plans.back()).run();
   }
   mark_tensor_placements(cp);
+  list_recomputation(cp, rewrites);
   if (!options.pack_memory) {
     finalize_variants(cp.plans);
     emit_graphs(cp);
@@ -1054,7 +1091,8 @@ static CompiledProject compile_variants(const Project& project, const CompileOpt
   return cp.bytes_per_device() < pooled.bytes_per_device() ? cp : pooled;
 }
 
-CompiledProject compile_project(const Project& project, const CompileOptions& options) {
+// The validation variant's micro-batch fitted (CompileOptions::validation_micro_batch).
+CompiledProject compile_fitted(const Project& project, const CompileOptions& options) {
   int val = -1;
   for (size_t i = 0; i < project.variants.size(); ++i)
     if (project.variants[i].kind == VariantKind::Validation && project.variants[i].batch > 0)
@@ -1117,6 +1155,55 @@ CompiledProject compile_project(const Project& project, const CompileOptions& op
   }
   // `best`, when set, is the one compiled at sizes[hi]: the answer.
   return best ? std::move(*best) : with(sizes[lo]);
+}
+
+// Under a memory budget, the fewest recomputations that make the plan fit,
+// taken in the candidates' order (cheapest per byte first): the plan's bytes
+// mostly fall as more are taken, so the count is found by bisection. They
+// need not (recomputed copies live together in a segment's backward), so
+// where no count fits, the smallest plan compiled on the way is kept.
+CompiledProject compile_project(const Project& project, const CompileOptions& asked) {
+  CompileOptions options = asked;
+  if (options.memory_budget == 0)
+    options.memory_budget = static_cast<uint64_t>(project.training.memory_budget_mib) << 20;
+  CompiledProject plain = compile_fitted(project, options);
+  // --recompute off keeps every output, budget or not (the plan says it is over).
+  if (options.memory_budget == 0 || !options.recompute ||
+      plain.bytes_per_device() <= options.memory_budget)
+    return plain;
+  const std::vector<RecomputeChoice> candidates = plain.recompute_candidates;
+  auto with = [&](size_t count) {
+    CompileOptions o = options;
+    for (size_t i = 0; i < count; ++i)
+      if (std::find(o.recompute_layers.begin(), o.recompute_layers.end(), candidates[i].layer) ==
+          o.recompute_layers.end())
+        o.recompute_layers.push_back(candidates[i].layer);
+    return compile_fitted(project, o);
+  };
+  size_t lo = 1, hi = candidates.size();
+  if (hi == 0) return plain;
+  std::optional<CompiledProject> best;
+  CompiledProject smallest = std::move(plain);
+  auto keep_smallest = [&](const CompiledProject& cp) {
+    if (cp.bytes_per_device() < smallest.bytes_per_device()) smallest = cp;
+  };
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    CompiledProject cp = with(mid);
+    if (cp.bytes_per_device() <= options.memory_budget) {
+      hi = mid;
+      best = std::move(cp);
+    } else {
+      keep_smallest(cp);
+      lo = mid + 1;
+    }
+  }
+  // `best`, when set, was compiled at `hi`, the answer.
+  if (best) return std::move(*best);
+  CompiledProject all = with(hi);
+  if (all.bytes_per_device() <= options.memory_budget) return all;
+  keep_smallest(all);
+  return smallest;
 }
 
 }  // namespace tr

@@ -108,6 +108,10 @@ struct CompiledProject {
   // runs it as smaller micro-batches (CompileOptions::validation_micro_batch);
   // 0 when it runs as written.
   int64_t validation_batch_written = 0;
+  // Saved features that may be computed again in the backward, cheapest
+  // per byte first, and those that are (CompileOptions::memory_budget).
+  std::vector<RecomputeChoice> recompute_candidates;
+  std::vector<RecomputeChoice> recomputed;
   // The mesh's `data` dimension: the groups whose gradients are averaged.
   int data_ranks() const noexcept { return world_size / tensor_ranks; }
 

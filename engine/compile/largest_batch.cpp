@@ -2,6 +2,7 @@
 #include <renaissance/largest_batch.h>
 
 #include <algorithm>
+#include <memory>
 
 #include <renaissance/error.h>
 #include <renaissance/project_limits.h>
@@ -18,12 +19,14 @@ BatchSearch largest_fitting_batch(const Project& project, uint64_t budget_per_de
   const int64_t world = std::max(1, trial.training.devices.world_size());
   BatchSearch result;
   // The plan's bytes at a per-rank batch, or none when it does not compile
-  // there (counted as not fitting).
+  // there (counted as not fitting); the last plan that fits, at `good`, is kept.
+  std::shared_ptr<const CompiledProject> last, kept;
   auto bytes_at = [&](int64_t per_rank, uint64_t& bytes) {
     trial.training.global_batch = per_rank * world;
     ++result.compiles;
     try {
-      bytes = compile_project(trial, options).bytes_per_device();
+      last = std::make_shared<const CompiledProject>(compile_project(trial, options));
+      bytes = last->bytes_per_device();
       return true;
     } catch (const ProjectError&) {
       bytes = 0;
@@ -31,7 +34,9 @@ BatchSearch largest_fitting_batch(const Project& project, uint64_t budget_per_de
     }
   };
   auto fits = [&](int64_t per_rank, uint64_t& bytes) {
-    return bytes_at(per_rank, bytes) && bytes <= budget_per_device;
+    const bool ok = bytes_at(per_rank, bytes) && bytes <= budget_per_device;
+    if (ok) kept = last;
+    return ok;
   };
   const int64_t most = limits::kMaxBatch / world;
   uint64_t bytes = 0;
@@ -68,6 +73,7 @@ BatchSearch largest_fitting_batch(const Project& project, uint64_t budget_per_de
   }
   result.global_batch = good * world;
   result.bytes_per_device = good_bytes;
+  result.plan = CompiledPlan(kept);  // every fit moved `good` there
   return result;
 }
 

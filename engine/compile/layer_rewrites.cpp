@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <renaissance/error.h>
+
 #include "compile/layer_lowering.h"
 
 namespace tr {
@@ -31,7 +33,42 @@ bool is_weighted(LayerType t) {
   return t == LayerType::Conv2d || t == LayerType::Linear || t == LayerType::TokenLinear;
 }
 
+// Whether every reader of node n's output is a weighted layer other than the
+// first: their backwards read it for the weight gradient only.
+bool read_only_for_weight_gradients(const Project& project, const ModelAnalysis& a, int n) {
+  const auto& c = a.consumers[static_cast<size_t>(n)];
+  return !c.empty() && std::all_of(c.begin(), c.end(), [&](const PortRef& use) {
+    return use.node != a.first_layer &&
+           is_weighted(project.model.nodes[static_cast<size_t>(use.node)].type);
+  });
+}
+
+// The node holding batch norm n's output: its fused ReLU, or itself.
+int output_node(const std::vector<LayerRewrite>& r, int n) {
+  const int relu = r[static_cast<size_t>(n)].fused_relu;
+  return relu >= 0 ? relu : n;
+}
+
 }  // namespace
+
+std::vector<int> recompute_candidates(const Project& project, const ModelAnalysis& a,
+                                      const std::vector<LayerRewrite>& r) {
+  auto type = [&](int n) { return project.model.nodes[static_cast<size_t>(n)].type; };
+  std::vector<int> out;
+  for (int n : a.order) {
+    if (n == a.input_node || n == a.first_layer) continue;
+    const auto& c = a.consumers[static_cast<size_t>(n)];
+    if (type(n) == LayerType::BatchNorm2d &&
+        read_only_for_weight_gradients(project, a, output_node(r, n)))
+      out.push_back(n);
+    else if (type(n) == LayerType::Conv2d && !c.empty() &&
+             std::all_of(c.begin(), c.end(), [&](const PortRef& use) {
+               return type(use.node) == LayerType::BatchNorm2d;
+             }))
+      out.push_back(n);
+  }
+  return out;
+}
 
 std::vector<LayerRewrite> plan_layer_rewrites(const Project& project, const ModelAnalysis& a,
                                               const CompileOptions& options) {
@@ -56,13 +93,28 @@ std::vector<LayerRewrite> plan_layer_rewrites(const Project& project, const Mode
     for (int n : a.order) {
       const LayerType t = type(n);
       if (n == a.input_node || backward_reads_own_output(t) || !cheap_to_recompute(t)) continue;
-      const auto& c = a.consumers[static_cast<size_t>(n)];
-      if (c.empty() || !std::all_of(c.begin(), c.end(), [&](const PortRef& use) {
-            return use.node != a.first_layer && is_weighted(type(use.node));
-          }))
-        continue;
+      if (!read_only_for_weight_gradients(project, a, n)) continue;
       r[static_cast<size_t>(n)].recompute_out = true;
     }
+
+  // The budget's choices: the output's holder is marked (a fused ReLU's
+  // output is its BN's).
+  if (!options.recompute_layers.empty()) {
+    const std::vector<int> candidates = recompute_candidates(project, a, r);
+    for (const std::string& id : options.recompute_layers) {
+      const auto at = std::find_if(candidates.begin(), candidates.end(),
+                                   [&](int n) { return nodes[static_cast<size_t>(n)].id == id; });
+      if (at == candidates.end())
+        throw ProjectError({Diagnostic{project.source_path, "", "recompute",
+                                       "layer '" + id +
+                                           "' cannot be recomputed in the backward: only a "
+                                           "batch norm whose output only weighted layers "
+                                           "(not the first) read, or a convolution (not the "
+                                           "first) whose output only batch norms read, can",
+                                       0, 0, id}});
+      r[static_cast<size_t>(output_node(r, *at))].recompute_out = true;
+    }
+  }
 
   // The matrix products: each from an input that is kept, or recomputed from
   // one that is (so no chain reaches further back than a saved tensor), and
@@ -101,8 +153,8 @@ std::vector<LayerRewrite> plan_layer_rewrites(const Project& project, const Mode
   if (options.in_place_dx)
     for (int n : a.order) {
       if (n == a.input_node || backward_reads_own_output(type(n))) continue;
-      // Its output is gone by the backward: the gradient needs a slot.
-      if (r[static_cast<size_t>(n)].recompute_out) continue;
+      // A recomputed output is gone by the backward: the gradient goes over
+      // its copy instead, if the copy is the next layer's input.
       // A BN whose output is a fused ReLU's has no output of its own.
       if (r[static_cast<size_t>(n)].fused_relu >= 0) continue;
       const int next = only_consumer(n);

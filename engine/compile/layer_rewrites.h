@@ -20,8 +20,21 @@ struct LayerRewrite {
   bool recompute_out = false;  // its forward runs again in the backward (CompileOptions::recompute)
 };
 
-// One entry per model node.
+// One entry per model node. Throws ProjectError for a layer in
+// options.recompute_layers that is not a candidate.
 std::vector<LayerRewrite> plan_layer_rewrites(const Project& project, const ModelAnalysis& analysis,
                                               const CompileOptions& options);
+
+// The layers a memory budget may recompute (CompileOptions::memory_budget):
+// batch norms whose output (or their fused ReLU's) only weighted layers
+// other than the first read, for their weight gradient: an elementwise pass
+// and a statistics pass over their input; and convolutions (not the first)
+// whose output only batch norms read: a segment's forward, from an input
+// that is kept or recomputed in turn (checkpointing), whose batch norms'
+// backwards then read the copy. Each writes the same bits again (the same
+// kernel on the same input), a batch norm's statistics included, which it
+// writes again unchanged. Node indices, in the model's order.
+std::vector<int> recompute_candidates(const Project& project, const ModelAnalysis& analysis,
+                                      const std::vector<LayerRewrite>& rewrites);
 
 }  // namespace tr

@@ -184,6 +184,27 @@ std::string human_bytes(uint64_t bytes) {
                 : fmt("%.2f %s", v, units[u]);
 }
 
+double recompute_flops_share(const CompiledProject& cp) {
+  int64_t extra = 0;
+  for (const RecomputeChoice& c : cp.recomputed) extra += c.extra_flops;
+  const int64_t step = 3 * cp.analysis.total_flops;
+  return step > 0 ? static_cast<double>(extra) / static_cast<double>(step) : 0.0;
+}
+
+std::string recompute_summary(const CompiledProject& cp) {
+  const std::vector<RecomputeChoice>& chosen = cp.recomputed;
+  if (chosen.empty()) return {};
+  uint64_t bytes = 0;
+  for (const RecomputeChoice& c : chosen) bytes += c.bytes;
+  std::string names = chosen.front().layer;
+  if (chosen.size() > 1) names += (chosen.size() > 2 ? " .. " : ", ") + chosen.back().layer;
+  return fmt(
+      "recomputes %zu of %zu layer outputs in the backward (%s): %s of saved "
+      "features, +%.2f%% of a step's FLOPs",
+      chosen.size(), cp.recompute_candidates.size(), names.c_str(), human_bytes(bytes).c_str(),
+      100.0 * recompute_flops_share(cp));
+}
+
 std::string plan_report_text(const CompiledProject& cp) {
   const Project& p = cp.project;
   std::string out;
@@ -294,6 +315,18 @@ std::string plan_report_text(const CompiledProject& cp) {
         fmt("the largest variant's bytes, with step-local tensors packed by lifetime "
             "(%s with --memory-packing off)\n",
             human_bytes(unpacked_bytes_per_device(cp)).c_str());
+  if (const uint64_t budget = cp.options.memory_budget; budget > 0) {
+    const std::string what = recompute_summary(cp);
+    out += fmt("memory budget %s per device: %s; %s\n", human_bytes(budget).c_str(),
+               per_device <= budget ? "fits" : "does NOT fit",
+               what.empty() ? "recomputes nothing" : what.c_str());
+    if (per_device > budget)
+      out +=
+          fmt("  even recomputing all %zu candidates it needs %s; a smaller batch fits "
+              "(plan --max-batch --memory %llu)\n",
+              cp.recompute_candidates.size(), human_bytes(per_device).c_str(),
+              static_cast<unsigned long long>(budget));
+  }
   auto ratio = [](uint64_t a, uint64_t b) {
     return b ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
   };
@@ -474,6 +507,20 @@ nlohmann::json plan_report_json(const CompiledProject& cp) {
   }
   j["variants"] = std::move(variants);
   {
+    auto choices = [](const std::vector<RecomputeChoice>& list) {
+      json a = json::array();
+      for (const RecomputeChoice& c : list)
+        a.push_back({{"layer", c.layer}, {"bytes", c.bytes}, {"extra_flops", c.extra_flops}});
+      return a;
+    };
+    const uint64_t budget = cp.options.memory_budget;
+    j["recompute"] = {{"memory_budget", budget},
+                      {"fits_budget", budget == 0 || cp.bytes_per_device() <= budget},
+                      {"candidates", choices(cp.recompute_candidates)},
+                      {"chosen", choices(cp.recomputed)},
+                      {"extra_flops_share", recompute_flops_share(cp)}};
+  }
+  {
     json mesh = {{"data", cp.data_ranks()}, {"tensor", cp.tensor_ranks}};
     if (cp.tensor_ranks > 1) {
       const TensorSplitBytes tb = tensor_split_bytes(cp.plans.front(), cp.tensor_ranks);
@@ -540,6 +587,14 @@ std::string graphs_report_text(const CompiledProject& cp) {
     out += graph_to_text(g, cp.plans[vi], cp.project.model, cp.variants[vi].name) + "\n";
   }
   return out;
+}
+
+double recompute_flops_share(const CompiledPlan& plan) {
+  return recompute_flops_share(plan.program());
+}
+
+std::string recompute_summary(const CompiledPlan& plan) {
+  return recompute_summary(plan.program());
 }
 
 std::string plan_report_text(const CompiledPlan& plan) {

@@ -17,5 +17,7 @@ std::string plan_report_text(const CompiledProject& cp);
 nlohmann::json plan_report_json(const CompiledProject& cp);
 uint64_t unpacked_bytes_per_device(const CompiledProject& cp);
 std::string graphs_report_text(const CompiledProject& cp);
+std::string recompute_summary(const CompiledProject& cp);
+double recompute_flops_share(const CompiledProject& cp);
 
 }  // namespace tr

@@ -454,6 +454,20 @@ std::vector<SettingSpec> make_settings() {
        .write = WriteWhen::Set,
        .choice_get = [](const Project& p) { return static_cast<int>(p.training.sharding); },
        .choice_set = [](Project& p, int v) { p.training.sharding = static_cast<Sharding>(v); }},
+      {.key = "training.memory_budget_mib",
+       .group = G::Precision,
+       .label = "Memory budget",
+       .help = "The memory one device's plan may take: over it, the plan drops batch-norm "
+               "and convolution outputs and computes them again in the backward, the cheapest "
+               "per byte first, "
+               "the fewest that make it fit (the same training bit for bit, some more time); 0: "
+               "no budget, nothing extra recomputed",
+       .min = 0,
+       .max = 16 * 1024 * 1024,
+       .write = WriteWhen::Set,
+       .zero_text = "none",
+       .suffix = " MiB",
+       .int_ref = [](Project& p) -> int64_t& { return p.training.memory_budget_mib; }},
       {.key = "training.mesh.tensor",
        .group = G::Precision,
        .label = "Tensor-parallel ranks",

@@ -331,6 +331,48 @@ class TestCliPlan : public QObject {
     QVERIFY2(clash.err.contains("'--recompute matmuls' needs the rewrites"), clash.err.constData());
   }
 
+  // --memory-budget: the planner recomputes what it takes to fit, says what
+  // and at what cost; --max-batch finds a larger batch recomputing; a budget
+  // training cannot meet is refused before anything runs; bad values name
+  // the option.
+  void memoryBudget() {
+    const Result plain = run_cli({"plan", project("cnn-bn-fashion"), "--json"});
+    QVERIFY2(plain.code == 0, plain.err.constData());
+    const uint64_t bytes = json::parse(plain.out.toStdString()).at("bytes_per_device");
+    const QString budget = QString::number(bytes - 1);
+    const Result fitted =
+        run_cli({"plan", project("cnn-bn-fashion"), "--json", "--memory-budget", budget});
+    QVERIFY2(fitted.code == 0, fitted.err.constData());
+    const json f = json::parse(fitted.out.toStdString());
+    QVERIFY(f.at("bytes_per_device").get<uint64_t>() < bytes);
+    QVERIFY(f.at("recompute").at("fits_budget").get<bool>());
+    QVERIFY(!f.at("recompute").at("chosen").empty());
+    QCOMPARE(f.at("recompute").at("memory_budget").get<uint64_t>(), bytes - 1);
+    const Result text = run_cli({"plan", project("cnn-bn-fashion"), "--memory-budget", budget});
+    QVERIFY2(text.out.contains("memory budget") && text.out.contains(": fits; recomputes "),
+             text.out.constData());
+    // A budget below what recomputing everything reaches.
+    const Result over = run_cli({"plan", project("cnn-bn-fashion"), "--memory-budget", "1MiB"});
+    QVERIFY2(over.out.contains("does NOT fit") && over.out.contains("even recomputing all"),
+             over.out.constData());
+    const Result batch =
+        run_cli({"plan", project("cnn-bn-fashion"), "--max-batch", "--memory", "200MiB"});
+    QVERIFY2(batch.out.contains("largest batch that fits recomputing layer outputs"),
+             batch.out.constData());
+    const Result refused = run_cli({"train", project("cnn-bn-fashion"), "--memory-budget", "1MiB",
+                                    "--no-store", "--epochs", "1"});
+    QVERIFY(refused.code != 0);
+    QVERIFY2(refused.err.contains("over the memory budget of 1.00 MiB"), refused.err.constData());
+    const Result bad = run_cli({"plan", project("cnn-bn-fashion"), "--memory-budget", "lots"});
+    QVERIFY(bad.code != 0);
+    QVERIFY2(bad.err.contains("--memory-budget lots: expected a positive number of bytes"),
+             bad.err.constData());
+    const Result off = run_cli(
+        {"plan", project("cnn-bn-fashion"), "--memory-budget", "1GiB", "--recompute", "off"});
+    QVERIFY(off.code != 0);
+    QVERIFY2(off.err.contains("'--memory-budget' recomputes features to fit"), off.err.constData());
+  }
+
   void textTables() {
     const Result r = run_cli({"plan", project("lenet-fashion")});
     QCOMPARE(r.code, 0);

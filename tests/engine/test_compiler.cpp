@@ -195,9 +195,16 @@ CompiledProject compile_or_fail(const Project& p, const CompileOptions& options 
 }
 
 // One kernel per layer and one slot per gradient: the program the rewrites start from.
-constexpr CompileOptions kPlain{false, false};
+CompileOptions rewrites(bool fuse_bn_relu, bool in_place_dx, bool pack_memory = true) {
+  CompileOptions o;
+  o.fuse_bn_relu = fuse_bn_relu;
+  o.in_place_dx = in_place_dx;
+  o.pack_memory = pack_memory;
+  return o;
+}
+const CompileOptions kPlain = rewrites(false, false);
 // The plan before lifetimes: every tensor its own bytes, one offset per id.
-constexpr CompileOptions kUnpacked{true, true, false};
+const CompileOptions kUnpacked = rewrites(true, true, false);
 // Validation at the project's batch, not in micro-batches.
 CompileOptions as_written(CompileOptions o = {}) {
   o.validation_micro_batch = CompileOptions::kAsWritten;
@@ -1737,7 +1744,7 @@ class TestCompiler : public QObject {
     QVERIFY(layer(cp, "c2").grad_in_place == false);  // feeds a pool, not a conv
     QVERIFY(layer(cp, "flat").grad_in_place);
     QVERIFY(!layer(cp, "c1").grad_in_place);  // Tanh's input: Tanh is not a conv
-    const CompiledProject off = compile_or_fail(b.build(), CompileOptions{true, false});
+    const CompiledProject off = compile_or_fail(b.build(), rewrites(true, false));
     QVERIFY(!layer(off, "flat").grad_in_place);
   }
 
@@ -1767,7 +1774,7 @@ class TestCompiler : public QObject {
     for (const char* name : {"lenet-fashion", "cnn-bn-fashion", "resnet8-fashion", "resnet50"}) {
       const CompiledProject cp = compile_or_fail(load(name), kUnpacked);
       const CompiledProject plain =
-          compile_or_fail(load(name), CompileOptions{false, false, false});
+          compile_or_fail(load(name), rewrites(false, false, false));
       // What the rewrites remove: fused BN outputs and their gradient slots,
       // and the gradient slots of in-place features; nothing else moves.
       uint64_t removed = 0;

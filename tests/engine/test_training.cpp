@@ -350,6 +350,111 @@ class TestTraining : public QObject {
   // GELU's outputs, read only by TokenLinears, are computed again in the
   // backward instead of kept. The plan is smaller and the losses are the
   // plain program's bit for bit (the same kernel on the same input).
+  // Under a memory budget the planner drops batch-norm outputs that only
+  // convolutions read, and convolution outputs that only batch norms read,
+  // and runs those forwards again in the backward (a convolution's from its
+  // input, itself recomputed where it was dropped): the same kernels on the
+  // same inputs, so the same losses bit for bit, in FP32 and BF16, and with
+  // SyncBatchNorm over two ranks (whose statistics are summed again across
+  // the ranks); the CPU backend's step-schedule checker is on in every run.
+  void budgetRecomputesBatchNormBitForBit() {
+    ModelBuilder b;
+    b.project() = small_project();
+    b.project().model = {};
+    b.node("in", LayerType::Input, input(8, 8, 1))
+        .node("conv1", LayerType::Conv2d, conv(8, 3, 3, 1, 1, 1, 1, true))
+        .node("bn1", LayerType::BatchNorm2d)
+        .node("relu1", LayerType::ReLU)
+        .node("conv2", LayerType::Conv2d, conv(8, 3, 3, 1, 1, 1, 1, false))
+        .node("bn2", LayerType::BatchNorm2d)
+        .node("conv3", LayerType::Conv2d, conv(8, 3, 3, 2, 2, 1, 1, false))
+        .node("bn3", LayerType::BatchNorm2d)
+        .node("relu3", LayerType::ReLU)
+        .node("gap", LayerType::GlobalAvgPool)
+        .node("fc", LayerType::Linear, linear(4))
+        .node("loss", LayerType::SoftmaxCrossEntropy)
+        .chain({"in", "conv1", "bn1", "relu1", "conv2", "bn2", "conv3", "bn3", "relu3", "gap", "fc",
+                "loss"});
+    Project p = b.build();
+    const CompiledProject plain = compile_project(p);
+    // bn1 (with its fused ReLU) and bn2 (alone) feed convolutions, bn3 the
+    // pooling; conv2 and conv3 feed batch norms, conv1 is the first layer.
+    std::set<std::string> candidates;
+    for (const RecomputeChoice& c : plain.recompute_candidates) candidates.insert(c.layer);
+    QCOMPARE(candidates, (std::set<std::string>{"bn1", "bn2", "conv2", "conv3"}));
+    // The batch norms cost fewer FLOPs a byte than the convolutions.
+    QCOMPARE(plain.recompute_candidates[0].layer.substr(0, 2), std::string("bn"));
+    QCOMPARE(plain.recompute_candidates[2].layer.substr(0, 4), std::string("conv"));
+    QVERIFY(plain.recomputed.empty());
+    // A budget just under the plan: the fewest recomputations that fit.
+    CompileOptions under;
+    under.memory_budget = plain.bytes_per_device() - 1;
+    const CompiledProject one = compile_project(p, under);
+    QVERIFY2(one.bytes_per_device() <= under.memory_budget,
+             qPrintable(QString("%1 bytes").arg(one.bytes_per_device())));
+    QVERIFY(!one.recomputed.empty());
+    // A budget nothing meets: the smallest plan the search saw, which says
+    // it is over.
+    CompileOptions tiny;
+    tiny.memory_budget = 1;
+    const CompiledProject least = compile_project(p, tiny);
+    QVERIFY(!least.recomputed.empty());
+    QVERIFY(least.bytes_per_device() <= one.bytes_per_device());
+    QVERIFY(!CompiledPlan(std::make_shared<CompiledProject>(least)).fits_budget());
+    // The project's own budget (training.memory_budget_mib) is the same search.
+    Project budgeted = p;
+    budgeted.training.memory_budget_mib = 1;
+    const CompiledProject own = compile_project(budgeted);
+    QCOMPARE(own.options.memory_budget, uint64_t{1} << 20);
+    CompileOptions mib;
+    mib.memory_budget = uint64_t{1} << 20;
+    QCOMPARE(own.bytes_per_device(), compile_project(p, mib).bytes_per_device());
+    QCOMPARE(own.recomputed.size(), compile_project(p, mib).recomputed.size());
+    // Every candidate, pinned by hand.
+    CompileOptions every;
+    for (const RecomputeChoice& c : plain.recompute_candidates)
+      every.recompute_layers.push_back(c.layer);
+    const CompiledProject all = compile_project(p, every);
+    QCOMPARE(all.recomputed.size(), size_t{4});
+    QVERIFY(all.layers[3].recomputed != kNoTensor);  // relu1's output, bn1's kernel
+    QCOMPARE(all.layers[2].recomputed, all.layers[3].recomputed);
+    QVERIFY(all.layers[5].recomputed != kNoTensor);
+    QVERIFY(all.layers[4].recomputed != kNoTensor && all.layers[6].recomputed != kNoTensor);
+    // conv2's and conv3's dX go over the recomputed copies they read.
+    QCOMPARE(all.layers[3].grad, all.layers[3].recomputed);
+    QCOMPARE(all.layers[5].grad, all.layers[5].recomputed);
+
+    TrainOptions o;
+    o.epochs = 1;
+    for (Precision precision : {Precision::FP32, Precision::BF16}) {
+      p.training.precision = precision;
+      const Run kept = run(p, o);
+      const Run again = run(p, o, every);
+      QCOMPARE(again.losses.size(), kept.losses.size());
+      for (size_t i = 0; i < kept.losses.size(); ++i) QCOMPARE(again.losses[i], kept.losses[i]);
+      QCOMPARE(again.report.epochs.back().val_loss, kept.report.epochs.back().val_loss);
+      QCOMPARE(again.report.epochs.back().val_top1, kept.report.epochs.back().val_top1);
+      QVERIFY(kept.losses.back() < kept.losses.front());
+    }
+    p.training.precision = Precision::FP32;
+    p.training.devices = {DeviceKind::CPU, {0, 1}};
+    p.training.sync_batch_norm = true;
+    const Run kept = run(p, o);
+    const Run again = run(p, o, every);
+    QCOMPARE(again.losses.size(), kept.losses.size());
+    for (size_t i = 0; i < kept.losses.size(); ++i) QCOMPARE(again.losses[i], kept.losses[i]);
+
+    // A layer named by hand that is not a candidate is refused, by name.
+    CompileOptions wrong;
+    wrong.recompute_layers = {"bn3"};
+    try {
+      compile_project(p, wrong);
+      QFAIL("bn3 was accepted");
+    } catch (const ProjectError& e) {
+      QVERIFY(std::string(e.what()).find("'bn3' cannot be recomputed") != std::string::npos);
+    }
+  }
+
   void recomputedOutputsTrainBitForBit() {
     ModelBuilder b;
     b.project() = small_project();

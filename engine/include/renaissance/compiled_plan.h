@@ -70,6 +70,24 @@ struct CompileOptions {
   // the validation set; kAsWritten: the project's validation batch.
   static constexpr int64_t kAsWritten = -1;
   int64_t validation_micro_batch = 0;
+  // Bytes one device's arena may take (0: no budget). A plan over it also
+  // drops saved features the backward reads and computes them again there
+  // (a batch norm's output, with its fused ReLU's; a convolution's that
+  // batch norms read), the cheapest per byte first, as few as make it fit; when even all of them do not, the plan
+  // recomputes them all and stays over the budget (CompiledPlan says so).
+  // Without a budget the plan recomputes none of them: as fast as before.
+  uint64_t memory_budget = 0;
+  // The layers (ids, as compiled) whose outputs are recomputed beyond
+  // `recompute`'s own: the budget's choice, or one pinned by hand. Each must
+  // be a candidate (CompiledPlan::recompute_candidates), else ProjectError.
+  std::vector<std::string> recompute_layers{};
+};
+
+// A saved feature the planner may drop and compute again in the backward.
+struct RecomputeChoice {
+  std::string layer;        // the layer whose forward runs again ("s1b1_bn1")
+  uint64_t bytes = 0;       // its output's slot in the training variant
+  int64_t extra_flops = 0;  // that forward's FLOPs, once more a step
 };
 
 struct ResolvedVariant {
@@ -135,6 +153,13 @@ class CompiledPlan {
   // runs it in micro-batches of its own batch (validation_micro_batch); 0
   // when it runs as written.
   int64_t validation_batch_written() const;
+  // What the planner may recompute, cheapest per byte first, and what it
+  // chose (CompileOptions::memory_budget or recompute_layers), in that order.
+  const std::vector<RecomputeChoice>& recompute_candidates() const;
+  const std::vector<RecomputeChoice>& recomputed() const;
+  // The budget compiled for (0: none), and whether the plan fits it.
+  uint64_t memory_budget() const;
+  bool fits_budget() const;
   const std::vector<MemoryPlan>& plans() const;   // one per variant, same index
   const std::vector<PoolSummary>& pools() const;  // per variant when packed, else empty
   int world_size() const;

@@ -17,6 +17,7 @@ struct BatchSearch {
   uint64_t bytes_per_device = 0;  // the plan's at that batch
   uint64_t bytes_at_one = 0;      // the plan's at one sample per rank (0: does not compile)
   int compiles = 0;
+  CompiledPlan plan;  // compiled at global_batch (empty when none fits)
 };
 
 // `budget_per_device`: the bytes one rank's arena may take (a CUDA device's

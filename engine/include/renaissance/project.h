@@ -152,6 +152,11 @@ struct TrainingSpec {
   // A relative path is relative to the project file's folder. Empty: fresh
   // weights from the seed.
   std::string init_from;
+  // MiB one device's arena may take (0: no budget): the plan recomputes
+  // saved features in the backward, the fewest that make it fit
+  // (CompileOptions::memory_budget, which the CLI's --memory-budget sets
+  // over this).
+  int64_t memory_budget_mib = 0;
 
   // What is wrong with the global batch for the data ranks ("" when they
   // share it evenly): the loader's words, which the workbench repeats.
