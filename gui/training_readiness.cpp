@@ -65,9 +65,8 @@ TrainingReadiness check_training_readiness(const Project& project, const Dataset
         o.memory_budget = room >> 20 << 20;  // the field's whole MiB
         const CompiledPlan fitted = compile_plan(project, o);
         if (fitted.fits_budget())
-          what += "it fits with recomputation: set Memory budget to " +
-                  std::to_string(room >> 20) + " MiB (the plan then " +
-                  recompute_summary(fitted) + "); or ";
+          what += "it fits with recomputation: set Memory budget to " + std::to_string(room >> 20) +
+                  " MiB (the plan then " + recompute_summary(fitted) + "); or ";
       }
       what += "lower the global batch";
       what += best.global_batch > 0

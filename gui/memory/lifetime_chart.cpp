@@ -116,10 +116,17 @@ QRect LifetimeChart::plotRect() const {
                std::max(10, height() - top - axisHeight() - kChartMargin));
 }
 
+uint64_t LifetimeChart::budgetInPool() const {
+  if (!cp_ || !blocks_ || !blocks_->packed() || cp_->memory_budget() == 0) return 0;
+  const uint64_t outside = cp_->plans()[static_cast<size_t>(blocks_->variant())].pool().offset;
+  return cp_->memory_budget() > outside ? cp_->memory_budget() - outside : 0;
+}
+
 double LifetimeChart::yMax() const {
   if (!blocks_) return 1;
   // Head room over the pool line for its label.
-  const double top = static_cast<double>(std::max(blocks_->bytes(), blocks_->peakLiveBytes()));
+  const double top =
+      static_cast<double>(std::max({blocks_->bytes(), blocks_->peakLiveBytes(), budgetInPool()}));
   return std::max(1.0, top * 1.1);
 }
 
@@ -262,6 +269,10 @@ QString LifetimeChart::describeBlock(int block) const {
                QString::fromStdString(life.describe(cp_->project(), b.last)), bytes_text(b.bytes),
                exact_bytes_text(b.bytes), blocks_->packed() ? tr("pool offset") : tr("offset"),
                exact_bytes_text(blocks_->packed() ? b.offset : b.offset + blocks_->base()));
+  if (b.recomputed)
+    text += tr("\n%1's output computed again in the backward, so that it is not kept through "
+               "the step")
+                .arg(layer);
   const std::vector<int> shares = blocks_->sharing(block);
   if (shares.empty()) {
     if (blocks_->packed()) text += tr("\nits bytes are its own for the whole step");
@@ -332,6 +343,16 @@ void LifetimeChart::paintEvent(QPaintEvent*) {
     p.drawText(QPoint(x + 14, swatchY + fm.ascent()), name);
     x += 14 + fm.horizontalAdvance(name) + 14;
   }
+  const QBrush hatch(mix(base, text, 0.75), Qt::BDiagPattern);
+  if (std::any_of(blocks_->blocks().begin(), blocks_->blocks().end(),
+                  [](const PoolBlock& b) { return b.recomputed; })) {
+    const QString name = tr("recomputed in the backward");
+    const QRect swatch(x, swatchY + fm.height() / 2 - 5, 10, 10);
+    p.fillRect(swatch, kind_colour(BlockKind::FeatureFp32));
+    p.fillRect(swatch, hatch);
+    p.drawText(QPoint(x + 14, swatchY + fm.ascent()), name);
+    x += 14 + fm.horizontalAdvance(name) + 14;
+  }
   const int lineY = swatchY + fm.height() / 2;
   p.setPen(QPen(text, 1.5));
   p.drawLine(x, lineY, x + 18, lineY);
@@ -342,6 +363,14 @@ void LifetimeChart::paintEvent(QPaintEvent*) {
   p.drawLine(x, lineY, x + 18, lineY);
   p.setPen(text);
   p.drawText(QPoint(x + 22, swatchY + fm.ascent()), tr("peak live"));
+  const QColor budgetColour(0xc6, 0x28, 0x28);
+  if (budgetInPool() > 0) {
+    x += 22 + fm.horizontalAdvance(tr("peak live")) + 14;
+    p.setPen(QPen(budgetColour, 1.5, Qt::DashDotLine));
+    p.drawLine(x, lineY, x + 18, lineY);
+    p.setPen(text);
+    p.drawText(QPoint(x + 22, swatchY + fm.ascent()), tr("memory budget"));
+  }
 
   // Grid: a line per byte tick and at every graph's start.
   const QColor grid = mix(base, text, 0.14);
@@ -380,7 +409,9 @@ void LifetimeChart::paintEvent(QPaintEvent*) {
     const QRectF& r = rects_[i];
     QColor c = kind_colour(blocks_->blocks()[i].kind);
     if (isFaded(static_cast<int>(i))) c = mix(base, c, 0.25);
-    p.fillRect(r.width() > 3 && r.height() > 3 ? r.adjusted(0, 0, -1, -1) : r, c);
+    const QRectF inside = r.width() > 3 && r.height() > 3 ? r.adjusted(0, 0, -1, -1) : r;
+    p.fillRect(inside, c);
+    if (blocks_->blocks()[i].recomputed) p.fillRect(inside, hatch);
   }
   p.setBrush(Qt::NoBrush);
   if (hovered_ >= 0) {
@@ -407,6 +438,17 @@ void LifetimeChart::paintEvent(QPaintEvent*) {
   p.drawText(QRectF(plot.left(), poolY - sfm.height() - 1, plot.width() - 4, sfm.height()),
              Qt::AlignRight | Qt::AlignVCenter,
              tr("%1 %2").arg(poolName, bytes_text(blocks_->bytes())));
+  // The budget less what lies outside the pool: the pool's share of it.
+  if (const uint64_t room = budgetInPool(); room > 0) {
+    const double budgetY = yAt(static_cast<double>(room));
+    p.setPen(QPen(budgetColour, 1.5, Qt::DashDotLine));
+    p.drawLine(QPointF(plot.left(), budgetY), QPointF(plot.right(), budgetY));
+    p.setPen(budgetColour);
+    p.drawText(QRectF(plot.left() + 4, budgetY - sfm.height() - 1, plot.width() - 8, sfm.height()),
+               Qt::AlignLeft | Qt::AlignVCenter,
+               tr("budget %1 a device: %2 for the pool")
+                   .arg(bytes_text(cp_->memory_budget()), bytes_text(room)));
+  }
   p.setFont(font());
   p.setPen(mix(base, text, 0.5));
   p.drawRect(plot.adjusted(0, 0, -1, -1));

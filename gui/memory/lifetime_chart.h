@@ -6,7 +6,9 @@
 // scratch tensor is a block from its first use to past its last at its
 // bytes, coloured by kind, so the packing itself shows: blocks never
 // overlap, and a column of them is what that node has live. Lines mark the
-// pool's size and the most bytes ever live at once. Hovering names a block
+// pool's size and the most bytes ever live at once, and the memory budget's
+// share of the pool where the plan has one; outputs computed again in the
+// backward to meet it are hatched. Hovering names a block
 // and the tensors it shares bytes with; clicking one reports it, and the
 // selected tensor's block is outlined. Rectangles are laid out once per plan
 // and size, not per paint, so a ResNet-50's 1400 tensors stay fluid.
@@ -93,6 +95,9 @@ class LifetimeChart : public QWidget {
   int axisHeight() const;
   int axisLabelWidth() const;
   double yMax() const;
+  // The memory budget's bytes for the pool (the budget less every region
+  // before it); 0 without a budget, or unpacked.
+  uint64_t budgetInPool() const;
   void relayout();
   void setHovered(int block);
   QString lifetimeText(int block) const;

@@ -56,7 +56,9 @@ PoolBlocks::PoolBlocks(const CompiledPlan& cp, int variant)
     if (l.first < 0 || !plan.in_use(l.id)) continue;
     const DTensor& t = plan.get_dtensor(l.id);
     index_of_[static_cast<size_t>(l.id)] = static_cast<int>(blocks_.size());
-    blocks_.push_back({l.id, l.first, l.last, t.offset, t.slot_bytes, kind_of(t.region)});
+    // The compiler names a recomputed output's copy "<layer>.recomputed".
+    blocks_.push_back({l.id, l.first, l.last, t.offset, t.slot_bytes, kind_of(t.region),
+                       t.name.ends_with(".recomputed")});
     low = std::min(low, t.offset);
     high = std::max(high, t.offset + t.slot_bytes);
     slot_bytes_ += t.slot_bytes;

@@ -18,7 +18,7 @@
 namespace tr::gui {
 
 enum class BlockKind : uint8_t { FeatureFp32, FeatureFp16, FeatureBf16, GradSlot, Scratch };
-inline constexpr int kNumBlockKinds = 4;
+inline constexpr int kNumBlockKinds = 5;
 
 QString block_kind_name(BlockKind kind);  // "feature FP32", "gradient slot", ...
 
@@ -28,6 +28,7 @@ struct PoolBlock {
   uint64_t offset = 0;      // from base()
   uint64_t bytes = 0;       // the tensor's slot in this variant
   BlockKind kind = BlockKind::FeatureFp32;
+  bool recomputed = false;  // a layer's output computed again in the backward
   uint64_t end() const { return offset + bytes; }
 };
 

@@ -219,6 +219,42 @@ class TestLifetimeChart : public QObject {
     QToolTip::hideText();
   }
 
+  // A project with a memory budget (the workbench's "Memory budget"
+  // field): its recomputed outputs' copies are hatched blocks whose tooltip
+  // says so, and the budget's share of the pool is a line the pool keeps under.
+  void budgetAndRecomputedOutputsAreShown() {
+    Project p = load_project(std::string(TR_PROJECTS_DIR) + "/cnn-bn-fashion.json");
+    const uint64_t plain = compile_plan(p).bytes_per_device();
+    p.training.memory_budget_mib = static_cast<int64_t>(plain >> 20) - 4;
+    View v(std::make_shared<const CompiledPlan>(compile_plan(p)));
+    QVERIFY(v.cp->fits_budget());
+    QVERIFY(!v.cp->recomputed().empty());
+    LifetimeChart* chart = v.chart();
+    int hatched = 0;
+    for (size_t i = 0; i < chart->blocks()->blocks().size(); ++i) {
+      const PoolBlock& b = chart->blocks()->blocks()[i];
+      const DTensor& t = v.plan().get_dtensor(b.id);
+      QCOMPARE(b.recomputed, t.name.ends_with(".recomputed"));
+      if (!b.recomputed) continue;
+      ++hatched;
+      QVERIFY2(chart->describeBlock(static_cast<int>(i))
+                   .contains("output computed again in the backward"),
+               qPrintable(chart->describeBlock(static_cast<int>(i))));
+    }
+    QCOMPARE(hatched, static_cast<int>(v.cp->recomputed().size()));
+    const uint64_t room = (uint64_t{static_cast<uint64_t>(p.training.memory_budget_mib)} << 20) -
+                          v.plan().pool().offset;
+    QVERIFY(chart->blocks()->bytes() <= room);
+    // The line is drawn: a pixel of its colour on the line's row.
+    const QImage image = chart->grab().toImage();
+    const int y = static_cast<int>(chart->yAt(static_cast<double>(room)));
+    const QRect plot = chart->plotRect();
+    int red = 0;
+    for (int x = plot.left(); x < plot.right(); ++x)
+      if (image.pixelColor(x, y) == QColor(0xc6, 0x28, 0x28)) ++red;
+    QVERIFY2(red > plot.width() / 4, qPrintable(QString("%1 budget pixels").arg(red)));
+  }
+
   void clickingABlockSelectsItsTensor() {
     View v(compiled("lenet-fashion"));
     LifetimeChart* chart = v.chart();

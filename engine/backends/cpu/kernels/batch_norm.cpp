@@ -163,6 +163,14 @@ void scale_bias_row(const float* __restrict x, const float* __restrict scale,
   for (int64_t c = 0; c < cb; ++c) y[c] = relu_if<kRelu>(x[c] * scale[c] + bias[c]);
 }
 
+// The same over its input: an inference batch norm whose input dies there
+// writes its output in its place (ComputeOpInfo::in_place).
+template <bool kRelu>
+void scale_bias_row_in_place(float* __restrict y, const float* __restrict scale,
+                             const float* __restrict bias, int64_t cb) {
+  for (int64_t c = 0; c < cb; ++c) y[c] = relu_if<kRelu>(y[c] * scale[c] + bias[c]);
+}
+
 template <bool kAcc, bool kRelu>
 void dx_row(const float* __restrict x, const float* __restrict dy, const float* __restrict mean,
             const float* __restrict scale, const float* __restrict shift,
@@ -303,7 +311,10 @@ void bn_infer(const KernelArgs& a) {
     float_rows<1, 1>(lo, hi, C, {x}, {y}, false,
                      [&](const auto& in, const auto& out, int64_t rows) {
                        for (int64_t m = 0; m < rows; ++m)
-                         scale_bias_row<kRelu>(in[0] + m * C, scale, bias, out[0] + m * C, C);
+                         if (in[0] == out[0])
+                           scale_bias_row_in_place<kRelu>(out[0] + m * C, scale, bias, C);
+                         else
+                           scale_bias_row<kRelu>(in[0] + m * C, scale, bias, out[0] + m * C, C);
                      });
   });
 }
