@@ -88,7 +88,7 @@ print(next(v["batch"] for v in json.load(sys.stdin)["variants"] if v["kind"] == 
       "$([ -n "$fit" ] && echo ", fitted from batches $fit")" "$(awk "BEGIN{print $ours/$theirs}")")
     budgeted=null
     if [ "$budget_ratio" != 0 ]; then
-      budget=$(awk "BEGIN{printf \"%d\", $theirs*$budget_ratio}")
+      budget=$(awk "BEGIN{printf \"%.0f\", $theirs*$budget_ratio}")  # %d stops at 2^31 in mawk
       budgeted=$("$cli" "${plan[@]}" --memory-budget "$budget" | "$python" -c 'import json,sys
 j = json.load(sys.stdin); r = j["recompute"]
 print(json.dumps({"budget": r["memory_budget"], "bytes": j["bytes_per_device"],

@@ -234,6 +234,18 @@ MainWindow::MainWindow(QWidget* parent)
           [this](int layer) { requestLayer(timeline_->compiled(), layer); });
   connect(memory_, &MemoryView::layerRequested, this,
           [this](int layer) { requestLayer(memory_->compiled(), layer); });
+  // A point of the recomputation curve: its bytes become the memory budget
+  // (one undoable settings change, as the settings panel makes it).
+  connect(memory_, &MemoryView::budgetPicked, this, [this](qint64 mib) {
+    const ProjectSettings before = doc_->settings();
+    ProjectSettings after = before;
+    after.training.memory_budget_mib = mib;
+    if (after == before) return;
+    doc_->undoStack()->push(new SetTrainingCommand(
+        doc_, before, after, QStringLiteral("training.memory_budget_mib"), tr("memory budget")));
+    statusBar()->showMessage(
+        tr("Memory budget set to %1 MiB a device: compile to see the plan").arg(mib), 6000);
+  });
   connect(training_, &TrainingView::profileReady, this,
           [this](const std::vector<ProfileSpan>& spans, std::shared_ptr<const CompiledPlan> cp) {
             // The run is recorded before it trains, so its id is known here.

@@ -27,6 +27,7 @@
 #include "plan_export.h"
 #include "pool_band.h"
 #include "pool_blocks.h"
+#include "recompute_curve_view.h"
 #include "region_bands.h"
 #include "variant_agreement.h"
 #include "widgets/bytes_text.h"
@@ -51,6 +52,7 @@ MemoryView::MemoryView(QWidget* parent)
       tabs_(new QTabWidget(this)),
       bands_(new RegionBands(this)),
       chart_(new LifetimeChart(this)),
+      curve_(new RecomputeCurveView(this)),
       owners_(new QLabel(this)),
       tensorsTitle_(new QLabel(this)),
       allRegions_(new QPushButton(tr("All regions"), this)),
@@ -125,6 +127,10 @@ MemoryView::MemoryView(QWidget* parent)
   tabs_->addTab(scroll, tr("Arena"));
   tabs_->addTab(chart_, tr("Step lifetimes"));
   tabs_->setTabToolTip(1, tr("The step-local tensors over one step, at their bytes in the pool"));
+  tabs_->addTab(curve_, tr("Memory against compute"));
+  tabs_->setTabToolTip(2, tr("The plan's bytes as more of its saved features are recomputed in "
+                             "the backward; click a point to make its bytes the memory budget"));
+  connect(curve_, &RecomputeCurveView::budgetPicked, this, &MemoryView::budgetPicked);
   split->addWidget(tabs_);
 
   owners_->setObjectName(QStringLiteral("regionOwners"));
@@ -230,9 +236,11 @@ void MemoryView::setCompiled(std::shared_ptr<const CompiledPlan> cp, const Devic
     pages_->setCurrentWidget(empty_);
     bands_->setPlan(nullptr, 0);
     chart_->setPlan(nullptr, 0);
+    curve_->setPlan(nullptr);
     model_->setPlan(nullptr, 0, -1);
     return;
   }
+  curve_->setPlan(cp_);
   const DeviceFit fit = check_device_fit(*cp_, scan_);
   fits_ = fit.fits;
   fitText_ = fit.text;
@@ -343,6 +351,12 @@ void MemoryView::refresh() {
                bytes_text(per_device), largest,
                count_text(cp_->world_size(), tr("%1 rank"), tr("%1 ranks")),
                bytes_text(per_device * static_cast<uint64_t>(cp_->world_size())), fitText_);
+  if (const uint64_t budget = cp_->memory_budget(); budget > 0) {
+    const std::string what = recompute_summary(*cp_);
+    text += tr("\nMemory budget %1 a device: %2; %3.")
+                .arg(bytes_text(budget), cp_->fits_budget() ? tr("fits") : tr("does NOT fit"),
+                     what.empty() ? tr("recomputes nothing") : QString::fromStdString(what));
+  }
   // What sharding saves each rank.
   const ShardedBytes shares = sharded_bytes(plan);
   if (shares.whole > 0 && cp_->project().training.sharding == Sharding::OptimizerAndGradients)

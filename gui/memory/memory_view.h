@@ -31,6 +31,7 @@ namespace tr::gui {
 
 class DTensorTableModel;
 class LifetimeChart;
+class RecomputeCurveView;
 class RegionBands;
 
 class MemoryView : public QWidget {
@@ -67,7 +68,9 @@ class MemoryView : public QWidget {
   // For tests and screenshots.
   RegionBands* bands() const { return bands_; }
   LifetimeChart* lifetimeChart() const { return chart_; }
-  // "Arena" (the bands) and "Step lifetimes" (the chart).
+  RecomputeCurveView* recomputeCurve() const { return curve_; }
+  // "Arena" (the bands), "Step lifetimes" (the chart) and "Memory against
+  // compute" (the recomputation curve).
   QTabWidget* arenaTabs() const { return tabs_; }
   QComboBox* variantSelector() const { return variant_; }
   // The rank whose share of each sharded tensor the table shows.
@@ -87,6 +90,8 @@ class MemoryView : public QWidget {
   void status(const QString& text);
   // The user asked to see a model node (an owner link, a tensor row double-clicked).
   void layerRequested(int layer);
+  // The user picked a point of the recomputation curve: a memory budget.
+  void budgetPicked(qint64 mib);
 
  private:
   void refresh();
@@ -115,6 +120,7 @@ class MemoryView : public QWidget {
   QTabWidget* tabs_;
   RegionBands* bands_;
   LifetimeChart* chart_;
+  RecomputeCurveView* curve_;
   QLabel* owners_;
   QLabel* tensorsTitle_;
   QPushButton* allRegions_;

@@ -24,6 +24,8 @@
 #include "memory/memory_view.h"
 #include "memory/pool_band.h"
 #include "memory/pool_blocks.h"
+#include "memory/recompute_curve_view.h"
+#include "plot/curve_plot.h"
 #include "memory/region_bands.h"
 #include "roomy_host.h"
 
@@ -253,6 +255,42 @@ class TestLifetimeChart : public QObject {
     for (int x = plot.left(); x < plot.right(); ++x)
       if (image.pixelColor(x, y) == QColor(0xc6, 0x28, 0x28)) ++red;
     QVERIFY2(red > plot.width() / 4, qPrintable(QString("%1 budget pixels").arg(red)));
+  }
+
+  // The "Memory against compute" tab: the plan's bytes as more candidates
+  // are recomputed (compiled on a worker thread), each point a real compile;
+  // clicking one asks for its bytes as the budget.
+  void recomputeCurveOffersBudgets() {
+    View v(compiled("cnn-bn-fashion"));
+    v.view.arenaTabs()->setCurrentWidget(v.view.recomputeCurve());
+    RecomputeCurveView* curve = v.view.recomputeCurve();
+    QTRY_VERIFY_WITH_TIMEOUT(!curve->computing() && !curve->points().empty(), 20000);
+    const std::vector<RecomputePoint>& pts = curve->points();
+    const size_t candidates = v.cp->recompute_candidates().size();
+    QCOMPARE(pts.size(), candidates + 1);
+    QCOMPARE(pts.front().bytes_per_device, v.cp->bytes_per_device());
+    QCOMPARE(pts.front().extra_flops_share, 0.0);
+    for (size_t i = 1; i < pts.size(); ++i) {
+      QVERIFY(pts[i].extra_flops_share > pts[i - 1].extra_flops_share);
+      // Each point is the plan with those candidates pinned.
+      CompileOptions o;
+      for (int k = 0; k < pts[i].recomputed; ++k)
+        o.recompute_layers.push_back(v.cp->recompute_candidates()[static_cast<size_t>(k)].layer);
+      QCOMPARE(pts[i].bytes_per_device, compile_plan(v.cp->design(), o).bytes_per_device());
+    }
+    QVERIFY2(curve->captionText().contains("Click a point"), qPrintable(curve->captionText()));
+    QSignalSpy picked(v.view.recomputeCurve(), &RecomputeCurveView::budgetPicked);
+    curve->plot()->replot();
+    const RecomputePoint& last = pts.back();
+    const QPoint at(
+        static_cast<int>(curve->plot()->xAxis->coordToPixel(100.0 * last.extra_flops_share)),
+        static_cast<int>(curve->plot()->yAxis->coordToPixel(
+            static_cast<double>(last.bytes_per_device) / (1024.0 * 1024.0))));
+    QCOMPARE(curve->pointAt(at), static_cast<int>(pts.size()) - 1);
+    QTest::mouseClick(curve->plot(), Qt::LeftButton, {}, at);
+    QCOMPARE(picked.size(), 1);
+    QCOMPARE(picked.front().front().toLongLong(),
+             static_cast<qint64>((last.bytes_per_device + (1u << 20) - 1) >> 20));
   }
 
   void clickingABlockSelectsItsTensor() {

@@ -124,6 +124,20 @@ class TestMainWindow : public QObject {
     QVERIFY(win.w.deviceSelector()->findData(QStringLiteral("cpu:4")) >= 0);
   }
 
+  // A point picked on the Memory view's recomputation curve becomes the
+  // project's memory budget, one undoable step; compiling again recomputes.
+  void aPickedBudgetIsOneUndoableSetting() {
+    Window win;
+    QCOMPARE(win.doc()->project().training.memory_budget_mib, int64_t{0});
+    emit win.w.memoryView()->budgetPicked(6);
+    QCOMPARE(win.doc()->project().training.memory_budget_mib, int64_t{6});
+    win.w.action("compile")->trigger();
+    QTRY_VERIFY(win.w.memoryView()->compiled() && !win.w.memoryView()->isStale());
+    QCOMPARE(win.w.memoryView()->compiled()->memory_budget(), uint64_t{6} << 20);
+    win.doc()->undoStack()->undo();
+    QCOMPARE(win.doc()->project().training.memory_budget_mib, int64_t{0});
+  }
+
   // Ctrl+Z and Ctrl+Shift+Z with the cursor still in the field just edited
   // undo and redo the project, in the layer properties and the training
   // settings alike; a value typed but not yet committed is committed first.
