@@ -45,7 +45,9 @@ RecomputeCurveView::RecomputeCurveView(QWidget* parent)
 }
 
 RecomputeCurveView::~RecomputeCurveView() {
-  if (worker_) worker_->wait();
+  if (!worker_) return;
+  worker_->wait();
+  delete worker_;  // its finished() is not delivered to a view being destroyed
 }
 
 void RecomputeCurveView::setPlan(std::shared_ptr<const CompiledPlan> cp) {
