@@ -43,6 +43,18 @@ bool read_only_for_weight_gradients(const Project& project, const ModelAnalysis&
   });
 }
 
+// Whether every reader of node n's output reads it in its backward only as
+// its input, which can be a copy computed again there: weighted layers other
+// than the first (for the weight gradient) and max pooling (for where each
+// window's maximum was).
+bool read_again_as_input(const Project& project, const ModelAnalysis& a, int n) {
+  const auto& c = a.consumers[static_cast<size_t>(n)];
+  return !c.empty() && std::all_of(c.begin(), c.end(), [&](const PortRef& use) {
+    const LayerType t = project.model.nodes[static_cast<size_t>(use.node)].type;
+    return t == LayerType::MaxPool2d || (use.node != a.first_layer && is_weighted(t));
+  });
+}
+
 // The node holding batch norm n's output: its fused ReLU, or itself.
 int output_node(const std::vector<LayerRewrite>& r, int n) {
   const int relu = r[static_cast<size_t>(n)].fused_relu;
@@ -58,8 +70,7 @@ std::vector<int> recompute_candidates(const Project& project, const ModelAnalysi
   for (int n : a.order) {
     if (n == a.input_node || n == a.first_layer) continue;
     const auto& c = a.consumers[static_cast<size_t>(n)];
-    if (type(n) == LayerType::BatchNorm2d &&
-        read_only_for_weight_gradients(project, a, output_node(r, n)))
+    if (type(n) == LayerType::BatchNorm2d && read_again_as_input(project, a, output_node(r, n)))
       out.push_back(n);
     else if (type(n) == LayerType::Conv2d && !c.empty() &&
              std::all_of(c.begin(), c.end(), [&](const PortRef& use) {
@@ -109,8 +120,9 @@ std::vector<LayerRewrite> plan_layer_rewrites(const Project& project, const Mode
                                        "layer '" + id +
                                            "' cannot be recomputed in the backward: only a "
                                            "batch norm whose output only weighted layers "
-                                           "(not the first) read, or a convolution (not the "
-                                           "first) whose output only batch norms read, can",
+                                           "(not the first) and max pooling read, or a "
+                                           "convolution (not the first) whose output only "
+                                           "batch norms read, can",
                                        0, 0, id}});
       r[static_cast<size_t>(output_node(r, *at))].recompute_out = true;
     }

@@ -27,8 +27,9 @@ std::vector<LayerRewrite> plan_layer_rewrites(const Project& project, const Mode
 
 // The layers a memory budget may recompute (CompileOptions::memory_budget):
 // batch norms whose output (or their fused ReLU's) only weighted layers
-// other than the first read, for their weight gradient: an elementwise pass
-// and a statistics pass over their input; and convolutions (not the first)
+// other than the first (for their weight gradient) and max pooling (for
+// where each maximum was) read: an elementwise pass and a statistics pass
+// over their input; and convolutions (not the first)
 // whose output only batch norms read: a segment's forward, from an input
 // that is kept or recomputed in turn (checkpointing), whose batch norms'
 // backwards then read the copy. Each writes the same bits again (the same
