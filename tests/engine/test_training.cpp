@@ -444,6 +444,21 @@ class TestTraining : public QObject {
     QCOMPARE(again.losses.size(), kept.losses.size());
     for (size_t i = 0; i < kept.losses.size(); ++i) QCOMPARE(again.losses[i], kept.losses[i]);
 
+    // A batch norm read by max pooling: the pooling's backward reads the copy
+    // (small_project: conv1-bn1-relu1-pool1, then a residual join).
+    const Project pooled = small_project();
+    const CompiledProject pooled_plan = compile_project(pooled);
+    CompileOptions pooled_all;
+    for (const RecomputeChoice& c : pooled_plan.recompute_candidates)
+      pooled_all.recompute_layers.push_back(c.layer);
+    QVERIFY(std::find(pooled_all.recompute_layers.begin(), pooled_all.recompute_layers.end(),
+                      "bn1") != pooled_all.recompute_layers.end());
+    const Run pooled_kept = run(pooled, o);
+    const Run pooled_again = run(pooled, o, pooled_all);
+    QCOMPARE(pooled_again.losses.size(), pooled_kept.losses.size());
+    for (size_t i = 0; i < pooled_kept.losses.size(); ++i)
+      QCOMPARE(pooled_again.losses[i], pooled_kept.losses[i]);
+
     // A layer named by hand that is not a candidate is refused, by name.
     CompileOptions wrong;
     wrong.recompute_layers = {"bn3"};
