@@ -203,6 +203,7 @@ class TensorAllocator {
       t.fused_relu = r.fused_relu;
       t.fused_into = r.fused_into;
       t.grad_in_place = r.grad_in_place;
+      if (r.pool_where) t.mask = plan_.alloc_mask(na.output, id + ".where", v);
       // A BN fused with its ReLU writes the ReLU's output: it has none of its own.
       if (node.type != LayerType::Input && layer_output_ports(node.type) > 0 && r.fused_relu < 0) {
         t.out = plan_.alloc_feature(na.output, feat, id + ".out", v);

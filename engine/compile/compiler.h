@@ -38,7 +38,7 @@ struct LayerTensors {
   // BatchNorm2d
   DTensorId prev_mean = kNoTensor, prev_var = kNoTensor, next_mean = kNoTensor,
             next_var = kNoTensor, eq_scale = kNoTensor, eq_bias = kNoTensor, saved = kNoTensor;
-  DTensorId mask = kNoTensor;  // Dropout
+  DTensorId mask = kNoTensor;  // Dropout's mask; MaxPool2d's maxima's positions (pool_where)
   // Fusion and in-place gradients (see CompileOptions).
   int fused_relu = -1;         // BatchNorm2d: the ReLU node computed by this layer's kernels
   int fused_into = -1;         // ReLU: the BatchNorm2d node that computes it (it runs no kernel)
@@ -121,6 +121,12 @@ struct CompiledProject {
   // The graph to run for `id` in `variant` (a shared one if the id is shape-invariant).
   const ComputationGraph* find_graph(GraphId id, int variant) const noexcept;
 };
+
+// A MaxPool2d that keeps where its maxima were (CompileOptions::pool_where).
+inline bool is_pool_where(const CompiledProject& cp, int layer) {
+  return cp.project.model.nodes[static_cast<size_t>(layer)].type == LayerType::MaxPool2d &&
+         cp.layers[static_cast<size_t>(layer)].mask != kNoTensor;
+}
 
 // Throws ProjectError (the model or a variant is invalid).
 CompiledProject compile_project(const Project& project, const CompileOptions& options = {});

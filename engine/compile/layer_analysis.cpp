@@ -75,6 +75,8 @@ std::string rewrites_of(const CompiledProject& cp, int v) {
   if (t.grad_in_place) s += std::string(s.empty() ? "" : ", ") + "gradient in place";
   if (t.recomputed != kNoTensor)
     s += std::string(s.empty() ? "" : ", ") + "output computed again in the backward";
+  if (is_pool_where(cp, v))
+    s += std::string(s.empty() ? "" : ", ") + "backward from where each maximum was";
   return s;
 }
 

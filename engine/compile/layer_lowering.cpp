@@ -128,8 +128,20 @@ constexpr LayerLowering activation() {
           activation_backward_reads_output(A), A};
 }
 
+// With `where` (LayerRewrite::pool_where) training keeps each window's
+// maximum's position instead of the input; inference needs neither.
+GraphNode maxpool_forward(const LoweringInputs& in) {
+  const LayerTensors& t = *in.t;
+  if (in.training && t.mask != kNoTensor)
+    return compute_node(ComputeOp::MAXPOOL_FWD_WHERE, {in.x}, {t.out, t.mask}, in.layer);
+  return compute_node(ComputeOp::MAXPOOL_FWD, {in.x}, {t.out}, in.layer);
+}
+
 GraphNode maxpool_backward(const LoweringInputs& in) {
-  return compute_node(ComputeOp::MAXPOOL_BWD, {in.x, in.t->out, in.t->grad}, {in.dx}, in.layer);
+  const LayerTensors& t = *in.t;
+  if (t.mask != kNoTensor)
+    return compute_node(ComputeOp::MAXPOOL_BWD_WHERE, {t.mask, t.grad}, {in.dx}, in.layer);
+  return compute_node(ComputeOp::MAXPOOL_BWD, {in.x, t.out, t.grad}, {in.dx}, in.layer);
 }
 
 GraphNode dropout_forward(const LoweringInputs& in) {
@@ -284,7 +296,7 @@ constexpr LayerLowering kLowerings[] = {
     activation<Activation::LEAKY_RELU>(),
     activation<Activation::GELU>(),
     activation<Activation::SIGMOID>(),
-    {&unary_forward<ComputeOp::MAXPOOL_FWD>, &maxpool_backward, true},
+    {&maxpool_forward, &maxpool_backward, true},  // reads its output unless it keeps `where`
     {&unary_forward<ComputeOp::AVGPOOL_FWD>, &grad_only_backward<ComputeOp::AVGPOOL_BWD>},
     {&unary_forward<ComputeOp::GAP_FWD>, &grad_only_backward<ComputeOp::GAP_BWD>},
     with_tensors({&dropout_forward, &dropout_backward}, &dropout_tensors),

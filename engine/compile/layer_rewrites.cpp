@@ -45,8 +45,9 @@ bool read_only_for_weight_gradients(const Project& project, const ModelAnalysis&
 
 // Whether every reader of node n's output reads it in its backward only as
 // its input, which can be a copy computed again there: weighted layers other
-// than the first (for the weight gradient) and max pooling (for where each
-// window's maximum was).
+// than the first (for the weight gradient) and max pooling (to find its
+// maxima; one that would keep where they were reads the copy instead when
+// the budget recomputes its input, which is then smaller).
 bool read_again_as_input(const Project& project, const ModelAnalysis& a, int n) {
   const auto& c = a.consumers[static_cast<size_t>(n)];
   return !c.empty() && std::all_of(c.begin(), c.end(), [&](const PortRef& use) {
@@ -98,6 +99,32 @@ std::vector<LayerRewrite> plan_layer_rewrites(const Project& project, const Mode
       if (next < 0 || type(next) != LayerType::ReLU) continue;
       r[static_cast<size_t>(n)].fused_relu = next;
       r[static_cast<size_t>(next)].fused_into = n;
+    }
+
+  // Max pooling keeps where its maxima were when nothing else keeps its
+  // input for the backward: a convolution's or batch norm's output (or the
+  // ReLU fused into one), which the pool alone reads; their backwards read
+  // their own inputs, not that output. A window's position fits INT8.
+  auto listed = [&](int node) {
+    return std::find(options.recompute_layers.begin(), options.recompute_layers.end(),
+                     nodes[static_cast<size_t>(node)].id) != options.recompute_layers.end();
+  };
+  if (options.pool_where)
+    for (int n : a.order) {
+      if (type(n) != LayerType::MaxPool2d) continue;
+      const LayerParams& p = nodes[static_cast<size_t>(n)].params;
+      if (p.kernel_h * p.kernel_w > 127) continue;
+      const int src = a.source_of(n, 0).node;
+      if (src == a.input_node || only_consumer(src) != n) continue;
+      // A budget that recomputes the input: the pool reads the copy.
+      const int bn = r[static_cast<size_t>(src)].fused_into >= 0
+                         ? r[static_cast<size_t>(src)].fused_into
+                         : src;
+      if (type(bn) == LayerType::BatchNorm2d && listed(bn)) continue;
+      const LayerType s = type(src);
+      if (s == LayerType::Conv2d || s == LayerType::BatchNorm2d ||
+          (s == LayerType::ReLU && r[static_cast<size_t>(src)].fused_into >= 0))
+        r[static_cast<size_t>(n)].pool_where = true;
     }
 
   if (options.recompute)
@@ -164,7 +191,8 @@ std::vector<LayerRewrite> plan_layer_rewrites(const Project& project, const Mode
 
   if (options.in_place_dx)
     for (int n : a.order) {
-      if (n == a.input_node || backward_reads_own_output(type(n))) continue;
+      if (n == a.input_node) continue;
+      if (backward_reads_own_output(type(n)) && !r[static_cast<size_t>(n)].pool_where) continue;
       // A recomputed output is gone by the backward: the gradient goes over
       // its copy instead, if the copy is the next layer's input.
       // A BN whose output is a fused ReLU's has no output of its own.

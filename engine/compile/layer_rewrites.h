@@ -18,6 +18,9 @@ struct LayerRewrite {
   int fused_into = -1;  // ReLU: the BatchNorm2d that computes it
   bool grad_in_place = false;
   bool recompute_out = false;  // its forward runs again in the backward (CompileOptions::recompute)
+  // MaxPool2d: keeps where each window's maximum was (INT8) for its
+  // backward instead of its input and output (CompileOptions::pool_where).
+  bool pool_where = false;
 };
 
 // One entry per model node. Throws ProjectError for a layer in

@@ -60,6 +60,8 @@ constexpr ComputeOpInfo kComputeOps[] = {
     compute(ComputeOp::ACTIVATION_BWD, "ACTIVATION_BWD", S::COMP_3),
     compute(ComputeOp::MAXPOOL_FWD, "MAXPOOL_FWD", S::COMP_2),
     compute(ComputeOp::MAXPOOL_BWD, "MAXPOOL_BWD", S::COMP_2),
+    compute(ComputeOp::MAXPOOL_FWD_WHERE, "MAXPOOL_FWD_WHERE", S::COMP_2),
+    compute(ComputeOp::MAXPOOL_BWD_WHERE, "MAXPOOL_BWD_WHERE", S::COMP_2),
     compute(ComputeOp::AVGPOOL_FWD, "AVGPOOL_FWD", S::COMP_2),
     compute(ComputeOp::AVGPOOL_BWD, "AVGPOOL_BWD", S::COMP_2),
     compute(ComputeOp::GAP_FWD, "GAP_FWD", S::COMP_2),

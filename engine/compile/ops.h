@@ -57,7 +57,12 @@ enum class ComputeOp : uint8_t {
   ACTIVATION_FWD,
   ACTIVATION_BWD,  // reads the output or the input: activation_backward_reads_output
   MAXPOOL_FWD,
-  MAXPOOL_BWD,
+  MAXPOOL_BWD,  // in [x, y, dy] out [dx]
+  // Training's max pooling that keeps where each maximum was instead of its
+  // input: in [x] out [y, where (INT8: the first maximum's position in its
+  // window, row-major over the whole kernel; -1 where the maximum is NaN)].
+  MAXPOOL_FWD_WHERE,
+  MAXPOOL_BWD_WHERE,  // in [where, dy] out [dx]: MAXPOOL_BWD's routing, bit for bit
   AVGPOOL_FWD,
   AVGPOOL_BWD,
   GAP_FWD,

@@ -33,6 +33,7 @@ std::string rewrite_note(const CompiledProject& cp, int v) {
   if (t.fused_into >= 0) s = "in " + owner_id(cp, t.fused_into);
   if (t.grad_in_place) s += std::string(s.empty() ? "" : ", ") + "grad in place";
   if (t.recomputed != kNoTensor) s += std::string(s.empty() ? "" : ", ") + "recomputed in bwd";
+  if (is_pool_where(cp, v)) s += std::string(s.empty() ? "" : ", ") + "bwd from where";
   if (cp.tensor_ranks > 1) {
     const LayerSplit& ls = cp.splits[static_cast<size_t>(v)];
     const LayerType type = cp.project.model.nodes[static_cast<size_t>(v)].type;

@@ -1183,6 +1183,105 @@ std::vector<OpCase> maxpool_fwd_cases() {
 std::vector<OpCase> maxpool_bwd_cases() {
   return pool_cases(ComputeOp::MAXPOOL_BWD);
 }
+
+// Where MAXPOOL_BWD routes window `o`'s gradient: the position (row-major in
+// the kernel) of its first element equal to the maximum; -1 when that is a
+// NaN, which equals nothing.
+Values max_positions(const Pool& pl, const Shape& xs, const std::vector<float>& x) {
+  const Shape ys = pl.out(xs);
+  Values where(static_cast<size_t>(ys.elements()), -1.0);
+  pl.windows(xs, [&](int64_t o, const std::vector<int64_t>& win, int64_t) {
+    double m = -INFINITY;
+    for (int64_t i : win) {
+      const double v = x[static_cast<size_t>(i)];
+      if (v > m || std::isnan(v)) m = std::isnan(m) ? m : v;
+    }
+    const int64_t opix = o / ys.c, ox = opix % ys.w, oy = (opix / ys.w) % ys.h;
+    for (int64_t i : win)
+      if (double(x[static_cast<size_t>(i)]) == m) {
+        const int64_t pix = i / xs.c, ix = pix % xs.w, iy = (pix / xs.w) % xs.h;
+        where[static_cast<size_t>(o)] =
+            static_cast<double>((iy - (oy * pl.s - pl.p)) * pl.k + (ix - (ox * pl.s - pl.p)));
+        break;
+      }
+  });
+  return where;
+}
+
+// MAXPOOL_FWD_WHERE: MAXPOOL_FWD's y and the positions; MAXPOOL_BWD_WHERE:
+// the gradient routed to them (what MAXPOOL_BWD gives from x and y).
+std::vector<OpCase> maxpool_where_cases(bool bwd) {
+  std::vector<OpCase> v;
+  for (const Shape& xs : kPoolInputs)
+    for (const Pool& pl : kPools)
+      for (bool ties : {false, true}) {
+        const Shape ys = pl.out(xs);
+        OpCase c;
+        c.op = bwd ? ComputeOp::MAXPOOL_BWD_WHERE : ComputeOp::MAXPOOL_FWD_WHERE;
+        c.name = std::string(compute_op_name(c.op)) + " k" + std::to_string(pl.k) + "s" +
+                 std::to_string(pl.s) + "p" + std::to_string(pl.p) + channels_suffix(xs) +
+                 (ties ? ", ties, all negative, and a NaN" : "");
+        c.layer = pl.layer(LayerType::MaxPool2d);
+        // Whole numbers in [-7, -1] tie; a NaN wins its windows and routes nowhere.
+        auto shaped = [ties](std::vector<float> x) {
+          if (!ties) return x;
+          for (float& e : x) e = std::round(3.0f * e) - 4.0f;
+          x[5] = NAN;
+          return x;
+        };
+        if (!bwd) {
+          c.in = {xs};
+          c.out = {ys, ys};
+          c.out_types = {DType::FP32, DType::INT8};
+          c.in_roles = "F";
+          c.out_roles = "FM";
+          c.prepare = [shaped](Tensors& in) { in[0] = shaped(in[0]); };
+          c.reference = [pl, xs](const Tensors& in, const Tensors&) {
+            Values y(static_cast<size_t>(pl.out(xs).elements()));
+            pl.windows(xs, [&](int64_t o, const std::vector<int64_t>& win, int64_t) {
+              double m = -INFINITY;
+              for (int64_t i : win) {
+                const double e = in[0][static_cast<size_t>(i)];
+                if (e > m || std::isnan(e)) m = std::isnan(m) ? m : e;
+              }
+              y[static_cast<size_t>(o)] = m;
+            });
+            return std::vector<Values>{y, max_positions(pl, xs, in[0])};
+          };
+        } else {
+          // The positions of a random input's maxima (shaped as above).
+          c.in = {ys, ys};
+          c.in_types = {DType::INT8, DType::FP32};
+          c.in_roles = "MG";
+          c.out = {xs};
+          c.out_roles = "G";
+          c.accumulate = 0b1;
+          c.prepare = [pl, xs, shaped](Tensors& in) {
+            std::vector<float> x(static_cast<size_t>(xs.elements()));
+            for (size_t i = 0; i < x.size(); ++i)
+              x[i] = std::sin(1.7f * static_cast<float>(i) + 0.3f);
+            const Values where = max_positions(pl, xs, shaped(x));
+            in[0].assign(where.begin(), where.end());
+          };
+          c.reference = [pl, xs](const Tensors& in, const Tensors& before) {
+            Values dx(static_cast<size_t>(xs.elements()), 0.0);
+            const Shape out = pl.out(xs);
+            pl.windows(xs, [&](int64_t o, const std::vector<int64_t>& win, int64_t) {
+              const int64_t opix = o / out.c, ox = opix % out.w, oy = (opix / out.w) % out.h;
+              for (int64_t i : win) {
+                const int64_t pix = i / xs.c, ix = pix % xs.w, iy = (pix / xs.w) % xs.h;
+                const int64_t pos = (iy - (oy * pl.s - pl.p)) * pl.k + (ix - (ox * pl.s - pl.p));
+                if (in[0][static_cast<size_t>(o)] == static_cast<float>(pos))
+                  dx[static_cast<size_t>(i)] += in[1][static_cast<size_t>(o)];
+              }
+            });
+            return std::vector<Values>{onto(dx, before[0], true)};
+          };
+        }
+        v.push_back(c);
+      }
+  return v;
+}
 std::vector<OpCase> avgpool_fwd_cases() {
   return pool_cases(ComputeOp::AVGPOOL_FWD);
 }
@@ -2834,6 +2933,8 @@ constexpr OpEntry kComputeOps[] = {
     {&activation_bwd_cases},  // ACTIVATION_BWD
     {&maxpool_fwd_cases},
     {&maxpool_bwd_cases},
+    {[] { return maxpool_where_cases(false); }},
+    {[] { return maxpool_where_cases(true); }},
     {&avgpool_fwd_cases},
     {&avgpool_bwd_cases},
     {&gap_fwd_cases},

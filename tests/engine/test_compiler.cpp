@@ -198,7 +198,7 @@ CompiledProject compile_or_fail(const Project& p, const CompileOptions& options 
 CompileOptions rewrites(bool fuse_bn_relu, bool in_place_dx, bool pack_memory = true) {
   CompileOptions o;
   o.fuse_bn_relu = fuse_bn_relu;
-  o.in_place_dx = in_place_dx;
+  o.in_place_dx = o.pool_where = in_place_dx;
   o.pack_memory = pack_memory;
   return o;
 }
@@ -1673,16 +1673,20 @@ class TestCompiler : public QObject {
 
   void inPlaceGradients() {
     // cnn-bn: relu1 and relu3 (computed by the fused BN) and the global pool
-    // feed only a conv or FC layer: their gradient is written over them.
-    // relu2/relu4 feed a max-pool, and a max-pool's backward reads its own
-    // output, so neither goes in place.
+    // feed only a conv or FC layer: their gradient is written over them;
+    // so does pool1, whose backward reads where its maxima were, not its
+    // output. relu2/relu4 feed a max-pool, not a conv or FC layer.
     const CompiledProject cp = compile_or_fail(load("cnn-bn-fashion"));
-    for (const char* id : {"relu1", "relu3", "gap"}) {
+    for (const char* id : {"relu1", "relu3", "gap", "pool1"}) {
       QVERIFY2(layer(cp, id).grad_in_place, id);
       QCOMPARE(layer(cp, id).grad, layer(cp, id).out);
     }
-    for (const char* id : {"relu2", "relu4", "pool1", "pool2", "conv2", "fc"})
+    for (const char* id : {"relu2", "relu4", "pool2", "conv2", "fc"})
       QVERIFY2(!layer(cp, id).grad_in_place, id);
+    // A max-pool that keeps its input reads its own output in the backward.
+    CompileOptions keep;
+    keep.pool_where = false;
+    QVERIFY(!layer(compile_or_fail(load("cnn-bn-fashion"), keep), "pool1").grad_in_place);
     // The conv's dX then writes its own input, after dW has read it.
     for (const GraphNode& n : graph_in(cp, GraphId::DEEP_FWD_BWD, 0)->nodes) {
       if (n.op != ComputeOp::CONV_BWD || n.layer != node_index(cp, "conv2")) continue;
@@ -1737,9 +1741,13 @@ class TestCompiler : public QObject {
         .chain({"input", "c1", "t", "c2", "p", "c3", "s", "c4", "add", "flat", "fc", "loss"})
         .edge("s", "c5")
         .edge("c5", "add", 1);
-    const CompiledProject cp = compile_or_fail(b.build());
+    CompileOptions keep;
+    keep.pool_where = false;
+    const CompiledProject cp = compile_or_fail(b.build(), keep);
     QVERIFY(!layer(cp, "t").grad_in_place);
     QVERIFY(!layer(cp, "p").grad_in_place);
+    // Keeping where its maxima were, it no longer reads its output.
+    QVERIFY(layer(compile_or_fail(b.build()), "p").grad_in_place);
     QVERIFY(!layer(cp, "s").grad_in_place);           // read by c4 and c5
     QVERIFY(layer(cp, "c2").grad_in_place == false);  // feeds a pool, not a conv
     QVERIFY(layer(cp, "flat").grad_in_place);
@@ -1785,6 +1793,10 @@ class TestCompiler : public QObject {
           removed += plain.plans[0].get_dtensor(p.out).slot_bytes +
                      plain.plans[0].get_dtensor(p.grad).slot_bytes;
         if (t.grad_in_place) removed += plain.plans[0].get_dtensor(p.grad).slot_bytes;
+        // A max-pool keeping where its maxima were adds them (unpacked, its
+        // input keeps its bytes).
+        if (is_pool_where(cp, static_cast<int>(i)))
+          removed -= cp.plans[0].get_dtensor(t.mask).slot_bytes;
       }
       QVERIFY2(removed > 0, name);
       QCOMPARE(cp.bytes_per_device(), plain.bytes_per_device() - removed);

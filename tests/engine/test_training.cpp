@@ -470,6 +470,36 @@ class TestTraining : public QObject {
     }
   }
 
+  // Max pooling after a fused BN+ReLU keeps where its maxima were (INT8)
+  // instead of its input, whose bytes then go at the forward: a smaller plan
+  // and the same training bit for bit, in FP32 and BF16.
+  void maxPoolingFromWhereTrainsBitForBit() {
+    Project p = small_project();
+    const CompiledProject where = compile_project(p);
+    CompileOptions keep;
+    keep.pool_where = false;
+    const CompiledProject kept = compile_project(p, keep);
+    const int pool = p.model.find("pool1");
+    QVERIFY(where.layers[static_cast<size_t>(pool)].mask != kNoTensor);
+    QCOMPARE(where.plans[0].get_dtensor(where.layers[static_cast<size_t>(pool)].mask).dtype,
+             DType::INT8);
+    QCOMPARE(kept.layers[static_cast<size_t>(pool)].mask, kNoTensor);
+    QVERIFY2(where.bytes_per_device() < kept.bytes_per_device(),
+             qPrintable(QString("%1 bytes keeping where, %2 keeping the input")
+                            .arg(where.bytes_per_device())
+                            .arg(kept.bytes_per_device())));
+    TrainOptions o;
+    o.epochs = 1;
+    for (Precision precision : {Precision::FP32, Precision::BF16}) {
+      p.training.precision = precision;
+      const Run a = run(p, o);
+      const Run b = run(p, o, keep);
+      QCOMPARE(a.losses.size(), b.losses.size());
+      for (size_t i = 0; i < a.losses.size(); ++i) QCOMPARE(a.losses[i], b.losses[i]);
+      QCOMPARE(a.report.epochs.back().val_loss, b.report.epochs.back().val_loss);
+    }
+  }
+
   void recomputedOutputsTrainBitForBit() {
     ModelBuilder b;
     b.project() = small_project();

@@ -75,6 +75,10 @@ Kernel own_compute_kernel(ComputeOp op) noexcept {
       return maxpool_fwd;
     case ComputeOp::MAXPOOL_BWD:
       return maxpool_bwd;
+    case ComputeOp::MAXPOOL_FWD_WHERE:
+      return maxpool_fwd_where;
+    case ComputeOp::MAXPOOL_BWD_WHERE:
+      return maxpool_bwd_where;
     case ComputeOp::AVGPOOL_FWD:
       return avgpool_fwd;
     case ComputeOp::AVGPOOL_BWD:

@@ -405,6 +405,27 @@ void maxpool_bwd(const KernelArgs& a, cudaStream_t stream) {
            op);
 }
 
+void maxpool_fwd_where(const KernelArgs& a, cudaStream_t stream) {
+  constexpr const char* op = "MAXPOOL_FWD_WHERE";
+  const PoolGeometry g = pool_geometry(a, a.in[0].shape(), a.out[0].shape(), a.params(),
+                                       {{&a.in[0], "x"}, {&a.out[0], "y"}}, op);
+  require_mask(a, a.out[1], a.out[0], op);
+  launched(launch_maxpool_fwd_where(g, a.in[0].data, a.out[0].data, a.out[1].i8(),
+                                    a.out[1].desc->padded_c(), stream),
+           op);
+}
+
+void maxpool_bwd_where(const KernelArgs& a, cudaStream_t stream) {
+  constexpr const char* op = "MAXPOOL_BWD_WHERE";
+  if (!has_out(a, 0)) return;
+  const PoolGeometry g = pool_geometry(a, a.out[0].shape(), a.in[1].shape(), a.params(),
+                                       {{&a.in[1], "dy"}, {&a.out[0], "dx"}}, op);
+  require_mask(a, a.in[0], a.in[1], op);
+  launched(launch_maxpool_bwd_where(g, a.in[0].i8(), a.in[0].desc->padded_c(), a.in[1].data,
+                                    a.out[0].data, a.accumulate(0), stream),
+           op);
+}
+
 void avgpool_fwd(const KernelArgs& a, cudaStream_t stream) {
   constexpr const char* op = "AVGPOOL_FWD";
   const PoolGeometry g = pool_geometry(a, a.in[0].shape(), a.out[0].shape(), a.params(),

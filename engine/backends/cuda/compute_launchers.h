@@ -31,6 +31,8 @@ void dropout_fwd(const KernelArgs& a, cudaStream_t stream);
 void dropout_bwd(const KernelArgs& a, cudaStream_t stream);
 void maxpool_fwd(const KernelArgs& a, cudaStream_t stream);
 void maxpool_bwd(const KernelArgs& a, cudaStream_t stream);
+void maxpool_fwd_where(const KernelArgs& a, cudaStream_t stream);
+void maxpool_bwd_where(const KernelArgs& a, cudaStream_t stream);
 void avgpool_fwd(const KernelArgs& a, cudaStream_t stream);
 void avgpool_bwd(const KernelArgs& a, cudaStream_t stream);
 void gap_fwd(const KernelArgs& a, cudaStream_t stream);

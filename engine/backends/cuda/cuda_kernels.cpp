@@ -292,6 +292,10 @@ CudaKernel cuda_compute_kernel(ComputeOp op) noexcept {
       return compute::maxpool_fwd;
     case ComputeOp::MAXPOOL_BWD:
       return compute::maxpool_bwd;
+    case ComputeOp::MAXPOOL_FWD_WHERE:
+      return compute::maxpool_fwd_where;
+    case ComputeOp::MAXPOOL_BWD_WHERE:
+      return compute::maxpool_bwd_where;
     case ComputeOp::AVGPOOL_FWD:
       return compute::avgpool_fwd;
     case ComputeOp::AVGPOOL_BWD:

@@ -90,6 +90,68 @@ __global__ void maxpool_fwd_kernel(PoolGeometry g, const T* x, T* y) {
   }
 }
 
+// MAXPOOL_FWD_WHERE: the maximum, and the position of the window's first
+// element equal to it (what maxpool_bwd_kernel routes to); -1 for a NaN.
+template <class T>
+__global__ void maxpool_fwd_where_kernel(PoolGeometry g, const T* x, T* y, int8_t* where,
+                                         int64_t ws) {
+  const uint64_t n = static_cast<uint64_t>(g.n * g.oh * g.ow * g.cs);
+  for (uint64_t i = first_index(); i < n; i += grid_stride()) {
+    const NhwcIndex o = nhwc_index(i, g.cs, g.ow, g.oh);
+    const int64_t k = o.k, xo = o.col, yo = o.row, b = o.b;
+    const int64_t pixel = (b * g.oh + yo) * g.ow + xo;
+    if (k >= g.c) {
+      store(y, i, 0.0f);
+      if (k < ws) where[pixel * ws + k] = 0;
+      continue;
+    }
+    int64_t r0, r1, c0, c1;
+    output_window(g, yo, xo, r0, r1, c0, c1);
+    float best = -__int_as_float(0x7f800000);
+    for (int64_t yi = r0; yi < r1; ++yi)
+      for (int64_t xi = c0; xi < c1; ++xi)
+        best = max_step(best, load(x, ((b * g.h + yi) * g.w + xi) * g.cs + k));
+    store(y, i, best);
+    const float m = load(y, i);
+    const int64_t top = yo * g.sh - g.ph, left = xo * g.sw - g.pw;
+    int at = -1;
+    for (int64_t yi = r0; yi < r1 && at < 0; ++yi)
+      for (int64_t xi = c0; xi < c1; ++xi)
+        if (load(x, ((b * g.h + yi) * g.w + xi) * g.cs + k) == m) {
+          at = static_cast<int>((yi - top) * g.kw + (xi - left));
+          break;
+        }
+    where[pixel * ws + k] = static_cast<int8_t>(at);
+  }
+}
+
+// MAXPOOL_BWD_WHERE: maxpool_bwd_kernel's sums, each window's hit read from
+// `where` instead of found again in x.
+template <class T>
+__global__ void maxpool_bwd_where_kernel(PoolGeometry g, const int8_t* where, int64_t ws,
+                                         const T* dy, T* dx, bool accumulate) {
+  const uint64_t n = static_cast<uint64_t>(g.n * g.h * g.w * g.cs);
+  for (uint64_t i = first_index(); i < n; i += grid_stride()) {
+    const NhwcIndex at = nhwc_index(i, g.cs, g.w, g.h);
+    const int64_t k = at.k, xi = at.col, yi = at.row, b = at.b;
+    if (k >= g.c) {
+      store(dx, i, 0.0f);
+      continue;
+    }
+    float acc = accumulate ? load(dx, i) : 0.0f;
+    int64_t y0, y1, x0, x1;
+    covering(yi, g.sh, g.ph, g.kh, g.oh, y0, y1);
+    covering(xi, g.sw, g.pw, g.kw, g.ow, x0, x1);
+    for (int64_t yo = y0; yo < y1; ++yo)
+      for (int64_t xo = x0; xo < x1; ++xo) {
+        const int64_t pixel = (b * g.oh + yo) * g.ow + xo;
+        const int64_t pos = (yi - (yo * g.sh - g.ph)) * g.kw + (xi - (xo * g.sw - g.pw));
+        acc += where[pixel * ws + k] == pos ? load(dy, pixel * g.cs + k) : 0.0f;
+      }
+    store(dx, i, acc);
+  }
+}
+
 // Whether input (yi, xi) is the first element of window (yo, xo) equal to its
 // maximum m, scanning row-major as the CPU routes.
 template <class T>
@@ -494,6 +556,27 @@ cudaError_t launch_maxpool_bwd(const PoolGeometry& g, const void* x, const void*
       maxpool_bwd_kernel<<<blocks_for(inputs(g)), kThreads, 0, stream>>>(g, xp, yp, dyp, dxp,
                                                                          accumulate);
     }
+    return 0;
+  });
+}
+
+cudaError_t launch_maxpool_fwd_where(const PoolGeometry& g, const void* x, void* y, int8_t* where,
+                                     int64_t ws, cudaStream_t stream) {
+  return typed(g, outputs(g), [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    maxpool_fwd_where_kernel<<<blocks_for(outputs(g)), kThreads, 0, stream>>>(
+        g, static_cast<const T*>(x), static_cast<T*>(y), where, ws);
+    return 0;
+  });
+}
+
+cudaError_t launch_maxpool_bwd_where(const PoolGeometry& g, const int8_t* where, int64_t ws,
+                                     const void* dy, void* dx, bool accumulate,
+                                     cudaStream_t stream) {
+  return typed(g, inputs(g), [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    maxpool_bwd_where_kernel<<<blocks_for(inputs(g)), kThreads, 0, stream>>>(
+        g, where, ws, static_cast<const T*>(dy), static_cast<T*>(dx), accumulate);
     return 0;
   });
 }

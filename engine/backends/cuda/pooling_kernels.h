@@ -27,6 +27,14 @@ cudaError_t launch_maxpool_fwd(const PoolGeometry& g, const void* x, void* y, cu
 // dx (+)= the gradient of each window routed to its first maximum
 cudaError_t launch_maxpool_bwd(const PoolGeometry& g, const void* x, const void* y, const void* dy,
                                void* dx, bool accumulate, cudaStream_t stream);
+// y as launch_maxpool_fwd, and `where` (INT8, channels `ws` apart): each
+// window's first maximum's position in the kernel, row-major; -1 for NaN
+cudaError_t launch_maxpool_fwd_where(const PoolGeometry& g, const void* x, void* y, int8_t* where,
+                                     int64_t ws, cudaStream_t stream);
+// dx (+)= launch_maxpool_bwd's routing, from the positions alone
+cudaError_t launch_maxpool_bwd_where(const PoolGeometry& g, const int8_t* where, int64_t ws,
+                                     const void* dy, void* dx, bool accumulate,
+                                     cudaStream_t stream);
 cudaError_t launch_avgpool_fwd(const PoolGeometry& g, const void* x, void* y, cudaStream_t stream);
 cudaError_t launch_avgpool_bwd(const PoolGeometry& g, const void* dy, void* dx, bool accumulate,
                                cudaStream_t stream);

@@ -73,14 +73,21 @@ struct CompileOptions {
   // Bytes one device's arena may take (0: no budget). A plan over it also
   // drops saved features the backward reads and computes them again there
   // (a batch norm's output, with its fused ReLU's; a convolution's that
-  // batch norms read), the cheapest per byte first, as few as make it fit; when even all of them do not, the plan
-  // recomputes them all and stays over the budget (CompiledPlan says so).
-  // Without a budget the plan recomputes none of them: as fast as before.
+  // batch norms read), the cheapest per byte first, as few as make it fit; when even all of them do
+  // not, the plan recomputes them all and stays over the budget (CompiledPlan says so). Without a
+  // budget the plan recomputes none of them: as fast as before.
   uint64_t memory_budget = 0;
   // The layers (ids, as compiled) whose outputs are recomputed beyond
   // `recompute`'s own: the budget's choice, or one pinned by hand. Each must
   // be a candidate (CompiledPlan::recompute_candidates), else ProjectError.
   std::vector<std::string> recompute_layers{};
+  // A MaxPool2d whose input nothing else keeps for the backward (the output
+  // of a convolution or a batch norm, its ReLU's, read by the pool alone)
+  // keeps where each window's maximum was, one byte an output, instead of
+  // its input; its backward routes from those (the same bits), and its
+  // output, no longer read there, may take the next layer's dX in place.
+  // (Last: aggregate initialisers of the fields above stay as they were.)
+  bool pool_where = true;
 };
 
 // A saved feature the planner may drop and compute again in the backward.

@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "backends/cpu/kernels/fast_math.h"
+#include "backends/cpu/kernels/half_convert.h"
 #include "backends/cpu/kernels/half_staging.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/parallel.h"
+#include "core/bf16_convert.h"
 
 namespace tr::cpu {
 
@@ -372,6 +375,123 @@ void gap_bwd(const KernelArgs& a) {
         }
       }
     }
+  });
+}
+
+namespace {
+
+// Element (pixel, channel) of a feature in its own storage type, channels
+// `padded_c()` apart (CUDA's layout pads 16-bit ones), as a float.
+float value_at(const TensorArg& t, int64_t pixel, int64_t k) {
+  const int64_t i = pixel * t.desc->padded_c() + k;
+  switch (t.desc->dtype) {
+    case DType::BF16:
+      return bf16_bits_to_float(static_cast<const uint16_t*>(t.data)[i]);
+    case DType::FP16:
+      return half_bits_to_float(static_cast<const uint16_t*>(t.data)[i]);
+    default:
+      return t.f32()[i];
+  }
+}
+
+// Sample b of a feature as compact FP32 rows: itself, or widened into `buf`.
+float* sample_rows(const TensorArg& t, int64_t b, bool read, std::vector<float>& buf) {
+  const Shape& s = t.desc->shape;
+  const int64_t pixels = s.h * s.w;
+  if (t.desc->dtype == DType::FP32 && t.desc->is_compact())
+    return static_cast<float*>(t.data) + b * pixels * s.c;
+  buf.resize(static_cast<size_t>(pixels * s.c));
+  if (read)
+    for (int64_t p = 0; p < pixels; ++p)
+      for (int64_t k = 0; k < s.c; ++k)
+        buf[static_cast<size_t>(p * s.c + k)] = value_at(t, b * pixels + p, k);
+  return buf.data();
+}
+
+// Writes widened sample b back into a 16-bit feature (nothing for FP32).
+void store_sample(const std::vector<float>& buf, const TensorArg& t, int64_t b) {
+  if (t.desc->dtype == DType::FP32 && t.desc->is_compact()) return;
+  const Shape& s = t.desc->shape;
+  const int64_t pixels = s.h * s.w, stride = t.desc->padded_c();
+  auto* out = static_cast<uint16_t*>(t.data);
+  for (int64_t p = 0; p < pixels; ++p)
+    for (int64_t k = 0; k < stride; ++k) {
+      const float v = k < s.c ? buf[static_cast<size_t>(p * s.c + k)] : 0.0f;
+      out[(b * pixels + p) * stride + k] =
+          t.desc->dtype == DType::BF16 ? float_to_bf16_bits(v) : float_to_half_bits(v);
+    }
+}
+
+}  // namespace
+
+void maxpool_fwd_where(const KernelArgs& a) {
+  KernelArgs y_only = a;
+  y_only.out.resize(1);
+  maxpool_fwd(y_only);
+  const Window g(a.in[0].shape(), a.out[0].shape(), a.params());
+  const TensorArg &x = a.in[0], &y = a.out[0];
+  int8_t* where = a.out[1].i8();
+  const int64_t ws = a.out[1].desc->padded_c();
+  // The position MAXPOOL_BWD routes to: the window's first element equal to
+  // its maximum, row-major; none (-1) for a NaN, which equals nothing.
+  per_output_row(g, [&](int64_t b, int64_t yo) {
+    for (int64_t xo = 0; xo < g.ow; ++xo) {
+      const int64_t o = (b * g.oh + yo) * g.ow + xo;
+      int64_t r0, r1, c0, c1;
+      g.rows(yo, r0, r1);
+      g.cols(xo, c0, c1);
+      const int64_t top = yo * g.sh - g.ph, left = xo * g.sw - g.pw;
+      for (int64_t k = 0; k < ws; ++k) {
+        int8_t at = -1;
+        if (k < g.c) {
+          const float m = value_at(y, o, k);
+          for (int64_t yi = r0; yi < r1 && at < 0; ++yi)
+            for (int64_t xi = c0; xi < c1; ++xi)
+              if (value_at(x, (b * g.h + yi) * g.w + xi, k) == m) {
+                at = static_cast<int8_t>((yi - top) * g.kw + (xi - left));
+                break;
+              }
+        }
+        where[o * ws + k] = k < g.c ? at : int8_t{0};
+      }
+    }
+  });
+}
+
+void maxpool_bwd_where(const KernelArgs& a) {
+  if (!has_out(a, 0)) return;
+  const TensorArg &dy = a.in[1], &dx = a.out[0];
+  const Window g(dx.shape(), dy.shape(), a.params());
+  const int8_t* where = a.in[0].i8();
+  const int64_t ws = a.in[0].desc->padded_c();
+  const bool acc = a.accumulate(0);
+  // Per image, as MAXPOOL_BWD's 16-bit form stages a sample: the FP32
+  // routing, then one rounding of dx. dx starts at 0 (or its value) and
+  // every window element adds r (the gradient where the maximum was, 0
+  // elsewhere) in output order: MAXPOOL_BWD's bits, tiled windows or not
+  // (-0 becomes +0 as there).
+  per_image(g, [&](int64_t b) {
+    thread_local std::vector<float> dy_buf, dx_buf;
+    const float* gy = sample_rows(dy, b, true, dy_buf);
+    float* gx = sample_rows(dx, b, acc, dx_buf);
+    const int64_t image = g.h * g.w * g.c;
+    if (!acc) std::memset(gx, 0, static_cast<size_t>(image) * sizeof(float));
+    for (int64_t yo = 0; yo < g.oh; ++yo)
+      for (int64_t xo = 0; xo < g.ow; ++xo) {
+        const int64_t o = yo * g.ow + xo;
+        const int8_t* wo = where + (b * g.oh * g.ow + o) * ws;
+        int64_t r0, r1, c0, c1;
+        g.rows(yo, r0, r1);
+        g.cols(xo, c0, c1);
+        const int64_t top = yo * g.sh - g.ph, left = xo * g.sw - g.pw;
+        for (int64_t yi = r0; yi < r1; ++yi)
+          for (int64_t xi = c0; xi < c1; ++xi) {
+            const auto pos = static_cast<int8_t>((yi - top) * g.kw + (xi - left));
+            float* out = gx + (yi * g.w + xi) * g.c;
+            for (int64_t k = 0; k < g.c; ++k) out[k] += select(wo[k] == pos, gy[o * g.c + k], 0.0f);
+          }
+      }
+    store_sample(dx_buf, dx, b);
   });
 }
 
