@@ -69,6 +69,18 @@ __device__ inline float max_step(float best, float v) {
   return (v > best || v != v) ? v : best;
 }
 
+// The maximum of channel k of image b over input rows [r0, r1) and columns
+// [c0, c1). Padding is -inf: it never wins, so it is not visited.
+template <class T>
+__device__ inline float window_max(const PoolGeometry& g, const T* x, int64_t b, int64_t k,
+                                   int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  float best = -__int_as_float(0x7f800000);
+  for (int64_t yi = r0; yi < r1; ++yi)
+    for (int64_t xi = c0; xi < c1; ++xi)
+      best = max_step(best, load(x, ((b * g.h + yi) * g.w + xi) * g.cs + k));
+  return best;
+}
+
 template <class T>
 __global__ void maxpool_fwd_kernel(PoolGeometry g, const T* x, T* y) {
   const uint64_t n = static_cast<uint64_t>(g.n * g.oh * g.ow * g.cs);
@@ -81,12 +93,7 @@ __global__ void maxpool_fwd_kernel(PoolGeometry g, const T* x, T* y) {
     }
     int64_t r0, r1, c0, c1;
     output_window(g, yo, xo, r0, r1, c0, c1);
-    // Padding is -inf: it never wins, so it is not visited.
-    float best = -__int_as_float(0x7f800000);
-    for (int64_t yi = r0; yi < r1; ++yi)
-      for (int64_t xi = c0; xi < c1; ++xi)
-        best = max_step(best, load(x, ((b * g.h + yi) * g.w + xi) * g.cs + k));
-    store(y, i, best);
+    store(y, i, window_max(g, x, b, k, r0, r1, c0, c1));
   }
 }
 
@@ -107,11 +114,7 @@ __global__ void maxpool_fwd_where_kernel(PoolGeometry g, const T* x, T* y, int8_
     }
     int64_t r0, r1, c0, c1;
     output_window(g, yo, xo, r0, r1, c0, c1);
-    float best = -__int_as_float(0x7f800000);
-    for (int64_t yi = r0; yi < r1; ++yi)
-      for (int64_t xi = c0; xi < c1; ++xi)
-        best = max_step(best, load(x, ((b * g.h + yi) * g.w + xi) * g.cs + k));
-    store(y, i, best);
+    store(y, i, window_max(g, x, b, k, r0, r1, c0, c1));
     const float m = load(y, i);
     const int64_t top = yo * g.sh - g.ph, left = xo * g.sw - g.pw;
     int at = -1;
