@@ -433,27 +433,56 @@ void maxpool_fwd_where(const KernelArgs& a) {
   int8_t* where = a.out[1].i8();
   const int64_t ws = a.out[1].desc->padded_c();
   // The position MAXPOOL_BWD routes to: the window's first element equal to
-  // its maximum, row-major; none (-1) for a NaN, which equals nothing.
+  // its maximum, row-major; none (-1) for a NaN, which equals nothing. Per
+  // output row, over FP32 rows (a 16-bit tensor's widened once a row), the
+  // window's positions in order with the channels innermost, so the scan
+  // vectorises.
+  const bool x32 = x.desc->dtype == DType::FP32 && x.desc->is_compact();
+  const bool y32 = y.desc->dtype == DType::FP32 && y.desc->is_compact();
   per_output_row(g, [&](int64_t b, int64_t yo) {
+    thread_local std::vector<float> x_rows, y_row;
+    int64_t r0, r1;
+    g.rows(yo, r0, r1);
+    const int64_t row = g.w * g.c;
+    const float* xr = x32 ? x.f32() + (b * g.h + r0) * row : nullptr;
+    if (!x32) {
+      x_rows.resize(static_cast<size_t>((r1 - r0) * row));
+      for (int64_t yi = r0; yi < r1; ++yi)
+        for (int64_t p = 0; p < g.w; ++p)
+          for (int64_t k = 0; k < g.c; ++k)
+            x_rows[static_cast<size_t>(((yi - r0) * g.w + p) * g.c + k)] =
+                value_at(x, (b * g.h + yi) * g.w + p, k);
+      xr = x_rows.data();
+    }
+    const int64_t first_out = (b * g.oh + yo) * g.ow;
+    const float* yr = y32 ? y.f32() + first_out * g.c : nullptr;
+    if (!y32) {
+      y_row.resize(static_cast<size_t>(g.ow * g.c));
+      for (int64_t p = 0; p < g.ow; ++p)
+        for (int64_t k = 0; k < g.c; ++k)
+          y_row[static_cast<size_t>(p * g.c + k)] = value_at(y, first_out + p, k);
+      yr = y_row.data();
+    }
+    // The positions as floats while scanning (selects of one width vectorise).
+    thread_local std::vector<float> at;
+    at.resize(static_cast<size_t>(g.c));
     for (int64_t xo = 0; xo < g.ow; ++xo) {
-      const int64_t o = (b * g.oh + yo) * g.ow + xo;
-      int64_t r0, r1, c0, c1;
-      g.rows(yo, r0, r1);
+      const float* m = yr + xo * g.c;
+      float* found = at.data();
+      std::fill(found, found + g.c, -1.0f);
+      int64_t c0, c1;
       g.cols(xo, c0, c1);
       const int64_t top = yo * g.sh - g.ph, left = xo * g.sw - g.pw;
-      for (int64_t k = 0; k < ws; ++k) {
-        int8_t at = -1;
-        if (k < g.c) {
-          const float m = value_at(y, o, k);
-          for (int64_t yi = r0; yi < r1 && at < 0; ++yi)
-            for (int64_t xi = c0; xi < c1; ++xi)
-              if (value_at(x, (b * g.h + yi) * g.w + xi, k) == m) {
-                at = static_cast<int8_t>((yi - top) * g.kw + (xi - left));
-                break;
-              }
+      for (int64_t yi = r0; yi < r1; ++yi)
+        for (int64_t xi = c0; xi < c1; ++xi) {
+          const auto pos = static_cast<float>((yi - top) * g.kw + (xi - left));
+          const float* in = xr + ((yi - r0) * g.w + xi) * g.c;
+          for (int64_t k = 0; k < g.c; ++k)
+            found[k] = select((found[k] < 0.0f) & (in[k] == m[k]), pos, found[k]);
         }
-        where[o * ws + k] = k < g.c ? at : int8_t{0};
-      }
+      int8_t* wo = where + (first_out + xo) * ws;
+      for (int64_t k = 0; k < g.c; ++k) wo[k] = static_cast<int8_t>(found[k]);
+      std::fill(wo + g.c, wo + ws, int8_t{0});
     }
   });
 }
