@@ -128,33 +128,6 @@ __global__ void maxpool_fwd_where_kernel(PoolGeometry g, const T* x, T* y, int8_
   }
 }
 
-// MAXPOOL_BWD_WHERE: maxpool_bwd_kernel's sums, each window's hit read from
-// `where` instead of found again in x.
-template <class T>
-__global__ void maxpool_bwd_where_kernel(PoolGeometry g, const int8_t* where, int64_t ws,
-                                         const T* dy, T* dx, bool accumulate) {
-  const uint64_t n = static_cast<uint64_t>(g.n * g.h * g.w * g.cs);
-  for (uint64_t i = first_index(); i < n; i += grid_stride()) {
-    const NhwcIndex at = nhwc_index(i, g.cs, g.w, g.h);
-    const int64_t k = at.k, xi = at.col, yi = at.row, b = at.b;
-    if (k >= g.c) {
-      store(dx, i, 0.0f);
-      continue;
-    }
-    float acc = accumulate ? load(dx, i) : 0.0f;
-    int64_t y0, y1, x0, x1;
-    covering(yi, g.sh, g.ph, g.kh, g.oh, y0, y1);
-    covering(xi, g.sw, g.pw, g.kw, g.ow, x0, x1);
-    for (int64_t yo = y0; yo < y1; ++yo)
-      for (int64_t xo = x0; xo < x1; ++xo) {
-        const int64_t pixel = (b * g.oh + yo) * g.ow + xo;
-        const int64_t pos = (yi - (yo * g.sh - g.ph)) * g.kw + (xi - (xo * g.sw - g.pw));
-        acc += where[pixel * ws + k] == pos ? load(dy, pixel * g.cs + k) : 0.0f;
-      }
-    store(dx, i, acc);
-  }
-}
-
 // Whether input (yi, xi) is the first element of window (yo, xo) equal to its
 // maximum m, scanning row-major as the CPU routes.
 template <class T>
@@ -169,35 +142,61 @@ __device__ inline bool first_max_at(const PoolGeometry& g, const T* xc, int64_t 
   return false;
 }
 
+// dx[i] (+)= the gradient of every window covering input element i that
+// routes to it (hit(b, k, yi, xi, yo, xo, o), o the window's dy index),
+// added in the CPU's window order. Starting from 0 and adding every covering
+// window's share, a zero included, gives the CPU's bits (its clear, then
+// adds; -0 becomes +0).
+template <class T, class Hit>
+__device__ inline void gather_routed(const PoolGeometry& g, uint64_t i, const T* dy, T* dx,
+                                     bool accumulate, Hit hit) {
+  const NhwcIndex at = nhwc_index(i, g.cs, g.w, g.h);
+  const int64_t k = at.k, xi = at.col, yi = at.row, b = at.b;
+  if (k >= g.c) {
+    store(dx, i, 0.0f);
+    return;
+  }
+  float acc = accumulate ? load(dx, i) : 0.0f;
+  int64_t y0, y1, x0, x1;
+  covering(yi, g.sh, g.ph, g.kh, g.oh, y0, y1);
+  covering(xi, g.sw, g.pw, g.kw, g.ow, x0, x1);
+  for (int64_t yo = y0; yo < y1; ++yo)
+    for (int64_t xo = x0; xo < x1; ++xo) {
+      const int64_t o = ((b * g.oh + yo) * g.ow + xo) * g.cs + k;
+      acc += hit(b, k, yi, xi, yo, xo, o) ? load(dy, o) : 0.0f;
+    }
+  store(dx, i, acc);
+}
+
 template <class T>
 __global__ void maxpool_bwd_kernel(PoolGeometry g, const T* x, const T* y, const T* dy, T* dx,
                                    bool accumulate) {
   const uint64_t n = static_cast<uint64_t>(g.n * g.h * g.w * g.cs);
   for (uint64_t i = first_index(); i < n; i += grid_stride()) {
-    const NhwcIndex at = nhwc_index(i, g.cs, g.w, g.h);
-    const int64_t k = at.k, xi = at.col, yi = at.row, b = at.b;
-    if (k >= g.c) {
-      store(dx, i, 0.0f);
-      continue;
-    }
-    // Starting from 0 and adding every covering window's share, a zero
-    // included, gives the CPU's bits (its clear, then adds; -0 becomes +0).
-    float acc = accumulate ? load(dx, i) : 0.0f;
-    const T* xc = x + b * g.h * g.w * g.cs + k;
     const float xv = load(x, i);
-    int64_t y0, y1, x0, x1;
-    covering(yi, g.sh, g.ph, g.kh, g.oh, y0, y1);
-    covering(xi, g.sw, g.pw, g.kw, g.ow, x0, x1);
-    for (int64_t yo = y0; yo < y1; ++yo)
-      for (int64_t xo = x0; xo < x1; ++xo) {
-        const int64_t o = ((b * g.oh + yo) * g.ow + xo) * g.cs + k;
-        const float m = load(y, o);
-        // A NaN input equals no maximum, so it adds zeros, as on the CPU.
-        const bool hit = xv == m && first_max_at(g, xc, yo, xo, m, yi, xi);
-        acc += hit ? load(dy, o) : 0.0f;
-      }
-    store(dx, i, acc);
+    gather_routed(
+        g, i, dy, dx, accumulate,
+        [&](int64_t b, int64_t k, int64_t yi, int64_t xi, int64_t yo, int64_t xo, int64_t o) {
+          const float m = load(y, o);
+          // A NaN input equals no maximum, so it adds zeros, as on the CPU.
+          return xv == m && first_max_at(g, x + b * g.h * g.w * g.cs + k, yo, xo, m, yi, xi);
+        });
   }
+}
+
+// MAXPOOL_BWD_WHERE: maxpool_bwd_kernel's sums, each window's hit read from
+// `where` (channels `ws` apart) instead of found again in x.
+template <class T>
+__global__ void maxpool_bwd_where_kernel(PoolGeometry g, const int8_t* where, int64_t ws,
+                                         const T* dy, T* dx, bool accumulate) {
+  const uint64_t n = static_cast<uint64_t>(g.n * g.h * g.w * g.cs);
+  for (uint64_t i = first_index(); i < n; i += grid_stride())
+    gather_routed(
+        g, i, dy, dx, accumulate,
+        [&](int64_t, int64_t k, int64_t yi, int64_t xi, int64_t yo, int64_t xo, int64_t o) {
+          const int64_t pos = (yi - (yo * g.sh - g.ph)) * g.kw + (xi - (xo * g.sw - g.pw));
+          return where[o / g.cs * ws + k] == pos;
+        });
 }
 
 // ---------------------------------------------------------------------------
