@@ -1185,8 +1185,8 @@ CompiledProject compile_project(const Project& project, const CompileOptions& as
   if (hi == 0) return plain;
   std::optional<CompiledProject> best;
   CompiledProject smallest = std::move(plain);
-  auto keep_smallest = [&](const CompiledProject& cp) {
-    if (cp.bytes_per_device() < smallest.bytes_per_device()) smallest = cp;
+  auto keep_smallest = [&](CompiledProject&& cp) {
+    if (cp.bytes_per_device() < smallest.bytes_per_device()) smallest = std::move(cp);
   };
   while (lo < hi) {
     const size_t mid = lo + (hi - lo) / 2;
@@ -1195,7 +1195,7 @@ CompiledProject compile_project(const Project& project, const CompileOptions& as
       hi = mid;
       best = std::move(cp);
     } else {
-      keep_smallest(cp);
+      keep_smallest(std::move(cp));
       lo = mid + 1;
     }
   }
@@ -1203,7 +1203,7 @@ CompiledProject compile_project(const Project& project, const CompileOptions& as
   if (best) return std::move(*best);
   CompiledProject all = with(hi);
   if (all.bytes_per_device() <= options.memory_budget) return all;
-  keep_smallest(all);
+  keep_smallest(std::move(all));
   return smallest;
 }
 

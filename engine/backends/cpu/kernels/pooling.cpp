@@ -7,12 +7,12 @@
 #include <limits>
 #include <vector>
 
+#include "backends/cpu/kernels/bf16_arrays.h"
 #include "backends/cpu/kernels/fast_math.h"
-#include "backends/cpu/kernels/half_convert.h"
+#include "backends/cpu/kernels/half_arrays.h"
 #include "backends/cpu/kernels/half_staging.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/parallel.h"
-#include "core/bf16_convert.h"
 
 namespace tr::cpu {
 
@@ -380,46 +380,34 @@ void gap_bwd(const KernelArgs& a) {
 
 namespace {
 
-// Element (pixel, channel) of a feature in its own storage type, channels
-// `padded_c()` apart (CUDA's layout pads 16-bit ones), as a float.
-float value_at(const TensorArg& t, int64_t pixel, int64_t k) {
-  const int64_t i = pixel * t.desc->padded_c() + k;
-  switch (t.desc->dtype) {
-    case DType::BF16:
-      return bf16_bits_to_float(static_cast<const uint16_t*>(t.data)[i]);
-    case DType::FP16:
-      return half_bits_to_float(static_cast<const uint16_t*>(t.data)[i]);
-    default:
-      return t.f32()[i];
-  }
+bool is_fp32_compact(const TensorArg& t) {
+  return t.desc->dtype == DType::FP32 && t.desc->is_compact();
 }
 
-// Sample b of a feature as compact FP32 rows: itself, or widened into `buf`.
-float* sample_rows(const TensorArg& t, int64_t b, bool read, std::vector<float>& buf) {
-  const Shape& s = t.desc->shape;
-  const int64_t pixels = s.h * s.w;
-  if (t.desc->dtype == DType::FP32 && t.desc->is_compact())
-    return static_cast<float*>(t.data) + b * pixels * s.c;
-  buf.resize(static_cast<size_t>(pixels * s.c));
-  if (read)
-    for (int64_t p = 0; p < pixels; ++p)
-      for (int64_t k = 0; k < s.c; ++k)
-        buf[static_cast<size_t>(p * s.c + k)] = value_at(t, b * pixels + p, k);
+// `rows` pixels of a feature from pixel `first` as compact FP32 rows: the
+// feature itself, or widened into `buf` (channels `padded_c()` apart in a
+// 16-bit one).
+const float* fp32_rows(const TensorArg& t, int64_t first, int64_t rows, std::vector<float>& buf) {
+  const int64_t c = t.desc->shape.c, stride = t.desc->padded_c();
+  if (is_fp32_compact(t)) return t.f32() + first * c;
+  buf.resize(static_cast<size_t>(rows * c));
+  const uint16_t* in = static_cast<const uint16_t*>(t.data) + first * stride;
+  if (t.desc->dtype == DType::BF16)
+    widen_bf16_rows(in, stride, buf.data(), rows, c);
+  else
+    widen_half_rows(in, stride, buf.data(), rows, c);
   return buf.data();
 }
 
-// Writes widened sample b back into a 16-bit feature (nothing for FP32).
-void store_sample(const std::vector<float>& buf, const TensorArg& t, int64_t b) {
-  if (t.desc->dtype == DType::FP32 && t.desc->is_compact()) return;
-  const Shape& s = t.desc->shape;
-  const int64_t pixels = s.h * s.w, stride = t.desc->padded_c();
-  auto* out = static_cast<uint16_t*>(t.data);
-  for (int64_t p = 0; p < pixels; ++p)
-    for (int64_t k = 0; k < stride; ++k) {
-      const float v = k < s.c ? buf[static_cast<size_t>(p * s.c + k)] : 0.0f;
-      out[(b * pixels + p) * stride + k] =
-          t.desc->dtype == DType::BF16 ? float_to_bf16_bits(v) : float_to_half_bits(v);
-    }
+// Rounds compact FP32 rows back into a 16-bit feature (nothing for FP32).
+void store_rows(const std::vector<float>& buf, const TensorArg& t, int64_t first, int64_t rows) {
+  if (is_fp32_compact(t)) return;
+  const int64_t c = t.desc->shape.c, stride = t.desc->padded_c();
+  uint16_t* out = static_cast<uint16_t*>(t.data) + first * stride;
+  if (t.desc->dtype == DType::BF16)
+    narrow_to_bf16_rows(buf.data(), out, stride, rows, c);
+  else
+    narrow_to_half_rows(buf.data(), out, stride, rows, c);
 }
 
 }  // namespace
@@ -437,32 +425,13 @@ void maxpool_fwd_where(const KernelArgs& a) {
   // output row, over FP32 rows (a 16-bit tensor's widened once a row), the
   // window's positions in order with the channels innermost, so the scan
   // vectorises.
-  const bool x32 = x.desc->dtype == DType::FP32 && x.desc->is_compact();
-  const bool y32 = y.desc->dtype == DType::FP32 && y.desc->is_compact();
   per_output_row(g, [&](int64_t b, int64_t yo) {
     thread_local std::vector<float> x_rows, y_row;
     int64_t r0, r1;
     g.rows(yo, r0, r1);
-    const int64_t row = g.w * g.c;
-    const float* xr = x32 ? x.f32() + (b * g.h + r0) * row : nullptr;
-    if (!x32) {
-      x_rows.resize(static_cast<size_t>((r1 - r0) * row));
-      for (int64_t yi = r0; yi < r1; ++yi)
-        for (int64_t p = 0; p < g.w; ++p)
-          for (int64_t k = 0; k < g.c; ++k)
-            x_rows[static_cast<size_t>(((yi - r0) * g.w + p) * g.c + k)] =
-                value_at(x, (b * g.h + yi) * g.w + p, k);
-      xr = x_rows.data();
-    }
+    const float* xr = fp32_rows(x, (b * g.h + r0) * g.w, (r1 - r0) * g.w, x_rows);
     const int64_t first_out = (b * g.oh + yo) * g.ow;
-    const float* yr = y32 ? y.f32() + first_out * g.c : nullptr;
-    if (!y32) {
-      y_row.resize(static_cast<size_t>(g.ow * g.c));
-      for (int64_t p = 0; p < g.ow; ++p)
-        for (int64_t k = 0; k < g.c; ++k)
-          y_row[static_cast<size_t>(p * g.c + k)] = value_at(y, first_out + p, k);
-      yr = y_row.data();
-    }
+    const float* yr = fp32_rows(y, first_out, g.ow, y_row);
     // The positions as floats while scanning (selects of one width vectorise).
     thread_local std::vector<float> at;
     at.resize(static_cast<size_t>(g.c));
@@ -501,9 +470,18 @@ void maxpool_bwd_where(const KernelArgs& a) {
   // (-0 becomes +0 as there).
   per_image(g, [&](int64_t b) {
     thread_local std::vector<float> dy_buf, dx_buf;
-    const float* gy = sample_rows(dy, b, true, dy_buf);
-    float* gx = sample_rows(dx, b, acc, dx_buf);
-    const int64_t image = g.h * g.w * g.c;
+    const int64_t pixels = g.h * g.w, image = pixels * g.c;
+    const float* gy = fp32_rows(dy, b * g.oh * g.ow, g.oh * g.ow, dy_buf);
+    float* gx = nullptr;
+    if (is_fp32_compact(dx)) {
+      gx = dx.f32() + b * image;
+    } else if (acc) {
+      fp32_rows(dx, b * pixels, pixels, dx_buf);
+      gx = dx_buf.data();
+    } else {
+      dx_buf.resize(static_cast<size_t>(image));
+      gx = dx_buf.data();
+    }
     if (!acc) std::memset(gx, 0, static_cast<size_t>(image) * sizeof(float));
     for (int64_t yo = 0; yo < g.oh; ++yo)
       for (int64_t xo = 0; xo < g.ow; ++xo) {
@@ -520,7 +498,7 @@ void maxpool_bwd_where(const KernelArgs& a) {
             for (int64_t k = 0; k < g.c; ++k) out[k] += select(wo[k] == pos, gy[o * g.c + k], 0.0f);
           }
       }
-    store_sample(dx_buf, dx, b);
+    store_rows(dx_buf, dx, b * pixels, pixels);
   });
 }
 
