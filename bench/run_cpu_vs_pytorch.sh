@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Compares our CPU training throughput with PyTorch's on the four Fashion-MNIST projects, interleaved:
-# PyTorch in {fp32, bf16 autocast} x {NCHW, channels-last}, against the best of ours (fp32, and
-# bf16 where renaissance-cli offers it), with the machine's bf16 ceiling (a bf16 matmul) measured too.
+# PyTorch in {fp32, bf16 autocast} x {NCHW, channels-last} x {OpenBLAS pthread, OpenBLAS OpenMP},
+# its best taken, against the best of ours (fp32, and bf16 where renaissance-cli offers it), with
+# the machine's bf16 ceiling (a bf16 matmul) measured too.
 #
 # usage: bench/run_cpu_vs_pytorch.sh [--out FILE] [--rounds N]
 # environment (defaults): BUILD_DIR (<repo>/build), ROUNDS (3), THREADS (2), BATCH (128),
 #   STEPS (30), WARMUP (5), MODELS ("lenet cnn-bn resnet8 vit-tiny"), PEAK_GFLOPS (390),
 #   PYTHON (/usr/bin/python3), DATA_DIR (the CLI's default),
-#   TORCH_BLAS (OpenBLAS's libblas.so.3, LD_PRELOADed into the PyTorch processes only; empty: none),
+#   TORCH_BLAS (the BLAS builds PyTorch is tried with, each LD_PRELOADed into its processes only:
+#   OpenBLAS's pthread and OpenMP libblas.so.3; "none" in the list: the system's libblas.so.3),
+#   TORCH_BF16 (auto: PyTorch's bf16 autocast every round where the CPU has AVX-512 BF16 or AMX,
+#   in the first round only elsewhere, where it is far slower than fp32; 1: always; 0: never),
 #   TORCH_GLIBC_TUNABLES (keeps freed memory in the PyTorch processes; empty: glibc's defaults),
 #   QUIET_WAIT (60: seconds to wait before each run for both CPUs to be idle; 0: don't wait),
 #   RETRIES (2) and CONTENDED (0.10: rerun a run while others or steal took more of the CPUs).
@@ -30,7 +34,9 @@ quiet_wait=${QUIET_WAIT:-60}
 retries=${RETRIES:-2}
 contended=${CONTENDED:-0.10}
 out=$here/bench/results/cpu_vs_pytorch.json
-torch_blas=${TORCH_BLAS-/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3}
+blas_dir=/usr/lib/x86_64-linux-gnu
+torch_blas_list=${TORCH_BLAS-$blas_dir/openblas-pthread/libblas.so.3 $blas_dir/openblas-openmp/libblas.so.3}
+torch_bf16=${TORCH_BF16:-auto}
 # glibc returns big freed blocks to the kernel (munmap / heap trim), so every PyTorch step
 # page-faults its activations in again; our engine allocates from a planned arena once.
 torch_tunables=${TORCH_GLIBC_TUNABLES-glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=17179869184}
@@ -41,7 +47,7 @@ while [ $# -gt 0 ]; do
     --out=*) out=${1#--out=}; shift ;;
     --rounds) rounds=$2; shift 2 ;;
     --rounds=*) rounds=${1#--rounds=}; shift ;;
-    -h|--help) sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_cpu_vs_pytorch.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -51,14 +57,30 @@ die() { echo "run_cpu_vs_pytorch.sh: $*" >&2; exit 1; }
 [ -x "$python" ] || die "no Python at $python; set PYTHON to the interpreter that has torch"
 if ! "$python" -c 'import torch' >/dev/null 2>&1; then
   die "PyTorch is not importable by $python; install it with:
-  apt-get install python3-torch libopenblas0-pthread
+  apt-get install python3-torch libopenblas0-pthread libopenblas0-openmp
 (or set PYTHON to an interpreter that has torch)"
 fi
-if [ -n "$torch_blas" ] && [ ! -e "$torch_blas" ]; then
-  echo "run_cpu_vs_pytorch.sh: warning: $torch_blas is missing (apt-get install" \
-       "libopenblas0-pthread); PyTorch uses whatever libblas.so.3 resolves to" >&2
-  torch_blas=
-fi
+case $torch_bf16 in auto|0|1) ;; *) die "TORCH_BF16 is '$torch_bf16'; give auto, 0 or 1" ;; esac
+# The BLAS builds to try, each with a short label for the table.
+blases=()
+for lib in $torch_blas_list; do
+  if [ "$lib" = none ]; then blases+=(none); continue; fi
+  if [ ! -e "$lib" ]; then
+    echo "run_cpu_vs_pytorch.sh: warning: $lib is missing (apt-get install libopenblas0-pthread" \
+         "libopenblas0-openmp); PyTorch is not tried with it" >&2
+    continue
+  fi
+  blases+=("$lib")
+done
+[ ${#blases[@]} -gt 0 ] || blases=(none)
+blas_label() {
+  case $1 in
+    none) echo system ;;
+    */openblas-pthread/*) echo openblas-pthread ;;
+    */openblas-openmp/*) echo openblas-openmp ;;
+    *) basename "$(dirname "$1")" ;;
+  esac
+}
 
 project_of() {
   case $1 in
@@ -70,9 +92,12 @@ project_of() {
   esac
 }
 
-# PyTorch gets OpenBLAS, malloc settings and thread counts for its own process only.
+# PyTorch gets a BLAS ($1: a library or none), malloc settings and thread counts for its own
+# process only.
 torch_py() {
-  env ${torch_blas:+LD_PRELOAD="$torch_blas${LD_PRELOAD:+:$LD_PRELOAD}"} \
+  local blas=$1; shift
+  [ "$blas" != none ] || blas=
+  env ${blas:+LD_PRELOAD="$blas${LD_PRELOAD:+:$LD_PRELOAD}"} \
       ${torch_tunables:+GLIBC_TUNABLES="$torch_tunables"} \
       OPENBLAS_NUM_THREADS="$threads" OMP_NUM_THREADS="$threads" \
       "$python" "$models_py" "$@"
@@ -134,12 +159,17 @@ measure() {  # side model round command...
   echo "$best" >>"$raw"
 }
 
-echo "== PyTorch: BLAS check (LD_PRELOAD=${torch_blas:-none})"
-blas=$(torch_py --blas-check --threads "$threads")
-echo "$blas"
+blas="{}"
+for lib in "${blases[@]}"; do
+  echo "== PyTorch: BLAS check, $(blas_label "$lib") (LD_PRELOAD=$lib)"
+  check=$(torch_py "$lib" --blas-check --threads "$threads")
+  echo "$check"
+  blas=$("$python" -c 'import json,sys; d=json.loads(sys.argv[1]); d[sys.argv[2]]=json.loads(sys.argv[3]); print(json.dumps(d))' \
+         "$blas" "$(blas_label "$lib")" "$check")
+done
 
 echo "== PyTorch: bf16 ceiling (a 2048^3 matmul in bf16 and in fp32)"
-ceiling=$(torch_py --bf16-check --threads "$threads")
+ceiling=$(torch_py "${blases[0]}" --bf16-check --threads "$threads")
 echo "$ceiling"
 # Our precisions: bf16 where this CPU has the instructions our bf16 needs (the CLI refuses it
 # elsewhere, naming them; `renaissance-cli devices` says which the CPU has).
@@ -149,6 +179,14 @@ b = json.load(sys.stdin)["cpu"]["bf16"]
 print("" if b["amx"] or b["avx512_bf16"] else "no AVX-512 BF16 or AMX on this CPU")')
 if [ -z "$bf16_note" ]; then our_precisions="fp32 bf16"
 else echo "== ours: fp32 only ($bf16_note; renaissance-cli refuses --precision bf16 here)"; fi
+# PyTorch's bf16 autocast without the instructions runs at a few percent of its fp32 speed: timed
+# in the first round only (so the table still shows it), unless TORCH_BF16 says otherwise.
+if [ "$torch_bf16" = auto ]; then
+  if [ -z "$bf16_note" ]; then torch_bf16=1; else
+    torch_bf16=first
+    echo "== PyTorch: bf16 autocast in round 1 only ($bf16_note; TORCH_BF16=1 times it every round)"
+  fi
+fi
 
 echo "== forward FLOPs per batch of $batch (ours: renaissance-cli plan; PyTorch: pytorch_models.py --flops)"
 flops_json="{}"
@@ -181,13 +219,24 @@ for r in $(seq 1 "$rounds"); do
         "${data_args[@]}" --json
       echo "round $r $m ours $prec: $(summary)"
     done
-    # Both memory formats and both precisions, their order alternating from round to round.
+    # Both memory formats, both precisions and every BLAS, their order alternating by round.
     if [ $((r % 2)) -eq 1 ]; then formats="0 1"; precs="0 1"; else formats="1 0"; precs="1 0"; fi
-    for cl in $formats; do
-      for bf in $precs; do
-        measure pytorch "$m" "$r" torch_py --model "$m" --batch "$batch" --threads "$threads" \
-          --steps "$steps" --warmup "$warmup" --channels-last "$cl" --bf16 "$bf"
-        echo "round $r $m PyTorch channels_last=$cl bf16=$bf: $(summary)"
+    case $torch_bf16 in
+      0) precs=0 ;;
+      first) [ "$r" -eq 1 ] || precs=0 ;;
+    esac
+    order=("${blases[@]}")
+    if [ $((r % 2)) -eq 0 ]; then
+      order=(); for ((i = ${#blases[@]} - 1; i >= 0; i--)); do order+=("${blases[i]}"); done
+    fi
+    for lib in "${order[@]}"; do
+      for cl in $formats; do
+        for bf in $precs; do
+          measure "pytorch/$(blas_label "$lib")" "$m" "$r" torch_py "$lib" --model "$m" \
+            --batch "$batch" --threads "$threads" --steps "$steps" --warmup "$warmup" \
+            --channels-last "$cl" --bf16 "$bf"
+          echo "round $r $m PyTorch $(blas_label "$lib") channels_last=$cl bf16=$bf: $(summary)"
+        done
       done
     done
   done
@@ -210,9 +259,10 @@ runs = [json.loads(line) for line in open(raw)]
 models = list(dict.fromkeys(r["model"] for r in runs))
 med = statistics.median
 rows = []
-def config(r):  # a PyTorch run's configuration
+def config(r):  # a PyTorch run's configuration: memory format / precision / BLAS
     res = r["result"]
-    return ("channels_last" if res["channels_last"] else "contiguous") + "/" + res.get("precision", "fp32")
+    return ("channels_last" if res["channels_last"] else "contiguous") + "/" + \
+        res.get("precision", "fp32") + "/" + r["side"].split("/", 1)[1]
 
 for m in models:
     mine = [r for r in runs if r["model"] == m]
@@ -226,7 +276,7 @@ for m in models:
     ours = ours_prec[best_ours]
     torch_cfg = {}
     for r in mine:
-        if r["side"] == "pytorch":
+        if r["side"].startswith("pytorch/"):
             torch_cfg.setdefault(config(r), {})[r["round"]] = r["result"]["images_per_s"]
     cfg_med = {c: med(v.values()) for c, v in torch_cfg.items()}
     best_cfg = max(cfg_med, key=cfg_med.get)
@@ -260,10 +310,14 @@ for m in models:
         "runs_contended": sum(1 for r in mine if max(r["others_cpu"], r["steal"]) > contended),
         "reruns": sum(r["attempts"] - 1 for r in mine),
     })
+# Each configuration column: the best BLAS for that memory format and precision.
 configs = ("contiguous/fp32", "channels_last/fp32", "contiguous/bf16", "channels_last/bf16")
+def by_format(by, c):
+    vals = [v for k, v in by.items() if k.rsplit("/", 1)[0] == c]
+    return "%.0f" % max(vals) if vals else "-"
 hdr = ("model", "ours img/s", "(prec)", "PyTorch img/s", "(configuration)") + \
       ("NCHW", "NHWC", "NCHW bf16", "NHWC bf16") + ("ours/PT", "per-round", "ours %ceil", "PT %ceil")
-fmt = "%-8s %10s %-6s %13s %-20s %8s %8s %9s %9s %8s %9s %10s %9s"
+fmt = "%-8s %10s %-6s %13s %-37s %8s %8s %9s %9s %8s %9s %10s %9s"
 print()
 print("batch %d, %d threads, %d timed steps after %d warm-up, median of %d rounds; fp32 peak %.0f "
       "GFLOP/s; a %d^3 matmul: bf16 %.0f GFLOP/s, fp32 %.0f; %%ceil: of the faster (%s)"
@@ -274,11 +328,13 @@ for w in rows:
     by = w["pytorch_images_per_s_by_configuration"]
     print(fmt % ((w["model"], "%.0f" % w["ours_images_per_s"], w["ours_precision"],
                   "%.0f" % w["pytorch_images_per_s"], w["pytorch_configuration"]) +
-                 tuple("%.0f" % by[c] if c in by else "-" for c in configs) +
+                 tuple(by_format(by, c) for c in configs) +
                  ("%.2f" % w["ratio_ours_over_pytorch"], "%.2f" % w["ratio_median_of_rounds"],
                   "%.1f%%" % (100 * w["ours_fraction_of_ceiling"]),
                   "%.1f%%" % (100 * w["pytorch_fraction_of_ceiling"]))))
 kernels = sorted({r["result"].get("cpu_kernels", "?") for r in runs if r["side"].startswith("ours")})
+print("PyTorch's columns: the faster of its BLAS builds (%s) in each format and precision; "
+      "(configuration) names the fastest overall" % ", ".join(sorted(blas)))
 print("our own CPU kernels (besides oneDNN's): the %s build" % " and ".join(kernels))
 noisy = sum(w["runs_not_quiet"] for w in rows)
 if noisy:
