@@ -19,10 +19,13 @@
 #include "backends/cpu/kernels/dense.h"
 #include "backends/cpu/kernels/onednn_info.h"
 #include "bench_tensors.h"
+#include "zoo_layers.h"
 
 namespace {
 
 using namespace tr;
+using tr::bench::ConvLayer;
+using tr::bench::LinearLayer;
 using tr::bench::Tensors;
 
 struct Options {
@@ -58,24 +61,6 @@ double print(const std::string& model, const std::string& layer, const char* ker
       impl.c_str());
   return t.median;
 }
-
-struct ConvLayer {
-  const char* name;
-  int64_t h, w, ci, co, k, stride, pad;
-  bool bias, first;
-};
-
-struct LinearLayer {
-  const char* name;
-  int64_t in, out;
-  bool bias;
-};
-
-struct Model {
-  const char* name;
-  std::vector<ConvLayer> convs;
-  std::vector<LinearLayer> linears;
-};
 
 // Returns the milliseconds of one training step's worth of these kernels.
 double bench_conv(const Options& o, const std::string& model, const ConvLayer& c) {
@@ -198,31 +183,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  // The zoo's layers on 28x28x1 Fashion-MNIST (projects/*.json).
-  const std::vector<Model> models = {
-      {"lenet",
-       {{"conv1", 28, 28, 1, 6, 5, 1, 2, true, true},
-        {"conv2", 14, 14, 6, 16, 5, 1, 0, true, false}},
-       {{"fc1", 400, 120, true}, {"fc2", 120, 84, true}, {"fc3", 84, 10, true}}},
-      {"resnet8",
-       {{"conv1", 28, 28, 1, 16, 3, 1, 1, false, true},
-        {"s1b1_conv1", 28, 28, 16, 16, 3, 1, 1, false, false},
-        {"s1b1_conv2", 28, 28, 16, 16, 3, 1, 1, false, false},
-        {"s2b1_conv1", 28, 28, 16, 32, 3, 2, 1, false, false},
-        {"s2b1_conv2", 14, 14, 32, 32, 3, 1, 1, false, false},
-        {"s2b1_sc_conv", 28, 28, 16, 32, 1, 2, 0, false, false},
-        {"s3b1_conv1", 14, 14, 32, 64, 3, 2, 1, false, false},
-        {"s3b1_conv2", 7, 7, 64, 64, 3, 1, 1, false, false},
-        {"s3b1_sc_conv", 14, 14, 32, 64, 1, 2, 0, false, false}},
-       {{"fc", 64, 10, true}}},
-      {"cnn-bn",
-       {{"conv1", 28, 28, 1, 32, 3, 1, 1, false, true},
-        {"conv2", 28, 28, 32, 32, 3, 1, 1, false, false},
-        {"conv3", 14, 14, 32, 64, 3, 1, 1, false, false},
-        {"conv4", 14, 14, 64, 64, 3, 1, 1, false, false}},
-       {{"fc", 64, 10, true}}},
-  };
-  for (const Model& m : models) {
+  for (const bench::ZooModel& m : bench::zoo_models()) {
     if (!o.model.empty() && o.model != m.name) continue;
     double step = 0.0;
     for (const ConvLayer& c : m.convs) step += bench_conv(o, m.name, c);
