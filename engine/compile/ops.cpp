@@ -24,6 +24,13 @@ constexpr ComputeOpInfo bn_training(ComputeOpInfo i) {
   i.bn_training = true;
   return i;
 }
+constexpr ComputeOpInfo blocks(ChannelBlocks how, ComputeOpInfo i) {
+  i.channel_blocks = how;
+  return i;
+}
+constexpr ChannelBlocks kElementwise = ChannelBlocks::Elementwise;
+constexpr ChannelBlocks kWindows = ChannelBlocks::PerChannelWindows;
+constexpr ChannelBlocks kNative = ChannelBlocks::Native;
 
 // In ComputeOp order. The streams: the input copy on TRANS; convolutions,
 // linear layers, the loss and the cheap copies on COMP_1; normalisation,
@@ -32,9 +39,9 @@ constexpr ComputeOpInfo bn_training(ComputeOpInfo i) {
 constexpr ComputeOpInfo kComputeOps[] = {
     compute(ComputeOp::H2D_INPUT, "H2D_INPUT", S::TRANS),
     compute(ComputeOp::COPY_LABELS, "COPY_LABELS", S::COMP_1),
-    compute(ComputeOp::CONV_FWD, "CONV_FWD", S::COMP_1),
-    forks(compute(ComputeOp::CONV_BWD, "CONV_BWD", S::COMP_3)),
-    compute(ComputeOp::CONV_BWD_FIRST, "CONV_BWD_FIRST", S::COMP_1),
+    blocks(kNative, compute(ComputeOp::CONV_FWD, "CONV_FWD", S::COMP_1)),
+    blocks(kNative, forks(compute(ComputeOp::CONV_BWD, "CONV_BWD", S::COMP_3))),
+    blocks(kNative, compute(ComputeOp::CONV_BWD_FIRST, "CONV_BWD_FIRST", S::COMP_1)),
     compute(ComputeOp::LINEAR_FWD, "LINEAR_FWD", S::COMP_1),
     forks(compute(ComputeOp::LINEAR_BWD, "LINEAR_BWD", S::COMP_3)),
     compute(ComputeOp::LINEAR_BWD_FIRST, "LINEAR_BWD_FIRST", S::COMP_1),
@@ -54,25 +61,25 @@ constexpr ComputeOpInfo kComputeOps[] = {
     compute(ComputeOp::CLASS_TOKEN_BWD, "CLASS_TOKEN_BWD", S::COMP_1),
     compute(ComputeOp::TOKEN_POOL_FWD, "TOKEN_POOL_FWD", S::COMP_1),
     compute(ComputeOp::TOKEN_POOL_BWD, "TOKEN_POOL_BWD", S::COMP_1),
-    in_place(compute(ComputeOp::RELU_FWD, "RELU_FWD", S::COMP_3)),
-    compute(ComputeOp::RELU_BWD, "RELU_BWD", S::COMP_3),
+    blocks(kElementwise, in_place(compute(ComputeOp::RELU_FWD, "RELU_FWD", S::COMP_3))),
+    blocks(kElementwise, compute(ComputeOp::RELU_BWD, "RELU_BWD", S::COMP_3)),
     compute(ComputeOp::ACTIVATION_FWD, "ACTIVATION_FWD", S::COMP_3),
     compute(ComputeOp::ACTIVATION_BWD, "ACTIVATION_BWD", S::COMP_3),
-    compute(ComputeOp::MAXPOOL_FWD, "MAXPOOL_FWD", S::COMP_2),
-    compute(ComputeOp::MAXPOOL_BWD, "MAXPOOL_BWD", S::COMP_2),
-    compute(ComputeOp::MAXPOOL_FWD_WHERE, "MAXPOOL_FWD_WHERE", S::COMP_2),
-    compute(ComputeOp::MAXPOOL_BWD_WHERE, "MAXPOOL_BWD_WHERE", S::COMP_2),
-    compute(ComputeOp::AVGPOOL_FWD, "AVGPOOL_FWD", S::COMP_2),
-    compute(ComputeOp::AVGPOOL_BWD, "AVGPOOL_BWD", S::COMP_2),
-    compute(ComputeOp::GAP_FWD, "GAP_FWD", S::COMP_2),
-    compute(ComputeOp::GAP_BWD, "GAP_BWD", S::COMP_2),
+    blocks(kWindows, compute(ComputeOp::MAXPOOL_FWD, "MAXPOOL_FWD", S::COMP_2)),
+    blocks(kWindows, compute(ComputeOp::MAXPOOL_BWD, "MAXPOOL_BWD", S::COMP_2)),
+    blocks(kWindows, compute(ComputeOp::MAXPOOL_FWD_WHERE, "MAXPOOL_FWD_WHERE", S::COMP_2)),
+    blocks(kWindows, compute(ComputeOp::MAXPOOL_BWD_WHERE, "MAXPOOL_BWD_WHERE", S::COMP_2)),
+    blocks(kWindows, compute(ComputeOp::AVGPOOL_FWD, "AVGPOOL_FWD", S::COMP_2)),
+    blocks(kWindows, compute(ComputeOp::AVGPOOL_BWD, "AVGPOOL_BWD", S::COMP_2)),
+    blocks(kWindows, compute(ComputeOp::GAP_FWD, "GAP_FWD", S::COMP_2)),
+    blocks(kWindows, compute(ComputeOp::GAP_BWD, "GAP_BWD", S::COMP_2)),
     compute(ComputeOp::DROPOUT_FWD, "DROPOUT_FWD", S::COMP_2),
     compute(ComputeOp::DROPOUT_BWD, "DROPOUT_BWD", S::COMP_2),
     compute(ComputeOp::IDENTITY, "IDENTITY", S::COMP_1),
     compute(ComputeOp::FLATTEN_FWD, "FLATTEN_FWD", S::COMP_1),
     compute(ComputeOp::FLATTEN_BWD, "FLATTEN_BWD", S::COMP_1),
-    in_place(compute(ComputeOp::ADD_FWD, "ADD_FWD", S::COMP_1)),
-    compute(ComputeOp::ADD_BWD, "ADD_BWD", S::COMP_1),
+    blocks(kElementwise, in_place(compute(ComputeOp::ADD_FWD, "ADD_FWD", S::COMP_1))),
+    blocks(kElementwise, compute(ComputeOp::ADD_BWD, "ADD_BWD", S::COMP_1)),
     compute(ComputeOp::CONCAT_FWD, "CONCAT_FWD", S::COMP_1),
     compute(ComputeOp::CONCAT_BWD, "CONCAT_BWD", S::COMP_1),
     compute(ComputeOp::SOFTMAX_CE_FWD_BWD, "SOFTMAX_CE_FWD_BWD", S::COMP_1),

@@ -144,6 +144,13 @@ constexpr bool activation_backward_reads_output(Activation a) noexcept {
 // Parts of a forked backward op.
 enum class BwdPart : uint8_t { DW, DB, DX };
 
+// How an op takes feature maps whose channels lie in blocks
+// (DTensor::channel_block): not at all; element by element, every feature
+// operand in one layout (the order of elements is the same in each); per
+// channel over windows of H and W, so a blocked map is N * C / b maps of b
+// channels in the plain layout; or natively, the kernel reading the layout.
+enum class ChannelBlocks : uint8_t { None, Elementwise, PerChannelWindows, Native };
+
 struct ComputeOpInfo {
   ComputeOp op = ComputeOp::NUM_COMPUTE_OPS;
   std::string_view name;
@@ -155,6 +162,7 @@ struct ComputeOpInfo {
   // Batch-norm training: with SyncBatchNorm its statistics (and its
   // backward's sums) are summed across ranks inside the op.
   bool bn_training = false;
+  ChannelBlocks channel_blocks = ChannelBlocks::None;
 };
 
 struct RangeOpInfo {

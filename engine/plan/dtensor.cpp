@@ -59,6 +59,15 @@ std::array<int64_t, 4> DTensor::host_strides() const noexcept {
   return {shape.h * shape.w * shape.c, shape.w * shape.c, shape.c, 1};
 }
 
+int64_t DTensor::element_index(int64_t n, int64_t h, int64_t w, int64_t c) const noexcept {
+  if (!is_blocked()) {
+    const auto s = device_strides();
+    return n * s[0] + h * s[1] + w * s[2] + c;
+  }
+  const int64_t b = channel_block;
+  return (((n * (shape.c / b) + c / b) * shape.h + h) * shape.w + w) * b + c % b;
+}
+
 uint64_t DTensor::device_bytes() const noexcept {
   return static_cast<uint64_t>(shape.n * shape.h * shape.w * padded_c()) * dtype_size(dtype);
 }

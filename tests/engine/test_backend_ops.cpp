@@ -195,15 +195,28 @@ Layout sixteen_layout(char role, DType half) {
   }
 }
 
-// `half`: the 16-bit mode's type (FP32: the plain FP32 layout).
-Placed place(const OpCase& c, DType half) {
+// The BLOCKED mode's choice: a feature map, gradient or mask of an op that
+// takes channel blocks, with whole blocks of 8 channels (AVX2's; the input
+// buffer never is). Weights and everything else stay as they are.
+bool blocked_role(const OpCase& c, char role, const Shape& s) {
+  return compute_op_info(c.op).channel_blocks != ChannelBlocks::None &&
+         (role == 'F' || role == 'G' || role == 'M') && s.c % 8 == 0;
+}
+
+// `half`: the 16-bit mode's type (FP32: the plain FP32 layout). `blocked`:
+// FP32 with the features in channel blocks of 8 (blocked_role).
+Placed place(const OpCase& c, DType half, bool blocked = false) {
   Placed p;
-  auto add = [&](const Shape& s, Layout l) {
+  auto add = [&](const Shape& s, Layout l, char role) {
     auto d = std::make_unique<DTensor>();
     d->id = static_cast<DTensorId>(p.descs.size());
     d->shape = s;
     d->dtype = l.dtype;
     d->region = l.region;
+    if (blocked && blocked_role(c, role, s)) {
+      d->pad_channels = false;
+      d->channel_block = 8;
+    }
     d->slot_bytes = DTensor::slot_bytes_for(s, l.dtype, d->region);
     d->offset = p.bytes;
     p.bytes = align256(p.bytes + d->slot_bytes);
@@ -217,8 +230,11 @@ Placed place(const OpCase& c, DType half) {
     const DType t = type(types, i);
     return Layout{t, t == DType::INT8 ? Region::S_MASK : Region::T_SCRATCH};
   };
-  for (size_t i = 0; i < c.in.size(); ++i) add(c.in[i], layout(c.in_roles, c.in_types, i));
-  for (size_t i = 0; i < c.out.size(); ++i) add(c.out[i], layout(c.out_roles, c.out_types, i));
+  auto role = [](const std::string& roles, size_t i) { return i < roles.size() ? roles[i] : ' '; };
+  for (size_t i = 0; i < c.in.size(); ++i)
+    add(c.in[i], layout(c.in_roles, c.in_types, i), role(c.in_roles, i));
+  for (size_t i = 0; i < c.out.size(); ++i)
+    add(c.out[i], layout(c.out_roles, c.out_types, i), role(c.out_roles, i));
   auto add_span = [&](int64_t elements, DType dtype, const std::vector<SpanTensor>* inside) {
     PlacedSpan sp = span_at(p, elements, dtype);
     uint64_t at = sp.offset;
@@ -254,6 +270,13 @@ constexpr uint16_t kHalfNaN = 0x7E00, kBf16NaN = 0x7FC0;
 // shows. Except an input buffer's: the transfer writes its padding lanes as
 // zero, which the first convolution counts on (it reads them as channels
 // that its zero-padded filter multiplies by zero).
+// Where logical element (row r of the NHWC rows, channel k) lies on the device.
+size_t device_index(const DTensor& d, int64_t r, int64_t k) {
+  if (!d.is_blocked()) return static_cast<size_t>(r * d.padded_c() + k);
+  const int64_t hw = d.shape.h * d.shape.w, n = r / hw, p = r % hw;
+  return static_cast<size_t>(d.element_index(n, p / d.shape.w, p % d.shape.w, k));
+}
+
 std::vector<uint8_t> device_bytes(const DTensor& d, const std::vector<float>& v) {
   const int64_t c = d.shape.c, pc = d.padded_c(), rows = d.shape.elements() / c;
   const bool input = d.region == Region::I_A_DATA || d.region == Region::I_B_DATA;
@@ -261,7 +284,7 @@ std::vector<uint8_t> device_bytes(const DTensor& d, const std::vector<float>& v)
   std::vector<uint8_t> b(d.slot_bytes, 0);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t k = 0; k < pc; ++k) {
-      const size_t at = static_cast<size_t>(r * pc + k);
+      const size_t at = device_index(d, r, k);
       const float x = k < c ? v[static_cast<size_t>(r * c + k)] : 0.0f;
       switch (d.dtype) {
         case DType::FP16: {
@@ -295,7 +318,7 @@ bool logical_values(const DTensor& d, const std::vector<uint8_t>& b, std::vector
   bool padding_zero = true;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t k = 0; k < pc; ++k) {
-      const size_t at = static_cast<size_t>(r * pc + k);
+      const size_t at = device_index(d, r, k);
       float x = 0;
       switch (d.dtype) {
         case DType::FP16:
@@ -329,7 +352,9 @@ bool logical_values(const DTensor& d, const std::vector<uint8_t>& b, std::vector
 // OVERWRITE: a case whose outputs accumulate, run with the mask clear (the
 // outputs start random and must be overwritten).
 // BF16: the FP16 mode's layout with bfloat16 storage.
-enum class Mode { FP32, FP16, PARTS, IN_PLACE, OVERWRITE, BF16 };
+// BLOCKED: FP32 with the feature maps in channel blocks of 8 (the CPU's
+// layout for oneDNN's direct convolutions), which must give the FP32 bits.
+enum class Mode { FP32, FP16, PARTS, IN_PLACE, OVERWRITE, BF16, BLOCKED };
 
 DType half_of(Mode m) {
   return m == Mode::FP16 ? DType::FP16 : m == Mode::BF16 ? DType::BF16 : DType::FP32;
@@ -349,6 +374,8 @@ const char* mode_name(Mode m) {
       return "overwrite";
     case Mode::BF16:
       return "bf16";
+    case Mode::BLOCKED:
+      return "blocked";
   }
   return "?";
 }
@@ -366,6 +393,12 @@ std::vector<Mode> modes_of(const OpCase& c) {
   if (c.range == RangeOp::NUM_RANGE_OPS && compute_op_info(c.op).in_place && c.accumulate == 0)
     m.push_back(Mode::IN_PLACE);
   if (c.range == RangeOp::NUM_RANGE_OPS && c.accumulate != 0) m.push_back(Mode::OVERWRITE);
+  bool blocks = false;
+  for (size_t i = 0; i < c.in.size() && i < c.in_roles.size(); ++i)
+    blocks |= blocked_role(c, c.in_roles[i], c.in[i]);
+  for (size_t i = 0; i < c.out.size() && i < c.out_roles.size(); ++i)
+    blocks |= blocked_role(c, c.out_roles[i], c.out[i]);
+  if (c.range == RangeOp::NUM_RANGE_OPS && blocks) m.push_back(Mode::BLOCKED);
   return m;
 }
 
@@ -383,7 +416,7 @@ struct Timing {
 bool run_case(Backend& backend, const OpCase& c, const Tensors& in, Tensors& out, Mode mode,
               int only = -1, Timing* timing = nullptr) {
   const bool fp16 = mode == Mode::FP16;
-  Placed p = place(c, half_of(mode));
+  Placed p = place(c, half_of(mode), mode == Mode::BLOCKED);
   // In place: output 0 is input 0's bytes (same shape and type).
   if (mode == Mode::IN_PLACE) p.descs[c.in.size()]->offset = p.descs[0]->offset;
   backend.allocate_arenas(p.bytes);
@@ -3126,10 +3159,13 @@ class TestBackendOps : public QObject {
           continue;
         }
         for (size_t i = 0; i < cs.size(); ++i)
-          for (const Mode m : modes_of(cs[i]))
+          for (const Mode m : modes_of(cs[i])) {
+            // Channel blocks are the CPU's layout; CUDA plans never hold them.
+            if (m == Mode::BLOCKED && QByteArray(b) != "cpu") continue;
             QTest::newRow(qPrintable(
                 QStringLiteral("%1/%2/%3").arg(b).arg(mode_name(m)).arg(cs[i].name.c_str())))
                 << QString(b) << static_cast<int>(m) << op << static_cast<int>(i);
+          }
       }
     }
   }
@@ -3190,6 +3226,26 @@ class TestBackendOps : public QObject {
           err <= tolerance,
           qPrintable(
               QStringLiteral("output %1: relative error %2 > %3").arg(i).arg(err).arg(tolerance)));
+    }
+    // Where channel blocks only move bytes (elementwise and windowed ops), the
+    // plain layout's bits. A convolution is oneDNN's other kernel for the
+    // layout: within the reference's tolerance, its bits its own (mostly the
+    // same for 3x3 maps of whole blocks, not where a side is plain or for a
+    // 1x1's weight gradient; bench_conv_layouts counts them per layer).
+    if (static_cast<Mode>(mode) == Mode::BLOCKED &&
+        compute_op_info(c.op).channel_blocks != ChannelBlocks::Native) {
+      Tensors plain = before;
+      QVERIFY(run_case(*b, c, handed, plain, Mode::FP32));
+      for (size_t i = 0; i < out.size(); ++i) {
+        size_t differ = 0;
+        for (size_t k = 0; k < out[i].size(); ++k)
+          differ += std::bit_cast<uint32_t>(out[i][k]) != std::bit_cast<uint32_t>(plain[i][k]);
+        QVERIFY2(differ == 0, qPrintable(QStringLiteral("output %1: %2 of %3 values differ from "
+                                                        "the plain layout's bits")
+                                             .arg(i)
+                                             .arg(differ)
+                                             .arg(out[i].size())));
+      }
     }
     // Forked parts run at once on different streams: each writes its own
     // output, the bits the parts wrote together, and nothing of the others'.

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "backends/cpu/channel_blocks.h"
 #include "backends/cpu/collectives.h"
 #include "backends/cpu/cpu_graph.h"
 #include "backends/cpu/cpu_kernels.h"
@@ -535,7 +536,7 @@ class CpuBackend final : public Backend {
         if (l.args->workspace)
           ranks_[static_cast<size_t>(rank)].workspaces.reserve(l.tag.stream,
                                                                kernel_workspace_bytes(*l.args));
-        k(*l.args);
+        run_kernel(k, *l.args);
         break;
       }
       case LaunchKind::COPY_H2D:

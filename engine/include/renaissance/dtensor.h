@@ -55,7 +55,15 @@ struct DTensor {
   // (cuda_alignment). The CPU's kernels take any C, so CPU plans store every
   // tensor compact: a 1-channel BF16 map is not 8 times its size.
   bool pad_channels = true;
+  // Channels in blocks (CPU feature maps only, C a multiple of it): the bytes
+  // hold [N, C / b, H, W, b], the layout oneDNN's direct convolutions run
+  // fastest on (b = 8 for AVX2, 16 for AVX-512). 0: channels innermost,
+  // [N, H, W, C]. The same bytes either way, and the same values in them.
+  int channel_block = 0;
 
+  bool is_blocked() const noexcept { return channel_block > 0; }
+  // The position of element (n, h, w, c) in the device layout, in elements.
+  int64_t element_index(int64_t n, int64_t h, int64_t w, int64_t c) const noexcept;
   uint32_t alignment() const noexcept { return pad_channels ? cuda_alignment(dtype, region) : 1; }
   int64_t padded_c() const noexcept;
   // Strides in elements for N, H, W, C. Device strides use the padded C.

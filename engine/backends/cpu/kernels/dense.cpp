@@ -198,16 +198,22 @@ bool is_pointwise(const ConvGeom& g) {
          g.groups == 1;
 }
 
+int block_of(const TensorArg& t) {
+  return t.desc ? t.desc->channel_block : 0;
+}
+
+// `blocked`: x's or y's channels lie in blocks (DTensor::channel_block).
 ConvGeom conv_geom(const char* kernel, const KernelArgs& a, const Shape& x, const Shape& w,
-                   const Shape& y) {
+                   const Shape& y, bool blocked) {
   ConvGeom g{};
   std::string error;
   if (!conv_geometry(*a.layer_params, x, w, y, g, error)) fail(kernel, a, error);
   // A pointwise convolution (a per-token Linear) sees its N x H x W pixels
   // as one row of one image: oneDNN's weight-gradient kernels run that
   // faster than 128 images of 1 x 50 tokens (bf16 on AMX: 18.6 -> 13.7 ms a
-  // step on vit-tiny-fashion), and the arithmetic is the same.
-  if (is_pointwise(g)) {
+  // step on vit-tiny-fashion), and the arithmetic is the same. Blocked
+  // channels are not rows of pixels, so they keep their images.
+  if (is_pointwise(g) && !blocked) {
     g.w = g.wo = g.n * g.h * g.w;
     g.n = g.h = g.ho = 1;
   }
@@ -219,20 +225,36 @@ enum class ConvKind : int64_t { FWD, FWD_BIAS, BWD_DATA, BWD_WEIGHTS, BWD_WEIGHT
 // The storage a primitive reads and writes: FP32 throughout, or bfloat16
 // features, weights and weight gradients (FP32 accumulation) with the bias
 // in either; a backward-data one may write its dX in FP32 (to be added onto
-// a gradient that already holds a value).
+// a gradient that already holds a value). The features of either side (x and
+// dx, y and dy) are NHWC or in channel blocks of `x_block` / `y_block`.
 struct ConvTypes {
   bool bf16 = false;
   bool bias_bf16 = false;
   bool dx_f32 = false;
+  int x_block = 0, y_block = 0;
 };
 
-using ConvKey = std::array<int64_t, 18>;
+using ConvKey = std::array<int64_t, 20>;
 
 ConvKey conv_key(const ConvGeom& g, ConvKind kind, ConvTypes t) {
-  return {g.n,    g.h,         g.w,     g.ci,     g.co,
-          g.kh,   g.kw,        g.sh,    g.sw,     g.ph,
-          g.pw,   g.ho,        g.wo,    g.groups, static_cast<int64_t>(kind),
-          t.bf16, t.bias_bf16, t.dx_f32};
+  return {g.n,    g.h,         g.w,      g.ci,      g.co,
+          g.kh,   g.kw,        g.sh,     g.sw,      g.ph,
+          g.pw,   g.ho,        g.wo,     g.groups,  static_cast<int64_t>(kind),
+          t.bf16, t.bias_bf16, t.dx_f32, t.x_block, t.y_block};
+}
+
+// oneDNN's tag for features in NHWC or in channel blocks of `block`.
+Tag feature_tag(int block) {
+  switch (block) {
+    case 0:
+      return Tag::nhwc;
+    case 8:
+      return Tag::nChw8c;
+    case 16:
+      return Tag::nChw16c;
+  }
+  throw std::invalid_argument("convolution: channel blocks of " + std::to_string(block) +
+                              " (oneDNN's direct convolutions take 8 or 16)");
 }
 
 struct KeyHash {
@@ -263,8 +285,8 @@ memory::dims dims(std::initializer_list<int64_t> v) {
 ConvPrim make_conv(const ConvGeom& g, ConvKind kind, ConvTypes t) {
   dnnl::engine& eng = cpu_engine();
   const DT dt = t.bf16 ? DT::bf16 : DT::f32;
-  const memory::desc src(dims({g.n, g.ci, g.h, g.w}), dt, Tag::nhwc);
-  const memory::desc dst(dims({g.n, g.co, g.ho, g.wo}), dt, Tag::nhwc);
+  const memory::desc src(dims({g.n, g.ci, g.h, g.w}), dt, feature_tag(t.x_block));
+  const memory::desc dst(dims({g.n, g.co, g.ho, g.wo}), dt, feature_tag(t.y_block));
   // Grouped: [G, Co/G, Ci/G, kh, kw], and our OHWI weights are gohwi (the
   // output channels of one group are adjacent).
   const bool grouped = g.groups > 1;
@@ -307,7 +329,8 @@ ConvPrim make_conv(const ConvGeom& g, ConvKind kind, ConvTypes t) {
     }
     case ConvKind::BWD_DATA: {
       const memory::desc diff_src =
-          t.dx_f32 ? memory::desc(dims({g.n, g.ci, g.h, g.w}), DT::f32, Tag::nhwc) : src;
+          t.dx_f32 ? memory::desc(dims({g.n, g.ci, g.h, g.w}), DT::f32, feature_tag(t.x_block))
+                   : src;
       p.src = diff_src;
       const dnnl::convolution_backward_data::primitive_desc pd(
           dnnl::convolution_backward_data::desc(alg, diff_src, any_w, dst, strides, pad, pad), attr,
@@ -533,10 +556,32 @@ MatKey mat_key(const ConvGeom& g, MatKind kind, int64_t bias = 0) {
 // separate, which also makes a single call and the forked parts identical.
 constexpr bool kFuseBiasGrad = false;
 
+// The bias gradient of an FP32 dy in channel blocks of b: each channel's sum
+// over the samples' pixels, a sample's in float and the samples' in double.
+void blocked_bias_grad(const ConvGeom& g, int b, const float* dy, float* db) {
+  const int64_t blocks = g.co / b, pixels = g.ho * g.wo;
+  detail::parallel_ranges(blocks, g.n * pixels * g.co, [&](int64_t b0, int64_t b1) {
+    for (int64_t cb = b0; cb < b1; ++cb) {
+      double total[16] = {};
+      for (int64_t n = 0; n < g.n; ++n) {
+        const float* seg = dy + (n * blocks + cb) * pixels * b;
+        float acc[16] = {};
+        for (int64_t p = 0; p < pixels; ++p)
+          for (int l = 0; l < b; ++l) acc[l] += seg[p * b + l];
+        for (int l = 0; l < b; ++l) total[l] += acc[l];
+      }
+      for (int l = 0; l < b; ++l) db[cb * b + l] = static_cast<float>(total[l]);
+    }
+  });
+}
+
 // The bias gradient: the FP32 row sums of dy (widened first when bfloat16,
 // the sums rounded once).
-void conv_bias_grad(const ConvGeom& g, bool bf16, const void* dy, void* db) {
+void conv_bias_grad(const ConvGeom& g, const ConvTypes& t, const void* dy, void* db) {
   const int64_t rows = g.n * g.ho * g.wo;
+  const bool bf16 = t.bf16;
+  if (t.y_block)
+    return blocked_bias_grad(g, t.y_block, static_cast<const float*>(dy), static_cast<float*>(db));
   if (!bf16) {
     sum_rows(static_cast<const float*>(dy), rows, g.co, static_cast<float*>(db));
     return;
@@ -555,21 +600,23 @@ void conv_bias_grad(const ConvGeom& g, bool bf16, const void* dy, void* db) {
 // The weight (and bias) gradient shared by conv_bwd and conv_bwd_first, on
 // FP32 or bfloat16 storage (`bf16`: the H series, rounded once from
 // oneDNN's FP32 accumulation).
-void conv_weight_grads(const char* kernel, const KernelArgs& a, const ConvGeom& g, bool bf16,
-                       const void* x, const void* dy, void* dw, void* db) {
+void conv_weight_grads(const char* kernel, const KernelArgs& a, const ConvGeom& g,
+                       const ConvTypes& t, const void* x, const void* dy, void* dw, void* db) {
   const bool run_dw = a.runs(BwdPart::DW);
   const bool run_db = db && a.runs(BwdPart::DB);
+  const bool bf16 = t.bf16;
   if (run_dw && run_db && kFuseBiasGrad) {
-    run_conv_bwd_weights(conv_prim(kernel, a, g, ConvKind::BWD_WEIGHTS_BIAS, {bf16, bf16}), x, dy,
-                         dw, db);
+    ConvTypes with_bias = t;
+    with_bias.bias_bf16 = bf16;
+    run_conv_bwd_weights(conv_prim(kernel, a, g, ConvKind::BWD_WEIGHTS_BIAS, with_bias), x, dy, dw,
+                         db);
     return;
   }
   if (run_dw && bf16 && is_pointwise(g))
     run_mat(kernel, a, mat_key(g, MatKind::BWD_WEIGHTS), dy, x, nullptr, dw);
   else if (run_dw)
-    run_conv_bwd_weights(conv_prim(kernel, a, g, ConvKind::BWD_WEIGHTS, {bf16}), x, dy, dw,
-                         nullptr);
-  if (run_db) conv_bias_grad(g, bf16, dy, db);
+    run_conv_bwd_weights(conv_prim(kernel, a, g, ConvKind::BWD_WEIGHTS, t), x, dy, dw, nullptr);
+  if (run_db) conv_bias_grad(g, t, dy, db);
 }
 
 // ---------------------------------------------------------------------------
@@ -666,11 +713,13 @@ void conv_fwd(const KernelArgs& a) {
     for (const TensorArg& t : a.in) check_f32(k, a, t, "an input");
     check_f32(k, a, a.out[0], "y");
   }
-  const ConvGeom g = conv_geom(k, a, a.in[0].shape(), a.in[1].shape(), a.out[0].shape());
+  const int x_block = block_of(a.in[0]), y_block = block_of(a.out[0]);
+  const ConvGeom g =
+      conv_geom(k, a, a.in[0].shape(), a.in[1].shape(), a.out[0].shape(), x_block || y_block);
   const bool bias = a.in.size() == 3;
   if (bias && a.in[2].shape().elements() != g.co)
     fail(k, a, "bias should have out_channels values");
-  const ConvTypes t{bf16, bias && a.in[2].desc->dtype == DType::BF16};
+  const ConvTypes t{bf16, bias && a.in[2].desc->dtype == DType::BF16, false, x_block, y_block};
   if (bf16 && is_pointwise(g)) {
     run_mat(k, a, mat_key(g, MatKind::FWD, bias ? (t.bias_bf16 ? 2 : 1) : 0), a.in[0].data,
             a.in[1].data, bias ? a.in[2].data : nullptr, a.out[0].data);
@@ -691,11 +740,15 @@ void conv_bwd(const KernelArgs& a) {
   const bool bias = o.bias;
   const size_t dx_index = o.dx_index;
   const bool has_dx = o.has_dx;
-  const ConvGeom g = conv_geom(k, a, x.shape(), w.shape(), dy.shape());
+  const int x_block = block_of(x), y_block = block_of(dy);
+  if (has_dx && block_of(a.out[dx_index]) != x_block)
+    fail(k, a, "dx should lie as x does (channel blocks of " + std::to_string(x_block) + ")");
+  const ConvGeom g = conv_geom(k, a, x.shape(), w.shape(), dy.shape(), x_block || y_block);
   if (bias && a.out[1].shape().elements() != g.co) fail(k, a, "db should have out_channels values");
+  const ConvTypes t{bf16, false, false, x_block, y_block};
 
   // dW before dX: dX may overwrite X in place (ENGINE.md §4).
-  conv_weight_grads(k, a, g, bf16, x.data, dy.data, a.out[0].data, bias ? a.out[1].data : nullptr);
+  conv_weight_grads(k, a, g, t, x.data, dy.data, a.out[0].data, bias ? a.out[1].data : nullptr);
   if (has_dx && a.runs(BwdPart::DX)) {
     void* dx = a.out[dx_index].data;
     if (bf16 && is_pointwise(g)) {
@@ -707,8 +760,9 @@ void conv_bwd(const KernelArgs& a) {
       // rounded once).
       const int64_t n = x.shape().elements();
       float* tmp = static_cast<float*>(scratch(SCRATCH_DX, static_cast<size_t>(n) * 4));
-      run_conv_bwd_data(conv_prim(k, a, g, ConvKind::BWD_DATA, {bf16, false, bf16}), w.data,
-                        dy.data, tmp);
+      run_conv_bwd_data(
+          conv_prim(k, a, g, ConvKind::BWD_DATA, {bf16, false, bf16, x_block, y_block}), w.data,
+          dy.data, tmp);
       // Split across the team: on a residual block's input this pass costs
       // a third of the convolution itself when it runs on one core.
       if (bf16) {
@@ -724,7 +778,7 @@ void conv_bwd(const KernelArgs& a) {
         });
       }
     } else {
-      run_conv_bwd_data(conv_prim(k, a, g, ConvKind::BWD_DATA, {bf16}), w.data, dy.data, dx);
+      run_conv_bwd_data(conv_prim(k, a, g, ConvKind::BWD_DATA, t), w.data, dy.data, dx);
     }
   }
 }
@@ -739,10 +793,12 @@ void conv_bwd_first(const KernelArgs& a) {
     for (const TensorArg& t : a.out) check_f32(k, a, t, "an output");
   }
   const bool bias = a.out.size() == 2;
-  const ConvGeom g = conv_geom(k, a, a.in[0].shape(), a.out[0].shape(), a.in[1].shape());
+  const int x_block = block_of(a.in[0]), y_block = block_of(a.in[1]);
+  const ConvGeom g =
+      conv_geom(k, a, a.in[0].shape(), a.out[0].shape(), a.in[1].shape(), x_block || y_block);
   if (bias && a.out[1].shape().elements() != g.co) fail(k, a, "db should have out_channels values");
-  conv_weight_grads(k, a, g, bf16, a.in[0].data, a.in[1].data, a.out[0].data,
-                    bias ? a.out[1].data : nullptr);
+  conv_weight_grads(k, a, g, {bf16, false, false, x_block, y_block}, a.in[0].data, a.in[1].data,
+                    a.out[0].data, bias ? a.out[1].data : nullptr);
 }
 
 void linear_fwd(const KernelArgs& a) {
@@ -804,13 +860,16 @@ namespace dense_info {
 ConvImpls conv_impls(const KernelArgs& a) {
   constexpr const char* k = "conv_impls";
   check_counts(k, a, 2, 3, 1, 1);
-  const ConvGeom g = conv_geom(k, a, a.in[0].shape(), a.in[1].shape(), a.out[0].shape());
+  const int x_block = block_of(a.in[0]), y_block = block_of(a.out[0]);
+  const ConvGeom g =
+      conv_geom(k, a, a.in[0].shape(), a.in[1].shape(), a.out[0].shape(), x_block || y_block);
   const bool bias = a.in.size() == 3;
-  return {
-      conv_prim(k, a, g, bias ? ConvKind::FWD_BIAS : ConvKind::FWD).impl,
-      conv_prim(k, a, g, ConvKind::BWD_DATA).impl,
-      conv_prim(k, a, g, kFuseBiasGrad && bias ? ConvKind::BWD_WEIGHTS_BIAS : ConvKind::BWD_WEIGHTS)
-          .impl};
+  const ConvTypes t{false, false, false, x_block, y_block};
+  return {conv_prim(k, a, g, bias ? ConvKind::FWD_BIAS : ConvKind::FWD, t).impl,
+          conv_prim(k, a, g, ConvKind::BWD_DATA, t).impl,
+          conv_prim(k, a, g,
+                    kFuseBiasGrad && bias ? ConvKind::BWD_WEIGHTS_BIAS : ConvKind::BWD_WEIGHTS, t)
+              .impl};
 }
 
 bool is_reference_impl(const std::string& impl) {
