@@ -30,6 +30,8 @@ int common_block(const KernelArgs& a) {
   for (const auto* side : {&a.in, &a.out})
     for (const TensorArg& t : *side) {
       if (!t.desc || !t.desc->is_blocked()) continue;
+      if (is_16bit_float(t.desc->dtype))
+        refuse(a, *t.desc, "is 16-bit in channel blocks (they hold FP32 features and masks)");
       if (b != 0 && t.desc->channel_block != b)
         refuse(a, *t.desc,
                "has channel blocks of " + std::to_string(t.desc->channel_block) +

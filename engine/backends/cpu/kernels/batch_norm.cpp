@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/kernels/fast_math.h"
@@ -39,6 +40,74 @@ using detail::store_value;
 
 namespace {
 
+// The rows of one channel block in storage order, as element offsets: rows
+// of C channels (channels innermost), or the rows of block j of a map in
+// channel blocks of b ([N, C/b, H, W, b]), each sample's H*W rows b apart
+// and the samples a whole sample apart. The reductions walk both in the same
+// row order, so a channel's sums are the same bits in either layout.
+struct PlainRows {
+  int64_t at, stride;
+  int64_t next() { return std::exchange(at, at + stride); }
+};
+
+struct BlockedRows {
+  int64_t at, pixel, pixels, b, gap;  // gap: from a sample's last row to the next sample's first
+  // Row `r` of block j of a [N, C, H, W] map in blocks of b.
+  BlockedRows(const Shape& s, int64_t block, int64_t j, int64_t r)
+      : at((r / (s.h * s.w)) * s.per_sample() + j * s.h * s.w * block + (r % (s.h * s.w)) * block),
+        pixel(r % (s.h * s.w)),
+        pixels(s.h * s.w),
+        b(block),
+        gap(s.per_sample() - s.h * s.w * block) {}
+  int64_t next() {
+    const int64_t r = at;
+    at += b;
+    if (++pixel == pixels) {
+      pixel = 0;
+      at += gap;
+    }
+    return r;
+  }
+};
+
+// Sums of rows of x - k (s1) and of its squares (s2) over `rows` rows of cb
+// channels, four rows per pass over the accumulators, which would otherwise
+// cost a load and a store per element.
+template <class Rows>
+void moment_sums(const float* x, Rows rows_at, int64_t rows, int64_t cb, const double* k,
+                 double* s1, double* s2) {
+  int64_t m = 0;
+  for (; m + 4 <= rows; m += 4) {
+    const float* r0 = x + rows_at.next();
+    const float* r1 = x + rows_at.next();
+    const float* r2 = x + rows_at.next();
+    const float* r3 = x + rows_at.next();
+    for (int64_t c = 0; c < cb; ++c) {
+      const double d0 = r0[c] - k[c], d1 = r1[c] - k[c], d2 = r2[c] - k[c], d3 = r3[c] - k[c];
+      s1[c] += (d0 + d1) + (d2 + d3);
+      s2[c] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
+    }
+  }
+  for (; m < rows; ++m) {
+    const float* r = x + rows_at.next();
+    for (int64_t c = 0; c < cb; ++c) {
+      const double d = r[c] - k[c];
+      s1[c] += d;
+      s2[c] += d * d;
+    }
+  }
+}
+
+void finish_moments(int64_t rows, int64_t cb, const double* k, const double* s1, const double* s2,
+                    double* mean, double* m2) {
+  const double n = static_cast<double>(rows);
+  for (int64_t c = 0; c < cb; ++c) {
+    mean[c] = k[c] + s1[c] / n;
+    const double v = s2[c] - s1[c] * s1[c] / n;
+    m2[c] = v < 0.0 ? 0.0 : v;  // rounding can dip below zero; a NaN stays
+  }
+}
+
 // Mean and sum of squared deviations (m2) of rows [lo, hi) of a block of cb
 // channels with row stride C, in one read of x. The sums run about the part's
 // first row: as that row is one of the samples, s2 - s1^2/n loses at most a
@@ -50,36 +119,19 @@ void part_moments(const T* x, int64_t C, int64_t cb, int64_t lo, int64_t hi, dou
   double k[kChannelBlock], s1[kChannelBlock] = {}, s2[kChannelBlock] = {};
   for (int64_t c = 0; c < cb; ++c) k[c] = load(x, lo * C + c);
   float_rows<1, 0>(lo, hi, C, {x}, {}, false, [&](const auto& in, const auto&, int64_t rows) {
-    const float* xr = in[0];
-    int64_t m = 0;
-    // Four rows per pass over the accumulators, which would otherwise cost a
-    // load and a store per element.
-    for (; m + 4 <= rows; m += 4) {
-      const float* r0 = xr + m * C;
-      const float* r1 = r0 + C;
-      const float* r2 = r1 + C;
-      const float* r3 = r2 + C;
-      for (int64_t c = 0; c < cb; ++c) {
-        const double d0 = r0[c] - k[c], d1 = r1[c] - k[c], d2 = r2[c] - k[c], d3 = r3[c] - k[c];
-        s1[c] += (d0 + d1) + (d2 + d3);
-        s2[c] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
-      }
-    }
-    for (; m < rows; ++m) {
-      const float* r = xr + m * C;
-      for (int64_t c = 0; c < cb; ++c) {
-        const double d = r[c] - k[c];
-        s1[c] += d;
-        s2[c] += d * d;
-      }
-    }
+    moment_sums(in[0], PlainRows{0, C}, rows, cb, k, s1, s2);
   });
-  const double n = static_cast<double>(hi - lo);
-  for (int64_t c = 0; c < cb; ++c) {
-    mean[c] = k[c] + s1[c] / n;
-    const double v = s2[c] - s1[c] * s1[c] / n;
-    m2[c] = v < 0.0 ? 0.0 : v;  // rounding can dip below zero; a NaN stays
-  }
+  finish_moments(hi - lo, cb, k, s1, s2, mean, m2);
+}
+
+// The same for rows [lo, hi) of channel block j of an FP32 map in blocks of b.
+void part_moments_blocked(const float* x, const Shape& s, int64_t b, int64_t j, int64_t lo,
+                          int64_t hi, double* mean, double* m2) {
+  double k[kChannelBlock], s1[kChannelBlock] = {}, s2[kChannelBlock] = {};
+  const float* first = x + BlockedRows(s, b, j, lo).at;
+  for (int64_t c = 0; c < b; ++c) k[c] = first[c];
+  moment_sums(x, BlockedRows(s, b, j, lo), hi - lo, b, k, s1, s2);
+  finish_moments(hi - lo, b, k, s1, s2, mean, m2);
 }
 
 // The BN output before a fused ReLU. The backward recomputes it from the
@@ -100,8 +152,36 @@ inline float bn_out_grad(float dy, float x, float mean, float scale, float shift
   return dy;
 }
 
-// Sums of g and g * (x - mean) over rows [lo, hi) of a channel block, g the
-// gradient reaching the BN output (see bn_out_grad).
+// Sums of g and g * (x - mean) over `rows` rows of cb channels, g the
+// gradient reaching the BN output (see bn_out_grad); x and dy lie alike.
+template <bool kRelu, class Rows>
+void dy_sums(const float* x, const float* dy, Rows rows_at, int64_t rows, const float* mean,
+             const float* scale, const float* shift, int64_t cb, double* sdy, double* sdyx) {
+  auto g = [&](int64_t at, int64_t c) {
+    return bn_out_grad<kRelu>(dy[at + c], x[at + c], mean[c], scale[c], shift[c]);
+  };
+  int64_t m = 0;
+  for (; m + 4 <= rows; m += 4) {
+    const int64_t at0 = rows_at.next(), at1 = rows_at.next(), at2 = rows_at.next(),
+                  at3 = rows_at.next();
+    for (int64_t c = 0; c < cb; ++c) {
+      const double a0 = g(at0, c), a1 = g(at1, c), a2 = g(at2, c), a3 = g(at3, c);
+      sdy[c] += (a0 + a1) + (a2 + a3);
+      sdyx[c] += (a0 * (x[at0 + c] - mean[c]) + a1 * (x[at1 + c] - mean[c])) +
+                 (a2 * (x[at2 + c] - mean[c]) + a3 * (x[at3 + c] - mean[c]));
+    }
+  }
+  for (; m < rows; ++m) {
+    const int64_t at = rows_at.next();
+    for (int64_t c = 0; c < cb; ++c) {
+      const double a = g(at, c);
+      sdy[c] += a;
+      sdyx[c] += a * (x[at + c] - mean[c]);
+    }
+  }
+}
+
+// Sums of g and g * (x - mean) over rows [lo, hi) of a channel block (dy_sums).
 template <bool kRelu, class T>
 void part_dy_sums(const T* x_all, const T* dy_all, const float* mean, const float* scale,
                   const float* shift, int64_t C, int64_t cb, int64_t lo, int64_t hi, double* sdy,
@@ -110,31 +190,7 @@ void part_dy_sums(const T* x_all, const T* dy_all, const float* mean, const floa
   std::fill(sdyx, sdyx + cb, 0.0);
   float_rows<2, 0>(
       lo, hi, C, {x_all, dy_all}, {}, false, [&](const auto& in, const auto&, int64_t rows) {
-        const float* x = in[0];
-        const float* dy = in[1];
-        auto g = [&](int64_t at, int64_t c) {
-          return bn_out_grad<kRelu>(dy[at + c], x[at + c], mean[c], scale[c], shift[c]);
-        };
-        int64_t m = 0;
-        for (; m + 4 <= rows; m += 4) {
-          const int64_t at = m * C;
-          for (int64_t c = 0; c < cb; ++c) {
-            const double a0 = g(at, c), a1 = g(at + C, c), a2 = g(at + 2 * C, c),
-                         a3 = g(at + 3 * C, c);
-            const float* x0 = x + at;
-            sdy[c] += (a0 + a1) + (a2 + a3);
-            sdyx[c] += (a0 * (x0[c] - mean[c]) + a1 * (x0[c + C] - mean[c])) +
-                       (a2 * (x0[c + 2 * C] - mean[c]) + a3 * (x0[c + 3 * C] - mean[c]));
-          }
-        }
-        for (; m < rows; ++m) {
-          const int64_t at = m * C;
-          for (int64_t c = 0; c < cb; ++c) {
-            const double a = g(at, c);
-            sdy[c] += a;
-            sdyx[c] += a * (x[at + c] - mean[c]);
-          }
-        }
+        dy_sums<kRelu>(in[0], in[1], PlainRows{0, C}, rows, mean, scale, shift, cb, sdy, sdyx);
       });
 }
 
@@ -184,16 +240,17 @@ void dx_row(const float* __restrict x, const float* __restrict dy, const float* 
 }
 
 // Per-channel mean and m2 (sum of squared deviations) of a rank's M rows of
-// x, each channel block's parts folded with Chan et al.'s pairwise update in
-// part order.
-template <class T>
-void channel_moments(const T* x, int64_t C, int64_t M, double* mean, double* m2) {
+// C channels, channel blocks of `block` at a time: part(c0, cb, lo, hi,
+// mean, m2) gives rows [lo, hi) of channels [c0, c0 + cb), and each block's
+// parts are folded with Chan et al.'s pairwise update in part order.
+template <class Part>
+void fold_moments(int64_t C, int64_t M, int64_t block, Part part, double* mean, double* m2) {
   const int parts = reduction_parts(M, M * C);
-  for (int64_t c0 = 0; c0 < C; c0 += kChannelBlock) {
-    const int64_t cb = std::min(kChannelBlock, C - c0);
+  for (int64_t c0 = 0; c0 < C; c0 += block) {
+    const int64_t cb = std::min(block, C - c0);
     double part_mean[kMaxParts][kChannelBlock], part_m2[kMaxParts][kChannelBlock];
     for_each_part(M, parts, [&](int p, int64_t lo, int64_t hi) {
-      part_moments(x + c0, C, cb, lo, hi, part_mean[p], part_m2[p]);
+      part(c0, cb, lo, hi, part_mean[p], part_m2[p]);
     });
     double* mean_d = mean + c0;
     double* m2_d = m2 + c0;
@@ -211,6 +268,44 @@ void channel_moments(const T* x, int64_t C, int64_t M, double* mean, double* m2)
       n_a = n;
     }
   }
+}
+
+// The moments of x as it lies: rows of C channels, or (FP32) channel blocks.
+template <class T>
+void channel_moments(const T* x, const DTensor& d, double* mean, double* m2) {
+  const Shape& s = d.shape;
+  const int64_t C = s.c, M = s.n * s.h * s.w;
+  if constexpr (std::is_same_v<T, float>) {
+    if (d.is_blocked()) {
+      const int64_t b = d.channel_block;
+      fold_moments(
+          C, M, b,
+          [&](int64_t c0, int64_t, int64_t lo, int64_t hi, double* pm, double* pm2) {
+            part_moments_blocked(x, s, b, c0 / b, lo, hi, pm, pm2);
+          },
+          mean, m2);
+      return;
+    }
+  }
+  fold_moments(
+      C, M, kChannelBlock,
+      [&](int64_t c0, int64_t cb, int64_t lo, int64_t hi, double* pm, double* pm2) {
+        part_moments(x + c0, C, cb, lo, hi, pm, pm2);
+      },
+      mean, m2);
+}
+
+// Runs row(offset, c0) over every row of b channels of a map in channel
+// blocks of b (d), split over the threads, c0 the row's first channel: for
+// the elementwise passes, whose order does not matter.
+template <class Row>
+void for_each_blocked_row(const DTensor& d, Row row) {
+  const Shape& s = d.shape;
+  const int64_t b = d.channel_block, pixels = s.h * s.w, blocks = s.c / b;
+  parallel_ranges(s.n * blocks, s.elements(), [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q)
+      for (int64_t p = 0; p < pixels; ++p) row((q * pixels + p) * b, (q % blocks) * b);
+  });
 }
 
 // SyncBatchNorm: turns a rank's moments into the global batch's, in two sums
@@ -263,37 +358,50 @@ void bn_train(const KernelArgs& a) {
   // Every channel's statistics first, so SyncBatchNorm can sum them across
   // ranks in one go before anything is normalised.
   std::vector<double> mean_d(static_cast<size_t>(C)), m2(static_cast<size_t>(C));
-  channel_moments(x, C, M, mean_d.data(), m2.data());
+  channel_moments(x, *a.in[0].desc, mean_d.data(), m2.data());
   const double count =
       a.rank_sum ? global_moments(*a.rank_sum, C, M, mean_d.data(), m2.data()) : double(M);
 
+  // y = (x - mean) * scale + shift
+  std::vector<float> mean(static_cast<size_t>(C)), scale(mean.size()), shift(mean.size());
+  for (int64_t ch = 0; ch < C; ++ch) {
+    const auto c = static_cast<size_t>(ch);
+    mean[c] = static_cast<float>(mean_d[c]);
+    const double m2c = m2[c];
+    const double var = m2c / count;
+    // As in PyTorch: the biased variance normalises, the unbiased one feeds
+    // the running estimate. PyTorch refuses a single value per channel;
+    // here the biased variance stands in rather than dividing by zero.
+    const double unbiased = count > 1 ? m2c / (count - 1) : var;
+    const double inv_std = 1.0 / std::sqrt(var + eps);
+    saved[ch] = mean[c];
+    saved[C + ch] = static_cast<float>(inv_std);
+    next_mean[ch] = static_cast<float>((1.0 - momentum) * prev_mean[ch] + momentum * mean[c]);
+    next_var[ch] = static_cast<float>((1.0 - momentum) * prev_var[ch] + momentum * unbiased);
+    scale[c] = static_cast<float>(load(gamma, ch) * inv_std);
+    shift[c] = load(beta, ch);
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (a.in[0].desc->is_blocked()) {
+      const int64_t b = a.in[0].desc->channel_block;
+      for_each_blocked_row(*a.in[0].desc, [&](int64_t at, int64_t c0) {
+        normalise_row<kRelu>(x + at, mean.data() + c0, scale.data() + c0, shift.data() + c0, y + at,
+                             b);
+      });
+      return;
+    }
+  }
   for (int64_t c0 = 0; c0 < C; c0 += kChannelBlock) {
     const int64_t cb = std::min(kChannelBlock, C - c0);
-    float mean[kChannelBlock];
-    float scale[kChannelBlock], shift[kChannelBlock];  // y = (x - mean) * scale + shift
-    for (int64_t c = 0; c < cb; ++c) {
-      const int64_t ch = c0 + c;
-      mean[c] = static_cast<float>(mean_d[static_cast<size_t>(ch)]);
-      const double m2c = m2[static_cast<size_t>(ch)];
-      const double var = m2c / count;
-      // As in PyTorch: the biased variance normalises, the unbiased one feeds
-      // the running estimate. PyTorch refuses a single value per channel;
-      // here the biased variance stands in rather than dividing by zero.
-      const double unbiased = count > 1 ? m2c / (count - 1) : var;
-      const double inv_std = 1.0 / std::sqrt(var + eps);
-      saved[ch] = mean[c];
-      saved[C + ch] = static_cast<float>(inv_std);
-      next_mean[ch] = static_cast<float>((1.0 - momentum) * prev_mean[ch] + momentum * mean[c]);
-      next_var[ch] = static_cast<float>((1.0 - momentum) * prev_var[ch] + momentum * unbiased);
-      scale[c] = static_cast<float>(load(gamma, ch) * inv_std);
-      shift[c] = load(beta, ch);
-    }
+    const float* mb = mean.data() + c0;
+    const float* sc = scale.data() + c0;
+    const float* sh = shift.data() + c0;
     parallel_ranges(M, M * cb, [&](int64_t lo, int64_t hi) {
-      float_rows<1, 1>(
-          lo, hi, C, {x + c0}, {y + c0}, false, [&](const auto& in, const auto& out, int64_t rows) {
-            for (int64_t m = 0; m < rows; ++m)
-              normalise_row<kRelu>(in[0] + m * C, mean, scale, shift, out[0] + m * C, cb);
-          });
+      float_rows<1, 1>(lo, hi, C, {x + c0}, {y + c0}, false,
+                       [&](const auto& in, const auto& out, int64_t rows) {
+                         for (int64_t m = 0; m < rows; ++m)
+                           normalise_row<kRelu>(in[0] + m * C, mb, sc, sh, out[0] + m * C, cb);
+                       });
     });
   }
 }
@@ -307,6 +415,18 @@ void bn_infer(const KernelArgs& a) {
   const Shape& s = a.in[0].shape();
   const int64_t C = s.c;
   const int64_t M = s.n * s.h * s.w;
+  if constexpr (std::is_same_v<T, float>) {
+    if (a.in[0].desc->is_blocked()) {
+      const int64_t b = a.in[0].desc->channel_block;
+      for_each_blocked_row(*a.in[0].desc, [&](int64_t at, int64_t c0) {
+        if (x == y)
+          scale_bias_row_in_place<kRelu>(y + at, scale + c0, bias + c0, b);
+        else
+          scale_bias_row<kRelu>(x + at, scale + c0, bias + c0, y + at, b);
+      });
+      return;
+    }
+  }
   parallel_ranges(M, M * C, [&](int64_t lo, int64_t hi) {
     float_rows<1, 1>(lo, hi, C, {x}, {y}, false,
                      [&](const auto& in, const auto& out, int64_t rows) {
@@ -345,10 +465,21 @@ void bn_backward(const KernelArgs& a) {
     }
   // Every channel's sums first (SyncBatchNorm sums them across ranks before dx).
   std::vector<double> sdy(static_cast<size_t>(C)), sdyx(static_cast<size_t>(C));
-  for (int64_t c0 = 0; c0 < C; c0 += kChannelBlock) {
-    const int64_t cb = std::min(kChannelBlock, C - c0);
+  const DTensor& xd = *a.in[0].desc;
+  const int64_t block = xd.is_blocked() ? xd.channel_block : kChannelBlock;
+  for (int64_t c0 = 0; c0 < C; c0 += block) {
+    const int64_t cb = std::min(block, C - c0);
     double part_sdy[kMaxParts][kChannelBlock], part_sdyx[kMaxParts][kChannelBlock];
     for_each_part(M, parts, [&](int p, int64_t lo, int64_t hi) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (xd.is_blocked()) {
+          std::fill(part_sdy[p], part_sdy[p] + cb, 0.0);
+          std::fill(part_sdyx[p], part_sdyx[p] + cb, 0.0);
+          dy_sums<kRelu>(x, dy, BlockedRows(s, cb, c0 / cb, lo), hi - lo, saved + c0,
+                         scale.data() + c0, shift.data() + c0, cb, part_sdy[p], part_sdyx[p]);
+          return;
+        }
+      }
       part_dy_sums<kRelu>(x + c0, dy + c0, saved + c0, scale.data() + c0, shift.data() + c0, C, cb,
                           lo, hi, part_sdy[p], part_sdyx[p]);
     });
@@ -391,22 +522,40 @@ void bn_backward(const KernelArgs& a) {
   }
   const double inv_m = 1.0 / count;
   T* dx = out_as<T>(a, 2);
+  // dx = gamma*inv_std * (dy - mean(dy) - xhat * mean(dy*xhat)), folded
+  // into dx = k_dy*dy + k_x*(x - mean) + k_0 per channel; x - mean stays
+  // explicit so a large mean does not cancel in float.
+  std::vector<float> k_dy_all(static_cast<size_t>(C)), k_x_all(k_dy_all.size()),
+      k_0_all(k_dy_all.size());
+  for (int64_t c = 0; c < C; ++c) {
+    const auto ch = static_cast<size_t>(c);
+    const double dgamma = sdyx[ch] * inv_std_all[c];
+    const double k = static_cast<double>(load(gamma, c)) * inv_std_all[c];
+    k_dy_all[ch] = static_cast<float>(k);
+    k_x_all[ch] = static_cast<float>(-k * inv_std_all[c] * dgamma * inv_m);
+    k_0_all[ch] = static_cast<float>(-k * sdy[ch] * inv_m);
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (xd.is_blocked()) {
+      for_each_blocked_row(xd, [&](int64_t at, int64_t c0) {
+        const float* sc = scale.data() + c0;
+        const float* sh = shift.data() + c0;
+        if (acc_dx)
+          dx_row<true, kRelu>(x + at, dy + at, saved + c0, sc, sh, k_dy_all.data() + c0,
+                              k_x_all.data() + c0, k_0_all.data() + c0, dx + at, block);
+        else
+          dx_row<false, kRelu>(x + at, dy + at, saved + c0, sc, sh, k_dy_all.data() + c0,
+                               k_x_all.data() + c0, k_0_all.data() + c0, dx + at, block);
+      });
+      return;
+    }
+  }
   for (int64_t c0 = 0; c0 < C; c0 += kChannelBlock) {
     const int64_t cb = std::min(kChannelBlock, C - c0);
     const float* mean = saved + c0;
-    const float* inv_std = inv_std_all + c0;
-    // dx = gamma*inv_std * (dy - mean(dy) - xhat * mean(dy*xhat)), folded
-    // into dx = k_dy*dy + k_x*(x - mean) + k_0 per channel; x - mean stays
-    // explicit so a large mean does not cancel in float.
-    float k_dy[kChannelBlock], k_x[kChannelBlock], k_0[kChannelBlock];
-    for (int64_t c = 0; c < cb; ++c) {
-      const size_t ch = static_cast<size_t>(c0 + c);
-      const double dgamma = sdyx[ch] * inv_std[c];
-      const double k = static_cast<double>(load(gamma, static_cast<int64_t>(ch))) * inv_std[c];
-      k_dy[c] = static_cast<float>(k);
-      k_x[c] = static_cast<float>(-k * inv_std[c] * dgamma * inv_m);
-      k_0[c] = static_cast<float>(-k * sdy[ch] * inv_m);
-    }
+    const float* k_dy = k_dy_all.data() + c0;
+    const float* k_x = k_x_all.data() + c0;
+    const float* k_0 = k_0_all.data() + c0;
     const float* sc = scale.data() + c0;
     const float* sh = shift.data() + c0;
     parallel_ranges(M, M * cb, [&](int64_t lo, int64_t hi) {
