@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "backends/cpu/kernel_builds.h"
+#include "backends/cpu/kernels/dense.h"
 #include "backends/cuda_plugin.h"
 #include "core/cpu_features.h"
 
@@ -67,6 +68,7 @@ DeviceScan scan_devices() {
   s.cpu_bf16 = detect_cpu_bf16();
   s.cpu_kernels = cpu::best_own_kernels().isa;
   s.cpu_kernels_note = cpu::narrower_kernels_note();
+  s.cpu_channel_block = cpu_channel_block();
   const CudaPlugin& cuda = cuda_plugin();
   s.cuda_backend_path = cuda.path;
   if (cuda.table) {
@@ -76,6 +78,10 @@ DeviceScan scan_devices() {
     s.cuda_status = cuda.problem;
   }
   return s;
+}
+
+int cpu_channel_block() {
+  return cpu::conv_channel_block();
 }
 
 RankMemory memory_per_rank(const DeviceSet& devices, const DeviceScan& scan) {

@@ -22,6 +22,7 @@ constexpr const char* kBenchUsage =
     "         [--threads T] [--devices cpu:N|cuda:I-J] [--precision fp32|amp|bf16] [--data DIR]\n"
     "         [--rewrites on|off] [--recompute on|off|matmuls] [--memory-packing on|off]\n"
     "         [--validation-micro-batch fit|as-written|N] [--memory-budget BYTES]\n"
+    "         [--feature-layout nhwc|blocked]\n"
     "         [--streams 5|1] [--sharding none|optimizer|optimizer+gradients]\n"
     "         [--mesh data=N,tensor=M]\n"
     "         [--capture on|off] [--conv-algorithms fastest|deterministic]\n"

@@ -21,7 +21,8 @@ int cmd_devices(const std::vector<std::string>& args) {
                 {"memory_bytes", s.host_memory_bytes},
                 {"available_bytes", s.host_available_bytes},
                 {"bf16", {{"avx512_bf16", s.cpu_bf16.avx512_bf16}, {"amx", s.cpu_bf16.amx_bf16}}},
-                {"kernels", s.cpu_kernels}};
+                {"kernels", s.cpu_kernels},
+                {"channel_block", s.cpu_channel_block}};
     if (!s.cpu_kernels_note.empty()) j["cpu"]["kernels_note"] = s.cpu_kernels_note;
     j["cuda_backend"] = {{"loaded", s.cuda_backend_loaded}, {"path", s.cuda_backend_path}};
     j["cuda_status"] = s.cuda_status;
@@ -46,6 +47,10 @@ int cmd_devices(const std::vector<std::string>& args) {
               human_bytes(s.host_memory_bytes).c_str(), human_bytes(s.host_available_bytes).c_str(),
               cpu_bf16_text(s.cpu_bf16).c_str(), s.cpu_kernels.c_str());
   if (!s.cpu_kernels_note.empty()) std::printf("         (%s)\n", s.cpu_kernels_note.c_str());
+  if (s.cpu_channel_block > 0)
+    std::printf(
+        "         FP32 feature maps in channel blocks of %d (oneDNN's convolutions' layout)\n",
+        s.cpu_channel_block);
   if (s.cuda.empty())
     std::printf("cuda     %s; training runs on the CPU backend\n", s.cuda_status.c_str());
   for (const CudaDeviceInfo& d : s.cuda)

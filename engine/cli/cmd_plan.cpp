@@ -35,6 +35,7 @@ constexpr const char* kPlanUsage =
     "                            [--recompute on|off|matmuls] [--memory-packing on|off]\n"
     "                            [--validation-micro-batch fit|as-written|N]\n"
     "                            [--memory-budget BYTES] [--max-batch [--memory BYTES]]\n"
+    "                            [--feature-layout nhwc|blocked]\n"
     "  Compiles the project and prints the layers, the region and DTensor tables of\n"
     "  every shape variant, and the bytes each device needs.\n"
     "  --json      machine-readable plan instead of tables\n"
@@ -66,6 +67,10 @@ constexpr const char* kPlanUsage =
     "               in the backward, the cheapest per byte first, the fewest that make\n"
     "               the plan fit in BYTES a device (e.g. 4GiB); plan lists them and\n"
     "               their cost\n"
+    "  --feature-layout blocked  CPU feature maps of whole channel blocks as\n"
+    "               [N, C/b, H, W, b], the layout oneDNN's convolutions take on this CPU\n"
+    "               (b = 8 with AVX2, 16 with AVX-512; renaissance-cli devices), where\n"
+    "               every op on them takes it (default nhwc: channels innermost)\n"
     "  --max-batch  also find the largest global batch whose plan fits the devices:\n"
     "               the host's available memory shared by the CPU ranks, a CUDA\n"
     "               device's memory, or --memory BYTES per device (e.g. 16GiB, 512MiB),\n"
@@ -128,6 +133,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   with_value.insert(kValidationMicroBatchOption);
   with_value.insert(kRecomputeOption);
   with_value.insert(kMemoryBudgetOption);
+  with_value.insert(kFeatureLayoutOption);
   with_value.insert("memory");
   const ParsedArgs a =
       parse_args(args, with_value, {"json", "graphs", "help", "max-batch", "layers", "csv"});

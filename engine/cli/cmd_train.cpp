@@ -54,6 +54,8 @@ constexpr const char* kTrainUsage =
     "  --memory-budget BYTES (e.g. 4GiB): the plan recomputes batch-norm and convolution\n"
     "  outputs in the backward, the fewest that make it fit in BYTES a device (the same\n"
     "  losses, some time); a plan that cannot fit is refused before training.\n"
+    "  --feature-layout blocked: CPU feature maps in the channel blocks oneDNN's\n"
+    "  convolutions take ([N, C/b, H, W, b]; nhwc, the default: channels innermost).\n"
     "  --validation-micro-batch fit|as-written|N: validation in micro-batches of N a\n"
     "  device (fit, the default: the largest that fits in training's bytes).\n"
     "  --sync-bn on|off: BatchNorm statistics over the global batch (SyncBatchNorm)\n"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "compile_choice.h"
 
+#include <renaissance/devices.h>
 #include <renaissance/error.h>
 
 namespace tr::cli {
@@ -37,6 +38,17 @@ CompileOptions compile_options_from(const ParsedArgs& args) {
       o.validation_micro_batch = CompileOptions::kAsWritten;
     else if (v->second != "fit")
       o.validation_micro_batch = positive_integer(kValidationMicroBatchOption, v->second);
+  }
+  if (const auto v = args.values.find(kFeatureLayoutOption); v != args.values.end()) {
+    if (v->second != "blocked" && v->second != "nhwc")
+      throw UsageError("option '--feature-layout' takes blocked or nhwc, got '" + v->second + "'");
+    if (v->second == "blocked") {
+      o.channel_block = cpu_channel_block();
+      if (o.channel_block == 0)
+        throw UsageError(
+            "option '--feature-layout blocked': this CPU's convolutions (oneDNN) take no "
+            "channel blocks; leave it out");
+    }
   }
   if (const auto v = args.values.find(kMemoryBudgetOption); v != args.values.end()) {
     if (!o.recompute)

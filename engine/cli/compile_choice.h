@@ -20,6 +20,8 @@ inline constexpr const char* kRecomputeOption = "recompute";
 inline constexpr const char* kValidationMicroBatchOption = "validation-micro-batch";
 // --memory-budget BYTES (CompileOptions::memory_budget).
 inline constexpr const char* kMemoryBudgetOption = "memory-budget";
+// --feature-layout blocked|nhwc (CompileOptions::channel_block: the CPU's, or none).
+inline constexpr const char* kFeatureLayoutOption = "feature-layout";
 
 // Throws UsageError for a value other than on/off, naming the option.
 CompileOptions compile_options_from(const ParsedArgs& args);

@@ -25,6 +25,7 @@ std::set<std::string> setup_options() {
   s.insert(kValidationMicroBatchOption);
   s.insert(kRecomputeOption);
   s.insert(kMemoryBudgetOption);
+  s.insert(kFeatureLayoutOption);
   s.insert("conv-algorithms");
   return s;
 }

@@ -10,6 +10,7 @@
 #include <renaissance/error.h>
 #include <renaissance/layer_spec.h>
 #include <renaissance/setting_spec.h>
+#include "compile/channel_blocks.h"
 #include "compile/layer_lowering.h"
 #include "compile/layer_rewrites.h"
 #include "compile/step_packing.h"
@@ -1069,13 +1070,17 @@ static CompiledProject compile_variants(const Project& project, const CompileOpt
   }
   mark_tensor_placements(cp);
   list_recomputation(cp, rewrites);
+  const int block =
+      cp.project.training.devices.kind == DeviceKind::CUDA ? 0 : options.channel_block;
   if (!options.pack_memory) {
     finalize_variants(cp.plans);
     emit_graphs(cp);
+    choose_channel_blocks(cp, block);
     return cp;
   }
   unify_variants(cp.plans, false);
   emit_graphs(cp);
+  choose_channel_blocks(cp, block);
   // ZeRO-2: the same tensors and graphs, the full gradients packed into the
   // pool or in bytes of their own; unless told, the smaller plan is kept
   // (both train the same, bit for bit).

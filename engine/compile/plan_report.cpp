@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "compile/plan_report.h"
 
+#include "compile/channel_blocks.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -316,6 +318,14 @@ std::string plan_report_text(const CompiledProject& cp) {
         fmt("the largest variant's bytes, with step-local tensors packed by lifetime "
             "(%s with --memory-packing off)\n",
             human_bytes(unpacked_bytes_per_device(cp)).c_str());
+  if (cp.options.channel_block > 0) {
+    const MemoryPlan& first = cp.plans.front();
+    out +=
+        fmt("feature layout: %d of the %s variant's tensors in channel blocks of %d "
+            "([N, C/%d, H, W, %d], for oneDNN's convolutions), the rest NHWC\n",
+            channel_blocked_tensors(first), first.variant_name().c_str(), cp.options.channel_block,
+            cp.options.channel_block, cp.options.channel_block);
+  }
   if (const uint64_t budget = cp.options.memory_budget; budget > 0) {
     const std::string what = recompute_summary(cp);
     out += fmt("memory budget %s per device: %s; %s\n", human_bytes(budget).c_str(),
@@ -471,6 +481,7 @@ nlohmann::json plan_report_json(const CompiledProject& cp) {
                  {"slot_bytes", t.slot_bytes},
                  {"placement", t.placement.str()}};
       if (t.global_elements > 0) tj["global_elements"] = t.global_elements;
+      if (t.is_blocked()) tj["channel_block"] = t.channel_block;
       if (cp.tensor_ranks > 1) {
         tj["tensor_placement"] = t.tensor_placement.str();
         tj["whole_shape"] = whole_shape(t, cp.tensor_ranks).dims();
@@ -515,6 +526,7 @@ nlohmann::json plan_report_json(const CompiledProject& cp) {
       return a;
     };
     const uint64_t budget = cp.options.memory_budget;
+    j["channel_block"] = cp.options.channel_block;
     j["recompute"] = {{"memory_budget", budget},
                       {"fits_budget", budget == 0 || cp.bytes_per_device() <= budget},
                       {"candidates", choices(cp.recompute_candidates)},

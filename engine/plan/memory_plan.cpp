@@ -77,6 +77,14 @@ void MemoryPlan::set_tensor_placement(DTensorId id, Placement placement, int blo
   d.tensor_blocks = blocks;
 }
 
+void MemoryPlan::set_channel_block(DTensorId id, int block) {
+  DTensor& d = tensors_.at(static_cast<size_t>(id));
+  if (block != 0 && (d.pad_channels || d.shape.c % block != 0))
+    throw std::logic_error("MemoryPlan: " + d.name + " (C = " + std::to_string(d.shape.c) +
+                           ") cannot lie in channel blocks of " + std::to_string(block));
+  d.channel_block = block;
+}
+
 DTensorId MemoryPlan::alloc_shard(Region region, int64_t elements, int64_t global_elements,
                                   std::string name) {
   const char s = region_series(region);

@@ -751,7 +751,9 @@ const ConvGeom kConvs[] = {{5, 9, 9, 3, 16, 3, 3, 1, 1, 1, 1, 1, true},
                            {2, 8, 8, 8, 16, 3, 3, 1, 1, 1, 1, 2, true},
                            {2, 7, 7, 6, 9, 1, 1, 1, 1, 0, 0, 3, false},
                            {2, 10, 10, 12, 12, 3, 3, 2, 2, 1, 1, 12, true},
-                           {1, 9, 9, 4, 8, 5, 5, 1, 1, 2, 2, 4, false}};
+                           {1, 9, 9, 4, 8, 5, 5, 1, 1, 2, 2, 4, false},
+                           // an image's layer with whole channel blocks out (BLOCKED mode)
+                           {3, 12, 12, 1, 16, 3, 3, 1, 1, 1, 1, 1, true}};
 
 std::string conv_name(const char* op, const ConvGeom& g) {
   std::string s = std::string(op) + " " + g.x().str() + " k" + std::to_string(g.kh) + "x" +

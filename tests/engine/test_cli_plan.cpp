@@ -335,6 +335,37 @@ class TestCliPlan : public QObject {
   // and at what cost; --max-batch finds a larger batch recomputing; a budget
   // training cannot meet is refused before anything runs; bad values name
   // the option.
+  // --feature-layout blocked: the CPU's channel blocks where every op takes
+  // them, said in the text and the JSON; the bytes do not change.
+  void featureLayout() {
+    const Result plain = run_cli({"plan", project("cnn-bn-fashion"), "--json"});
+    QVERIFY2(plain.code == 0, plain.err.constData());
+    const json p = json::parse(plain.out.toStdString());
+    QCOMPARE(p.at("channel_block").get<int>(), 0);
+    const Result blocked =
+        run_cli({"plan", project("cnn-bn-fashion"), "--json", "--feature-layout", "blocked"});
+    QVERIFY2(blocked.code == 0, blocked.err.constData());
+    const json b = json::parse(blocked.out.toStdString());
+    const int block = b.at("channel_block").get<int>();
+    QVERIFY2(block == 8 || block == 16, qPrintable(QString::number(block)));
+    QCOMPARE(b.at("bytes_per_device").get<uint64_t>(), p.at("bytes_per_device").get<uint64_t>());
+    int tensors = 0;
+    for (const json& t : b.at("variants").at(0).at("tensors"))
+      if (t.contains("channel_block")) {
+        QCOMPARE(t.at("channel_block").get<int>(), block);
+        QVERIFY(t.at("shape").at(3).get<int64_t>() % block == 0);
+        ++tensors;
+      }
+    QVERIFY(tensors > 0);
+    const Result text = run_cli({"plan", project("cnn-bn-fashion"), "--feature-layout", "blocked"});
+    QVERIFY2(text.out.contains("feature layout: ") && text.out.contains("in channel blocks of"),
+             text.out.constData());
+    const Result bad = run_cli({"plan", project("cnn-bn-fashion"), "--feature-layout", "nchw"});
+    QCOMPARE(bad.code, 2);
+    QVERIFY2(bad.err.contains("option '--feature-layout' takes blocked or nhwc, got 'nchw'"),
+             bad.err.constData());
+  }
+
   void memoryBudget() {
     const Result plain = run_cli({"plan", project("cnn-bn-fashion"), "--json"});
     QVERIFY2(plain.code == 0, plain.err.constData());

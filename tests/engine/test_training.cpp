@@ -473,6 +473,68 @@ class TestTraining : public QObject {
   // Max pooling after a fused BN+ReLU keeps where its maxima were (INT8)
   // instead of its input, whose bytes then go at the forward: a smaller plan
   // and the same training bit for bit, in FP32 and BF16.
+  // Feature maps in channel blocks (CompileOptions::channel_block, the layout
+  // of oneDNN's direct convolutions): the maps every op on them takes blocked
+  // are, the rest stay NHWC, the bytes are the same, and training follows
+  // the NHWC run (the convolutions are oneDNN's kernels for the layout: the
+  // same values within rounding, not always the same bits).
+  void channelBlocksTrainAsNhwc() {
+    ModelBuilder b;
+    b.project() = small_project();
+    b.project().model = {};
+    b.node("in", LayerType::Input, input(8, 8, 1))
+        .node("conv1", LayerType::Conv2d, conv(8, 3, 3, 1, 1, 1, 1, true))
+        .node("bn1", LayerType::BatchNorm2d)
+        .node("relu1", LayerType::ReLU)
+        .node("pool1", LayerType::MaxPool2d, pool(2, 2))
+        .node("conv2", LayerType::Conv2d, conv(8, 3, 3, 1, 1, 1, 1, false))
+        .node("bn2", LayerType::BatchNorm2d)
+        .node("add", LayerType::Add)
+        .node("relu2", LayerType::ReLU)
+        .node("conv3", LayerType::Conv2d, conv(16, 1, 1, 2, 2, 0, 0, false))
+        .node("bn3", LayerType::BatchNorm2d)
+        .node("relu3", LayerType::ReLU)
+        .node("gap", LayerType::GlobalAvgPool)
+        .node("fc", LayerType::Linear, linear(4))
+        .node("loss", LayerType::SoftmaxCrossEntropy)
+        .chain({"in", "conv1", "bn1", "relu1", "pool1", "conv2", "bn2", "add", "relu2", "conv3",
+                "bn3", "relu3", "gap", "fc", "loss"})
+        .edge("pool1", "add", 1);
+    const Project p = b.build();
+    const CompiledProject plain = compile_project(p);
+    CompileOptions blocked_options;
+    blocked_options.channel_block = 8;
+    const CompiledProject blocked = compile_project(p, blocked_options);
+    QCOMPARE(blocked.bytes_per_device(), plain.bytes_per_device());
+    std::map<std::string, int> block;
+    for (const DTensor& t : blocked.plans.front().dtensors()) block[t.name] = t.channel_block;
+    for (const char* name : {"conv1.out", "relu1.out", "pool1.out", "conv2.out", "relu2.out",
+                             "conv3.out", "relu3.out"})
+      QVERIFY2(block.at(name) == 8, name);
+    // The Linear takes no blocks; global pooling's output lies alike either way.
+    QCOMPARE(block.at("fc.out"), 0);
+    QCOMPARE(block.at("gap.out"), 0);
+    for (const DTensor& t : plain.plans.front().dtensors()) QCOMPARE(t.channel_block, 0);
+    // CUDA plans never take them (cuDNN's NHWC kernels).
+    Project on_cuda = p;
+    on_cuda.training.devices = {DeviceKind::CUDA, {0}};
+    for (const DTensor& t : compile_project(on_cuda, blocked_options).plans.front().dtensors())
+      QCOMPARE(t.channel_block, 0);
+
+    TrainOptions o;
+    o.epochs = 1;
+    const Run a = run(p, o);
+    const Run c = run(p, o, blocked_options);
+    QCOMPARE(c.losses.size(), a.losses.size());
+    for (size_t i = 0; i < a.losses.size(); ++i)
+      QVERIFY2(
+          std::fabs(c.losses[i] - a.losses[i]) <= 1e-4 * std::max(1.0, std::fabs(a.losses[i])),
+          qPrintable(QString("step %1: %2 against %3").arg(i).arg(c.losses[i]).arg(a.losses[i])));
+    QVERIFY(std::fabs(c.report.epochs.back().val_loss - a.report.epochs.back().val_loss) <=
+            1e-3 * a.report.epochs.back().val_loss);
+    QVERIFY(a.losses.back() < a.losses.front());
+  }
+
   void maxPoolingFromWhereTrainsBitForBit() {
     Project p = small_project();
     const CompiledProject where = compile_project(p);

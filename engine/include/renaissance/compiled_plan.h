@@ -88,6 +88,16 @@ struct CompileOptions {
   // output, no longer read there, may take the next layer's dX in place.
   // (Last: aggregate initialisers of the fields above stay as they were.)
   bool pool_where = true;
+  // CPU plans: feature maps (and pooling masks) of whole blocks of this many
+  // channels lie as [N, C/b, H, W, b] where every op touching them takes it
+  // (DTensor::channel_block), the layout oneDNN's direct convolutions run
+  // fastest on (bench_conv_layouts): the CPU's block, cpu_channel_block()
+  // (renaissance/devices.h), 8 for AVX2, 16 for AVX-512. 0: NHWC throughout,
+  // the default while pooling and batch norm on blocks cost more than the
+  // convolutions gain (bench/README.md). Convolutions are oneDNN's
+  // kernels for the layout: the same values within rounding, not always the
+  // same bits.
+  int channel_block = 0;
 };
 
 // A saved feature the planner may drop and compute again in the backward.

@@ -52,6 +52,9 @@ struct DeviceScan {
   // Why not a wider build ("not the AVX-512 kernels: this CPU lacks ...",
   // clauses joined by "; "); empty when the widest runs.
   std::string cpu_kernels_note;
+  // The channel block of the feature layout the CPU's FP32 plans use
+  // (cpu_channel_block()).
+  int cpu_channel_block = 0;
   bool cuda_backend_loaded = false;  // the CUDA backend's library is here and loaded
   std::string cuda_backend_path;     // where it was looked for
   std::vector<CudaDeviceInfo> cuda;
@@ -60,6 +63,11 @@ struct DeviceScan {
 };
 
 DeviceScan scan_devices();
+
+// The channel block oneDNN's FP32 direct convolutions take features in on
+// this CPU (8 with AVX2, 16 with AVX-512; 0: none), the layout a CPU plan's
+// feature maps take (CompileOptions::channel_block). Asked once.
+int cpu_channel_block();
 
 // Why `devices` (as `scan` found them) cannot train at precision `p`, or
 // empty: the CPU's instructions or the first listed GPU that lacks the

@@ -99,6 +99,9 @@ class MemoryPlan {
   // Tensor parallel: `id` is a tensor rank's part of a whole tensor
   // (DTensor::tensor_placement and tensor_blocks).
   void set_tensor_placement(DTensorId id, Placement placement, int blocks);
+  // `id`'s channels lie in blocks of `block` (DTensor::channel_block; 0:
+  // innermost). The bytes are the same, so it may follow finalize.
+  void set_channel_block(DTensorId id, int block);
   bool gradients_in_pool() const noexcept { return gradients_in_pool_; }
   // Whether `r` is step-local in this plan: is_step_local(r), or a region
   // of the G or H series when the gradients are in the pool.

@@ -285,7 +285,11 @@ memory::dims dims(std::initializer_list<int64_t> v) {
 ConvPrim make_conv(const ConvGeom& g, ConvKind kind, ConvTypes t) {
   dnnl::engine& eng = cpu_engine();
   const DT dt = t.bf16 ? DT::bf16 : DT::f32;
-  const memory::desc src(dims({g.n, g.ci, g.h, g.w}), dt, feature_tag(t.x_block));
+  // A 1-channel map lies as NCHW too, the layout oneDNN's kernels for
+  // blocked outputs read their first layer's images in.
+  const Tag x_tag =
+      t.x_block == 0 && t.y_block != 0 && g.ci == 1 ? Tag::nchw : feature_tag(t.x_block);
+  const memory::desc src(dims({g.n, g.ci, g.h, g.w}), dt, x_tag);
   const memory::desc dst(dims({g.n, g.co, g.ho, g.wo}), dt, feature_tag(t.y_block));
   // Grouped: [G, Co/G, Ci/G, kh, kw], and our OHWI weights are gohwi (the
   // output channels of one group are adjacent).
@@ -329,8 +333,7 @@ ConvPrim make_conv(const ConvGeom& g, ConvKind kind, ConvTypes t) {
     }
     case ConvKind::BWD_DATA: {
       const memory::desc diff_src =
-          t.dx_f32 ? memory::desc(dims({g.n, g.ci, g.h, g.w}), DT::f32, feature_tag(t.x_block))
-                   : src;
+          t.dx_f32 ? memory::desc(dims({g.n, g.ci, g.h, g.w}), DT::f32, x_tag) : src;
       p.src = diff_src;
       const dnnl::convolution_backward_data::primitive_desc pd(
           dnnl::convolution_backward_data::desc(alg, diff_src, any_w, dst, strides, pad, pad), attr,
@@ -597,6 +600,27 @@ void conv_bias_grad(const ConvGeom& g, const ConvTypes& t, const void* dy, void*
   narrow_to_bf16(sums.data(), static_cast<uint16_t*>(db), g.co);
 }
 
+// dy of a 1-channel first layer (x an image) in channel blocks, reordered
+// into NHWC scratch: oneDNN has only its reference kernel for the weight
+// gradient of an NCHW image against blocked dy (hundreds of times slower),
+// and this one copy of dy lets its NHWC kernel run (the plain layout's bits).
+const float* image_layer_dy_nhwc(const ConvGeom& g, int y_block, const void* dy) {
+  using ReorderKey = std::array<int64_t, 5>;
+  static PrimitiveCache<ReorderKey, dnnl::reorder> cache;
+  const ReorderKey key{g.n, g.co, g.ho, g.wo, y_block};
+  const memory::desc from(dims({g.n, g.co, g.ho, g.wo}), DT::f32, feature_tag(y_block));
+  const memory::desc to(dims({g.n, g.co, g.ho, g.wo}), DT::f32, Tag::nhwc);
+  const dnnl::reorder& r = cache.get(key, [&] {
+    return dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), from, cpu_engine(), to));
+  });
+  void* out = scratch(SCRATCH_DY, to.get_size());
+  memory src = wrap(from, dy), dst = wrap(to, out);
+  dnnl::stream& s = thread_stream();
+  r.execute(s, src, dst);
+  s.wait();
+  return static_cast<const float*>(out);
+}
+
 // The weight (and bias) gradient shared by conv_bwd and conv_bwd_first, on
 // FP32 or bfloat16 storage (`bf16`: the H series, rounded once from
 // oneDNN's FP32 accumulation).
@@ -611,6 +635,11 @@ void conv_weight_grads(const char* kernel, const KernelArgs& a, const ConvGeom& 
     run_conv_bwd_weights(conv_prim(kernel, a, g, ConvKind::BWD_WEIGHTS_BIAS, with_bias), x, dy, dw,
                          db);
     return;
+  }
+  if ((run_dw || run_db) && !bf16 && t.x_block == 0 && t.y_block != 0 && g.ci == 1) {
+    ConvTypes plain = t;
+    plain.y_block = 0;
+    return conv_weight_grads(kernel, a, g, plain, x, image_layer_dy_nhwc(g, t.y_block, dy), dw, db);
   }
   if (run_dw && bf16 && is_pointwise(g))
     run_mat(kernel, a, mat_key(g, MatKind::BWD_WEIGHTS), dy, x, nullptr, dw);
@@ -703,6 +732,24 @@ bool native_bf16_conv_bwd(const KernelArgs& a, bool first) {
 }  // namespace
 
 // ---------------------------------------------------------------------------
+
+int conv_channel_block() {
+  static const int block = [] {
+    try {
+      const memory::desc any(dims({32, 32, 14, 14}), DT::f32, Tag::any);
+      const memory::desc w(dims({32, 32, 3, 3}), DT::f32, Tag::any);
+      const dnnl::convolution_forward::primitive_desc pd(
+          {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any, w, any,
+           dims({1, 1}), dims({1, 1}), dims({1, 1})},
+          cpu_engine());
+      const auto& b = pd.src_desc().data.format_desc.blocking;
+      return b.inner_nblks == 1 && b.inner_idxs[0] == 1 ? static_cast<int>(b.inner_blks[0]) : 0;
+    } catch (const dnnl::error&) {
+      return 0;
+    }
+  }();
+  return block;
+}
 
 void conv_fwd(const KernelArgs& a) {
   const bool bf16 = native_bf16_conv_fwd(a);

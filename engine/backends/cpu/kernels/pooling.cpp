@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cpu/kernels/bf16_arrays.h"
@@ -69,6 +70,17 @@ struct Window {
   }
   int64_t out_index(int64_t b, int64_t y, int64_t x) const { return ((b * oh + y) * ow + x) * c; }
 };
+
+// Calls f with the channel count as a constant where it is a channel
+// block's (8 or 16: the rows of a map in channel blocks, viewed as maps of
+// one block), so a window's channel loop is one or two vector operations
+// instead of a loop with a remainder; otherwise as it is. Same arithmetic.
+template <class F>
+void with_channels(int64_t c, F&& f) {
+  if (c == 8) return f(std::integral_constant<int64_t, 8>{});
+  if (c == 16) return f(std::integral_constant<int64_t, 16>{});
+  f(c);
+}
 
 void clear_unless(bool accumulate, float* p, int64_t n) {
   if (!accumulate) std::memset(p, 0, static_cast<size_t>(n) * sizeof(float));
@@ -163,8 +175,9 @@ inline float max_step(float best, float v) {
 
 // A 2x2 window without padding, channels innermost. Starting from the first
 // element gives the same bits as starting from -inf: that step would pick it.
+template <class C>
 void max_2x2(const float* __restrict x0, const float* __restrict x1, const float* __restrict x2,
-             const float* __restrict x3, float* __restrict y, int64_t c) {
+             const float* __restrict x3, float* __restrict y, C c) {
   for (int64_t k = 0; k < c; ++k) y[k] = max_step(max_step(max_step(x0[k], x1[k]), x2[k]), x3[k]);
 }
 
@@ -209,30 +222,32 @@ void maxpool_fwd(const KernelArgs& a) {
   const Window g(a.in[0].shape(), a.out[0].shape(), a.params());
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
-  if (g.kh == 2 && g.kw == 2 && g.ph == 0 && g.pw == 0) {
-    const int64_t row = g.w * g.c, col = g.c;
+  with_channels(g.c, [&](auto cc) {
+    if (g.kh == 2 && g.kw == 2 && g.ph == 0 && g.pw == 0) {
+      const int64_t row = g.w * g.c, col = g.c;
+      per_output_row(g, [&](int64_t b, int64_t yo) {
+        for (int64_t xo = 0; xo < g.ow; ++xo) {
+          const float* in = g.in_at(x, b, yo * g.sh, xo * g.sw);
+          max_2x2(in, in + col, in + row, in + row + col, y + g.out_index(b, yo, xo), cc);
+        }
+      });
+      return;
+    }
     per_output_row(g, [&](int64_t b, int64_t yo) {
       for (int64_t xo = 0; xo < g.ow; ++xo) {
-        const float* in = g.in_at(x, b, yo * g.sh, xo * g.sw);
-        max_2x2(in, in + col, in + row, in + row + col, y + g.out_index(b, yo, xo), g.c);
+        float* out = y + g.out_index(b, yo, xo);
+        // Padding is -inf: it never wins, so it is simply not visited.
+        std::fill(out, out + cc, -std::numeric_limits<float>::infinity());
+        int64_t r0, r1, c0, c1;
+        g.rows(yo, r0, r1);
+        g.cols(xo, c0, c1);
+        for (int64_t yi = r0; yi < r1; ++yi)
+          for (int64_t xi = c0; xi < c1; ++xi) {
+            const float* in = g.in_at(x, b, yi, xi);
+            for (int64_t k = 0; k < cc; ++k) out[k] = max_step(out[k], in[k]);
+          }
       }
     });
-    return;
-  }
-  per_output_row(g, [&](int64_t b, int64_t yo) {
-    for (int64_t xo = 0; xo < g.ow; ++xo) {
-      float* out = y + g.out_index(b, yo, xo);
-      // Padding is -inf: it never wins, so it is simply not visited.
-      std::fill(out, out + g.c, -std::numeric_limits<float>::infinity());
-      int64_t r0, r1, c0, c1;
-      g.rows(yo, r0, r1);
-      g.cols(xo, c0, c1);
-      for (int64_t yi = r0; yi < r1; ++yi)
-        for (int64_t xi = c0; xi < c1; ++xi) {
-          const float* in = g.in_at(x, b, yi, xi);
-          for (int64_t k = 0; k < g.c; ++k) out[k] = max_step(out[k], in[k]);
-        }
-    }
   });
 }
 
@@ -425,34 +440,36 @@ void maxpool_fwd_where(const KernelArgs& a) {
   // output row, over FP32 rows (a 16-bit tensor's widened once a row), the
   // window's positions in order with the channels innermost, so the scan
   // vectorises.
-  per_output_row(g, [&](int64_t b, int64_t yo) {
-    thread_local std::vector<float> x_rows, y_row;
-    int64_t r0, r1;
-    g.rows(yo, r0, r1);
-    const float* xr = fp32_rows(x, (b * g.h + r0) * g.w, (r1 - r0) * g.w, x_rows);
-    const int64_t first_out = (b * g.oh + yo) * g.ow;
-    const float* yr = fp32_rows(y, first_out, g.ow, y_row);
-    // The positions as floats while scanning (selects of one width vectorise).
-    thread_local std::vector<float> at;
-    at.resize(static_cast<size_t>(g.c));
-    for (int64_t xo = 0; xo < g.ow; ++xo) {
-      const float* m = yr + xo * g.c;
-      float* found = at.data();
-      std::fill(found, found + g.c, -1.0f);
-      int64_t c0, c1;
-      g.cols(xo, c0, c1);
-      const int64_t top = yo * g.sh - g.ph, left = xo * g.sw - g.pw;
-      for (int64_t yi = r0; yi < r1; ++yi)
-        for (int64_t xi = c0; xi < c1; ++xi) {
-          const auto pos = static_cast<float>((yi - top) * g.kw + (xi - left));
-          const float* in = xr + ((yi - r0) * g.w + xi) * g.c;
-          for (int64_t k = 0; k < g.c; ++k)
-            found[k] = select((found[k] < 0.0f) & (in[k] == m[k]), pos, found[k]);
-        }
-      int8_t* wo = where + (first_out + xo) * ws;
-      for (int64_t k = 0; k < g.c; ++k) wo[k] = static_cast<int8_t>(found[k]);
-      std::fill(wo + g.c, wo + ws, int8_t{0});
-    }
+  with_channels(g.c, [&](auto cc) {
+    per_output_row(g, [&](int64_t b, int64_t yo) {
+      thread_local std::vector<float> x_rows, y_row;
+      int64_t r0, r1;
+      g.rows(yo, r0, r1);
+      const float* xr = fp32_rows(x, (b * g.h + r0) * g.w, (r1 - r0) * g.w, x_rows);
+      const int64_t first_out = (b * g.oh + yo) * g.ow;
+      const float* yr = fp32_rows(y, first_out, g.ow, y_row);
+      // The positions as floats while scanning (selects of one width vectorise).
+      thread_local std::vector<float> at;
+      at.resize(static_cast<size_t>(g.c));
+      for (int64_t xo = 0; xo < g.ow; ++xo) {
+        const float* m = yr + xo * cc;
+        float* found = at.data();
+        std::fill(found, found + cc, -1.0f);
+        int64_t c0, c1;
+        g.cols(xo, c0, c1);
+        const int64_t top = yo * g.sh - g.ph, left = xo * g.sw - g.pw;
+        for (int64_t yi = r0; yi < r1; ++yi)
+          for (int64_t xi = c0; xi < c1; ++xi) {
+            const auto pos = static_cast<float>((yi - top) * g.kw + (xi - left));
+            const float* in = xr + ((yi - r0) * g.w + xi) * cc;
+            for (int64_t k = 0; k < cc; ++k)
+              found[k] = select((found[k] < 0.0f) & (in[k] == m[k]), pos, found[k]);
+          }
+        int8_t* wo = where + (first_out + xo) * ws;
+        for (int64_t k = 0; k < cc; ++k) wo[k] = static_cast<int8_t>(found[k]);
+        std::fill(wo + g.c, wo + ws, int8_t{0});
+      }
+    });
   });
 }
 
@@ -483,21 +500,23 @@ void maxpool_bwd_where(const KernelArgs& a) {
       gx = dx_buf.data();
     }
     if (!acc) std::memset(gx, 0, static_cast<size_t>(image) * sizeof(float));
-    for (int64_t yo = 0; yo < g.oh; ++yo)
-      for (int64_t xo = 0; xo < g.ow; ++xo) {
-        const int64_t o = yo * g.ow + xo;
-        const int8_t* wo = where + (b * g.oh * g.ow + o) * ws;
-        int64_t r0, r1, c0, c1;
-        g.rows(yo, r0, r1);
-        g.cols(xo, c0, c1);
-        const int64_t top = yo * g.sh - g.ph, left = xo * g.sw - g.pw;
-        for (int64_t yi = r0; yi < r1; ++yi)
-          for (int64_t xi = c0; xi < c1; ++xi) {
-            const auto pos = static_cast<int8_t>((yi - top) * g.kw + (xi - left));
-            float* out = gx + (yi * g.w + xi) * g.c;
-            for (int64_t k = 0; k < g.c; ++k) out[k] += select(wo[k] == pos, gy[o * g.c + k], 0.0f);
-          }
-      }
+    with_channels(g.c, [&](auto cc) {
+      for (int64_t yo = 0; yo < g.oh; ++yo)
+        for (int64_t xo = 0; xo < g.ow; ++xo) {
+          const int64_t o = yo * g.ow + xo;
+          const int8_t* wo = where + (b * g.oh * g.ow + o) * ws;
+          int64_t r0, r1, c0, c1;
+          g.rows(yo, r0, r1);
+          g.cols(xo, c0, c1);
+          const int64_t top = yo * g.sh - g.ph, left = xo * g.sw - g.pw;
+          for (int64_t yi = r0; yi < r1; ++yi)
+            for (int64_t xi = c0; xi < c1; ++xi) {
+              const auto pos = static_cast<int8_t>((yi - top) * g.kw + (xi - left));
+              float* out = gx + (yi * g.w + xi) * cc;
+              for (int64_t k = 0; k < cc; ++k) out[k] += select(wo[k] == pos, gy[o * cc + k], 0.0f);
+            }
+        }
+    });
     store_rows(dx_buf, dx, b * pixels, pixels);
   });
 }
