@@ -1117,8 +1117,9 @@ struct Pool {
 const Pool kPools[] = {{2, 2, 0}, {3, 2, 1}, {3, 1, 1}};
 // Three channels (no vector width divides them in FP32; FP16's padding
 // lanes make 8) and eight (whole vectors in every storage type), so both the
-// scalar and the 16-byte kernels of a backend run.
-const Shape kPoolInputs[] = {{2, 6, 5, 3}, {2, 5, 4, 8}};
+// scalar and the 16-byte kernels of a backend run; and 24, three channel
+// blocks of 8 in the BLOCKED mode.
+const Shape kPoolInputs[] = {{2, 6, 5, 3}, {2, 5, 4, 8}, {2, 5, 6, 24}};
 
 std::string channels_suffix(const Shape& s) {
   return " C" + std::to_string(s.c);

@@ -73,9 +73,9 @@ struct BlockedRows {
 // Sums of rows of x - k (s1) and of its squares (s2) over `rows` rows of cb
 // channels, four rows per pass over the accumulators, which would otherwise
 // cost a load and a store per element.
-template <class Rows>
-void moment_sums(const float* x, Rows rows_at, int64_t rows, int64_t cb, const double* k,
-                 double* s1, double* s2) {
+template <class Rows, class Count>
+void moment_sums(const float* x, Rows rows_at, int64_t rows, Count cb, const double* k, double* s1,
+                 double* s2) {
   int64_t m = 0;
   for (; m + 4 <= rows; m += 4) {
     const float* r0 = x + rows_at.next();
@@ -130,7 +130,8 @@ void part_moments_blocked(const float* x, const Shape& s, int64_t b, int64_t j, 
   double k[kChannelBlock], s1[kChannelBlock] = {}, s2[kChannelBlock] = {};
   const float* first = x + BlockedRows(s, b, j, lo).at;
   for (int64_t c = 0; c < b; ++c) k[c] = first[c];
-  moment_sums(x, BlockedRows(s, b, j, lo), hi - lo, b, k, s1, s2);
+  detail::with_channel_count(
+      b, [&](auto w) { moment_sums(x, BlockedRows(s, b, j, lo), hi - lo, w, k, s1, s2); });
   finish_moments(hi - lo, b, k, s1, s2, mean, m2);
 }
 
@@ -154,9 +155,9 @@ inline float bn_out_grad(float dy, float x, float mean, float scale, float shift
 
 // Sums of g and g * (x - mean) over `rows` rows of cb channels, g the
 // gradient reaching the BN output (see bn_out_grad); x and dy lie alike.
-template <bool kRelu, class Rows>
+template <bool kRelu, class Rows, class Count>
 void dy_sums(const float* x, const float* dy, Rows rows_at, int64_t rows, const float* mean,
-             const float* scale, const float* shift, int64_t cb, double* sdy, double* sdyx) {
+             const float* scale, const float* shift, Count cb, double* sdy, double* sdyx) {
   auto g = [&](int64_t at, int64_t c) {
     return bn_out_grad<kRelu>(dy[at + c], x[at + c], mean[c], scale[c], shift[c]);
   };
@@ -205,33 +206,34 @@ inline float relu_if(float v) {
   return v;
 }
 
-template <bool kRelu>
+// `cb`: int64_t, or a channel block's width as a constant (with_channel_count).
+template <bool kRelu, class Count>
 void normalise_row(const float* __restrict x, const float* __restrict mean,
                    const float* __restrict scale, const float* __restrict shift,
-                   float* __restrict y, int64_t cb) {
+                   float* __restrict y, Count cb) {
   for (int64_t c = 0; c < cb; ++c)
     y[c] = relu_if<kRelu>(bn_pre_activation(x[c], mean[c], scale[c], shift[c]));
 }
 
-template <bool kRelu>
+template <bool kRelu, class Count>
 void scale_bias_row(const float* __restrict x, const float* __restrict scale,
-                    const float* __restrict bias, float* __restrict y, int64_t cb) {
+                    const float* __restrict bias, float* __restrict y, Count cb) {
   for (int64_t c = 0; c < cb; ++c) y[c] = relu_if<kRelu>(x[c] * scale[c] + bias[c]);
 }
 
 // The same over its input: an inference batch norm whose input dies there
 // writes its output in its place (ComputeOpInfo::in_place).
-template <bool kRelu>
+template <bool kRelu, class Count>
 void scale_bias_row_in_place(float* __restrict y, const float* __restrict scale,
-                             const float* __restrict bias, int64_t cb) {
+                             const float* __restrict bias, Count cb) {
   for (int64_t c = 0; c < cb; ++c) y[c] = relu_if<kRelu>(y[c] * scale[c] + bias[c]);
 }
 
-template <bool kAcc, bool kRelu>
+template <bool kAcc, bool kRelu, class Count>
 void dx_row(const float* __restrict x, const float* __restrict dy, const float* __restrict mean,
             const float* __restrict scale, const float* __restrict shift,
             const float* __restrict k_dy, const float* __restrict k_x, const float* __restrict k_0,
-            float* __restrict dx, int64_t cb) {
+            float* __restrict dx, Count cb) {
   for (int64_t c = 0; c < cb; ++c) {
     const float g = bn_out_grad<kRelu>(dy[c], x[c], mean[c], scale[c], shift[c]);
     const float v = k_dy[c] * g + k_x[c] * (x[c] - mean[c]) + k_0[c];
@@ -295,16 +297,19 @@ void channel_moments(const T* x, const DTensor& d, double* mean, double* m2) {
       mean, m2);
 }
 
-// Runs row(offset, c0) over every row of b channels of a map in channel
-// blocks of b (d), split over the threads, c0 the row's first channel: for
-// the elementwise passes, whose order does not matter.
+// Runs row(offset, c0, b) over every row of b channels of a map in channel
+// blocks of b (d), split over the threads, c0 the row's first channel and b
+// a constant where it can be (with_channel_count): for the elementwise
+// passes, whose order does not matter.
 template <class Row>
 void for_each_blocked_row(const DTensor& d, Row row) {
   const Shape& s = d.shape;
-  const int64_t b = d.channel_block, pixels = s.h * s.w, blocks = s.c / b;
-  parallel_ranges(s.n * blocks, s.elements(), [&](int64_t q0, int64_t q1) {
-    for (int64_t q = q0; q < q1; ++q)
-      for (int64_t p = 0; p < pixels; ++p) row((q * pixels + p) * b, (q % blocks) * b);
+  detail::with_channel_count(d.channel_block, [&](auto b) {
+    const int64_t pixels = s.h * s.w, blocks = s.c / b;
+    parallel_ranges(s.n * blocks, s.elements(), [&](int64_t q0, int64_t q1) {
+      for (int64_t q = q0; q < q1; ++q)
+        for (int64_t p = 0; p < pixels; ++p) row((q * pixels + p) * b, (q % blocks) * b, b);
+    });
   });
 }
 
@@ -383,8 +388,7 @@ void bn_train(const KernelArgs& a) {
   }
   if constexpr (std::is_same_v<T, float>) {
     if (a.in[0].desc->is_blocked()) {
-      const int64_t b = a.in[0].desc->channel_block;
-      for_each_blocked_row(*a.in[0].desc, [&](int64_t at, int64_t c0) {
+      for_each_blocked_row(*a.in[0].desc, [&](int64_t at, int64_t c0, auto b) {
         normalise_row<kRelu>(x + at, mean.data() + c0, scale.data() + c0, shift.data() + c0, y + at,
                              b);
       });
@@ -417,8 +421,7 @@ void bn_infer(const KernelArgs& a) {
   const int64_t M = s.n * s.h * s.w;
   if constexpr (std::is_same_v<T, float>) {
     if (a.in[0].desc->is_blocked()) {
-      const int64_t b = a.in[0].desc->channel_block;
-      for_each_blocked_row(*a.in[0].desc, [&](int64_t at, int64_t c0) {
+      for_each_blocked_row(*a.in[0].desc, [&](int64_t at, int64_t c0, auto b) {
         if (x == y)
           scale_bias_row_in_place<kRelu>(y + at, scale + c0, bias + c0, b);
         else
@@ -475,8 +478,10 @@ void bn_backward(const KernelArgs& a) {
         if (xd.is_blocked()) {
           std::fill(part_sdy[p], part_sdy[p] + cb, 0.0);
           std::fill(part_sdyx[p], part_sdyx[p] + cb, 0.0);
-          dy_sums<kRelu>(x, dy, BlockedRows(s, cb, c0 / cb, lo), hi - lo, saved + c0,
-                         scale.data() + c0, shift.data() + c0, cb, part_sdy[p], part_sdyx[p]);
+          detail::with_channel_count(cb, [&](auto w) {
+            dy_sums<kRelu>(x, dy, BlockedRows(s, cb, c0 / cb, lo), hi - lo, saved + c0,
+                           scale.data() + c0, shift.data() + c0, w, part_sdy[p], part_sdyx[p]);
+          });
           return;
         }
       }
@@ -537,15 +542,15 @@ void bn_backward(const KernelArgs& a) {
   }
   if constexpr (std::is_same_v<T, float>) {
     if (xd.is_blocked()) {
-      for_each_blocked_row(xd, [&](int64_t at, int64_t c0) {
+      for_each_blocked_row(xd, [&](int64_t at, int64_t c0, auto b) {
         const float* sc = scale.data() + c0;
         const float* sh = shift.data() + c0;
         if (acc_dx)
           dx_row<true, kRelu>(x + at, dy + at, saved + c0, sc, sh, k_dy_all.data() + c0,
-                              k_x_all.data() + c0, k_0_all.data() + c0, dx + at, block);
+                              k_x_all.data() + c0, k_0_all.data() + c0, dx + at, b);
         else
           dx_row<false, kRelu>(x + at, dy + at, saved + c0, sc, sh, k_dy_all.data() + c0,
-                               k_x_all.data() + c0, k_0_all.data() + c0, dx + at, block);
+                               k_x_all.data() + c0, k_0_all.data() + c0, dx + at, b);
       });
       return;
     }

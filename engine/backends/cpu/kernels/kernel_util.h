@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <type_traits>
 
 #include "runtime/kernel_args.h"
 
@@ -16,6 +17,17 @@ namespace tr::cpu::detail {
 // Channel blocks for per-channel statistics: fixed stack arrays, so kernels
 // never allocate, and a block of rows stays in L1 while it is reduced.
 inline constexpr int64_t kChannelBlock = 256;
+
+// Calls f with a channel count as a constant where it is a channel block's
+// (8 or 16: maps in channel blocks, DTensor::channel_block), so a loop over
+// it is one or two vector operations with no remainder; otherwise as it is.
+// The same arithmetic either way.
+template <class F>
+void with_channel_count(int64_t c, F&& f) {
+  if (c == 8) return f(std::integral_constant<int64_t, 8>{});
+  if (c == 16) return f(std::integral_constant<int64_t, 16>{});
+  f(c);
+}
 
 // An output slot can be absent (a gradient towards the input node is never
 // materialised), so kernels skip it instead of writing through null.

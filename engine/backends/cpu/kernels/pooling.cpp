@@ -71,17 +71,6 @@ struct Window {
   int64_t out_index(int64_t b, int64_t y, int64_t x) const { return ((b * oh + y) * ow + x) * c; }
 };
 
-// Calls f with the channel count as a constant where it is a channel
-// block's (8 or 16: the rows of a map in channel blocks, viewed as maps of
-// one block), so a window's channel loop is one or two vector operations
-// instead of a loop with a remainder; otherwise as it is. Same arithmetic.
-template <class F>
-void with_channels(int64_t c, F&& f) {
-  if (c == 8) return f(std::integral_constant<int64_t, 8>{});
-  if (c == 16) return f(std::integral_constant<int64_t, 16>{});
-  f(c);
-}
-
 void clear_unless(bool accumulate, float* p, int64_t n) {
   if (!accumulate) std::memset(p, 0, static_cast<size_t>(n) * sizeof(float));
 }
@@ -222,7 +211,7 @@ void maxpool_fwd(const KernelArgs& a) {
   const Window g(a.in[0].shape(), a.out[0].shape(), a.params());
   const float* x = a.in[0].f32();
   float* y = a.out[0].f32();
-  with_channels(g.c, [&](auto cc) {
+  detail::with_channel_count(g.c, [&](auto cc) {
     if (g.kh == 2 && g.kw == 2 && g.ph == 0 && g.pw == 0) {
       const int64_t row = g.w * g.c, col = g.c;
       per_output_row(g, [&](int64_t b, int64_t yo) {
@@ -425,9 +414,114 @@ void store_rows(const std::vector<float>& buf, const TensorArg& t, int64_t first
     narrow_to_half_rows(buf.data(), out, stride, rows, c);
 }
 
+// Training's max pooling on FP32 maps in channel blocks of b (x, y and where
+// alike): per window, each tap's position worked out once for all of a
+// pixel's blocks, which the view as N * C/b maps of b channels would repeat
+// for every block. The same arithmetic, in the same order, as below: the
+// maximum from -inf by max_step in window order, then the first position
+// equal to it.
+void maxpool_fwd_where_blocked(const KernelArgs& a) {
+  const Window g(a.in[0].shape(), a.out[0].shape(), a.params());
+  const float* x = a.in[0].f32();
+  float* y = a.out[0].f32();
+  int8_t* where = a.out[1].i8();
+  detail::with_channel_count(a.in[0].desc->channel_block, [&](auto b) {
+    const int64_t blocks = g.c / b, in_block = g.h * g.w * b, out_block = g.oh * g.ow * b;
+    per_output_row(g, [&](int64_t n, int64_t yo) {
+      thread_local std::vector<float> best_buf, found_buf;
+      best_buf.resize(static_cast<size_t>(g.c));
+      found_buf.resize(static_cast<size_t>(g.c));
+      float* __restrict best = best_buf.data();
+      float* __restrict found = found_buf.data();
+      const float* xn = x + n * blocks * in_block;
+      const int64_t out_n = n * blocks * out_block;
+      int64_t r0, r1;
+      g.rows(yo, r0, r1);
+      const int64_t top = yo * g.sh - g.ph;
+      for (int64_t xo = 0; xo < g.ow; ++xo) {
+        int64_t c0, c1;
+        g.cols(xo, c0, c1);
+        const int64_t left = xo * g.sw - g.pw;
+        std::fill(best, best + g.c, -std::numeric_limits<float>::infinity());
+        std::fill(found, found + g.c, -1.0f);
+        for (int64_t yi = r0; yi < r1; ++yi)
+          for (int64_t xi = c0; xi < c1; ++xi) {
+            const float* in = xn + (yi * g.w + xi) * b;
+            for (int64_t cb = 0; cb < blocks; ++cb) {
+              float* __restrict m = best + cb * b;
+              const float* __restrict v = in + cb * in_block;
+              for (int64_t l = 0; l < b; ++l) m[l] = max_step(m[l], v[l]);
+            }
+          }
+        for (int64_t yi = r0; yi < r1; ++yi)
+          for (int64_t xi = c0; xi < c1; ++xi) {
+            const auto pos = static_cast<float>((yi - top) * g.kw + (xi - left));
+            const float* in = xn + (yi * g.w + xi) * b;
+            for (int64_t cb = 0; cb < blocks; ++cb) {
+              const float* __restrict m = best + cb * b;
+              float* __restrict f = found + cb * b;
+              const float* __restrict v = in + cb * in_block;
+              for (int64_t l = 0; l < b; ++l)
+                f[l] = select((f[l] < 0.0f) & (v[l] == m[l]), pos, f[l]);
+            }
+          }
+        const int64_t at = out_n + (yo * g.ow + xo) * b;
+        for (int64_t cb = 0; cb < blocks; ++cb) {
+          float* __restrict yb = y + at + cb * out_block;
+          int8_t* __restrict wb = where + at + cb * out_block;
+          for (int64_t l = 0; l < b; ++l) {
+            yb[l] = best[cb * b + l];
+            wb[l] = static_cast<int8_t>(found[cb * b + l]);
+          }
+        }
+      }
+    });
+  });
+}
+
+// Its backward on the same layout: per image, dx from 0 (or its value) plus,
+// for every window element in output order, the gradient where its maximum
+// was: MAXPOOL_BWD_WHERE's bits.
+void maxpool_bwd_where_blocked(const KernelArgs& a) {
+  const TensorArg &dy = a.in[1], &dx = a.out[0];
+  const Window g(dx.shape(), dy.shape(), a.params());
+  const int8_t* where = a.in[0].i8();
+  const float* gy_all = dy.f32();
+  float* gx_all = dx.f32();
+  const bool acc = a.accumulate(0);
+  detail::with_channel_count(dx.desc->channel_block, [&](auto b) {
+    const int64_t blocks = g.c / b, in_block = g.h * g.w * b, out_block = g.oh * g.ow * b;
+    per_image(g, [&](int64_t n) {
+      float* gx = gx_all + n * blocks * in_block;
+      if (!acc) std::memset(gx, 0, static_cast<size_t>(blocks * in_block) * sizeof(float));
+      const int64_t out_n = n * blocks * out_block;
+      for (int64_t yo = 0; yo < g.oh; ++yo)
+        for (int64_t xo = 0; xo < g.ow; ++xo) {
+          int64_t r0, r1, c0, c1;
+          g.rows(yo, r0, r1);
+          g.cols(xo, c0, c1);
+          const int64_t top = yo * g.sh - g.ph, left = xo * g.sw - g.pw;
+          const int64_t o = out_n + (yo * g.ow + xo) * b;
+          for (int64_t yi = r0; yi < r1; ++yi)
+            for (int64_t xi = c0; xi < c1; ++xi) {
+              const auto pos = static_cast<int8_t>((yi - top) * g.kw + (xi - left));
+              float* out = gx + (yi * g.w + xi) * b;
+              for (int64_t cb = 0; cb < blocks; ++cb) {
+                const int8_t* __restrict wo = where + o + cb * out_block;
+                const float* __restrict gy = gy_all + o + cb * out_block;
+                float* __restrict d = out + cb * in_block;
+                for (int64_t l = 0; l < b; ++l) d[l] += select(wo[l] == pos, gy[l], 0.0f);
+              }
+            }
+        }
+    });
+  });
+}
+
 }  // namespace
 
 void maxpool_fwd_where(const KernelArgs& a) {
+  if (a.in[0].desc->is_blocked()) return maxpool_fwd_where_blocked(a);
   KernelArgs y_only = a;
   y_only.out.resize(1);
   maxpool_fwd(y_only);
@@ -440,7 +534,7 @@ void maxpool_fwd_where(const KernelArgs& a) {
   // output row, over FP32 rows (a 16-bit tensor's widened once a row), the
   // window's positions in order with the channels innermost, so the scan
   // vectorises.
-  with_channels(g.c, [&](auto cc) {
+  detail::with_channel_count(g.c, [&](auto cc) {
     per_output_row(g, [&](int64_t b, int64_t yo) {
       thread_local std::vector<float> x_rows, y_row;
       int64_t r0, r1;
@@ -475,6 +569,7 @@ void maxpool_fwd_where(const KernelArgs& a) {
 
 void maxpool_bwd_where(const KernelArgs& a) {
   if (!has_out(a, 0)) return;
+  if (a.out[0].desc->is_blocked()) return maxpool_bwd_where_blocked(a);
   const TensorArg &dy = a.in[1], &dx = a.out[0];
   const Window g(dx.shape(), dy.shape(), a.params());
   const int8_t* where = a.in[0].i8();
@@ -500,7 +595,7 @@ void maxpool_bwd_where(const KernelArgs& a) {
       gx = dx_buf.data();
     }
     if (!acc) std::memset(gx, 0, static_cast<size_t>(image) * sizeof(float));
-    with_channels(g.c, [&](auto cc) {
+    detail::with_channel_count(g.c, [&](auto cc) {
       for (int64_t yo = 0; yo < g.oh; ++yo)
         for (int64_t xo = 0; xo < g.ow; ++xo) {
           const int64_t o = yo * g.ow + xo;
