@@ -13,6 +13,8 @@
 #   OpenBLAS's pthread and OpenMP libblas.so.3; "none" in the list: the system's libblas.so.3),
 #   TORCH_BF16 (auto: PyTorch's bf16 autocast every round where the CPU has AVX-512 BF16 or AMX,
 #   in the first round only elsewhere, where it is far slower than fp32; 1: always; 0: never),
+#   OURS_LAYOUTS (nhwc: our feature layouts to time, each its own configuration; "nhwc blocked"
+#   adds --feature-layout blocked, the channel blocks of oneDNN's convolutions),
 #   TORCH_GLIBC_TUNABLES (keeps freed memory in the PyTorch processes; empty: glibc's defaults),
 #   QUIET_WAIT (60: seconds to wait before each run for both CPUs to be idle; 0: don't wait),
 #   RETRIES (2) and CONTENDED (0.10: rerun a run while others or steal took more of the CPUs).
@@ -37,6 +39,7 @@ out=$here/bench/results/cpu_vs_pytorch.json
 blas_dir=/usr/lib/x86_64-linux-gnu
 torch_blas_list=${TORCH_BLAS-$blas_dir/openblas-pthread/libblas.so.3 $blas_dir/openblas-openmp/libblas.so.3}
 torch_bf16=${TORCH_BF16:-auto}
+ours_layouts=${OURS_LAYOUTS:-nhwc}
 # glibc returns big freed blocks to the kernel (munmap / heap trim), so every PyTorch step
 # page-faults its activations in again; our engine allocates from a planned arena once.
 torch_tunables=${TORCH_GLIBC_TUNABLES-glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=17179869184}
@@ -47,7 +50,7 @@ while [ $# -gt 0 ]; do
     --out=*) out=${1#--out=}; shift ;;
     --rounds) rounds=$2; shift 2 ;;
     --rounds=*) rounds=${1#--rounds=}; shift ;;
-    -h|--help) sed -n '3,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_cpu_vs_pytorch.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -214,10 +217,14 @@ data_args=()
 for r in $(seq 1 "$rounds"); do
   for m in $models; do
     for prec in $our_precisions; do
-      measure "ours-$prec" "$m" "$r" "$cli" bench "$(project_of "$m")" --steps "$steps" \
-        --warmup "$warmup" --batch "$batch" --threads "$threads" --precision "$prec" \
-        "${data_args[@]}" --json
-      echo "round $r $m ours $prec: $(summary)"
+      for layout in $ours_layouts; do
+        side="ours-$prec"
+        [ "$layout" = nhwc ] || side="ours-$prec/$layout"
+        measure "$side" "$m" "$r" "$cli" bench "$(project_of "$m")" --steps "$steps" \
+          --warmup "$warmup" --batch "$batch" --threads "$threads" --precision "$prec" \
+          --feature-layout "$layout" "${data_args[@]}" --json
+        echo "round $r $m ours $prec $layout: $(summary)"
+      done
     done
     # Both memory formats, both precisions and every BLAS, their order alternating by round.
     if [ $((r % 2)) -eq 1 ]; then formats="0 1"; precs="0 1"; else formats="1 0"; precs="1 0"; fi
@@ -317,7 +324,7 @@ def by_format(by, c):
     return "%.0f" % max(vals) if vals else "-"
 hdr = ("model", "ours img/s", "(prec)", "PyTorch img/s", "(configuration)") + \
       ("NCHW", "NHWC", "NCHW bf16", "NHWC bf16") + ("ours/PT", "per-round", "ours %ceil", "PT %ceil")
-fmt = "%-8s %10s %-6s %13s %-37s %8s %8s %9s %9s %8s %9s %10s %9s"
+fmt = "%-8s %10s %-12s %13s %-37s %8s %8s %9s %9s %8s %9s %10s %9s"
 print()
 print("batch %d, %d threads, %d timed steps after %d warm-up, median of %d rounds; fp32 peak %.0f "
       "GFLOP/s; a %d^3 matmul: bf16 %.0f GFLOP/s, fp32 %.0f; %%ceil: of the faster (%s)"
