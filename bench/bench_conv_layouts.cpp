@@ -28,11 +28,7 @@ using dnnl::memory;
 using Tag = memory::format_tag;
 using DT = memory::data_type;
 
-struct Options {
-  int64_t batch = 128;
-  int repeat = 20;
-  std::string model;
-};
+using Options = tr::bench::ZooOptions;
 
 dnnl::engine& eng() {
   static dnnl::engine e(dnnl::engine::kind::cpu, 0);
@@ -190,18 +186,8 @@ void bench_layer(const Options& o, const char* model, const tr::bench::ConvLayer
 
 int main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
-      o.batch = std::max(1, std::atoi(argv[++i]));
-    else if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc)
-      o.repeat = std::max(1, std::atoi(argv[++i]));
-    else if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc)
-      o.model = argv[++i];
-    else {
-      std::fprintf(stderr, "usage: bench_conv_layouts [--batch N] [--repeat N] [--model NAME]\n");
-      return 2;
-    }
-  }
+  o.repeat = 20;
+  if (!tr::bench::parse_zoo_options(argc, argv, "bench_conv_layouts", o)) return 2;
   bool any = false;
   for (const tr::bench::ZooModel& m : tr::bench::zoo_models()) {
     if (!o.model.empty() && o.model != m.name) continue;

@@ -28,11 +28,7 @@ using tr::bench::ConvLayer;
 using tr::bench::LinearLayer;
 using tr::bench::Tensors;
 
-struct Options {
-  int64_t batch = 128;
-  int repeat = 30;
-  std::string model;  // empty: all
-};
+using Options = tr::bench::ZooOptions;
 
 struct Timing {
   double median = 0, min = 0;
@@ -171,18 +167,7 @@ double bench_linear(const Options& o, const std::string& model, const LinearLaye
 
 int main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
-      o.batch = std::max(1, std::atoi(argv[++i]));
-    else if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc)
-      o.repeat = std::max(1, std::atoi(argv[++i]));
-    else if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc)
-      o.model = argv[++i];
-    else {
-      std::fprintf(stderr, "usage: bench_dense_kernels [--batch N] [--repeat N] [--model NAME]\n");
-      return 2;
-    }
-  }
+  if (!bench::parse_zoo_options(argc, argv, "bench_dense_kernels", o)) return 2;
   for (const bench::ZooModel& m : bench::zoo_models()) {
     if (!o.model.empty() && o.model != m.name) continue;
     double step = 0.0;

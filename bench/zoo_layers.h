@@ -3,7 +3,12 @@
 // (projects/*.json), for the kernel benchmarks that time them one by one.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 #include <vector>
 
 namespace tr::bench {
@@ -25,6 +30,30 @@ struct ZooModel {
   std::vector<ConvLayer> convs;
   std::vector<LinearLayer> linears;
 };
+
+// The kernel benchmarks' options: [--batch N] [--repeat N] [--model NAME].
+struct ZooOptions {
+  int64_t batch = 128;
+  int repeat = 30;
+  std::string model;  // empty: all
+};
+
+// False (with the usage on stderr, naming `tool`) for anything else.
+inline bool parse_zoo_options(int argc, char** argv, const char* tool, ZooOptions& o) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
+      o.batch = std::max(1, std::atoi(argv[++i]));
+    else if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc)
+      o.repeat = std::max(1, std::atoi(argv[++i]));
+    else if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc)
+      o.model = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: %s [--batch N] [--repeat N] [--model NAME]\n", tool);
+      return false;
+    }
+  }
+  return true;
+}
 
 inline std::vector<ZooModel> zoo_models() {
   return {
