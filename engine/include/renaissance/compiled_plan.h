@@ -93,8 +93,8 @@ struct CompileOptions {
   // (DTensor::channel_block), the layout oneDNN's direct convolutions run
   // fastest on (bench_conv_layouts): the CPU's block, cpu_channel_block()
   // (renaissance/devices.h), 8 for AVX2, 16 for AVX-512. 0: NHWC throughout,
-  // the default while pooling and batch norm on blocks cost more than the
-  // convolutions gain (bench/README.md). Convolutions are oneDNN's
+  // the default until the gain holds in whole steps (docs/memory-plan.md).
+  // Convolutions are oneDNN's
   // kernels for the layout: the same values within rounding, not always the
   // same bits.
   int channel_block = 0;
