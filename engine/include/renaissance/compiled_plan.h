@@ -94,9 +94,8 @@ struct CompileOptions {
   // fastest on (bench_conv_layouts): the CPU's block, cpu_channel_block()
   // (renaissance/devices.h), 8 for AVX2, 16 for AVX-512. 0: NHWC throughout,
   // the default until the gain holds in whole steps (docs/memory-plan.md).
-  // Convolutions are oneDNN's
-  // kernels for the layout: the same values within rounding, not always the
-  // same bits.
+  // Convolutions are oneDNN's kernels for the layout: the same values within
+  // rounding, not always the same bits.
   int channel_block = 0;
 };
 
