@@ -529,7 +529,16 @@ std::vector<float> TrainingSession::read_tensor(int rank, DTensorId id, int vari
   d2h.tag.label = "read " + t.name;
   backend_.enqueue(rank, StreamKind::UPDATE, std::move(d2h));
   backend_.synchronize(rank);
-  return out;
+  if (!t.is_blocked()) return out;
+  // Channel blocks (a CPU plan's feature maps): back to NHWC for the host.
+  std::vector<float> nhwc(out.size());
+  const Shape& s = t.shape;
+  for (int64_t n = 0, i = 0; n < s.n; ++n)
+    for (int64_t h = 0; h < s.h; ++h)
+      for (int64_t w = 0; w < s.w; ++w)
+        for (int64_t c = 0; c < s.c; ++c, ++i)
+          nhwc[static_cast<size_t>(i)] = out[static_cast<size_t>(t.element_index(n, h, w, c))];
+  return nhwc;
 }
 
 }  // namespace tr

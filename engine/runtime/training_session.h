@@ -90,7 +90,8 @@ class TrainingSession {
   // All-reduce and read the accumulated validation metrics (and restore W).
   StepMetrics end_validation(int rank);
 
-  // Reads a DTensor of `rank` back to the host (FP32 tensors), for tests and checkpoints.
+  // Reads a DTensor of `rank` back to the host (FP32 tensors), for tests and checkpoints;
+  // a feature map in channel blocks comes back NHWC.
   std::vector<float> read_tensor(int rank, DTensorId id, int variant = 0);
   // ZeRO-1: `rank`'s moment shards (runtime/moment_shards.h), and under
   // tensor parallel its parts of the split tensors (plan/tensor_shards.h),

@@ -25,6 +25,7 @@
 #include "model_builder.h"
 #include "png_files.h"
 #include "runtime/trainer.h"
+#include "runtime/training_session.h"
 
 using namespace tr;
 
@@ -533,6 +534,34 @@ class TestTraining : public QObject {
     QVERIFY(std::fabs(c.report.epochs.back().val_loss - a.report.epochs.back().val_loss) <=
             1e-3 * a.report.epochs.back().val_loss);
     QVERIFY(a.losses.back() < a.losses.front());
+
+    // The host reads a blocked map back in NHWC order (TrainingSession::read_tensor):
+    // conv3's output (two blocks) after one step, each tensor in bytes of its own.
+    auto conv3_out = [&](CompileOptions options) {
+      options.pack_memory = false;
+      const CompiledProject cp = compile_project(p, options);
+      auto data = load_dataset(cp.project.dataset, "", cp.project.training.seed);
+      auto backend = cpu::make_cpu_backend({cp.world_size, true});
+      DTensorId id = kNoTensor;
+      for (const DTensor& t : cp.plans.front().dtensors())
+        if (t.name == "conv3.out") id = t.id;
+      std::vector<float> out;
+      TrainCallbacks cb;
+      cb.on_rank_step = [&](int rank, const StepReport&, TrainingSession& session) {
+        if (rank == 0 && out.empty()) out = session.read_tensor(0, id);
+      };
+      TrainOptions one;
+      one.max_steps = 1;
+      one.validate = false;
+      train(cp, *backend, *data, one, cb);
+      return out;
+    };
+    const std::vector<float> nhwc = conv3_out({}), from_blocks = conv3_out(blocked_options);
+    QCOMPARE(from_blocks.size(), nhwc.size());
+    for (size_t i = 0; i < nhwc.size(); ++i)
+      QVERIFY2(
+          std::fabs(from_blocks[i] - nhwc[i]) <= 1e-5f * std::max(1.0f, std::fabs(nhwc[i])),
+          qPrintable(QString("element %1: %2 against %3").arg(i).arg(from_blocks[i]).arg(nhwc[i])));
   }
 
   void maxPoolingFromWhereTrainsBitForBit() {
