@@ -519,8 +519,8 @@ class TestTraining : public QObject {
     // CUDA plans never take them (cuDNN's NHWC kernels).
     Project on_cuda = p;
     on_cuda.training.devices = {DeviceKind::CUDA, {0}};
-    for (const DTensor& t : compile_project(on_cuda, blocked_options).plans.front().dtensors())
-      QCOMPARE(t.channel_block, 0);
+    const CompiledProject cuda_plan = compile_project(on_cuda, blocked_options);
+    for (const DTensor& t : cuda_plan.plans.front().dtensors()) QCOMPARE(t.channel_block, 0);
 
     TrainOptions o;
     o.epochs = 1;
