@@ -12,33 +12,35 @@ namespace tr::cpu {
 
 namespace {
 
-bool any_blocked(const KernelArgs& a) {
-  for (const auto* side : {&a.in, &a.out})
-    for (const TensorArg& t : *side)
-      if (t.desc && t.desc->is_blocked()) return true;
-  return false;
-}
-
 [[noreturn]] void refuse(const KernelArgs& a, const DTensor& t, const std::string& why) {
   throw std::logic_error(std::string(compute_op_name(a.node->op)) + a.where() + ": tensor '" +
                          t.name + "' " + why);
 }
 
-// The block size every blocked operand shares (0 when none is blocked).
-int common_block(const KernelArgs& a) {
+// The blocked operands, in one pass: the block they share (0 when none is
+// blocked), the channels of a blocked map and the first one.
+struct Blocks {
   int b = 0;
+  int64_t c = 0;
+  const DTensor* first = nullptr;
+};
+
+Blocks blocks_of(const KernelArgs& a) {
+  Blocks k;
   for (const auto* side : {&a.in, &a.out})
     for (const TensorArg& t : *side) {
       if (!t.desc || !t.desc->is_blocked()) continue;
       if (is_16bit_float(t.desc->dtype))
         refuse(a, *t.desc, "is 16-bit in channel blocks (they hold FP32 features and masks)");
-      if (b != 0 && t.desc->channel_block != b)
+      if (k.b != 0 && t.desc->channel_block != k.b)
         refuse(a, *t.desc,
                "has channel blocks of " + std::to_string(t.desc->channel_block) +
-                   " where another operand has " + std::to_string(b));
-      b = t.desc->channel_block;
+                   " where another operand has " + std::to_string(k.b));
+      if (!k.first) k.first = t.desc;
+      k.b = t.desc->channel_block;
+      k.c = t.desc->shape.c;
     }
-  return b;
+  return k;
 }
 
 // Kernel-visible copies: each blocked [N, H, W, C] map as [N * C / b, H, W, b]
@@ -46,12 +48,9 @@ int common_block(const KernelArgs& a) {
 // pixel per sample ([N, 1, 1, C]: global pooling's output) lies the same way
 // in both layouts and is viewed alike; any other plain feature map with the
 // blocked maps' channels would be read wrongly and is refused.
-void run_windowed(Kernel kernel, const KernelArgs& a, int b) {
+void run_windowed(Kernel kernel, const KernelArgs& a, const Blocks& k) {
   KernelArgs view = a;
-  int64_t c = 0;
-  for (const auto* side : {&a.in, &a.out})
-    for (const TensorArg& t : *side)
-      if (t.desc && t.desc->is_blocked()) c = t.desc->shape.c;
+  const int64_t c = k.c, b = k.b;
   constexpr size_t kMaxOperands = 8;
   std::array<DTensor, kMaxOperands> descs;
   size_t used = 0;
@@ -75,13 +74,14 @@ void run_windowed(Kernel kernel, const KernelArgs& a, int b) {
 }  // namespace
 
 void run_kernel(Kernel kernel, const KernelArgs& a) {
-  if (!a.node || a.node->kind != NodeKind::COMPUTE || !any_blocked(a)) return kernel(a);
-  const int b = common_block(a);
+  if (!a.node || a.node->kind != NodeKind::COMPUTE) return kernel(a);
+  const Blocks k = blocks_of(a);
+  if (k.b == 0) return kernel(a);
   switch (compute_op_info(a.node->op).channel_blocks) {
     case ChannelBlocks::Native:
       return kernel(a);
     case ChannelBlocks::PerChannelWindows:
-      return run_windowed(kernel, a, b);
+      return run_windowed(kernel, a, k);
     case ChannelBlocks::Elementwise:
       for (const auto* side : {&a.in, &a.out})
         for (const TensorArg& t : *side)
@@ -91,11 +91,7 @@ void run_kernel(Kernel kernel, const KernelArgs& a) {
     case ChannelBlocks::None:
       break;
   }
-  for (const auto* side : {&a.in, &a.out})
-    for (const TensorArg& t : *side)
-      if (t.desc && t.desc->is_blocked())
-        refuse(a, *t.desc, "is in channel blocks, which this op does not take");
-  return kernel(a);
+  refuse(a, *k.first, "is in channel blocks, which this op does not take");
 }
 
 }  // namespace tr::cpu
