@@ -24,7 +24,8 @@ bool switch_value(const ParsedArgs& args, const char* option) {
 
 CompileOptions compile_options_from(const ParsedArgs& args) {
   CompileOptions o;
-  o.fuse_bn_relu = o.in_place_dx = o.pool_where = switch_value(args, kRewritesOption);
+  o.fuse_bn_relu = o.fuse_add_relu = o.in_place_dx = o.pool_where =
+      switch_value(args, kRewritesOption);
   // --recompute matmuls: on, and the matrix products too.
   const auto it = args.values.find(kRecomputeOption);
   const bool matmuls = it != args.values.end() && it->second == "matmuls";

@@ -40,8 +40,8 @@ struct LayerTensors {
             next_var = kNoTensor, eq_scale = kNoTensor, eq_bias = kNoTensor, saved = kNoTensor;
   DTensorId mask = kNoTensor;  // Dropout's mask; MaxPool2d's maxima's positions (pool_where)
   // Fusion and in-place gradients (see CompileOptions).
-  int fused_relu = -1;         // BatchNorm2d: the ReLU node computed by this layer's kernels
-  int fused_into = -1;         // ReLU: the BatchNorm2d node that computes it (it runs no kernel)
+  int fused_relu = -1;  // BatchNorm2d or Add: the ReLU node computed by this layer's kernels
+  int fused_into = -1;  // ReLU: the BatchNorm2d or Add node that computes it (it runs no kernel)
   bool grad_in_place = false;  // `grad` is `out`: the consumer's dX overwrites the feature
   // The output computed again in the backward (CompileOptions::recompute):
   // what its consumers' backwards read instead of `out`.

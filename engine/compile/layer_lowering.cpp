@@ -153,12 +153,19 @@ GraphNode dropout_backward(const LoweringInputs& in) {
   return compute_node(ComputeOp::DROPOUT_BWD, {in.t->mask, in.t->grad}, {in.dx}, in.layer);
 }
 
+// With its ReLU fused (LayerTensors::fused_relu) the output is the ReLU's,
+// and the backward's mask comes from it.
 GraphNode add_forward(const LoweringInputs& in) {
-  return compute_node(ComputeOp::ADD_FWD, in.xs, {in.t->out}, in.layer);
+  const bool relu = in.t->fused_relu >= 0;
+  return compute_node(relu ? ComputeOp::ADD_RELU_FWD : ComputeOp::ADD_FWD, in.xs, {in.t->out},
+                      in.layer);
 }
 
 GraphNode add_backward(const LoweringInputs& in) {
-  return compute_node(ComputeOp::ADD_BWD, {in.t->grad}, in.dxs, in.layer);
+  const LayerTensors& t = *in.t;
+  if (t.fused_relu >= 0)
+    return compute_node(ComputeOp::ADD_RELU_BWD, {t.grad, t.out}, in.dxs, in.layer);
+  return compute_node(ComputeOp::ADD_BWD, {t.grad}, in.dxs, in.layer);
 }
 
 GraphNode concat_forward(const LoweringInputs& in) {

@@ -92,19 +92,26 @@ std::vector<LayerRewrite> plan_layer_rewrites(const Project& project, const Mode
     return c.size() == 1 ? c.front().node : -1;
   };
 
-  if (options.fuse_bn_relu)
-    for (int n : a.order) {
-      if (type(n) != LayerType::BatchNorm2d) continue;
-      const int next = only_consumer(n);
-      if (next < 0 || type(next) != LayerType::ReLU) continue;
-      r[static_cast<size_t>(n)].fused_relu = next;
-      r[static_cast<size_t>(next)].fused_into = n;
-    }
+  // A batch norm or a residual join's Add and its only consumer, a ReLU:
+  // one kernel each way. The Add's fused backward reads the ReLU's output
+  // for its mask (below: no in-place gradient over it); batch norm's
+  // recomputes it from its input.
+  for (int n : a.order) {
+    const LayerType t = type(n);
+    if (!(t == LayerType::BatchNorm2d && options.fuse_bn_relu) &&
+        !(t == LayerType::Add && options.fuse_add_relu))
+      continue;
+    const int next = only_consumer(n);
+    if (next < 0 || type(next) != LayerType::ReLU) continue;
+    r[static_cast<size_t>(n)].fused_relu = next;
+    r[static_cast<size_t>(next)].fused_into = n;
+  }
 
   // Max pooling keeps where its maxima were when nothing else keeps its
   // input for the backward: a convolution's or batch norm's output (or the
-  // ReLU fused into one), which the pool alone reads; their backwards read
-  // their own inputs, not that output. A window's position fits INT8.
+  // ReLU fused into a batch norm), which the pool alone reads; their
+  // backwards read their own inputs, not that output. A window's position
+  // fits INT8.
   auto listed = [&](int node) {
     return std::find(options.recompute_layers.begin(), options.recompute_layers.end(),
                      nodes[static_cast<size_t>(node)].id) != options.recompute_layers.end();
@@ -123,7 +130,7 @@ std::vector<LayerRewrite> plan_layer_rewrites(const Project& project, const Mode
       if (type(bn) == LayerType::BatchNorm2d && listed(bn)) continue;
       const LayerType s = type(src);
       if (s == LayerType::Conv2d || s == LayerType::BatchNorm2d ||
-          (s == LayerType::ReLU && r[static_cast<size_t>(src)].fused_into >= 0))
+          (s == LayerType::ReLU && bn != src && type(bn) == LayerType::BatchNorm2d))
         r[static_cast<size_t>(n)].pool_where = true;
     }
 
@@ -193,6 +200,9 @@ std::vector<LayerRewrite> plan_layer_rewrites(const Project& project, const Mode
     for (int n : a.order) {
       if (n == a.input_node) continue;
       if (backward_reads_own_output(type(n)) && !r[static_cast<size_t>(n)].pool_where) continue;
+      // An Add's fused backward reads its ReLU's output for the mask.
+      const int into = r[static_cast<size_t>(n)].fused_into;
+      if (into >= 0 && type(into) == LayerType::Add) continue;
       // A recomputed output is gone by the backward: the gradient goes over
       // its copy instead, if the copy is the next layer's input.
       // A BN whose output is a fused ReLU's has no output of its own.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Which layers the compiler fuses (BN+ReLU), which features take their
+// Which layers the compiler fuses (BN+ReLU, Add+ReLU), which features take their
 // gradient in place (the consumer's dX overwrites them) and which outputs
 // are computed again in the backward instead of kept, decided once from the
 // model's graph so every variant's plan makes the same allocations.
@@ -14,8 +14,8 @@
 namespace tr {
 
 struct LayerRewrite {
-  int fused_relu = -1;  // BatchNorm2d: the ReLU it computes
-  int fused_into = -1;  // ReLU: the BatchNorm2d that computes it
+  int fused_relu = -1;  // BatchNorm2d or Add: the ReLU it computes
+  int fused_into = -1;  // ReLU: the BatchNorm2d or Add that computes it
   bool grad_in_place = false;
   bool recompute_out = false;  // its forward runs again in the backward (CompileOptions::recompute)
   // MaxPool2d: keeps where each window's maximum was (INT8) for its

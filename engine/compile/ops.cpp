@@ -82,6 +82,8 @@ constexpr ComputeOpInfo kComputeOps[] = {
     compute(ComputeOp::FLATTEN_BWD, "FLATTEN_BWD", S::COMP_1),
     blocks(kElementwise, in_place(compute(ComputeOp::ADD_FWD, "ADD_FWD", S::COMP_1))),
     blocks(kElementwise, compute(ComputeOp::ADD_BWD, "ADD_BWD", S::COMP_1)),
+    blocks(kElementwise, in_place(compute(ComputeOp::ADD_RELU_FWD, "ADD_RELU_FWD", S::COMP_1))),
+    blocks(kElementwise, in_place(compute(ComputeOp::ADD_RELU_BWD, "ADD_RELU_BWD", S::COMP_1))),
     compute(ComputeOp::CONCAT_FWD, "CONCAT_FWD", S::COMP_1),
     compute(ComputeOp::CONCAT_BWD, "CONCAT_BWD", S::COMP_1),
     compute(ComputeOp::SOFTMAX_CE_FWD_BWD, "SOFTMAX_CE_FWD_BWD", S::COMP_1),

@@ -74,6 +74,13 @@ enum class ComputeOp : uint8_t {
   FLATTEN_BWD,
   ADD_FWD,
   ADD_BWD,
+  // An add followed by its only consumer, a ReLU (a residual join), in one
+  // pass: the sum is never stored. The backward takes its mask from the
+  // output, as an unfused ReLU's, and writes both inputs' gradients.
+  ADD_RELU_FWD,  // in [x0, x1] out [relu(x0 + x1)], the sum rounded to storage first
+  // in [dy, y] out [dx0, dx1]: each (+)= dy where y > 0. dx0 may take dy's
+  // bytes (the gradient's chain, which packs tighter than y's from the forward).
+  ADD_RELU_BWD,
   CONCAT_FWD,          // [x0, x1, ...] -> y, channels in port order
   CONCAT_BWD,          // dy -> [dx0, dx1, ...], each its channel slice
   SOFTMAX_CE_FWD_BWD,  // loss, top-1, top-5 into R_RESULT and the logits' gradient

@@ -1428,6 +1428,45 @@ std::vector<OpCase> add_bwd_cases() {
       "G/GG");
 }
 
+// The residual join fused: on a map whose 16-bit layout pads its channels
+// and on one whose 16-bit layout is compact and whose channels are whole
+// blocks (each kernel's own path).
+const Shape kJoinMaps[] = {kFeature, {2, 3, 5, 16}};
+
+std::vector<OpCase> add_relu_fwd_cases() {
+  const Reference sum_relu = [](const Tensors& in, const Tensors&) {
+    Values y(in[0].size());
+    for (size_t i = 0; i < y.size(); ++i) y[i] = std::max(0.0, double(in[0][i]) + in[1][i]);
+    return std::vector<Values>{y};
+  };
+  std::vector<OpCase> cases;
+  for (const Shape& s : kJoinMaps)
+    for (OpCase& c : one_case(ComputeOp::ADD_RELU_FWD, "ADD_RELU_FWD C=" + std::to_string(s.c),
+                              LayerType::Add, {s, s}, {s}, 0, sum_relu, "FF/F"))
+      cases.push_back(std::move(c));
+  return cases;
+}
+
+// y as the forward leaves it: zero where the sum was negative.
+std::vector<OpCase> add_relu_bwd_cases() {
+  const Reference masked = [](const Tensors& in, const Tensors& before) {
+    Values g(in[0].size());
+    for (size_t i = 0; i < g.size(); ++i) g[i] = in[1][i] > 0.0f ? double(in[0][i]) : 0.0;
+    return std::vector<Values>{g, onto(g, before[1], true)};
+  };
+  std::vector<OpCase> cases;
+  for (const Shape& s : kJoinMaps)
+    for (OpCase& c : one_case(ComputeOp::ADD_RELU_BWD,
+                              "ADD_RELU_BWD C=" + std::to_string(s.c) + " dx1 accumulating",
+                              LayerType::Add, {s, s}, {s, s}, 0b10, masked, "GF/GG")) {
+      c.prepare = [](Tensors& in) {
+        for (float& v : in[1]) v = std::max(v, 0.0f);
+      };
+      cases.push_back(std::move(c));
+    }
+  return cases;
+}
+
 // The channels of each part: two, four (one of a single channel, one wider
 // than a vector of the padded FP16 layout), and two of whole 16-byte vectors
 // in every storage type (a backend's vectorised kernels).
@@ -2984,6 +3023,8 @@ constexpr OpEntry kComputeOps[] = {
     {&flatten_bwd_cases},
     {&add_fwd_cases},
     {&add_bwd_cases},
+    {&add_relu_fwd_cases},
+    {&add_relu_bwd_cases},
     {&concat_fwd_cases},
     {&concat_bwd_cases},
     {&softmax_ce_fwd_bwd_cases},

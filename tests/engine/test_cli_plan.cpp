@@ -201,15 +201,17 @@ class TestCliPlan : public QObject {
     QVERIFY(j.at("unpacked_bytes_per_device").get<uint64_t>() > largest);
     QCOMPARE(variants[1].at("batch").get<int64_t>(), int64_t{96});  // 60000 % 128
     // The compiler's rewrites are named per layer.
-    int fused = 0, in_place = 0;
+    int fused_bn = 0, fused_add = 0, in_place = 0;
     for (const auto& l : j.at("layers")) {
       if (l.contains("fused_relu")) {
-        ++fused;
-        QCOMPARE(l.at("type").get<std::string>(), std::string("BatchNorm2d"));
+        const std::string type = l.at("type").get<std::string>();
+        QVERIFY2(type == "BatchNorm2d" || type == "Add", type.c_str());
+        ++(type == "Add" ? fused_add : fused_bn);
       }
       if (l.value("grad_in_place", false)) ++in_place;
     }
-    QCOMPARE(fused, 4);     // the stem's and each block's first BN
+    QCOMPARE(fused_bn, 4);   // the stem's and each block's first BN
+    QCOMPARE(fused_add, 3);  // each block's residual join
     QCOMPARE(in_place, 4);  // the three blocks' inner ReLUs and the global pool
   }
 

@@ -21,6 +21,7 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/kernel_builds.h"
 #include "backends/cpu/kernels/activations.h"
+#include "backends/cpu/kernels/add_relu.h"
 #include "backends/cpu/kernels/batch_norm.h"
 #include "backends/cpu/kernels/bf16_arrays.h"
 #include "backends/cpu/kernels/dense.h"
@@ -189,6 +190,84 @@ class TestCpuAmpKernels : public QObject {
   Q_OBJECT
 
  private slots:
+  // The residual join's fused Add+ReLU writes the unfused pair's bits (ADD
+  // then RELU forward, RELU_BWD then ADD_BWD backward) in every storage
+  // type, padded and compact, with the values where a careless fusion
+  // differs: a sum stored as -0 (a bfloat16 subnormal flushed), -inf, NaN,
+  // a gradient added onto one already there, and both gradients one tensor.
+  void addReluGivesTheUnfusedPairsBits() {
+    for (DType type : {DType::FP32, DType::FP16, DType::BF16})
+      for (const int64_t c : {12, 16}) {  // 16-bit rows padded to 16, and compact
+        const bool bf16 = type == DType::BF16, fp32 = type == DType::FP32;
+        const Region f = fp32   ? Region::F_FEATURE_FP32
+                         : bf16 ? Region::F_FEATURE_BF16
+                                : Region::F_FEATURE_FP16;
+        const Region g = fp32   ? Region::F_GRAD_SLOT_FP32
+                         : bf16 ? Region::F_GRAD_SLOT_BF16
+                                : Region::F_GRAD_SLOT_FP16;
+        const Shape s{16, 7, 9, c};
+        Tensors t;
+        const size_t x0 = t.add(s, f, type), x1 = t.add(s, f, type), sum = t.add(s, f, type),
+                     unfused = t.add(s, f, type), fused = t.add(s, f, type);
+        std::mt19937 rng(11);
+        t.fill(x0, rng);
+        t.fill(x1, rng);
+        auto set = [&](size_t i, int64_t at, float v) {
+          auto* h = reinterpret_cast<uint16_t*>(t.bytes(i).data());
+          if (type == DType::FP32)
+            reinterpret_cast<float*>(h)[at] = v;
+          else
+            h[at] = bf16 ? float_to_bf16_bits(v) : cpu::float_to_half_bits(v);
+        };
+        const float tiny = std::ldexp(1.0f, -126);  // FP32's and bfloat16's smallest normal
+        set(x0, 0, -1.5f * tiny);
+        set(x1, 0, tiny);
+        set(x0, 1, -std::numeric_limits<float>::infinity());
+        set(x0, 2, std::numeric_limits<float>::quiet_NaN());
+        set(x0, 3, -1.0f);
+        set(x1, 3, 1.0f);
+        const std::string what = std::string(dtype_name(type)) + " C=" + std::to_string(c);
+        std::vector<uint64_t> memory(1 << 20);
+        const StreamWorkspace ws{memory.data(), memory.size() * 8};
+        auto run = [&](cpu::Kernel kernel, std::vector<size_t> in, std::vector<size_t> out,
+                       uint8_t accumulate = 0) {
+          GraphNode node;
+          node.accumulate_mask = accumulate;
+          KernelArgs a;
+          a.node = &node;
+          for (size_t i : in) a.in.push_back(t.arg(i));
+          for (size_t i : out) a.out.push_back(t.arg(i));
+          QVERIFY(cpu::kernel_workspace_bytes(a) <= ws.bytes);
+          a.workspace = &ws;
+          kernel(a);
+        };
+        run(cpu::add_fwd, {x0, x1}, {sum});
+        run(cpu::relu_fwd, {sum}, {unfused});
+        run(cpu::add_relu_fwd, {x0, x1}, {fused});
+        QVERIFY2(t.bytes(fused) == t.bytes(unfused), what.c_str());
+
+        const size_t dy = t.add(s, g, type), masked = t.add(s, g, type);
+        size_t dx[2][2];  // [unfused, fused][port]
+        for (auto& pair : dx)
+          for (size_t& d : pair) d = t.add(s, g, type);
+        t.fill(dy, rng);
+        t.fill(dx[0][1], rng);
+        t.bytes(dx[1][1]) = t.bytes(dx[0][1]);
+        run(cpu::relu_bwd, {unfused, dy}, {masked});
+        run(cpu::add_bwd, {masked}, {dx[0][0], dx[0][1]}, 0b10);
+        run(cpu::add_relu_bwd, {dy, fused}, {dx[1][0], dx[1][1]}, 0b10);
+        for (size_t port = 0; port < 2; ++port)
+          QVERIFY2(t.bytes(dx[1][port]) == t.bytes(dx[0][port]),
+                   (what + ", dx" + std::to_string(port)).c_str());
+        // x + x: both gradients are one slot, the second added onto the first.
+        t.fill(dx[0][0], rng);
+        t.bytes(dx[1][0]) = t.bytes(dx[0][0]);
+        run(cpu::add_bwd, {masked}, {dx[0][0], dx[0][0]}, 0b11);
+        run(cpu::add_relu_bwd, {dy, fused}, {dx[1][0], dx[1][0]}, 0b11);
+        QVERIFY2(t.bytes(dx[1][0]) == t.bytes(dx[0][0]), (what + ", one slot").c_str());
+      }
+  }
+
   // Elementwise kernels on 16-bit storage run a chunk of rows at a time
   // (run_16bit_elementwise), pooling a sample at a time: the bits of staging
   // the whole tensors, over dozens of chunks split between the threads,

@@ -61,6 +61,14 @@ Project small_project(bool dropout = false) {
   return b.build();
 }
 
+// The compiler's fusions and in-place gradients off (`pack`: and packing).
+CompileOptions unfused(bool pack = true) {
+  CompileOptions o;
+  o.fuse_bn_relu = o.fuse_add_relu = o.in_place_dx = false;
+  o.pack_memory = pack;
+  return o;
+}
+
 struct Run {
   TrainReport report;
   std::vector<double> losses;
@@ -220,11 +228,11 @@ class TestTraining : public QObject {
     p = b.build();
     const CompiledProject rewritten = compile_project(p);
     QVERIFY(rewritten.layers[3].fused_into == 2 && rewritten.layers[3].grad_in_place);
-    QVERIFY(rewritten.bytes_per_device() < compile_project(p, {false, false}).bytes_per_device());
+    QVERIFY(rewritten.bytes_per_device() < compile_project(p, unfused()).bytes_per_device());
     TrainOptions o;
     o.epochs = 1;
     const Run fused = run(p, o);
-    const Run plain = run(p, o, {false, false});
+    const Run plain = run(p, o, unfused());
     QCOMPARE(fused.losses.size(), plain.losses.size());
     for (size_t i = 0; i < plain.losses.size(); ++i)
       QVERIFY2(std::fabs(fused.losses[i] - plain.losses[i]) <= 1e-5 * std::fabs(plain.losses[i]),
@@ -669,12 +677,47 @@ class TestTraining : public QObject {
           .chain({"in", "conv1", "bn1", "act1", "conv2", "bn2", "act2", "gap", "fc", "loss"});
       p = b.build();
       const Run rewritten = run(p);
-      const Run plain = run(p, {}, {false, false, false});
+      const Run plain = run(p, {}, unfused(false));
       QVERIFY(same_losses(rewritten, plain, name.data()));
       // Learning, and above chance (4 classes); sigmoid learns the slowest (0.41 here).
       QVERIFY(learns(rewritten, 0.97, 0.3, name.data()));
     }
     QCOMPARE(family, 6);
+  }
+
+  // The residual join fused (ADD_RELU) trains bit for bit as the Add and
+  // the ReLU apart, in FP32 and AMP, and so does x + x (one gradient slot
+  // for both ports).
+  void fusedResidualJoinTrainsBitForBit() {
+    CompileOptions apart;
+    apart.fuse_add_relu = false;
+    TrainOptions o;
+    o.epochs = 1;
+    for (const Precision precision : {Precision::FP32, Precision::AMP}) {
+      Project p = small_project();
+      p.training.precision = precision;
+      const Run fused = run(p, o);
+      const Run unfused = run(p, o, apart);
+      QVERIFY(!fused.losses.empty());
+      QVERIFY(fused.losses == unfused.losses);
+      QCOMPARE(fused.report.epochs.back().val_loss, unfused.report.epochs.back().val_loss);
+    }
+    ModelBuilder b;
+    b.project() = small_project();
+    b.project().model = {};
+    b.node("in", LayerType::Input, input(8, 8, 1))
+        .node("conv1", LayerType::Conv2d, conv(8, 3, 3, 1, 1, 1, 1, true))
+        .node("add", LayerType::Add)
+        .node("relu", LayerType::ReLU)
+        .node("fc", LayerType::Linear, linear(4))
+        .node("loss", LayerType::SoftmaxCrossEntropy)
+        .chain({"in", "conv1"})
+        .edge("conv1", "add", 0)
+        .edge("conv1", "add", 1)
+        .chain({"add", "relu", "fc", "loss"});
+    const Project twice = b.build();
+    QCOMPARE(compile_project(twice).layers[2].fused_relu, 3);
+    QVERIFY(run(twice, o).losses == run(twice, o, apart).losses);
   }
 
   void groupedAndDepthwiseConvolutionsTrain() {
@@ -711,7 +754,7 @@ class TestTraining : public QObject {
     QCOMPARE(cp.plans.front().get_dtensor(cp.layers[8].weight_in(ParamSeries::W)).shape,
              (Shape{16, 3, 3, 4}));
     const Run rewritten = run(p);
-    const Run plain = run(p, {}, {false, false, false});
+    const Run plain = run(p, {}, unfused(false));
     QVERIFY(same_losses(rewritten, plain, "rewritten against plain"));
     QVERIFY(learns(rewritten, 0.8, 0.6, "rewritten"));
   }
@@ -752,7 +795,7 @@ class TestTraining : public QObject {
     QCOMPARE(cp.plans.front().get_dtensor(cp.layers[7].out).shape.c, int64_t{16});
     QCOMPARE(cp.plans.front().get_dtensor(cp.layers[8].out).shape.c, int64_t{48});
     const Run rewritten = run(p);
-    const Run plain = run(p, {}, {false, false, false});
+    const Run plain = run(p, {}, unfused(false));
     QVERIFY(same_losses(rewritten, plain, "rewritten against plain"));
     QVERIFY(learns(rewritten, 0.8, 0.6, "rewritten"));
   }

@@ -5,6 +5,7 @@
 #include "backends/cpu/own_kernels.h"
 
 #include "backends/cpu/kernels/activations.h"
+#include "backends/cpu/kernels/add_relu.h"
 #include "backends/cpu/kernels/attention.h"
 #include "backends/cpu/kernels/batch_norm.h"
 #include "backends/cpu/kernels/dropout.h"
@@ -101,6 +102,10 @@ Kernel own_compute_kernel(ComputeOp op) noexcept {
       return add_fwd;
     case ComputeOp::ADD_BWD:
       return add_bwd;
+    case ComputeOp::ADD_RELU_FWD:
+      return add_relu_fwd;
+    case ComputeOp::ADD_RELU_BWD:
+      return add_relu_bwd;
     case ComputeOp::CONCAT_FWD:
       return concat_fwd;
     case ComputeOp::CONCAT_BWD:

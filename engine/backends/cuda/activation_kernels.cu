@@ -88,9 +88,17 @@ __global__ void bwd_kernel(F f, uint64_t n, Rows<const T> saved, Rows<const T> d
   }
 }
 
+// The ReLU of a fused add (ADD_RELU_FWD) on the sum as storage holds it, so
+// that a negative sum stored as -0 stays -0, as the unfused pair leaves it.
+template <class T>
+__device__ inline float relu_of_stored(float v) {
+  const float s = stored_as(static_cast<const T*>(nullptr), v);
+  return s < 0.0f ? 0.0f : s;
+}
+
 template <class T>
 __global__ void sum_kernel(uint64_t n, Rows<const T> a, Rows<const T> b, bool has_b, Rows<T> y,
-                           bool accumulate) {
+                           bool accumulate, bool relu) {
   const uint64_t end = y.positions(n);
   for (uint64_t i = first_index(); i < end; i += grid_stride()) {
     uint64_t j;
@@ -101,7 +109,33 @@ __global__ void sum_kernel(uint64_t n, Rows<const T> a, Rows<const T> b, bool ha
     // A copy keeps -0: no add of a zero unless one is asked for.
     float v = accumulate ? load(y.p, i) + a.get(j) : a.get(j);
     if (has_b) v = v + b.get(j);
-    store(y.p, i, v);
+    store(y.p, i, relu ? relu_of_stored<T>(v) : v);
+  }
+}
+
+// ADD_RELU_BWD: dx0 and dx1 (+)= dy where y > 0, all four of one layout.
+// One tensor for both (`same`): the second adds onto the first in float,
+// stored once, as ADD_BWD's pass over one slot.
+template <class T>
+__global__ void add_relu_bwd_kernel(uint64_t n, Rows<const T> y, Rows<const T> dy, Rows<T> d0,
+                                    Rows<T> d1, AddReluOutputs o) {
+  const Rows<T>& layout = o.has0 ? d0 : d1;
+  const uint64_t end = layout.positions(n);
+  for (uint64_t i = first_index(); i < end; i += grid_stride()) {
+    uint64_t j;
+    if (!layout.logical(i, j)) {
+      if (o.has0) store(d0.p, i, 0.0f);
+      if (o.has1) store(d1.p, i, 0.0f);
+      continue;
+    }
+    const float g = y.get(j) > 0.0f ? dy.get(j) : 0.0f;
+    if (o.same) {
+      const float first = o.add0 ? load(d0.p, i) + g : g;
+      store(d0.p, i, o.add1 ? first + g : g);
+      continue;
+    }
+    if (o.has0) store(d0.p, i, o.add0 ? load(d0.p, i) + g : g);
+    if (o.has1) store(d1.p, i, o.add1 ? load(d1.p, i) + g : g);
   }
 }
 
@@ -178,7 +212,8 @@ __global__ void bwd_vec_kernel(F f, I vectors, const T* saved, const T* dy, T* d
 }
 
 template <class T, class I>
-__global__ void sum_vec_kernel(I vectors, const T* a, const T* b, T* y, bool accumulate) {
+__global__ void sum_vec_kernel(I vectors, const T* a, const T* b, T* y, bool accumulate,
+                               bool relu) {
   for (I i = static_cast<I>(first_index()); i < vectors; i += static_cast<I>(grid_stride())) {
     const Vec<T> va = reinterpret_cast<const Vec<T>*>(a)[i];
     Vec<T> vb, out;
@@ -189,7 +224,7 @@ __global__ void sum_vec_kernel(I vectors, const T* a, const T* b, T* y, bool acc
       // A copy keeps -0: no add of a zero unless one is asked for.
       float v = accumulate ? load(out.v, k) + load(va.v, k) : load(va.v, k);
       if (b) v = v + load(vb.v, k);
-      store(out.v, k, v);
+      store(out.v, k, relu ? relu_of_stored<T>(v) : v);
     }
     reinterpret_cast<Vec<T>*>(y)[i] = out;
   }
@@ -426,8 +461,10 @@ cudaError_t launch_concat_bwd(Elem e, uint64_t rows, FeatureView dy, const Conca
   return cudaGetLastError();
 }
 
-cudaError_t launch_sum(Elem e, uint64_t n, FeatureView a, const FeatureView* b, FeatureView y,
-                       bool accumulate, cudaStream_t stream) {
+namespace {
+
+cudaError_t sum(Elem e, uint64_t n, FeatureView a, const FeatureView* b, FeatureView y,
+                bool accumulate, bool relu, cudaStream_t stream) {
   if (n == 0) return cudaGetLastError();
   dispatch(e, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
@@ -438,13 +475,39 @@ cudaError_t launch_sum(Elem e, uint64_t n, FeatureView a, const FeatureView* b, 
           auto* yp = static_cast<T*>(y.data);
           if (small)
             sum_vec_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<uint32_t>(vectors), ap, bp,
-                                                            yp, accumulate);
+                                                            yp, accumulate, relu);
           else
-            sum_vec_kernel<<<blocks, kThreads, 0, stream>>>(vectors, ap, bp, yp, accumulate);
+            sum_vec_kernel<<<blocks, kThreads, 0, stream>>>(vectors, ap, bp, yp, accumulate, relu);
         });
     if (!vectorised)
       sum_kernel<<<blocks_for(positions(n, y)), kThreads, 0, stream>>>(
-          n, Rows<const T>(a), Rows<const T>(b ? *b : a), b != nullptr, Rows<T>(y), accumulate);
+          n, Rows<const T>(a), Rows<const T>(b ? *b : a), b != nullptr, Rows<T>(y), accumulate,
+          relu);
+    return 0;
+  });
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_sum(Elem e, uint64_t n, FeatureView a, const FeatureView* b, FeatureView y,
+                       bool accumulate, cudaStream_t stream) {
+  return sum(e, n, a, b, y, accumulate, false, stream);
+}
+
+cudaError_t launch_add_relu_fwd(Elem e, uint64_t n, FeatureView x0, FeatureView x1, FeatureView y,
+                                cudaStream_t stream) {
+  return sum(e, n, x0, &x1, y, false, true, stream);
+}
+
+cudaError_t launch_add_relu_bwd(Elem e, uint64_t n, FeatureView y, FeatureView dy, FeatureView dx0,
+                                FeatureView dx1, AddReluOutputs o, cudaStream_t stream) {
+  if (n == 0 || !(o.has0 || o.has1)) return cudaGetLastError();
+  dispatch(e, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    add_relu_bwd_kernel<<<blocks_for(positions(n, o.has0 ? dx0 : dx1)), kThreads, 0, stream>>>(
+        n, Rows<const T>(y), Rows<const T>(dy), Rows<T>(o.has0 ? dx0 : dx1),
+        Rows<T>(o.has1 ? dx1 : dx0), o);
     return 0;
   });
   return cudaGetLastError();

@@ -36,6 +36,18 @@ cudaError_t launch_activation_bwd(Activation f, float slope, Elem e, uint64_t n,
 // accumulate (twice over when both outputs of an add's backward are one slot).
 cudaError_t launch_sum(Elem e, uint64_t n, FeatureView a, const FeatureView* b, FeatureView y,
                        bool accumulate, cudaStream_t stream);
+// ADD_RELU_FWD: y = relu(x0 + x1), the ReLU on the sum as stored (so -0 stays).
+cudaError_t launch_add_relu_fwd(Elem e, uint64_t n, FeatureView x0, FeatureView x1, FeatureView y,
+                                cudaStream_t stream);
+// Which of ADD_RELU_BWD's outputs there are and which add onto what they
+// hold; `same`: both are one tensor (dx1 then adds onto dx0's value).
+struct AddReluOutputs {
+  bool has0 = false, has1 = false, add0 = false, add1 = false, same = false;
+};
+// ADD_RELU_BWD: dx0 and dx1 (+)= dy where y > 0, in one pass; an absent
+// output's view is ignored.
+cudaError_t launch_add_relu_bwd(Elem e, uint64_t n, FeatureView y, FeatureView dy, FeatureView dx0,
+                                FeatureView dx1, AddReluOutputs o, cudaStream_t stream);
 
 // The inputs of a concatenation, in port order (by value into the kernel).
 struct ConcatParts {

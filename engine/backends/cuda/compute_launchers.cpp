@@ -279,6 +279,45 @@ void add_bwd(const KernelArgs& a, cudaStream_t stream) {
   copy_or_add(a, 1, a.in[0], e, stream, op);
 }
 
+void add_relu_fwd(const KernelArgs& a, cudaStream_t stream) {
+  constexpr const char* op = "ADD_RELU_FWD";
+  const Elem e = common_elem(op, a, {{&a.in[0], "x0"}, {&a.in[1], "x1"}, {&a.out[0], "y"}});
+  const FeatureView x0 = feature_view(a.in[0]), x1 = feature_view(a.in[1]),
+                    y = feature_view(a.out[0]);
+  if (a.in[0].shape() != a.out[0].shape() || a.in[1].shape() != a.out[0].shape() ||
+      !same_layout(x0, y) || !same_layout(x1, y))
+    fail_operand(op, a, "both inputs and y should have one shape");
+  launched(launch_add_relu_fwd(e, elements(a.out[0]), x0, x1, y, stream), op);
+}
+
+void add_relu_bwd(const KernelArgs& a, cudaStream_t stream) {
+  constexpr const char* op = "ADD_RELU_BWD";
+  const TensorArg none{};
+  AddReluOutputs o;
+  o.has0 = has_out(a, 0);
+  o.has1 = has_out(a, 1);
+  const Elem e = common_elem(op, a,
+                             {{&a.in[0], "dy"},
+                              {&a.in[1], "y"},
+                              {o.has0 ? &a.out[0] : &none, "dx0"},
+                              {o.has1 ? &a.out[1] : &none, "dx1"}});
+  const FeatureView dy = feature_view(a.in[0]), y = feature_view(a.in[1]);
+  FeatureView dx[2] = {y, y};
+  for (size_t k = 0; k < 2; ++k) {
+    if (!has_out(a, k)) continue;
+    dx[k] = feature_view(a.out[k]);
+    if (a.out[k].shape() != a.in[0].shape() || !same_layout(dx[k], dy))
+      fail_operand(op, a, "y, dy and both gradients should have one shape");
+  }
+  if (a.in[0].shape() != a.in[1].shape() || !same_layout(y, dy))
+    fail_operand(op, a, "y, dy and both gradients should have one shape");
+  o.add0 = o.has0 && a.accumulate(0);
+  o.add1 = o.has1 && a.accumulate(1);
+  o.same = o.has0 && o.has1 && a.out[0].data == a.out[1].data;
+  if (o.same) o.has1 = false;  // one tensor, written once
+  launched(launch_add_relu_bwd(e, elements(a.in[0]), y, dy, dx[0], dx[1], o, stream), op);
+}
+
 // One row per N*H*W position, whether or not the tensor pads its channels.
 FeatureView channel_rows(const TensorArg& t) {
   return {t.data, t.desc->shape.c, t.desc->padded_c()};

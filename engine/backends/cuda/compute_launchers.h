@@ -25,6 +25,8 @@ void activation_fwd(const KernelArgs& a, cudaStream_t stream);  // NodeParams::a
 void activation_bwd(const KernelArgs& a, cudaStream_t stream);
 void add_fwd(const KernelArgs& a, cudaStream_t stream);
 void add_bwd(const KernelArgs& a, cudaStream_t stream);
+void add_relu_fwd(const KernelArgs& a, cudaStream_t stream);
+void add_relu_bwd(const KernelArgs& a, cudaStream_t stream);
 void concat_fwd(const KernelArgs& a, cudaStream_t stream);
 void concat_bwd(const KernelArgs& a, cudaStream_t stream);
 void dropout_fwd(const KernelArgs& a, cudaStream_t stream);

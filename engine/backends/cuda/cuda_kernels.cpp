@@ -349,6 +349,10 @@ CudaKernel cuda_compute_kernel(ComputeOp op) noexcept {
       return compute::add_fwd;
     case ComputeOp::ADD_BWD:
       return compute::add_bwd;
+    case ComputeOp::ADD_RELU_FWD:
+      return compute::add_relu_fwd;
+    case ComputeOp::ADD_RELU_BWD:
+      return compute::add_relu_bwd;
     case ComputeOp::CONCAT_FWD:
       return compute::concat_fwd;
     case ComputeOp::CONCAT_BWD:

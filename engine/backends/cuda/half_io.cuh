@@ -47,6 +47,18 @@ __device__ inline void store(__nv_bfloat16* p, uint64_t i, float v) {
   p[i] = __ushort_as_bfloat16(bf16_bits_of(v));
 }
 
+// v as storage of type T holds it: rounded once and widened again (the
+// tag's value is unused).
+__device__ inline float stored_as(const float*, float v) {
+  return v;
+}
+__device__ inline float stored_as(const __half*, float v) {
+  return __half2float(__float2half_rn(v));
+}
+__device__ inline float stored_as(const __nv_bfloat16*, float v) {
+  return float_of_bf16_bits(bf16_bits_of(v));
+}
+
 // A FeatureView with its element type known: logical element j (row-major
 // over rows of `cols`) lives at offset(j).
 template <class T>

@@ -38,6 +38,10 @@ struct CompileOptions {
   // (MemoryPlan's pool). Off: every tensor its own bytes, one offset per id
   // in every variant (the plan before lifetimes, for comparison).
   bool pack_memory = true;
+  // Add whose only consumer is a ReLU (a residual join): one fused kernel
+  // each way, the sum never stored; its backward reads the ReLU's output
+  // for the mask, so that output takes no in-place gradient.
+  bool fuse_add_relu = true;
   // A LayerNorm or activation (GELU, SiLU, ...) whose output only weighted
   // layers (Conv2d, Linear, TokenLinear) read runs its forward again in the
   // backward, just before the first of those backwards that needs it: its
