@@ -272,6 +272,13 @@ void fold_moments(int64_t C, int64_t M, int64_t block, Part part, double* mean, 
   }
 }
 
+// Channels a reduction takes at a time: kChannelBlock, or as many whole
+// channel blocks of a blocked map as fit in it (one parallel pass over the
+// rows then walks each of those blocks in turn, instead of one pass a block).
+int64_t reduction_block(const DTensor& d) {
+  return d.is_blocked() ? kChannelBlock / d.channel_block * d.channel_block : kChannelBlock;
+}
+
 // The moments of x as it lies: rows of C channels, or (FP32) channel blocks.
 template <class T>
 void channel_moments(const T* x, const DTensor& d, double* mean, double* m2) {
@@ -281,9 +288,10 @@ void channel_moments(const T* x, const DTensor& d, double* mean, double* m2) {
     if (d.is_blocked()) {
       const int64_t b = d.channel_block;
       fold_moments(
-          C, M, b,
-          [&](int64_t c0, int64_t, int64_t lo, int64_t hi, double* pm, double* pm2) {
-            part_moments_blocked(x, s, b, c0 / b, lo, hi, pm, pm2);
+          C, M, reduction_block(d),
+          [&](int64_t c0, int64_t cb, int64_t lo, int64_t hi, double* pm, double* pm2) {
+            for (int64_t c = 0; c < cb; c += b)
+              part_moments_blocked(x, s, b, (c0 + c) / b, lo, hi, pm + c, pm2 + c);
           },
           mean, m2);
       return;
@@ -469,7 +477,7 @@ void bn_backward(const KernelArgs& a) {
   // Every channel's sums first (SyncBatchNorm sums them across ranks before dx).
   std::vector<double> sdy(static_cast<size_t>(C)), sdyx(static_cast<size_t>(C));
   const DTensor& xd = *a.in[0].desc;
-  const int64_t block = xd.is_blocked() ? xd.channel_block : kChannelBlock;
+  const int64_t block = reduction_block(xd);
   for (int64_t c0 = 0; c0 < C; c0 += block) {
     const int64_t cb = std::min(block, C - c0);
     double part_sdy[kMaxParts][kChannelBlock], part_sdyx[kMaxParts][kChannelBlock];
@@ -478,9 +486,11 @@ void bn_backward(const KernelArgs& a) {
         if (xd.is_blocked()) {
           std::fill(part_sdy[p], part_sdy[p] + cb, 0.0);
           std::fill(part_sdyx[p], part_sdyx[p] + cb, 0.0);
-          detail::with_channel_count(cb, [&](auto w) {
-            dy_sums<kRelu>(x, dy, BlockedRows(s, cb, c0 / cb, lo), hi - lo, saved + c0,
-                           scale.data() + c0, shift.data() + c0, w, part_sdy[p], part_sdyx[p]);
+          detail::with_channel_count(xd.channel_block, [&](auto b) {
+            for (int64_t c = c0; c < c0 + cb; c += b)
+              dy_sums<kRelu>(x, dy, BlockedRows(s, b, c / b, lo), hi - lo, saved + c,
+                             scale.data() + c, shift.data() + c, b, part_sdy[p] + (c - c0),
+                             part_sdyx[p] + (c - c0));
           });
           return;
         }
