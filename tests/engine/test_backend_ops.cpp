@@ -1447,22 +1447,31 @@ std::vector<OpCase> add_relu_fwd_cases() {
   return cases;
 }
 
-// y as the forward leaves it: zero where the sum was negative.
-std::vector<OpCase> add_relu_bwd_cases() {
-  const Reference masked = [](const Tensors& in, const Tensors& before) {
+// dx0 = dy where y > 0, else 0; dx1 the same, added onto its value when
+// `accumulate`.
+Reference masked_gradients(bool accumulate) {
+  return [accumulate](const Tensors& in, const Tensors& before) {
     Values g(in[0].size());
     for (size_t i = 0; i < g.size(); ++i) g[i] = in[1][i] > 0.0f ? double(in[0][i]) : 0.0;
-    return std::vector<Values>{g, onto(g, before[1], true)};
+    return std::vector<Values>{g, onto(g, before[1], accumulate)};
   };
+}
+
+// y as the forward leaves it: zero where the sum was negative. Without an
+// accumulating output dx0 may take dy's bytes (the in-place rows).
+std::vector<OpCase> add_relu_bwd_cases() {
   std::vector<OpCase> cases;
   for (const Shape& s : kJoinMaps)
-    for (OpCase& c : one_case(ComputeOp::ADD_RELU_BWD,
-                              "ADD_RELU_BWD C=" + std::to_string(s.c) + " dx1 accumulating",
-                              LayerType::Add, {s, s}, {s, s}, 0b10, masked, "GF/GG")) {
-      c.prepare = [](Tensors& in) {
-        for (float& v : in[1]) v = std::max(v, 0.0f);
-      };
-      cases.push_back(std::move(c));
+    for (const bool accumulate : {false, true}) {
+      const std::string name =
+          "ADD_RELU_BWD C=" + std::to_string(s.c) + (accumulate ? " dx1 accumulating" : "");
+      for (OpCase& c : one_case(ComputeOp::ADD_RELU_BWD, name, LayerType::Add, {s, s}, {s, s},
+                                accumulate ? 0b10 : 0, masked_gradients(accumulate), "GF/GG")) {
+        c.prepare = [](Tensors& in) {
+          for (float& v : in[1]) v = std::max(v, 0.0f);
+        };
+        cases.push_back(std::move(c));
+      }
     }
   return cases;
 }

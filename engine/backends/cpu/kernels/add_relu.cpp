@@ -23,13 +23,11 @@ namespace {
 // The 16-bit formats, converted a block at a time on the stack (kBf16Block
 // values, as the Add's own bfloat16 path).
 struct Bf16Format {
-  static constexpr DType kType = DType::BF16;
   static constexpr uint16_t kInfinity = 0x7F80;  // without its sign; NaNs lie above
   static void widen(const uint16_t* in, float* out, int64_t n) { widen_bf16(in, out, n); }
   static void narrow(const float* in, uint16_t* out, int64_t n) { narrow_to_bf16(in, out, n); }
 };
 struct HalfFormat {
-  static constexpr DType kType = DType::FP16;
   static constexpr uint16_t kInfinity = 0x7C00;
   static void widen(const uint16_t* in, float* out, int64_t n) { widen_half(in, out, n); }
   static void narrow(const float* in, uint16_t* out, int64_t n) { narrow_to_half(in, out, n); }
