@@ -63,6 +63,19 @@ void copy_or_add(const KernelArgs& a, size_t out_index, const TensorArg& src, El
   launched(launch_sum(e, n, from, twice ? &from : nullptr, to, accumulate, stream), op);
 }
 
+// An add's operands (ADD_FWD, ADD_RELU_FWD): x0, x1 and y of one shape and layout.
+Elem add_operands(const KernelArgs& a, const char* op, FeatureView& x0, FeatureView& x1,
+                  FeatureView& y) {
+  const Elem e = common_elem(op, a, {{&a.in[0], "x0"}, {&a.in[1], "x1"}, {&a.out[0], "y"}});
+  x0 = feature_view(a.in[0]);
+  x1 = feature_view(a.in[1]);
+  y = feature_view(a.out[0]);
+  if (a.in[0].shape() != a.out[0].shape() || a.in[1].shape() != a.out[0].shape() ||
+      !same_layout(x0, y) || !same_layout(x1, y))
+    fail_operand(op, a, "both inputs and y should have one shape");
+  return e;
+}
+
 // The elementwise ops' operands: x and y (or the saved tensor, dy and dx) of one shape.
 Elem unary_operands(const KernelArgs& a, const char* op, FeatureView& x, FeatureView& y) {
   const Elem e = common_elem(op, a, {{&a.in[0], "x"}, {&a.out[0], "y"}});
@@ -253,12 +266,8 @@ void activation_bwd(const KernelArgs& a, cudaStream_t stream) {
 
 void add_fwd(const KernelArgs& a, cudaStream_t stream) {
   constexpr const char* op = "ADD_FWD";
-  const Elem e = common_elem(op, a, {{&a.in[0], "x0"}, {&a.in[1], "x1"}, {&a.out[0], "y"}});
-  const FeatureView x0 = feature_view(a.in[0]), x1 = feature_view(a.in[1]),
-                    y = feature_view(a.out[0]);
-  if (a.in[0].shape() != a.out[0].shape() || a.in[1].shape() != a.out[0].shape() ||
-      !same_layout(x0, y) || !same_layout(x1, y))
-    fail_operand(op, a, "both inputs and y should have one shape");
+  FeatureView x0, x1, y;
+  const Elem e = add_operands(a, op, x0, x1, y);
   launched(launch_sum(e, elements(a.out[0]), x0, &x1, y, false, stream), op);
 }
 
@@ -281,12 +290,8 @@ void add_bwd(const KernelArgs& a, cudaStream_t stream) {
 
 void add_relu_fwd(const KernelArgs& a, cudaStream_t stream) {
   constexpr const char* op = "ADD_RELU_FWD";
-  const Elem e = common_elem(op, a, {{&a.in[0], "x0"}, {&a.in[1], "x1"}, {&a.out[0], "y"}});
-  const FeatureView x0 = feature_view(a.in[0]), x1 = feature_view(a.in[1]),
-                    y = feature_view(a.out[0]);
-  if (a.in[0].shape() != a.out[0].shape() || a.in[1].shape() != a.out[0].shape() ||
-      !same_layout(x0, y) || !same_layout(x1, y))
-    fail_operand(op, a, "both inputs and y should have one shape");
+  FeatureView x0, x1, y;
+  const Elem e = add_operands(a, op, x0, x1, y);
   launched(launch_add_relu_fwd(e, elements(a.out[0]), x0, x1, y, stream), op);
 }
 
