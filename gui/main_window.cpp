@@ -36,6 +36,7 @@
 #include <renaissance/dataset_probe.h>
 
 #include <renaissance/compiled_plan.h>
+#include <renaissance/devices.h>
 #include <renaissance/error.h>
 #include <renaissance/plan_report.h>
 #include <renaissance/project_io.h>
@@ -1216,7 +1217,9 @@ std::shared_ptr<const CompiledPlan> MainWindow::compileDesign(QString* error) {
     // Image folders: compiled for the images they hold now.
     Project project = doc_->project();
     settle_dataset_sizes(project, probe_dataset(project.dataset));
-    auto cp = std::make_shared<const CompiledPlan>(compile_plan(project));
+    CompileOptions options;
+    options.channel_block = feature_channel_block(project);
+    auto cp = std::make_shared<const CompiledPlan>(compile_plan(project, options));
     problems_->setCompileProblems({});
     return cp;
   } catch (const ProjectError& e) {

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include <renaissance/error.h>
 #include "backends/cpu/kernel_builds.h"
 #include "backends/cpu/kernels/dense.h"
 #include "backends/cuda_plugin.h"
@@ -82,6 +83,21 @@ DeviceScan scan_devices() {
 
 int cpu_channel_block() {
   return cpu::conv_channel_block();
+}
+
+int feature_channel_block(const Project& project) {
+  if (project.training.feature_layout != FeatureLayout::Blocked) return 0;
+  const int block = cpu_channel_block();
+  if (block == 0 && project.training.devices.kind == DeviceKind::CPU) {
+    Diagnostic d;
+    d.file = project.source_path;
+    d.field = "training.feature_layout";
+    d.message =
+        "feature layout 'blocked': this CPU's convolutions (oneDNN) take no channel blocks; "
+        "use 'nhwc'";
+    throw ProjectError({d});
+  }
+  return block;
 }
 
 RankMemory memory_per_rank(const DeviceSet& devices, const DeviceScan& scan) {

@@ -133,7 +133,6 @@ int cmd_plan(const std::vector<std::string>& args) {
   with_value.insert(kValidationMicroBatchOption);
   with_value.insert(kRecomputeOption);
   with_value.insert(kMemoryBudgetOption);
-  with_value.insert(kFeatureLayoutOption);
   with_value.insert("memory");
   const ParsedArgs a =
       parse_args(args, with_value, {"json", "graphs", "help", "max-batch", "layers", "csv"});
@@ -148,7 +147,7 @@ int cmd_plan(const std::vector<std::string>& args) {
       !settle_dataset_sizes(project, probe))
     throw UsageError(probe.problem);
 
-  const CompiledPlan cp = compile_plan(project, compile_options_from(a));
+  const CompiledPlan cp = compile_plan(project, compile_options_from(a, project));
   if (a.values.count("memory") && !a.has("max-batch"))
     throw UsageError("--memory goes with --max-batch (the budget the search fits the plan to)");
   std::string text;
@@ -158,7 +157,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   std::string budget_text;
   if (a.has("max-batch")) {
     const uint64_t budget = memory_budget(a, cp, &budget_text);
-    CompileOptions as_planned = compile_options_from(a);
+    CompileOptions as_planned = compile_options_from(a, project);
     as_planned.memory_budget = 0;
     Project unbudgeted = project;
     unbudgeted.training.memory_budget_mib = 0;

@@ -22,7 +22,7 @@ bool switch_value(const ParsedArgs& args, const char* option) {
 
 }  // namespace
 
-CompileOptions compile_options_from(const ParsedArgs& args) {
+CompileOptions compile_options_from(const ParsedArgs& args, const Project& project) {
   CompileOptions o;
   o.fuse_bn_relu = o.fuse_add_relu = o.in_place_dx = o.pool_where =
       switch_value(args, kRewritesOption);
@@ -40,17 +40,7 @@ CompileOptions compile_options_from(const ParsedArgs& args) {
     else if (v->second != "fit")
       o.validation_micro_batch = positive_integer(kValidationMicroBatchOption, v->second);
   }
-  if (const auto v = args.values.find(kFeatureLayoutOption); v != args.values.end()) {
-    if (v->second != "blocked" && v->second != "nhwc")
-      throw UsageError("option '--feature-layout' takes blocked or nhwc, got '" + v->second + "'");
-    if (v->second == "blocked") {
-      o.channel_block = cpu_channel_block();
-      if (o.channel_block == 0)
-        throw UsageError(
-            "option '--feature-layout blocked': this CPU's convolutions (oneDNN) take no "
-            "channel blocks; leave it out");
-    }
-  }
+  o.channel_block = feature_channel_block(project);  // --feature-layout is an override
   if (const auto v = args.values.find(kMemoryBudgetOption); v != args.values.end()) {
     if (!o.recompute)
       throw UsageError("option '--memory-budget' recomputes features to fit; drop '--" +

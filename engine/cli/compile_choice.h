@@ -5,7 +5,8 @@
 // again in the backward, and whether it shares step-local bytes by lifetime
 // (see CompileOptions). `--rewrites off` also turns recomputation off.
 // `--memory-budget BYTES` has the planner recompute what the plan needs to
-// fit in BYTES a device.
+// fit in BYTES a device. The feature layout is the project's
+// (training.feature_layout, which `--feature-layout` overrides).
 #pragma once
 
 #include <renaissance/compiled_plan.h>
@@ -20,10 +21,8 @@ inline constexpr const char* kRecomputeOption = "recompute";
 inline constexpr const char* kValidationMicroBatchOption = "validation-micro-batch";
 // --memory-budget BYTES (CompileOptions::memory_budget).
 inline constexpr const char* kMemoryBudgetOption = "memory-budget";
-// --feature-layout blocked|nhwc (CompileOptions::channel_block: the CPU's, or none).
-inline constexpr const char* kFeatureLayoutOption = "feature-layout";
-
-// Throws UsageError for a value other than on/off, naming the option.
-CompileOptions compile_options_from(const ParsedArgs& args);
+// Throws UsageError for a value other than on/off, naming the option, and
+// ProjectError for a feature layout this CPU does not take.
+CompileOptions compile_options_from(const ParsedArgs& args, const Project& project);
 
 }  // namespace tr::cli

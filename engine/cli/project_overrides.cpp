@@ -9,8 +9,8 @@
 namespace tr::cli {
 
 const std::set<std::string>& override_options() {
-  static const std::set<std::string> names{"devices", "precision", "batch",    "epochs",
-                                           "seed",    "sync-bn",   "sharding", "mesh"};
+  static const std::set<std::string> names{"devices", "precision", "batch", "epochs",        "seed",
+                                           "sync-bn", "sharding",  "mesh",  "feature-layout"};
   return names;
 }
 
@@ -96,6 +96,12 @@ void apply_overrides(const ParsedArgs& a, Project& project, int nodes) {
     t.sharding = v == "none"        ? Sharding::None
                  : v == "optimizer" ? Sharding::Optimizer
                                     : Sharding::OptimizerAndGradients;
+  }
+  if (a.values.count("feature-layout")) {
+    const std::string& v = a.values.at("feature-layout");
+    if (v != "blocked" && v != "nhwc")
+      throw UsageError("option '--feature-layout' takes blocked or nhwc, got '" + v + "'");
+    t.feature_layout = v == "blocked" ? FeatureLayout::Blocked : FeatureLayout::Nhwc;
   }
   if (a.flags.count("eval-ema")) t.ema = true;
   if (a.values.count("batch")) t.global_batch = positive_integer("batch", a.values.at("batch"));

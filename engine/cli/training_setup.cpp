@@ -25,7 +25,6 @@ std::set<std::string> setup_options() {
   s.insert(kValidationMicroBatchOption);
   s.insert(kRecomputeOption);
   s.insert(kMemoryBudgetOption);
-  s.insert(kFeatureLayoutOption);
   s.insert("conv-algorithms");
   return s;
 }
@@ -146,7 +145,7 @@ TrainingJob prepare_training(Project project, const ParsedArgs& a, bool allow_cp
           two_way(a, "conv-algorithms", "fastest", "cuDNN's fastest measured algorithm",
                   "deterministic", "the fastest whose results repeat bit for bit"))
     options.cuda_deterministic_conv = !*fastest;
-  options.compile = compile_options_from(a);
+  options.compile = compile_options_from(a, project);
   return TrainingJob(std::move(project), options);
 }
 

@@ -85,6 +85,10 @@ std::string_view sharding_name(Sharding s) noexcept {
   return "?";
 }
 
+std::string_view feature_layout_name(FeatureLayout l) noexcept {
+  return l == FeatureLayout::Blocked ? "blocked" : "nhwc";
+}
+
 std::string_view precision_name(Precision p) noexcept {
   switch (p) {
     case Precision::FP32:

@@ -64,6 +64,11 @@ constexpr SettingChoice kShardings[] = {
     {"optimizer+gradients", "Optimizer state and gradients (ZeRO-2)",
      static_cast<int>(Sharding::OptimizerAndGradients)},
 };
+constexpr SettingChoice kFeatureLayouts[] = {
+    {"nhwc", "NHWC: channels innermost", static_cast<int>(FeatureLayout::Nhwc)},
+    {"blocked", "Channel blocks (oneDNN's convolutions' layout)",
+     static_cast<int>(FeatureLayout::Blocked)},
+};
 constexpr SettingChoice kBadImages[] = {
     {"stop", "Stop the load", 0},
     {"skip", "Leave it out", 1},
@@ -468,6 +473,21 @@ std::vector<SettingSpec> make_settings() {
        .zero_text = "none",
        .suffix = " MiB",
        .int_ref = [](Project& p) -> int64_t& { return p.training.memory_budget_mib; }},
+      {.key = "training.feature_layout",
+       .kind = K::Choice,
+       .group = G::Precision,
+       .label = "Feature layout",
+       .help = "How a CPU plan lays out its FP32 feature maps: `nhwc` (channels innermost, "
+               "the same bits as ever), or `blocked`, in the channel blocks oneDNN's "
+               "convolutions take (8 channels with AVX2, 16 with AVX-512; renaissance-cli "
+               "devices names it), often faster on convolution-heavy models, the same values "
+               "within rounding; the same bytes. CUDA plans are NHWC either way",
+       .choices = kFeatureLayouts,
+       .choice_what = "feature layout",
+       .write = WriteWhen::Set,
+       .choice_get = [](const Project& p) { return static_cast<int>(p.training.feature_layout); },
+       .choice_set = [](Project& p,
+                        int v) { p.training.feature_layout = static_cast<FeatureLayout>(v); }},
       {.key = "training.mesh.tensor",
        .group = G::Precision,
        .label = "Tensor-parallel ranks",

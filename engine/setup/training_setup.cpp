@@ -86,11 +86,14 @@ TrainingSetup prepare_training(Project project, const SetupOptions& options) {
     out.data = load_dataset(project.dataset, options.data_dir, seed);
     settle_dataset_sizes(project, out.data->size(Split::Train), out.data->size(Split::Val));
   }
+  // The project's feature layout, unless the options name a channel block.
+  CompileOptions compile = options.compile;
+  if (compile.channel_block == 0) compile.channel_block = feature_channel_block(project);
   // One machine's plan is the compiler's own; across machines the net
   // layer compiles for every node's ranks.
   out.compiled = std::make_unique<CompiledProject>(
-      options.nodes.across_nodes() ? compile_for_nodes(project, options.compile, options.nodes)
-                                   : compile_project(project, options.compile));
+      options.nodes.across_nodes() ? compile_for_nodes(project, compile, options.nodes)
+                                   : compile_project(project, compile));
   // Refused before any allocation, with both numbers.
   if (const std::string problem = plan_fit_problem(*out.compiled, scan); !problem.empty())
     throw UsageError("project '" + project.name + "' does not fit: " + problem);

@@ -366,6 +366,30 @@ class TestCliPlan : public QObject {
     QCOMPARE(bad.code, 2);
     QVERIFY2(bad.err.contains("option '--feature-layout' takes blocked or nhwc, got 'nchw'"),
              bad.err.constData());
+
+    // The project's own setting (the workbench's Feature layout), which the
+    // option overrides either way; a value it does not know is refused by name.
+    QTemporaryDir dir;
+    QFile file(project("cnn-bn-fashion"));
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    json j = json::parse(file.readAll().toStdString());
+    auto write = [&](const QString& name, const json& value) {
+      j["training"]["feature_layout"] = value;
+      QFile f(dir.filePath(name));
+      if (f.open(QIODevice::WriteOnly)) f.write(QByteArray::fromStdString(j.dump(2)));
+      return dir.filePath(name);
+    };
+    const QString in_file = write("blocked.json", "blocked");
+    auto block_of = [](const Result& r) {
+      return r.code == 0 ? json::parse(r.out.toStdString()).at("channel_block").get<int>() : -1;
+    };
+    QCOMPARE(block_of(run_cli({"plan", in_file, "--json"})), block);
+    QCOMPARE(block_of(run_cli({"plan", in_file, "--json", "--feature-layout", "nhwc"})), 0);
+    const Result unknown = run_cli({"plan", write("nchw.json", "nchw"), "--json"});
+    QVERIFY(unknown.code != 0);
+    QVERIFY2(unknown.err.contains("training.feature_layout") && unknown.err.contains("nhwc") &&
+                 unknown.err.contains("blocked"),
+             unknown.err.constData());
   }
 
   void memoryBudget() {

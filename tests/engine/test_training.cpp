@@ -16,6 +16,7 @@
 #include <set>
 
 #include <renaissance/checkpoint.h>
+#include <renaissance/devices.h>
 #include <renaissance/predict.h>
 #include <renaissance/profile_export.h>
 #include <renaissance/project_io.h>
@@ -26,6 +27,7 @@
 #include "png_files.h"
 #include "runtime/trainer.h"
 #include "runtime/training_session.h"
+#include "setup/training_setup.h"
 
 using namespace tr;
 
@@ -529,6 +531,18 @@ class TestTraining : public QObject {
     on_cuda.training.devices = {DeviceKind::CUDA, {0}};
     const CompiledProject cuda_plan = compile_project(on_cuda, blocked_options);
     for (const DTensor& t : cuda_plan.plans.front().dtensors()) QCOMPARE(t.channel_block, 0);
+    // The project's own setting (training.feature_layout) reaches the plan
+    // the training setup compiles, the workbench's way in; unasked, none.
+    if (cpu_channel_block() > 0) {
+      Project asked = p;
+      asked.training.feature_layout = FeatureLayout::Blocked;
+      for (const Project* q : {&p, static_cast<const Project*>(&asked)}) {
+        const TrainingSetup s = prepare_training(*q);
+        const int want = q == &asked ? cpu_channel_block() : 0;
+        for (const DTensor& t : s.compiled->plans.front().dtensors())
+          if (t.name == "conv1.out") QCOMPARE(static_cast<int>(t.channel_block), want);
+      }
+    }
 
     TrainOptions o;
     o.epochs = 1;

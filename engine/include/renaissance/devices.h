@@ -69,6 +69,12 @@ DeviceScan scan_devices();
 // feature maps take (CompileOptions::channel_block). Asked once.
 int cpu_channel_block();
 
+// The channel block the project's training.feature_layout asks for on this
+// machine (CompileOptions::channel_block): 0 for nhwc, cpu_channel_block()
+// for blocked. Throws ProjectError, naming the setting, where a CPU plan
+// asks for blocks this CPU's convolutions do not take.
+int feature_channel_block(const Project& project);
+
 // Why `devices` (as `scan` found them) cannot train at precision `p`, or
 // empty: the CPU's instructions or the first listed GPU that lacks the
 // compute capability. Devices the scan did not find are another check's.

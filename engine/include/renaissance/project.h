@@ -106,6 +106,10 @@ enum class ScheduleKind { Constant, Step, Cosine };
 // gathering the rest), or that and the gradients (ZeRO stage 2: each
 // bucket reduce-scattered, each rank keeping the sum of its share only).
 enum class Sharding { None, Optimizer, OptimizerAndGradients };
+// How a CPU plan lays out its FP32 feature maps: channels innermost (NHWC),
+// or in the channel blocks oneDNN's convolutions take ([N, C/b, H, W, b];
+// CompileOptions::channel_block). CUDA plans are NHWC either way.
+enum class FeatureLayout { Nhwc, Blocked };
 enum class DeviceKind { CPU, CUDA };
 
 struct ScheduleSpec {
@@ -157,6 +161,7 @@ struct TrainingSpec {
   // (CompileOptions::memory_budget, which the CLI's --memory-budget sets
   // over this).
   int64_t memory_budget_mib = 0;
+  FeatureLayout feature_layout = FeatureLayout::Nhwc;
 
   // What is wrong with the global batch for the data ranks ("" when they
   // share it evenly): the loader's words, which the workbench repeats.
@@ -199,5 +204,6 @@ std::string_view optimizer_name(OptimizerKind k) noexcept;
 std::string_view schedule_name(ScheduleKind k) noexcept;
 std::string_view precision_name(Precision p) noexcept;
 std::string_view sharding_name(Sharding s) noexcept;  // as training.sharding spells it
+std::string_view feature_layout_name(FeatureLayout l) noexcept;  // "nhwc", "blocked"
 
 }  // namespace tr
