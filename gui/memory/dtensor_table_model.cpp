@@ -169,6 +169,12 @@ QVariant DTensorTableModel::data(const QModelIndex& index, int role) const {
       lines << tr("… and %n more", nullptr, static_cast<int>(share.size() - kShown));
     return lines.join(QLatin1Char('\n'));
   }
+  if (role == Qt::ToolTipRole && index.column() == ShapeColumn && t.is_blocked())
+    return tr("Stored in channel blocks of %1, [N, C/%1, H, W, %1] (%2 blocks a sample): "
+              "the layout oneDNN's convolutions take (training.feature_layout); the same "
+              "bytes as NHWC")
+        .arg(t.channel_block)
+        .arg(t.shape.c / t.channel_block);
   if (role == Qt::ToolTipRole && index.column() == RegionColumn)
     return tr("%1: %2").arg(QString::fromUtf8(region_name(t.region).data()),
                             QString::fromUtf8(region_series_title(region_series(t.region)).data()));
@@ -189,8 +195,12 @@ QVariant DTensorTableModel::data(const QModelIndex& index, int role) const {
       return raw ? QVariant(region_index(t.region))
                  : QVariant(QString::fromUtf8(region_title(t.region).data()));
     case ShapeColumn:
-      return raw ? QVariant(static_cast<qlonglong>(t.shape.elements()))
-                 : QVariant(QString::fromStdString(t.shape.str()));
+      if (raw) return static_cast<qlonglong>(t.shape.elements());
+      if (t.is_blocked())
+        return tr("%1 in blocks of %2")
+            .arg(QString::fromStdString(t.shape.str()))
+            .arg(t.channel_block);
+      return QString::fromStdString(t.shape.str());
     case DTypeColumn:
       return QString::fromUtf8(dtype_name(t.dtype).data());
     case PaddedC:

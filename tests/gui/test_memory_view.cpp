@@ -231,6 +231,32 @@ class TestMemoryView : public QObject {
     QVERIFY2(v.view.legendText().contains("<b>T</b> temporaries"), qPrintable(v.view.legendText()));
   }
 
+  // A plan in channel blocks (training.feature_layout) says which tensors
+  // are stored that way, in the shape column and its tooltip.
+  void blockedTensorsSaySo() {
+    Project p = load_project(std::string(TR_PROJECTS_DIR) + "/cnn-bn-fashion.json");
+    CompileOptions options;
+    options.channel_block = 8;
+    options.pack_memory = false;  // the features' own region band to click
+    View v(std::make_shared<const CompiledPlan>(compile_plan(p, options)));
+    QTest::mouseClick(v.view.bands(), Qt::LeftButton, Qt::NoModifier,
+                      v.view.bands()->rowRect(Region::F_FEATURE_FP32).center());
+    int blocked = 0, rows = v.view.tensorTable()->model()->rowCount();
+    for (int row = 0; row < rows; ++row) {
+      const DTensor& t = v.plan().get_dtensor(v.cell(row, DTensorTableModel::Id).toInt());
+      const QString shape = v.cell(row, DTensorTableModel::ShapeColumn);
+      QCOMPARE(shape.endsWith(QStringLiteral(" in blocks of 8")), t.is_blocked());
+      if (!t.is_blocked()) continue;
+      ++blocked;
+      QVERIFY(v.view.tensorModel()
+                  ->data(v.view.tensorModel()->index(row, DTensorTableModel::ShapeColumn),
+                         Qt::ToolTipRole)
+                  .toString()
+                  .contains("[N, C/8, H, W, 8]"));
+    }
+    QVERIFY2(blocked > 0 && blocked < rows, qPrintable(QString::number(blocked)));
+  }
+
   void clickRegionListsItsTensors() {
     View v(compiled("lenet-fashion"));
     const Region r = Region::W_FC_WEIGHT;
