@@ -133,9 +133,7 @@ void add_relu_bwd_fp32(const KernelArgs& a) {
     // ADD_BWD's two passes do, here with y and dy read before the write.
     detail::parallel_floats(n, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
-        const float g = select(y[i] > 0.0f, dy[i], 0.0f);
-        const float first = add0 ? d0[i] + g : g;
-        d0[i] = add1 ? first + g : g;
+        d0[i] = detail::onto_one_slot(add0, add1, d0[i], select(y[i] > 0.0f, dy[i], 0.0f));
       }
     });
     return;
@@ -155,6 +153,8 @@ void add_relu_bwd_block(const KernelArgs& a, int64_t lo, int64_t hi) {
   const auto* dy = static_cast<const uint16_t*>(a.in[0].data);
   const auto* y = static_cast<const uint16_t*>(a.in[1].data);
   const bool same = has_out(a, 0) && a.out[0].data == a.out[1].data;
+  const bool has[2] = {has_out(a, 0), has_out(a, 1)};
+  const bool add[2] = {a.accumulate(0), a.accumulate(1)};
   float g[kBf16Block], u[kBf16Block];
   for (int64_t b = lo; b < hi; b += kBf16Block) {
     const int64_t m = std::min(kBf16Block, hi - b);
@@ -162,18 +162,17 @@ void add_relu_bwd_block(const KernelArgs& a, int64_t lo, int64_t hi) {
     Format::widen(dy + b, g, m);
     for (int64_t i = 0; i < m; ++i) g[i] = select(u[i] > 0.0f, g[i], 0.0f);
     for (size_t k = 0; k < (same ? 1 : 2); ++k) {
-      if (!has_out(a, k)) continue;
+      if (!has[k]) continue;
       auto* dx = static_cast<uint16_t*>(a.out[k].data) + b;
-      const bool add = a.accumulate(k);
-      if (!add && !same) {
+      if (!add[k] && !same) {
         Format::narrow(g, dx, m);
         continue;
       }
-      if (add) Format::widen(dx, u, m);
-      for (int64_t i = 0; i < m; ++i) {
-        const float first = add ? u[i] + g[i] : g[i];
-        u[i] = !same ? first : a.accumulate(1) ? first + g[i] : g[i];
-      }
+      if (add[k]) Format::widen(dx, u, m);
+      if (same)
+        for (int64_t i = 0; i < m; ++i) u[i] = detail::onto_one_slot(add[0], add[1], u[i], g[i]);
+      else
+        for (int64_t i = 0; i < m; ++i) u[i] += g[i];
       Format::narrow(u, dx, m);
     }
   }

@@ -97,15 +97,12 @@ void add_twice_bf16(const KernelArgs& a, const uint16_t* dy, int64_t n) {
   parallel_ranges(
       n, 3 * n,
       [&](int64_t lo, int64_t hi) {
-        float u[kBf16Block], g[kBf16Block];
+        float u[kBf16Block] = {}, g[kBf16Block];  // u is read unused without add0
         for (int64_t b = lo; b < hi; b += kBf16Block) {
           const int64_t m = std::min(kBf16Block, hi - b);
           widen_bf16(dy + b, g, m);
           if (add0) widen_bf16(dst + b, u, m);
-          for (int64_t i = 0; i < m; ++i) {
-            const float first = add0 ? u[i] + g[i] : g[i];
-            u[i] = add1 ? first + g[i] : g[i];
-          }
+          for (int64_t i = 0; i < m; ++i) u[i] = detail::onto_one_slot(add0, add1, u[i], g[i]);
           narrow_to_bf16(u, dst + b, m);
         }
       },

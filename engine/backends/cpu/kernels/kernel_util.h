@@ -62,6 +62,14 @@ inline bool compact_operands(const KernelArgs& a, size_t ins, size_t outs,
   return true;
 }
 
+// An add's two gradients when both are one slot (x + x): g onto what the
+// slot holds (`add0`) or onto nothing, then g again (`add1`) or g alone,
+// in float, so that 16-bit storage rounds it once (as staging does).
+inline float onto_one_slot(bool add0, bool add1, float slot, float g) {
+  const float first = add0 ? slot + g : g;
+  return add1 ? first + g : g;
+}
+
 // Writes f(i) for i in [0, n) into out, adding when the node accumulates
 // into a gradient slot another consumer already wrote. The branch sits
 // outside the loop so both loops vectorise.
